@@ -1,0 +1,133 @@
+"""Conversations, messages, attachments and persisted summaries (DESIGN §2–§3)."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    class Mode(models.TextChoices):
+        REACT = "react", "ReAct"
+        DAG = "dag", "DAG"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    title = models.CharField(max_length=200, blank=True, default="")
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.REACT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-created_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="conv_owner_updated")]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {str(self.id)[:8]}"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        SYSTEM = "system"
+        TOOL = "tool"
+
+    class Kind(models.TextChoices):
+        QUERY = "query"
+        INJECTED = "injected"
+        ANSWER = "answer"
+        ERROR = "error"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"  # a user message whose run has not finished
+        RUNNING = "running"  # an assistant message being produced
+        DONE = "done"
+        ERROR = "error"
+        CANCELLED = "cancelled"
+        INTERRUPTED = "interrupted"  # the server died during the run
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True, default="")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.QUERY)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DONE)
+    pinned = models.BooleanField(default=False)
+    # images: [{"file_id", "mime_type"}]; usage; compaction facts; run id; …
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        # Creation time, with the autoincrement id as a stable tie-break for equal stamps.
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["conversation", "created_at", "id"], name="msg_conv_order"),
+            models.Index(fields=["status"], name="msg_status"),
+        ]
+
+    def __str__(self) -> str:
+        preview = (self.content or "")[:40].replace("\n", " ")
+        return f"{self.role}: {preview}"
+
+
+def attachment_path(instance: "Attachment", filename: str) -> str:
+    # The client's file name is never used on disk (path traversal, collisions).
+    ext = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
+    return f"attachments/{instance.owner_id}/{instance.id}.{ext.get(instance.mime_type, 'bin')}"
+
+
+class Attachment(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attachments"
+    )
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="attachments"
+    )
+    message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="attachments"
+    )
+    file = models.FileField(upload_to=attachment_path, max_length=255)
+    original_name = models.CharField(max_length=255, blank=True, default="")
+    mime_type = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.original_name or self.id} ({self.mime_type}, {self.width}x{self.height})"
+
+    @property
+    def file_id(self) -> uuid.UUID:
+        return self.id
+
+
+class ContextSummary(models.Model):
+    """A persisted load-time summary (issue 5): the next load starts from it."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="summaries"
+    )
+    # The newest message the summary covers; messages after it are loaded verbatim.
+    covers_through = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    content = models.TextField()
+    covered_count = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(default=0)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["conversation", "-id"], name="summary_conv_newest")]
+
+    def __str__(self) -> str:
+        return f"Summary of {self.covered_count} messages in {self.conversation_id}"

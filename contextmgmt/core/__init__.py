@@ -1,0 +1,1 @@
+"""fimone's context-management core: plain Python, no Django (DESIGN §1–§2)."""

@@ -1,0 +1,69 @@
+"""The message types every layer speaks (DESIGN §2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+Content = str | list[dict[str, Any]] | None
+
+SUMMARY_PREFIX = "[Conversation summary]"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # the JSON text, exactly as on the wire
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    role: Role
+    content: Content = None
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    pinned: bool = False
+    injected: bool = False
+    # Never sent to an LLM: db id, created_at, attachment facts, …
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_current_query(self) -> bool:
+        return self.pinned and not self.injected
+
+    @property
+    def is_summary(self) -> bool:
+        return (
+            self.role == "system"
+            and isinstance(self.content, str)
+            and self.content.startswith(SUMMARY_PREFIX)
+        )
+
+    def text(self) -> str:
+        """The message's text: the string content, or its text parts joined."""
+        if isinstance(self.content, str):
+            return self.content
+        if not self.content:
+            return ""
+        return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI wire form; fimone's own fields (pinned, metadata, …) never leave."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name:
+            out["name"] = self.name
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.tool_calls:
+            out["tool_calls"] = [tc.to_openai() for tc in self.tool_calls]
+        return out

@@ -1,0 +1,74 @@
+"""Per-model budgets, editable in the admin (SPEC R5, DESIGN §2)."""
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from contextmgmt.core.budget import usable_input_tokens
+
+
+class ModelConfig(models.Model):
+    class Role(models.TextChoices):
+        MAIN = "main", "Main (ReAct, answers)"
+        FAST = "fast", "Fast (DAG steps, compaction)"
+
+    name = models.CharField("display name", max_length=100)
+    model = models.CharField("provider model id", max_length=200)
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.MAIN)
+    base_url = models.URLField(max_length=500, blank=True, default="")
+    api_key_env = models.CharField(
+        "API key environment variable",
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Name of the environment variable that holds the key; never the key itself.",
+    )
+    context_size = models.PositiveIntegerField(default=128_000)
+    max_output_tokens = models.PositiveIntegerField(default=64_000)
+    supports_vision = models.BooleanField(default=True)
+    is_active = models.BooleanField("active", default=False)
+    # Calibration (issue 5): provider-reported input tokens / fimone's estimate, running.
+    token_ratio = models.FloatField(default=1.0)
+    token_ratio_samples = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["role", "name"]
+        verbose_name = "model configuration"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["role"], condition=Q(is_active=True), name="one_active_model_per_role"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role}{', active' if self.is_active else ''})"
+
+    @property
+    def usable_input_tokens(self) -> int:
+        return usable_input_tokens(self.context_size, self.max_output_tokens)
+
+    def clean(self) -> None:
+        errors = {}
+        if not self.context_size or self.context_size <= 0:
+            errors["context_size"] = "Context size must be a positive number of tokens."
+        if self.max_output_tokens is None or self.max_output_tokens <= 0:
+            errors["max_output_tokens"] = "Max output tokens must be a positive number."
+        elif self.context_size and self.max_output_tokens >= self.context_size:
+            errors["max_output_tokens"] = (
+                f"Max output tokens must be smaller than the context size ({self.context_size:,})."
+            )
+        if self.api_key_env and not self.api_key_env.replace("_", "").isalnum():
+            errors["api_key_env"] = (
+                "Give the name of an environment variable (letters, digits, _), not a key."
+            )
+        if self.is_active:
+            clash = ModelConfig.objects.filter(role=self.role, is_active=True).exclude(pk=self.pk)
+            if clash.exists():
+                errors["is_active"] = (
+                    f"Another {self.role} model is already active ({clash.first().name}); "
+                    "deactivate it first."
+                )
+        if errors:
+            raise ValidationError(errors)
