@@ -2,6 +2,9 @@
 
 import pytest
 
+# Session-scoped private PostgreSQL / Redis servers (issue 10); skip or, under CI, fail.
+from tests.support.services import postgres_server, redis_server  # noqa: F401
+
 
 @pytest.fixture
 def user(django_user_model):
