@@ -5,6 +5,13 @@ import pytest
 # Session-scoped private PostgreSQL / Redis servers (issue 10); skip or, under CI, fail.
 from tests.support.services import postgres_server, redis_server  # noqa: F401
 
+# A real daphne subprocess (browser / end-to-end tests, benchmarks): see that module.
+from tests.support.live_server import (  # noqa: F401
+    live_daphne,
+    live_daphne_env,
+    live_daphne_factory,
+)
+
 
 @pytest.fixture
 def user(django_user_model):

@@ -1,0 +1,316 @@
+"""A real daphne server in a subprocess, for browser tests, end-to-end tests and benchmarks.
+
+Each server gets its own data directory (SQLite database, media, secret key), is migrated
+and seeded with one user before daphne starts, and is reachable on a free loopback port.
+
+In pytest use the ``live_daphne`` fixture (extra environment: override the
+``live_daphne_env`` fixture in your module, or call ``live_daphne_factory(env={...})``).
+Outside pytest (benchmarks)::
+
+    server = start_live_server(env={"LLM_BASE_URL": "http://127.0.0.1:9000/v1"})
+    try:
+        ...  # server.base_url, server.ws_url, server.session_cookie
+    finally:
+        server.stop()
+
+The subprocess database is NOT pytest-django's test database: create data in it through
+``server.manage_shell(code)`` or the HTTP API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_USERNAME = "tester"
+DEFAULT_PASSWORD = "pw-tester-123!"
+
+# Variables from the caller's environment that would change what the server talks to.
+# A test server is offline and self-contained unless the test asks otherwise via ``env``.
+_STRIPPED_PREFIXES = ("LLM_", "FAST_LLM_")
+_STRIPPED_NAMES = {"DATABASE_URL", "REDIS_URL", "FIMONE_TEST_DB", "MEDIA_ROOT", "SECRET_KEY"}
+
+# Runs inside the subprocess's environment before daphne starts: migrate, seed the user,
+# and open a session for it (so websocket clients need no login round trip).
+_SETUP_SCRIPT = """
+import os, sys, django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fimone.settings")
+django.setup()
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from django.core.management import call_command
+call_command("migrate", interactive=False, verbosity=0)
+username, password = sys.argv[1], sys.argv[2]
+User = get_user_model()
+user = User.objects.filter(username=username).first()
+if user is None:
+    user = User.objects.create_user(username=username, password=password)
+session = SessionStore()
+session[SESSION_KEY] = str(user.pk)
+session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+session.create()
+print("SESSION", session.session_key)
+"""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    port: int
+    data_dir: Path
+    env: dict[str, str]
+    username: str = DEFAULT_USERNAME
+    password: str = DEFAULT_PASSWORD
+    session_cookie: str = ""
+    proc: subprocess.Popen | None = None
+    owns_data_dir: bool = False
+    startup_timeout: float = 60.0
+    _log_file: object | None = field(default=None, repr=False)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    @property
+    def origin(self) -> str:
+        """The Origin header websocket clients must send (AllowedHostsOriginValidator)."""
+        return self.base_url
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "daphne.log"
+
+    def ws_headers(self) -> dict[str, str]:
+        """Headers for an authenticated websocket client (``websockets.connect(...)``)."""
+        return {"Origin": self.origin, "Cookie": f"sessionid={self.session_cookie}"}
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Migrate the database, create the user and a session (idempotent)."""
+        result = subprocess.run(
+            [sys.executable, "-c", _SETUP_SCRIPT, self.username, self.password],
+            cwd=REPO_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"live server setup failed:\n{result.stdout}\n{result.stderr}")
+        for line in result.stdout.splitlines():
+            if line.startswith("SESSION "):
+                self.session_cookie = line.split(" ", 1)[1].strip()
+
+    def start(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the process
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "fimone.asgi:application",
+            ],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            # Own session: a Ctrl-C in the test runner is not delivered twice, and
+            # kill() hits only this process.
+            start_new_session=True,
+        )
+        self._wait_until_ready()
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                raise RuntimeError(f"daphne exited during start-up:\n{self.log()[-4000:]}")
+            try:
+                with urllib.request.urlopen(self.base_url + "/accounts/login/", timeout=2):
+                    return
+            except urllib.error.HTTPError:
+                return  # it answered; the status is the app's business
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"daphne did not answer within {self.startup_timeout}s:\n{self.log()}")
+
+    def _close_log(self) -> None:
+        if self._log_file is not None:
+            with contextlib.suppress(OSError):
+                self._log_file.close()
+            self._log_file = None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Graceful stop (SIGTERM, then SIGKILL if it does not exit)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=timeout)
+        self._close_log()
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies mid-whatever (durability tests)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self._close_log()
+
+    def restart(self, *, hard: bool = False, env: dict[str, str] | None = None) -> None:
+        """Stop (or kill, with ``hard``) and start again on the same port and data."""
+        if hard:
+            self.kill()
+        else:
+            self.stop()
+        if env:
+            self.env.update(env)
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        if self.owns_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def manage(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run ``manage.py <args>`` against this server's database."""
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
+
+    def manage_shell(self, code: str, timeout: float = 120) -> str:
+        """Run Python code in ``manage.py shell -c`` here; returns its stdout."""
+        return self.manage("shell", "-c", code, timeout=timeout).stdout
+
+
+def server_env(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(_STRIPPED_PREFIXES) and key not in _STRIPPED_NAMES
+    }
+    env.update(
+        {
+            "FIMONE_DATA_DIR": str(data_dir),
+            "DJANGO_SETTINGS_MODULE": "fimone.settings",
+            "PYTHONUNBUFFERED": "1",
+            "DEBUG": "false",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        }
+    )
+    env.update(extra or {})
+    return env
+
+
+def start_live_server(
+    env: dict[str, str] | None = None,
+    *,
+    data_dir: Path | str | None = None,
+    port: int | None = None,
+    username: str = DEFAULT_USERNAME,
+    password: str = DEFAULT_PASSWORD,
+) -> LiveServer:
+    """Migrate, seed and start a daphne server; the caller must ``stop()``/``close()`` it."""
+    owns = data_dir is None
+    path = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="fimone-live-"))
+    path.mkdir(parents=True, exist_ok=True)
+    server = LiveServer(
+        port=port or free_port(),
+        data_dir=path,
+        env=server_env(path, env),
+        username=username,
+        password=password,
+        owns_data_dir=owns,
+    )
+    server.setup()
+    server.start()
+    return server
+
+
+@contextlib.contextmanager
+def live_server(env: dict[str, str] | None = None, **kwargs) -> Iterator[LiveServer]:
+    server = start_live_server(env, **kwargs)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+# -- pytest fixtures (registered in tests/conftest.py) -----------------------------------
+
+
+@pytest.fixture
+def live_daphne_env() -> dict[str, str]:
+    """Extra environment for ``live_daphne``; override this fixture in a test module."""
+    return {}
+
+
+@pytest.fixture
+def live_daphne_factory(tmp_path_factory):
+    """Start any number of servers: ``live_daphne_factory(env={...})``; all stopped after."""
+    servers: list[LiveServer] = []
+
+    def make(env: dict[str, str] | None = None, **kwargs) -> LiveServer:
+        kwargs.setdefault("data_dir", tmp_path_factory.mktemp("live-daphne"))
+        server = start_live_server(env, **kwargs)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def live_daphne(live_daphne_factory, live_daphne_env) -> LiveServer:
+    """A running daphne with a migrated database and a user (``.username``/``.password``)."""
+    return live_daphne_factory(env=live_daphne_env)
