@@ -1,0 +1,37 @@
+"""Errors the chat layer raises on bad input; each carries a stable code for the client.
+
+Views turn them into ``{"error": {"code", "message"}}`` with ``status``; the websocket
+consumer turns them into ``error`` frames. Nothing here knows about HTTP beyond the status.
+"""
+
+
+class ChatError(Exception):
+    """Base class: a client-facing error with a machine-readable ``code``."""
+
+    status = 400
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class InvalidInput(ChatError):
+    """A field has a value the service refuses (unknown mode, overlong title, …)."""
+
+
+class UploadRejected(ChatError):
+    """An upload failed validation; nothing was stored."""
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(code, message)
+        self.status = status
+
+
+class AttachmentNotFound(ChatError):
+    """A referenced file id is malformed, unknown, or belongs to someone else."""
+
+    status = 404

@@ -1,0 +1,147 @@
+"""Reads of the chat layer, always scoped to the requesting user (owner-only).
+
+Foreign, unknown and malformed ids are indistinguishable to the caller: each raises the
+model's ``DoesNotExist`` (views answer 404), so ids of other users' objects leak nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.db.models import Q, QuerySet
+
+from chat.errors import AttachmentNotFound, InvalidInput
+from chat.models import Attachment, Conversation, Message
+
+MAX_PAGE_SIZE = 200
+MAX_ATTACHMENTS_PER_MESSAGE = 16
+
+
+@dataclass(frozen=True)
+class MessagePage:
+    messages: list[Message]  # oldest first
+    has_more: bool  # more messages exist beyond this page, in the direction paged
+
+
+def conversation_list(*, user) -> QuerySet[Conversation]:
+    """The user's conversations, most recently active first."""
+    return Conversation.objects.filter(owner=user).order_by("-updated_at", "-created_at", "-pk")
+
+
+def conversation_get(*, user, conversation_id) -> Conversation:
+    pk = _as_uuid(conversation_id)
+    if pk is None or not getattr(user, "is_authenticated", False):
+        raise Conversation.DoesNotExist
+    return Conversation.objects.get(pk=pk, owner=user)
+
+
+def message_page(
+    *,
+    conversation: Conversation,
+    before_id: int | None = None,
+    after_id: int | None = None,
+    limit: int = 50,
+) -> MessagePage:
+    """A page of messages in creation order, by cursor.
+
+    No cursor: the newest ``limit`` messages (``has_more``: older ones exist). ``before_id``:
+    the ``limit`` messages just before that message (``has_more``: still older ones exist).
+    ``after_id``: the ``limit`` messages just after it (``has_more``: newer ones exist).
+    """
+    if before_id is not None and after_id is not None:
+        raise InvalidInput("invalid_cursor", "Use either before or after, not both.")
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise InvalidInput("invalid_limit", f"limit must be between 1 and {MAX_PAGE_SIZE}.")
+    qs = Message.objects.filter(conversation=conversation)
+    if after_id is not None:
+        cursor = _cursor(conversation, after_id)
+        qs = qs.filter(
+            Q(created_at__gt=cursor.created_at) | Q(created_at=cursor.created_at, id__gt=cursor.id)
+        )
+        rows = list(qs.order_by("created_at", "id")[: limit + 1])
+        return MessagePage(messages=rows[:limit], has_more=len(rows) > limit)
+    if before_id is not None:
+        cursor = _cursor(conversation, before_id)
+        qs = qs.filter(
+            Q(created_at__lt=cursor.created_at) | Q(created_at=cursor.created_at, id__lt=cursor.id)
+        )
+    rows = list(qs.order_by("-created_at", "-id")[: limit + 1])
+    return MessagePage(messages=rows[:limit][::-1], has_more=len(rows) > limit)
+
+
+def message_list(
+    *,
+    conversation: Conversation,
+    before_id: int | None = None,
+    after_id: int | None = None,
+    limit: int = 50,
+) -> list[Message]:
+    """The messages of :func:`message_page`, oldest first."""
+    return message_page(
+        conversation=conversation, before_id=before_id, after_id=after_id, limit=limit
+    ).messages
+
+
+def attachments_for_ids(
+    *, user, conversation: Conversation, file_ids: Iterable
+) -> list[Attachment]:
+    """The user's attachments of this conversation, in the order given, duplicates dropped.
+
+    Raises ``AttachmentNotFound`` naming the first id that is malformed, unknown, foreign
+    or from another conversation; ``InvalidInput`` when too many are given.
+    """
+    if isinstance(file_ids, str | bytes) or not isinstance(file_ids, Iterable):
+        raise InvalidInput("invalid_attachments", "attachments must be a list of file ids.")
+    wanted: list[uuid.UUID] = []
+    for raw in file_ids:
+        pk = _as_uuid(raw)
+        if pk is None:
+            raise AttachmentNotFound("attachment_not_found", f"Unknown attachment {raw!r}.")
+        if pk not in wanted:
+            wanted.append(pk)
+    if len(wanted) > MAX_ATTACHMENTS_PER_MESSAGE:
+        raise InvalidInput(
+            "too_many_attachments",
+            f"At most {MAX_ATTACHMENTS_PER_MESSAGE} attachments per message.",
+        )
+    if not wanted:
+        return []
+    found = {
+        a.pk: a
+        for a in Attachment.objects.filter(owner=user, conversation=conversation, pk__in=wanted)
+    }
+    for pk in wanted:
+        if pk not in found:
+            raise AttachmentNotFound("attachment_not_found", f"Unknown attachment '{pk}'.")
+    return [found[pk] for pk in wanted]
+
+
+def attachment_get(*, user, file_id) -> Attachment:
+    pk = _as_uuid(file_id)
+    if pk is None or not getattr(user, "is_authenticated", False):
+        raise Attachment.DoesNotExist
+    return Attachment.objects.get(pk=pk, owner=user)
+
+
+def _cursor(conversation: Conversation, message_id: int) -> Message:
+    try:
+        return Message.objects.only("id", "created_at").get(
+            pk=message_id, conversation=conversation
+        )
+    except (Message.DoesNotExist, ValueError, TypeError) as exc:
+        raise InvalidInput(
+            "invalid_cursor", "The cursor is not a message of this conversation."
+        ) from exc
+
+
+def _as_uuid(value) -> uuid.UUID | None:
+    if isinstance(value, uuid.UUID):
+        return value
+    if not isinstance(value, str):
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None

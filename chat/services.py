@@ -1,0 +1,245 @@
+"""Writes of the chat layer: conversations, the message lifecycle, attachments (DESIGN §3).
+
+Every function is keyword-only and transactional. The chat layer owns persistence (SPEC
+R4.2): a user message is stored ``pending`` before any LLM call, the assistant message is
+started ``running`` and finished with usage and compaction facts, so a failed or cancelled
+run never loses what the user typed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.utils import timezone
+
+from chat.errors import InvalidInput
+from chat.models import Attachment, Conversation, Message
+from chat.uploads import display_name, read_limited, validate_image
+
+logger = logging.getLogger(__name__)
+
+TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
+AUTO_TITLE_CHARS = 60
+FINISH_STATUSES = {Message.Status.DONE, Message.Status.ERROR, Message.Status.CANCELLED}
+
+
+# --- conversations -------------------------------------------------------------------------
+
+
+@transaction.atomic
+def conversation_create(*, owner, title: str = "", mode: str = "react") -> Conversation:
+    conversation = Conversation(owner=owner, title=_clean_title(title), mode=_clean_mode(mode))
+    conversation.save()
+    return conversation
+
+
+@transaction.atomic
+def conversation_update(
+    *, conversation: Conversation, title: str | None = None, mode: str | None = None
+) -> Conversation:
+    fields = ["updated_at"]
+    if title is not None:
+        conversation.title = _clean_title(title)
+        fields.append("title")
+    if mode is not None:
+        conversation.mode = _clean_mode(mode)
+        fields.append("mode")
+    if len(fields) > 1:
+        conversation.save(update_fields=fields)
+    return conversation
+
+
+@transaction.atomic
+def conversation_delete(*, conversation: Conversation) -> None:
+    """Delete the conversation, its messages and attachments, and the attachment files."""
+    files = [(a.file.storage, a.file.name) for a in conversation.attachments.all() if a.file]
+    conversation.delete()
+    # Files go only once the rows are gone for good; a rolled-back delete keeps them.
+    transaction.on_commit(lambda: _delete_files(files))
+
+
+# --- messages ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def user_message_create(
+    *,
+    conversation: Conversation,
+    content: str,
+    attachments: Sequence[Attachment] = (),
+    injected: bool = False,
+    run_id: str | None = None,
+) -> Message:
+    """Persist what the user typed, pinned and ``pending`` until its run finishes."""
+    if not isinstance(content, str):
+        raise InvalidInput("invalid_content", "The message content must be text.")
+    if not content.strip() and not attachments:
+        raise InvalidInput("empty_message", "The message is empty.")
+    for attachment in attachments:
+        # Selectors already scope ids to the owner; this guards direct callers.
+        if attachment.conversation_id != conversation.pk:
+            raise InvalidInput(
+                "attachment_mismatch", "An attachment belongs to another conversation."
+            )
+    message = Message.objects.create(
+        conversation=conversation,
+        role=Message.Role.USER,
+        kind=Message.Kind.INJECTED if injected else Message.Kind.QUERY,
+        status=Message.Status.PENDING,
+        pinned=True,
+        content=content,
+        metadata={
+            "images": [{"file_id": str(a.id), "mime_type": a.mime_type} for a in attachments],
+            "run_id": run_id,
+        },
+    )
+    if attachments:
+        # An attachment already used by an earlier message stays linked to that one; the
+        # new message still references it through its metadata.
+        Attachment.objects.filter(pk__in=[a.pk for a in attachments], message__isnull=True).update(
+            message=message
+        )
+    fields = ["updated_at"]
+    if not conversation.title and not injected:
+        conversation.title = _title_from(content)
+        fields.append("title")
+    conversation.save(update_fields=fields)
+    return message
+
+
+@transaction.atomic
+def assistant_message_start(*, conversation: Conversation, run_id: str, mode: str) -> Message:
+    return Message.objects.create(
+        conversation=conversation,
+        role=Message.Role.ASSISTANT,
+        kind=Message.Kind.ANSWER,
+        status=Message.Status.RUNNING,
+        pinned=False,
+        content="",
+        metadata={"run_id": run_id, "mode": mode},
+    )
+
+
+@transaction.atomic
+def assistant_message_finish(
+    *,
+    message: Message,
+    content: str,
+    status: str = "done",
+    usage: dict | None = None,
+    compaction: dict | None = None,
+    error: dict | None = None,
+    extra: dict | None = None,
+) -> Message:
+    """Store the final text and facts; the run's pending user messages become ``done``."""
+    if status not in FINISH_STATUSES:
+        raise InvalidInput("invalid_status", f"Cannot finish a message as {status!r}.")
+    metadata: dict[str, Any] = dict(message.metadata or {})
+    metadata.update(extra or {})
+    for key, value in (("usage", usage), ("compaction", compaction), ("error", error)):
+        if value is not None:
+            metadata[key] = value
+    message.content = content
+    message.status = status
+    message.kind = Message.Kind.ERROR if status == Message.Status.ERROR else Message.Kind.ANSWER
+    message.metadata = metadata
+    message.save(update_fields=["content", "status", "kind", "metadata"])
+
+    run_id = metadata.get("run_id")
+    if run_id:
+        Message.objects.filter(
+            conversation_id=message.conversation_id,
+            role=Message.Role.USER,
+            status=Message.Status.PENDING,
+            metadata__run_id=run_id,
+        ).update(status=Message.Status.DONE)
+    Conversation.objects.filter(pk=message.conversation_id).update(updated_at=timezone.now())
+    return message
+
+
+@transaction.atomic
+def messages_mark_interrupted() -> int:
+    """Mark every message a dead server left ``running``/``pending`` as ``interrupted``.
+
+    Call it once when the (single) server process starts, before it accepts runs. With
+    several server processes sharing a database, it would also hit live runs of the others.
+    """
+    return Message.objects.filter(
+        status__in=[Message.Status.RUNNING, Message.Status.PENDING]
+    ).update(status=Message.Status.INTERRUPTED)
+
+
+# --- attachments ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def attachment_create(
+    *, owner, conversation: Conversation, uploaded_file: UploadedFile
+) -> Attachment:
+    """Validate an uploaded image with Pillow and store it; rejections store nothing."""
+    if conversation.owner_id != owner.pk:
+        raise InvalidInput("conversation_mismatch", "The conversation belongs to someone else.")
+    data = read_limited(uploaded_file, max_bytes=settings.FIMONE_MAX_UPLOAD_BYTES)
+    image = validate_image(data, max_pixels=settings.FIMONE_MAX_IMAGE_PIXELS)
+    attachment = Attachment(
+        owner=owner,
+        conversation=conversation,
+        original_name=display_name(getattr(uploaded_file, "name", "")),
+        mime_type=image.mime_type,
+        size=image.size,
+        width=image.width,
+        height=image.height,
+        sha256=image.sha256,
+    )
+    # The stored name comes from upload_to (owner id + attachment id), never from the client.
+    attachment.file.save("upload", ContentFile(image.data), save=False)
+    try:
+        attachment.save()
+    except Exception:
+        attachment.file.delete(save=False)
+        raise
+    return attachment
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _clean_title(title: Any) -> str:
+    if not isinstance(title, str):
+        raise InvalidInput("invalid_title", "The title must be text.")
+    title = " ".join(title.split())
+    if len(title) > TITLE_MAX_CHARS:
+        raise InvalidInput("title_too_long", f"The title is longer than {TITLE_MAX_CHARS} chars.")
+    return title
+
+
+def _clean_mode(mode: Any) -> str:
+    if mode not in Conversation.Mode.values:
+        allowed = ", ".join(Conversation.Mode.values)
+        raise InvalidInput("invalid_mode", f"Unknown mode {mode!r}; use one of: {allowed}.")
+    return mode
+
+
+def _title_from(content: str) -> str:
+    """A title from the first query: its first non-empty line, shortened on a word."""
+    line = next((ln.strip() for ln in content.splitlines() if ln.strip()), "")
+    line = " ".join(line.split())
+    if len(line) <= AUTO_TITLE_CHARS:
+        return line
+    cut = line[:AUTO_TITLE_CHARS].rsplit(" ", 1)[0] or line[:AUTO_TITLE_CHARS]
+    return cut.rstrip(" ,;:.") + "…"
+
+
+def _delete_files(files: list[tuple[Storage, str]]) -> None:
+    for storage, name in files:
+        try:
+            storage.delete(name)
+        except OSError:
+            logger.warning("could not delete attachment file %s", name, exc_info=True)
