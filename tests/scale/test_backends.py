@@ -1,0 +1,101 @@
+"""The same code on PostgreSQL and Redis, chosen by environment only (issue 10, DESIGN §8).
+
+Each check runs Django in a subprocess with ``DATABASE_URL`` / ``REDIS_URL`` set, the way a
+deployment would, against the private servers of ``tests/support/services.py``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.scale
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _django_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update({"DJANGO_SETTINGS_MODULE": "fimone.settings", "FIMONE_DATA_DIR": str(tmp_path)})
+    env.update(extra)
+    return env
+
+
+def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, f"{argv[1:3]} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def _fresh_database(postgres_server) -> str:
+    return postgres_server.create_database(f"scale_{uuid.uuid4().hex[:12]}")
+
+
+def test_migrate_and_check_run_on_postgresql(postgres_server, tmp_path):
+    env = _django_env(tmp_path, DATABASE_URL=_fresh_database(postgres_server))
+
+    _run([sys.executable, "manage.py", "migrate", "--noinput"], env)
+    _run([sys.executable, "manage.py", "check", "--database", "default"], env)
+    # Nothing left unmigrated, and the connection really is PostgreSQL with our tables.
+    plan = _run([sys.executable, "manage.py", "migrate", "--plan"], env).stdout
+    assert "No planned migration operations." in plan
+    probe = _run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "import json; from django.db import connection; "
+            "tables = connection.introspection.table_names(); "
+            "print(json.dumps({'vendor': connection.vendor, 'tables': tables}))",
+        ],
+        env,
+    )
+    facts = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert facts["vendor"] == "postgresql"
+    for table in ("chat_conversation", "chat_message", "chat_contextsummary"):
+        assert table in facts["tables"]
+    assert "contextmgmt_modelconfig" in facts["tables"]
+
+
+_LAYER_PROBE = """
+import asyncio, json
+import django
+django.setup()
+from channels.layers import get_channel_layer
+
+async def roundtrip():
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add("scale-probe", channel)
+    await layer.group_send("scale-probe", {"type": "probe.ping", "n": 7})
+    message = await asyncio.wait_for(layer.receive(channel), timeout=10)
+    await layer.group_discard("scale-probe", channel)
+    return type(layer), message
+
+cls, message = asyncio.run(roundtrip())
+print(json.dumps({"backend": f"{cls.__module__}.{cls.__qualname__}", "message": message}))
+"""
+
+
+def test_redis_url_switches_the_channel_layer_to_channels_redis(redis_server, tmp_path):
+    env = _django_env(tmp_path, REDIS_URL=redis_server.url)
+
+    done = _run([sys.executable, "-c", _LAYER_PROBE], env)
+
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts["backend"] == "channels_redis.core.RedisChannelLayer"
+    assert facts["message"] == {"type": "probe.ping", "n": 7}
+
+
+def test_without_redis_url_the_channel_layer_is_in_memory(tmp_path):
+    done = _run([sys.executable, "-c", _LAYER_PROBE], _django_env(tmp_path))
+
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts["backend"] == "channels.layers.InMemoryChannelLayer"
