@@ -1,0 +1,72 @@
+"""Markdown for assistant answers: markdown-it-py renders, nh3 sanitises (DESIGN §7).
+
+Raw HTML in the source is escaped by the renderer (``html`` off) and nh3 removes anything
+outside a small allowlist anyway. Images are rendered as links, not ``<img>``: an answer
+must not make the browser fetch attacker-chosen URLs by itself (a prompt-injected model
+could otherwise leak conversation data in an image URL).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from html import escape
+
+import nh3
+from markdown_it import MarkdownIt
+
+ALLOWED_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "s", "del",
+    "code", "pre", "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr",
+    "th", "td",
+}  # fmt: skip
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "ol": {"start"},
+    "code": {"class"},
+    "th": {"style"},
+    "td": {"style"},
+}
+URL_SCHEMES = {"http", "https", "mailto"}
+_LANGUAGE_CLASS = re.compile(r"language-[\w+#.-]{1,40}")
+_ALIGN_STYLE = re.compile(r"text-align:(left|right|center)")
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.add_render_rule("image", _render_image_as_link)
+    return md
+
+
+def _render_image_as_link(self, tokens, idx, options, env) -> str:
+    token = tokens[idx]
+    src = token.attrGet("src") or ""
+    alt = self.renderInlineAsText(token.children or [], options, env) or src
+    return f'<a href="{escape(str(src))}">{escape(alt)}</a>'
+
+
+def _keep_attribute(tag: str, attr: str, value: str) -> str | None:
+    # Only syntax-highlighting hints and table alignment survive; no other class or style.
+    if attr == "class":
+        return value if _LANGUAGE_CLASS.fullmatch(value) else None
+    if attr == "style":
+        return value if _ALIGN_STYLE.fullmatch(value.replace(" ", "")) else None
+    return value
+
+
+def render_markdown(text: str) -> str:
+    """Safe HTML for ``text`` (CommonMark + tables), links with rel="noopener noreferrer"."""
+    if not text:
+        return ""
+    html = _parser().render(text)
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        attribute_filter=_keep_attribute,
+        url_schemes=URL_SCHEMES,
+        link_rel="noopener noreferrer",
+        strip_comments=True,
+    )
