@@ -1,10 +1,16 @@
 """Per-model budgets, editable in the admin (SPEC R5, DESIGN §2)."""
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from contextmgmt.core.budget import usable_input_tokens
+from contextmgmt.core.budget import MIN_INPUT_BUDGET, SYSTEM_PROMPT_RESERVE, usable_input_tokens
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# No model has a context window this large; a bigger number is a typo (an extra 0 or three).
+MAX_CONTEXT_SIZE = 10_000_000
 
 
 class ModelConfig(models.Model):
@@ -49,17 +55,42 @@ class ModelConfig(models.Model):
     def usable_input_tokens(self) -> int:
         return usable_input_tokens(self.context_size, self.max_output_tokens)
 
+    @property
+    def effective_input_tokens(self) -> int:
+        """The usable budget after calibration (see contextmgmt.calibration)."""
+        from contextmgmt.budget import effective_input_tokens
+
+        return effective_input_tokens(self.usable_input_tokens, self.token_ratio)
+
     def clean(self) -> None:
         errors = {}
         if not self.context_size or self.context_size <= 0:
             errors["context_size"] = "Context size must be a positive number of tokens."
+        elif self.context_size > MAX_CONTEXT_SIZE:
+            errors["context_size"] = (
+                f"{self.context_size:,} tokens is larger than any model's context window "
+                f"(limit {MAX_CONTEXT_SIZE:,}); check for a typo."
+            )
         if self.max_output_tokens is None or self.max_output_tokens <= 0:
             errors["max_output_tokens"] = "Max output tokens must be a positive number."
         elif self.context_size and self.max_output_tokens >= self.context_size:
             errors["max_output_tokens"] = (
                 f"Max output tokens must be smaller than the context size ({self.context_size:,})."
             )
-        if self.api_key_env and not self.api_key_env.replace("_", "").isalnum():
+        elif (
+            self.context_size
+            and self.context_size - self.max_output_tokens - SYSTEM_PROMPT_RESERVE
+            < MIN_INPUT_BUDGET
+        ):
+            # R5.4 would clamp this to the floor at run time; an admin gets told instead.
+            left = self.context_size - self.max_output_tokens - SYSTEM_PROMPT_RESERVE
+            errors["max_output_tokens"] = (
+                f"Leaves {left:,} input tokens (context {self.context_size:,} - output "
+                f"{self.max_output_tokens:,} - {SYSTEM_PROMPT_RESERVE:,} system-prompt reserve); "
+                f"at least {MIN_INPUT_BUDGET:,} are needed. Lower max output tokens or raise "
+                "the context size."
+            )
+        if self.api_key_env and not ENV_NAME.fullmatch(self.api_key_env):
             errors["api_key_env"] = (
                 "Give the name of an environment variable (letters, digits, _), not a key."
             )

@@ -1,0 +1,162 @@
+"""Resolve a role's token budget: ModelConfig row > environment > defaults (SPEC R5).
+
+The arithmetic (reserve, floor) lives in ``contextmgmt.core.budget``; this module only
+decides where the two inputs come from, and applies the per-model calibration ratio
+(issue 5) so that a model whose tokenizer counts more than fimone's heuristic does not
+overflow. Sync: it may hit the database; call it through ``sync_to_async`` from async code.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from django.conf import settings
+
+from contextmgmt.core.budget import (
+    DEFAULT_CONTEXT_SIZE,
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    MIN_INPUT_BUDGET,
+    SYSTEM_PROMPT_RESERVE,
+    usable_input_tokens,
+)
+
+logger = logging.getLogger(__name__)
+
+BudgetRole = Literal["main", "fast"]
+BudgetSource = Literal["db", "env", "default"]
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    role: BudgetRole
+    context_size: int
+    max_output_tokens: int
+    usable_input_tokens: int
+    source: BudgetSource
+    # Provider-reported / estimated input tokens for this model (1.0 = uncalibrated).
+    token_ratio: float = 1.0
+    token_ratio_samples: int = 0
+    model_config_id: int | None = None
+
+    @property
+    def effective_input_tokens(self) -> int:
+        """The budget in fimone-estimated tokens: shrunk when the provider counts more.
+
+        A ratio below 1 (the provider counts fewer) never enlarges the budget: the
+        heuristic's error margin is the only safety we have.
+        """
+        return effective_input_tokens(self.usable_input_tokens, self.token_ratio)
+
+
+def effective_input_tokens(usable: int, ratio: float) -> int:
+    if ratio <= 1.0:
+        return usable
+    return max(MIN_INPUT_BUDGET, int(usable / ratio))
+
+
+def _checked_usable(role: str, context_size: int, max_output_tokens: int, source: str) -> int:
+    usable = usable_input_tokens(context_size, max_output_tokens)
+    raw = context_size - max_output_tokens - SYSTEM_PROMPT_RESERVE
+    if raw < MIN_INPUT_BUDGET:
+        # R5.4: clamp, but say so — a misconfiguration must never be a silent failure.
+        logger.warning(
+            "%s budget from %s: context %s - output %s - reserve %s = %s tokens; "
+            "clamped to the %s-token floor",
+            role,
+            source,
+            context_size,
+            max_output_tokens,
+            SYSTEM_PROMPT_RESERVE,
+            raw,
+            MIN_INPUT_BUDGET,
+        )
+    return usable
+
+
+def _from_db(role: BudgetRole) -> Budget | None:
+    from contextmgmt.models import ModelConfig
+
+    row = (
+        ModelConfig.objects.filter(role=role, is_active=True)
+        .only("id", "context_size", "max_output_tokens", "token_ratio", "token_ratio_samples")
+        .first()
+    )
+    if row is None:
+        return None
+    return Budget(
+        role=role,
+        context_size=row.context_size,
+        max_output_tokens=row.max_output_tokens,
+        usable_input_tokens=_checked_usable(
+            role, row.context_size, row.max_output_tokens, f"ModelConfig {row.pk}"
+        ),
+        source="db",
+        token_ratio=row.token_ratio,
+        token_ratio_samples=row.token_ratio_samples,
+        model_config_id=row.pk,
+    )
+
+
+def _env_values(role: BudgetRole) -> tuple[int | None, int | None]:
+    main = (
+        getattr(settings, "LLM_CONTEXT_SIZE", None),
+        getattr(settings, "LLM_MAX_OUTPUT_TOKENS", None),
+    )
+    if role == "main":
+        return main
+    fast = (
+        getattr(settings, "FAST_LLM_CONTEXT_SIZE", None),
+        getattr(settings, "FAST_LLM_MAX_OUTPUT_TOKENS", None),
+    )
+    # Each FAST_ value falls back to its main twin on its own.
+    return (
+        fast[0] if fast[0] is not None else main[0],
+        fast[1] if fast[1] is not None else main[1],
+    )
+
+
+def _has_fast_env() -> bool:
+    """A fast model or fast budget configured through the environment."""
+    if getattr(settings, "FAST_LLM_MODEL", ""):
+        return True
+    return any(
+        getattr(settings, name, None) is not None
+        for name in ("FAST_LLM_CONTEXT_SIZE", "FAST_LLM_MAX_OUTPUT_TOKENS")
+    )
+
+
+def resolve_budget(role: BudgetRole = "main") -> Budget:
+    """The budget for ``role`` (R5.2, R5.3).
+
+    Order: the active ModelConfig row of that role; else ``LLM_CONTEXT_SIZE`` /
+    ``LLM_MAX_OUTPUT_TOKENS`` (for ``fast``: the ``FAST_`` twins, each falling back to the
+    main value); else 128K / 64K. A fast role with nothing fast-specific at all (no active
+    fast row, no ``FAST_`` budget variable) runs on the main model, so it gets the main
+    budget — including a main ModelConfig row — labelled with role ``fast``. (A fast model
+    named by ``FAST_LLM_MODEL`` alone is a different model: it gets env/default values.)
+    """
+    if role not in ("main", "fast"):
+        raise ValueError(f"unknown budget role {role!r}; expected 'main' or 'fast'")
+    db = _from_db(role)
+    if db is not None:
+        return db
+    if role == "fast" and not _has_fast_env():
+        main_db = _from_db("main")
+        if main_db is not None:
+            return replace(main_db, role="fast")
+    context_size, max_output = _env_values(role)
+    if context_size is None and max_output is None:
+        source: BudgetSource = "default"
+    else:
+        source = "env"
+    context_size = DEFAULT_CONTEXT_SIZE if context_size is None else context_size
+    max_output = DEFAULT_MAX_OUTPUT_TOKENS if max_output is None else max_output
+    return Budget(
+        role=role,
+        context_size=context_size,
+        max_output_tokens=max_output,
+        usable_input_tokens=_checked_usable(role, context_size, max_output, source),
+        source=source,
+    )
