@@ -1,1 +1,28 @@
-urlpatterns: list = []
+"""Routes of the chat app: the page at ``/`` and the JSON API of DESIGN §4."""
+
+from django.urls import path
+
+from chat import pages, views
+
+app_name = "chat"
+
+urlpatterns = [
+    path("", pages.index, name="index"),
+    path("api/conversations/", views.conversations, name="conversations"),
+    path(
+        "api/conversations/<str:conversation_id>/",
+        views.conversation_detail,
+        name="conversation",
+    ),
+    path(
+        "api/conversations/<str:conversation_id>/messages/",
+        views.conversation_messages,
+        name="messages",
+    ),
+    path(
+        "api/conversations/<str:conversation_id>/attachments/",
+        views.attachment_upload,
+        name="attachment_upload",
+    ),
+    path("api/attachments/<str:file_id>/", views.attachment_file, name="attachment"),
+]

@@ -1,0 +1,137 @@
+"""JSON plumbing of the HTTP API: the view decorator, body parsing, object shapes (DESIGN §4).
+
+The shapes (``conversation_json``, ``message_json``, ``attachment_json``) are shared with
+the websocket layer so that a message looks the same however it reaches the browser.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
+
+from chat.errors import ChatError, InvalidInput
+from chat.markdown import render_markdown
+from chat.models import Attachment, Conversation, Message
+
+
+def error_response(code: str, message: str, status: int) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+
+
+def api_view(*methods: str) -> Callable:
+    """Session-authenticated, method-checked JSON view; errors become JSON 4xx answers.
+
+    CSRF stays on: the middleware checks every unsafe method before the view runs.
+    """
+
+    allowed = {m.upper() for m in methods}
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if not request.user.is_authenticated:
+                # 401, not a redirect to the login page: API clients cannot follow that.
+                response = error_response("not_authenticated", "Log in first.", 401)
+                response["WWW-Authenticate"] = 'Session realm="fimone"'
+                return response
+            if request.method not in allowed:
+                response = error_response(
+                    "method_not_allowed", f"{request.method} is not allowed here.", 405
+                )
+                response["Allow"] = ", ".join(sorted(allowed))
+                return response
+            try:
+                return view(request, *args, **kwargs)
+            except ChatError as exc:
+                return error_response(exc.code, exc.message, exc.status)
+            except ObjectDoesNotExist:
+                return error_response("not_found", "Not found.", 404)
+
+        return wrapper
+
+    return decorator
+
+
+def read_json(request: HttpRequest) -> dict[str, Any]:
+    """The request body as a JSON object; an empty body is an empty object."""
+    if not request.body:
+        return {}
+    try:
+        data = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput("invalid_json", "The request body is not valid JSON.") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("invalid_json", "The request body must be a JSON object.")
+    return data
+
+
+def query_int(request: HttpRequest, name: str, default: int | None = None) -> int | None:
+    raw = request.GET.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"invalid_{name}", f"{name} must be an integer.") from exc
+
+
+def conversation_json(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "id": str(conversation.id),
+        "title": conversation.title,
+        "mode": conversation.mode,
+        "created_at": conversation.created_at.isoformat(),
+        "updated_at": conversation.updated_at.isoformat(),
+    }
+
+
+def attachment_url(file_id: str) -> str:
+    return reverse("chat:attachment", args=[str(file_id)])
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    metadata = message.metadata or {}
+    images = [
+        {
+            "file_id": str(image["file_id"]),
+            "mime_type": image.get("mime_type", ""),
+            "url": attachment_url(image["file_id"]),
+        }
+        for image in metadata.get("images") or []
+        if isinstance(image, dict) and image.get("file_id")
+    ]
+    is_assistant = message.role == Message.Role.ASSISTANT
+    return {
+        "id": message.id,
+        "role": message.role,
+        "kind": message.kind,
+        "status": message.status,
+        "content": message.content,
+        # Rendered on the server (DESIGN §7); user text is shown as plain text by the UI.
+        "html": render_markdown(message.content) if is_assistant else None,
+        "pinned": message.pinned,
+        "created_at": message.created_at.isoformat(),
+        "run_id": metadata.get("run_id"),
+        "mode": metadata.get("mode"),
+        "images": images,
+        "usage": metadata.get("usage"),
+        "compaction": metadata.get("compaction"),
+        "error": metadata.get("error"),
+    }
+
+
+def attachment_json(attachment: Attachment) -> dict[str, Any]:
+    return {
+        "file_id": str(attachment.id),
+        "mime_type": attachment.mime_type,
+        "width": attachment.width,
+        "height": attachment.height,
+        "size": attachment.size,
+        "url": attachment_url(attachment.id),
+    }

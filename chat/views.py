@@ -1,0 +1,93 @@
+"""HTTP JSON API (DESIGN §4): thin views over selectors and services, owner-only."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+
+from chat import selectors, services
+from chat.api import (
+    api_view,
+    attachment_json,
+    conversation_json,
+    error_response,
+    message_json,
+    query_int,
+    read_json,
+)
+from chat.errors import InvalidInput
+from chat.uploads import ALLOWED_FORMATS
+
+_EXTENSIONS = {mime: fmt.lower().replace("jpeg", "jpg") for fmt, mime in ALLOWED_FORMATS.items()}
+
+
+@api_view("GET", "POST")
+def conversations(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        items = [conversation_json(c) for c in selectors.conversation_list(user=request.user)]
+        return JsonResponse({"conversations": items})
+    body = read_json(request)
+    conversation = services.conversation_create(
+        owner=request.user,
+        title=body.get("title") or "",
+        mode=body.get("mode") or "react",
+    )
+    return JsonResponse(conversation_json(conversation), status=201)
+
+
+@api_view("GET", "PATCH", "DELETE")
+def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    if request.method == "DELETE":
+        services.conversation_delete(conversation=conversation)
+        return HttpResponse(status=204)
+    if request.method == "PATCH":
+        body = read_json(request)
+        conversation = services.conversation_update(
+            conversation=conversation, title=body.get("title"), mode=body.get("mode")
+        )
+    return JsonResponse(conversation_json(conversation))
+
+
+@api_view("GET")
+def conversation_messages(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    page = selectors.message_page(
+        conversation=conversation,
+        before_id=query_int(request, "before"),
+        after_id=query_int(request, "after"),
+        limit=query_int(request, "limit", default=50),
+    )
+    return JsonResponse(
+        {"messages": [message_json(m) for m in page.messages], "has_more": page.has_more}
+    )
+
+
+@api_view("POST")
+def attachment_upload(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    uploaded = request.FILES.get("file")
+    if uploaded is None:
+        raise InvalidInput("missing_file", "Send the image as the multipart field 'file'.")
+    attachment = services.attachment_create(
+        owner=request.user, conversation=conversation, uploaded_file=uploaded
+    )
+    return JsonResponse(attachment_json(attachment), status=201)
+
+
+@api_view("GET")
+def attachment_file(request: HttpRequest, file_id: str) -> HttpResponse:
+    attachment = selectors.attachment_get(user=request.user, file_id=file_id)
+    try:
+        handle = attachment.file.open("rb")
+    except OSError:
+        return error_response("file_missing", "The file is no longer stored.", 404)
+    # The extension follows the verified content type, whatever the client called the file.
+    stem = PurePath(attachment.original_name).stem or str(attachment.id)
+    filename = f"{stem}.{_EXTENSIONS.get(attachment.mime_type, 'bin')}"
+    response = FileResponse(handle, content_type=attachment.mime_type, filename=filename)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
