@@ -1,0 +1,92 @@
+"""What an engine run receives and returns: the interfaces to the chat layer (issue 6).
+
+The engines are framework-free. Transport comes in as an ``EventSink`` (an async callable
+taking an event name and a JSON-able payload, DESIGN §5), follow-up messages typed while a run
+is active come in through an ``InjectionQueue`` (SPEC RP.1), and tools through a
+``ToolRegistry``. Persistence stays with the caller (SPEC R4.2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from contextmgmt.core.llm import LLM, Usage
+from contextmgmt.core.messages import ChatMessage
+
+from .tools import ToolRegistry
+
+EventSink = Callable[[str, dict], Awaitable[None]]
+
+
+async def discard_events(event: str, payload: dict) -> None:
+    """A sink that drops everything (for callers that do not stream)."""
+
+
+class InjectionQueue:
+    """Follow-ups the user sends while a run is active (SPEC RP.1).
+
+    The chat layer calls ``put_nowait``; the engine calls ``drain()`` at the top of each
+    iteration and gets copies marked ``pinned=True, injected=True`` (the guard may unpin
+    injected messages oldest-first under the 50% cap, R3.8, but never the current query).
+    """
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[ChatMessage] = asyncio.Queue()
+
+    def put_nowait(self, message: ChatMessage) -> None:
+        self._queue.put_nowait(message)
+
+    def empty(self) -> bool:
+        return self._queue.empty()
+
+    def drain(self) -> list[ChatMessage]:
+        out: list[ChatMessage] = []
+        while True:
+            try:
+                msg = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return out
+            out.append(
+                dataclasses.replace(msg, pinned=True, injected=True, metadata=dict(msg.metadata))
+            )
+
+
+@dataclass
+class AgentContext:
+    """Everything one engine run needs. Budgets are usable input tokens (SPEC R5.1, R5.3)."""
+
+    llm: LLM
+    fast_llm: LLM
+    compact_llm: LLM | None
+    main_budget: int
+    fast_budget: int
+    history: list[ChatMessage]
+    query: ChatMessage
+    sink: EventSink
+    injections: InjectionQueue
+    tools: ToolRegistry
+    system_prompt: str | None = None
+    max_iterations: int = 8
+    llm_timeout: float | None = None
+
+
+@dataclass
+class AgentOutcome:
+    """The result of a run.
+
+    ``usage`` counts the engine's own LLM calls (tool iterations, plans, steps, verdicts,
+    answers); ``compaction_usage`` counts every compaction call made during the run (RU.2).
+    ``iterations`` is the number of ReAct iterations (ReAct) or plan-execute-analyse rounds
+    (DAG). ``compactions`` holds the payload of every ``compact`` event emitted.
+    """
+
+    answer: str
+    usage: Usage = field(default_factory=Usage)
+    compaction_usage: Usage = field(default_factory=Usage)
+    iterations: int = 0
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    status: Literal["done", "limit"] = "done"

@@ -1,0 +1,229 @@
+"""Tools the agent can call, and the registry that runs them (issue 6).
+
+``ToolRegistry.run`` never raises for a tool's fault: bad JSON, an unknown tool, missing or
+mistyped arguments, a timeout or an exception all come back as an ``Error: …`` text that the
+model reads as the tool result and can correct. Only cancellation propagates.
+
+Built-ins (their names are a contract — the offline model calls them): ``calculator``,
+``current_time`` and ``recall``. ``recall`` is backed by an injected
+``async recall_search(query, limit) -> list[str]``; the chat layer gives one that searches
+the whole persisted conversation, including what compaction summarised away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .calculator import CalculatorError, evaluate, format_number
+
+ToolFunc = Callable[..., Awaitable[str]]
+RecallSearch = Callable[[str, int], Awaitable[list[str]]]
+
+DEFAULT_TOOL_TIMEOUT = 20.0
+RECALL_LIMIT = 5
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One callable tool. ``parameters`` is the JSON schema of its (object) arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: ToolFunc
+    timeout: float = DEFAULT_TOOL_TIMEOUT
+
+    def openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolRegistry:
+    """Named tools; easy to extend with ``register``."""
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools or []:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return [tool.openai() for tool in self._tools.values()]
+
+    async def run(self, name: str, arguments_json: str | None) -> str:
+        """Run a tool and return its text; every fault becomes a readable ``Error: …``."""
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return f"Error: unknown tool {name!r}. Available tools: {known}."
+        try:
+            kwargs = _parse_arguments(tool, arguments_json)
+        except ValueError as exc:
+            return f"Error: bad arguments for {name}: {exc}"
+        try:
+            async with asyncio.timeout(tool.timeout):
+                result = await tool.func(**kwargs)
+        except TimeoutError:
+            return f"Error: tool {name} timed out after {tool.timeout:g} seconds."
+        except Exception as exc:  # a tool's own failure is a result the model can read
+            return f"Error: tool {name} failed: {type(exc).__name__}: {exc}"
+        return result if isinstance(result, str) else json.dumps(result, default=str)
+
+
+def _parse_arguments(tool: Tool, arguments_json: str | None) -> dict[str, Any]:
+    """JSON text → keyword arguments, checked against the schema's properties."""
+    text = (arguments_json or "").strip()
+    try:
+        args = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not valid JSON ({exc.msg})") from None
+    if not isinstance(args, dict):
+        raise ValueError("arguments must be a JSON object")
+    properties: dict[str, Any] = tool.parameters.get("properties", {})
+    for key in tool.parameters.get("required", []):
+        if args.get(key) is None:
+            raise ValueError(f"missing required argument {key!r}")
+    kwargs: dict[str, Any] = {}
+    for key, schema in properties.items():
+        if key not in args or args[key] is None:
+            continue
+        value = args[key]
+        expected = _JSON_TYPES.get(schema.get("type", ""))
+        wrong_bool = isinstance(value, bool) and schema.get("type") in ("integer", "number")
+        if expected and (not isinstance(value, expected) or wrong_bool):
+            raise ValueError(f"argument {key!r} must be of type {schema['type']}")
+        kwargs[key] = value
+    # Unknown extra keys are ignored: models add them, and refusing helps no one.
+    return kwargs
+
+
+# --- built-ins --------------------------------------------------------------------------
+
+
+def calculator_tool() -> Tool:
+    async def calculator(expression: str) -> str:
+        try:
+            return format_number(evaluate(expression))
+        except CalculatorError as exc:
+            return f"Error: {exc}"
+
+    return Tool(
+        name="calculator",
+        description=(
+            "Evaluate an arithmetic expression exactly. Supports numbers, + - * / // % **, "
+            "parentheses, unary minus, pi, e and sqrt, log, log10, log2, exp, sin, cos, tan, "
+            "floor, ceil, abs, round, min, max. Use it for every calculation."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "expression": {"type": "string", "description": "e.g. (1234 * 5.5) / 3"}
+            },
+            "required": ["expression"],
+        },
+        func=calculator,
+        timeout=5.0,
+    )
+
+
+def current_time_tool(clock: Callable[[], datetime] | None = None) -> Tool:
+    """``clock`` returns an aware UTC datetime (injectable for tests)."""
+    now_utc = clock or (lambda: datetime.now(UTC))
+
+    async def current_time(timezone: str = "UTC") -> str:
+        try:
+            zone = ZoneInfo(timezone.strip() or "UTC")
+        except (ZoneInfoNotFoundError, ValueError):
+            return (
+                f"Error: unknown time zone {timezone!r}; use an IANA name such as "
+                "'Europe/Berlin' or 'Asia/Shanghai'."
+            )
+        now = now_utc().astimezone(zone)
+        return f"{now.isoformat(timespec='seconds')} ({now:%A, %d %B %Y, %H:%M} {zone.key})"
+
+    return Tool(
+        name="current_time",
+        description="The current date and time, in UTC or in the given IANA time zone.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "timezone": {
+                    "type": "string",
+                    "description": "IANA time zone such as 'Europe/Berlin'; default UTC",
+                }
+            },
+        },
+        func=current_time,
+        timeout=5.0,
+    )
+
+
+def recall_tool(recall_search: RecallSearch, limit: int = RECALL_LIMIT) -> Tool:
+    async def recall(query: str) -> str:
+        query = query.strip()
+        if not query:
+            return "Error: give a word or phrase to look for."
+        passages = await recall_search(query, limit)
+        if not passages:
+            return f"No passage of this conversation matches {query!r}."
+        blocks = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(passages, 1))
+        return f"Passages of this conversation matching {query!r}, quoted exactly:\n\n{blocks}"
+
+    return Tool(
+        name="recall",
+        description=(
+            "Search the whole conversation, including earlier parts that were summarised, "
+            "for a word or phrase, and return the matching passages verbatim. Use it when "
+            "the user refers to something said earlier and the exact detail is not in view."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "word or phrase"}},
+            "required": ["query"],
+        },
+        func=recall,
+        timeout=10.0,
+    )
+
+
+def default_tools(recall_search: RecallSearch | None = None) -> ToolRegistry:
+    """The built-in tools; ``recall`` only when a search is given (a tool that cannot work
+    would only mislead the model)."""
+    registry = ToolRegistry([calculator_tool(), current_time_tool()])
+    if recall_search is not None:
+        registry.register(recall_tool(recall_search))
+    return registry
