@@ -1,6 +1,7 @@
 """Admin for per-model budgets (SPEC R5, RW.2): budgets, calibration, one active per role."""
 
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -57,6 +58,8 @@ class ModelConfigAdmin(admin.ModelAdmin):
         ("History", {"fields": ("created_at", "updated_at")}),
     )
     actions = ("reset_calibration_action",)
+    # Endpoints are HTTPS unless the admin types http:// (local vLLM, Ollama).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     @admin.display(description="usable input tokens")
     def usable_budget(self, obj: ModelConfig) -> str:
