@@ -5,24 +5,16 @@ deployment would, against the private servers of ``tests/support/services.py``.
 """
 
 import json
-import os
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
+from tests.scale.django_procs import REPO_ROOT
+from tests.scale.django_procs import django_env as _django_env
+
 pytestmark = pytest.mark.scale
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _django_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update({"DJANGO_SETTINGS_MODULE": "fimone.settings", "FIMONE_DATA_DIR": str(tmp_path)})
-    env.update(extra)
-    return env
 
 
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

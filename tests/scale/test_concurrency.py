@@ -1,0 +1,98 @@
+"""Bookkeeping that several server processes share stays right on PostgreSQL (issue 10).
+
+Each test starts a few Django processes on one database that hammer the same rows at the
+same moment (they wait for a common start time first), then checks the invariant.
+"""
+
+import json
+import time
+
+import pytest
+
+pytestmark = pytest.mark.scale
+
+PROCESSES = 4
+
+# Every process waits for the same wall-clock instant so their writes really overlap.
+_BARRIER = """
+import sys, time
+start_at = float(sys.argv[1])
+while time.time() < start_at:
+    time.sleep(0.005)
+"""
+
+
+def _start_at() -> str:
+    return str(time.time() + 3.0)
+
+
+def test_calibration_loses_no_sample_under_concurrent_processes(on_postgres):
+    config_id = on_postgres.run(
+        "from contextmgmt.models import ModelConfig\n"
+        "print(ModelConfig.objects.create(name='calib', model='m', role='fast').pk)"
+    ).strip()
+    per_process = 50
+    record = _BARRIER + (
+        "from contextmgmt.calibration import record_usage\n"
+        "for _ in range(int(sys.argv[3])):\n"
+        "    assert record_usage(model_config_id=int(sys.argv[2]),\n"
+        "                        estimated_tokens=1000, reported_tokens=1200)\n"
+    )
+    start_at = _start_at()
+
+    on_postgres.run_parallel(
+        record, [[start_at, config_id, str(per_process)] for _ in range(PROCESSES)]
+    )
+
+    facts = json.loads(
+        on_postgres.run(
+            "import json; from contextmgmt.models import ModelConfig\n"
+            f"c = ModelConfig.objects.get(pk={config_id})\n"
+            "print(json.dumps([c.token_ratio_samples, c.token_ratio]))"
+        )
+    )
+    assert facts[0] == PROCESSES * per_process  # no lost update
+    assert facts[1] == pytest.approx(1.2)  # every sample said 1200 / 1000
+
+
+def test_summaries_only_move_forward_under_concurrent_processes(on_postgres):
+    # One conversation with 40 messages; every process saves summaries covering them in the
+    # same ascending order, so all processes race to store "through message i" at once.
+    # Stored summaries must cover strictly more, in the order they were stored: no
+    # duplicates, nothing backwards (chat.summaries.summary_save locks the conversation).
+    setup = (
+        "import json; from django.contrib.auth import get_user_model\n"
+        "from chat.models import Conversation, Message\n"
+        "import uuid\n"
+        "u = get_user_model().objects.create_user(username='s-' + uuid.uuid4().hex[:8])\n"
+        "c = Conversation.objects.create(owner=u)\n"
+        "ids = [Message.objects.create(conversation=c, role='user' if i % 2 == 0 else "
+        "'assistant', content=f'm{i}').pk for i in range(40)]\n"
+        "print(json.dumps({'conversation': str(c.pk), 'ids': ids}))"
+    )
+    created = json.loads(on_postgres.run(setup).strip().splitlines()[-1])
+    save = _BARRIER + (
+        "import json\n"
+        "from chat.summaries import summary_save\n"
+        "for i in json.loads(sys.argv[3]):\n"
+        "    summary_save(conversation_id=sys.argv[2], summary=f'through {i}',\n"
+        "                 covers_through_id=i, covered_count=1)\n"
+    )
+    start_at = _start_at()
+    argv = [start_at, created["conversation"], json.dumps(created["ids"])]
+
+    on_postgres.run_parallel(save, [argv for _ in range(PROCESSES)])
+
+    stored = json.loads(
+        on_postgres.run(
+            "import json; from chat.models import ContextSummary\n"
+            "from chat.summaries import summary_latest\n"
+            f"rows = ContextSummary.objects.filter(conversation_id='{created['conversation']}')"
+            ".order_by('id').values_list('covers_through_id', flat=True)\n"
+            f"latest = summary_latest(conversation_id='{created['conversation']}')\n"
+            "print(json.dumps({'covers': list(rows), 'latest': latest.covers_through_id}))"
+        )
+    )
+    covers = stored["covers"]
+    assert covers == sorted(set(covers))  # each stored summary covers more than the last
+    assert stored["latest"] == max(created["ids"])
