@@ -112,7 +112,7 @@ def estimate_message_tokens(msg: ChatMessage) -> int:
         if calls is None or cache[2] == tuple(calls):
             return cache[3]
     tokens = _compute_message_tokens(msg)
-    if not isinstance(content, list):
+    if content is None or isinstance(content, str):
         msg._token_cache = (content, calls, None if calls is None else tuple(calls), tokens)
     return tokens
 

@@ -1,0 +1,179 @@
+"""ContextGuard (SPEC R3): the per-iteration enforcer in front of every LLM call.
+
+    guard = ContextGuard(compact_llm=fast_llm, budget=60_000)
+    messages = await guard.check_and_compact(messages, hint="react_iteration")
+
+1. A message longer than ``max_message_chars`` is cut with a ``[Truncated]`` suffix
+   (string content and the text parts of part lists; on copies) — R3.2.
+2. Within budget → the caller's list is returned as it is, the common case (R3.3). Token
+   estimates are cached per message, so this costs one cheap pass.
+3. Over budget → injected pinned messages are unpinned oldest-first while pinned content
+   exceeds half the budget (R3.8; the current query stays pinned), then LLM compaction
+   with the hint's prompt, or ``smart_truncate`` without a compaction LLM (R3.4). Any LLM
+   fault falls back to ``smart_truncate`` silently (R3.7) and is recorded in ``last``.
+
+``last`` holds the CompactResult of the latest call; ``usage`` the cumulative usage of the
+guard's compaction calls (accounted to the run, RU.2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from . import tokens
+from .compact import CompactResult, CompactUtils
+from .llm import Usage
+from .messages import ChatMessage
+
+TRUNCATED_SUFFIX = "\n[Truncated]"
+PINNED_CAP_SHARE = 0.5
+DEFAULT_COMPACT_TIMEOUT = 60.0
+
+
+def _cut_text(text: str, limit: int) -> str:
+    return text[:limit] + TRUNCATED_SUFFIX
+
+
+def _cut_oversized(msg: ChatMessage, limit: int) -> ChatMessage | None:
+    """A copy of ``msg`` with over-long text cut at ``limit`` characters, or None if none is."""
+    content = msg.content
+    if isinstance(content, str):
+        if len(content) <= limit:
+            return None
+        new_content: Any = _cut_text(content, limit)
+    elif isinstance(content, list):
+        changed = False
+        parts = []
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else None
+            if isinstance(text, str) and len(text) > limit:
+                part = {**part, "text": _cut_text(text, limit)}
+                changed = True
+            parts.append(part)
+        if not changed:
+            return None
+        new_content = parts
+    else:
+        return None
+    return dataclasses.replace(msg, content=new_content, metadata=dict(msg.metadata))
+
+
+def _has_oversized(msg: ChatMessage, limit: int) -> bool:
+    content = msg.content
+    if isinstance(content, list):
+        return any(
+            isinstance(p, dict) and isinstance(p.get("text"), str) and len(p["text"]) > limit
+            for p in content
+        )
+    return isinstance(content, str) and len(content) > limit
+
+
+def apply_pinned_cap(messages: list[ChatMessage], budget: int) -> tuple[list[ChatMessage], int]:
+    """Unpin injected messages oldest-first until pinned tokens ≤ 50% of ``budget`` (R3.8).
+
+    The current query (pinned, not injected) is never unpinned. Unpinned messages are
+    copies; the input is not touched. Returns (messages, how many were unpinned).
+    """
+    cap = int(budget * PINNED_CAP_SHARE)
+    pinned = sum(tokens.estimate_message_tokens(m) for m in messages if m.pinned)
+    if pinned <= cap:
+        return messages, 0
+    out = list(messages)
+    unpinned = 0
+    for i, msg in enumerate(out):
+        if pinned <= cap:
+            break
+        if msg.pinned and msg.injected:
+            out[i] = dataclasses.replace(msg, pinned=False, metadata=dict(msg.metadata))
+            pinned -= tokens.estimate_message_tokens(msg)
+            unpinned += 1
+    return out, unpinned
+
+
+class ContextGuard:
+    def __init__(
+        self,
+        compact_llm: Any = None,
+        budget: int = 60_000,
+        max_message_chars: int = 50_000,
+        *,
+        compact_timeout: float | None = DEFAULT_COMPACT_TIMEOUT,
+        keep_recent: int = 4,
+    ) -> None:
+        self.compact_llm = compact_llm
+        self.budget = budget
+        self.max_message_chars = max_message_chars
+        self.compact_timeout = compact_timeout
+        self.keep_recent = keep_recent
+        self.last: CompactResult | None = None
+        self.usage = Usage()
+        self.compactions = 0  # calls that had to shrink the conversation
+
+    async def check_and_compact(
+        self,
+        messages: list[ChatMessage],
+        budget: int | None = None,
+        hint: str = "general",
+    ) -> list[ChatMessage]:
+        """Messages that fit ``budget`` (default: the guard's), never raising for LLM faults."""
+        budget = self.budget if budget is None else budget
+        limit = self.max_message_chars
+
+        # Fast path (R3.3): one pass summing cached estimates and checking lengths.
+        total = 0
+        oversized = False
+        for msg in messages:
+            content = msg.content
+            cache = msg._token_cache
+            if cache is not None and cache[0] is content and cache[1] is msg.tool_calls is None:
+                total += cache[3]
+                if content is not None and len(content) > limit:
+                    oversized = True
+            else:
+                total += tokens.estimate_message_tokens(msg)
+                if _has_oversized(msg, limit):
+                    oversized = True
+        n = len(messages)
+        if not oversized and total <= budget:
+            self.last = CompactResult(messages, "none", n, n, total, total)
+            return messages
+
+        tokens_before = total
+        work = list(messages)
+        cut = 0
+        if oversized:
+            for i, msg in enumerate(work):
+                copy = _cut_oversized(msg, limit)
+                if copy is not None:
+                    work[i] = copy
+                    cut += 1
+            total = tokens.estimate_messages_tokens(work)
+            if total <= budget:
+                self.last = CompactResult(
+                    work, "none", n, n, tokens_before, total, oversized_cut=cut
+                )
+                return work
+
+        work, _ = apply_pinned_cap(work, budget)
+        if self.compact_llm is not None:
+            result = await CompactUtils.llm_compact(
+                work,
+                self.compact_llm,
+                budget,
+                keep_recent=self.keep_recent,
+                hint=hint,
+                timeout=self.compact_timeout,
+            )
+        else:
+            out = CompactUtils.smart_truncate(work, budget)
+            result = CompactResult(
+                out, "truncate", n, len(out), total, tokens.estimate_messages_tokens(out)
+            )
+        result.original_count = n
+        result.tokens_before = tokens_before
+        result.oversized_cut = cut
+        self.usage.add(result.usage)
+        self.compactions += 1
+        self.last = result
+        return result.messages
