@@ -1,0 +1,179 @@
+"""The chat websocket, ``ws/chat/<conversation_id>/`` (issue 7, DESIGN §5).
+
+Thin: it authenticates, checks ownership, validates frames and hands them to
+``chat.runs``. Every socket of a conversation joins the conversation's group and relays
+the run events published there, so a second tab sees the same run.
+
+Close codes: 4401 anonymous, 4404 unknown or foreign conversation (the two are not told
+apart, so ids of other users' conversations reveal nothing). A bad frame never closes the
+socket: it gets ``error {code, message}`` and the socket stays usable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import deque
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from chat import runs
+from chat.errors import AttachmentNotFound, ChatError
+from chat.models import Conversation
+from chat.run_support import conversation_group
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+MAX_ATTACHMENTS = 16
+# Selector/service codes about attachments, all reported to the client as bad_attachment.
+_ATTACHMENT_CODES = {"invalid_attachments", "too_many_attachments", "attachment_mismatch"}
+
+
+class ChatConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
+        self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
+        self.group = conversation_group(self.conversation_id)
+        self.joined = False
+        self.recent_frames: deque[float] = deque()
+        # Accept first, then close with a code: a refused handshake carries no code at all.
+        await self.accept()
+        if self.user is None or not self.user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if not await database_sync_to_async(_owns)(self.user, self.conversation_id):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.joined = True
+
+    async def disconnect(self, code) -> None:
+        # The run, if any, goes on: it belongs to the conversation, not to this socket.
+        if self.joined:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def dispatch(self, message) -> None:
+        # Run events need no database connection: skip the base class's per-message
+        # close_old_connections() thread hop on this hot path.
+        if message.get("type") == "chat.event":
+            await self.chat_event(message)
+        else:
+            await super().dispatch(message)
+
+    # --- client -> server ----------------------------------------------------------------
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
+        if not self.joined:
+            return
+        if self._rate_limited():
+            await self.send_error(
+                "rate_limited",
+                f"Too many messages: at most {settings.FIMONE_WS_RATE_LIMIT} every "
+                f"{settings.FIMONE_WS_RATE_WINDOW_SECONDS:g} seconds.",
+            )
+            return
+        if text_data is None:
+            await self.send_error("invalid_json", "Frames must be JSON text, not binary.")
+            return
+        try:
+            frame = json.loads(text_data)
+        except ValueError:
+            await self.send_error("invalid_json", "The frame is not valid JSON.")
+            return
+        await self.receive_json(frame)
+
+    async def receive_json(self, content, **kwargs) -> None:
+        if not isinstance(content, dict):
+            await self.send_error("not_object", "A frame must be a JSON object.")
+            return
+        kind = content.get("type")
+        if kind == "message":
+            await self.on_message(content)
+        elif kind == "cancel":
+            await self.on_cancel()
+        else:
+            await self.send_error(
+                "unknown_type", f"Unknown frame type {kind!r}; use 'message' or 'cancel'."
+            )
+
+    async def on_message(self, frame: dict) -> None:
+        problem = _message_problem(frame)
+        if problem:
+            await self.send_error(*problem)
+            return
+        try:
+            await runs.submit_message(
+                user=self.user,
+                conversation_id=self.conversation_id,
+                content=frame.get("content") or "",
+                file_ids=frame.get("attachments") or [],
+                mode=frame.get("mode"),
+            )
+        except Conversation.DoesNotExist:
+            # Deleted (or given away) since the socket opened.
+            await self.send_error("not_found", "This conversation no longer exists.")
+            await self.close(code=CLOSE_NOT_FOUND)
+        except ChatError as exc:
+            if isinstance(exc, AttachmentNotFound) or exc.code in _ATTACHMENT_CODES:
+                await self.send_error("bad_attachment", exc.message)
+            else:
+                await self.send_error(exc.code, exc.message)
+
+    async def on_cancel(self) -> None:
+        if not await runs.cancel_active_run(conversation_id=self.conversation_id):
+            await self.send_error("no_active_run", "There is no run to cancel.")
+
+    # --- server -> client ----------------------------------------------------------------
+
+    async def chat_event(self, message) -> None:
+        await self.send_json(message["event"])
+
+    async def send_error(self, code: str, text: str) -> None:
+        await self.send_json({"type": "error", "code": code, "message": text})
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _rate_limited(self) -> bool:
+        """A sliding window over this socket's frames; refused frames count too."""
+        now = time.monotonic()
+        window = settings.FIMONE_WS_RATE_WINDOW_SECONDS
+        while self.recent_frames and now - self.recent_frames[0] >= window:
+            self.recent_frames.popleft()
+        self.recent_frames.append(now)
+        return len(self.recent_frames) > settings.FIMONE_WS_RATE_LIMIT
+
+
+def _owns(user, conversation_id) -> bool:
+    from chat.selectors import conversation_get
+
+    try:
+        conversation_get(user=user, conversation_id=conversation_id)
+    except Conversation.DoesNotExist:
+        return False
+    return True
+
+
+def _message_problem(frame: dict) -> tuple[str, str] | None:
+    """What is wrong with a ``message`` frame, as ``(code, message)``, or None."""
+    content = frame.get("content", "")
+    attachments = frame.get("attachments", [])
+    if attachments is None:
+        attachments = []
+    if not isinstance(attachments, list) or not all(isinstance(a, str) for a in attachments):
+        return "bad_attachment", "attachments must be a list of file ids."
+    if len(attachments) > MAX_ATTACHMENTS:
+        return "bad_attachment", f"At most {MAX_ATTACHMENTS} attachments per message."
+    if not isinstance(content, str) or (not content.strip() and not attachments):
+        return "content_missing", "The message needs some text (or an image)."
+    limit = settings.FIMONE_WS_MAX_CONTENT_CHARS
+    if len(content) > limit:
+        return "content_too_long", f"The message is longer than {limit} characters."
+    mode = frame.get("mode")
+    if mode is not None and mode not in runs.MODES:
+        return "bad_mode", f"Unknown mode {mode!r}; use 'react' or 'dag'."
+    return None

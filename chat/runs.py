@@ -1,0 +1,566 @@
+"""Agent runs driven from the websocket (issue 7; DESIGN §3, §5; SPEC R4.4, RU.2, RU.3, RP.1).
+
+A run, in order:
+1. the user message is persisted (``pending``, pinned) and an assistant message started
+   (``running``) — before any LLM call, so nothing the user typed is ever lost;
+2. ``run.started`` goes to every socket of the conversation;
+3. budgets and LLMs are resolved, DbMemory loads the history (a ``compact`` event, scope
+   ``history``, when it compacted; a new summary is persisted for the next load);
+4. the engine (ReAct or DAG) runs as a task; its events go to the conversation's group;
+5. the assistant message is finished with usage (compaction included, RU.2) and the
+   compaction facts, then ``done``; a failure gives an ``error`` event and an assistant
+   message marked ``error`` with the partial text (RU.3); a cancel gives
+   ``run.cancelled {message_id, run_id}`` and a ``cancelled`` message with the partial text.
+
+One run per conversation. A ``message`` while a run is active is persisted as ``injected``
+(pinned), announced with ``injected`` and handed to the run, which gives it to the engine
+at its next iteration (RP.1). A follow-up that arrives too late for the engine (while the
+final answer streams) is answered by a follow-up run, so none is left without an answer.
+Runs belong to the server, not to a socket: a closed tab does not stop them, and a client
+that reconnects catches up through the HTTP messages API.
+
+The LLM registry, budgets, memory and engines are looked up through the module-level
+functions below (``get_llm``, ``resolve_budget``, ``make_memory``, ``engine_for``), so tests
+can substitute a scripted LLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from chat.recall import recall_search_for
+from chat.run_registry import registry
+from chat.run_support import (
+    EventPublisher,
+    MeteredLLM,
+    control_group,
+    conversation_group,
+    failure_of,
+    query_message,
+    usage_totals,
+)
+from contextmgmt.core.llm import Usage
+from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.tokens import estimate_message_tokens
+
+logger = logging.getLogger(__name__)
+
+MODES = ("react", "dag")
+# A query that leaves less than this for history still gets this much (the guard
+# compacts per iteration anyway).
+MIN_HISTORY_TOKENS = 2_000
+
+
+# --- seams (tests replace these) ----------------------------------------------------------
+
+
+def get_llm(role: str):
+    from fimone.llm import get_llm as registry_get_llm
+
+    return registry_get_llm(role)
+
+
+def resolve_budget(role: str):
+    from contextmgmt.budget import resolve_budget as budget_for
+
+    return budget_for(role)
+
+
+def make_memory(**kwargs):
+    from contextmgmt.db_memory import DbMemory
+
+    return DbMemory(**kwargs)
+
+
+def engine_for(mode: str):
+    from fimone.agent import run_dag, run_react
+
+    return run_dag if mode == "dag" else run_react
+
+
+def make_tools(conversation_id, *, before_id: int):
+    from fimone.agent import default_tools
+
+    return default_tools(recall_search=recall_search_for(conversation_id, before_id=before_id))
+
+
+def _injection_queue_class():
+    from fimone.agent import InjectionQueue
+
+    class TrackedInjections(InjectionQueue):
+        """Remembers which injected messages the engine took (the rest get a follow-up)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.taken_ids: set[int] = set()
+
+        def drain(self) -> list[ChatMessage]:
+            drained = super().drain()
+            self.taken_ids.update(m.metadata.get("id") for m in drained)
+            return drained
+
+    return TrackedInjections
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Run:
+    run_id: str
+    conversation_id: Any
+    mode: str
+    query_message_id: int
+    assistant_message_id: int
+    started: float
+    injections: Any
+    publisher: EventPublisher
+    control_channel: str = ""
+    task: asyncio.Task | None = None
+    work: asyncio.Task | None = None
+    listener: asyncio.Task | None = None
+    cancel_requested: bool = False
+    finishing: bool = False
+    answer_parts: list[str] = field(default_factory=list)
+    history_compaction: dict | None = None
+    answer_usage: Usage = field(default_factory=Usage)
+    compaction_usage: Usage = field(default_factory=Usage)
+    metered: list = field(default_factory=list)  # (MeteredLLM, model_config_id)
+
+    def request_cancel(self) -> bool:
+        """Stop the engine; False when the run is already finishing."""
+        if self.finishing or self.work is None or self.work.done():
+            return False
+        self.cancel_requested = True
+        self.work.cancel()
+        return True
+
+    def on_event(self, event_type: str, payload: dict) -> None:
+        if event_type == "answer.delta":
+            self.answer_parts.append(payload.get("text") or "")
+
+
+# --- entry points (the consumer calls these) --------------------------------------------------
+
+
+async def submit_message(
+    *,
+    user,
+    conversation_id,
+    content: str,
+    file_ids: list | tuple = (),
+    mode: str | None = None,
+) -> dict:
+    """Start a run, or inject into the active one. Returns ``{"run_id", "message_id",
+    "injected"}``. Bad input raises ``chat.errors.ChatError`` (nothing is persisted) and
+    an unknown or foreign conversation ``Conversation.DoesNotExist``."""
+    layer = get_channel_layer()
+    async with registry.lock(conversation_id):
+        active = registry.get(conversation_id)
+        if active is not None:
+            message = await database_sync_to_async(_persist_injection)(
+                user=user,
+                conversation_id=conversation_id,
+                content=content,
+                file_ids=file_ids,
+                run_id=active.run_id,
+            )
+            await _publish(
+                layer,
+                conversation_id,
+                "injected",
+                {
+                    "message_id": message.pk,
+                    "content": message.content,
+                    "images": message.metadata.get("images", []),
+                    "run_id": active.run_id,
+                },
+            )
+            await layer.group_send(
+                control_group(conversation_id),
+                {"type": "run.inject", "run_id": active.run_id, "message_id": message.pk},
+            )
+            return {"run_id": active.run_id, "message_id": message.pk, "injected": True}
+
+        run_id = uuid.uuid4().hex
+        query, answer, mode = await database_sync_to_async(_persist_query)(
+            user=user,
+            conversation_id=conversation_id,
+            content=content,
+            file_ids=file_ids,
+            mode=mode,
+            run_id=run_id,
+        )
+        await _launch(layer, run_id, conversation_id, mode, query.pk, answer.pk)
+        return {"run_id": run_id, "message_id": query.pk, "injected": False}
+
+
+async def cancel_active_run(*, conversation_id) -> bool:
+    """Ask the conversation's active run to stop; False when none is active."""
+    active = registry.get(conversation_id)
+    if active is None:
+        return False
+    await get_channel_layer().group_send(
+        control_group(conversation_id), {"type": "run.cancel", "run_id": active.run_id}
+    )
+    return True
+
+
+# --- persistence (sync, ORM: run in a thread) -------------------------------------------------
+
+
+def _persist_query(*, user, conversation_id, content, file_ids, mode, run_id):
+    from chat import selectors, services
+
+    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    attachments = selectors.attachments_for_ids(
+        user=user, conversation=conversation, file_ids=list(file_ids)
+    )
+    mode = mode or conversation.mode
+    query = services.user_message_create(
+        conversation=conversation, content=content, attachments=attachments, run_id=run_id
+    )
+    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    return query, answer, mode
+
+
+def _persist_injection(*, user, conversation_id, content, file_ids, run_id):
+    from chat import selectors, services
+
+    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    attachments = selectors.attachments_for_ids(
+        user=user, conversation=conversation, file_ids=list(file_ids)
+    )
+    return services.user_message_create(
+        conversation=conversation,
+        content=content,
+        attachments=attachments,
+        injected=True,
+        run_id=run_id,
+    )
+
+
+def _start_follow_up(*, conversation_id, run_id, mode):
+    from chat import services
+    from chat.models import Conversation
+
+    conversation = Conversation.objects.get(pk=conversation_id)
+    return services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+
+
+def _prepare(run: Run) -> dict:
+    """Everything the run needs from the database and the registry, in one thread hop."""
+    from chat.models import Message
+
+    main, fast = get_llm("main"), get_llm("fast")
+    main_budget, fast_budget = resolve_budget("main"), resolve_budget("fast")
+    vision = bool(getattr(main, "supports_vision", True))
+    query = query_message(Message.objects.get(pk=run.query_message_id), vision=vision)
+    return {
+        "main": main,
+        "fast": fast,
+        "main_budget": main_budget,
+        "fast_budget": fast_budget,
+        "vision": vision,
+        "query": dataclasses.replace(query, injected=False),  # the run's current query
+    }
+
+
+def _save_summary(conversation_id, summary) -> None:
+    from chat.summaries import summary_save
+
+    summary_save(conversation_id=conversation_id, **dataclasses.asdict(summary))
+
+
+def _persist_finish(
+    *, message_id, content, status, usage, compaction, error, extra, calibration
+) -> str:
+    from chat import services
+    from chat.markdown import render_markdown
+    from chat.models import Message
+
+    message = Message.objects.get(pk=message_id)
+    services.assistant_message_finish(
+        message=message,
+        content=content,
+        status=status,
+        usage=usage,
+        compaction=compaction,
+        error=error,
+        extra=extra,
+    )
+    _record_calibration(calibration)
+    return render_markdown(content) if content else ""
+
+
+def _record_calibration(samples: list[tuple[int, int, int]]) -> None:
+    """Teach the budget how this model's tokenizer compares with the estimate (issue 5)."""
+    if not samples:
+        return
+    from contextmgmt.calibration import record_usage
+
+    for config_id, estimated, reported in samples:
+        try:
+            record_usage(
+                model_config_id=config_id, estimated_tokens=estimated, reported_tokens=reported
+            )
+        except Exception:  # calibration is advisory; it must never fail a run
+            logger.warning("calibration sample for ModelConfig %s failed", config_id, exc_info=True)
+
+
+def _leftover_injections(*, conversation_id, run_id, taken_ids) -> list[int]:
+    from chat.models import Message
+
+    ids = Message.objects.filter(
+        conversation_id=conversation_id,
+        kind=Message.Kind.INJECTED,
+        metadata__run_id=run_id,
+    ).values_list("id", flat=True)
+    return sorted(i for i in ids if i not in taken_ids)
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+async def _publish(layer, conversation_id, event_type: str, payload: dict) -> None:
+    await layer.group_send(
+        conversation_group(conversation_id),
+        {"type": "chat.event", "event": {"type": event_type, **payload}},
+    )
+
+
+async def _launch(layer, run_id, conversation_id, mode, query_id, answer_id) -> Run:
+    """Register the run, join its control group, announce it and start its task."""
+    run = Run(
+        run_id=run_id,
+        conversation_id=conversation_id,
+        mode=mode,
+        query_message_id=query_id,
+        assistant_message_id=answer_id,
+        started=time.perf_counter(),
+        injections=_injection_queue_class()(),
+        publisher=None,  # set below: it reports back to the run
+    )
+    run.publisher = EventPublisher(layer, conversation_id, on_event=run.on_event)
+    # Join before registering: an inject/cancel sent the moment the run is visible arrives.
+    run.control_channel = await layer.new_channel(prefix="run.")
+    await layer.group_add(control_group(conversation_id), run.control_channel)
+    registry.add(run)
+    await run.publisher(
+        "run.started",
+        {
+            "run_id": run_id,
+            "message_id": query_id,
+            "assistant_message_id": answer_id,
+            "mode": mode,
+        },
+    )
+    run.listener = asyncio.create_task(_listen(run, layer))
+    run.task = asyncio.create_task(_supervise(run, layer))
+    return run
+
+
+async def _listen(run: Run, layer) -> None:
+    """Control messages for this run (from any process's consumers)."""
+    while True:
+        message = await layer.receive(run.control_channel)
+        if message.get("run_id") != run.run_id:
+            continue
+        if message.get("type") == "run.cancel":
+            run.request_cancel()
+        elif message.get("type") == "run.inject":
+            try:
+                injected = await database_sync_to_async(_load_injection)(message["message_id"])
+            except Exception:
+                logger.exception("run %s: could not load injected message", run.run_id)
+                continue
+            run.injections.put_nowait(injected)
+
+
+def _load_injection(message_id: int) -> ChatMessage:
+    from chat.models import Message
+
+    vision = bool(getattr(get_llm("main"), "supports_vision", True))
+    return query_message(Message.objects.get(pk=message_id), vision=vision)
+
+
+async def _supervise(run: Run, layer) -> None:
+    run.work = asyncio.create_task(_work(run))
+    try:
+        await asyncio.wait({run.work})
+    except asyncio.CancelledError:
+        # The server is going down: stop the engine; recover_runs marks the messages
+        # interrupted at the next start.
+        run.work.cancel()
+        run.listener.cancel()
+        registry.remove(run)
+        raise
+    run.finishing = True
+    try:
+        await _finish(run)
+    finally:
+        await _close(run, layer)
+
+
+async def _work(run: Run):
+    prepared = await database_sync_to_async(_prepare)(run)
+    main_budget = _tokens(prepared["main_budget"])
+    fast_budget = _tokens(prepared["fast_budget"])
+    main = MeteredLLM(prepared["main"], run.answer_usage)
+    fast = MeteredLLM(prepared["fast"], run.answer_usage)
+    compact = MeteredLLM(prepared["fast"], run.compaction_usage)
+    run.metered = [
+        (main, getattr(prepared["main_budget"], "model_config_id", None)),
+        (fast, getattr(prepared["fast_budget"], "model_config_id", None)),
+    ]
+    query: ChatMessage = prepared["query"]
+
+    memory = make_memory(
+        conversation_id=run.conversation_id,
+        max_tokens=max(MIN_HISTORY_TOKENS, main_budget - estimate_message_tokens(query)),
+        compact_llm=compact,
+        vision=prepared["vision"],
+    )
+    history = [
+        m
+        for m in await memory.get_messages()
+        # This run's own messages (a follow-up typed while history loaded) are not history.
+        if (m.metadata.get("id") or 0) < run.query_message_id
+    ]
+    if memory.was_compacted:
+        run.history_compaction = _history_facts(memory)
+        await run.publisher("compact", {"scope": "history", **run.history_compaction})
+        summary = getattr(memory, "new_summary", None)
+        if summary is not None:
+            await database_sync_to_async(_save_summary)(run.conversation_id, summary)
+
+    from fimone.agent import AgentContext
+
+    ctx = AgentContext(
+        llm=main,
+        fast_llm=fast,
+        compact_llm=compact,
+        main_budget=main_budget,
+        fast_budget=fast_budget,
+        history=history,
+        query=query,
+        sink=run.publisher,
+        injections=run.injections,
+        tools=make_tools(run.conversation_id, before_id=run.query_message_id),
+    )
+    return await engine_for(run.mode)(ctx)
+
+
+def _tokens(budget) -> int:
+    return int(getattr(budget, "effective_input_tokens", budget.usable_input_tokens))
+
+
+def _history_facts(memory) -> dict:
+    strategy = getattr(memory, "strategy", None) or getattr(memory.result, "strategy", "llm")
+    facts = {
+        # A reused stored summary was written by the LLM on an earlier load.
+        "strategy": "llm" if strategy == "summary" else strategy,
+        "original_count": memory.original_count,
+        "compacted_count": memory.compacted_count,
+        "tokens_before": getattr(memory, "tokens_before", 0),
+        "tokens_after": getattr(memory, "tokens_after", 0),
+    }
+    if strategy == "summary":
+        facts["reused_summary"] = True
+    return facts
+
+
+async def _finish(run: Run) -> None:
+    """Persist the outcome, then tell every socket (``done`` / ``error`` / ``run.cancelled``)."""
+    await run.publisher.flush()
+    outcome, failure = None, None
+    if run.work.cancelled():
+        status = "cancelled"
+    elif run.work.exception() is not None:
+        status = "error"
+        exc = run.work.exception()
+        failure = failure_of(exc)
+        if failure["code"] == "internal_error":
+            logger.error("run %s failed", run.run_id, exc_info=exc)
+        else:
+            logger.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc)
+    else:
+        outcome = run.work.result()
+        status = "done"
+    content = outcome.answer if outcome is not None else "".join(run.answer_parts)
+    usage = usage_totals(run.answer_usage, run.compaction_usage)
+    extra: dict[str, Any] = {"elapsed_ms": _elapsed_ms(run)}
+    if outcome is not None:
+        extra.update(iterations=outcome.iterations, outcome=outcome.status)
+    calibration = [
+        (config_id, llm.estimated_input, llm.reported_input)
+        for llm, config_id in run.metered
+        if config_id is not None and llm.reported_input > 0
+    ]
+    html = ""
+    try:
+        html = await database_sync_to_async(_persist_finish)(
+            message_id=run.assistant_message_id,
+            content=content,
+            status=status,
+            usage=usage,
+            compaction=run.history_compaction,
+            error=failure,
+            extra=extra,
+            calibration=calibration,
+        )
+    except Exception:
+        logger.exception("run %s: could not persist the answer", run.run_id)
+        if failure is None:
+            status = "error"
+            failure = {"code": "persist_failed", "message": "The answer could not be saved."}
+    ids = {"message_id": run.assistant_message_id, "run_id": run.run_id}
+    if status == "done":
+        await run.publisher(
+            "done", {**ids, "usage": usage, "elapsed_ms": _elapsed_ms(run), "html": html}
+        )
+    elif status == "cancelled":
+        await run.publisher("run.cancelled", ids)
+    else:
+        await run.publisher("error", {**ids, **failure})
+
+
+def _elapsed_ms(run: Run) -> int:
+    return int((time.perf_counter() - run.started) * 1000)
+
+
+async def _close(run: Run, layer) -> None:
+    """Leave the registry; answer follow-ups the engine never saw with a follow-up run."""
+    run.listener.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await run.listener
+    await layer.group_discard(control_group(run.conversation_id), run.control_channel)
+    async with registry.lock(run.conversation_id):
+        registry.remove(run)
+        if run.cancel_requested or run.work.cancelled():
+            return  # the user said stop: later follow-ups wait for the next message
+        try:
+            leftovers = await database_sync_to_async(_leftover_injections)(
+                conversation_id=run.conversation_id,
+                run_id=run.run_id,
+                taken_ids=run.injections.taken_ids,
+            )
+            if not leftovers:
+                return
+            run_id = uuid.uuid4().hex
+            answer = await database_sync_to_async(_start_follow_up)(
+                conversation_id=run.conversation_id, run_id=run_id, mode=run.mode
+            )
+            await _launch(layer, run_id, run.conversation_id, run.mode, leftovers[-1], answer.pk)
+        except Exception:
+            logger.exception("run %s: could not start the follow-up run", run.run_id)

@@ -1,0 +1,85 @@
+"""Helpers and fixtures for the websocket run tests (test_consumer*, test_runs*).
+
+Sockets are real Channels ``WebsocketCommunicator``s on the project's routes; the user is
+put in the scope directly (one test in test_consumer.py goes through the full ASGI stack
+with a session cookie and an Origin header instead). LLMs are ``FakeLLM``s substituted
+for ``chat.runs.get_llm``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from chat import runs
+from chat.routing import websocket_urlpatterns
+from chat.run_registry import registry
+from tests.support.fake_llm import FakeLLM
+
+# Guards against a hang, not a speed requirement: a healthy run answers in milliseconds.
+WAIT = 10.0
+
+
+@pytest.fixture
+async def clean_runs():
+    """An empty in-memory channel layer before, and no run left behind after, each test."""
+    layer = get_channel_layer()
+    await layer.flush()
+    yield layer
+    try:
+        async with asyncio.timeout(WAIT):
+            await registry.wait_idle()
+    finally:
+        for run in registry.active():
+            run.task.cancel()
+        await layer.flush()
+
+
+@pytest.fixture
+def fake_llm(monkeypatch) -> FakeLLM:
+    """One scripted LLM for every role (main, fast, compaction)."""
+    llm = FakeLLM(model_name="fake-main")
+    monkeypatch.setattr(runs, "get_llm", lambda role: llm)
+    return llm
+
+
+async def connect(user, conversation_id) -> WebsocketCommunicator:
+    """An accepted socket on the conversation, as ``user`` (None: anonymous)."""
+    from django.contrib.auth.models import AnonymousUser
+
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/chat/{conversation_id}/")
+    comm.scope["user"] = user if user is not None else AnonymousUser()
+    connected, _ = await comm.connect(timeout=WAIT)
+    assert connected
+    return comm
+
+
+async def next_event(comm: WebsocketCommunicator) -> dict[str, Any]:
+    return await comm.receive_json_from(timeout=WAIT)
+
+
+async def events_until(comm: WebsocketCommunicator, *types: str) -> list[dict[str, Any]]:
+    """Every event up to and including the first whose type is one of ``types``."""
+    seen = []
+    while True:
+        event = await next_event(comm)
+        seen.append(event)
+        if event["type"] in types:
+            return seen
+
+
+def answer_text(events: list[dict]) -> str:
+    return "".join(e["text"] for e in events if e["type"] == "answer.delta")
+
+
+def of_type(events: list[dict], kind: str) -> list[dict]:
+    return [e for e in events if e["type"] == kind]
+
+
+async def send(comm: WebsocketCommunicator, **frame) -> None:
+    await comm.send_json_to(frame)
