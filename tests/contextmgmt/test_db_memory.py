@@ -1,0 +1,486 @@
+"""DbMemory on a real database (SPEC R4.1-R4.4, issue 5).
+
+get_messages() is driven through async_to_sync from sync tests: its sync_to_async ORM work
+then runs on the test's own thread and connection, so the test transaction and
+django_assert_max_num_queries both see it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import uuid
+from dataclasses import asdict
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.core.files.base import ContentFile
+from PIL import Image
+
+from chat.models import Attachment, Conversation, Message
+from chat.summaries import summary_latest, summary_save
+from contextmgmt.core.compact import CompactUtils
+from contextmgmt.core.llm import LLMUnavailable
+from contextmgmt.core.messages import SUMMARY_PREFIX
+from contextmgmt.db_memory import DbMemory, StoredSummary, load_history
+from tests.support.fake_llm import FakeLLM
+
+BIG = 10**9  # a budget nothing exceeds
+
+
+@pytest.fixture(autouse=True)
+def media_root(settings, tmp_path):
+    root = tmp_path / "media"
+    root.mkdir()
+    settings.MEDIA_ROOT = root
+    return root
+
+
+@pytest.fixture
+def conversation(user) -> Conversation:
+    return Conversation.objects.create(owner=user, title="history")
+
+
+def say(conversation, role: str, content: str, **fields) -> Message:
+    kind = fields.pop("kind", "query" if role == "user" else "answer")
+    return Message.objects.create(
+        conversation=conversation, role=role, content=content, kind=kind, **fields
+    )
+
+
+def png(size=(8, 6), colour=(10, 200, 30)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, colour).save(out, format="PNG")
+    return out.getvalue()
+
+
+def stored_image(conversation, *, name="cat.png", data=None, size=(8, 6)) -> Attachment:
+    data = data if data is not None else png(size)
+    attachment = Attachment(
+        owner=conversation.owner,
+        conversation=conversation,
+        original_name=name,
+        mime_type="image/png",
+        size=len(data),
+        width=size[0],
+        height=size[1],
+        sha256="0" * 64,
+    )
+    attachment.file.save("upload", ContentFile(data), save=False)
+    attachment.save()
+    return attachment
+
+
+def image_refs(*attachments) -> dict:
+    return {"images": [{"file_id": str(a.id), "mime_type": a.mime_type} for a in attachments]}
+
+
+def load(memory: DbMemory):
+    return async_to_sync(memory.get_messages)()
+
+
+@pytest.fixture
+def ten_turn_conversation(conversation) -> Conversation:
+    """Five question/answer pairs, then the current query (pending)."""
+    for i in range(5):
+        say(conversation, "user", f"question {i}", status="done")
+        say(conversation, "assistant", f"answer {i}")
+    say(conversation, "user", "the current query", status="pending", pinned=True)
+    return conversation
+
+
+# --- loading: order, trailing query, what counts as context ---------------------------------
+
+
+@pytest.mark.django_db
+def test_history_in_creation_order_without_the_current_query(ten_turn_conversation):
+    # R4.3 steps 1 and 2
+    messages = load(DbMemory(ten_turn_conversation.id, max_tokens=BIG))
+    assert [(m.role, m.content) for m in messages] == [
+        (role, f"{word} {i}")
+        for i in range(5)
+        for role, word in (("user", "question"), ("assistant", "answer"))
+    ]
+    ids = list(
+        Message.objects.filter(conversation=ten_turn_conversation)
+        .order_by("created_at", "id")
+        .values_list("id", flat=True)
+    )
+    assert [m.metadata["id"] for m in messages] == ids[:-1]
+    assert all(m.metadata["created_at"] for m in messages)
+    assert not any(m.pinned for m in messages)  # history is never pinned (RR.3)
+
+
+@pytest.mark.django_db
+def test_order_follows_created_at_not_insertion(conversation):
+    late = say(conversation, "user", "second")
+    early = say(conversation, "user", "first")
+    Message.objects.filter(pk=early.pk).update(created_at=late.created_at.replace(year=2000))
+    say(conversation, "user", "current")
+    assert [m.content for m in load(DbMemory(conversation.id, BIG))] == ["first", "second"]
+
+
+@pytest.mark.django_db
+def test_only_a_trailing_user_message_is_dropped(conversation):
+    say(conversation, "user", "q")
+    say(conversation, "assistant", "a")
+    assert [m.content for m in load(DbMemory(conversation.id, BIG))] == ["q", "a"]
+
+
+@pytest.mark.django_db
+def test_failed_answer_is_dropped_but_its_question_kept(conversation):
+    say(conversation, "user", "what is 2+2?", status="done")
+    say(conversation, "assistant", "LLM unavailable", kind="error", status="error")
+    say(conversation, "user", "retry please", status="pending")
+    messages = load(DbMemory(conversation.id, BIG))
+    assert [(m.role, m.content) for m in messages] == [("user", "what is 2+2?")]
+
+
+@pytest.mark.django_db
+def test_cancelled_partial_answer_kept_running_and_empty_ones_dropped(conversation):
+    say(conversation, "user", "write a poem")
+    say(conversation, "assistant", "Roses are", status="cancelled")
+    say(conversation, "assistant", "", status="done")
+    say(conversation, "user", "go on")
+    say(conversation, "assistant", "", status="running")  # the current run's own answer
+    messages = load(DbMemory(conversation.id, BIG))
+    assert [m.content for m in messages] == ["write a poem", "Roses are"]
+
+
+@pytest.mark.django_db
+def test_system_and_tool_rows_and_other_conversations_are_not_loaded(conversation, user):
+    other = Conversation.objects.create(owner=user)
+    say(other, "user", "elsewhere")
+    say(conversation, "system", "internal note", kind="answer")
+    say(conversation, "user", "mine")
+    say(conversation, "assistant", "reply")
+    assert [m.content for m in load(DbMemory(conversation.id, BIG))] == ["mine", "reply"]
+
+
+@pytest.mark.django_db
+def test_empty_conversation_gives_no_messages(conversation):
+    memory = DbMemory(conversation.id, BIG)
+    assert load(memory) == []
+    assert (memory.was_compacted, memory.original_count, memory.compacted_count) == (False, 0, 0)
+
+
+@pytest.mark.django_db
+def test_add_message_and_clear_are_no_ops(ten_turn_conversation):
+    # R4.2: read-only
+    memory = DbMemory(ten_turn_conversation.id, BIG)
+    before = Message.objects.count()
+    messages = load(memory)
+    async_to_sync(memory.add_message)(messages[0])
+    async_to_sync(memory.clear)()
+    assert Message.objects.count() == before
+    assert len(load(memory)) == len(messages)
+
+
+# --- images (R4.3 step 3) -----------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_images_rebuilt_as_data_urls_from_storage(conversation):
+    data = png((5, 4), (1, 2, 3))
+    cat = stored_image(conversation, data=data, size=(5, 4))
+    say(conversation, "user", "look at this", metadata=image_refs(cat))
+    say(conversation, "assistant", "a cat")
+    say(conversation, "user", "current")
+    first = load(DbMemory(conversation.id, BIG, vision=True))[0]
+    assert first.content[0] == {"type": "text", "text": "look at this"}
+    url = first.content[1]["image_url"]["url"]
+    assert url == "data:image/png;base64," + base64.b64encode(data).decode()
+    assert first.to_openai()["content"][1]["type"] == "image_url"
+
+
+@pytest.mark.django_db
+def test_image_only_message_has_just_the_image_part(conversation):
+    cat = stored_image(conversation)
+    say(conversation, "user", "", metadata=image_refs(cat))
+    say(conversation, "assistant", "ok")
+    [image_msg, _] = load(DbMemory(conversation.id, BIG))
+    assert [p["type"] for p in image_msg.content] == ["image_url"]
+
+
+@pytest.mark.django_db
+def test_without_vision_images_become_text_notes(conversation):
+    cat = stored_image(conversation, name="cat.png", size=(640, 480))
+    say(conversation, "user", "look", metadata=image_refs(cat))
+    say(conversation, "assistant", "ok")
+    first = load(DbMemory(conversation.id, BIG, vision=False))[0]
+    assert first.content == "look\n[image: cat.png, 640x480]"
+
+
+@pytest.mark.django_db
+def test_missing_file_degrades_to_a_note(conversation):
+    cat = stored_image(conversation, name="gone.png")
+    cat.file.storage.delete(cat.file.name)
+    dog = stored_image(conversation, name="dog.png")
+    say(conversation, "user", "two pets", metadata=image_refs(cat, dog))
+    say(conversation, "assistant", "ok")
+    first = load(DbMemory(conversation.id, BIG))[0]
+    assert first.content[0] == {"type": "text", "text": "two pets\n[image: gone.png unavailable]"}
+    assert first.content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert len(first.content) == 2
+
+
+@pytest.mark.django_db
+def test_empty_file_degrades_to_a_note(conversation):
+    blank = stored_image(conversation, name="blank.png", data=b"")
+    say(conversation, "user", "x", metadata=image_refs(blank))
+    say(conversation, "assistant", "ok")
+    assert load(DbMemory(conversation.id, BIG))[0].content == "x\n[image: blank.png unavailable]"
+
+
+@pytest.mark.django_db
+def test_unknown_malformed_and_foreign_file_ids_degrade_to_notes(conversation, other_user):
+    foreign_conv = Conversation.objects.create(owner=other_user)
+    secret = stored_image(foreign_conv, name="secret.png")
+    ghost = str(uuid.uuid4())
+    refs = [
+        {"file_id": ghost, "mime_type": "image/png"},
+        {"file_id": "not-a-uuid", "mime_type": "image/png"},
+        {"file_id": str(secret.id), "mime_type": "image/png"},  # another user's image
+        "garbage",
+    ]
+    say(conversation, "user", "pics", metadata={"images": refs})
+    say(conversation, "assistant", "ok")
+    first = load(DbMemory(conversation.id, BIG))[0]
+    assert first.content == (
+        f"pics\n[image: {ghost} unavailable]\n[image: not-a-uuid unavailable]\n"
+        f"[image: {secret.id} unavailable]"
+    )
+    assert "secret.png" not in first.content
+
+
+# --- compaction and flags (R4.3 step 4, R4.4) -----------------------------------------------
+
+
+def long_conversation(conversation, turns: int, words: int = 30, tag: str = "") -> list[Message]:
+    """``turns`` question/answer pairs of ~90 tokens each, then the current query."""
+    rows = []
+    for i in range(turns):
+        rows.append(say(conversation, "user", f"{tag}Q{i}: " + "lorem ipsum " * words))
+        rows.append(say(conversation, "assistant", f"{tag}A{i}: " + "dolor sit " * words))
+    say(conversation, "user", "current question")
+    return rows
+
+
+@pytest.mark.django_db
+def test_within_budget_nothing_is_compacted(ten_turn_conversation):
+    memory = DbMemory(ten_turn_conversation.id, BIG, compact_llm=FakeLLM())
+    messages = load(memory)
+    assert memory.was_compacted is False
+    assert memory.strategy == "none"
+    assert (memory.original_count, memory.compacted_count) == (10, 10)
+    assert memory.result is None and memory.new_summary is None
+    assert (
+        memory.tokens_before
+        == memory.tokens_after
+        == (CompactUtils.estimate_messages_tokens(messages))
+    )
+
+
+@pytest.mark.django_db
+def test_without_compact_llm_history_is_smart_truncated(conversation):
+    long_conversation(conversation, turns=20)
+    memory = DbMemory(conversation.id, max_tokens=400)
+    messages = load(memory)
+    assert memory.was_compacted and memory.strategy == "truncate"
+    assert memory.original_count == 40
+    assert memory.compacted_count == len(messages) < 40
+    assert CompactUtils.estimate_messages_tokens(messages) <= 400
+    assert messages[-1].content.startswith("A19:")  # the newest survive
+    assert messages[0].role == "user"
+    assert memory.new_summary is None
+
+
+@pytest.mark.django_db
+def test_with_compact_llm_history_is_summarised_and_a_summary_offered(conversation):
+    rows = long_conversation(conversation, turns=20)
+    llm = FakeLLM(default="The user asked twenty questions about lorem ipsum.")
+    memory = DbMemory(conversation.id, max_tokens=600, compact_llm=llm, keep_recent=4)
+    messages = load(memory)
+    assert len(llm.calls) == 1
+    assert memory.was_compacted and memory.strategy == "llm"
+    assert messages[0].is_summary
+    assert [m.metadata["id"] for m in messages[1:]] == [r.pk for r in rows[-4:]]
+    assert (memory.original_count, memory.compacted_count) == (40, 5)
+    assert memory.result.usage.input_tokens > 0
+    new = memory.new_summary
+    assert new.covers_through_id == rows[-5].pk
+    assert new.covered_count == 36
+    assert new.summary.startswith(SUMMARY_PREFIX)
+    assert "twenty questions" in new.summary
+    assert new.metadata["covered_tokens"] > 0
+
+
+@pytest.mark.django_db
+def test_failing_compact_llm_falls_back_to_truncation_without_a_summary(conversation):
+    long_conversation(conversation, turns=20)
+    llm = FakeLLM().enqueue(LLMUnavailable("down"))
+    memory = DbMemory(conversation.id, max_tokens=400, compact_llm=llm)
+    messages = load(memory)
+    assert memory.strategy == "truncate" and memory.was_compacted
+    assert "down" in memory.result.error
+    assert memory.new_summary is None
+    assert CompactUtils.estimate_messages_tokens(messages) <= 400
+
+
+@pytest.mark.django_db
+def test_flags_are_reset_on_each_load(conversation):
+    long_conversation(conversation, turns=20)
+    memory = DbMemory(conversation.id, max_tokens=400)
+    load(memory)
+    assert memory.was_compacted
+    memory.max_tokens = BIG
+    load(memory)
+    assert (memory.was_compacted, memory.strategy, memory.result) == (False, "none", None)
+
+
+# --- persisted summaries --------------------------------------------------------------------
+
+
+def persist(conversation, memory: DbMemory):
+    return summary_save(conversation_id=conversation.id, **asdict(memory.new_summary))
+
+
+@pytest.mark.django_db
+def test_next_load_starts_from_the_stored_summary_without_an_llm_call(conversation):
+    rows = long_conversation(conversation, turns=20)
+    first = DbMemory(conversation.id, 600, compact_llm=FakeLLM(default="Summary one."))
+    load(first)
+    persist(conversation, first)
+    # The run answers and the user asks again.
+    Message.objects.filter(role="user", content="current question").update(status="done")
+    answer = say(conversation, "assistant", "answer to current")
+    say(conversation, "user", "next question")
+
+    llm = FakeLLM(default="must not be called")
+    second = DbMemory(conversation.id, 600, compact_llm=llm)
+    messages = load(second)
+    assert llm.calls == []
+    assert messages[0].is_summary and "Summary one." in messages[0].content
+    assert [m.metadata["id"] for m in messages[1:]] == [r.pk for r in rows[-4:]] + [
+        Message.objects.get(content="current question").pk,
+        answer.pk,
+    ]
+    assert second.was_compacted and second.strategy == "summary"
+    assert second.original_count == 36 + 6
+    assert second.compacted_count == 7
+    assert second.new_summary is None and second.result is None
+    assert second.tokens_before > second.tokens_after
+
+
+@pytest.mark.django_db
+def test_summary_is_folded_into_the_next_one_when_history_outgrows_it(conversation):
+    long_conversation(conversation, turns=20)
+    first = DbMemory(conversation.id, 600, compact_llm=FakeLLM(default="Old facts: KEY-111."))
+    load(first)
+    persist(conversation, first)
+    Message.objects.filter(content="current question").update(status="done")
+    more = long_conversation(conversation, turns=10, tag="later-")
+
+    llm = FakeLLM(default="New facts: KEY-111 and more.")
+    second = DbMemory(conversation.id, 600, compact_llm=llm)
+    messages = load(second)
+    assert len(llm.calls) == 1
+    transcript = llm.calls[0].messages[-1].text()
+    assert "Old facts: KEY-111." in transcript  # the old summary is folded in, not piled up
+    assert "user: Q0:" not in transcript  # covered messages are not sent again
+    assert "user: later-Q0:" in transcript
+    assert [m.is_summary for m in messages].count(True) == 1
+    new = second.new_summary
+    # 36 before; now the 4 kept + the old current query + 20 new, minus the 4 kept again.
+    assert new.covered_count == 36 + 21
+    assert new.covers_through_id == more[-5].pk
+    persisted = persist(conversation, second)
+    assert summary_latest(conversation_id=conversation.id) == persisted
+
+
+@pytest.mark.django_db
+def test_summaries_can_be_switched_off(conversation):
+    long_conversation(conversation, turns=20)
+    first = DbMemory(conversation.id, 600, compact_llm=FakeLLM(default="S."))
+    load(first)
+    persist(conversation, first)
+    plain = DbMemory(conversation.id, BIG, use_summaries=False)
+    messages = load(plain)
+    assert len(messages) == 40 and not any(m.is_summary for m in messages)
+
+
+@pytest.mark.django_db
+def test_a_passed_summary_is_used_instead_of_a_query(conversation, django_assert_num_queries):
+    rows = long_conversation(conversation, turns=3)
+    given = StoredSummary(content="Given.", covers_through_id=rows[1].pk, covered_count=2)
+    with django_assert_num_queries(1):
+        result = load_history(conversation.id, summary=given)
+    assert [m.metadata["id"] for m in result.messages] == [r.pk for r in rows[2:]]
+
+
+# --- constant query count (issue 5) ---------------------------------------------------------
+
+
+def bulk_history(conversation, count: int, images: int) -> list[Message]:
+    """``count`` alternating user/assistant messages; ``images`` user messages carry one image."""
+    pictures = [stored_image(conversation, name=f"p{i}.png") for i in range(images)]
+    user_slots = list(range(0, count, 2))
+    with_image = set(user_slots[:: max(1, len(user_slots) // images)][:images]) if images else set()
+    rows = []
+    for i in range(count):
+        role = "user" if i % 2 == 0 else "assistant"
+        meta = image_refs(pictures.pop()) if i in with_image else {}
+        rows.append(
+            Message(
+                conversation=conversation,
+                role=role,
+                content=f"message {i}",
+                kind="query" if role == "user" else "answer",
+                metadata=meta,
+            )
+        )
+    assert not pictures  # every image is referenced
+    return Message.objects.bulk_create(rows)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("count", "images"), [(10, 0), (10, 2), (2_000, 20)])
+def test_query_count_is_constant(conversation, django_assert_max_num_queries, count, images):
+    bulk_history(conversation, count, images)
+    say(conversation, "user", "current")
+    memory = DbMemory(conversation.id, BIG, vision=True)
+    # 1 summary + 1 messages + 1 attachments, whatever the size.
+    with django_assert_max_num_queries(3):
+        messages = load(memory)
+    parts = [p for m in messages if isinstance(m.content, list) for p in m.content]
+    assert sum(p["type"] == "image_url" for p in parts) == images
+    assert memory.original_count == count
+
+
+@pytest.mark.django_db
+def test_query_count_is_constant_from_a_stored_summary(conversation, django_assert_max_num_queries):
+    rows = bulk_history(conversation, 2_000, 20)
+    say(conversation, "user", "current")
+    summary_save(
+        conversation_id=conversation.id,
+        summary="First half.",
+        covers_through_id=rows[999].pk,
+        covered_count=1000,
+    )
+    memory = DbMemory(conversation.id, BIG)
+    with django_assert_max_num_queries(3):
+        messages = load(memory)
+    assert len(messages) == 1 + 1000
+    assert messages[1].metadata["id"] == rows[1000].pk
+    assert memory.original_count == 2000
+
+
+@pytest.mark.django_db
+def test_all_2000_messages_with_20_images_are_loaded_in_order(conversation):
+    bulk_history(conversation, 2_000, 20)
+    say(conversation, "user", "current")
+    messages = load(DbMemory(conversation.id, BIG))
+    assert len(messages) == 2_000
+    assert messages[0].text().startswith("message 0")
+    assert messages[-1].content == "message 1999"
+    assert sum(isinstance(m.content, list) for m in messages) == 20
