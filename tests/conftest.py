@@ -12,6 +12,12 @@ from tests.support.live_server import (  # noqa: F401
     live_daphne_factory,
 )
 
+# A scripted OpenAI-compatible server on loopback (issue 4): see that module.
+from tests.support.scripted_server import (  # noqa: F401
+    scripted_server,
+    scripted_server_session,
+)
+
 
 @pytest.fixture
 def user(django_user_model):

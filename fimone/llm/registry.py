@@ -1,0 +1,187 @@
+"""Which model answers a role: the one Django-aware part of ``fimone.llm`` (issue 4, DESIGN §6).
+
+Sources, first that applies wins:
+
+1. ``db`` — the active ``contextmgmt.ModelConfig`` row of the role (an admin's choice). Its
+   ``base_url`` / ``api_key_env`` may be blank: then the endpoint and key of the
+   environment apply (an admin can add a model on the configured endpoint).
+2. ``env`` — settings ``LLM_BASE_URL``, ``LLM_API_KEY``, ``LLM_MODEL``; the fast role reads
+   ``FAST_LLM_*`` and falls back to the main values field by field, so ``FAST_LLM_MODEL``
+   alone means "same endpoint, other model". A role counts as configured when it names a
+   model or a base URL.
+3. ``offline`` — fimone's built-in offline model.
+
+The fast role with neither a row nor ``FAST_LLM_*`` settings uses whatever the main role
+uses. ``get_llm`` is sync (it may query the database): async code calls it through
+``sync_to_async``. Django and the models are imported inside the functions, so that importing
+``fimone.llm`` stays free of Django.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from contextmgmt.core.llm import LLM
+
+from .offline import OFFLINE_MODEL_NAME, OfflineLLM
+from .openai_client import OpenAIChatLLM
+
+log = logging.getLogger(__name__)
+
+Role = Literal["main", "fast"]
+ROLES: tuple[Role, ...] = ("main", "fast")
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSpec:
+    """Everything needed to build a role's LLM; equal specs share one LLM object."""
+
+    role: str
+    source: str  # "db" | "env" | "offline"
+    model: str
+    base_url: str = ""
+    api_key: str = ""
+    supports_vision: bool = True
+    timeout: float = 120.0
+    max_retries: int = 2
+
+    @property
+    def offline(self) -> bool:
+        return self.source == "offline"
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
+
+
+def _env_endpoint(role: str) -> tuple[str, str, str]:
+    """(model, base_url, api_key) from settings for ``role``, fast falling back to main."""
+    from django.conf import settings
+
+    model = settings.LLM_MODEL
+    base_url = settings.LLM_BASE_URL
+    api_key = settings.LLM_API_KEY
+    if role == "fast":
+        model = settings.FAST_LLM_MODEL or model
+        base_url = settings.FAST_LLM_BASE_URL or base_url
+        api_key = settings.FAST_LLM_API_KEY or api_key
+    return model, base_url, api_key
+
+
+def _fast_env_configured() -> bool:
+    from django.conf import settings
+
+    return bool(settings.FAST_LLM_MODEL or settings.FAST_LLM_BASE_URL)
+
+
+def _active_row(role: str):
+    from contextmgmt.models import ModelConfig
+
+    return ModelConfig.objects.filter(role=role, is_active=True).first()
+
+
+def resolve_spec(role: Role = "main") -> LLMSpec:
+    """The spec of ``role``'s LLM: ModelConfig row > settings > offline (module docstring)."""
+    from django.conf import settings
+
+    _check_role(role)
+    limits = {
+        "timeout": float(settings.LLM_TIMEOUT_SECONDS),
+        "max_retries": int(settings.LLM_MAX_RETRIES),
+    }
+    row = _active_row(role)
+    if row is not None:
+        _, env_base_url, env_key = _env_endpoint(role)
+        api_key = env_key
+        if row.api_key_env:
+            api_key = os.environ.get(row.api_key_env, "")
+            if not api_key:
+                log.warning(
+                    "ModelConfig %r names API key variable %s, which is not set",
+                    row.name,
+                    row.api_key_env,
+                )
+        return LLMSpec(
+            role=role,
+            source="db",
+            model=row.model,
+            base_url=row.base_url or env_base_url,
+            api_key=api_key,
+            supports_vision=row.supports_vision,
+            **limits,
+        )
+    if role == "fast" and not _fast_env_configured():
+        return resolve_spec("main")  # fast not configured: the main model does the fast work
+    model, base_url, api_key = _env_endpoint(role)
+    if model or base_url:
+        return LLMSpec(
+            role=role,
+            source="env",
+            model=model or "default",  # llama.cpp and friends ignore the name
+            base_url=base_url,
+            api_key=api_key,
+            supports_vision=True,
+            **limits,
+        )
+    return LLMSpec(
+        role=role, source="offline", model=OFFLINE_MODEL_NAME, supports_vision=False, **limits
+    )
+
+
+# Equal specs share one LLM object, so its SDK clients (and their connection pools) are
+# reused across runs instead of rebuilt per message.
+_cache: dict[tuple, LLM] = {}
+_cache_lock = threading.Lock()
+_CACHE_LIMIT = 16
+
+
+def build_llm(spec: LLMSpec) -> LLM:
+    if spec.offline:
+        return OfflineLLM()
+    return OpenAIChatLLM(
+        model=spec.model,
+        base_url=spec.base_url or None,
+        api_key=spec.api_key or None,
+        timeout=spec.timeout,
+        max_retries=spec.max_retries,
+        supports_vision=spec.supports_vision,
+    )
+
+
+def get_llm(role: Role = "main") -> LLM:
+    """The LLM for ``role`` ("main" or "fast"), by the precedence of the module docstring."""
+    spec = resolve_spec(role)
+    key = (
+        spec.source == "offline",
+        spec.model,
+        spec.base_url,
+        spec.api_key,
+        spec.timeout,
+        spec.max_retries,
+        spec.supports_vision,
+    )
+    with _cache_lock:
+        llm = _cache.get(key)
+        if llm is None:
+            if len(_cache) >= _CACHE_LIMIT:
+                _cache.clear()
+            llm = _cache[key] = build_llm(spec)
+    return llm
+
+
+def describe_llm(role: Role = "main") -> dict[str, Any]:
+    """What the UI shows about ``role``'s model; never the key."""
+    spec = resolve_spec(role)
+    info = asdict(spec)
+    del info["api_key"]
+    info.update(
+        model_name=spec.model,
+        offline=spec.offline,
+        has_api_key=bool(spec.api_key),
+    )
+    return info

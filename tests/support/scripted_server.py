@@ -1,0 +1,488 @@
+"""A scripted OpenAI-compatible HTTP server on loopback, for tests and benchmarks (issue 4).
+
+Real HTTP, so the code under test goes through the real ``openai`` SDK: its retries, timeouts,
+SSE parsing and error classes. ``POST /v1/chat/completions`` answers from a queue of scripted
+replies, streaming (SSE, chunked) or not, with tool calls (single or parallel) and usage;
+faults are replies too (500, 429, slow, cut-off stream, malformed JSON, context overflow).
+Every received JSON body is logged in ``requests``, so a test can assert exactly what went
+on the wire. When the queue is empty the ``default`` reply answers (zero latency for load
+benchmarks); set ``default = None`` to make an unscripted call fail loudly.
+
+In a test::
+
+    def test_x(scripted_server):
+        scripted_server.enqueue(rate_limited(), text("hello", usage=(12, 3)))
+        llm = OpenAIChatLLM(model="m", base_url=scripted_server.base_url, api_key="k")
+
+Standalone (benchmarks, a daphne subprocess pointed at it through ``LLM_BASE_URL``)::
+
+    python -m tests.support.scripted_server --port 8765 [--delay S] [--chunk-delay S] [--text T]
+
+Replies that the SDK retries (5xx, 429) carry ``retry-after-ms: 1`` so retry tests stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+DEFAULT_TEXT = "This is the scripted server's default reply."
+OVERFLOW_MESSAGE = (
+    "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+    "9001 tokens. Please reduce the length of the messages."
+)
+
+
+@dataclass
+class Reply:
+    """One scripted answer (or fault) to one ``/v1/chat/completions`` request.
+
+    ``usage``: ``(prompt_tokens, completion_tokens)``, ``"auto"`` (a rough count of the
+    request and reply), or ``None`` to send no usage at all (tests the client's estimate).
+    ``fault``: ``None``, ``"cut_off"`` (the connection drops mid-body), ``"ends_early"`` (a
+    stream ends cleanly without finishing), ``"malformed"`` (the body or an SSE event is not
+    JSON) or ``"no_choices"`` (an empty ``choices`` list).
+    """
+
+    content: str | None = DEFAULT_TEXT
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: tuple[int, int] | str | None = "auto"
+    finish_reason: str | None = None
+    delay: float = 0.0  # seconds before the response starts ("slow")
+    chunk_delay: float = 0.0  # seconds between streamed chunks
+    status: int = 200
+    error: dict[str, Any] | None = None  # the error body of a non-200 reply
+    headers: dict[str, str] = field(default_factory=dict)
+    fault: str | None = None
+
+    def resolved_finish_reason(self) -> str:
+        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
+
+
+# --- reply builders -------------------------------------------------------------------------
+
+
+def text(content: str, *, usage: tuple[int, int] | str | None = "auto", **kw: Any) -> Reply:
+    return Reply(content=content, usage=usage, **kw)
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict:
+    """One tool call for :func:`tool_calls`; ``arguments`` as a dict or raw JSON text."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id, "name": name, "arguments": args}
+
+
+def tool_calls(
+    *calls: dict[str, Any] | tuple[str, dict[str, Any] | str],
+    content: str | None = None,
+    usage: tuple[int, int] | str | None = "auto",
+    **kw: Any,
+) -> Reply:
+    """A reply calling one tool, or several in parallel: ``tool_calls(("calculator", {...}))``."""
+    built = []
+    for i, call in enumerate(calls):
+        spec = tool_call(*call) if isinstance(call, tuple) else dict(call)
+        spec["id"] = spec.get("id") or f"call_{i}_{spec['name']}"
+        built.append(spec)
+    return Reply(content=content, tool_calls=built, usage=usage, **kw)
+
+
+def http_error(
+    status: int, message: str = "Scripted failure.", *, code: str | None = None, **kw: Any
+) -> Reply:
+    headers = {"retry-after-ms": "1"} if status == 429 or status >= 500 else {}
+    headers.update(kw.pop("headers", {}))
+    body = {"message": message, "type": "scripted_error", "param": None, "code": code}
+    return Reply(content=None, status=status, error=body, headers=headers, **kw)
+
+
+def server_error(status: int = 500) -> Reply:
+    return http_error(status, "The scripted server had an internal error.", code="server_error")
+
+
+def rate_limited() -> Reply:
+    return http_error(429, "Rate limit reached (scripted).", code="rate_limit_exceeded")
+
+
+def context_overflow(status: int = 400, message: str = OVERFLOW_MESSAGE) -> Reply:
+    return http_error(status, message, code="context_length_exceeded")
+
+
+def slow(seconds: float, reply: Reply | str | None = None) -> Reply:
+    """``reply`` (default: the default text), sent only after ``seconds``."""
+    base = _as_reply(reply if reply is not None else DEFAULT_TEXT)
+    base.delay = seconds
+    return base
+
+
+def cut_off(partial: str = "The answer is") -> Reply:
+    """Streaming: some text, then the connection drops (no finish, no [DONE])."""
+    return Reply(content=partial, fault="cut_off")
+
+
+def ends_early(partial: str = "The answer is") -> Reply:
+    """Streaming: some text, then a clean end of the body without a finish_reason."""
+    return Reply(content=partial, fault="ends_early")
+
+
+def malformed() -> Reply:
+    return Reply(fault="malformed")
+
+
+def no_choices() -> Reply:
+    return Reply(fault="no_choices")
+
+
+def _as_reply(reply: Reply | str) -> Reply:
+    if isinstance(reply, Reply):
+        return Reply(**{k: getattr(reply, k) for k in reply.__dataclass_fields__})
+    if isinstance(reply, str):
+        return Reply(content=reply)
+    raise TypeError(f"not a scripted reply: {reply!r}")
+
+
+# --- the server -----------------------------------------------------------------------------
+
+
+class ScriptedServer:
+    """A threaded HTTP server on 127.0.0.1; a context manager, or ``start()``/``stop()``."""
+
+    def __init__(
+        self, *, port: int = 0, default: Reply | str | None = DEFAULT_TEXT, model: str = "scripted"
+    ) -> None:
+        self.default: Reply | str | None = default
+        self.model = model
+        self.queue: list[Reply] = []
+        self.requests: list[dict[str, Any]] = []  # JSON bodies, in arrival order
+        self.request_headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._abort = threading.Event()  # wakes slow replies on reset()/stop()
+        self._httpd = _HTTPServer(("127.0.0.1", port), _Handler)
+        self._httpd.scripted = self
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def enqueue(self, *replies: Reply | str) -> ScriptedServer:
+        with self._lock:
+            self.queue.extend(_as_reply(r) for r in replies)
+        return self
+
+    def reset(self) -> None:
+        """Empty the queue and the request log; abort replies still sleeping."""
+        with self._lock:
+            self.queue.clear()
+            self.requests.clear()
+            self.request_headers.clear()
+            self._abort.set()
+            self._abort = threading.Event()
+
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"scripted-llm:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._abort.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # Called from handler threads.
+    def _take(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[Reply | None, Any]:
+        with self._lock:
+            self.requests.append(body)
+            self.request_headers.append(headers)
+            reply = self.queue.pop(0) if self.queue else None
+            if reply is None and self.default is not None:
+                reply = _as_reply(self.default)
+            return reply, self._abort
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # a slow reply must not hold up stop()
+    allow_reuse_address = True
+    scripted: ScriptedServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real providers; the SDK pools connections
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # quiet: tests and benchmarks read the request log instead
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path.rstrip("/") == "/v1/models":
+            model = self.server.scripted.model
+            self._send_json(200, {"object": "list", "data": [{"id": model, "object": "model"}]})
+        else:
+            self._send_json(404, {"error": {"message": "not found", "code": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send_json(404, {"error": {"message": "not found", "code": "not_found"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send_json(400, {"error": {"message": "request body is not JSON"}})
+            return
+        reply, abort = self.server.scripted._take(
+            body, {k.lower(): v for k, v in self.headers.items()}
+        )
+        if reply is None:
+            self._send_json(
+                500,
+                {"error": {"message": "scripted server: no reply queued and no default"}},
+                {"x-should-retry": "false"},
+            )
+            return
+        if reply.delay and abort.wait(reply.delay):
+            self.close_connection = True  # reset()/stop() while sleeping: just hang up
+            return
+        try:
+            if reply.status != 200:
+                self._send_json(reply.status, {"error": reply.error or {}}, reply.headers)
+            elif body.get("stream"):
+                self._stream(body, reply, abort)
+            else:
+                self._complete(body, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (timeout): nothing to do
+
+    # --- non-streaming ----------------------------------------------------------------------
+
+    def _complete(self, body: dict[str, Any], reply: Reply) -> None:
+        if reply.fault == "malformed":
+            self._send_raw(200, b'{"id": "chatcmpl-broken", "choices": [', "application/json")
+            return
+        if reply.fault == "cut_off":
+            # Promise a body, send half of it, hang up.
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "4096")
+            self.end_headers()
+            self.wfile.write(b'{"id": "chatcmpl-cut", "choices": [{"ind')
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = [_wire_call(c) for c in reply.tool_calls]
+        choices = (
+            []
+            if reply.fault == "no_choices"
+            else [{"index": 0, "message": message, "finish_reason": reply.resolved_finish_reason()}]
+        )
+        out = _envelope("chat.completion", body, self.server.scripted.model, choices)
+        usage = _usage(body, reply)
+        if usage is not None:
+            out["usage"] = usage
+        self._send_json(200, out, reply.headers)
+
+    # --- streaming --------------------------------------------------------------------------
+
+    def _stream(self, body: dict[str, Any], reply: Reply, abort: threading.Event) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        for k, v in reply.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        model = self.server.scripted.model
+
+        def event(choices: list[dict[str, Any]], **extra: Any) -> None:
+            if reply.chunk_delay and abort.wait(reply.chunk_delay):
+                raise _Aborted
+            payload = _envelope("chat.completion.chunk", body, model, choices) | extra
+            self._chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+        try:
+            if reply.fault == "no_choices":
+                event([], usage=_usage(body, reply))
+                self._chunk(b"data: [DONE]\n\n")
+                self._chunk(b"")
+                return
+            event([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
+            if reply.fault == "malformed":
+                self._chunk(b'data: {"choices": [{"delta": {"content": "bro\n\n')
+            for piece in _pieces(reply.content or ""):
+                event([{"index": 0, "delta": {"content": piece}}])
+            if reply.fault == "cut_off":
+                self.wfile.flush()
+                self.close_connection = True  # no terminating chunk: the body is incomplete
+                return
+            if reply.fault == "ends_early":
+                self._chunk(b"")  # a clean end of body, but no finish_reason and no [DONE]
+                return
+            for index, call in enumerate(reply.tool_calls):
+                head = {
+                    "index": index,
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": ""},
+                }
+                event([{"index": 0, "delta": {"tool_calls": [head]}}])
+                args = call["arguments"]
+                for start in range(0, len(args), 7):  # arguments arrive in fragments
+                    frag = {"index": index, "function": {"arguments": args[start : start + 7]}}
+                    event([{"index": 0, "delta": {"tool_calls": [frag]}}])
+            event([{"index": 0, "delta": {}, "finish_reason": reply.resolved_finish_reason()}])
+            usage = _usage(body, reply)
+            if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+                event([], usage=usage)
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")  # the terminating zero-length chunk
+        except _Aborted:
+            self.close_connection = True
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(obj).encode(), "application/json", headers)
+
+    def _send_raw(
+        self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
+class _Aborted(Exception):
+    pass
+
+
+def _wire_call(call: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": call["id"],
+        "type": "function",
+        "function": {"name": call["name"], "arguments": call["arguments"]},
+    }
+
+
+def _envelope(obj: str, body: dict[str, Any], model: str, choices: list) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-scripted",
+        "object": obj,
+        "created": int(time.time()),
+        "model": body.get("model") or model,
+        "choices": choices,
+    }
+
+
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int] | None:
+    if reply.usage is None:
+        return None
+    if reply.usage == "auto":
+        # A rough, deterministic count: the request's JSON and the reply's text, ~4 chars/token.
+        prompt = len(json.dumps(body.get("messages", []))) // 4 + 1
+        completion = len(reply.content or "") // 4 + 1
+        completion += sum(len(c["arguments"]) // 4 + 1 for c in reply.tool_calls)
+    else:
+        prompt, completion = reply.usage
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _pieces(content: str) -> list[str]:
+    """Word-sized content deltas, whitespace kept, so joined they give back ``content``."""
+    pieces: list[str] = []
+    word = ""
+    for ch in content:
+        word += ch
+        if ch == " ":
+            pieces.append(word)
+            word = ""
+    if word:
+        pieces.append(word)
+    return pieces
+
+
+# --- pytest fixtures (imported by tests/conftest.py) ---------------------------------------
+
+
+@pytest.fixture(scope="session")
+def scripted_server_session():
+    with ScriptedServer() as server:
+        yield server
+
+
+@pytest.fixture
+def scripted_server(scripted_server_session):
+    """The scripted server with an empty queue and request log, default reply restored."""
+    server = scripted_server_session
+    server.reset()
+    server.default = DEFAULT_TEXT
+    yield server
+    server.reset()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--text", default=DEFAULT_TEXT, help="the reply to every request")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
+    args = parser.parse_args(argv)
+    default = Reply(content=args.text, delay=args.delay, chunk_delay=args.chunk_delay)
+    server = ScriptedServer(port=args.port, default=default).start()
+    print(f"scripted OpenAI-compatible server on {server.base_url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
