@@ -1,0 +1,216 @@
+"""One active run per conversation across server processes (issue 10, DESIGN §8).
+
+A run lives in the process that started it (``chat.runs``); its control channel is in the
+conversation's control group (``run_support.control_group``), so ``inject`` / ``cancel``
+sent by any process's consumer reach it through the channel layer. What is process-local
+is the question "is a run active?" (``chat.run_registry``). This module answers it for
+runs of *other* processes, from the database:
+
+- the active run of a conversation is its assistant message with status ``running``;
+- starting a run locks the conversation row (``SELECT … FOR UPDATE``) and checks that no
+  such message exists (:func:`claim_conversation`), so two processes that receive a
+  ``message`` at the same moment cannot both start one — the loser injects instead;
+- an injection into another process's run is stored only while that run is still
+  ``running`` (:func:`lock_running_run`, same row lock): the owner finishes its answer under
+  that lock too (``assistant_message_finish`` updates the conversation row), so a follow-up
+  is either seen by the owner's leftover check or starts a run of its own — never lost;
+- a ``running`` message whose process died is an orphan: a ``run.ping`` on the control
+  group gets no ``run.pong`` within :func:`probe_seconds`, and the run is marked
+  ``interrupted`` (:func:`reclaim_run`) so the conversation can go on.
+
+With the in-memory channel layer there is only one process: a ``running`` message that
+the local registry does not know is an orphan without asking.
+
+SQLite ignores ``FOR UPDATE``; there its IMMEDIATE transactions (settings) serialise the
+writers, which gives the same guarantee for the one process SQLite is meant for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import InMemoryChannelLayer
+from django.conf import settings
+from django.db import transaction
+
+from chat.models import Conversation, Message
+from chat.run_support import control_group
+
+logger = logging.getLogger(__name__)
+
+PING = "run.ping"
+PONG = "run.pong"
+DEFAULT_PROBE_SECONDS = 2.0
+
+
+class RunBusy(Exception):
+    """The conversation already has a running run (possibly in another process)."""
+
+    def __init__(self, run: RemoteRun) -> None:
+        super().__init__(f"conversation already runs {run.run_id}")
+        self.run = run
+
+
+class RunNotActive(Exception):
+    """The run an injection was meant for has finished meanwhile."""
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """The active run of a conversation as the database knows it (any process)."""
+
+    run_id: str
+    conversation_id: Any
+    assistant_message_id: int
+    mode: str
+
+
+def probe_seconds() -> float:
+    """How long an owner has to answer a ping before its run counts as orphaned."""
+    return float(getattr(settings, "FIMONE_RUN_PROBE_SECONDS", DEFAULT_PROBE_SECONDS))
+
+
+# --- database (sync: call through database_sync_to_async) ----------------------------------
+
+
+def running_run(*, conversation_id: Any) -> RemoteRun | None:
+    """The conversation's ``running`` assistant message as a run, or None."""
+    row = (
+        Message.objects.filter(
+            conversation_id=conversation_id,
+            role=Message.Role.ASSISTANT,
+            status=Message.Status.RUNNING,
+        )
+        .order_by("-created_at", "-id")
+        .values("id", "metadata")
+        .first()
+    )
+    if row is None:
+        return None
+    metadata = row["metadata"] or {}
+    return RemoteRun(
+        run_id=str(metadata.get("run_id") or ""),
+        conversation_id=conversation_id,
+        assistant_message_id=row["id"],
+        mode=str(metadata.get("mode") or "react"),
+    )
+
+
+def claim_conversation(*, conversation_id: Any) -> None:
+    """Lock the conversation row; raise :class:`RunBusy` when a run is already running.
+
+    Call inside the transaction that creates the run's messages: the lock is held until
+    it commits, so a second process checking at the same moment waits and then sees the
+    new ``running`` message.
+    """
+    _lock(conversation_id)
+    active = running_run(conversation_id=conversation_id)
+    if active is not None:
+        raise RunBusy(active)
+
+
+def lock_running_run(*, conversation_id: Any, run_id: str) -> None:
+    """Lock the conversation row; raise :class:`RunNotActive` unless ``run_id`` still runs.
+
+    Call inside the transaction that stores an injection for another process's run.
+    """
+    _lock(conversation_id)
+    active = running_run(conversation_id=conversation_id)
+    if active is None or active.run_id != run_id:
+        raise RunNotActive(run_id)
+
+
+def _lock(conversation_id: Any) -> None:
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("lock the conversation inside transaction.atomic()")
+    # Raises Conversation.DoesNotExist for a deleted conversation, as the selectors do.
+    Conversation.objects.select_for_update().only("pk").get(pk=conversation_id)
+
+
+@transaction.atomic
+def reclaim_run(*, conversation_id: Any, run_id: str) -> int:
+    """Mark an orphaned run ``interrupted``: its answer and the user messages it left pending.
+
+    Conditional on the run still being ``running`` (an owner that finishes meanwhile
+    wins). Returns the number of messages changed.
+    """
+    _lock(conversation_id)
+    answer = Message.objects.filter(
+        conversation_id=conversation_id,
+        role=Message.Role.ASSISTANT,
+        status=Message.Status.RUNNING,
+        metadata__run_id=run_id,
+    )
+    changed = answer.update(status=Message.Status.INTERRUPTED)
+    if changed:
+        changed += Message.objects.filter(
+            conversation_id=conversation_id,
+            role=Message.Role.USER,
+            status=Message.Status.PENDING,
+            metadata__run_id=run_id,
+        ).update(status=Message.Status.INTERRUPTED)
+        logger.warning("run %s of conversation %s was orphaned", run_id, conversation_id)
+    return changed
+
+
+# --- channel layer ------------------------------------------------------------------------
+
+
+def is_single_process(layer) -> bool:
+    """The in-memory layer reaches no other process: the local registry is the truth."""
+    return isinstance(layer, InMemoryChannelLayer)
+
+
+async def probe(
+    layer, *, conversation_id: Any, run_id: str, wait_seconds: float | None = None
+) -> bool:
+    """Whether some process still owns ``run_id`` (it answers a ping on the control group)."""
+    if is_single_process(layer):
+        return False
+    reply_to = await layer.new_channel(prefix="runprobe")
+    await layer.group_send(
+        control_group(conversation_id), {"type": PING, "run_id": run_id, "reply_to": reply_to}
+    )
+    deadline = asyncio.get_running_loop().time() + (wait_seconds or probe_seconds())
+    while True:
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            return False
+        try:
+            reply = await asyncio.wait_for(layer.receive(reply_to), timeout=left)
+        except TimeoutError:
+            return False
+        if reply.get("type") == PONG and reply.get("run_id") == run_id:
+            return True
+
+
+async def answer_ping(layer, message: dict, *, run_id: str) -> None:
+    """The owner's side of :func:`probe` (called by the run's control listener)."""
+    reply_to = message.get("reply_to")
+    if message.get("run_id") != run_id or not isinstance(reply_to, str):
+        return
+    with contextlib.suppress(Exception):  # a vanished prober must not hurt the run
+        await layer.send(reply_to, {"type": PONG, "run_id": run_id})
+
+
+async def remote_run(layer, *, conversation_id: Any) -> RemoteRun | None:
+    """The conversation's live run in another process, or None.
+
+    Call it only when the local registry has no run for the conversation (under the
+    registry's lock). A ``running`` message nobody owns any more is reclaimed on the way.
+    """
+    for _attempt in range(3):
+        active = await database_sync_to_async(running_run)(conversation_id=conversation_id)
+        if active is None:
+            return None
+        if await probe(layer, conversation_id=conversation_id, run_id=active.run_id):
+            return active
+        await database_sync_to_async(reclaim_run)(
+            conversation_id=conversation_id, run_id=active.run_id
+        )
+    return None
