@@ -1,0 +1,110 @@
+"""CompactUtils.smart_truncate (SPEC R2.2 and the DESIGN §2 rules)."""
+
+import copy
+
+from contextmgmt.core.compact import CompactUtils
+from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.tokens import estimate_messages_tokens
+
+from .builders import assistant, problems, system, tool_round, user
+
+# Every message below costs 13 tokens: 36 ASCII chars = 9, plus 4 overhead.
+T = 13
+
+
+def text36(tag: str) -> str:
+    return tag.ljust(36, ".")
+
+
+def history_with_query() -> list[ChatMessage]:
+    return [
+        system(text36("sys")),
+        user(text36("u0")),
+        assistant(text36("a0")),
+        user(text36("u1")),
+        assistant(text36("a1")),
+        user(text36("u2")),
+        assistant(text36("a2")),
+        user(text36("query"), pinned=True),
+    ]
+
+
+def contents(messages):
+    return [m.content.rstrip(".") if isinstance(m.content, str) else m.content for m in messages]
+
+
+def test_within_budget_keeps_everything_as_a_new_list_r2_2():
+    msgs = history_with_query()
+    out = CompactUtils.smart_truncate(msgs, 8 * T)
+    assert out == msgs and out is not msgs
+
+
+def test_keeps_system_and_pinned_then_the_newest_suffix_that_fits_r2_2():
+    msgs = history_with_query()
+    # system + query = 26; room 39 = three messages: a1, u2, a2 — but a1 would lead.
+    out = CompactUtils.smart_truncate(msgs, 5 * T)
+    assert contents(out) == ["sys", "u2", "a2", "query"]
+    assert estimate_messages_tokens(out) == 4 * T
+
+
+def test_never_starts_with_an_assistant_message_r2_2():
+    msgs = history_with_query()
+    out = CompactUtils.smart_truncate(msgs, 3 * T)  # room for a2 only: it would lead
+    assert contents(out) == ["sys", "query"]
+    assert problems(out) == []
+
+
+def test_assistant_may_follow_a_pinned_query_that_precedes_it():
+    # ReAct: the pinned query comes before the iteration's tool rounds; they stay.
+    msgs = [
+        system(text36("sys")),
+        user(text36("old")),
+        assistant(text36("old-a")),
+        user(text36("query"), pinned=True),
+        *tool_round("c1", "search", '{"q":"x"}', text36("r1")),
+        *tool_round("c2", "search", '{"q":"y"}', text36("r2")),
+    ]
+    budget = estimate_messages_tokens([msgs[0], msgs[3], *msgs[6:]])
+    out = CompactUtils.smart_truncate(msgs, budget)
+    assert out == [msgs[0], msgs[3], *msgs[6:]]
+    assert problems(out) == []
+
+
+def test_tool_call_and_result_are_kept_or_dropped_together_design_2():
+    call, result = tool_round("c1", "read_file", '{"path": "a.txt"}', "r" * 400)
+    msgs = [system(text36("sys")), user(text36("u")), call, result, assistant(text36("done"))]
+    # Room for the result alone (104 tokens) but not with its call: both go.
+    budget = estimate_messages_tokens([msgs[0], result, msgs[4]])
+    out = CompactUtils.smart_truncate(msgs, budget)
+    assert out == [msgs[0]]  # "done" alone would lead with an assistant turn
+    out = CompactUtils.smart_truncate(msgs, estimate_messages_tokens(msgs))
+    assert out == msgs
+
+
+def test_suffix_stops_at_the_first_unit_that_does_not_fit_r2_2():
+    msgs = [system(text36("sys")), user(text36("u0")), assistant("x" * 4000), user(text36("u1"))]
+    out = CompactUtils.smart_truncate(msgs, 4 * T)  # u0 would fit, but it is not a suffix
+    assert contents(out) == ["sys", "u1"]
+
+
+def test_system_and_pinned_survive_even_over_budget_design_2():
+    msgs = [system("s" * 4000), user(text36("u")), user("q" * 4000, pinned=True)]
+    out = CompactUtils.smart_truncate(msgs, 10)
+    assert out == [msgs[0], msgs[2]]
+
+
+def test_orphan_tool_result_and_unanswered_call_are_never_kept_design_2():
+    orphan = ChatMessage(role="tool", content="late", tool_call_id="gone")
+    call, _ = tool_round("c9", "search", "{}", "never arrives")
+    msgs = [system(text36("sys")), orphan, user(text36("u")), assistant(text36("a")), call]
+    out = CompactUtils.smart_truncate(msgs, 10_000)
+    assert out == [msgs[0], msgs[2], msgs[3]]
+    assert problems(out) == []
+
+
+def test_input_is_not_mutated_design_2():
+    msgs = history_with_query()
+    snapshot = copy.deepcopy(msgs)
+    CompactUtils.smart_truncate(msgs, 3 * T)
+    assert msgs == snapshot
+    assert [m.pinned for m in msgs] == [m.pinned for m in snapshot]
