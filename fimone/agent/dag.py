@@ -1,0 +1,328 @@
+"""DAG mode (SPEC RD.1–RD.6): plan, run steps as parallel sub-agents, analyse, re-plan, answer.
+
+1. The loaded history becomes a ``Previous conversation:`` text; with the current request it
+   forms the enriched query, summarised with ``planner_input`` when over 16K tokens (RD.1-2).
+2. The planner (main LLM) gets exactly two messages — system + enriched query, no guard —
+   and returns a JSON plan, validated; an invalid plan is re-asked once with the error,
+   then replaced by a single-step plan (RD.3).
+3. Steps run as memory-less ReAct sub-agents on the fast LLM, each with its own
+   ContextGuard on the fast budget (R5.3, RD.4), as soon as their dependencies are done,
+   at most ``max_parallel`` at a time. A failed step fails the steps depending on it; the
+   others go on. Sub-agents do not stream to the user; their tool calls are reported as
+   ``step`` events tagged with ``step_id``.
+4. The analyser (main LLM) sees each result cut at 10K characters and returns a JSON
+   verdict (RD.5); not achieved with confidence below the threshold → re-plan with results
+   cut at 500 characters (RD.6), at most ``max_replans`` times.
+5. The final answer is streamed from the main LLM (``stream_chat``) with every round's
+   results, through a main-budget guard.
+
+Follow-ups injected during a run (RP.1) are taken at the start of each round and before the
+final answer; they join the request the planner, analyser and final answer see.
+Cancelling the run cancels every running step (a TaskGroup: no orphan task).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from contextmgmt.core.guard import ContextGuard
+from contextmgmt.core.llm import LLMResult, Usage
+from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.tokens import estimate_tokens
+
+from .calls import chat_once
+from .context import AgentContext, AgentOutcome
+from .dag_context import (
+    DEPENDENCY_CHARS,
+    PLANNER_INPUT_TOKENS,
+    StepOutcome,
+    _build_step_context,
+    analyser_input,
+    compact_payload,
+    compact_planner_input,
+    cut,
+    enriched_query,
+    format_history,
+    replan_feedback,
+)
+from .loop import LoopConfig, ReactLoop, preview
+from .plan import MAX_STEPS, PlanError, Step, Verdict, fallback_plan, parse_plan, parse_verdict
+from .prompts import ANALYSER_SYSTEM, PLANNER_SYSTEM, STEP_SYSTEM, SYNTHESIS_SYSTEM
+from .tools import ToolRegistry
+
+
+@dataclass
+class DagConfig:
+    replan_threshold: float = 0.8
+    max_replans: int = 2
+    max_parallel: int = 4
+    max_steps: int = MAX_STEPS
+    planner_input_tokens: int = PLANNER_INPUT_TOKENS
+
+
+async def run_dag(ctx: AgentContext, config: DagConfig | None = None) -> AgentOutcome:
+    return await DagRun(ctx, config or DagConfig()).run()
+
+
+@dataclass
+class Round:
+    number: int  # 0 for the first plan, then 1, 2 … for re-plans
+    steps: list[Step]
+    outcomes: dict[str, StepOutcome]
+
+
+class DagRun:
+    def __init__(self, ctx: AgentContext, config: DagConfig) -> None:
+        self.ctx = ctx
+        self.config = config
+        self.usage = Usage()
+        self.compaction_usage = Usage()
+        self.compactions: list[dict[str, Any]] = []
+        self.followups: list[ChatMessage] = []
+
+    async def run(self) -> AgentOutcome:
+        enriched = await self._enriched_query()
+        rounds: list[Round] = []
+        feedback: str | None = None
+        for number in range(self.config.max_replans + 1):
+            self.followups.extend(self.ctx.injections.drain())
+            request = self._request(enriched)
+            steps = await self._plan(request, feedback, number)
+            outcomes = await self._execute(steps, number)
+            rounds.append(Round(number, steps, outcomes))
+            verdict = await self._analyse(request, steps, outcomes)
+            if not self._needs_replan(verdict) or number == self.config.max_replans:
+                break
+            await self.ctx.sink("dag.replan", {"round": number + 1})
+            feedback = replan_feedback(steps, outcomes, verdict, number + 1)
+        self.followups.extend(self.ctx.injections.drain())
+        answer = await self._synthesise(self._request(enriched), rounds)
+        return AgentOutcome(
+            answer=answer,
+            usage=self.usage,
+            compaction_usage=self.compaction_usage,
+            iterations=len(rounds),
+            compactions=self.compactions,
+            status="done",
+        )
+
+    # --- phase 1-2: the planner's input ------------------------------------------------
+
+    async def _enriched_query(self) -> str:
+        ctx = self.ctx
+        text = enriched_query(format_history(ctx.history), ctx.query.text())
+        if estimate_tokens(text) <= self.config.planner_input_tokens:
+            return text
+        compacted, result = await compact_planner_input(
+            ctx.history,
+            ctx.query,
+            ctx.compact_llm,
+            max_tokens=self.config.planner_input_tokens,
+        )
+        self.compaction_usage.add(result.usage)
+        payload = compact_payload("planner", result)
+        # Measured on the planner's actual input text, the figure the 16K limit applies to.
+        payload["tokens_before"] = estimate_tokens(text)
+        payload["tokens_after"] = estimate_tokens(compacted)
+        await self._compacted(payload)
+        return compacted
+
+    def _request(self, enriched: str) -> str:
+        if not self.followups:
+            return enriched
+        extra = "\n".join(f"- {m.text()}" for m in self.followups)
+        return f"{enriched}\n\nFollow-ups the user sent meanwhile:\n{extra}"
+
+    # --- phase 3: plan -------------------------------------------------------------------
+
+    async def _plan(self, request: str, feedback: str | None, number: int) -> list[Step]:
+        system = ChatMessage(
+            role="system",
+            content=PLANNER_SYSTEM.replace("{max_steps}", str(self.config.max_steps)),
+        )
+        base = request if feedback is None else f"{request}\n\n{feedback}"
+        error: str | None = None
+        steps: list[Step] | None = None
+        for _attempt in range(2):
+            content = base
+            if error is not None:
+                content = (
+                    f"{base}\n\nYour previous reply was not a valid plan: {error}. "
+                    "Reply with the corrected JSON plan only."
+                )
+            result = await self._chat([system, ChatMessage(role="user", content=content)])
+            try:
+                steps = parse_plan(result.message.text(), max_steps=self.config.max_steps)
+                break
+            except PlanError as exc:
+                error = str(exc)
+        fallback = steps is None
+        if steps is None:
+            steps = fallback_plan(self._fallback_task(request))
+        await self.ctx.sink(
+            "dag.plan",
+            {"steps": [s.as_dict() for s in steps], "round": number, "fallback": fallback},
+        )
+        return steps
+
+    def _fallback_task(self, request: str) -> str:
+        # The whole request, history included, when it leaves the step room to work.
+        if estimate_tokens(request) <= self.ctx.fast_budget // 2:
+            return request
+        return self.ctx.query.text()
+
+    # --- phase 4: execute ----------------------------------------------------------------
+
+    async def _execute(self, steps: list[Step], number: int) -> dict[str, StepOutcome]:
+        outcomes: dict[str, StepOutcome] = {}
+        finished = {s.id: asyncio.Event() for s in steps}
+        by_id = {s.id: s for s in steps}
+        slots = asyncio.Semaphore(self.config.max_parallel)
+
+        async def run_one(step: Step) -> None:
+            for dep in step.depends_on:
+                await finished[dep].wait()
+            failed = [d for d in step.depends_on if outcomes[d].status != "done"]
+            if failed:
+                outcome = StepOutcome("error", error=f"skipped: step {', '.join(failed)} failed")
+            else:
+                async with slots:
+                    await self._step_event(step, number, "running")
+                    try:
+                        outcome = await self._run_step(step, outcomes, by_id)
+                    except Exception as exc:  # a step's failure is reported; others go on
+                        outcome = StepOutcome("error", error=f"{type(exc).__name__}: {exc}")
+            outcomes[step.id] = outcome
+            if outcome.status == "done":
+                await self._step_event(step, number, "done", result=preview(outcome.result))
+            else:
+                await self._step_event(step, number, "error", error=outcome.error)
+            finished[step.id].set()
+
+        async with asyncio.TaskGroup() as group:
+            for step in steps:
+                group.create_task(run_one(step), name=f"dag-step-{step.id}")
+        return outcomes
+
+    async def _run_step(
+        self, step: Step, outcomes: dict[str, StepOutcome], by_id: dict[str, Step]
+    ) -> StepOutcome:
+        ctx = self.ctx
+        guard = ContextGuard(compact_llm=ctx.compact_llm, budget=ctx.fast_budget)
+        context = await _build_step_context(
+            step, outcomes, by_id, budget=ctx.fast_budget, compact_llm=ctx.compact_llm
+        )
+        if context.compaction is not None:
+            self.compaction_usage.add(context.compaction.usage)
+            await self._compacted(compact_payload("step", context.compaction, step_id=step.id))
+        messages = [ChatMessage(role="system", content=STEP_SYSTEM)]
+        if context.text:
+            messages.append(ChatMessage(role="user", content=context.text))
+        messages.append(ChatMessage(role="user", content=f"Your task: {step.task}", pinned=True))
+        loop = ReactLoop(
+            LoopConfig(
+                llm=ctx.fast_llm,
+                guard=guard,
+                budget=ctx.fast_budget,
+                tools=ctx.tools,
+                sink=ctx.sink,
+                max_iterations=ctx.max_iterations,
+                llm_timeout=ctx.llm_timeout,
+                scope="step",
+                stream=False,
+                injections=None,
+                event_extra={"step_id": step.id},
+            )
+        )
+        try:
+            result = await loop.run(messages)
+        finally:
+            self.usage.add(loop.usage)
+            self.compaction_usage.add(guard.usage)
+            self.compactions.extend(loop.compactions)
+        return StepOutcome("done", result=result.answer)
+
+    async def _step_event(self, step: Step, number: int, status: str, **fields: Any) -> None:
+        await self.ctx.sink(
+            "dag.step", {"id": step.id, "status": status, "round": number, **fields}
+        )
+
+    # --- phase 5-6: analyse --------------------------------------------------------------
+
+    async def _analyse(
+        self, request: str, steps: list[Step], outcomes: dict[str, StepOutcome]
+    ) -> Verdict | None:
+        result = await self._chat(
+            [
+                ChatMessage(role="system", content=ANALYSER_SYSTEM),
+                ChatMessage(role="user", content=analyser_input(request, steps, outcomes)),
+            ]
+        )
+        verdict = parse_verdict(result.message.text())
+        if verdict is None:
+            payload = {
+                "achieved": None,
+                "confidence": None,
+                "reason": "the checker's reply was not a readable verdict",
+            }
+        else:
+            payload = verdict.as_dict()
+        await self.ctx.sink("dag.analysis", payload)
+        return verdict
+
+    def _needs_replan(self, verdict: Verdict | None) -> bool:
+        # An unreadable verdict is no evidence of failure: answer rather than spend rounds.
+        if verdict is None:
+            return False
+        return not verdict.achieved and verdict.confidence < self.config.replan_threshold
+
+    # --- the answer ----------------------------------------------------------------------
+
+    async def _synthesise(self, request: str, rounds: list[Round]) -> str:
+        ctx = self.ctx
+        guard = ContextGuard(compact_llm=ctx.compact_llm, budget=ctx.main_budget)
+        messages = [ChatMessage(role="system", content=SYNTHESIS_SYSTEM)]
+        latest = rounds[-1].number
+        for rnd in rounds:
+            label = "" if rnd.number == latest else f", earlier attempt {rnd.number + 1}"
+            for step in rnd.steps:
+                text = cut(rnd.outcomes[step.id].text(), DEPENDENCY_CHARS)
+                messages.append(
+                    ChatMessage(
+                        role="user",
+                        content=f"Result of step {step.id}{label} ({step.task}):\n{text}",
+                    )
+                )
+        messages.append(ChatMessage(role="user", content=request, pinned=True))
+        loop = ReactLoop(
+            LoopConfig(
+                llm=ctx.llm,
+                guard=guard,
+                budget=ctx.main_budget,
+                tools=ToolRegistry(),
+                sink=ctx.sink,
+                llm_timeout=ctx.llm_timeout,
+                scope="iteration",
+                stream=True,
+            )
+        )
+        try:
+            answer = await loop.write_answer(messages, note=None)
+        finally:
+            self.usage.add(loop.usage)
+            self.compaction_usage.add(guard.usage)
+            self.compactions.extend(loop.compactions)
+        return answer or "I could not produce an answer this time. Please try again."
+
+    # --- helpers -------------------------------------------------------------------------
+
+    async def _chat(self, messages: list[ChatMessage]) -> LLMResult:
+        result = await chat_once(self.ctx.llm, messages, time_limit=self.ctx.llm_timeout)
+        self.usage.add(result.usage)
+        return result
+
+    async def _compacted(self, payload: dict[str, Any]) -> None:
+        self.compactions.append(payload)
+        await self.ctx.sink("compact", payload)

@@ -1,0 +1,235 @@
+"""The texts the DAG engine feeds its LLMs, and the limits that bound them (SPEC RD.1–RD.6).
+
+Limits (each an exact boundary: a text of exactly the limit is untouched, one more
+character or token and it is cut or summarised):
+- the enriched query (history text + current request) over ``PLANNER_INPUT_TOKENS`` is
+  summarised with the ``planner_input`` hint (RD.2);
+- each dependency result injected into a step is cut at ``DEPENDENCY_CHARS`` (RD.4), and the
+  whole dependency block is compacted with ``step_dependency`` when it takes more than half
+  the step's (fast) budget;
+- the analyser sees each result cut at ``ANALYSER_RESULT_CHARS`` (RD.5);
+- the re-planner sees each result cut at ``REPLAN_RESULT_CHARS`` (RD.6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from contextmgmt.core.compact import CompactResult, CompactUtils
+from contextmgmt.core.llm import LLM, Usage
+from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
+from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
+
+from .plan import Step, Verdict
+
+PLANNER_INPUT_TOKENS = 16_000
+DEPENDENCY_CHARS = 50_000
+ANALYSER_RESULT_CHARS = 10_000
+REPLAN_RESULT_CHARS = 500
+# The dependency block may take at most this share of a step's budget: the task, the tools
+# and the step's own tool results need the rest.
+DEPENDENCY_BUDGET_SHARE = 0.5
+HISTORY_HEADER = "Previous conversation:"
+COMPACT_TIMEOUT = 60.0
+
+_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool result", "system": "System"}
+
+
+@dataclass
+class StepOutcome:
+    status: str  # "done" | "error"
+    result: str = ""
+    error: str | None = None
+
+    def text(self) -> str:
+        return self.result if self.status == "done" else f"(step failed: {self.error})"
+
+
+@dataclass
+class StepContext:
+    """What ``_build_step_context`` gives a step: the dependency text and any compaction."""
+
+    text: str | None
+    compaction: CompactResult | None = None
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` if at most ``limit`` characters, else its first ``limit`` and a marker."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[Truncated: {len(text) - limit:,} more characters]"
+
+
+def clip_tokens(text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` whose estimate fits ``max_tokens`` (binary search)."""
+    if estimate_tokens(text) <= max_tokens:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(text[:mid]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + " …[cut to fit]"
+
+
+def _message_line(msg: ChatMessage) -> str:
+    if msg.is_summary:
+        body = msg.text()[len(SUMMARY_PREFIX) :].strip()
+        return f"Summary of the earlier conversation: {body}"
+    text = msg.text()
+    if isinstance(msg.content, list):
+        images = sum(1 for p in msg.content if isinstance(p, dict) and p.get("type") == "image_url")
+        if images:
+            text = f"{text} [{images} image{'s' if images > 1 else ''}]".strip()
+    return f"{_LABELS.get(msg.role, msg.role)}: {text}"
+
+
+def format_history(history: list[ChatMessage]) -> str:
+    """The loaded history as one text block prefixed ``Previous conversation:`` (RD.1)."""
+    lines = [_message_line(m) for m in history if m.text() or isinstance(m.content, list)]
+    if not lines:
+        return ""
+    return HISTORY_HEADER + "\n\n" + "\n\n".join(lines)
+
+
+def enriched_query(history_text: str, query_text: str) -> str:
+    """History text + the current request, the planner's input (RD.2)."""
+    if not history_text:
+        return query_text
+    return f"{history_text}\n\nCurrent request:\n{query_text}"
+
+
+async def compact_planner_input(
+    history: list[ChatMessage],
+    query: ChatMessage,
+    compact_llm: LLM | None,
+    *,
+    max_tokens: int = PLANNER_INPUT_TOKENS,
+    compact_timeout: float | None = COMPACT_TIMEOUT,
+) -> tuple[str, CompactResult]:
+    """Summarise the history with ``planner_input`` so the enriched query fits (RD.2).
+
+    The current request stays verbatim (pinned); without a compaction LLM, or when it
+    fails, the oldest history is dropped instead (smart_truncate).
+    """
+    messages = [*history, ChatMessage(role="user", content=query.text(), pinned=True)]
+    if compact_llm is not None:
+        result = await CompactUtils.llm_compact(
+            messages, compact_llm, max_tokens, hint="planner_input", timeout=compact_timeout
+        )
+    else:
+        kept = CompactUtils.smart_truncate(messages, max_tokens)
+        result = CompactResult(
+            kept,
+            "truncate",
+            len(messages),
+            len(kept),
+            estimate_messages_tokens(messages),
+            estimate_messages_tokens(kept),
+        )
+    return enriched_query(format_history(result.messages[:-1]), query.text()), result
+
+
+async def _build_step_context(
+    step: Step,
+    outcomes: dict[str, StepOutcome],
+    steps_by_id: dict[str, Step],
+    *,
+    budget: int,
+    compact_llm: LLM | None,
+    compact_timeout: float | None = COMPACT_TIMEOUT,
+) -> StepContext:
+    """The results of ``step``'s dependencies, as the step will read them (RD.4).
+
+    Each result is cut at ``DEPENDENCY_CHARS``. When the block takes more than half of the
+    step's budget it is summarised with the ``step_dependency`` hint; without a compaction
+    LLM, or when it fails, every result is cut to an equal share of that allowance instead.
+    """
+    if not step.depends_on:
+        return StepContext(None)
+    parts = [
+        ChatMessage(
+            role="user",
+            content=(
+                f"Result of step {dep} ({steps_by_id[dep].task}):\n"
+                f"{cut(outcomes[dep].text(), DEPENDENCY_CHARS)}"
+            ),
+        )
+        for dep in step.depends_on
+    ]
+    header = "Results of the steps your task depends on:"
+    allowance = max(1, int(budget * DEPENDENCY_BUDGET_SHARE))
+    if estimate_messages_tokens(parts) <= allowance:
+        return StepContext("\n\n".join([header, *(p.text() for p in parts)]))
+    result: CompactResult | None = None
+    if compact_llm is not None:
+        result = await CompactUtils.llm_compact(
+            parts,
+            compact_llm,
+            allowance,
+            keep_recent=0,
+            hint="step_dependency",
+            timeout=compact_timeout,
+        )
+        if result.strategy == "llm":
+            texts = [_summary_body(m) for m in result.messages]
+            return StepContext("\n\n".join([f"{header} (summarised)", *texts]), result)
+    share = max(1, allowance // len(parts))
+    clipped = [clip_tokens(p.text(), share) for p in parts]
+    fallback = CompactResult(
+        [ChatMessage(role="user", content=t) for t in clipped],
+        "truncate",
+        len(parts),
+        len(parts),
+        estimate_messages_tokens(parts),
+        sum(estimate_tokens(t) for t in clipped),
+        usage=result.usage if result is not None else Usage(),
+        error=result.error if result is not None else None,
+    )
+    return StepContext("\n\n".join([header, *clipped]), fallback)
+
+
+def _summary_body(msg: ChatMessage) -> str:
+    text = msg.text()
+    return text[len(SUMMARY_PREFIX) :].strip() if msg.is_summary else text
+
+
+def analyser_input(request: str, steps: list[Step], outcomes: dict[str, StepOutcome]) -> str:
+    """The analyser's user message: the request and each result cut at 10,000 chars (RD.5)."""
+    blocks = [
+        f"### Step {s.id}: {s.task}\n{cut(outcomes[s.id].text(), ANALYSER_RESULT_CHARS)}"
+        for s in steps
+    ]
+    return f"User request:\n{request}\n\nStep results:\n\n" + "\n\n".join(blocks)
+
+
+def replan_feedback(
+    steps: list[Step], outcomes: dict[str, StepOutcome], verdict: Verdict, round_no: int
+) -> str:
+    """What the re-planner learns of the last attempt: results cut at 500 chars (RD.6)."""
+    lines = [
+        f"- {s.id} ({s.task}): {cut(outcomes[s.id].text(), REPLAN_RESULT_CHARS)}" for s in steps
+    ]
+    return (
+        f"A previous plan (attempt {round_no}) did not achieve this request. "
+        f"The checker said: {verdict.reason or 'no reason given'}\n"
+        "Its steps and results:\n" + "\n".join(lines) + "\n"
+        "Make a new plan for what is still missing. Results that are already good will "
+        "reach the final answer anyway: do not repeat that work, and copy any figure a new "
+        "step needs into its task."
+    )
+
+
+def compact_payload(scope: str, result: CompactResult, **extra: Any) -> dict[str, Any]:
+    return {
+        "scope": scope,
+        "strategy": result.strategy,
+        "original_count": result.original_count,
+        "compacted_count": result.compacted_count,
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+        **extra,
+    }

@@ -1,0 +1,354 @@
+"""ReAct engine (issue 6; SPEC RR, RP, R3.1) with the scripted FakeLLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from contextmgmt.core.llm import ContextOverflow, LLMUnavailable
+from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
+from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.tokens import estimate_messages_tokens
+from fimone.agent import Tool, ToolRegistry, default_tools, run_react
+from fimone.agent.prompts import LIMIT_NOTE, REACT_SYSTEM, limit_preface
+from tests.support.fake_llm import FakeLLM, Hang, _estimate
+
+
+class HangingLLM(FakeLLM):
+    """chat() never returns; ``entered`` is set once a call is in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+
+    async def chat(self, messages, *, tools=None, **opts):
+        self.entered.set()
+        await asyncio.Event().wait()
+
+
+def calc(llm: FakeLLM, expression: str, call_id: str) -> ChatMessage:
+    return llm.tool_call("calculator", json.dumps({"expression": expression}), call_id)
+
+
+def chatty_history(pairs: int, chars: int = 400) -> list[ChatMessage]:
+    history = []
+    for i in range(pairs):
+        history.append(ChatMessage(role="user", content=f"question {i}: " + "q" * chars))
+        history.append(ChatMessage(role="assistant", content=f"answer {i}: " + "a" * chars))
+    return history
+
+
+def big_tool(text: str) -> Tool:
+    async def dump() -> str:
+        return text
+
+    return Tool("dump", "returns a big text", {"type": "object", "properties": {}}, dump)
+
+
+async def test_tool_loop_runs_tools_and_answers(build_context, events):
+    """RR: the model calls the calculator, reads the result, answers."""
+    llm = FakeLLM().enqueue(calc(FakeLLM(), "6*7", "c1"), "6 times 7 is 42.")
+    outcome = await run_react(build_context(llm))
+
+    assert outcome.answer == "6 times 7 is 42."
+    assert outcome.status == "done"
+    assert outcome.iterations == 2
+    first, second = llm.calls
+    assert first.tools == default_tools().openai_tools()
+    assert first.messages[0].content == REACT_SYSTEM
+    tool_msg = second.messages[-1]
+    assert (tool_msg.role, tool_msg.tool_call_id, tool_msg.content) == ("tool", "c1", "42")
+    assert second.messages[-2].tool_calls[0].id == "c1"
+    assert [(p["kind"], p.get("call_id")) for p in events.of("step")] == [
+        ("tool_call", "c1"),
+        ("tool_result", "c1"),
+    ]
+    assert events.of("step")[0] == {
+        "iteration": 1,
+        "kind": "tool_call",
+        "name": "calculator",
+        "arguments": '{"expression": "6*7"}',
+        "call_id": "c1",
+    }
+    assert events.of("step")[1]["result"] == "42"
+    assert events.answer_text() == outcome.answer
+    assert outcome.usage.input_tokens == sum(_estimate(c.messages) for c in llm.calls)
+    assert outcome.compaction_usage.input_tokens == 0
+
+
+async def test_parallel_tool_calls_in_one_reply_all_get_results(build_context):
+    reply = ChatMessage(
+        role="assistant",
+        content="Let me compute both.",
+        tool_calls=[
+            calc(FakeLLM(), "1+1", "a").tool_calls[0],
+            calc(FakeLLM(), "2+2", "b").tool_calls[0],
+        ],
+    )
+    llm = FakeLLM().enqueue(reply, "2 and 4")
+    await run_react(build_context(llm))
+    sent = llm.calls[1].messages
+    assert [(m.tool_call_id, m.content) for m in sent if m.role == "tool"] == [
+        ("a", "2"),
+        ("b", "4"),
+    ]
+
+
+async def test_thought_text_is_reported(build_context, events):
+    reply = calc(FakeLLM(), "2**8", "t1")
+    reply.content = "I will compute the power."
+    llm = FakeLLM().enqueue(reply, "256")
+    await run_react(build_context(llm))
+    assert events.of("step")[0] == {
+        "iteration": 1,
+        "kind": "thought",
+        "text": "I will compute the power.",
+    }
+
+
+async def test_tool_result_preview_in_events_is_cut(build_context, events):
+    tools = ToolRegistry([big_tool("x" * 5_000)])
+    llm = FakeLLM().enqueue(FakeLLM().tool_call("dump", "{}", "d1"), "done")
+    await run_react(build_context(llm, tools=tools))
+    result = events.of("step")[1]["result"]
+    assert result.startswith("x" * 2_000) and "3,000 more chars" in result
+    assert llm.calls[1].messages[-1].content == "x" * 5_000  # the model gets it whole
+
+
+async def test_complete_answer_is_replayed_without_a_second_call(build_context, events):
+    """RR.2 decision: a tool-free reply is the answer; it is streamed as answer.delta
+    without asking the model again."""
+    llm = FakeLLM().enqueue("Paris is the capital of France.")
+    outcome = await run_react(build_context(llm, query="Capital of France?"))
+    assert [c.method for c in llm.calls] == ["chat"]
+    assert events.answer_text() == outcome.answer == "Paris is the capital of France."
+
+
+async def test_empty_reply_is_synthesised_by_streaming(build_context, events):
+    """RR.2: when the answer still has to be written, stream_chat() writes it."""
+    llm = FakeLLM().enqueue(calc(FakeLLM(), "6*7", "c1"), "", "The result is 42 exactly.")
+    outcome = await run_react(build_context(llm))
+    assert [c.method for c in llm.calls] == ["chat", "chat", "stream_chat"]
+    assert llm.calls[2].tools is None
+    deltas = [p["text"] for p in events.of("answer.delta")]
+    assert len(deltas) == 5  # word by word, as the model streamed it
+    assert "".join(deltas) == outcome.answer == "The result is 42 exactly."
+    assert outcome.usage.input_tokens == sum(_estimate(c.messages) for c in llm.calls)
+
+
+async def test_history_summary_is_kept_and_query_is_pinned(build_context):
+    """RR.3 and DESIGN §2: the load-time summary reaches the model; the query is pinned."""
+    summary = ChatMessage(role="system", content=f"{SUMMARY_PREFIX}\nThe dog is named Bruno.")
+    old_query = ChatMessage(role="user", content="earlier", pinned=True)
+    history = [summary, old_query, ChatMessage(role="assistant", content="noted")]
+    llm = FakeLLM().enqueue("Bruno.")
+    await run_react(build_context(llm, history=history, query="What is my dog called?"))
+
+    sent = llm.calls[0].messages
+    assert [m.role for m in sent] == ["system", "system", "user", "assistant", "user"]
+    assert sent[1].content == summary.content
+    assert sent[-1].content == "What is my dog called?"
+    assert sent[-1].pinned and not sent[-1].injected
+    assert not sent[2].pinned  # only this run's query is pinned
+    assert old_query.pinned  # the caller's history is not touched
+
+
+async def test_custom_system_prompt(build_context):
+    llm = FakeLLM().enqueue("hi")
+    await run_react(build_context(llm, system_prompt="Be terse."))
+    assert llm.calls[0].messages[0].content == "Be terse."
+
+
+async def test_guard_runs_every_iteration_with_main_budget_and_hint(build_context, spy_guards):
+    """R3.1: the guard is called at the top of every iteration, react_iteration, main budget."""
+    compact = FakeLLM()
+    llm = FakeLLM().enqueue(
+        calc(FakeLLM(), "1+1", "a"), calc(FakeLLM(), "2+2", "b"), calc(FakeLLM(), "3+3", "c"), "6"
+    )
+    ctx = build_context(llm, main_budget=30_000, fast_budget=5_000, compact_llm=compact)
+    await run_react(ctx)
+    (guard,) = spy_guards
+    assert guard.budget == 30_000 and guard.compact_llm is compact
+    assert [c["hint"] for c in guard.checks] == ["react_iteration"] * 4
+    assert [c["budget"] for c in guard.checks] == [30_000] * 4
+    assert [c["count"] for c in guard.checks] == [2, 4, 6, 8]
+
+
+async def test_pinned_query_survives_an_overflowing_tool_output(build_context, events):
+    """RR.3, R3.2: a runaway tool output is cut and compacted away; the query stays."""
+    query = "Summarise the dump for ticket FX-4411."
+    tools = ToolRegistry([big_tool("line of log output\n" * 20_000)])  # 380,000 chars
+    llm = FakeLLM().enqueue(FakeLLM().tool_call("dump", "{}", "d1"), "It is a log.")
+    outcome = await run_react(build_context(llm, tools=tools, main_budget=4_000, query=query))
+
+    sent = llm.calls[1].messages
+    assert sent[-1].content == query or any(m.content == query and m.pinned for m in sent)
+    assert estimate_messages_tokens(sent) <= 4_000
+    assert all(len(m.text()) <= 50_000 + len("\n[Truncated]") for m in sent)
+    (compact,) = events.of("compact")
+    assert compact["scope"] == "iteration" and compact["strategy"] == "truncate"
+    assert compact["tokens_before"] > 4_000 >= compact["tokens_after"]
+    assert outcome.compactions == [compact]
+
+
+async def test_llm_compaction_in_the_loop_counts_as_compaction_usage(build_context, events):
+    compact_llm = FakeLLM(default="The user asked many questions; nothing else matters.")
+    llm = FakeLLM().enqueue("fine")
+    ctx = build_context(llm, history=chatty_history(30), main_budget=4_000, compact_llm=compact_llm)
+    outcome = await run_react(ctx)
+
+    assert compact_llm.calls[0].messages[0].content == COMPACT_PROMPTS["react_iteration"]
+    assert events.of("compact")[0]["strategy"] == "llm"
+    assert outcome.compaction_usage.input_tokens == _estimate(compact_llm.calls[0].messages)
+    assert outcome.usage.input_tokens == _estimate(llm.calls[0].messages)
+
+
+async def test_compaction_failure_never_reaches_the_agent(build_context, events):
+    """R3.7: a failing compaction LLM falls back to truncation; the run goes on."""
+    compact_llm = FakeLLM(default=LLMUnavailable("compactor down"))
+    llm = FakeLLM().enqueue("still fine")
+    ctx = build_context(llm, history=chatty_history(30), main_budget=4_000, compact_llm=compact_llm)
+    outcome = await run_react(ctx)
+    assert outcome.answer == "still fine"
+    assert events.of("compact")[0]["strategy"] == "truncate"
+
+
+async def test_context_overflow_forces_one_compaction_and_a_retry(build_context, events):
+    """The provider disagreed with our estimate: compact to half and retry once."""
+    llm = FakeLLM().enqueue(ContextOverflow("maximum context length exceeded"), "ok")
+    history = chatty_history(20)
+    outcome = await run_react(build_context(llm, history=history, main_budget=60_000))
+
+    first, retry = llm.calls
+    assert outcome.answer == "ok"
+    before = estimate_messages_tokens(first.messages)
+    assert estimate_messages_tokens(retry.messages) <= before // 2
+    assert retry.messages[-1].content == "What is 6 times 7?" and retry.messages[-1].pinned
+    (compact,) = events.of("compact")
+    assert compact["scope"] == "iteration" and compact["tokens_before"] == before
+
+
+async def test_a_second_context_overflow_propagates(build_context):
+    llm = FakeLLM().enqueue(ContextOverflow("too long"), ContextOverflow("still too long"))
+    with pytest.raises(ContextOverflow):
+        await run_react(build_context(llm, history=chatty_history(20)))
+    assert len(llm.calls) == 2
+
+
+async def test_other_llm_errors_propagate(build_context):
+    llm = FakeLLM().enqueue(calc(FakeLLM(), "1+1", "a"), LLMUnavailable("503"))
+    with pytest.raises(LLMUnavailable):
+        await run_react(build_context(llm))
+
+
+async def test_llm_timeout_becomes_llm_timeout_error(build_context):
+    from contextmgmt.core.llm import LLMTimeout
+
+    llm = FakeLLM().enqueue(Hang())
+    with pytest.raises(LLMTimeout):
+        await run_react(build_context(llm, llm_timeout=0.01))
+
+
+async def test_iteration_limit_ends_with_an_honest_answer(build_context, events):
+    llm = FakeLLM().enqueue(
+        calc(FakeLLM(), "1+1", "a"), calc(FakeLLM(), "2+2", "b"), "So far: 2 and 4."
+    )
+    outcome = await run_react(build_context(llm, max_iterations=2))
+
+    assert outcome.status == "limit"
+    assert outcome.iterations == 2
+    assert outcome.answer == limit_preface(2) + "So far: 2 and 4."
+    assert outcome.answer.startswith("I stopped after 2 steps")
+    final = llm.calls[-1]
+    assert final.method == "stream_chat" and final.tools is None
+    assert final.messages[-1].content == LIMIT_NOTE.format(steps=2)
+    assert [m.content for m in final.messages if m.role == "tool"] == ["2", "4"]
+    assert events.answer_text() == outcome.answer
+
+
+async def test_injection_mid_run_is_pinned_and_seen_next_iteration(build_context, events):
+    """RP.1: a follow-up sent while a tool runs reaches the model on the next iteration."""
+    holder = {}
+
+    async def slow_lookup() -> str:
+        holder["ctx"].injections.put_nowait(
+            ChatMessage(role="user", content="Also in euros, please.", metadata={"id": 7})
+        )
+        return "price: 10 USD"
+
+    tools = ToolRegistry(
+        [Tool("lookup", "price", {"type": "object", "properties": {}}, slow_lookup)]
+    )
+    llm = FakeLLM().enqueue(FakeLLM().tool_call("lookup", "{}", "l1"), "10 USD, about 9.20 EUR.")
+    ctx = holder["ctx"] = build_context(llm, tools=tools, query="What does it cost?")
+    await run_react(ctx)
+
+    sent = llm.calls[1].messages
+    injected = sent[-1]
+    assert (injected.content, injected.pinned, injected.injected) == (
+        "Also in euros, please.",
+        True,
+        True,
+    )
+    assert sent[-2].role == "tool"  # after the tool result, pairs intact
+    assert injected.metadata == {"id": 7}
+    assert "injected" not in events.names()  # the chat layer already announced it
+
+
+async def test_injection_arriving_while_the_model_answers_is_not_lost(build_context, events):
+    holder = {}
+
+    def draft(messages):
+        holder["ctx"].injections.put_nowait(ChatMessage(role="user", content="And in German?"))
+        return "Draft answer."
+
+    llm = FakeLLM().enqueue(draft, "Final answer, auch auf Deutsch.")
+    ctx = holder["ctx"] = build_context(llm, query="Say hello.")
+    outcome = await run_react(ctx)
+
+    assert outcome.answer == "Final answer, auch auf Deutsch."
+    sent = llm.calls[1].messages
+    assert [(m.role, m.text()) for m in sent[-2:]] == [
+        ("assistant", "Draft answer."),
+        ("user", "And in German?"),
+    ]
+    assert events.answer_text() == "Final answer, auch auf Deutsch."
+
+
+async def test_cancellation_during_an_llm_call_propagates(build_context):
+    llm = HangingLLM()
+    task = asyncio.create_task(run_react(build_context(llm)))
+    await llm.entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=10)  # a fail-safe, not a timing assertion
+
+
+async def test_cancellation_during_a_tool_run_propagates(build_context):
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def stuck() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cancelled.set()
+        return "never"
+
+    tools = ToolRegistry([Tool("stuck", "never ends", {"type": "object", "properties": {}}, stuck)])
+    llm = FakeLLM().enqueue(FakeLLM().tool_call("stuck", "{}", "s1"))
+    task = asyncio.create_task(run_react(build_context(llm, tools=tools)))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=10)
+    assert cancelled.is_set()
+
+
+async def test_unknown_tool_and_bad_arguments_are_results_the_model_reads(build_context):
+    llm = FakeLLM().enqueue(FakeLLM().tool_call("weather", '{"city": "Oslo"}', "w1"), "Sorry.")
+    await run_react(build_context(llm))
+    assert llm.calls[1].messages[-1].content.startswith("Error: unknown tool 'weather'")
