@@ -1,16 +1,162 @@
-"""The chat page at ``/`` (helper F replaces this placeholder with the real UI view)."""
+"""The chat page (``/``) and the small JSON endpoints only the page needs (issue 8, RU.1–RU.3).
 
+The JSON API proper lives in ``chat/views.py``; this module renders the app shell and
+answers the context gauge. Both are owner-only like the API: another user's conversation
+is a 404.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.template import TemplateDoesNotExist
-from django.template.loader import get_template
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_GET
+
+from chat import selectors
+from chat.api import api_view
+from chat.models import Conversation, Message
+
+log = logging.getLogger(__name__)
+
+_UNKNOWN_LLM = {"model": "unknown", "source": "unknown", "offline": False}
 
 
-@login_required
-def index(request: HttpRequest) -> HttpResponse:
+def _llm_info(role: str) -> dict[str, Any]:
+    """What ``fimone.llm.registry.describe_llm(role)`` says, as plain JSON-able data.
+
+    The page must render even if the model configuration is broken: the failure is logged
+    and shown as an unknown model rather than a 500.
+    """
     try:
-        get_template("chat/index.html")
-    except TemplateDoesNotExist:
-        return HttpResponse("fimone: the chat UI is not installed yet.", content_type="text/plain")
-    return render(request, "chat/index.html")
+        from fimone.llm.registry import describe_llm
+    except ImportError:
+        return dict(_UNKNOWN_LLM)
+    try:
+        info = describe_llm(role)
+    except Exception:
+        log.exception("describe_llm(%r) failed", role)
+        return dict(_UNKNOWN_LLM)
+    if not isinstance(info, dict):
+        info = {k: getattr(info, k) for k in dir(info) if not k.startswith("_")}
+    model = info.get("model") or info.get("model_name") or info.get("name") or "unknown"
+    return {
+        "model": str(model),
+        "source": str(info.get("source", "unknown")),
+        "offline": bool(info.get("offline", False)),
+    }
+
+
+def _budget_info(role: str) -> dict[str, Any]:
+    from contextmgmt.budget import resolve_budget
+
+    budget = resolve_budget(role)
+    usable = int(budget.usable_input_tokens)
+    return {
+        "usable_input_tokens": usable,
+        # After per-model calibration (issue 5): the figure compaction really triggers at.
+        "effective_input_tokens": int(getattr(budget, "effective_input_tokens", usable)),
+        "context_size": int(budget.context_size),
+        "max_output_tokens": int(budget.max_output_tokens),
+        "source": str(budget.source),
+    }
+
+
+def _history_tokens(conversation: Conversation) -> tuple[int, int]:
+    """(estimated tokens, message count) of the history the next run will load.
+
+    Starts from the newest persisted summary if there is one (as DbMemory does); images
+    are parts so that each weighs 765 tokens (R2.1).
+    """
+    from contextmgmt.core.compact import CompactUtils
+    from contextmgmt.core.messages import ChatMessage
+
+    messages: list[ChatMessage] = []
+    rows = Message.objects.filter(
+        conversation=conversation, role__in=[Message.Role.USER, Message.Role.ASSISTANT]
+    ).exclude(kind=Message.Kind.ERROR)
+    summary = conversation.summaries.order_by("-created_at", "-id").first()
+    if summary is not None:
+        messages.append(ChatMessage(role="system", content=summary.content))
+        rows = rows.filter(id__gt=summary.covers_through_id)
+    count = 0
+    for row in rows.only("role", "content", "metadata"):
+        count += 1
+        images = (row.metadata or {}).get("images") or []
+        if images:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": row.content}]
+            parts += [{"type": "image_url", "image_url": {"url": ""}} for _ in images]
+            messages.append(ChatMessage(role=row.role, content=parts))
+        else:
+            messages.append(ChatMessage(role=row.role, content=row.content))
+    return CompactUtils.estimate_messages_tokens(messages), count
+
+
+def _content_security_policy(request: HttpRequest) -> str:
+    # Defence in depth behind server-side sanitising: no inline script, no foreign origin.
+    host = request.get_host()
+    return "; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "img-src 'self' blob: data:",
+            f"connect-src 'self' ws://{host} wss://{host}",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "frame-ancestors 'none'",
+            "form-action 'self'",
+        ]
+    )
+
+
+@require_GET
+@login_required
+@ensure_csrf_cookie
+def index(request: HttpRequest, conversation_id: str | None = None) -> HttpResponse:
+    """The app shell; conversations and messages come from the JSON API and the socket."""
+    if conversation_id is not None:
+        try:
+            selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+        except Conversation.DoesNotExist as exc:
+            raise Http404("No such conversation.") from exc
+    main = _llm_info("main")
+    fast = _llm_info("fast")
+    config = {
+        "username": request.user.get_username(),
+        "conversationId": str(conversation_id) if conversation_id else None,
+        "llm": {"main": main, "fast": fast},
+        "offline": main["offline"] or fast["offline"],
+        "maxUploadBytes": settings.FIMONE_MAX_UPLOAD_BYTES,
+    }
+    context = {"ui_config": config, "offline": config["offline"], "llm": config["llm"]}
+    response = render(request, "chat/index.html", context)
+    response["Content-Security-Policy"] = _content_security_policy(request)
+    return response
+
+
+@api_view("GET")
+def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """How full the usable input budget is for this conversation's next run (the gauge)."""
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    # History loads against the main budget in both modes; DAG steps use the fast one (R5.3).
+    budget = _budget_info("main")
+    used, count = _history_tokens(conversation)
+    limit = max(1, budget["effective_input_tokens"])
+    return JsonResponse(
+        {
+            "mode": conversation.mode,
+            "llm": _llm_info("main"),
+            "budget": budget,
+            "fast_budget": _budget_info("fast"),
+            "used_tokens": used,
+            "message_count": count,
+            "percent": round(min(100.0, 100.0 * used / limit), 1),
+            # Over budget: the next run compacts history before the model sees it (R4.3).
+            "will_compact": used > limit,
+        }
+    )

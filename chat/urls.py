@@ -8,6 +8,12 @@ app_name = "chat"
 
 urlpatterns = [
     path("", pages.index, name="index"),
+    path("c/<str:conversation_id>/", pages.index, name="conversation_page"),
+    path(
+        "api/conversations/<str:conversation_id>/context/",
+        pages.context_gauge,
+        name="context_gauge",
+    ),
     path("api/conversations/", views.conversations, name="conversations"),
     path(
         "api/conversations/<str:conversation_id>/",

@@ -1,0 +1,97 @@
+// JSON API client (DESIGN §4): session cookie auth, CSRF header on every write.
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function csrfToken() {
+  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+async function request(method, url, { json, body } = {}) {
+  const headers = { Accept: "application/json" };
+  if (method !== "GET" && method !== "HEAD") headers["X-CSRFToken"] = csrfToken();
+  if (json !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(json);
+  }
+  let response;
+  try {
+    response = await fetch(url, { method, headers, body, credentials: "same-origin" });
+  } catch (err) {
+    throw new ApiError(0, "network", "The server cannot be reached. Check your connection.");
+  }
+  if (response.status === 204) return null;
+  let data = null;
+  try {
+    data = await response.json();
+  } catch (err) {
+    data = null;
+  }
+  if (!response.ok) {
+    const error = (data && data.error) || {};
+    if (response.status === 401) window.location.assign(loginUrl());
+    throw new ApiError(
+      response.status,
+      error.code || `http_${response.status}`,
+      error.message || `The server answered ${response.status}.`,
+    );
+  }
+  return data;
+}
+
+export function loginUrl() {
+  return `/accounts/login/?next=${encodeURIComponent(window.location.pathname)}`;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  listConversations: async () => (await request("GET", "/api/conversations/")).conversations || [],
+  createConversation: (fields) => request("POST", "/api/conversations/", { json: fields }),
+  getConversation: (id) => request("GET", `/api/conversations/${enc(id)}/`),
+  updateConversation: (id, fields) =>
+    request("PATCH", `/api/conversations/${enc(id)}/`, { json: fields }),
+  deleteConversation: (id) => request("DELETE", `/api/conversations/${enc(id)}/`),
+  contextGauge: (id) => request("GET", `/api/conversations/${enc(id)}/context/`),
+
+  // Every message, oldest first: newest page, then older pages until none are left.
+  async allMessages(id) {
+    const base = `/api/conversations/${enc(id)}/messages/?limit=200`;
+    let page = await request("GET", base);
+    const messages = [...page.messages];
+    while (page.has_more && messages.length) {
+      page = await request("GET", `${base}&before=${enc(messages[0].id)}`);
+      messages.unshift(...page.messages);
+    }
+    return messages;
+  },
+
+  // Messages created after ``afterId`` (catch-up after a reconnect), oldest first.
+  async messagesAfter(id, afterId) {
+    const base = `/api/conversations/${enc(id)}/messages/?limit=200`;
+    const messages = [];
+    let cursor = afterId;
+    for (;;) {
+      const page = await request("GET", `${base}&after=${enc(cursor)}`);
+      messages.push(...page.messages);
+      if (!page.has_more || !page.messages.length) return messages;
+      cursor = page.messages[page.messages.length - 1].id;
+    }
+  },
+
+  uploadImage(id, file) {
+    const form = new FormData();
+    form.append("file", file, file.name || "pasted-image.png");
+    return request("POST", `/api/conversations/${enc(id)}/attachments/`, { body: form });
+  },
+};
+
+export function attachmentUrl(fileId) {
+  return `/api/attachments/${enc(fileId)}/`;
+}

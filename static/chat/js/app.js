@@ -1,0 +1,595 @@
+// The chat page: wires the sidebar, the composer, the websocket and the message list.
+// Protocol: DESIGN §5. What the user sees: SPEC RU.1–RU.3.
+
+import { api } from "./api.js";
+import { Composer } from "./composer.js";
+import { AssistantView, compactDivider, el, formatK, summarizedCount, userMessage } from "./render.js";
+import { Sidebar } from "./sidebar.js";
+import { ChatSocket } from "./socket.js";
+
+const config = JSON.parse(document.getElementById("ui-config").textContent);
+
+class ChatApp {
+  constructor() {
+    this.messagesEl = document.getElementById("messages");
+    this.emptyState = document.getElementById("empty-state");
+    this.titleEl = document.getElementById("conversation-title");
+    this.connectionEl = document.getElementById("connection");
+    this.conversation = null;
+    this.socket = null;
+    this.run = null; // {runId, view, userNode, local, replanRound}
+    this.views = new Map(); // assistant message id -> AssistantView
+    this.pendingInjections = [];
+    this.outbox = [];
+    this.creating = null;
+    this.lastQuery = null;
+    this.loadToken = 0;
+
+    this.sidebar = new Sidebar({
+      onOpen: (id) => this.open(id, { push: true }),
+      onNew: () => this.newChat(),
+      onRename: (id, title) => this.rename(id, title),
+      onDelete: (id) => this.remove(id),
+    });
+    this.composer = new Composer({
+      onSend: (message) => this.send(message),
+      onStop: () => this.stop(),
+      ensureConversation: () => this.ensureConversation(),
+      maxUploadBytes: config.maxUploadBytes,
+      toast: (text) => this.toast(text),
+    });
+    this.composer.onModeChange((mode) => this.changeMode(mode));
+
+    window.addEventListener("popstate", () => this.open(idFromPath(), { push: false }));
+    window.addEventListener("online", () => this.socket?.nudge());
+    document.addEventListener("visibilitychange", () => {
+      if (!document.hidden) this.socket?.nudge();
+    });
+  }
+
+  async start() {
+    try {
+      this.sidebar.set(await api.listConversations(), config.conversationId);
+    } catch (err) {
+      this.toast(`Could not load your conversations: ${err.message}`);
+    }
+    if (config.conversationId) await this.open(config.conversationId, { push: false });
+    else this.newChat({ push: false });
+    this.composer.focus();
+  }
+
+  // ---- conversations -------------------------------------------------------------------
+
+  reset() {
+    this.socket?.close();
+    this.socket = null;
+    this.run = null;
+    this.views.clear();
+    this.pendingInjections = [];
+    this.outbox = [];
+    this.messagesEl.replaceChildren(this.emptyState);
+    this.emptyState.hidden = false;
+    this.composer.setRunning(false);
+    this.composer.clearImages();
+    this.setConnection(null);
+  }
+
+  newChat({ push = true } = {}) {
+    this.loadToken += 1;
+    this.reset();
+    this.conversation = null;
+    this.creating = null;
+    this.titleEl.textContent = "New chat";
+    document.title = "fimone — chat";
+    document.getElementById("gauge").hidden = true;
+    this.sidebar.select(null);
+    if (push && window.location.pathname !== "/") history.pushState({}, "", "/");
+    this.composer.focus();
+  }
+
+  async open(id, { push }) {
+    if (!id) return this.newChat({ push: false });
+    const token = ++this.loadToken;
+    this.reset();
+    this.sidebar.select(id);
+    if (push) history.pushState({}, "", `/c/${encodeURIComponent(id)}/`);
+    try {
+      const [conversation, messages] = await Promise.all([
+        api.getConversation(id),
+        api.allMessages(id),
+      ]);
+      if (token !== this.loadToken) return;
+      this.setConversation(conversation);
+      this.renderHistory(messages);
+    } catch (err) {
+      if (token !== this.loadToken) return;
+      if (err.status === 404) {
+        this.toast("That conversation does not exist any more.");
+        this.sidebar.removeItem(id);
+        return this.newChat();
+      }
+      this.toast(`Could not load the conversation: ${err.message}`);
+    }
+    this.connect();
+    this.refreshGauge();
+    this.composer.focus();
+  }
+
+  setConversation(conversation) {
+    this.conversation = conversation;
+    this.titleEl.textContent = conversation.title || "New chat";
+    document.title = `${conversation.title || "New chat"} — fimone`;
+    this.composer.mode = conversation.mode;
+    this.sidebar.upsert(conversation);
+    this.sidebar.select(conversation.id);
+  }
+
+  ensureConversation() {
+    if (this.conversation) return Promise.resolve(this.conversation.id);
+    if (!this.creating) {
+      this.creating = api.createConversation({ mode: this.composer.mode }).then((conversation) => {
+        this.setConversation(conversation);
+        this.sidebar.upsert(conversation, { toTop: true });
+        history.pushState({}, "", `/c/${encodeURIComponent(conversation.id)}/`);
+        this.connect();
+        return conversation.id;
+      });
+      this.creating.catch(() => {
+        this.creating = null;
+      });
+    }
+    return this.creating;
+  }
+
+  async rename(id, title) {
+    try {
+      const conversation = await api.updateConversation(id, { title });
+      this.sidebar.upsert(conversation);
+      if (this.conversation?.id === id) this.setConversation(conversation);
+    } catch (err) {
+      this.sidebar.render();
+      this.toast(`Could not rename: ${err.message}`);
+    }
+  }
+
+  async remove(id) {
+    try {
+      await api.deleteConversation(id);
+    } catch (err) {
+      if (err.status !== 404) return this.toast(`Could not delete: ${err.message}`);
+    }
+    this.sidebar.removeItem(id);
+    if (this.conversation?.id === id) this.newChat();
+    this.toast("Conversation deleted.");
+  }
+
+  async changeMode(mode) {
+    if (!this.conversation) return;
+    try {
+      this.conversation = await api.updateConversation(this.conversation.id, { mode });
+    } catch (err) {
+      this.toast(`Could not switch mode: ${err.message}`);
+    }
+  }
+
+  async refreshTitle() {
+    if (!this.conversation || this.conversation.title) return;
+    try {
+      this.setConversation(await api.getConversation(this.conversation.id));
+    } catch (err) {
+      /* the title is cosmetic; the next load shows it */
+    }
+  }
+
+  // ---- history -------------------------------------------------------------------------
+
+  renderHistory(messages) {
+    this.messagesEl.replaceChildren();
+    this.views.clear();
+    let lastQuery = null;
+    let compaction = null;
+    for (const message of messages) {
+      if (message.role === "user") {
+        const node = userMessage({
+          id: message.id,
+          content: message.content,
+          images: message.images || [],
+          injected: message.kind === "injected",
+        });
+        this.messagesEl.append(node);
+        if (message.kind !== "injected") lastQuery = { node, message };
+        continue;
+      }
+      if (message.role !== "assistant") continue;
+      const query = lastQuery;
+      const view = new AssistantView({ id: message.id, onRetry: () => this.retry(query?.message) });
+      this.views.set(String(message.id), view);
+      this.messagesEl.append(view.node);
+      if (message.status === "running") {
+        view.thinking();
+        view.setStatus("running");
+        this.run = { runId: message.run_id, view, userNode: query?.node, local: false, replanRound: 0 };
+      } else {
+        view.setFinal({ html: message.html, content: message.content });
+        if (message.kind === "error" || message.status === "error") {
+          view.setError(message.error?.message || "The agent could not finish this answer.");
+        } else {
+          view.setStatus(message.status);
+        }
+        view.setUsage(message.usage);
+      }
+      const facts = historyFacts(message.compaction);
+      if (facts && query) compaction = { facts, node: query.node };
+    }
+    // RU.1 on reopen: the newest load-time compaction, from the persisted facts.
+    if (compaction) this.placeDivider(compaction.facts, compaction.node);
+    this.emptyState.hidden = messages.length > 0;
+    if (!messages.length) this.messagesEl.append(this.emptyState);
+    this.composer.setRunning(Boolean(this.run));
+    this.scrollToEnd(true);
+  }
+
+  // The divider goes between the summary and the kept recent messages: before the last
+  // ``kept`` messages that preceded the run's query.
+  placeDivider(facts, queryNode) {
+    for (const old of this.messagesEl.querySelectorAll(".compact-divider")) old.remove();
+    const before = [];
+    for (const node of this.messagesEl.querySelectorAll(".msg")) {
+      if (node === queryNode) break;
+      before.push(node);
+    }
+    const { kept } = summarizedCount(facts);
+    const anchor = before[Math.max(0, before.length - kept)] || queryNode;
+    const divider = compactDivider(facts);
+    if (anchor) this.messagesEl.insertBefore(divider, anchor);
+    else this.messagesEl.append(divider);
+  }
+
+  // ---- sending -------------------------------------------------------------------------
+
+  send({ content, images, mode }) {
+    if (!content && !images.length) return false;
+    const frame = { type: "message", content, attachments: images.map((i) => i.file_id), mode };
+    this.emptyState.hidden = true;
+    if (this.run) {
+      // RP.1: a follow-up while the agent works is injected into the run.
+      const node = userMessage({ content, images, injected: true });
+      this.messagesEl.insertBefore(node, this.run.view.node);
+      this.pendingInjections.push(node);
+    } else {
+      this.lastQuery = { content, images, mode };
+      const userNode = userMessage({ content, images });
+      const view = new AssistantView({ onRetry: () => this.retry(this.lastQuery) });
+      view.thinking();
+      this.messagesEl.append(userNode, view.node);
+      this.run = { runId: null, view, userNode, local: true, replanRound: 0 };
+      this.composer.setRunning(true);
+    }
+    this.scrollToEnd(true);
+    this.ensureConversation()
+      .then(() => this.transmit(frame))
+      .catch((err) => this.failLocalRun(`Could not start the conversation: ${err.message}`));
+    return true;
+  }
+
+  retry(query) {
+    if (!query) return;
+    if (this.run) return this.toast("Wait for the current answer, or stop it first.");
+    this.composer.mode = query.mode || this.composer.mode;
+    const images = (query.images || []).filter((i) => i.file_id);
+    this.send({ content: query.content || "", images, mode: query.mode || this.composer.mode });
+  }
+
+  transmit(frame) {
+    if (this.socket?.send(frame)) return;
+    this.outbox.push(frame); // sent when the socket (re)opens
+    this.setConnection("Connecting… your message will be sent as soon as the server answers.");
+  }
+
+  stop() {
+    if (!this.run) return;
+    if (!this.socket?.send({ type: "cancel" })) {
+      this.toast("Not connected: cannot stop right now.");
+      return;
+    }
+    this.composer.setStopping();
+  }
+
+  failLocalRun(message) {
+    if (!this.run) return this.toast(message);
+    this.run.view.setError(message);
+    this.endRun();
+  }
+
+  endRun() {
+    this.run = null;
+    this.pendingInjections = [];
+    this.composer.setRunning(false);
+    this.refreshGauge();
+  }
+
+  // ---- socket --------------------------------------------------------------------------
+
+  connect() {
+    if (!this.conversation || this.socket) return;
+    this.socket = new ChatSocket(this.conversation.id, {
+      onEvent: (frame) => this.onEvent(frame),
+      onStatus: (state, detail) => this.onSocketStatus(state, detail),
+    });
+    this.socket.connect();
+  }
+
+  onSocketStatus(state, detail) {
+    if (state === "reconnecting") {
+      const seconds = detail.delay ? ` in ${Math.ceil(detail.delay / 1000)} s` : "";
+      this.setConnection(`Connection lost. Reconnecting${seconds}…`, "error");
+    } else if (state === "open") {
+      this.setConnection(null);
+      if (detail.reconnected) this.catchUp();
+      else this.flushOutbox();
+    }
+  }
+
+  flushOutbox() {
+    const frames = this.outbox;
+    this.outbox = [];
+    for (const frame of frames) this.transmit(frame);
+  }
+
+  // After a drop: the server's runs went on without us; the messages API has the truth.
+  async catchUp() {
+    if (!this.conversation) return;
+    const id = this.conversation.id;
+    try {
+      const messages = await api.allMessages(id);
+      if (this.conversation?.id !== id) return;
+      const hadLocalRun = this.run?.local && !this.run.runId;
+      this.run = null;
+      this.renderHistory(messages);
+      if (hadLocalRun && this.outbox.length) {
+        // The message never reached the server: show it again as pending and send it.
+        const frame = this.outbox[this.outbox.length - 1];
+        this.outbox = [];
+        this.send({ content: frame.content, images: (this.lastQuery?.images || []), mode: frame.mode });
+        return;
+      }
+    } catch (err) {
+      this.toast(`Could not refresh the conversation: ${err.message}`);
+    }
+    this.flushOutbox();
+    this.refreshGauge();
+  }
+
+  onEvent(frame) {
+    const handler = EVENT_HANDLERS[frame.type];
+    if (handler) handler.call(this, frame);
+    this.scrollToEnd(false);
+  }
+
+  viewForEvent() {
+    return this.run?.view || null;
+  }
+
+  async catchUpUserMessage(messageId, view) {
+    // Show the query that started a run elsewhere, then the run's answer below it.
+    try {
+      const messages = await api.allMessages(this.conversation.id);
+      const query = messages.find((m) => m.id === messageId);
+      if (query && !this.hasMessage(messageId)) {
+        this.messagesEl.append(
+          userMessage({
+            id: query.id,
+            content: query.content,
+            images: query.images || [],
+            injected: query.kind === "injected",
+          }),
+        );
+      }
+    } catch (err) {
+      /* the answer still shows; the query appears on the next load */
+    }
+    if (!view.node.isConnected) this.messagesEl.append(view.node);
+  }
+
+  async fillFromServer(view, messageId) {
+    try {
+      const messages = await api.allMessages(this.conversation.id);
+      const message = messages.find((m) => m.id === messageId);
+      if (message) view.setFinal({ html: message.html, content: message.content });
+    } catch (err) {
+      view.setFinal({ content: view.text });
+    }
+  }
+
+  hasMessage(id) {
+    return Boolean(this.messagesEl.querySelector(`[data-message-id="${CSS.escape(String(id))}"]`));
+  }
+
+  // ---- chrome --------------------------------------------------------------------------
+
+  async refreshGauge() {
+    const gauge = document.getElementById("gauge");
+    if (!this.conversation) return;
+    try {
+      const info = await api.contextGauge(this.conversation.id);
+      const limit = info.budget.effective_input_tokens || info.budget.usable_input_tokens;
+      document.getElementById("gauge-meter").value = info.percent;
+      document.getElementById("gauge-text").textContent =
+        `${formatK(info.used_tokens)} / ${formatK(limit)}`;
+      const model = info.llm.offline ? `${info.llm.model} (offline)` : info.llm.model;
+      gauge.title = [
+        `Model: ${model}`,
+        `Usable input budget: ${limit.toLocaleString()} tokens ` +
+          `(${info.budget.context_size.toLocaleString()} context − ` +
+          `${info.budget.max_output_tokens.toLocaleString()} output − 4,000 reserve; ` +
+          `from ${info.budget.source})`,
+        `History: about ${info.used_tokens.toLocaleString()} tokens in ${info.message_count} messages`,
+        `DAG steps use the fast model's budget: ${info.fast_budget.usable_input_tokens.toLocaleString()} tokens`,
+        info.will_compact ? "The next answer will summarize older messages to fit." : "",
+      ].filter(Boolean).join("\n");
+      gauge.setAttribute("aria-label", `Context used: ${info.percent}% of ${model}'s budget`);
+      gauge.tabIndex = 0;
+      gauge.hidden = false;
+    } catch (err) {
+      gauge.hidden = true;
+    }
+  }
+
+  setConnection(text, tone = "") {
+    this.connectionEl.hidden = !text;
+    this.connectionEl.textContent = text || "";
+    this.connectionEl.className = `connection ${tone}`;
+  }
+
+  toast(text) {
+    document.querySelector(".toast")?.remove();
+    const node = el("div", { class: "toast", role: "status", text });
+    document.body.append(node);
+    setTimeout(() => node.remove(), 4500);
+  }
+
+  scrollToEnd(force) {
+    const box = this.messagesEl;
+    const nearEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 160;
+    if (force || nearEnd) box.scrollTop = box.scrollHeight;
+  }
+}
+
+// ---- server events (DESIGN §5) -----------------------------------------------------------
+
+const EVENT_HANDLERS = {
+  "run.started"(frame) {
+    const local = this.run?.local && !this.run.runId ? this.run : null;
+    if (local) {
+      local.runId = frame.run_id;
+      local.userNode.dataset.messageId = String(frame.message_id);
+      local.view.setId(frame.assistant_message_id);
+      this.views.set(String(frame.assistant_message_id), local.view);
+      this.refreshTitle();
+      return;
+    }
+    // A run we did not start here: another tab, or the follow-up run for late injections.
+    const existing = this.views.get(String(frame.assistant_message_id));
+    const view = existing || new AssistantView({ id: frame.assistant_message_id, onRetry: () => this.retry(this.lastQuery) });
+    if (!existing) {
+      this.views.set(String(frame.assistant_message_id), view);
+      if (!this.hasMessage(frame.message_id)) {
+        this.catchUpUserMessage(frame.message_id, view);
+      } else {
+        this.messagesEl.append(view.node);
+      }
+      view.thinking();
+    }
+    this.emptyState.hidden = true;
+    this.run = { runId: frame.run_id, view, userNode: null, local: false, replanRound: 0 };
+    this.composer.setRunning(true);
+  },
+
+  compact(frame) {
+    if (frame.scope === "history") {
+      const queryNode = this.run?.userNode || this.run?.view.node;
+      if (queryNode) this.placeDivider(frame, queryNode);
+      return;
+    }
+    const view = this.viewForEvent();
+    const where = frame.scope === "planner" ? "the planner" : `this ${frame.scope || "step"}`;
+    view?.addNote(
+      `Context compacted for ${where}: ${frame.original_count} → ${frame.compacted_count} messages ` +
+        `(${formatK(frame.tokens_before)} → ${formatK(frame.tokens_after)} tokens, ${frame.strategy})`,
+    );
+  },
+
+  step(frame) {
+    this.viewForEvent()?.addStep(frame);
+  },
+
+  "dag.plan"(frame) {
+    this.viewForEvent()?.plan(frame, this.run?.replanRound || 0);
+  },
+
+  "dag.step"(frame) {
+    this.viewForEvent()?.planStep(frame);
+  },
+
+  "dag.analysis"(frame) {
+    this.viewForEvent()?.analysis(frame);
+  },
+
+  "dag.replan"(frame) {
+    if (this.run) this.run.replanRound = frame.round;
+    this.viewForEvent()?.addNote(`Goal not reached yet: re-planning (round ${frame.round})…`);
+  },
+
+  "answer.delta"(frame) {
+    this.viewForEvent()?.appendDelta(frame.text);
+  },
+
+  injected(frame) {
+    if (this.hasMessage(frame.message_id)) return;
+    const pending = this.pendingInjections.shift();
+    if (pending) {
+      pending.dataset.messageId = String(frame.message_id);
+      return;
+    }
+    const node = userMessage({ id: frame.message_id, content: frame.content, injected: true });
+    if (this.run) this.messagesEl.insertBefore(node, this.run.view.node);
+    else this.messagesEl.append(node);
+  },
+
+  done(frame) {
+    const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
+    if (!view) return;
+    view.setStatus(null);
+    if (frame.html !== undefined) view.setFinal({ html: frame.html, content: view.text });
+    else this.fillFromServer(view, frame.message_id);
+    view.setUsage(frame.usage, frame.elapsed_ms);
+    if (this.run?.view === view) this.endRun();
+    if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
+  },
+
+  "run.cancelled"(frame) {
+    const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
+    if (!view) return;
+    view.stopStreaming();
+    view.setStatus("cancelled");
+    if (this.run?.view === view) this.endRun();
+    this.composer.focus();
+  },
+
+  error(frame) {
+    const runError = frame.run_id || (frame.message_id && this.views.has(String(frame.message_id)));
+    if (runError) {
+      const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
+      view?.setError(frame.message);
+      if (!this.run || this.run.view === view) this.endRun();
+      return;
+    }
+    if (frame.code === "no_active_run" && this.run) {
+      // We thought a run was active (e.g. it ended while the socket was down).
+      this.run.view.stopStreaming();
+      this.endRun();
+      return;
+    }
+    if (this.run?.local && !this.run.runId) {
+      // The message that would have started a run was refused (a bad attachment, too
+      // long, rate limited…): show why and offer a retry. The socket stays usable.
+      this.run.view.setError(frame.message);
+      this.endRun();
+      return;
+    }
+    this.toast(frame.message || "The server refused that.");
+  },
+};
+
+function historyFacts(compaction) {
+  if (!compaction) return null;
+  const list = Array.isArray(compaction) ? compaction : [compaction];
+  return list.filter((f) => f && (!f.scope || f.scope === "history")).pop() || null;
+}
+
+function idFromPath() {
+  const match = window.location.pathname.match(/^\/c\/([^/]+)\/?$/);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+new ChatApp().start();

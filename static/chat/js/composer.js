@@ -1,0 +1,217 @@
+// The composer: text, ReAct/DAG switch, images (button, drag-and-drop, paste) with
+// thumbnails and remove-before-send, Enter to send, Shift+Enter for a new line.
+
+import { api } from "./api.js";
+import { el } from "./render.js";
+
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
+
+export class Composer {
+  constructor({ onSend, onStop, ensureConversation, maxUploadBytes, toast }) {
+    this.onSend = onSend;
+    this.onStop = onStop;
+    this.ensureConversation = ensureConversation;
+    this.maxUploadBytes = maxUploadBytes || 10 * 1024 * 1024;
+    this.toast = toast;
+    this.form = document.getElementById("composer");
+    this.prompt = document.getElementById("prompt");
+    this.sendBtn = document.getElementById("send");
+    this.stopBtn = document.getElementById("stop");
+    this.fileInput = document.getElementById("file-input");
+    this.tray = document.getElementById("attachment-tray");
+    this.dropzone = document.getElementById("dropzone");
+    this.items = []; // {key, file, previewUrl, state: uploading|ready|failed, fileId, node}
+    this.running = false;
+    this.bind();
+  }
+
+  bind() {
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.submit();
+    });
+    this.prompt.addEventListener("keydown", (event) => {
+      // isComposing: Enter confirms an IME candidate (Chinese, Japanese…), it must not send.
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.submit();
+      } else if (event.key === "Escape" && this.running) {
+        event.preventDefault();
+        this.onStop();
+      }
+    });
+    this.prompt.addEventListener("input", () => this.refresh());
+    this.prompt.addEventListener("paste", (event) => {
+      const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
+      if (files.length) {
+        event.preventDefault();
+        this.addFiles(files);
+      }
+    });
+    document.getElementById("attach").addEventListener("click", () => this.fileInput.click());
+    this.fileInput.addEventListener("change", () => {
+      this.addFiles([...this.fileInput.files]);
+      this.fileInput.value = "";
+    });
+    this.stopBtn.addEventListener("click", () => this.onStop());
+
+    // Drag-and-drop anywhere on the main pane.
+    const pane = document.getElementById("main");
+    let depth = 0;
+    const hasFiles = (event) => [...(event.dataTransfer?.types || [])].includes("Files");
+    pane.addEventListener("dragenter", (event) => {
+      if (!hasFiles(event)) return;
+      depth += 1;
+      this.dropzone.hidden = false;
+    });
+    pane.addEventListener("dragleave", () => {
+      depth = Math.max(0, depth - 1);
+      if (!depth) this.dropzone.hidden = true;
+    });
+    pane.addEventListener("dragover", (event) => {
+      if (hasFiles(event)) event.preventDefault();
+    });
+    pane.addEventListener("drop", (event) => {
+      if (!hasFiles(event)) return;
+      event.preventDefault();
+      depth = 0;
+      this.dropzone.hidden = true;
+      this.addFiles([...event.dataTransfer.files]);
+    });
+  }
+
+  get mode() {
+    return document.querySelector('input[name="mode"]:checked')?.value || "react";
+  }
+
+  set mode(value) {
+    const radio = document.getElementById(value === "dag" ? "mode-dag" : "mode-react");
+    if (radio) radio.checked = true;
+  }
+
+  onModeChange(handler) {
+    for (const radio of document.querySelectorAll('input[name="mode"]')) {
+      radio.addEventListener("change", () => handler(this.mode));
+    }
+  }
+
+  setRunning(running) {
+    this.running = running;
+    this.stopBtn.hidden = !running;
+    this.stopBtn.disabled = false;
+    this.prompt.placeholder = running
+      ? "Add a follow-up — the agent sees it at its next step…"
+      : "Message fimone…";
+    this.refresh();
+  }
+
+  setStopping() {
+    this.stopBtn.disabled = true;
+  }
+
+  focus() {
+    this.prompt.focus();
+  }
+
+  refresh() {
+    const text = this.prompt.value.trim();
+    const uploading = this.items.some((i) => i.state === "uploading");
+    const ready = this.items.some((i) => i.state === "ready");
+    this.sendBtn.disabled = uploading || (!text && !ready);
+    // Grow with the text, up to the CSS max-height.
+    this.prompt.style.height = "auto";
+    this.prompt.style.height = `${this.prompt.scrollHeight}px`;
+  }
+
+  clearImages() {
+    for (const item of this.items) URL.revokeObjectURL(item.previewUrl);
+    this.items = [];
+    this.renderTray();
+  }
+
+  async addFiles(files) {
+    for (const file of files) {
+      if (!IMAGE_TYPES.has(file.type)) {
+        this.toast(`${file.name || "That file"} is not a PNG, JPEG, WebP or GIF image.`);
+        continue;
+      }
+      if (file.size > this.maxUploadBytes) {
+        this.toast(`${file.name || "The image"} is larger than ${Math.round(this.maxUploadBytes / 1048576)} MB.`);
+        continue;
+      }
+      const item = {
+        key: crypto.randomUUID ? crypto.randomUUID() : String(Math.random()),
+        file,
+        previewUrl: URL.createObjectURL(file),
+        state: "uploading",
+        fileId: null,
+      };
+      this.items.push(item);
+      this.renderTray();
+      this.upload(item);
+    }
+  }
+
+  async upload(item) {
+    try {
+      const conversationId = await this.ensureConversation();
+      const result = await api.uploadImage(conversationId, item.file);
+      item.fileId = result.file_id;
+      item.mimeType = result.mime_type;
+      item.state = "ready";
+    } catch (err) {
+      item.state = "failed";
+      item.error = err.message;
+      this.toast(`Upload failed: ${err.message}`);
+    }
+    if (this.items.includes(item)) this.renderTray();
+  }
+
+  remove(item) {
+    this.items = this.items.filter((i) => i !== item);
+    URL.revokeObjectURL(item.previewUrl);
+    this.renderTray();
+    this.prompt.focus();
+  }
+
+  renderTray() {
+    this.tray.replaceChildren(
+      ...this.items.map((item, index) => {
+        const name = item.file.name || `image ${index + 1}`;
+        const stateText = { uploading: "Uploading…", failed: "Failed" }[item.state];
+        return el(
+          "li",
+          { class: `thumb ${item.state}`, title: item.error || name },
+          el("img", { src: item.previewUrl, alt: `Image to send: ${name}` }),
+          stateText ? el("span", { class: "thumb-state", text: stateText }) : null,
+          el("button", {
+            type: "button",
+            class: "remove",
+            "aria-label": `Remove ${name}`,
+            text: "×",
+            onclick: () => this.remove(item),
+          }),
+        );
+      }),
+    );
+    this.tray.hidden = this.items.length === 0;
+    this.refresh();
+  }
+
+  submit() {
+    if (this.sendBtn.disabled) {
+      if (this.items.some((i) => i.state === "uploading")) this.toast("Images are still uploading…");
+      return;
+    }
+    const content = this.prompt.value.trim();
+    const images = this.items
+      .filter((i) => i.state === "ready")
+      .map((i) => ({ file_id: i.fileId, mime_type: i.mimeType, previewUrl: i.previewUrl }));
+    const accepted = this.onSend({ content, images, mode: this.mode });
+    if (accepted === false) return; // keep the text: nothing was sent
+    this.prompt.value = "";
+    // Preview URLs stay alive: the sent message shows them until reload.
+    this.items = [];
+    this.renderTray();
+  }
+}

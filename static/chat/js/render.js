@@ -1,0 +1,329 @@
+// DOM builders for messages. Text from messages only ever goes in through textContent;
+// the one exception is ``html`` rendered and sanitised on the server (markdown-it + nh3).
+
+import { attachmentUrl } from "./api.js";
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(typeof child === "string" ? document.createTextNode(child) : child);
+  }
+  return node;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const ICON_PATHS = {
+  edit: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
+  trash: "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6",
+};
+
+// A small stroke icon; decorative (the button carries the accessible label).
+export function icon(name) {
+  const svg = document.createElementNS(SVG_NS, "svg");
+  for (const [k, v] of Object.entries({
+    viewBox: "0 0 24 24", width: "16", height: "16", fill: "none", stroke: "currentColor",
+    "stroke-width": "1.8", "stroke-linecap": "round", "stroke-linejoin": "round",
+    "aria-hidden": "true", focusable: "false",
+  })) svg.setAttribute(k, v);
+  const path = document.createElementNS(SVG_NS, "path");
+  path.setAttribute("d", ICON_PATHS[name]);
+  svg.append(path);
+  return svg;
+}
+
+// RU.2: "X.Xk in / X.Xk out".
+export function formatK(tokens) {
+  return `${((Number(tokens) || 0) / 1000).toFixed(1)}k`;
+}
+
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+// ---- user messages -----------------------------------------------------------------------
+
+export function userMessage({ id, content, images = [], injected = false }) {
+  const imageList = images.length
+    ? el(
+        "div",
+        { class: "msg-images" },
+        ...images.map((img) =>
+          el("img", {
+            src: img.previewUrl || img.url || attachmentUrl(img.file_id),
+            alt: "Attached image",
+            loading: "lazy",
+          }),
+        ),
+      )
+    : null;
+  const node = el(
+    "article",
+    { class: `msg msg-user${injected ? " injected" : ""}`, "aria-label": "You" },
+    injected ? el("div", { class: "msg-tag", text: "Follow-up, sent while the agent was working" }) : null,
+    imageList,
+    content ? el("div", { class: "bubble", text: content }) : null,
+  );
+  if (id !== undefined && id !== null) node.dataset.messageId = String(id);
+  return node;
+}
+
+// ---- RU.1 divider --------------------------------------------------------------------------
+
+export function summarizedCount(facts) {
+  const original = Number(facts.original_count) || 0;
+  const compacted = Number(facts.compacted_count) || 0;
+  // LLM compaction replaces the old messages with one summary message; truncation drops them.
+  const kept = facts.strategy === "truncate" ? compacted : Math.max(0, compacted - 1);
+  return { summarized: Math.max(0, original - kept), kept };
+}
+
+export function compactDivider(facts) {
+  const { summarized } = summarizedCount(facts);
+  const text =
+    facts.strategy === "truncate"
+      ? `Earlier context (${plural(summarized, "message")}) was left out to fit the model's context`
+      : `Earlier context (${plural(summarized, "message")}) was summarized by AI`;
+  const tip = `${plural(Number(facts.original_count) || 0, "message")} → ${plural(
+    Number(facts.compacted_count) || 0,
+    "message",
+  )}, ${formatK(facts.tokens_before)} → ${formatK(facts.tokens_after)} tokens`;
+  return el("div", { class: "compact-divider", role: "separator", title: tip, "aria-label": text }, text);
+}
+
+// ---- assistant messages --------------------------------------------------------------------
+
+const STEP_LABEL = { tool_call: "Tool call", tool_result: "Result", thought: "Thought" };
+
+export class AssistantView {
+  constructor({ id = null, onRetry = null } = {}) {
+    this.onRetry = onRetry;
+    this.answer = el("div", { class: "answer", "aria-live": "off" });
+    this.steps = el("div", { class: "steps", hidden: true });
+    this.planBox = null;
+    this.footer = el("div", { class: "msg-footer" });
+    this.node = el(
+      "article",
+      { class: "msg msg-assistant", "aria-label": "Assistant" },
+      el("div", { class: "who-line" }, el("span", { class: "avatar", "aria-hidden": "true", text: "f" }), "fimone"),
+      this.steps,
+      this.answer,
+      this.footer,
+    );
+    this.text = "";
+    this.setId(id);
+  }
+
+  setId(id) {
+    if (id !== undefined && id !== null) this.node.dataset.messageId = String(id);
+  }
+
+  get id() {
+    return this.node.dataset.messageId || null;
+  }
+
+  thinking() {
+    this.node.setAttribute("aria-busy", "true");
+    this.answer.replaceChildren(
+      el("span", { class: "thinking", role: "status", "aria-label": "Working" }, el("span"), el("span"), el("span")),
+    );
+  }
+
+  // Streamed text is plain text until the server's rendered HTML arrives at ``done``.
+  appendDelta(text) {
+    if (!text) return;
+    if (!this.answer.classList.contains("streaming")) {
+      this.answer.classList.add("streaming");
+      this.answer.replaceChildren();
+    }
+    this.text += text;
+    this.answer.textContent = this.text;
+  }
+
+  setFinal({ html, content }) {
+    this.node.removeAttribute("aria-busy");
+    this.answer.classList.remove("streaming");
+    if (html) {
+      this.answer.innerHTML = html; // sanitised server-side (nh3)
+    } else {
+      this.answer.textContent = content ?? this.text;
+    }
+  }
+
+  stopStreaming() {
+    this.node.removeAttribute("aria-busy");
+    this.answer.classList.remove("streaming");
+    if (!this.text) this.answer.replaceChildren();
+  }
+
+  // ---- tool steps (collapsible) ----
+  addStep(frame) {
+    this.steps.hidden = false;
+    const kind = frame.kind || "step";
+    let title = "";
+    let body = "";
+    if (kind === "tool_call") {
+      title = frame.name || "tool";
+      body = frame.arguments || "";
+    } else if (kind === "tool_result") {
+      title = frame.name || "tool";
+      body = frame.result ?? frame.content ?? "";
+    } else {
+      title = (frame.text || "").split("\n")[0];
+      body = frame.text || "";
+    }
+    const where = frame.step_id ?? frame.dag_step ?? frame.step;
+    const prefix = where !== undefined ? `Step ${where} · ` : "";
+    const item = el(
+      "details",
+      { class: `step step-${kind}` },
+      el(
+        "summary",
+        {},
+        el("span", { class: "step-kind", text: `${prefix}${STEP_LABEL[kind] || kind}` }),
+        el("span", { class: "step-title", text: title }),
+      ),
+      el("pre", { class: "step-body", text: String(body) }),
+    );
+    this.steps.append(item);
+  }
+
+  addNote(text) {
+    this.steps.hidden = false;
+    this.steps.append(el("div", { class: "step-note", text }));
+  }
+
+  // ---- DAG live plan ----
+  plan(frame, round = 0) {
+    const steps = Array.isArray(frame.steps) ? frame.steps : [];
+    const list = el("ol", { class: "plan-steps" });
+    this.planSteps = new Map();
+    for (const step of steps) {
+      const deps = Array.isArray(step.depends_on) ? step.depends_on : [];
+      const pill = el("span", { class: "pill pending", text: "pending" });
+      const row = el(
+        "li",
+        { class: "plan-step pending", "data-step-id": String(step.id) },
+        el("span", { class: "sid", text: String(step.id) }),
+        el("span", { class: "task", text: step.task || "" }),
+        pill,
+        deps.length ? el("span", { class: "deps", text: `after ${deps.map((d) => `#${d}`).join(", ")}` }) : null,
+      );
+      this.planSteps.set(String(step.id), { row, pill });
+      list.append(row);
+    }
+    const head = el(
+      "div",
+      { class: "plan-head" },
+      el("span", { text: `Plan · ${plural(steps.length, "step")}` }),
+      round ? el("span", { class: "round", text: `re-plan round ${round}` }) : null,
+    );
+    const box = el("section", { class: "plan", "aria-label": "Execution plan" }, head, list);
+    if (this.planBox) this.planBox.replaceWith(box);
+    else this.node.insertBefore(box, this.steps);
+    this.planBox = box;
+    this.verdictLine = null;
+  }
+
+  planStep(frame) {
+    if (!this.planSteps) return;
+    const entry = this.planSteps.get(String(frame.id));
+    if (!entry) return;
+    const status = String(frame.status || "pending");
+    entry.row.className = `plan-step ${status}`;
+    entry.pill.className = `pill ${status}`;
+    entry.pill.textContent = status;
+    const detail = frame.result ?? frame.error ?? frame.summary;
+    if (detail) {
+      entry.row.querySelector("details")?.remove();
+      entry.row.append(
+        el(
+          "details",
+          {},
+          el("summary", { text: frame.error ? "Error" : "Result" }),
+          el("pre", { text: String(detail) }),
+        ),
+      );
+    }
+  }
+
+  analysis(frame) {
+    if (!this.planBox) return;
+    const confidence = Number(frame.confidence);
+    const pct =
+      frame.confidence !== null && Number.isFinite(confidence)
+        ? ` (confidence ${Math.round(confidence * 100)}%)`
+        : "";
+    let text = "Analyser: no readable verdict";
+    let tone = "not-achieved";
+    if (frame.achieved === true) {
+      text = `Analyser: goal achieved${pct}`;
+      tone = "achieved";
+    } else if (frame.achieved === false) {
+      text = `Analyser: goal not achieved${pct}`;
+    }
+    const reason = frame.reason || frame.reasoning;
+    this.verdictLine?.remove();
+    this.verdictLine = el(
+      "div",
+      { class: `verdict ${tone}`, role: "status" },
+      text,
+      reason ? el("div", { class: "step-note", text: String(reason) }) : null,
+    );
+    this.planBox.append(this.verdictLine);
+  }
+
+  // ---- footer: usage card, status, error ----
+  setUsage(usage, elapsedMs) {
+    if (!usage) return;
+    this.footer.querySelector(".usage-card")?.remove();
+    const cin = Number(usage.compaction_input_tokens) || 0;
+    const cout = Number(usage.compaction_output_tokens) || 0;
+    const tin = Number(usage.input_tokens) || 0;
+    const tout = Number(usage.output_tokens) || 0;
+    // Totals include compaction calls (RU.2); the tooltip splits them out.
+    const tip =
+      `Answer: ${(tin - cin).toLocaleString()} in / ${(tout - cout).toLocaleString()} out\n` +
+      `Compaction: ${cin.toLocaleString()} in / ${cout.toLocaleString()} out` +
+      (elapsedMs ? `\nTime: ${(elapsedMs / 1000).toFixed(1)} s` : "");
+    const card = el(
+      "div",
+      { class: "usage-card", title: tip, tabindex: "0", "aria-label": `Token usage: ${tip.replaceAll("\n", "; ")}` },
+      el("span", { class: "usage-total", text: `${formatK(tin)} in / ${formatK(tout)} out` }),
+      cin || cout ? el("span", { class: "sep", text: "·" }) : null,
+      cin || cout ? el("span", { text: `incl. ${formatK(cin + cout)} compaction` }) : null,
+    );
+    this.footer.prepend(card);
+  }
+
+  setStatus(status) {
+    this.footer.querySelector(".status-badge")?.remove();
+    const labels = {
+      cancelled: "Stopped",
+      interrupted: "Interrupted — the server restarted during this answer",
+      running: "Still running…",
+    };
+    if (labels[status]) this.footer.append(el("span", { class: "status-badge", text: labels[status] }));
+  }
+
+  setError(message, { retry = true } = {}) {
+    this.stopStreaming();
+    this.footer.querySelector(".error-box")?.remove();
+    const box = el(
+      "div",
+      { class: "error-box", role: "alert" },
+      el("div", { class: "error-text" }, el("strong", { text: "Something went wrong. " }), message || "The agent failed."),
+      retry && this.onRetry
+        ? el("button", { class: "btn btn-retry", type: "button", text: "Retry", onclick: () => this.onRetry() })
+        : null,
+    );
+    this.footer.append(box);
+  }
+}
