@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import time
 import uuid
@@ -37,7 +38,10 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.db import transaction
 
+from chat import run_control
+from chat.errors import ChatError
 from chat.recall import recall_search_for
 from chat.run_registry import registry
 from chat.run_support import (
@@ -89,13 +93,14 @@ def engine_for(mode: str):
 
 
 def make_tools(conversation_id, *, before_id: int):
-    from fimone.agent import default_tools
+    from fimone.agent.tools import default_tools
 
     return default_tools(recall_search=recall_search_for(conversation_id, before_id=before_id))
 
 
+@functools.cache
 def _injection_queue_class():
-    from fimone.agent import InjectionQueue
+    from fimone.agent.context import InjectionQueue
 
     class TrackedInjections(InjectionQueue):
         """Remembers which injected messages the engine took (the rest get a follow-up)."""
@@ -166,48 +171,68 @@ async def submit_message(
     an unknown or foreign conversation ``Conversation.DoesNotExist``."""
     layer = get_channel_layer()
     async with registry.lock(conversation_id):
-        active = registry.get(conversation_id)
-        if active is not None:
-            message = await database_sync_to_async(_persist_injection)(
-                user=user,
-                conversation_id=conversation_id,
-                content=content,
-                file_ids=file_ids,
-                run_id=active.run_id,
+        # The active run may live in another server process (issue 10): chat.run_control
+        # finds it in the database, and its row lock settles two processes starting at once.
+        for _attempt in range(3):
+            active = registry.get(conversation_id) or await run_control.remote_run(
+                layer, conversation_id=conversation_id
             )
-            await _publish(
-                layer,
-                conversation_id,
-                "injected",
-                {
-                    "message_id": message.pk,
-                    "content": message.content,
-                    "images": message.metadata.get("images", []),
-                    "run_id": active.run_id,
-                },
-            )
-            await layer.group_send(
-                control_group(conversation_id),
-                {"type": "run.inject", "run_id": active.run_id, "message_id": message.pk},
-            )
-            return {"run_id": active.run_id, "message_id": message.pk, "injected": True}
+            if active is not None:
+                try:
+                    message = await database_sync_to_async(_persist_injection)(
+                        user=user,
+                        conversation_id=conversation_id,
+                        content=content,
+                        file_ids=file_ids,
+                        run_id=active.run_id,
+                        remote=isinstance(active, run_control.RemoteRun),
+                    )
+                except run_control.RunNotActive:
+                    continue  # the other process's run just finished: start one here
+                await _publish(
+                    layer,
+                    conversation_id,
+                    "injected",
+                    {
+                        "message_id": message.pk,
+                        "content": message.content,
+                        "images": message.metadata.get("images", []),
+                        "run_id": active.run_id,
+                    },
+                )
+                await layer.group_send(
+                    control_group(conversation_id),
+                    {"type": "run.inject", "run_id": active.run_id, "message_id": message.pk},
+                )
+                return {"run_id": active.run_id, "message_id": message.pk, "injected": True}
 
-        run_id = uuid.uuid4().hex
-        query, answer, mode = await database_sync_to_async(_persist_query)(
-            user=user,
-            conversation_id=conversation_id,
-            content=content,
-            file_ids=file_ids,
-            mode=mode,
-            run_id=run_id,
-        )
-        await _launch(layer, run_id, conversation_id, mode, query.pk, answer.pk)
-        return {"run_id": run_id, "message_id": query.pk, "injected": False}
+            run_id = uuid.uuid4().hex
+            try:
+                query, answer, mode = await database_sync_to_async(_persist_query)(
+                    user=user,
+                    conversation_id=conversation_id,
+                    content=content,
+                    file_ids=file_ids,
+                    mode=mode,
+                    run_id=run_id,
+                )
+            except run_control.RunBusy:
+                continue  # another process started a run a moment ago: inject into it
+            await _launch(layer, run_id, conversation_id, mode, query.pk, answer.pk)
+            return {"run_id": run_id, "message_id": query.pk, "injected": False}
+    raise ChatError("run_busy", "The conversation is busy right now; send the message again.")
 
 
 async def cancel_active_run(*, conversation_id) -> bool:
     """Ask the conversation's active run to stop; False when none is active."""
     active = registry.get(conversation_id)
+    if active is None:
+        # Perhaps a run of another server process (issue 10). Under the registry lock: a
+        # run of this process being launched right now is not mistaken for an orphan.
+        async with registry.lock(conversation_id):
+            active = registry.get(conversation_id) or await run_control.remote_run(
+                get_channel_layer(), conversation_id=conversation_id
+            )
     if active is None:
         return False
     await get_channel_layer().group_send(
@@ -219,6 +244,7 @@ async def cancel_active_run(*, conversation_id) -> bool:
 # --- persistence (sync, ORM: run in a thread) -------------------------------------------------
 
 
+@transaction.atomic
 def _persist_query(*, user, conversation_id, content, file_ids, mode, run_id):
     from chat import selectors, services
 
@@ -226,6 +252,9 @@ def _persist_query(*, user, conversation_id, content, file_ids, mode, run_id):
     attachments = selectors.attachments_for_ids(
         user=user, conversation=conversation, file_ids=list(file_ids)
     )
+    # One run per conversation across processes: raises RunBusy (nothing stored) when
+    # another process started one since we looked.
+    run_control.claim_conversation(conversation_id=conversation.pk)
     mode = mode or conversation.mode
     query = services.user_message_create(
         conversation=conversation, content=content, attachments=attachments, run_id=run_id
@@ -234,13 +263,18 @@ def _persist_query(*, user, conversation_id, content, file_ids, mode, run_id):
     return query, answer, mode
 
 
-def _persist_injection(*, user, conversation_id, content, file_ids, run_id):
+@transaction.atomic
+def _persist_injection(*, user, conversation_id, content, file_ids, run_id, remote=False):
     from chat import selectors, services
 
     conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
     attachments = selectors.attachments_for_ids(
         user=user, conversation=conversation, file_ids=list(file_ids)
     )
+    if remote:
+        # Another process's run: store the follow-up only while it still runs (RunNotActive
+        # otherwise); its owner finishes under the same row lock, so it sees this message.
+        run_control.lock_running_run(conversation_id=conversation.pk, run_id=run_id)
     return services.user_message_create(
         conversation=conversation,
         content=content,
@@ -250,11 +284,15 @@ def _persist_injection(*, user, conversation_id, content, file_ids, run_id):
     )
 
 
+@transaction.atomic
 def _start_follow_up(*, conversation_id, run_id, mode):
     from chat import services
     from chat.models import Conversation
 
     conversation = Conversation.objects.get(pk=conversation_id)
+    # Another process may have started a run since this one finished (issue 10): that run
+    # loads the follow-ups as history, so none is left unread; RunBusy skips this one.
+    run_control.claim_conversation(conversation_id=conversation.pk)
     return services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
 
 
@@ -378,6 +416,9 @@ async def _listen(run: Run, layer) -> None:
             continue
         if message.get("type") == "run.cancel":
             run.request_cancel()
+        elif message.get("type") == run_control.PING:
+            # Another process asks whether this run is alive (issue 10, orphan detection).
+            await run_control.answer_ping(layer, message, run_id=run.run_id)
         elif message.get("type") == "run.inject":
             try:
                 injected = await database_sync_to_async(_load_injection)(message["message_id"])
@@ -444,7 +485,7 @@ async def _work(run: Run):
         if summary is not None:
             await database_sync_to_async(_save_summary)(run.conversation_id, summary)
 
-    from fimone.agent import AgentContext
+    from fimone.agent.context import AgentContext
 
     ctx = AgentContext(
         llm=main,
@@ -562,5 +603,7 @@ async def _close(run: Run, layer) -> None:
                 conversation_id=run.conversation_id, run_id=run_id, mode=run.mode
             )
             await _launch(layer, run_id, run.conversation_id, run.mode, leftovers[-1], answer.pk)
+        except run_control.RunBusy:
+            logger.info("run %s: follow-ups go to the run another process started", run.run_id)
         except Exception:
             logger.exception("run %s: could not start the follow-up run", run.run_id)

@@ -2,8 +2,8 @@
 
 import pytest
 
-# Session-scoped private PostgreSQL / Redis servers (issue 10); skip or, under CI, fail.
-from tests.support.services import postgres_server, redis_server  # noqa: F401
+# Websocket runs (issue 7): a clean channel layer and run registry, a FakeLLM for every role.
+from tests.chat.test_runs_support import clean_runs, ws_fake_llm  # noqa: F401
 
 # A real daphne subprocess (browser / end-to-end tests, benchmarks): see that module.
 from tests.support.live_server import (  # noqa: F401
@@ -17,6 +17,9 @@ from tests.support.scripted_server import (  # noqa: F401
     scripted_server,
     scripted_server_session,
 )
+
+# Session-scoped private PostgreSQL / Redis servers (issue 10); skip or, under CI, fail.
+from tests.support.services import postgres_server, redis_server  # noqa: F401
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from tests.chat.images import image_bytes
 from tests.chat.test_runs_support import WAIT, connect, next_event, send
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_runs")]
-from tests.chat.test_runs_support import clean_runs  # noqa: E402, F401
 
 
 async def assert_still_usable(comm: WebsocketCommunicator) -> None:

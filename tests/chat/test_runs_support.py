@@ -1,5 +1,7 @@
 """Helpers and fixtures for the websocket run tests (test_consumer*, test_runs*).
 
+The fixtures (``clean_runs``, ``ws_fake_llm``) are registered in tests/conftest.py.
+
 Sockets are real Channels ``WebsocketCommunicator``s on the project's routes; the user is
 put in the scope directly (one test in test_consumer.py goes through the full ASGI stack
 with a session cookie and an Origin header instead). LLMs are ``FakeLLM``s substituted
@@ -41,7 +43,7 @@ async def clean_runs():
 
 
 @pytest.fixture
-def fake_llm(monkeypatch) -> FakeLLM:
+def ws_fake_llm(monkeypatch) -> FakeLLM:
     """One scripted LLM for every role (main, fast, compaction)."""
     llm = FakeLLM(model_name="fake-main")
     monkeypatch.setattr(runs, "get_llm", lambda role: llm)

@@ -1,0 +1,490 @@
+"""Run orchestration over the websocket (issue 7; DESIGN §3, §5; R4.4, RU.2, RU.3, RP.1).
+
+The engine is replaced by small scripted coroutines, so each test controls exactly what
+the "agent" does (emit, fail, wait for a cancel, read injections); budgets and DbMemory
+are the real ones and the LLM is a FakeLLM. test_runs_engines.py drives the real ReAct
+and DAG engines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from chat import runs, services
+from chat.models import ContextSummary, Message
+from chat.run_registry import registry
+from contextmgmt.budget import Budget
+from contextmgmt.core.llm import LLMAuthError, LLMUnavailable
+from fimone.agent.context import AgentOutcome
+from tests.chat.images import image_bytes
+from tests.chat.test_runs_support import (
+    WAIT,
+    answer_text,
+    connect,
+    events_until,
+    next_event,
+    of_type,
+    send,
+)
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("clean_runs", "ws_fake_llm"),
+]
+
+
+@pytest.fixture
+def engine(monkeypatch):
+    """Install scripted engines: ``engine.use(coro_fn, …)``, one per run, in order."""
+
+    class Scripted:
+        def __init__(self) -> None:
+            self.scripts: list = []
+            self.modes: list[str] = []
+            self.contexts: list = []
+
+        def use(self, *scripts) -> None:
+            self.scripts.extend(scripts)
+
+        async def __call__(self, ctx):
+            self.contexts.append(ctx)
+            return await self.scripts.pop(0)(ctx)
+
+    scripted = Scripted()
+
+    def engine_for(mode):
+        scripted.modes.append(mode)
+        return scripted
+
+    monkeypatch.setattr(runs, "engine_for", engine_for)
+    return scripted
+
+
+async def answer(ctx, text: str = "Hello **world**", *, usage=None) -> AgentOutcome:
+    for piece in text.split(" "):
+        await ctx.sink("answer.delta", {"text": piece + " "})
+    return AgentOutcome(answer=text, usage=usage or ctx.llm.usage)
+
+
+async def messages_of(conversation) -> list[Message]:
+    return [m async for m in Message.objects.filter(conversation=conversation).order_by("id")]
+
+
+@pytest.fixture
+async def socket(user, conversation):
+    comm = await connect(user, conversation.id)
+    yield comm
+    await comm.disconnect()
+
+
+# --- the happy path ------------------------------------------------------------------------
+
+
+async def test_events_in_order_and_everything_persisted(socket, conversation, engine, ws_fake_llm):
+    ws_fake_llm.enqueue("thinking done")
+    calls = []
+
+    async def script(ctx):
+        await ctx.sink("step", {"iteration": 1, "kind": "thought", "text": "hm"})
+        calls.append(await ctx.llm.chat([ctx.query]))
+        return await answer(ctx)
+
+    engine.use(script)
+    await send(socket, type="message", content="Say hello", mode="react")
+    events = await events_until(socket, "done", "error")
+
+    started, done = events[0], events[-1]
+    assert started["type"] == "run.started" and started["mode"] == "react"
+    assert [e["type"] for e in events[1:-1] if e["type"] != "answer.delta"] == ["step"]
+    assert answer_text(events).strip() == "Hello **world**"
+    assert done["type"] == "done"
+    usage = calls[0].usage
+    assert done["usage"] == {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "compaction_input_tokens": 0,
+        "compaction_output_tokens": 0,
+    }
+    assert "<strong>world</strong>" in done["html"]
+    assert isinstance(done["elapsed_ms"], int) and done["elapsed_ms"] >= 0
+
+    query, reply = await messages_of(conversation)
+    assert started["message_id"] == query.id and done["message_id"] == reply.id
+    assert (query.role, query.kind, query.status, query.pinned) == ("user", "query", "done", True)
+    assert query.content == "Say hello"
+    assert query.metadata["run_id"] == started["run_id"] == done["run_id"]
+    assert (reply.role, reply.kind, reply.status) == ("assistant", "answer", "done")
+    assert reply.content == "Hello **world**"
+    assert reply.metadata["usage"] == done["usage"]
+    assert reply.metadata["run_id"] == started["run_id"]
+
+
+async def test_mode_comes_from_the_frame_else_from_the_conversation(socket, engine):
+    engine.use(answer, answer)
+    await send(socket, type="message", content="plan it", mode="dag")
+    first = await events_until(socket, "done")
+    await send(socket, type="message", content="and now?")
+    second = await events_until(socket, "done")
+    assert engine.modes == ["dag", "react"]  # the conversation's mode is react
+    assert first[0]["mode"] == "dag" and second[0]["mode"] == "react"
+
+
+async def test_engine_sees_history_and_the_pinned_query_once(socket, engine):
+    engine.use(answer, answer)
+    await send(socket, type="message", content="first question")
+    await events_until(socket, "done")
+    await send(socket, type="message", content="second question")
+    await events_until(socket, "done")
+
+    ctx = engine.contexts[1]
+    assert [(m.role, m.text()) for m in ctx.history] == [
+        ("user", "first question"),
+        ("assistant", "Hello **world**"),
+    ]
+    assert ctx.query.text() == "second question"
+    assert ctx.query.pinned and not ctx.query.injected
+    assert ctx.main_budget == 60_000 and ctx.fast_budget == 60_000  # R5.1 defaults
+
+
+async def test_usage_totals_include_compaction_calls(socket, conversation, engine, ws_fake_llm):
+    """RU.2: ``input_tokens`` / ``output_tokens`` are totals; compaction is also split out."""
+    ws_fake_llm.enqueue("an answer call", "a compaction call")
+    results = {}
+
+    async def script(ctx):
+        results["main"] = await ctx.llm.chat([ctx.query])
+        results["compact"] = await ctx.compact_llm.chat([ctx.query, ctx.query])
+        return AgentOutcome(answer="ok")
+
+    engine.use(script)
+    await send(socket, type="message", content="count it")
+    done = (await events_until(socket, "done"))[-1]
+    main, compact = results["main"].usage, results["compact"].usage
+    assert done["usage"] == {
+        "input_tokens": main.input_tokens + compact.input_tokens,
+        "output_tokens": main.output_tokens + compact.output_tokens,
+        "compaction_input_tokens": compact.input_tokens,
+        "compaction_output_tokens": compact.output_tokens,
+    }
+    reply = (await messages_of(conversation))[-1]
+    assert reply.metadata["usage"] == done["usage"]
+
+
+# --- failures (RU.3) -------------------------------------------------------------------------
+
+
+async def test_failure_keeps_partial_text_and_the_next_run_works(socket, conversation, engine):
+    async def failing(ctx):
+        await ctx.sink("answer.delta", {"text": "The first half"})
+        raise LLMUnavailable("connection refused")
+
+    engine.use(failing, answer)
+    await send(socket, type="message", content="tell me")
+    events = await events_until(socket, "done", "error")
+    error = events[-1]
+    assert error["type"] == "error" and error["code"] == "llm_unavailable"
+    assert "connection refused" in error["message"]
+    assert answer_text(events) == "The first half"
+
+    query, reply = await messages_of(conversation)
+    assert error["message_id"] == reply.id
+    assert query.content == "tell me" and query.status == "done"
+    assert (reply.status, reply.kind, reply.content) == ("error", "error", "The first half")
+    assert reply.metadata["error"]["code"] == "llm_unavailable"
+
+    await send(socket, type="message", content="try again")
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+
+
+async def test_internal_error_says_nothing_about_internals(socket, engine):
+    async def broken(ctx):
+        raise RuntimeError("secret at /srv/fimone/settings.py line 3")
+
+    engine.use(broken)
+    await send(socket, type="message", content="boom?")
+    error = (await events_until(socket, "done", "error"))[-1]
+    assert error["code"] == "internal_error"
+    assert "secret" not in error["message"] and "settings" not in error["message"]
+
+
+async def test_failure_before_the_engine_still_keeps_the_user_message(
+    socket, conversation, engine, monkeypatch
+):
+    def no_llm(role):
+        raise LLMAuthError("401 invalid key")
+
+    monkeypatch.setattr(runs, "get_llm", no_llm)
+    engine.use(answer)
+    await send(socket, type="message", content="are you there?")
+    error = (await events_until(socket, "done", "error"))[-1]
+    assert error["code"] == "llm_auth"
+    query, reply = await messages_of(conversation)
+    assert query.content == "are you there?"
+    assert (reply.status, reply.content) == ("error", "")
+    assert engine.contexts == []
+
+
+# --- cancel ---------------------------------------------------------------------------------
+
+
+async def test_cancel_stops_the_engine_and_keeps_the_partial_answer(socket, conversation, engine):
+    cancelled = asyncio.Event()
+
+    async def endless(ctx):
+        await ctx.sink("answer.delta", {"text": "Halfway there"})
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    engine.use(endless, answer)
+    await send(socket, type="message", content="go on forever")
+    events = await events_until(socket, "answer.delta")
+    await send(socket, type="cancel")
+    events += await events_until(socket, "run.cancelled", "done", "error")
+
+    final = events[-1]
+    assert final["type"] == "run.cancelled"
+    assert cancelled.is_set()
+    query, reply = await messages_of(conversation)
+    assert final == {"type": "run.cancelled", "message_id": reply.id, "run_id": events[0]["run_id"]}
+    assert (reply.status, reply.content) == ("cancelled", "Halfway there")
+    assert query.status == "done"
+
+    # The socket stays usable: nothing to cancel now, and a new run works.
+    await send(socket, type="cancel")
+    assert (await next_event(socket))["code"] == "no_active_run"
+    await send(socket, type="message", content="short one please")
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+
+
+# --- injection (RP.1) ------------------------------------------------------------------------
+
+
+async def test_message_during_a_run_is_injected_pinned(socket, conversation, engine):
+    async def waits_for_follow_up(ctx):
+        await ctx.sink("answer.delta", {"text": "Working… "})
+        # The queue has nothing to await on: poll it the way the engines do.
+        while not (follow_ups := ctx.injections.drain()):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        return AgentOutcome(answer="Also: " + follow_ups[0].text())
+
+    engine.use(waits_for_follow_up)
+    await send(socket, type="message", content="write a poem")
+    await events_until(socket, "answer.delta")
+    await send(socket, type="message", content="make it rhyme")
+    events = await events_until(socket, "done", "error")
+
+    injected = of_type(events, "injected")
+    assert len(injected) == 1 and injected[0]["content"] == "make it rhyme"
+    assert events[-1]["type"] == "done"
+    query, reply, follow_up = await messages_of(conversation)
+    assert injected[0]["message_id"] == follow_up.id
+    assert (follow_up.kind, follow_up.pinned, follow_up.role) == ("injected", True, "user")
+    assert follow_up.metadata["run_id"] == query.metadata["run_id"]
+    assert reply.content == "Also: make it rhyme"
+    assert engine.modes == ["react"]  # one run, not two
+
+
+async def test_follow_up_the_engine_never_took_gets_its_own_run(socket, conversation, engine):
+    gate = asyncio.Event()
+
+    async def answers_without_draining(ctx):
+        await ctx.sink("answer.delta", {"text": "Almost done"})
+        await gate.wait()
+        return AgentOutcome(answer="Almost done")
+
+    engine.use(answers_without_draining, answer)
+    await send(socket, type="message", content="first")
+    first_started = (await events_until(socket, "run.started"))[-1]
+    await send(socket, type="message", content="one more thing")
+    injected = (await events_until(socket, "injected"))[-1]
+    gate.set()
+    events = await events_until(socket, "done")
+    events += await events_until(socket, "done")
+
+    starts = of_type(events, "run.started")
+    assert len(starts) == 1 and starts[0]["run_id"] != first_started["run_id"]
+    assert starts[0]["message_id"] == injected["message_id"]
+    follow_up_ctx = engine.contexts[1]
+    assert follow_up_ctx.query.text() == "one more thing"
+    assert follow_up_ctx.query.pinned and not follow_up_ctx.query.injected
+    assert [m.text() for m in follow_up_ctx.history] == ["first", "Almost done"]
+    replies = [m for m in await messages_of(conversation) if m.role == "assistant"]
+    assert [r.status for r in replies] == ["done", "done"]
+
+
+async def test_cancelled_run_starts_no_follow_up(socket, engine):
+    async def endless(ctx):
+        await ctx.sink("answer.delta", {"text": "…"})
+        await asyncio.Event().wait()
+
+    engine.use(endless)
+    await send(socket, type="message", content="first")
+    await events_until(socket, "answer.delta")
+    await send(socket, type="message", content="second")
+    await events_until(socket, "injected")
+    await send(socket, type="cancel")
+    await events_until(socket, "run.cancelled")
+    async with asyncio.timeout(WAIT):
+        await registry.wait_idle()
+    assert engine.modes == ["react"]
+
+
+# --- several sockets ---------------------------------------------------------------------------
+
+
+async def test_two_sockets_see_the_same_events(user, conversation, engine):
+    engine.use(answer)
+    tab_a = await connect(user, conversation.id)
+    tab_b = await connect(user, conversation.id)
+    await send(tab_a, type="message", content="hello from tab A")
+    seen_a = await events_until(tab_a, "done")
+    seen_b = await events_until(tab_b, "done")
+    assert seen_a == seen_b
+    assert [e["type"] for e in seen_a][0] == "run.started"
+    await tab_a.disconnect()
+    await tab_b.disconnect()
+
+
+async def test_second_tab_can_cancel_the_run(user, conversation, engine):
+    async def endless(ctx):
+        await ctx.sink("answer.delta", {"text": "…"})
+        await asyncio.Event().wait()
+
+    engine.use(endless)
+    tab_a = await connect(user, conversation.id)
+    tab_b = await connect(user, conversation.id)
+    await send(tab_a, type="message", content="long job")
+    await events_until(tab_b, "answer.delta")
+    await send(tab_b, type="cancel")
+    assert (await events_until(tab_a, "run.cancelled"))[-1]["type"] == "run.cancelled"
+    await tab_a.disconnect()
+    await tab_b.disconnect()
+
+
+async def test_run_survives_its_socket_closing(user, conversation, engine):
+    gate = asyncio.Event()
+
+    async def slow(ctx):
+        await gate.wait()
+        return await answer(ctx, "finished anyway")
+
+    engine.use(slow)
+    comm = await connect(user, conversation.id)
+    await send(comm, type="message", content="answer even if I leave")
+    await events_until(comm, "run.started")
+    await comm.disconnect()
+    gate.set()
+    async with asyncio.timeout(WAIT):
+        await registry.wait_idle()
+    reply = (await messages_of(conversation))[-1]
+    assert (reply.status, reply.content) == ("done", "finished anyway")
+
+
+# --- history compaction (R4.4, RU.1) -----------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_budget(monkeypatch):
+    budget = Budget(
+        role="main",
+        context_size=10_000,
+        max_output_tokens=2_000,
+        usable_input_tokens=4_000,
+        source="env",
+    )
+    monkeypatch.setattr(runs, "resolve_budget", lambda role: budget)
+    return budget
+
+
+def _long_history(conversation, turns: int) -> None:
+    for i in range(turns):
+        run_id = f"old{i}"
+        services.user_message_create(
+            conversation=conversation, content=f"Question {i}: " + "detail " * 300, run_id=run_id
+        )
+        reply = services.assistant_message_start(
+            conversation=conversation, run_id=run_id, mode="react"
+        )
+        services.assistant_message_finish(message=reply, content=f"Answer {i}: " + "fact " * 300)
+
+
+async def test_history_compaction_is_announced_persisted_and_counted(
+    socket, conversation, engine, ws_fake_llm, tiny_budget
+):
+    await sync_to_async(_long_history)(conversation, 10)
+    ws_fake_llm.default = "[Conversation summary] Questions 0-7 were about details and facts."
+    engine.use(answer)
+    await send(socket, type="message", content="and now?")
+    events = await events_until(socket, "done", "error")
+
+    compact = of_type(events, "compact")
+    assert len(compact) == 1
+    facts = compact[0]
+    assert facts["scope"] == "history" and facts["strategy"] == "llm"
+    assert facts["original_count"] == 20
+    assert facts["compacted_count"] < 20
+    assert facts["tokens_after"] < facts["tokens_before"]
+    # The history the engine got is the compacted one, summary first.
+    history = engine.contexts[0].history
+    assert history[0].is_summary and len(history) == facts["compacted_count"]
+
+    done = events[-1]
+    assert done["usage"]["compaction_input_tokens"] > 0
+    assert done["usage"]["input_tokens"] >= done["usage"]["compaction_input_tokens"]
+    reply = (await messages_of(conversation))[-1]
+    assert reply.metadata["compaction"] == {
+        k: v for k, v in facts.items() if k != "type" and k != "scope"
+    }
+    assert await ContextSummary.objects.filter(conversation=conversation).acount() == 1
+
+
+async def test_no_compact_event_when_history_fits(socket, engine):
+    engine.use(answer, answer)
+    await send(socket, type="message", content="one")
+    await events_until(socket, "done")
+    await send(socket, type="message", content="two")
+    events = await events_until(socket, "done")
+    assert of_type(events, "compact") == []
+
+
+# --- images and tools ------------------------------------------------------------------------
+
+
+async def test_attached_image_reaches_the_engine_as_a_data_url(socket, user, conversation, engine):
+    upload = SimpleUploadedFile("cat.png", image_bytes("PNG"), content_type="image/png")
+    attachment = await sync_to_async(services.attachment_create)(
+        owner=user, conversation=conversation, uploaded_file=upload
+    )
+    engine.use(answer)
+    await send(socket, type="message", content="what is this?", attachments=[str(attachment.id)])
+    await events_until(socket, "done")
+    parts = engine.contexts[0].query.content
+    assert parts[0] == {"type": "text", "text": "what is this?"}
+    assert parts[1]["type"] == "image_url"
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    query = (await messages_of(conversation))[0]
+    assert query.metadata["images"] == [{"file_id": str(attachment.id), "mime_type": "image/png"}]
+
+
+async def test_recall_tool_searches_the_persisted_conversation(socket, engine):
+    found = {}
+
+    async def recalls(ctx):
+        found["text"] = await ctx.tools.run("recall", '{"query": "launch code"}')
+        return AgentOutcome(answer="ok")
+
+    engine.use(answer, recalls)
+    await send(socket, type="message", content="Remember: the launch code is 7-4-1-9.")
+    await events_until(socket, "done")
+    await send(socket, type="message", content="What was the launch code?")
+    await events_until(socket, "done")
+    assert "the launch code is 7-4-1-9." in found["text"]
+    # The current question is not a match for itself.
+    assert "What was the launch code?" not in found["text"]
