@@ -1,0 +1,83 @@
+"""Summary fact check: dropped numbers, identifiers, URLs and paths come back as Key facts."""
+
+import pytest
+
+from contextmgmt.core.factcheck import (
+    KEY_FACTS_LABEL,
+    append_key_facts,
+    extract_facts,
+    missing_facts,
+)
+from contextmgmt.core.tokens import estimate_tokens
+
+
+@pytest.mark.parametrize(
+    ("text", "fact", "kind"),
+    [
+        ("see https://example.com/a/b?x=1.", "https://example.com/a/b?x=1", "url"),
+        ("mail ops@example.org now", "ops@example.org", "email"),
+        ("open /srv/app/settings.py", "/srv/app/settings.py", "path"),
+        ("edit src/util/io.py", "src/util/io.py", "path"),
+        (r"on C:\Users\ana\notes.txt", r"C:\Users\ana\notes.txt", "path"),
+        ("call `load_config()` first", "load_config()", "code"),
+        ("due 2025-02-14 please", "2025-02-14", "date"),
+        ("python 3.11.7 installed", "3.11.7", "version"),
+        ("invoice INV-2024-0042 paid", "INV-2024-0042", "identifier"),
+        ("commit 7f3a9c2 merged", "7f3a9c2", "identifier"),
+        ("use max_retries here", "max_retries", "identifier"),
+        ("at 14:30 sharp", "14:30", "time"),
+        ("total $1,249.90 due", "$1,249.90", "number"),
+        ("growth 12.5% yoy", "12.5%", "number"),
+        ("we have 4096 rows", "4096", "number"),
+    ],
+)
+def test_extracts_each_kind_of_fact(text, fact, kind):
+    facts = {f.text: f.kind for f in extract_facts([text])}
+    assert facts == {fact: kind}
+
+
+def test_small_plain_integers_and_words_are_not_facts():
+    assert extract_facts(["I have 3 cats and 12 dogs, and/or km/h, ok?"]) == []
+
+
+def test_numbers_inside_urls_and_identifiers_are_not_extracted_again():
+    facts = [f.text for f in extract_facts(["https://x.io/items/98765 and INV-55555"])]
+    assert facts == ["https://x.io/items/98765", "INV-55555"]
+
+
+def test_ranking_prefers_kind_then_repetition_then_recency():
+    facts = extract_facts(["price 1234.5", "ref AB-12 and 9999.9", "ref AB-12 again"])
+    assert [f.text for f in facts] == ["AB-12", "9999.9", "1234.5"]
+
+
+@pytest.mark.parametrize(
+    ("summary", "present"),
+    [
+        ("Total 1249.90 paid.", True),  # thousands separator and currency ignored
+        ("Total 1,249.90 paid.", True),
+        ("TOTAL $1,249.90", True),
+        ("Total 1249.9 paid.", False),  # a different number
+        ("Paid 51,249.90.", False),  # the fact is not a whole token here
+    ],
+)
+def test_presence_is_normalised_but_whole_token(summary, present):
+    assert (missing_facts(summary, ["It costs $1,249.90."]) == []) is present
+
+
+def test_key_facts_line_fits_its_allowance_and_counts_what_is_missing():
+    sources = [f"order ORD-{10000 + i} shipped" for i in range(40)]
+    text, (missing, appended) = append_key_facts("Orders shipped.", sources, max_tokens=30)
+    assert missing == 40
+    assert 0 < appended < 40
+    line = text[len("Orders shipped.") :]
+    assert line.startswith(f"\n\n{KEY_FACTS_LABEL} ORD-10039; ORD-10038")  # newest first
+    assert estimate_tokens(line) <= 30
+    assert line.count("ORD-") == appended
+
+
+def test_nothing_missing_means_nothing_appended():
+    assert append_key_facts("Ref AB-12.", ["ref AB-12"]) == ("Ref AB-12.", (0, 0))
+
+
+def test_zero_allowance_appends_nothing_but_still_counts():
+    assert append_key_facts("x", ["ref AB-12"], max_tokens=0) == ("x", (1, 0))

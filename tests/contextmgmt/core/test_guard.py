@@ -1,0 +1,196 @@
+"""ContextGuard (SPEC R3.1–R3.8, RP): the per-iteration enforcer."""
+
+import copy
+
+import pytest
+
+from contextmgmt.core.guard import TRUNCATED_SUFFIX, ContextGuard, apply_pinned_cap
+from contextmgmt.core.llm import LLMBadResponse, LLMResult, Usage
+from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
+from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
+from tests.support.fake_llm import FakeLLM, Hang
+
+from .builders import IMAGE_PART, assistant, chat_history, problems, system, tool_round, user
+
+
+def test_defaults_match_the_design_r3():
+    guard = ContextGuard()
+    assert (guard.compact_llm, guard.budget, guard.max_message_chars) == (None, 60_000, 50_000)
+    assert guard.last is None and guard.usage == Usage()
+
+
+async def test_within_budget_returns_the_same_list_object_r3_3():
+    guard = ContextGuard(budget=10_000)
+    msgs = chat_history(5)
+    out = await guard.check_and_compact(msgs)
+    assert out is msgs
+    assert guard.last.strategy == "none"
+    total = estimate_messages_tokens(msgs)
+    assert (guard.last.tokens_before, guard.last.tokens_after) == (total, total)
+    assert guard.last.messages is msgs
+
+
+async def test_budget_argument_overrides_the_guard_default_r5_3():
+    guard = ContextGuard(budget=10_000)
+    msgs = chat_history(5)
+    total = estimate_messages_tokens(msgs)
+    assert await guard.check_and_compact(msgs, budget=total) is msgs
+    out = await guard.check_and_compact(msgs, budget=total - 1)
+    assert out is not msgs and guard.last.strategy == "truncate"
+
+
+async def test_oversized_string_message_is_cut_with_truncated_suffix_r3_2():
+    guard = ContextGuard(budget=1_000_000, max_message_chars=50_000)
+    big = ChatMessage(role="tool", content="x" * 60_000, tool_call_id="c1")
+    msgs = [system(), user("read it"), *tool_round("c1", "read", "{}", "")[:1], big]
+    snapshot = copy.deepcopy(msgs)
+    out = await guard.check_and_compact(msgs)
+    assert out[-1].content == "x" * 50_000 + TRUNCATED_SUFFIX
+    assert out[-1].content.endswith("[Truncated]")
+    assert out[-1].tool_call_id == "c1"
+    assert out[:-1] == msgs[:-1]
+    assert msgs == snapshot  # the caller's message is untouched
+    assert guard.last.strategy == "none" and guard.last.oversized_cut == 1
+
+
+async def test_oversized_text_part_is_cut_and_images_kept_r3_2():
+    guard = ContextGuard(budget=1_000_000, max_message_chars=100)
+    msg = ChatMessage(role="user", content=[{"type": "text", "text": "y" * 150}, IMAGE_PART])
+    out = await guard.check_and_compact([msg])
+    assert out[0].content == [{"type": "text", "text": "y" * 100 + TRUNCATED_SUFFIX}, IMAGE_PART]
+    assert msg.content[0]["text"] == "y" * 150
+
+
+async def test_exactly_max_chars_is_not_cut_r3_2():
+    guard = ContextGuard(budget=1_000_000, max_message_chars=100)
+    msgs = [user("z" * 100)]
+    assert await guard.check_and_compact(msgs) is msgs
+
+
+async def test_over_budget_without_llm_smart_truncates_r3_4():
+    guard = ContextGuard(budget=300)
+    msgs = [*chat_history(8), user("now what?", pinned=True)]
+    out = await guard.check_and_compact(msgs)
+    assert guard.last.strategy == "truncate"
+    assert out[0] is msgs[0] and out[-1] is msgs[-1]
+    assert estimate_messages_tokens(out) <= 300
+    assert problems(out) == []
+    assert (guard.last.original_count, guard.last.compacted_count) == (len(msgs), len(out))
+
+
+async def test_over_budget_with_llm_compacts_with_the_hint_prompt_r3_4_r3_5():
+    llm = FakeLLM(default="Earlier: eight questions answered.")
+    guard = ContextGuard(compact_llm=llm, budget=400)
+    msgs = [*chat_history(8), user("now what?", pinned=True)]
+    out = await guard.check_and_compact(msgs, hint="react_iteration")
+    assert llm.calls[0].messages[0].content == COMPACT_PROMPTS["react_iteration"]
+    assert guard.last.strategy == "llm"
+    assert out[1].content.startswith(SUMMARY_PREFIX)
+    assert out[-1] is msgs[-1]
+    assert estimate_messages_tokens(out) <= 400
+
+
+async def test_usage_of_compaction_calls_accumulates_ru_2():
+    class MeteredLLM:
+        model_name = "metered"
+
+        async def chat(self, messages, **opts):
+            return LLMResult(ChatMessage(role="assistant", content="summary"), Usage(100, 7))
+
+    guard = ContextGuard(compact_llm=MeteredLLM(), budget=400)
+    msgs = chat_history(8)
+    await guard.check_and_compact(msgs)
+    await guard.check_and_compact(msgs)
+    await guard.check_and_compact(chat_history(1))  # within budget: no call
+    assert guard.usage == Usage(200, 14)
+    assert guard.compactions == 2
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        LLMBadResponse("not json"),
+        ValueError("weird"),
+        TimeoutError(),
+        Hang(),
+        "",
+        "   ",
+        "\n\n",
+    ],
+    ids=["llm-error", "any-exception", "timeout-error", "hang", "empty", "spaces", "newlines"],
+)
+async def test_llm_failure_falls_back_silently_and_is_recorded_r3_7(failure):
+    llm = FakeLLM().enqueue(failure)
+    guard = ContextGuard(compact_llm=llm, budget=300, compact_timeout=0.05)
+    msgs = [*chat_history(8), user("now what?", pinned=True)]
+    out = await guard.check_and_compact(msgs)
+    assert guard.last.strategy == "truncate"
+    assert guard.last.error
+    assert out[-1] is msgs[-1]
+    assert estimate_messages_tokens(out) <= 300
+
+
+async def test_garbage_summary_is_used_but_key_facts_survive():
+    llm = FakeLLM(default="lorem ipsum dolor sit amet")
+    guard = ContextGuard(compact_llm=llm, budget=2_000)
+    msgs = [system(), user("Deploy build 7f3a9c2 to eu-west-1 at 14:30."), assistant("ok")]
+    msgs += chat_history(4, filler=2000)[1:]
+    out = await guard.check_and_compact(msgs)
+    summary = next(m for m in out if m.is_summary)
+    assert summary.content.endswith("Key facts: 7f3a9c2; eu-west-1; 14:30")
+    assert guard.last.facts_appended == 3
+
+
+def query_and_injections(injected_sizes, query_size=40):
+    """system, injected follow-ups (pinned, injected), then the current query (pinned)."""
+    msgs = [system("s" * 36)]
+    for i, size in enumerate(injected_sizes):
+        msgs.append(user(f"{i}".ljust(size, "i"), pinned=True, injected=True))
+        msgs.append(assistant("noted"))
+    msgs.append(user("q" * query_size, pinned=True))
+    return msgs
+
+
+def test_pinned_cap_unpins_injected_oldest_first_r3_8():
+    msgs = query_and_injections([400, 400, 400])  # each injected: 104 tokens; query 14
+    snapshot = copy.deepcopy(msgs)
+    out, unpinned = apply_pinned_cap(msgs, budget=400)  # cap 200; pinned 326
+    assert unpinned == 2
+    assert [m.pinned for m in out if m.role == "user"] == [False, False, True, True]
+    assert out[1].injected and not out[1].pinned and out[1] is not msgs[1]
+    assert out[5] is msgs[5] and out[-1] is msgs[-1]
+    assert msgs == snapshot and all(m.pinned for m in msgs if m.role == "user")
+
+
+def test_pinned_cap_never_unpins_the_current_query_r3_8():
+    msgs = query_and_injections([40], query_size=4000)
+    out, unpinned = apply_pinned_cap(msgs, budget=400)
+    assert unpinned == 1
+    assert out[-1] is msgs[-1] and out[-1].pinned
+
+
+def test_pinned_cap_leaves_pinned_within_half_the_budget_alone_r3_8():
+    msgs = query_and_injections([400])
+    out, unpinned = apply_pinned_cap(msgs, budget=2 * estimate_message_tokens(msgs[1]) + 28)
+    assert out is msgs and unpinned == 0
+
+
+async def test_guard_applies_the_pinned_cap_before_truncating_rp_2():
+    guard = ContextGuard(budget=240)
+    msgs = query_and_injections([400, 400, 400])  # 354 tokens, 326 of them pinned
+    out = await guard.check_and_compact(msgs)
+    # Two oldest injections unpinned (cap 120) and then truncated away; the newest and the
+    # query stay pinned. Without the cap all four pinned messages would be kept.
+    assert [m.content[0] for m in out if m.role == "user"] == ["2", "q"]
+    assert estimate_messages_tokens(out) <= 240
+
+
+async def test_repeated_checks_reuse_cached_estimates():
+    guard = ContextGuard(budget=100_000)
+    msgs = chat_history(50)
+    await guard.check_and_compact(msgs)
+    assert all(m._token_cache is not None for m in msgs)
+    msgs[3].content = "changed " * 2000  # reassigned content is re-estimated
+    await guard.check_and_compact(msgs)
+    assert guard.last.tokens_before == estimate_messages_tokens(copy.deepcopy(msgs))
