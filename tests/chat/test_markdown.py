@@ -1,0 +1,74 @@
+"""chat.markdown.render_markdown (DESIGN §7): CommonMark + tables, sanitised by nh3."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import pytest
+
+from chat.markdown import render_markdown
+
+
+def parsed_tags(html: str) -> list[tuple[str, dict]]:
+    """The real elements in ``html`` (escaped text like ``&lt;img&gt;`` is not one)."""
+    found: list[tuple[str, dict]] = []
+
+    class Collector(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, dict(attrs)))
+
+    Collector().feed(html)
+    return found
+
+
+def test_common_markdown_renders():
+    html = render_markdown("# Title\n\n**bold** and *em* and `code`\n\n- a\n- b")
+    assert "<h1>Title</h1>" in html
+    assert "<strong>bold</strong>" in html and "<em>em</em>" in html
+    assert "<code>code</code>" in html and "<li>a</li>" in html
+
+
+def test_tables_render_with_alignment():
+    html = render_markdown("| n | v |\n|:--|--:|\n| x | 42 |")
+    assert "<table>" in html and "<td>x</td>" not in html
+    assert '<td style="text-align:right">42</td>' in html
+
+
+def test_fenced_code_keeps_its_language_class():
+    html = render_markdown("```python\nprint('hi')\n```")
+    assert '<pre><code class="language-python">' in html
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        '<a href="javascript:alert(1)">x</a>',
+        "[click](javascript:alert(1))",
+        "<iframe src=https://evil.example></iframe>",
+        '<div style="position:fixed">x</div>',
+    ],
+)
+def test_active_content_never_survives(source):
+    tags = parsed_tags(render_markdown(source))
+    assert {name for name, _ in tags} <= {"p"}  # only harmless text remains
+    assert all(not attrs for _, attrs in tags)
+
+
+def test_links_get_noopener_noreferrer():
+    html = render_markdown("[docs](https://example.com/x)")
+    assert html.strip() == (
+        '<p><a href="https://example.com/x" rel="noopener noreferrer">docs</a></p>'
+    )
+
+
+def test_images_become_links_so_the_browser_fetches_nothing():
+    html = render_markdown("![chart of *sales*](https://evil.example/p.png?leak=secret)")
+    assert "<img" not in html
+    assert '<a href="https://evil.example/p.png?leak=secret"' in html
+    assert ">chart of sales</a>" in html
+
+
+def test_empty_text_is_empty_html():
+    assert render_markdown("") == ""
