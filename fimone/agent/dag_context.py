@@ -112,16 +112,29 @@ async def compact_planner_input(
 ) -> tuple[str, CompactResult]:
     """Summarise the history with ``planner_input`` so the enriched query fits (RD.2).
 
-    The current request stays verbatim (pinned); without a compaction LLM, or when it
-    fails, the oldest history is dropped instead (smart_truncate).
+    The whole history is summarised (``keep_recent=0``): the planner needs the user's
+    intent, decisions and constraints, not verbatim turns, and a huge recent turn kept
+    verbatim would otherwise be dropped whole by the follow-up truncation. The current
+    request stays verbatim (pinned). Without a compaction LLM, or when it fails, the oldest
+    history is dropped instead (smart_truncate).
     """
-    messages = [*history, ChatMessage(role="user", content=query.text(), pinned=True)]
+    request = ChatMessage(role="user", content=query.text(), pinned=True)
+    messages = [*history, request]
+    # The limit applies to the formatted text, whose labels weigh slightly differently from
+    # the per-message overhead: aim below the messages' own estimate so that a text over
+    # the limit is always summarised, never waved through as "within budget".
+    target = max(1, min(max_tokens, estimate_messages_tokens(messages) - 1))
     if compact_llm is not None:
         result = await CompactUtils.llm_compact(
-            messages, compact_llm, max_tokens, hint="planner_input", timeout=compact_timeout
+            messages,
+            compact_llm,
+            target,
+            keep_recent=0,
+            hint="planner_input",
+            timeout=compact_timeout,
         )
     else:
-        kept = CompactUtils.smart_truncate(messages, max_tokens)
+        kept = CompactUtils.smart_truncate(messages, target)
         result = CompactResult(
             kept,
             "truncate",
@@ -130,7 +143,8 @@ async def compact_planner_input(
             estimate_messages_tokens(messages),
             estimate_messages_tokens(kept),
         )
-    return enriched_query(format_history(result.messages[:-1]), query.text()), result
+    rest = [m for m in result.messages if m is not request]
+    return enriched_query(format_history(rest), query.text()), result
 
 
 async def _build_step_context(
