@@ -57,7 +57,11 @@ def recall_passages(
     terms = search_terms(query) or [query.lower()]
     condition = Q()
     for term in terms:
-        condition |= Q(content__icontains=term)
+        if term.isascii():
+            condition |= Q(content__icontains=term)
+        else:
+            # SQLite's LIKE folds ASCII case only; its REGEXP (Python's re) folds Unicode.
+            condition |= Q(content__iregex=re.escape(term))
     rows = Message.objects.filter(
         condition,
         conversation_id=conversation_id,
@@ -75,7 +79,7 @@ def recall_passages(
         text = message.content.lower()
         hits = sum(1 for term in terms if term in text)
         if hits == 0:
-            continue  # SQLite LIKE folds ASCII case only; Python decides
+            continue  # the database and Python may fold case differently: Python decides
         score = hits + (len(terms) if phrase in text else 0)
         scored.append((score, message.id, message))
     scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
