@@ -1,0 +1,142 @@
+"""Browser-test plumbing: Debian's Chromium driven by Playwright against ``live_daphne``.
+
+Every browser test module sets ``pytestmark = pytest.mark.browser``. They skip only when
+/usr/bin/chromium is missing (CI installs it). A JavaScript exception or an unexpected dialog
+on a page fails the test that caused it. Screenshots go to test-output/screenshots/
+(gitignored) for a human to look at.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+DESKTOP = {"width": 1280, "height": 820}
+PHONE = {"width": 390, "height": 844}
+# Generous: the machine is small and shared; nothing here measures speed.
+TIMEOUT_MS = 45_000
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian chromium is not installed at /usr/bin/chromium (apt install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class PageErrors(list):
+    """Uncaught JavaScript errors and unexpected dialogs seen on a page."""
+
+
+def _new_page(chromium, viewport):
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    context = chromium.new_context(viewport=viewport, accept_downloads=False)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    errors = PageErrors()
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    page.errors = errors
+    page.confirm_dialogs = False  # a test that clicks Delete sets this to accept its confirm()
+
+    def on_dialog(dialog):
+        if dialog.type == "confirm" and page.confirm_dialogs:
+            dialog.accept()
+            return
+        # Nobody expects it (an alert from injected script!): recorded, fails the test.
+        errors.append(f"dialog {dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    return context, page
+
+
+def login(page, server) -> None:
+    page.goto(server.base_url + "/")
+    page.get_by_label("Username").fill(server.username)
+    page.get_by_label("Password").fill(server.password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"/(c/[^/]+/)?$"))
+    page.locator("#prompt").wait_for()
+
+
+def _make_page_fixture(viewport):
+    @pytest.fixture
+    def fixture(chromium, live_daphne):
+        context, page = _new_page(chromium, viewport)
+        login(page, live_daphne)
+        yield page
+        errors = list(page.errors)
+        context.close()
+        assert not errors, f"the page raised: {errors}"
+
+    return fixture
+
+
+logged_in_page = _make_page_fixture(DESKTOP)
+logged_in_phone_page = _make_page_fixture(PHONE)
+
+
+@pytest.fixture
+def new_page(chromium):
+    """A fresh, logged-out page factory: ``new_page(viewport=...)``."""
+    contexts = []
+
+    def make(viewport=DESKTOP):
+        context, page = _new_page(chromium, viewport)
+        contexts.append(context)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def screenshot(page, name: str) -> Path:
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOT_DIR / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def png_bytes(color=(79, 70, 229), size=(64, 48)) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def png_file(tmp_path: Path, name: str, **kwargs) -> str:
+    path = tmp_path / name
+    path.write_bytes(png_bytes(**kwargs))
+    return os.fspath(path)
+
+
+def send(page, text: str) -> None:
+    """Type a message and press Enter, as a person does."""
+    prompt = page.locator("#prompt")
+    prompt.click()
+    prompt.fill(text)
+    prompt.press("Enter")

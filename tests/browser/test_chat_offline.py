@@ -1,0 +1,272 @@
+"""The chat UI on the built-in offline model: what a person sees and can do (issue 8).
+
+SPEC RU.2 (usage card), the offline note, DAG live plan, images, XSS, narrow screens,
+keyboard use, the conversation list. Scripted-LLM scenarios (streaming, stop, errors,
+divider, reconnect) live in test_chat_scripted.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import PHONE, png_file, screenshot, send
+
+pytestmark = pytest.mark.browser
+
+USAGE_CARD = re.compile(r"^\d+\.\dk in / \d+\.\dk out$")
+
+
+def last_answer(page):
+    return page.locator(".msg-assistant").last
+
+
+def wait_done(page, count: int = 1) -> None:
+    """``count`` answers finished: each finished answer carries its usage card (RU.2)."""
+    expect(page.locator(".msg-assistant .usage-card")).to_have_count(count)
+    expect(page.locator("#stop")).to_be_hidden()
+
+
+def test_login_redirects_then_an_answer_arrives_with_usage_card_ru2(new_page, live_daphne):
+    page = new_page()
+    page.goto(live_daphne.base_url + "/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+    screenshot(page, "01-login")
+    page.get_by_label("Username").fill(live_daphne.username)
+    page.get_by_label("Password").fill(live_daphne.password)
+    page.get_by_label("Password").press("Enter")
+    expect(page.locator("#prompt")).to_be_focused()
+
+    send(page, "What is 12*7?")
+
+    expect(page.locator(".msg-user .bubble")).to_have_text("What is 12*7?")
+    wait_done(page)
+    answer = last_answer(page)
+    expect(answer.locator(".answer")).to_contain_text("84")
+    card = answer.locator(".usage-card .usage-total")
+    expect(card).to_have_text(USAGE_CARD)
+    title = answer.locator(".usage-card").get_attribute("title")
+    assert "Answer:" in title and "Compaction:" in title
+    # The calculator call and its result are collapsible steps.
+    step = answer.locator("details.step-tool_call").first
+    expect(step.locator(".step-body")).to_be_hidden()
+    step.locator("summary").click()
+    expect(step.locator(".step-body")).to_be_visible()
+    # The URL names the conversation; its title came from the first message.
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator("#conversation-title")).to_have_text("What is 12*7?")
+    screenshot(page, "02-answer-with-usage-card")
+
+    page.reload()
+
+    # On reload: server-rendered HTML and the persisted usage (RU.2).
+    expect(page.locator(".msg-assistant .answer").last).to_contain_text("84")
+    expect(page.locator(".msg-assistant .usage-card .usage-total")).to_have_text(USAGE_CARD)
+    assert not page.errors
+
+
+def test_offline_note_and_context_gauge_are_shown(logged_in_page):
+    page = logged_in_page
+    note = page.locator("#offline-note")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("LLM_BASE_URL")
+    send(page, "hello")
+    wait_done(page)
+    gauge = page.locator("#gauge")
+    expect(gauge).to_be_visible()
+    expect(page.locator("#gauge-text")).to_have_text(re.compile(r"^\d+\.\dk / 60\.0k$"))
+    assert "Model:" in gauge.get_attribute("title")
+
+
+def test_dag_mode_shows_the_live_plan_and_the_verdict(logged_in_page):
+    page = logged_in_page
+    page.locator("label[for=mode-dag]").click()
+    expect(page.locator("#mode-dag")).to_be_checked()
+
+    send(page, "Compute 17*23 and 19*29, then add the two results.")
+
+    wait_done(page)
+    plan = last_answer(page).locator(".plan")
+    expect(plan).to_be_visible()
+    steps = plan.locator(".plan-step")
+    assert steps.count() >= 1
+    for i in range(steps.count()):
+        expect(steps.nth(i).locator(".pill")).to_have_text(re.compile("done|error|skipped"))
+    expect(plan.locator(".verdict")).to_contain_text("Analyser")
+    screenshot(page, "03-dag-plan")
+    # The mode sticks to the conversation.
+    page.reload()
+    expect(page.locator("#mode-dag")).to_be_checked()
+
+
+def test_images_attach_by_button_paste_and_drop_with_remove_before_send(logged_in_page, tmp_path):
+    page = logged_in_page
+    page.locator("#file-input").set_input_files(
+        [png_file(tmp_path, "red.png", color=(220, 40, 40)), png_file(tmp_path, "blue.png")]
+    )
+    tray = page.locator("#attachment-tray")
+    expect(tray.locator(".thumb")).to_have_count(2)
+    expect(tray.locator(".thumb.uploading")).to_have_count(0)
+    # Paste an image into the text box, as from a screenshot tool.
+    page.locator("#prompt").focus()
+    page.evaluate(
+        """async () => {
+            const canvas = document.createElement("canvas");
+            canvas.width = 40; canvas.height = 30;
+            canvas.getContext("2d").fillRect(0, 0, 40, 30);
+            const blob = await new Promise((ok) => canvas.toBlob(ok, "image/png"));
+            const data = new DataTransfer();
+            data.items.add(new File([blob], "pasted.png", { type: "image/png" }));
+            const paste = new ClipboardEvent("paste", { clipboardData: data, bubbles: true,
+                                                         cancelable: true });
+            document.getElementById("prompt").dispatchEvent(paste);
+        }"""
+    )
+    expect(tray.locator(".thumb")).to_have_count(3)
+    # Drop one on the conversation.
+    page.evaluate(
+        """async () => {
+            const canvas = document.createElement("canvas");
+            canvas.width = 20; canvas.height = 20;
+            const blob = await new Promise((ok) => canvas.toBlob(ok, "image/png"));
+            const data = new DataTransfer();
+            data.items.add(new File([blob], "dropped.png", { type: "image/png" }));
+            const target = document.getElementById("messages");
+            for (const type of ["dragenter", "dragover", "drop"]) {
+              target.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true,
+                                                         cancelable: true }));
+            }
+        }"""
+    )
+    expect(tray.locator(".thumb")).to_have_count(4)
+    expect(tray.locator(".thumb.uploading")).to_have_count(0)
+    screenshot(page, "04-thumbnails-before-send")
+
+    page.get_by_role("button", name="Remove blue.png").click()
+    expect(tray.locator(".thumb")).to_have_count(3)
+    send(page, "What is in these images?")
+
+    expect(tray).to_be_hidden()
+    expect(page.locator(".msg-user .msg-images img")).to_have_count(3)
+    wait_done(page)
+    page.reload()
+
+    images = page.locator(".msg-user .msg-images img")
+    expect(images).to_have_count(3)
+    for i in range(3):
+        assert images.nth(i).get_attribute("src").startswith("/api/attachments/")
+    page.wait_for_load_state("networkidle")
+    widths = images.evaluate_all("imgs => imgs.map((img) => img.naturalWidth)")
+    assert all(w > 0 for w in widths), widths
+    screenshot(page, "05-images-sent")
+
+
+def test_xss_attempts_are_rendered_inert_live_and_on_reload(logged_in_page):
+    page = logged_in_page
+    attacks = [
+        "<img src=x onerror=alert(1)>",
+        "[click me](javascript:alert(2))",
+        "<script>alert(3)</script><a href='javascript:alert(4)'>x</a>",
+    ]
+    for n, attack in enumerate(attacks, start=1):
+        send(page, attack)
+        wait_done(page, n)
+        # The user's text is shown as text, character for character.
+        expect(page.locator(".msg-user .bubble").nth(n - 1)).to_have_text(attack)
+
+    def assert_inert():
+        messages = page.locator("#messages")
+        assert messages.locator("[onerror], script, img[src='x'], iframe").count() == 0
+        hrefs = messages.locator("a").evaluate_all("links => links.map((a) => a.href)")
+        assert not [h for h in hrefs if h.lower().startswith("javascript:")], hrefs
+
+    assert_inert()
+    page.reload()
+    expect(page.locator(".msg-assistant .usage-card")).to_have_count(len(attacks))
+    assert_inert()
+    screenshot(page, "06-xss-inert")
+    # The fixture fails the test if any alert() ran (an unexpected dialog).
+
+
+def test_conversations_new_rename_and_delete(logged_in_page):
+    page = logged_in_page
+    page.confirm_dialogs = True
+    send(page, "First conversation")
+    wait_done(page)
+    page.get_by_role("button", name="New chat").click()
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.locator("#empty-state")).to_be_visible()
+    send(page, "Second conversation")
+    wait_done(page)
+    items = page.locator("#conversation-list .conv-item")
+    expect(items).to_have_count(2)
+    expect(items.first).to_contain_text("Second conversation")
+
+    page.get_by_role("button", name="Rename “Second conversation”").click()
+    title_input = page.get_by_label("New title")
+    title_input.fill("Renamed by keyboard")
+    title_input.press("Enter")
+    expect(items.first).to_contain_text("Renamed by keyboard")
+    expect(page.locator("#conversation-title")).to_have_text("Renamed by keyboard")
+    page.reload()
+    expect(page.locator("#conversation-list .conv-item").first).to_contain_text(
+        "Renamed by keyboard"
+    )
+
+    page.locator("#conversation-list .conv-link", has_text="First conversation").click()
+    expect(page.locator(".msg-user .bubble")).to_have_text("First conversation")
+    page.get_by_role("button", name="Delete “First conversation”").click()
+    expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
+    expect(page.locator("#empty-state")).to_be_visible()
+    page.reload()
+    expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
+
+
+def test_keyboard_only_shift_enter_newline_enter_sends_and_tab_reaches_controls(
+    logged_in_page,
+):
+    page = logged_in_page
+    prompt = page.locator("#prompt")
+    expect(prompt).to_be_focused()
+    page.keyboard.type("line one")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("line two")
+    assert prompt.input_value() == "line one\nline two"
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg-user .bubble")).to_have_text("line one\nline two")
+    wait_done(page)
+    # Tab from the text box reaches the attach button and the mode switch; arrows switch.
+    prompt.focus()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Attach images")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.locator("#mode-react")).to_be_focused()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#mode-dag")).to_be_checked()
+
+
+def test_narrow_phone_viewport(logged_in_phone_page):
+    page = logged_in_phone_page
+    sidebar = page.locator("#sidebar")
+    toggle = page.get_by_role("button", name="Show conversations")
+    expect(toggle).to_be_visible()
+    expect(sidebar).not_to_be_in_viewport()
+
+    send(page, "Hello from a phone")
+    wait_done(page)
+    width = page.evaluate("document.scrollingElement.scrollWidth")
+    assert width <= PHONE["width"], f"horizontal scroll: {width}px"
+    composer = page.locator("#composer").bounding_box()
+    assert composer["x"] >= 0 and composer["x"] + composer["width"] <= PHONE["width"]
+    screenshot(page, "07-phone-chat")
+
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
+    expect(sidebar).to_be_in_viewport(ratio=0.95)
+    screenshot(page, "08-phone-drawer")
+    page.keyboard.press("Escape")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(sidebar).not_to_be_in_viewport()
