@@ -1,0 +1,102 @@
+"""The offline model drives ReAct and DAG runs end to end (issue 6 "Must show")."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextmgmt.core.messages import ChatMessage
+from fimone.agent import default_tools, run_dag, run_react
+from fimone.llm.offline import OfflineLLM
+
+
+async def locker_search(query: str, limit: int) -> list[str]:
+    passages = ["My locker code is 4711-B.", "Lunch is at noon."]
+    return [p for p in passages if any(w in p.lower() for w in query.lower().split())][:limit]
+
+
+@pytest.fixture
+def offline_context(build_context):
+    def build(query: str, **overrides):
+        llm = OfflineLLM()
+        fields = {
+            "fast_llm": llm,
+            "compact_llm": llm,
+            "tools": default_tools(recall_search=locker_search),
+            "query": query,
+        }
+        return build_context(llm, **{**fields, **overrides})
+
+    return build
+
+
+async def test_react_calculates_with_the_offline_model(offline_context, events):
+    outcome = await run_react(offline_context("What is 1234 * 5678?"))
+    assert outcome.status == "done"
+    assert "7006652" in outcome.answer
+    assert [(p["kind"], p["name"]) for p in events.of("step")] == [
+        ("tool_call", "calculator"),
+        ("tool_result", "calculator"),
+    ]
+    assert events.of("step")[1]["result"] == "7006652"
+    assert events.answer_text() == outcome.answer
+    assert outcome.usage.input_tokens > 0 and outcome.usage.output_tokens > 0
+
+
+async def test_react_recalls_an_exact_passage(offline_context, events):
+    outcome = await run_react(offline_context("What did I say earlier about the locker?"))
+    assert events.of("step")[0]["name"] == "recall"
+    assert "My locker code is 4711-B." in outcome.answer
+
+
+async def test_react_with_history_over_budget_is_summarised_by_the_offline_model(
+    offline_context, events
+):
+    history = []
+    for i in range(40):
+        history.append(
+            ChatMessage(role="user", content=f"Note {i}: shipment {1000 + i} left. " * 20)
+        )
+        history.append(ChatMessage(role="assistant", content=f"Recorded shipment {1000 + i}."))
+    ctx = offline_context("What is 2 + 2?", history=history, main_budget=4_000)
+    outcome = await run_react(ctx)
+    assert "4" in outcome.answer
+    compact = events.of("compact")[0]
+    assert compact["scope"] == "iteration" and compact["strategy"] == "llm"
+    assert compact["tokens_after"] <= 4_000 < compact["tokens_before"]
+    assert outcome.compaction_usage.input_tokens > 0
+
+
+async def test_dag_plans_runs_steps_in_parallel_and_answers(offline_context, events):
+    query = "Calculate 12 * 12 and tell me the current time"
+    outcome = await run_dag(offline_context(query))
+
+    (plan,) = events.of("dag.plan")
+    assert [s["id"] for s in plan["steps"]] == ["s1", "s2", "s3"]
+    assert plan["steps"][2]["depends_on"] == ["s1", "s2"]
+    statuses = [(p["id"], p["status"]) for p in events.of("dag.step")]
+    assert statuses[:2] == [("s1", "running"), ("s2", "running")]  # independent: both start
+    assert {(i, s) for i, s in statuses if s != "running"} == {
+        ("s1", "done"),
+        ("s2", "done"),
+        ("s3", "done"),
+    }
+    tool_names = {p["name"] for p in events.of("step") if p["kind"] == "tool_call"}
+    assert tool_names == {"calculator", "current_time"}
+    assert events.of("dag.analysis")[0]["achieved"] is True
+    assert "144" in outcome.answer
+    assert events.answer_text() == outcome.answer
+    assert outcome.status == "done" and outcome.iterations == 1
+
+
+async def test_dag_summarises_a_long_history_for_the_planner(offline_context, events):
+    history = []
+    for i in range(30):
+        history.append(
+            ChatMessage(role="user", content=f"Budget line {i}: 1,{i:03d} EUR for item {i}. " * 60)
+        )
+        history.append(ChatMessage(role="assistant", content=f"Noted budget line {i}."))
+    outcome = await run_dag(offline_context("Add 250 + 750 and tell me the time", history=history))
+    planner = [c for c in events.of("compact") if c["scope"] == "planner"]
+    assert planner and planner[0]["strategy"] == "llm"
+    assert planner[0]["tokens_before"] > 16_000 >= planner[0]["tokens_after"]
+    assert "1000" in outcome.answer
