@@ -40,7 +40,7 @@ from .options import check_opts
 # llama.cpp, Ollama, Anthropic-compatible proxies word it differently).
 _OVERFLOW = re.compile(
     r"maximum context length|context[_ ]length[_ ]exceeded|too many tokens|context window"
-    r"|prompt is too long|exceeds? the (?:model'?s? )?(?:maximum )?context",
+    r"|prompt is too long|exceeds? the (?:[\w']+ ){0,3}context|exceed_context_size",
     re.IGNORECASE,
 )
 # Servers such as llama.cpp and Ollama need no key, but the SDK insists on one.

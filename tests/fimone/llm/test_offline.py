@@ -1,0 +1,440 @@
+"""The offline model's behaviours (issue 4, DESIGN §6): deterministic, honest, drives every path."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextmgmt.core.llm import LLM, Usage
+from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage, ToolCall
+from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.tokens import (
+    estimate_message_tokens,
+    estimate_messages_tokens,
+    estimate_tokens,
+)
+from fimone.llm.offline import OFFLINE_MODEL_NAME, OfflineLLM
+from fimone.llm.offline_text import detect_language
+
+TOOLS = [
+    {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+    for name in ("calculator", "current_time", "recall")
+]
+PLANNER = "You are the planner. Reply with a JSON plan only."
+ANALYSER = "Reply with a JSON verdict only."
+
+ENGLISH_TRANSCRIPT = "\n\n".join(
+    [
+        "user: Hi!",
+        "assistant: Hello! How can I help?",
+        "user: I'm planning a trip to Lisbon with Maria Santos. Our budget is 3,450 EUR and we "
+        "fly on 2026-03-14 with flight TP1234.",
+        "assistant: Great. I found hotel options at https://example.com/hotels/lisbon?id=77 "
+        "for about 180 EUR per night.",
+        "user: ok",
+        "user: Please keep the booking reference ABC-991 and the file trip_plan_v2.xlsx in mind.",
+        "assistant: Sure, noted. The weather in March is mild, usually around 17 degrees.",
+        "user: thanks",
+    ]
+)
+
+CHINESE_TRANSCRIPT = """user: 你好！
+
+assistant: 你好，有什么可以帮你？
+
+user: 我们下周三要和张伟开会，讨论第二季度预算 120 万元。
+
+assistant: 好的，我记下了。会议地点在上海办公室 3 楼。
+
+user: 另外，项目编号是 PRJ-2048，截止日期是 2026年6月30日。
+
+assistant: 明白了。需要我准备议程吗？
+
+user: 好的"""
+
+
+@pytest.fixture
+def offline_llm() -> OfflineLLM:
+    return OfflineLLM()
+
+
+def compaction_call(transcript: str, hint: str = "general") -> list[ChatMessage]:
+    """The shape of a compaction call: system = hint prompt, user = transcript (compact.py)."""
+    return [
+        ChatMessage(role="system", content=COMPACT_PROMPTS[hint]),
+        ChatMessage(role="user", content=transcript),
+    ]
+
+
+def user_turn(text: str) -> list[ChatMessage]:
+    return [
+        ChatMessage(role="system", content="You are fimone."),
+        ChatMessage(role="user", content=text, pinned=True),
+    ]
+
+
+def test_it_is_an_llm_labelled_offline(offline_llm):
+    assert isinstance(offline_llm, LLM)
+    assert offline_llm.offline is True
+    assert offline_llm.model_name == OFFLINE_MODEL_NAME == "fimone-offline"
+
+
+async def test_unknown_options_are_an_error(offline_llm):
+    with pytest.raises(TypeError, match="top_k"):
+        await offline_llm.chat(user_turn("hi"), top_k=1)
+
+
+async def test_known_options_are_accepted(offline_llm):
+    result = await offline_llm.chat(
+        user_turn("hi"), timeout=1, max_tokens=10, temperature=0, response_format=None
+    )
+    assert result.message.content
+
+
+# --- compaction ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hint", sorted(COMPACT_PROMPTS))
+async def test_compaction_keeps_numbers_names_identifiers_and_urls(offline_llm, hint):
+    result = await offline_llm.chat(compaction_call(ENGLISH_TRANSCRIPT, hint))
+    summary = result.message.content
+    for fact in (
+        "3,450 EUR",
+        "2026-03-14",
+        "TP1234",
+        "Maria Santos",
+        "Lisbon",
+        "https://example.com/hotels/lisbon?id=77",
+        "ABC-991",
+        "trip_plan_v2.xlsx",
+        "180 EUR",
+    ):
+        assert fact in summary, fact
+    assert estimate_tokens(summary) < estimate_tokens(ENGLISH_TRANSCRIPT)
+    assert detect_language(summary) == "en"
+
+
+async def test_compaction_drops_greetings_and_filler(offline_llm):
+    summary = (await offline_llm.chat(compaction_call(ENGLISH_TRANSCRIPT))).message.content
+    lines = summary.splitlines()
+    assert not any(re.fullmatch(r"- User: (Hi!|ok|thanks)", line) for line in lines)
+
+
+async def test_a_chinese_conversation_is_summarised_in_chinese(offline_llm):
+    summary = (await offline_llm.chat(compaction_call(CHINESE_TRANSCRIPT))).message.content
+    assert detect_language(summary) == "zh"
+    for fact in ("张伟", "120 万元", "PRJ-2048", "2026年6月30日", "上海办公室 3 楼"):
+        assert fact in summary, fact
+    assert "用户：" in summary  # its own labels are Chinese too
+    assert "User" not in summary and "Assistant" not in summary
+    assert "你好！" not in summary
+
+
+async def test_an_earlier_summary_is_folded_in(offline_llm):
+    transcript = (
+        f"system: {SUMMARY_PREFIX}\n- User: The server runs on port 8443 at db-7.internal.\n\n"
+        "user: Now let us talk about the deploy window.\n\n"
+        "assistant: The deploy window is Friday 18:00 to 20:00 UTC."
+    )
+    summary = (await offline_llm.chat(compaction_call(transcript))).message.content
+    assert "port 8443" in summary and "db-7.internal" in summary
+    assert "18:00 to 20:00 UTC" in summary
+    assert SUMMARY_PREFIX not in summary  # the caller adds the prefix, once
+
+
+async def test_compaction_usage_comes_from_the_estimator(offline_llm):
+    messages = compaction_call(ENGLISH_TRANSCRIPT)
+    result = await offline_llm.chat(messages)
+    assert result.usage == Usage(
+        estimate_messages_tokens(messages), estimate_message_tokens(result.message)
+    )
+
+
+async def test_compaction_respects_max_tokens(offline_llm):
+    long_transcript = "\n\n".join(
+        f"user: Order {i} ships to warehouse W-{i:03d} with {i * 7} crates." for i in range(200)
+    )
+    result = await offline_llm.chat(compaction_call(long_transcript), max_tokens=150)
+    assert 0 < estimate_tokens(result.message.content) <= 150
+
+
+_sentence = (
+    st.text(
+        alphabet=st.sampled_from(list("abcdefghij KLMNOP 0123456789 ,-_/ 预算会议张伟")),
+        min_size=1,
+        max_size=60,
+    )
+    .map(str.strip)
+    .filter(lambda s: len(s) > 2)
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    turns=st.lists(
+        st.tuples(st.sampled_from(["user", "assistant", "tool"]), _sentence),
+        min_size=1,
+        max_size=25,
+    ),
+    cap=st.integers(min_value=20, max_value=400),
+)
+def test_summaries_are_extractive_and_within_the_cap(turns, cap):
+    """Property: every summary line is a transcript sentence (nothing invented), under the cap."""
+    import asyncio
+
+    transcript = "\n\n".join(f"{role}: {text}" for role, text in turns)
+    llm = OfflineLLM()
+    result = asyncio.run(llm.chat(compaction_call(transcript), max_tokens=cap))
+    summary = result.message.content
+    assert estimate_tokens(summary) <= cap
+    for line in summary.splitlines():
+        body = re.sub(r"^- [^:：]+[:：] ?", "", line).rstrip("…")
+        assert body and body in transcript, line
+
+
+async def test_the_same_input_gives_the_same_output(offline_llm):
+    first = await offline_llm.chat(compaction_call(CHINESE_TRANSCRIPT))
+    second = await OfflineLLM().chat(compaction_call(CHINESE_TRANSCRIPT))
+    assert first == second
+
+
+# --- planner ---------------------------------------------------------------------------------
+
+
+def plan_of(result) -> list[dict]:
+    plan = json.loads(result.message.content)
+    steps = plan["steps"]
+    ids = [s["id"] for s in steps]
+    assert 2 <= len(steps) <= 3 and len(set(ids)) == len(ids)
+    for step in steps:
+        assert set(step) == {"id", "task", "depends_on"} and step["task"].strip()
+    # The last step depends on every other step; the others depend on nothing.
+    assert sorted(steps[-1]["depends_on"]) == sorted(ids[:-1])
+    assert all(s["depends_on"] == [] for s in steps[:-1])
+    return steps
+
+
+async def test_a_two_part_request_becomes_two_parallel_steps_and_a_combining_one(offline_llm):
+    messages = [
+        ChatMessage(role="system", content=PLANNER),
+        ChatMessage(role="user", content="What is 12*7 and then what time is it in UTC?"),
+    ]
+    steps = plan_of(await offline_llm.chat(messages, response_format={"type": "json_object"}))
+    assert len(steps) == 3
+    assert "12*7" in steps[0]["task"]
+    assert "time" in steps[1]["task"]
+
+
+async def test_a_single_request_becomes_gather_then_answer(offline_llm):
+    messages = [
+        ChatMessage(role="system", content=PLANNER),
+        ChatMessage(role="user", content="Explain how our Q3 budget of 4,200 EUR was spent"),
+    ]
+    steps = plan_of(await offline_llm.chat(messages))
+    assert len(steps) == 2
+    assert "4,200 EUR" in steps[0]["task"]
+
+
+async def test_the_plan_is_about_the_current_request_not_the_history(offline_llm):
+    enriched = (
+        "Previous conversation:\n\nUser: Tell me about penguins.\n\nAssistant: They swim.\n\n"
+        "Current request:\nCompare the prices 19.99 and 24.50\n\n"
+        "A previous plan (attempt 1) did not achieve this request. The checker said: no\n"
+        "Its steps and results:\n- s1 (x): (step failed: boom)"
+    )
+    messages = [
+        ChatMessage(role="system", content=PLANNER),
+        ChatMessage(role="user", content=enriched),
+    ]
+    steps = plan_of(await offline_llm.chat(messages))
+    tasks = " ".join(s["task"] for s in steps)
+    assert "19.99" in tasks and "24.50" in tasks
+    assert "penguin" not in tasks and "previous plan" not in tasks and "boom" not in tasks
+
+
+async def test_a_chinese_request_gets_a_chinese_plan(offline_llm):
+    messages = [
+        ChatMessage(role="system", content=PLANNER),
+        ChatMessage(role="user", content="总结一下第二季度的预算情况"),
+    ]
+    steps = plan_of(await offline_llm.chat(messages))
+    assert all(detect_language(s["task"]) == "zh" for s in steps)
+
+
+# --- analyser --------------------------------------------------------------------------------
+
+
+def analyser_input(results: dict[str, str]) -> str:
+    """The shape fimone.agent's analyser input takes: a header per step, then its result."""
+    blocks = [f"### Step {sid}: task {sid}\n{text}" for sid, text in results.items()]
+    return "User request:\nDo things\n\nStep results:\n\n" + "\n\n".join(blocks)
+
+
+async def verdict(llm, results: dict[str, str]) -> dict:
+    messages = [
+        ChatMessage(role="system", content=ANALYSER),
+        ChatMessage(role="user", content=analyser_input(results)),
+    ]
+    return json.loads((await llm.chat(messages)).message.content)
+
+
+async def test_every_step_with_a_result_is_achieved(offline_llm):
+    got = await verdict(offline_llm, {"s1": "84", "s2": "It is 10:30 UTC.", "s3": "84, 10:30"})
+    assert got["achieved"] is True
+    assert got["confidence"] >= 0.8
+    assert got["reason"]
+
+
+@pytest.mark.parametrize(
+    "bad", ["(step failed: calculator timed out)", "", "Error: division by zero"]
+)
+async def test_a_failed_or_empty_step_is_not_achieved(offline_llm, bad):
+    got = await verdict(offline_llm, {"s1": "84", "s2": bad})
+    assert got["achieved"] is False
+    assert got["confidence"] < 0.8  # low enough for the engine to re-plan
+    assert "s2" in got["reason"]
+
+
+async def test_a_result_that_merely_mentions_errors_is_still_achieved(offline_llm):
+    got = await verdict(offline_llm, {"s1": "Error handling in Python uses try/except."})
+    assert got["achieved"] is True
+
+
+# --- tool decisions --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What is 12*(3+4)?", [("calculator", {"expression": "12*(3+4)"})]),
+        ("what's 1,234 plus 66", [("calculator", {"expression": "1234 + 66"})]),
+        ("Calculate 2^10", [("calculator", {"expression": "2**10"})]),
+        ("计算 12 乘以 7 等于多少", [("calculator", {"expression": "12 * 7"})]),
+        ("What time is it?", [("current_time", {})]),
+        ("现在几点？", [("current_time", {})]),
+        ("What did I say about the budget earlier?", [("recall", {"query": "the budget"})]),
+        ("我之前说过关于预算的什么？", [("recall", {"query": "预算"})]),
+        (
+            "Compute 15% of 80 and tell me today's date",
+            [("calculator", {"expression": "15/100*80"}), ("current_time", {})],
+        ),
+    ],
+)
+async def test_the_query_decides_the_tool_call(offline_llm, query, expected):
+    result = await offline_llm.chat(user_turn(query), tools=TOOLS)
+    calls = result.message.tool_calls
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == expected
+    assert len({c.id for c in calls}) == len(calls)
+
+
+@pytest.mark.parametrize(
+    "query", ["Hello there", "We meet on 2024-05-01 at 10:30", "Tell me a story about 3 bears"]
+)
+async def test_no_tool_when_the_query_needs_none(offline_llm, query):
+    result = await offline_llm.chat(user_turn(query), tools=TOOLS)
+    assert result.message.tool_calls is None
+    assert "offline model" in result.message.content
+
+
+async def test_only_offered_tools_are_called(offline_llm):
+    only_time = [t for t in TOOLS if t["function"]["name"] == "current_time"]
+    result = await offline_llm.chat(user_turn("What is 6*7? What time is it?"), tools=only_time)
+    assert [c.name for c in result.message.tool_calls] == ["current_time"]
+    result = await offline_llm.chat(user_turn("What is 6*7?"))
+    assert result.message.tool_calls is None
+
+
+async def test_after_the_tool_result_it_answers_with_it(offline_llm):
+    call = ToolCall(id="c1", name="calculator", arguments='{"expression": "6*7"}')
+    messages = [
+        *user_turn("What is 6*7?"),
+        ChatMessage(role="assistant", content=None, tool_calls=[call]),
+        ChatMessage(role="tool", content="42", tool_call_id="c1", name="calculator"),
+    ]
+    result = await offline_llm.chat(messages, tools=TOOLS)
+    assert result.message.tool_calls is None
+    assert "6*7 = 42" in result.message.content
+    assert "fimone's offline model" in result.message.content
+
+
+async def test_a_follow_up_after_a_tool_result_is_decided_afresh(offline_llm):
+    call = ToolCall(id="c1", name="calculator", arguments='{"expression": "6*7"}')
+    messages = [
+        *user_turn("What is 6*7?"),
+        ChatMessage(role="assistant", content=None, tool_calls=[call]),
+        ChatMessage(role="tool", content="42", tool_call_id="c1"),
+        ChatMessage(role="user", content="and what time is it?", pinned=True, injected=True),
+    ]
+    result = await offline_llm.chat(messages, tools=TOOLS)
+    assert [c.name for c in result.message.tool_calls] == ["current_time"]
+
+
+# --- plain answers ---------------------------------------------------------------------------
+
+
+async def test_a_plain_answer_says_honestly_it_is_the_offline_model(offline_llm):
+    result = await offline_llm.chat(user_turn("Write me a poem about the sea"))
+    assert "Write me a poem about the sea" in result.message.content
+    assert "fimone's offline model" in result.message.content
+
+
+async def test_a_chinese_question_gets_a_chinese_answer(offline_llm):
+    result = await offline_llm.chat(user_turn("请介绍一下你自己"))
+    assert detect_language(result.message.content) == "zh"
+    assert "离线模型" in result.message.content
+
+
+async def test_step_results_given_in_the_turn_reach_the_answer_without_repeated_notes(
+    offline_llm,
+):
+    """DAG synthesis: step results come as user messages before the request."""
+    step_answer = (await offline_llm.chat(user_turn("hello"))).message.content
+    messages = [
+        ChatMessage(role="system", content="Write the final answer."),
+        ChatMessage(role="user", content="Result of step s1 (add):\n6*7 = 42\n\n" + step_answer),
+        ChatMessage(role="user", content="Result of step s2 (time):\nIt is 10:30 UTC."),
+        ChatMessage(role="user", content="What is 6*7 and what time is it?", pinned=True),
+    ]
+    answer = (await offline_llm.chat(messages)).message.content
+    assert "6*7 = 42" in answer and "10:30 UTC" in answer
+    assert answer.count("fimone's offline model") == 1
+
+
+async def test_images_it_cannot_see_are_acknowledged(offline_llm):
+    parts = [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
+    result = await offline_llm.chat([ChatMessage(role="user", content=parts, pinned=True)])
+    assert "1 image(s)" in result.message.content
+    assert offline_llm.supports_vision is False
+
+
+# --- streaming -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query", ["Write me a poem about the sea", "请介绍一下你自己，并说明你能做什么"]
+)
+async def test_stream_gives_the_chat_answer_in_small_pieces(offline_llm, query):
+    messages = user_turn(query)
+    expected = await offline_llm.chat(messages)
+    chunks = [c async for c in offline_llm.stream_chat(messages)]
+    pieces = [c.text for c in chunks if c.text]
+    assert "".join(pieces) == expected.message.content
+    assert len(pieces) > 10 and max(len(p) for p in pieces) <= 20
+    final = chunks[-1]
+    assert final.finish_reason == "stop" and final.tool_calls is None
+    assert final.usage == expected.usage
+
+
+async def test_stream_delivers_tool_calls_on_the_final_chunk(offline_llm):
+    chunks = [c async for c in offline_llm.stream_chat(user_turn("What is 2+2?"), tools=TOOLS)]
+    assert [c.text for c in chunks] == [""]
+    assert chunks[0].finish_reason == "tool_calls"
+    assert chunks[0].tool_calls[0].name == "calculator"
+    assert chunks[0].usage.input_tokens == estimate_messages_tokens(user_turn("What is 2+2?"))

@@ -1,0 +1,237 @@
+"""The model registry: ModelConfig row > settings > offline; fast falls back to main (issue 4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from contextmgmt.models import ModelConfig
+from fimone.llm import OfflineLLM, OpenAIChatLLM, describe_llm, get_llm
+from fimone.llm.registry import resolve_spec
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def nothing_configured(settings):
+    for prefix in ("", "FAST_"):
+        for field in ("BASE_URL", "API_KEY", "MODEL"):
+            setattr(settings, f"{prefix}LLM_{field}", "")
+    settings.LLM_TIMEOUT_SECONDS = 120.0
+    settings.LLM_MAX_RETRIES = 2
+    return settings
+
+
+@pytest.fixture
+def main_env_configured(nothing_configured):
+    settings = nothing_configured
+    settings.LLM_BASE_URL = "http://main.example:8000/v1"
+    settings.LLM_API_KEY = "sk-main"
+    settings.LLM_MODEL = "main-model"
+    return settings
+
+
+def active_row(role: str, **fields) -> ModelConfig:
+    values = {
+        "name": f"{role} row",
+        "model": f"db-{role}-model",
+        "role": role,
+        "base_url": f"http://db-{role}.example/v1",
+        "api_key_env": "",
+        "is_active": True,
+    }
+    values.update(fields)
+    return ModelConfig.objects.create(**values)
+
+
+# --- offline ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["main", "fast"])
+def test_with_nothing_configured_both_roles_are_offline(nothing_configured, role):
+    llm = get_llm(role)
+    assert isinstance(llm, OfflineLLM) and llm.offline is True
+    info = describe_llm(role)
+    assert info["source"] == "offline"
+    assert info["offline"] is True
+    assert info["model_name"] == "fimone-offline"
+    assert info["supports_vision"] is False
+
+
+def test_an_inactive_row_is_ignored(nothing_configured):
+    active_row("main", is_active=False)
+    assert isinstance(get_llm("main"), OfflineLLM)
+
+
+def test_an_api_key_alone_configures_nothing(nothing_configured):
+    nothing_configured.LLM_API_KEY = "sk-orphan"
+    assert describe_llm("main")["source"] == "offline"
+
+
+def test_an_unknown_role_is_refused(nothing_configured):
+    with pytest.raises(ValueError, match="role"):
+        get_llm("slow")
+
+
+# --- settings --------------------------------------------------------------------------------
+
+
+def test_main_from_settings(main_env_configured):
+    llm = get_llm("main")
+    assert isinstance(llm, OpenAIChatLLM) and llm.offline is False
+    assert llm.model_name == "main-model"
+    assert llm.base_url == "http://main.example:8000/v1"
+    assert llm._api_key == "sk-main"
+    info = describe_llm("main")
+    assert info["source"] == "env" and info["offline"] is False
+    assert info["model_name"] == "main-model" and info["supports_vision"] is True
+
+
+def test_timeout_and_retries_come_from_settings(main_env_configured):
+    main_env_configured.LLM_TIMEOUT_SECONDS = 7.5
+    main_env_configured.LLM_MAX_RETRIES = 4
+    llm = get_llm("main")
+    assert (llm.timeout, llm.max_retries) == (7.5, 4)
+
+
+def test_a_base_url_alone_is_enough(nothing_configured):
+    """llama.cpp and similar serve one model whatever the name."""
+    nothing_configured.LLM_BASE_URL = "http://127.0.0.1:8080/v1"
+    llm = get_llm("main")
+    assert isinstance(llm, OpenAIChatLLM)
+    assert llm.model_name == "default"
+
+
+def test_fast_without_configuration_is_the_main_model(main_env_configured):
+    fast = get_llm("fast")
+    assert fast is get_llm("main")  # one object: one connection pool
+    assert describe_llm("fast")["source"] == "env"
+
+
+def test_fast_model_alone_means_same_endpoint_other_model(main_env_configured):
+    main_env_configured.FAST_LLM_MODEL = "small-model"
+    fast = get_llm("fast")
+    assert fast.model_name == "small-model"
+    assert fast.base_url == "http://main.example:8000/v1"
+    assert fast._api_key == "sk-main"
+    assert get_llm("main").model_name == "main-model"
+
+
+def test_fast_endpoint_of_its_own(main_env_configured):
+    main_env_configured.FAST_LLM_BASE_URL = "http://fast.example/v1"
+    main_env_configured.FAST_LLM_API_KEY = "sk-fast"
+    main_env_configured.FAST_LLM_MODEL = "fast-model"
+    fast = get_llm("fast")
+    assert (fast.model_name, fast.base_url, fast._api_key) == (
+        "fast-model",
+        "http://fast.example/v1",
+        "sk-fast",
+    )
+
+
+def test_a_settings_change_gives_a_new_llm(main_env_configured):
+    first = get_llm("main")
+    main_env_configured.LLM_MODEL = "other-model"
+    second = get_llm("main")
+    assert second is not first and second.model_name == "other-model"
+
+
+# --- database rows ---------------------------------------------------------------------------
+
+
+def test_an_active_row_wins_over_settings(main_env_configured, monkeypatch):
+    monkeypatch.setenv("DB_MAIN_KEY", "sk-from-env-var")
+    active_row("main", api_key_env="DB_MAIN_KEY", supports_vision=False)
+    llm = get_llm("main")
+    assert llm.model_name == "db-main-model"
+    assert llm.base_url == "http://db-main.example/v1"
+    assert llm._api_key == "sk-from-env-var"
+    info = describe_llm("main")
+    assert info["source"] == "db" and info["supports_vision"] is False
+
+
+def test_a_row_wins_over_the_offline_model(nothing_configured):
+    active_row("main")
+    assert describe_llm("main")["source"] == "db"
+    assert isinstance(get_llm("main"), OpenAIChatLLM)
+
+
+def test_a_row_without_endpoint_uses_the_configured_one(main_env_configured):
+    active_row("main", base_url="", api_key_env="")
+    llm = get_llm("main")
+    assert llm.model_name == "db-main-model"
+    assert llm.base_url == "http://main.example:8000/v1"
+    assert llm._api_key == "sk-main"
+
+
+def test_a_row_whose_key_variable_is_unset_has_no_key(nothing_configured, monkeypatch, caplog):
+    monkeypatch.delenv("MISSING_KEY_VAR", raising=False)
+    active_row("main", api_key_env="MISSING_KEY_VAR")
+    assert describe_llm("main")["has_api_key"] is False
+    assert "MISSING_KEY_VAR" in caplog.text
+
+
+def test_fast_row_serves_fast_only(main_env_configured):
+    active_row("fast")
+    assert get_llm("fast").model_name == "db-fast-model"
+    assert get_llm("main").model_name == "main-model"
+
+
+def test_fast_falls_back_to_the_main_row(nothing_configured):
+    active_row("main")
+    assert get_llm("fast").model_name == "db-main-model"
+    assert describe_llm("fast")["source"] == "db"
+
+
+def test_a_fast_row_wins_over_fast_settings(main_env_configured):
+    main_env_configured.FAST_LLM_MODEL = "env-fast"
+    active_row("fast")
+    assert get_llm("fast").model_name == "db-fast-model"
+
+
+def test_describe_never_reveals_the_key(main_env_configured, monkeypatch):
+    monkeypatch.setenv("DB_MAIN_KEY", "sk-secret-value")
+    active_row("main", api_key_env="DB_MAIN_KEY")
+    for role in ("main", "fast"):
+        info = describe_llm(role)
+        assert "sk-secret-value" not in repr(info) and "sk-main" not in repr(info)
+        assert info["has_api_key"] is True
+    assert "sk-secret-value" not in repr(get_llm("main"))
+
+
+# --- end to end ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_row_drives_real_calls_with_the_key_from_its_variable(
+    nothing_configured, scripted_server, monkeypatch
+):
+    """Async callers reach the sync registry through sync_to_async."""
+    monkeypatch.setenv("SCRIPTED_KEY", "sk-scripted")
+    await sync_to_async(active_row)(
+        "main", model="row-model", base_url=scripted_server.base_url, api_key_env="SCRIPTED_KEY"
+    )
+    scripted_server.enqueue("from the row's endpoint")
+    llm = await sync_to_async(get_llm)("main")
+    from contextmgmt.core.messages import ChatMessage
+
+    result = await llm.chat([ChatMessage(role="user", content="hi", pinned=True)])
+    await llm.aclose()
+    assert result.message.content == "from the row's endpoint"
+    assert scripted_server.requests[0]["model"] == "row-model"
+    assert scripted_server.request_headers[0]["authorization"] == "Bearer sk-scripted"
+
+
+def test_importing_fimone_llm_does_not_import_django():
+    code = "import sys, fimone.llm; print('django' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_resolve_spec_is_what_get_llm_builds(main_env_configured):
+    spec = resolve_spec("main")
+    llm = get_llm("main")
+    assert (spec.model, spec.base_url) == (llm.model_name, llm.base_url)
