@@ -26,6 +26,21 @@ async def discard_events(event: str, payload: dict) -> None:
     """A sink that drops everything (for callers that do not stream)."""
 
 
+def earlier_turns(history: list[ChatMessage]) -> list[ChatMessage]:
+    """The loaded history with pin flags cleared (on copies).
+
+    Only the current query and this run's injected follow-ups are pinned (RP.1); a pinned
+    message from an earlier turn would otherwise count as a second "current query" and
+    could never be compacted away.
+    """
+    return [
+        dataclasses.replace(m, pinned=False, injected=False, metadata=dict(m.metadata))
+        if m.pinned or m.injected
+        else m
+        for m in history
+    ]
+
+
 class InjectionQueue:
     """Follow-ups the user sends while a run is active (SPEC RP.1).
 

@@ -33,7 +33,7 @@ from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_tokens
 
 from .calls import chat_once
-from .context import AgentContext, AgentOutcome
+from .context import AgentContext, AgentOutcome, earlier_turns
 from .dag_context import (
     DEPENDENCY_CHARS,
     PLANNER_INPUT_TOKENS,
@@ -116,7 +116,7 @@ class DagRun:
         if estimate_tokens(text) <= self.config.planner_input_tokens:
             return text
         compacted, result = await compact_planner_input(
-            ctx.history,
+            earlier_turns(ctx.history),
             ctx.query,
             ctx.compact_llm,
             max_tokens=self.config.planner_input_tokens,

@@ -14,19 +14,14 @@ from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
 
-from .context import AgentContext, AgentOutcome
+from .context import AgentContext, AgentOutcome, earlier_turns
 from .loop import LoopConfig, ReactLoop
 from .prompts import REACT_SYSTEM
 
 
 def build_react_messages(ctx: AgentContext) -> list[ChatMessage]:
     messages = [ChatMessage(role="system", content=ctx.system_prompt or REACT_SYSTEM)]
-    for msg in ctx.history:
-        if msg.pinned or msg.injected:
-            msg = dataclasses.replace(
-                msg, pinned=False, injected=False, metadata=dict(msg.metadata)
-            )
-        messages.append(msg)
+    messages.extend(earlier_turns(ctx.history))
     messages.append(
         dataclasses.replace(
             ctx.query, pinned=True, injected=False, metadata=dict(ctx.query.metadata)

@@ -486,3 +486,18 @@ async def test_cancellation_cancels_every_step(build_context):
     assert sorted(cancelled) == ["A", "B"]
     leftovers = [t for t in asyncio.all_tasks() if re.match(r"dag-step-", t.get_name())]
     assert leftovers == []
+
+
+async def test_pinned_flags_of_earlier_turns_do_not_block_planner_compaction(build_context):
+    """Only this run's query is pinned: an old pinned message can be dropped like any other."""
+    history = [
+        ChatMessage(role="user", content="stale pinned " + "p" * 80_000, pinned=True),
+        ChatMessage(role="assistant", content="ok"),
+        ChatMessage(role="user", content="recent note"),
+    ]
+    llm = main_llm(plan(("s1", "t", [])), verdict(True, 0.9), "ok")
+    ctx = build_context(llm, fast_llm=FakeLLM(default=worker), history=history, query="Go.")
+    await run_dag(ctx)
+    planner_input = llm.calls[0].messages[1].content
+    assert "stale pinned" not in planner_input and "recent note" in planner_input
+    assert history[0].pinned  # the caller's history is not touched
