@@ -306,6 +306,8 @@ class DagRun:
                 llm_timeout=ctx.llm_timeout,
                 scope="iteration",
                 stream=True,
+                # The context is step results: keep their data, numbers and conclusions.
+                hint="step_dependency",
             )
         )
         try:

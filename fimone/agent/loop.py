@@ -65,6 +65,8 @@ class LoopConfig:
     injections: InjectionQueue | None = None
     # Added to every step/compact event (a DAG step's id).
     event_extra: dict[str, Any] = field(default_factory=dict)
+    # The guard's compaction hint (R3.5): the loop's own reasoning chain by default.
+    hint: str = "react_iteration"
 
 
 @dataclass
@@ -124,7 +126,7 @@ class ReactLoop:
         cfg = self.cfg
         messages = prune_tool_results(messages)
         fitted = await cfg.guard.check_and_compact(
-            messages, budget=budget or cfg.budget, hint="react_iteration"
+            messages, budget=budget or cfg.budget, hint=cfg.hint
         )
         last = cfg.guard.last
         if last is not None and last.strategy != "none":

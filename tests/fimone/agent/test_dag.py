@@ -430,7 +430,7 @@ async def test_steps_use_the_fast_budget_and_the_answer_the_main_one(build_conte
         assert guard.checks  # called at the top of every step iteration (R3.1)
         assert {(c["budget"], c["hint"]) for c in guard.checks} == {(7_000, "react_iteration")}
     assert final_guard.budget == 50_000
-    assert [c["budget"] for c in final_guard.checks] == [50_000]
+    assert [(c["budget"], c["hint"]) for c in final_guard.checks] == [(50_000, "step_dependency")]
     assert {c.method for c in fast.calls} == {"chat"} and len(fast.calls) == 2
     assert [c.method for c in llm.calls] == ["chat", "chat", "stream_chat"]
 
