@@ -34,11 +34,18 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models import Q
 
-from contextmgmt.core.compact import CompactResult, CompactUtils
+from contextmgmt.core.compact import CompactResult, CompactUtils, clip_to_tokens
 from contextmgmt.core.llm import LLM
+from contextmgmt.core.memory import BaseMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 
 logger = logging.getLogger(__name__)
+
+# A stored summary is written to a quarter of the budget of its day; if the budget has
+# shrunk since (another model, an admin edit) and the summary takes more than half of the
+# new one, it is clipped to a quarter so that the recent messages keep room.
+_SUMMARY_MAX_SHARE = 2
+_SUMMARY_CLIP_SHARE = 4
 
 _SKIPPED_ASSISTANT_STATUSES = ("error", "running")
 
@@ -81,10 +88,14 @@ class LoadedHistory:
     summary: StoredSummary | None
 
 
-def summary_message(summary: StoredSummary) -> ChatMessage:
+def summary_message(summary: StoredSummary, max_tokens: int | None = None) -> ChatMessage:
     text = summary.content
     if not text.startswith(SUMMARY_PREFIX):
         text = f"{SUMMARY_PREFIX}\n{text}"
+    if max_tokens is not None and CompactUtils.estimate_tokens(text) > max_tokens // (
+        _SUMMARY_MAX_SHARE
+    ):
+        text = clip_to_tokens(text, max(1, max_tokens // _SUMMARY_CLIP_SHARE))
     return ChatMessage(
         role="system",
         content=text,
@@ -243,7 +254,7 @@ def _data_url(attachment: Any) -> str | None:
 # --- the memory -----------------------------------------------------------------------------
 
 
-class DbMemory:
+class DbMemory(BaseMemory):
     """Read-only memory over a conversation's persisted messages (R4, DESIGN §2).
 
     After ``get_messages()``: ``was_compacted``, ``original_count``, ``compacted_count``
@@ -301,7 +312,7 @@ class DbMemory:
         )
         stored = loaded.summary
         history = loaded.messages
-        base = ([summary_message(stored)] if stored else []) + history
+        base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
         tokens = CompactUtils.estimate_messages_tokens(base)
         self.original_count = (stored.covered_count if stored else 0) + len(history)
         self.tokens_before = (stored.covered_tokens if stored else 0) + (

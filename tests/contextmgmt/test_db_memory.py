@@ -484,3 +484,27 @@ def test_all_2000_messages_with_20_images_are_loaded_in_order(conversation):
     assert messages[0].text().startswith("message 0")
     assert messages[-1].content == "message 1999"
     assert sum(isinstance(m.content, list) for m in messages) == 20
+
+
+@pytest.mark.django_db
+def test_a_stored_summary_too_big_for_a_shrunk_budget_is_clipped(conversation):
+    rows = long_conversation(conversation, turns=3)
+    summary_save(
+        conversation_id=conversation.id,
+        summary=f"{SUMMARY_PREFIX}\n" + "fact " * 4_000,  # ~5,000 tokens
+        covers_through_id=rows[1].pk,
+        covered_count=2,
+    )
+    memory = DbMemory(conversation.id, max_tokens=2_000)
+    messages = load(memory)
+    assert messages[0].is_summary
+    assert CompactUtils.estimate_tokens(messages[0].content) <= 500
+    assert CompactUtils.estimate_messages_tokens(messages) <= 2_000
+    assert memory.was_compacted
+
+
+def test_db_memory_is_a_base_memory():
+    # R1.4: DbMemory is the production implementation of the R1.1 interface.
+    from contextmgmt.core.memory import BaseMemory
+
+    assert isinstance(DbMemory(uuid.uuid4(), 1_000), BaseMemory)
