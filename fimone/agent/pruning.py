@@ -29,13 +29,22 @@ def prune_tool_results(
     preview_chars: int = PREVIEW_CHARS,
 ) -> list[ChatMessage]:
     """A new list with old bulky tool results stubbed; the input list when nothing changes."""
-    tool_positions = [i for i, m in enumerate(messages) if m.role == "tool"]
-    old = tool_positions[: max(0, len(tool_positions) - keep_recent)]
     out: list[ChatMessage] | None = None
-    for i in old:
+    seen = 0
+    # Newest first: one pass, and only old tool results are measured.
+    for i in range(len(messages) - 1, -1, -1):
         msg = messages[i]
+        if msg.role != "tool":
+            continue
+        seen += 1
+        if seen <= keep_recent:
+            continue
+        content = msg.content
+        size = len(content) if isinstance(content, str) else len(msg.text())
+        if size <= min_chars:
+            continue
         text = msg.text()
-        if len(text) <= min_chars or text.startswith(STUB_PREFIX):
+        if text.startswith(STUB_PREFIX):
             continue
         if out is None:
             out = list(messages)
