@@ -1,0 +1,251 @@
+"""Websocket runs through the real ReAct and DAG engines (issue 7 with issue 6).
+
+A FakeLLM plays the model (scripted replies), and once the built-in offline model through
+the real LLM registry. Every event of DESIGN §5 a run can produce appears here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from chat import runs
+from chat.models import Message
+from chat.run_registry import registry
+from contextmgmt.core.llm import LLMTimeout
+from tests.chat.test_runs_support import WAIT, answer_text, connect, events_until, of_type, send
+from tests.support.fake_llm import Hang
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("clean_runs"),
+]
+
+
+@pytest.fixture
+async def socket(user, conversation):
+    comm = await connect(user, conversation.id)
+    yield comm
+    await comm.disconnect()
+
+
+async def messages_of(conversation) -> list[Message]:
+    return [m async for m in Message.objects.filter(conversation=conversation).order_by("id")]
+
+
+async def test_react_run_with_a_tool_call(socket, conversation, ws_fake_llm):
+    ws_fake_llm.enqueue(
+        ws_fake_llm.tool_call("calculator", json.dumps({"expression": "6*7"})),
+        "The answer is 42.",
+    )
+    await send(socket, type="message", content="What is 6*7?", mode="react")
+    events = await events_until(socket, "done", "error")
+
+    assert events[0]["type"] == "run.started"
+    steps = of_type(events, "step")
+    assert [(s["kind"], s["name"]) for s in steps] == [
+        ("tool_call", "calculator"),
+        ("tool_result", "calculator"),
+    ]
+    assert "42" in steps[1]["result"]
+    assert answer_text(events) == "The answer is 42."
+    done = events[-1]
+    assert done["type"] == "done"
+    # The engine's two model calls are the run's usage (no compaction happened).
+    assert done["usage"]["input_tokens"] > 0
+    assert done["usage"]["compaction_input_tokens"] == 0
+    # The tool result reached the model in the second call.
+    second = ws_fake_llm.calls[1].messages
+    assert any(m.role == "tool" and "42" in m.text() for m in second)
+
+    query, reply = await messages_of(conversation)
+    assert reply.content == "The answer is 42." and reply.status == "done"
+    assert reply.metadata["usage"] == done["usage"]
+    assert reply.metadata["iterations"] == 2
+
+
+def dag_router(messages):
+    """Plays planner, step agents, analyser and final writer by what each call asks for."""
+    system = messages[0].text() if messages and messages[0].role == "system" else ""
+    if "JSON plan" in system:
+        return json.dumps(
+            {
+                "steps": [
+                    {"id": "s1", "task": "Find the price of apples", "depends_on": []},
+                    {"id": "s2", "task": "Find the price of pears", "depends_on": []},
+                    {"id": "s3", "task": "Compare the prices", "depends_on": ["s1", "s2"]},
+                ]
+            }
+        )
+    if "JSON verdict" in system:
+        return json.dumps({"achieved": True, "confidence": 0.95, "reason": "all steps done"})
+    if any("Compare" in m.text() for m in messages if m.role == "user") and len(messages) < 4:
+        return "Apples cost 2, pears cost 3: pears are dearer."
+    if any(m.role == "user" and "step" in m.text().lower() for m in messages):
+        return "Step result: a price was found."
+    return "Pears are dearer than apples (3 vs 2)."
+
+
+async def test_dag_run_streams_plan_steps_analysis_and_answer(socket, conversation, ws_fake_llm):
+    ws_fake_llm.default = dag_router
+    await send(socket, type="message", content="Which is dearer, apples or pears?", mode="dag")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+
+    plan = of_type(events, "dag.plan")
+    assert len(plan) == 1
+    assert [s["id"] for s in plan[0]["steps"]] == ["s1", "s2", "s3"]
+    statuses = {(e["id"], e["status"]) for e in of_type(events, "dag.step")}
+    assert {("s1", "done"), ("s2", "done"), ("s3", "done")} <= statuses
+    analysis = of_type(events, "dag.analysis")
+    assert analysis and analysis[0]["achieved"] is True
+    assert answer_text(events).strip()
+    reply = (await messages_of(conversation))[-1]
+    assert reply.content == answer_text(events).strip()
+    assert reply.metadata["mode"] == "dag"
+
+
+async def test_offline_model_through_the_real_registry(socket, conversation):
+    """No substitution at all: registry -> offline model -> ReAct engine -> calculator."""
+    await send(socket, type="message", content="What is 12*12?", mode="react")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    assert [s["name"] for s in of_type(events, "step") if s["kind"] == "tool_call"] == [
+        "calculator"
+    ]
+    assert "144" in answer_text(events)
+
+
+async def test_offline_model_dag_run(socket):
+    await send(
+        socket, type="message", content="Compare 3*7 and 4*5, then say which is larger.", mode="dag"
+    )
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    assert of_type(events, "dag.plan") and of_type(events, "dag.analysis")
+
+
+async def test_injection_reaches_the_engine_at_its_next_iteration(
+    socket, conversation, ws_fake_llm
+):
+    """RP.1 end to end: the follow-up is in the very next model call, pinned."""
+    first_call = asyncio.Event()
+    injected_ready = asyncio.Event()
+
+    async def tool_call_after_follow_up(messages):
+        return ws_fake_llm.tool_call("current_time", "{}")
+
+    original_chat = ws_fake_llm.chat
+
+    async def chat(messages, *, tools=None, **opts):
+        if not first_call.is_set():
+            first_call.set()
+            await injected_ready.wait()
+        return await original_chat(messages, tools=tools, **opts)
+
+    ws_fake_llm.chat = chat
+    ws_fake_llm.enqueue(ws_fake_llm.tool_call("current_time", "{}"), "Done, and it rhymes.")
+    await send(socket, type="message", content="write a poem")
+    await events_until(socket, "run.started")
+    async with asyncio.timeout(WAIT):
+        await first_call.wait()
+    await send(socket, type="message", content="make it rhyme")
+    await events_until(socket, "injected")
+    run = registry.get(conversation.id)
+    async with asyncio.timeout(WAIT):
+        while run.injections.empty():  # noqa: ASYNC110 - the listener loads it from the DB
+            await asyncio.sleep(0.01)
+    injected_ready.set()
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done"
+
+    second_call = ws_fake_llm.calls[1].messages
+    follow_ups = [m for m in second_call if m.text() == "make it rhyme"]
+    assert len(follow_ups) == 1
+    assert follow_ups[0].pinned and follow_ups[0].injected
+    assert second_call[-1].role == "user" and second_call[-1].text() == "make it rhyme"
+
+
+async def test_cancel_interrupts_a_hanging_model_call(socket, conversation, ws_fake_llm):
+    ws_fake_llm.enqueue(Hang())
+    await send(socket, type="message", content="take your time")
+    await events_until(socket, "run.started")
+    await send(socket, type="cancel")
+    final = (await events_until(socket, "run.cancelled", "done", "error"))[-1]
+    assert final["type"] == "run.cancelled"
+    reply = (await messages_of(conversation))[-1]
+    assert reply.status == "cancelled"
+
+
+async def test_model_error_becomes_an_error_event(socket, conversation, ws_fake_llm):
+    ws_fake_llm.enqueue(LLMTimeout("no answer after 120 s"))
+    await send(socket, type="message", content="hello?")
+    error = (await events_until(socket, "done", "error"))[-1]
+    assert error["type"] == "error" and error["code"] == "llm_timeout"
+    query, reply = await messages_of(conversation)
+    assert query.content == "hello?"
+    assert reply.status == "error" and reply.metadata["error"]["code"] == "llm_timeout"
+
+
+def _history_just_under(conversation, tokens: int) -> None:
+    """Eight persisted messages whose estimate is exactly ``tokens`` (R2.1 estimator)."""
+    from chat import services
+    from contextmgmt.core.messages import ChatMessage
+    from contextmgmt.core.tokens import estimate_messages_tokens
+
+    texts = [f"Turn {i}: " + "words and numbers 12345 " * 90 for i in range(8)]
+
+    def estimate(ts):
+        roles = ["user", "assistant"] * 4
+        return estimate_messages_tokens(
+            [ChatMessage(role=r, content=t) for r, t in zip(roles, ts, strict=True)]
+        )
+
+    while estimate(texts) > tokens:
+        texts[-1] = texts[-1][:-1]
+    assert estimate(texts) == tokens
+    for i in range(0, 8, 2):
+        services.user_message_create(conversation=conversation, content=texts[i], run_id=f"h{i}")
+        reply = services.assistant_message_start(
+            conversation=conversation, run_id=f"h{i}", mode="react"
+        )
+        services.assistant_message_finish(message=reply, content=texts[i + 1])
+
+
+async def test_iteration_compaction_is_forwarded_and_counted(
+    socket, conversation, ws_fake_llm, monkeypatch
+):
+    """History that just fits the load budget, plus the engine's system prompt, does not fit:
+    the engine's guard compacts (scope iteration) and its LLM call counts as compaction."""
+    from asgiref.sync import sync_to_async
+
+    from contextmgmt.budget import Budget
+    from contextmgmt.core.messages import ChatMessage
+    from contextmgmt.core.tokens import estimate_message_tokens
+
+    budget = Budget(
+        role="main",
+        context_size=12_000,
+        max_output_tokens=4_000,
+        usable_input_tokens=4_000,
+        source="env",
+    )
+    monkeypatch.setattr(runs, "resolve_budget", lambda role: budget)
+    query = "What next?"
+    # DbMemory gets the budget minus the query: leave it 20 tokens of room, so it loads
+    # everything; the system prompt alone is far more than 20 tokens.
+    query_tokens = estimate_message_tokens(ChatMessage(role="user", content=query))
+    await sync_to_async(_history_just_under)(conversation, 4_000 - query_tokens - 20)
+    ws_fake_llm.default = "[Conversation summary] Turns 0-3 discussed words and numbers 12345."
+    await send(socket, type="message", content=query)
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+
+    assert of_type(events, "compact") and {e["scope"] for e in of_type(events, "compact")} == {
+        "iteration"
+    }
+    usage = events[-1]["usage"]
+    assert usage["compaction_input_tokens"] > 0
+    assert usage["input_tokens"] > usage["compaction_input_tokens"]
