@@ -1,0 +1,114 @@
+"""ContextGuard fast path (SPEC R3.3; issue 3 target: repeated check <= 200 µs).
+
+Run from the repo root:  .venv/bin/python bench/guard.py
+
+An in-budget 500-message conversation (system prompt, multilingual turns, tool rounds, a
+few image messages, a pinned query) is checked the way a ReAct loop does it: the first
+call estimates every message; repeated calls over the unchanged conversation reuse the
+per-message estimates. A third figure appends one tool round per call, as an iteration does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from contextmgmt.core.guard import ContextGuard  # noqa: E402
+from contextmgmt.core.messages import ChatMessage, ToolCall  # noqa: E402
+from contextmgmt.core.tokens import estimate_messages_tokens  # noqa: E402
+
+BUDGET = 60_000
+WORDS = {
+    "en": "the budget plan review migration server request result table value ".split(),
+    "de": "der Haushalt Prüfung Übergröße Straße Aufwand Ergebnis Wert ".split(),
+    "zh": list("上下文窗口有限系统提示工具描述历史记录预算关键信息"),
+    "ru": "контекст окно бюджет история токен результат ".split(),
+}
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+def text(rng: random.Random, lo: int, hi: int) -> str:
+    words = WORDS[rng.choice(list(WORDS))]
+    out = []
+    size = rng.randint(lo, hi)
+    while sum(map(len, out)) < size:
+        out.append(rng.choice(words))
+    return " ".join(out)
+
+
+def conversation(rng: random.Random, count: int = 500) -> list[ChatMessage]:
+    msgs = [ChatMessage(role="system", content=text(rng, 800, 1200))]
+    call = 0
+    while len(msgs) < count - 1:
+        if rng.random() < 0.02:
+            parts = [{"type": "text", "text": text(rng, 20, 80)}, IMAGE]
+            msgs.append(ChatMessage(role="user", content=parts))
+        else:
+            msgs.append(ChatMessage(role="user", content=text(rng, 20, 200)))
+        if rng.random() < 0.3:
+            call += 1
+            cid = f"call_{call}"
+            msgs.append(
+                ChatMessage(
+                    role="assistant",
+                    tool_calls=[ToolCall(cid, "search", json.dumps({"q": text(rng, 5, 20)}))],
+                )
+            )
+            msgs.append(ChatMessage(role="tool", content=text(rng, 50, 300), tool_call_id=cid))
+        msgs.append(ChatMessage(role="assistant", content=text(rng, 40, 300)))
+    msgs = msgs[: count - 1]
+    while msgs[-1].role != "assistant" or msgs[-1].tool_calls:
+        msgs.pop()
+    msgs.append(ChatMessage(role="user", content="What did we decide?", pinned=True))
+    return msgs
+
+
+async def timed(guard: ContextGuard, msgs: list[ChatMessage]) -> float:
+    t0 = time.perf_counter()
+    out = await guard.check_and_compact(msgs)
+    elapsed = time.perf_counter() - t0
+    assert out is msgs, "the benchmark conversation must be within budget"
+    return elapsed * 1e6
+
+
+async def main() -> None:
+    rng = random.Random(7)
+    guard = ContextGuard(budget=BUDGET)
+
+    firsts = []
+    for _ in range(20):  # fresh, never-estimated conversations
+        firsts.append(await timed(guard, conversation(random.Random(rng.random()))))
+
+    msgs = conversation(rng)
+    await timed(guard, msgs)
+    repeated = [await timed(guard, msgs) for _ in range(2_000)]
+
+    growing = list(msgs)
+    appended = []
+    for i in range(100):
+        cid = f"bench_{i}"
+        growing.append(ChatMessage(role="assistant", tool_calls=[ToolCall(cid, "f", "{}")]))
+        growing.append(ChatMessage(role="tool", content="ok " * 20, tool_call_id=cid))
+        appended.append(await timed(guard, growing))
+
+    print(
+        f"conversation: {len(msgs)} messages, {estimate_messages_tokens(msgs):,} tokens "
+        f"(budget {BUDGET:,})"
+    )
+    print(f"first check (cold):    median {statistics.median(firsts):7.1f} µs")
+    print(
+        f"repeated (unchanged):  median {statistics.median(repeated):7.1f} µs, "
+        f"p95 {statistics.quantiles(repeated, n=20)[-1]:.1f} µs  (target <= 200 µs)"
+    )
+    print(f"after appending a tool round: median {statistics.median(appended):7.1f} µs")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
