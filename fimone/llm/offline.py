@@ -182,6 +182,8 @@ def make_plan(request_text: str) -> dict[str, Any]:
     short = query if len(query) <= 300 else query[:299] + "…"
     zh = detect_language(query) == "zh"
     parts = [p.strip(" ,，.。") for p in _SPLIT.split(query) if p and len(p.strip(" ,，.。")) > 1]
+    if len(parts) > 2:
+        parts = [parts[0], " ".join(parts[1:])]  # at most 3 steps: the rest stays together
     if len(parts) >= 2:
         steps = [
             {"id": f"s{i + 1}", "task": part, "depends_on": []} for i, part in enumerate(parts[:2])
@@ -231,6 +233,8 @@ def make_verdict(results_text: str) -> dict[str, Any]:
     achieved = bool(results) and not bad
     if zh:
         reason = "每个步骤都返回了非空结果" if achieved else "有步骤失败或没有结果"
+        if bad:
+            reason = f"步骤 {', '.join(bad)} 失败或没有结果"
     elif not results:
         reason = "no step results were given"
     elif achieved:

@@ -143,12 +143,15 @@ def extractive_summary(transcript: str, max_tokens: int | None = None) -> str:
     units = [Unit(u.order, u.role, _clip(u.text)) for u in transcript_units(transcript)]
     if max_tokens is None:
         max_tokens = min(max(estimate_tokens(transcript) // 3, 120), 1500)
-    ranked = sorted(units, key=lambda u: (-score(u), u.order))
+    scores = {u.order: score(u) for u in units}
+    ranked = sorted(units, key=lambda u: (-scores[u.order], u.order))
     chosen: list[Unit] = []
     used = 0
     seen: set[str] = set()
     for unit in ranked:
-        if score(unit) < 0 or unit.text in seen:
+        if used >= max_tokens:
+            break
+        if scores[unit.order] < 0 or unit.text in seen:
             continue
         cost = estimate_tokens(_line(unit, lang)) + 1
         if used + cost > max_tokens:

@@ -229,11 +229,15 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # a slow reply must not hold up stop()
     allow_reuse_address = True
+    request_queue_size = 1024  # load benchmarks open hundreds of connections at once
     scripted: ScriptedServer
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers; the SDK pools connections
+    # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and
+    # the client's delayed ACK add ~40 ms to every keep-alive reply.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature

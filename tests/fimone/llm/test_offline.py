@@ -438,3 +438,23 @@ async def test_stream_delivers_tool_calls_on_the_final_chunk(offline_llm):
     assert chunks[0].finish_reason == "tool_calls"
     assert chunks[0].tool_calls[0].name == "calculator"
     assert chunks[0].usage.input_tokens == estimate_messages_tokens(user_turn("What is 2+2?"))
+
+
+async def test_a_request_of_many_parts_still_makes_at_most_three_steps(offline_llm):
+    messages = [
+        ChatMessage(role="system", content=PLANNER),
+        ChatMessage(role="user", content="What is 2+3? What time is it? Who wrote Faust?"),
+    ]
+    steps = plan_of(await offline_llm.chat(messages))
+    assert len(steps) == 3
+    tasks = " ".join(s["task"] for s in steps[:2])
+    assert "2+3" in tasks and "time" in tasks and "Faust" in tasks
+
+
+async def test_no_step_results_at_all_is_not_achieved(offline_llm):
+    messages = [
+        ChatMessage(role="system", content=ANALYSER),
+        ChatMessage(role="user", content="User request:\nDo things\n\nStep results:\n\n"),
+    ]
+    got = json.loads((await offline_llm.chat(messages)).message.content)
+    assert got["achieved"] is False
