@@ -36,6 +36,7 @@ from .calls import chat_once
 from .context import AgentContext, AgentOutcome, earlier_turns
 from .dag_context import (
     DEPENDENCY_CHARS,
+    MAIN_INPUT_SHARE,
     PLANNER_INPUT_TOKENS,
     StepOutcome,
     _build_step_context,
@@ -113,13 +114,11 @@ class DagRun:
     async def _enriched_query(self) -> str:
         ctx = self.ctx
         text = enriched_query(format_history(ctx.history), ctx.query.text())
-        if estimate_tokens(text) <= self.config.planner_input_tokens:
+        limit = self._planner_input_limit()
+        if estimate_tokens(text) <= limit:
             return text
         compacted, result = await compact_planner_input(
-            earlier_turns(ctx.history),
-            ctx.query,
-            ctx.compact_llm,
-            max_tokens=self.config.planner_input_tokens,
+            earlier_turns(ctx.history), ctx.query, ctx.compact_llm, max_tokens=limit
         )
         self.compaction_usage.add(result.usage)
         payload = compact_payload("planner", result)
@@ -128,6 +127,12 @@ class DagRun:
         payload["tokens_after"] = estimate_tokens(compacted)
         await self._compacted(payload)
         return compacted
+
+    def _planner_input_limit(self) -> int:
+        """16K tokens (RD.2) — or less when the main model's budget is small, since the
+        planner has no guard in front of it (RD.3)."""
+        share = int(self.ctx.main_budget * MAIN_INPUT_SHARE)
+        return max(1, min(self.config.planner_input_tokens, share))
 
     def _request(self, enriched: str) -> str:
         if not self.followups:
@@ -257,7 +262,15 @@ class DagRun:
         result = await self._chat(
             [
                 ChatMessage(role="system", content=ANALYSER_SYSTEM),
-                ChatMessage(role="user", content=analyser_input(request, steps, outcomes)),
+                ChatMessage(
+                    role="user",
+                    content=analyser_input(
+                        request,
+                        steps,
+                        outcomes,
+                        max_tokens=int(self.ctx.main_budget * MAIN_INPUT_SHARE),
+                    ),
+                ),
             ]
         )
         verdict = parse_verdict(result.message.text())

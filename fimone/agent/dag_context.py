@@ -30,6 +30,11 @@ REPLAN_RESULT_CHARS = 500
 # The dependency block may take at most this share of a step's budget: the task, the tools
 # and the step's own tool results need the rest.
 DEPENDENCY_BUDGET_SHARE = 0.5
+# However small the budget, the analyser sees at least this much of each result.
+MIN_RESULT_TOKENS = 50
+# Share of the main budget the planner's and the analyser's input may take (the reply,
+# the re-plan feedback and estimate error need the rest).
+MAIN_INPUT_SHARE = 0.75
 HISTORY_HEADER = "Previous conversation:"
 COMPACT_TIMEOUT = 60.0
 
@@ -61,18 +66,21 @@ def cut(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[Truncated: {len(text) - limit:,} more characters]"
 
 
+CLIP_MARK = " …[cut to fit]"
+
+
 def clip_tokens(text: str, max_tokens: int) -> str:
-    """The longest prefix of ``text`` whose estimate fits ``max_tokens`` (binary search)."""
+    """The longest prefix of ``text`` that, with a marker, fits ``max_tokens`` (binary search)."""
     if estimate_tokens(text) <= max_tokens:
         return text
     lo, hi = 0, len(text)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if estimate_tokens(text[:mid]) <= max_tokens:
+        if estimate_tokens(text[:mid] + CLIP_MARK) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
-    return text[:lo] + " …[cut to fit]"
+    return text[:lo] + CLIP_MARK
 
 
 def _message_line(msg: ChatMessage) -> str:
@@ -211,13 +219,33 @@ def _summary_body(msg: ChatMessage) -> str:
     return text[len(SUMMARY_PREFIX) :].strip() if msg.is_summary else text
 
 
-def analyser_input(request: str, steps: list[Step], outcomes: dict[str, StepOutcome]) -> str:
-    """The analyser's user message: the request and each result cut at 10,000 chars (RD.5)."""
-    blocks = [
-        f"### Step {s.id}: {s.task}\n{cut(outcomes[s.id].text(), ANALYSER_RESULT_CHARS)}"
-        for s in steps
-    ]
-    return f"User request:\n{request}\n\nStep results:\n\n" + "\n\n".join(blocks)
+def analyser_input(
+    request: str,
+    steps: list[Step],
+    outcomes: dict[str, StepOutcome],
+    *,
+    max_tokens: int | None = None,
+) -> str:
+    """The analyser's user message: the request and each result cut at 10,000 chars (RD.5).
+
+    With ``max_tokens`` (a small main budget: 10,000 characters × 8 steps is ~20K tokens)
+    each result is further clipped to an equal share of what the request leaves, so the
+    analyser call is not refused as too long.
+    """
+    head = f"User request:\n{request}\n\nStep results:\n\n"
+    results = [cut(outcomes[s.id].text(), ANALYSER_RESULT_CHARS) for s in steps]
+
+    def render(texts: list[str]) -> str:
+        blocks = [f"### Step {s.id}: {s.task}\n{t}" for s, t in zip(steps, texts, strict=True)]
+        return head + "\n\n".join(blocks)
+
+    text = render(results)
+    if max_tokens is None or estimate_tokens(text) <= max_tokens or not steps:
+        return text
+    labels = sum(estimate_tokens(f"### Step {s.id}: {s.task}\n\n\n") for s in steps)
+    # One token of slack per block: each block's estimate rounds down on its own.
+    share = (max_tokens - estimate_tokens(head) - labels) // len(steps) - 1
+    return render([clip_tokens(r, max(share, MIN_RESULT_TOKENS)) for r in results])
 
 
 def replan_feedback(

@@ -501,3 +501,27 @@ async def test_pinned_flags_of_earlier_turns_do_not_block_planner_compaction(bui
     planner_input = llm.calls[0].messages[1].content
     assert "stale pinned" not in planner_input and "recent note" in planner_input
     assert history[0].pinned  # the caller's history is not touched
+
+
+def test_analyser_input_fits_a_small_main_budget():
+    steps = [Step(f"s{i}", f"T{i}") for i in range(4)]
+    outcomes = {s.id: StepOutcome("done", f"{s.id} " + "z" * 9_000) for s in steps}
+    roomy = analyser_input("request", steps, outcomes, max_tokens=60_000)
+    assert roomy == analyser_input("request", steps, outcomes)  # within budget: untouched
+    tight = analyser_input("request", steps, outcomes, max_tokens=3_000)
+    assert estimate_tokens(tight) <= 3_000
+    assert all(f"### Step {s.id}: {s.task}\n{s.id} zzz" in tight for s in steps)
+
+
+async def test_planner_input_limit_shrinks_with_a_small_main_budget(build_context, events):
+    """The planner has no guard (RD.3): with a 4,000-token main budget its input must stay
+    within three quarters of it, below the usual 16K."""
+    history = [ChatMessage(role="user", content=f"note {i} " + "n" * 2_000) for i in range(8)]
+    llm = main_llm(plan(("s1", "t", [])), verdict(True, 0.9), "ok")
+    ctx = build_context(
+        llm, fast_llm=FakeLLM(default=worker), history=history, main_budget=4_000, query="Go."
+    )
+    await run_dag(ctx)
+    planner_input = llm.calls[0].messages[1].content
+    assert estimate_tokens(planner_input) <= 3_000
+    assert events.of("compact")[0]["scope"] == "planner"
