@@ -1,0 +1,194 @@
+"""End to end: a real daphne on a loopback port, a real websocket client (issue 7).
+
+Log in through ``/accounts/login/`` (CSRF cookie and form token), create a conversation
+through the JSON API, connect with the session cookie and an Origin header, and drive a
+ReAct and a DAG run; then check what the server's own database holds. The server runs on
+the built-in offline model, and once against the scripted OpenAI-compatible server through
+the real ``openai`` SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.cookiejar
+import json
+import urllib.parse
+import urllib.request
+
+import pytest
+import websockets
+
+from tests.support.scripted_server import text
+
+pytestmark = pytest.mark.slow
+
+WAIT = 60.0  # hang guard on a small shared machine, not a speed requirement
+
+
+class Browserless:
+    """An HTTP client that logs in like a person: CSRF cookie, form token, session cookie."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def cookie(self, name: str) -> str:
+        return next(c.value for c in self.jar if c.name == name)
+
+    def login(self) -> None:
+        self.opener.open(self.server.base_url + "/accounts/login/", timeout=30).read()
+        form = urllib.parse.urlencode(
+            {
+                "username": self.server.username,
+                "password": self.server.password,
+                "csrfmiddlewaretoken": self.cookie("csrftoken"),
+            }
+        ).encode()
+        request = urllib.request.Request(
+            self.server.base_url + "/accounts/login/",
+            data=form,
+            headers={"Referer": self.server.base_url + "/accounts/login/"},
+        )
+        self.opener.open(request, timeout=30).read()
+        assert self.cookie("sessionid")
+
+    def api(self, method: str, path: str, body: dict | None = None) -> dict:
+        request = urllib.request.Request(
+            self.server.base_url + path,
+            data=json.dumps(body).encode() if body is not None else None,
+            method=method,
+            headers={
+                "Content-Type": "application/json",
+                "X-CSRFToken": self.cookie("csrftoken"),
+                "Referer": self.server.base_url + "/",
+            },
+        )
+        with self.opener.open(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def ws_headers(self) -> dict[str, str]:
+        cookies = "; ".join(f"{c.name}={c.value}" for c in self.jar)
+        return {"Origin": self.server.origin, "Cookie": cookies}
+
+
+async def run_turn(ws, content: str, mode: str) -> list[dict]:
+    await ws.send(json.dumps({"type": "message", "content": content, "mode": mode}))
+    events = []
+    async with asyncio.timeout(WAIT):
+        while True:
+            event = json.loads(await ws.recv())
+            events.append(event)
+            if event["type"] in ("done", "error"):
+                return events
+
+
+def types(events: list[dict]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def stored_messages(server, conversation_id: str) -> list[dict]:
+    """The server's database, read by the server's own code (not pytest's test DB)."""
+    out = server.manage_shell(
+        "import json\n"
+        "from chat.models import Message\n"
+        f"rows = Message.objects.filter(conversation_id='{conversation_id}').order_by('id')\n"
+        "print(json.dumps([{'role': m.role, 'kind': m.kind, 'status': m.status,"
+        " 'pinned': m.pinned, 'content': m.content, 'metadata': m.metadata} for m in rows]))\n"
+    )
+    return json.loads(out.strip().splitlines()[-1])
+
+
+async def test_react_and_dag_runs_against_a_real_daphne(live_daphne):
+    client = Browserless(live_daphne)
+    client.login()
+    conversation = client.api("POST", "/api/conversations/", {"title": "e2e"})
+    url = f"{live_daphne.ws_url}/ws/chat/{conversation['id']}/"
+
+    async with websockets.connect(url, additional_headers=client.ws_headers()) as ws:
+        react = await run_turn(ws, "What is 17*23?", "react")
+        dag = await run_turn(ws, "Compare 6*7 and 5*8 and say which is larger.", "dag")
+
+    assert types(react)[0] == "run.started" and types(react)[-1] == "done", react
+    tool_calls = [e for e in react if e["type"] == "step" and e["kind"] == "tool_call"]
+    assert [e["name"] for e in tool_calls] == ["calculator"]
+    assert "391" in "".join(e["text"] for e in react if e["type"] == "answer.delta")
+
+    assert types(dag)[0] == "run.started" and types(dag)[-1] == "done", dag
+    for kind in ("dag.plan", "dag.step", "dag.analysis", "answer.delta"):
+        assert kind in types(dag)
+
+    stored = stored_messages(live_daphne, conversation["id"])
+    assert [(m["role"], m["status"]) for m in stored] == [
+        ("user", "done"),
+        ("assistant", "done"),
+        ("user", "done"),
+        ("assistant", "done"),
+    ]
+    assert stored[0]["content"] == "What is 17*23?" and stored[0]["pinned"]
+    assert stored[1]["metadata"]["usage"] == react[-1]["usage"]
+    assert stored[3]["metadata"]["usage"] == dag[-1]["usage"]
+    assert stored[3]["metadata"]["mode"] == "dag"
+    # What the HTTP API shows a reconnecting client is the same.
+    listed = client.api("GET", f"/api/conversations/{conversation['id']}/messages/")
+    assert [m["id"] for m in listed["messages"]] == [
+        react[0]["message_id"],
+        react[-1]["message_id"],
+        dag[0]["message_id"],
+        dag[-1]["message_id"],
+    ]
+
+
+async def test_socket_refusals_on_a_real_server(live_daphne):
+    client = Browserless(live_daphne)
+    client.login()
+    conversation = client.api("POST", "/api/conversations/", {})
+    url = f"{live_daphne.ws_url}/ws/chat/{conversation['id']}/"
+
+    # No session: accepted, then closed with 4401.
+    async with websockets.connect(url, additional_headers={"Origin": live_daphne.origin}) as ws:
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), WAIT)
+    assert closed.value.rcvd.code == 4401
+
+    # A foreign origin never gets a socket.
+    headers = {**client.ws_headers(), "Origin": "https://evil.example"}
+    with pytest.raises(websockets.InvalidStatus):
+        async with websockets.connect(url, additional_headers=headers):
+            pass
+
+    # A bad frame is answered and the socket stays open.
+    async with websockets.connect(url, additional_headers=client.ws_headers()) as ws:
+        await ws.send("{not json")
+        assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["code"] == "invalid_json"
+        await ws.send(json.dumps({"type": "cancel"}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), WAIT))["code"] == "no_active_run"
+
+
+async def test_run_through_the_openai_sdk_against_the_scripted_server(
+    live_daphne_factory, scripted_server
+):
+    server = live_daphne_factory(
+        env={
+            "LLM_BASE_URL": scripted_server.base_url,
+            "LLM_API_KEY": "test-key",
+            "LLM_MODEL": "scripted-model",
+        }
+    )
+    scripted_server.enqueue(text("Hello from the scripted model.", usage=(120, 9)))
+    client = Browserless(server)
+    client.login()
+    conversation = client.api("POST", "/api/conversations/", {})
+    url = f"{server.ws_url}/ws/chat/{conversation['id']}/"
+    async with websockets.connect(url, additional_headers=client.ws_headers()) as ws:
+        events = await run_turn(ws, "Say hello", "react")
+
+    assert types(events)[-1] == "done", events
+    assert "".join(e["text"] for e in events if e["type"] == "answer.delta") == (
+        "Hello from the scripted model."
+    )
+    assert events[-1]["usage"]["input_tokens"] == 120
+    assert events[-1]["usage"]["output_tokens"] == 9
+    assert scripted_server.requests[0]["model"] == "scripted-model"
+    stored = stored_messages(server, conversation["id"])
+    assert stored[-1]["content"] == "Hello from the scripted model."
