@@ -150,7 +150,11 @@ def assistant_message_finish(
     message.status = status
     message.kind = Message.Kind.ERROR if status == Message.Status.ERROR else Message.Kind.ANSWER
     message.metadata = metadata
-    message.save(update_fields=["content", "status", "kind", "metadata"])
+    # An update, not save(): if the conversation was deleted mid-run there is nothing left
+    # to finish, and that must not turn into an error in the run that is winding down.
+    Message.objects.filter(pk=message.pk).update(
+        content=message.content, status=message.status, kind=message.kind, metadata=metadata
+    )
 
     run_id = metadata.get("run_id")
     if run_id:

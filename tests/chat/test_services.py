@@ -226,6 +226,15 @@ class TestAssistantMessage:
         answer.refresh_from_db()
         assert (answer.status, answer.kind) == ("cancelled", "answer")
 
+    def test_finish_after_the_conversation_was_deleted_is_harmless(self, conversation):
+        answer = services.assistant_message_start(
+            conversation=conversation, run_id="r1", mode="react"
+        )
+        services.conversation_delete(conversation=conversation)
+        finished = services.assistant_message_finish(message=answer, content="late")
+        assert finished.status == "done"
+        assert not Message.objects.exists()
+
     @pytest.mark.parametrize("status", ["running", "pending", "bogus"])
     def test_finish_refuses_a_non_final_status(self, conversation, status):
         answer = services.assistant_message_start(
