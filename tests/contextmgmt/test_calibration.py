@@ -3,7 +3,8 @@
 import threading
 
 import pytest
-from django.db import close_old_connections
+from asgiref.sync import sync_to_async
+from django.db import connections
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -124,6 +125,7 @@ async def test_async_wrapper_records(fresh_model):
         model_config_id=fresh_model.pk, estimated_tokens=1000, reported_tokens=1100
     )
     row = await ModelConfig.objects.aget(pk=fresh_model.pk)
+    await sync_to_async(connections.close_all)()  # the worker thread's connection
     assert row.token_ratio_samples == 1
 
 
@@ -142,7 +144,7 @@ def test_concurrent_recorders_lose_no_sample(fresh_model):
         except Exception as exc:  # surfaced below
             errors.append(exc)
         finally:
-            close_old_connections()
+            connections.close_all()  # this thread's connection, or test DB teardown waits
 
     pool = [threading.Thread(target=work) for _ in range(threads)]
     for t in pool:
