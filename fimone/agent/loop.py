@@ -184,9 +184,7 @@ class ReactLoop:
             )
         results = await asyncio.gather(*(cfg.tools.run(tc.name, tc.arguments) for tc in calls))
         for tc, text in zip(calls, results, strict=True):
-            messages.append(
-                ChatMessage(role="tool", content=text, tool_call_id=tc.id, name=tc.name)
-            )
+            messages.append(ChatMessage(role="tool", content=text, tool_call_id=tc.id))
             await self._event(
                 iteration, "tool_result", name=tc.name, result=preview(text), call_id=tc.id
             )
