@@ -488,10 +488,13 @@ def test_one_llm_object_serves_several_event_loops(scripted_server):
     llm = OpenAIChatLLM(model="m", base_url=scripted_server.base_url, max_retries=0, timeout=5)
     scripted_server.enqueue("first", "second")
 
-    async def once() -> str:
+    async def once(close: bool) -> str:
         result = await llm.chat(conversation())
+        if close:
+            await llm.aclose()
         return result.message.content
 
-    assert asyncio.run(once()) == "first"
-    assert asyncio.run(once()) == "second"
-    assert len(llm._clients) == 1  # the first, closed loop's client was dropped
+    # A loop that ends without aclose(): its client is dropped when the next loop needs one.
+    assert asyncio.run(once(close=False)) == "first"
+    assert asyncio.run(once(close=True)) == "second"
+    assert llm._clients == {}

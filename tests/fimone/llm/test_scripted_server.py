@@ -91,3 +91,4 @@ def test_standalone_serves_the_default_reply_forever():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        proc.stdout.close()
