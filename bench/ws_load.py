@@ -1,0 +1,269 @@
+"""Websocket load benchmark (issue 7): N concurrent clients against a real daphne.
+
+    .venv/bin/python bench/ws_load.py [--clients 50] [--turns 5] [--mode react]
+
+Starts a scripted OpenAI-compatible server in this process (zero latency, default reply)
+and a daphne subprocess pointed at it (own temp data dir, SQLite, in-memory channel
+layer), then opens ``--clients`` websocket connections, each on its own conversation,
+each sending ``--turns`` messages one after another. Prints:
+
+- runs/s over the whole load phase;
+- p50/p95/max server overhead per run: client's send -> ``done`` received, minus the time
+  the scripted LLM spent handling that run's requests (measured inside its handler);
+- lost runs (no ``done``, or no finished assistant message in the database), duplicated
+  messages (a turn stored twice, a run answered twice) and garbled streams (the streamed
+  text is not exactly the model's reply: a dropped or repeated ``answer.delta``).
+
+Targets (issue 7): p95 overhead <= 50 ms at 50 clients, 0 lost, 0 duplicated. Traffic goes
+to 127.0.0.1 only; every wait is bounded, so the benchmark always ends by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import websockets  # noqa: E402
+
+from tests.support import scripted_server as scripted  # noqa: E402
+from tests.support.live_server import start_live_server  # noqa: E402
+
+REPLY = "Benchmark reply: the quick brown fox jumps over the lazy dog, 42 times."
+TURN_TIMEOUT = 120.0
+
+
+# --- how long the scripted LLM itself spent, per (client, turn) ---------------------------
+
+_llm_seconds: dict[str, float] = defaultdict(float)
+_llm_lock = threading.Lock()
+_local = threading.local()
+
+
+def _instrument_scripted_server() -> None:
+    """Time every request inside the scripted server's handler, keyed by the turn marker."""
+    take, do_post = scripted.ScriptedServer._take, scripted._Handler.do_POST
+
+    def remembering_take(self, body, headers):
+        _local.body = body
+        return take(self, body, headers)
+
+    def timed_post(self):
+        _local.body = None
+        start = time.perf_counter()
+        do_post(self)
+        spent = time.perf_counter() - start
+        marker = _marker_of(_local.body)
+        if marker:
+            with _llm_lock:
+                _llm_seconds[marker] += spent
+
+    scripted.ScriptedServer._take = remembering_take
+    scripted._Handler.do_POST = timed_post
+
+
+def _marker_of(body: dict | None) -> str | None:
+    if not body:
+        return None
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            text = message["content"]
+            if text.startswith("[bench "):
+                return text.split("]", 1)[0] + "]"
+    return None
+
+
+# --- clients -----------------------------------------------------------------------------
+
+
+@dataclass
+class TurnResult:
+    marker: str
+    seconds: float | None = None  # None: no done (lost)
+    text: str = ""
+    run_ids: set[str] = field(default_factory=set)
+    dones: int = 0
+    error: str | None = None
+
+
+async def client(
+    server, conversation_id: str, index: int, turns: int, mode: str, label: str = "bench"
+) -> list:
+    url = f"{server.ws_url}/ws/chat/{conversation_id}/"
+    results = []
+    async with websockets.connect(
+        url, additional_headers=server.ws_headers(), max_size=2**22, open_timeout=60
+    ) as ws:
+        for turn in range(turns):
+            marker = f"[{label} c{index} t{turn}]"
+            result = TurnResult(marker)
+            results.append(result)
+            started = time.perf_counter()
+            await ws.send(
+                json.dumps({"type": "message", "content": f"{marker} hello", "mode": mode})
+            )
+            try:
+                async with asyncio.timeout(TURN_TIMEOUT):
+                    while True:
+                        event = json.loads(await ws.recv())
+                        kind = event["type"]
+                        if kind == "run.started":
+                            result.run_ids.add(event["run_id"])
+                        elif kind == "answer.delta":
+                            result.text += event["text"]
+                        elif kind == "done":
+                            result.seconds = time.perf_counter() - started
+                            result.dones += 1
+                            break
+                        elif kind == "error":
+                            result.error = f"{event.get('code')}: {event.get('message')}"
+                            break
+            except TimeoutError:
+                result.error = "timeout"
+                break
+    return results
+
+
+# --- the database after the run ---------------------------------------------------------------
+
+
+def stored_counts(server) -> dict:
+    out = server.manage_shell(
+        "import json, collections\n"
+        "from chat.models import Message\n"
+        "users = collections.Counter()\n"
+        "answers = collections.Counter()\n"
+        "for content, in Message.objects.filter(role='user').values_list('content'):\n"
+        "    users[content.split(']', 1)[0] + ']'] += 1\n"
+        "for run_id, status in Message.objects.filter(role='assistant')"
+        ".values_list('metadata__run_id', 'status'):\n"
+        "    answers[(run_id, status)] += 1\n"
+        "print(json.dumps({'users': users,"
+        " 'answers': [[r, s, n] for (r, s), n in answers.items()]}))\n",
+        timeout=300,
+    )
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def create_conversations(server, count: int) -> list[str]:
+    out = server.manage_shell(
+        "import json\n"
+        "from django.contrib.auth import get_user_model\n"
+        "from chat.models import Conversation\n"
+        f"user = get_user_model().objects.get(username={server.username!r})\n"
+        f"rows = [Conversation(owner=user) for _ in range({count})]\n"
+        "rows = Conversation.objects.bulk_create(rows)\n"
+        "print(json.dumps([str(c.id) for c in rows]))\n"
+    )
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# --- main ----------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def load(
+    server, conversations: list[str], turns: int, mode: str, label: str = "bench"
+) -> tuple[list, float]:
+    started = time.perf_counter()
+    per_client = await asyncio.gather(
+        *(client(server, cid, i, turns, mode, label) for i, cid in enumerate(conversations)),
+        return_exceptions=True,
+    )
+    wall = time.perf_counter() - started
+    results, failures = [], 0
+    for outcome in per_client:
+        if isinstance(outcome, BaseException):
+            failures += 1
+            print(f"client failed: {type(outcome).__name__}: {outcome}")
+        else:
+            results.extend(outcome)
+    return results, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--mode", choices=["react", "dag"], default="react")
+    args = parser.parse_args()
+
+    _instrument_scripted_server()
+    llm = scripted.ScriptedServer(default=scripted.text(REPLY, usage=(200, 20))).start()
+    server = start_live_server(
+        env={
+            "LLM_BASE_URL": llm.base_url,
+            "LLM_API_KEY": "bench-key",
+            "LLM_MODEL": "bench-model",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    try:
+        conversations = create_conversations(server, args.clients)
+        # One warm-up turn on a conversation of its own (imports, first SDK client, caches).
+        warm = create_conversations(server, 1)
+        asyncio.run(load(server, warm, 1, args.mode, label="warm-up"))
+
+        results, wall = asyncio.run(load(server, conversations, args.turns, args.mode))
+        db = stored_counts(server)
+    finally:
+        server.close()
+        llm.stop()
+
+    expected = args.clients * args.turns
+    finished = [r for r in results if r.seconds is not None]
+    overhead_ms = [(r.seconds - _llm_seconds.get(r.marker, 0.0)) * 1000 for r in finished]
+    llm_ms = [_llm_seconds.get(r.marker, 0.0) * 1000 for r in finished]
+    users = db["users"]
+    done_answers = defaultdict(int)
+    for run_id, status, count in db["answers"]:
+        if status == "done":
+            done_answers[run_id] += count
+    markers = {f"[bench c{i} t{t}]" for i in range(args.clients) for t in range(args.turns)}
+    run_ids = {rid for r in results for rid in r.run_ids}
+    lost_client = expected - len(finished)
+    lost_db = sum(1 for m in markers if users.get(m, 0) == 0) + sum(
+        1 for rid in run_ids if done_answers.get(rid, 0) == 0
+    )
+    duplicated = (
+        sum(users.get(m, 0) - 1 for m in markers if users.get(m, 0) > 1)
+        + sum(n - 1 for n in done_answers.values() if n > 1)
+        + sum(r.dones - 1 for r in results if r.dones > 1)
+        + sum(len(r.run_ids) - 1 for r in results if len(r.run_ids) > 1)
+    )
+    garbled = sum(1 for r in finished if r.text != REPLY)
+    errors = [r.error for r in results if r.error]
+
+    print(f"clients={args.clients} turns={args.turns} mode={args.mode} runs={expected}")
+    print(f"wall={wall:.2f}s  runs/s={len(finished) / wall:.1f}")
+    if overhead_ms:
+        print(
+            "server overhead per run (ms): "
+            f"p50={percentile(overhead_ms, 0.5):.1f} p95={percentile(overhead_ms, 0.95):.1f} "
+            f"max={max(overhead_ms):.1f} mean={statistics.fmean(overhead_ms):.1f}"
+        )
+        print(
+            "scripted LLM time per run (ms): "
+            f"p50={percentile(llm_ms, 0.5):.1f} p95={percentile(llm_ms, 0.95):.1f}"
+        )
+    print(f"lost: client={lost_client} db={lost_db}  duplicated={duplicated}  garbled={garbled}")
+    if errors:
+        print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
+
+
+if __name__ == "__main__":
+    main()
