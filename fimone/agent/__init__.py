@@ -3,6 +3,18 @@
 Framework-free: no Django, no ORM. The chat layer hands in an ``AgentContext`` (LLMs,
 budgets, loaded history, the query, an event sink, an injection queue, a tool registry)
 and gets an ``AgentOutcome`` back.
+
+Events sent through ``ctx.sink(name, payload)`` (DESIGN §5):
+- ``step {iteration, kind: "tool_call" | "tool_result" | "thought", name, arguments | result
+  | text, call_id}`` — inside a DAG step also ``step_id``; previews cut at 2,000 chars;
+- ``compact {scope: "iteration" | "planner" | "step", strategy, original_count,
+  compacted_count, tokens_before, tokens_after}`` (+ ``step_id`` for scope "step");
+- ``answer.delta {text}`` — the user-facing answer only (never a DAG step's result);
+- ``dag.plan {steps: [{id, task, depends_on}], round, fallback}``,
+  ``dag.step {id, status: "running" | "done" | "error", round, result? | error?}``,
+  ``dag.analysis {achieved, confidence, reason}`` (``achieved`` None: unreadable verdict),
+  ``dag.replan {round}`` (1 for the first re-plan).
+Injected follow-ups produce no event here: the chat layer already announced them.
 """
 
 from .context import AgentContext, AgentOutcome, EventSink, InjectionQueue
