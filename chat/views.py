@@ -91,3 +91,16 @@ def attachment_file(request: HttpRequest, file_id: str) -> HttpResponse:
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     response["Cache-Control"] = "private, max-age=86400"
     return response
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF rejections: JSON for the API (clients parse it), Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return error_response(
+            "csrf_failed",
+            "CSRF check failed: send the X-CSRFToken header from the csrftoken cookie.",
+            403,
+        )
+    from django.views.csrf import csrf_failure as default_csrf_failure
+
+    return default_csrf_failure(request, reason=reason)

@@ -35,6 +35,7 @@ SECRET_KEY = _secret_key()
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "chat.views.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",
@@ -101,7 +102,14 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout by default, the same 5 s that
+                # channels-redis blocks in BZPOPMIN: idle sockets then die with "Timeout
+                # reading from …" (channels_redis issue 422). Read longer than it blocks.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "capacity": 1500,
+                "expiry": 30,
+            },
         }
     }
 else:

@@ -65,6 +65,7 @@ def test_writes_without_a_csrf_token_are_refused(csrf_enforcing_client, conversa
         reverse(name, args=args), body, content_type="application/json"
     )
     assert response.status_code == 403
+    assert response.json()["error"]["code"] == "csrf_failed"
     conversation.refresh_from_db()
     assert conversation.title == "Alice's chat"
     assert Conversation.objects.count() == 1
