@@ -1,0 +1,123 @@
+"""The offline model as planner ("JSON plan") and analyser ("JSON verdict") (issue 4).
+
+Plans split the current request into 2–3 steps, the last depending on the others; verdicts
+say achieved when every step result is non-empty and not an error. The input shapes are
+those of fimone.agent (``Current request:`` in an enriched query, ``### Step <id>:`` headers
+in the analyser's input), read leniently.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .offline_text import detect_language
+
+_REQUEST_MARK = re.compile(
+    r"(?:current (?:request|query|question)|user request|request|query|goal|task|当前请求|当前问题)"
+    r"\s*[:：]\s*",
+    re.I,
+)
+_SPLIT = re.compile(
+    r"\s*(?:;|；|\band then\b|\bthen\b|\balso\b|然后|并且|同时|另外"
+    r"|\band\b(?=\s+(?:what|how|tell|give|list|find|compute|calculate|write|explain|summari[sz]e"
+    r"|check|compare)\b))\s*|(?<=[?？])\s*",
+    re.I,
+)
+_FAILED = re.compile(
+    r"^\(step failed|^(?:error|failed|failure)\b\s*[:：]|\[error\]|^\(no result\)|^\(empty\)",
+    re.I,
+)
+# The analyser input: "### Step s1: task" headers, each followed by that step's result.
+_STEP_HEADER = re.compile(r"^#+\s*Step\s+(\S+?)\s*:.*$", re.M)
+
+
+# What the DAG engine appends after the request on a re-plan or a re-ask.
+_AFTER_REQUEST = re.compile(
+    r"\n\s*(?:A previous plan \(attempt|Your previous reply was not a valid plan"
+    r"|Follow-ups the user sent meanwhile:)"
+)
+
+
+def current_request(text: str) -> str:
+    """The request itself, out of an enriched query ("Previous conversation: …" + request)."""
+    cut_at = _AFTER_REQUEST.search(text)
+    if cut_at and text[: cut_at.start()].strip():
+        text = text[: cut_at.start()]
+    marks = list(_REQUEST_MARK.finditer(text))
+    if marks and "previous conversation" in text.lower():
+        tail = text[marks[-1].end() :].strip()
+        if tail:
+            return tail
+    if "previous conversation" in text.lower():
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+        if paragraphs:
+            return paragraphs[-1]
+    return text.strip()
+
+
+def make_plan(request_text: str) -> dict[str, Any]:
+    query = " ".join(current_request(request_text).split())
+    short = query if len(query) <= 300 else query[:299] + "…"
+    zh = detect_language(query) == "zh"
+    parts = [p.strip(" ,，.。") for p in _SPLIT.split(query) if p and len(p.strip(" ,，.。")) > 1]
+    if len(parts) > 2:
+        parts = [parts[0], " ".join(parts[1:])]  # at most 3 steps: the rest stays together
+    if len(parts) >= 2:
+        steps = [
+            {"id": f"s{i + 1}", "task": part, "depends_on": []} for i, part in enumerate(parts[:2])
+        ]
+        # The request is not repeated here: s1 and s2 did its work, s3 only combines.
+        final = (
+            "综合 s1 和 s2 的结果，给出一个完整的回答。"
+            if zh
+            else "Combine the results of s1 and s2 into one answer for the user."
+        )
+        steps.append({"id": "s3", "task": final, "depends_on": ["s1", "s2"]})
+    else:
+        gather = (
+            f"收集回答该问题所需的事实、数据和工具结果：{short}"
+            if zh
+            else f"Collect the facts, figures and tool results needed for: {short}"
+        )
+        answer = (
+            "根据 s1 收集到的信息写出最终回答。"
+            if zh
+            else "Write the final answer from what s1 collected."
+        )
+        steps = [
+            {"id": "s1", "task": gather, "depends_on": []},
+            {"id": "s2", "task": answer, "depends_on": ["s1"]},
+        ]
+    return {"steps": steps}
+
+
+def step_results(text: str) -> dict[str, str]:
+    """Step id -> result text, from the analyser's input (or one block when unstructured)."""
+    headers = list(_STEP_HEADER.finditer(text))
+    if not headers:
+        body = text.split("Step results:", 1)[-1].strip()
+        return {"all": body} if body else {}
+    return {
+        h.group(1): text[h.end() : headers[i + 1].start() if i + 1 < len(headers) else None].strip()
+        for i, h in enumerate(headers)
+    }
+
+
+def make_verdict(results_text: str) -> dict[str, Any]:
+    """Achieved when every step result is non-empty and not an error."""
+    zh = detect_language(results_text) == "zh"
+    results = step_results(results_text)
+    bad = sorted(k for k, v in results.items() if not v or _FAILED.search(v))
+    achieved = bool(results) and not bad
+    if zh:
+        reason = "每个步骤都返回了非空结果" if achieved else "有步骤失败或没有结果"
+        if bad:
+            reason = f"步骤 {', '.join(bad)} 失败或没有结果"
+    elif not results:
+        reason = "no step results were given"
+    elif achieved:
+        reason = "every step returned a non-empty result"
+    else:
+        reason = f"step(s) {', '.join(bad)} failed or returned nothing"
+    return {"achieved": achieved, "confidence": 0.9 if achieved else 0.35, "reason": reason}

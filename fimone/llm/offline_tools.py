@@ -1,0 +1,107 @@
+"""The offline model's tool decisions: which tool calls a user's query asks for (issue 4).
+
+Arithmetic → ``calculator`` ``{"expression"}``, the time or date → ``current_time`` ``{}``,
+something said earlier → ``recall`` ``{"query"}``; several at once when the query asks for
+several (parallel tool calls). English, Chinese and a little German.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from contextmgmt.core.messages import ToolCall
+
+_WORD_OPS = [
+    (re.compile(r"\bto the power of\b", re.I), "**"),
+    (re.compile(r"\bmultiplied by\b|\btimes\b", re.I), "*"),
+    (re.compile(r"\bdivided by\b|\bover\b", re.I), "/"),
+    (re.compile(r"\bplus\b", re.I), "+"),
+    (re.compile(r"\bminus\b", re.I), "-"),
+    (re.compile(r"乘以|乘"), "*"),
+    (re.compile(r"除以"), "/"),
+    (re.compile(r"加上|加"), "+"),
+    (re.compile(r"减去|减"), "-"),
+]
+_DATE_LIKE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}:\d{2}\b")
+_PERCENT_OF = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*of\s*(\d+(?:\.\d+)?)", re.I)
+_FUNC = r"(?:sqrt|log|ln|exp|abs|round|sin|cos|tan|floor|ceil)"
+_OPERAND = rf"(?:{_FUNC}\s*)?[(\s]*-?\d+(?:\.\d+)?\)*"
+_EXPRESSION = re.compile(rf"{_OPERAND}(?:\s*(?:\*\*|[-+*/%^])\s*{_OPERAND})+|{_FUNC}\s*\([^()]*\)")
+_CALC_INTENT = re.compile(
+    r"\b(?:calculate|compute|what(?:'s| is)|how much|evaluate|solve|sum)\b|=|算|等于|多少|是几",
+    re.I,
+)
+_TIME_INTENT = re.compile(
+    r"\bwhat time\b|\bcurrent (?:time|date)\b|\btime is it\b|\btime now\b|\bthe time\b"
+    r"|\bwhat(?:'s| is) the date\b|\btoday'?s date\b|\bwhat day\b|\bdate today\b"
+    r"|几点|时间|日期|几号|星期几|wie spät|uhrzeit|welches datum|welcher tag",
+    re.I,
+)
+_RECALL_INTENT = re.compile(
+    r"\bwhat did i (?:say|tell|mention|write|ask)\b|\bdid i (?:say|mention|tell)\b|\bearlier\b"
+    r"|\bpreviously\b|\bremember\b|\brecall\b|\byou said\b|\bi (?:told|mentioned|said)\b"
+    r"|\bwe (?:discussed|talked)\b|之前|刚才|先前|以前|上次|我说过|记得|vorhin|erinnerst",
+    re.I,
+)
+_RECALL_TOPIC = re.compile(
+    r"\b(?:about|regarding)\s+(.+?)[\s?.!]*$|关于(.+?)(?:的(?:什么|事|内容|话))?[？?。！]*$", re.I
+)
+_RECALL_NOISE = re.compile(
+    r"\b(?:what|did|do|you|i|say|said|tell|told|me|mention(?:ed)?|earlier|previously"
+    r"|remember|recall|we|discussed|talked|can|could|please)\b|[?？。.!！,，]|之前|刚才|我说过|记得",
+    re.I,
+)
+
+
+def _expression(query: str) -> str | None:
+    text = _DATE_LIKE.sub(" ", query)
+    text = _PERCENT_OF.sub(r"\1/100*\2", text)
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    text = text.replace("×", "*").replace("÷", "/").replace("（", "(").replace("）", ")")
+    text = re.sub(r"(?<=\d)\s*[xX]\s*(?=\d)", "*", text)
+    for pattern, op in _WORD_OPS:
+        text = pattern.sub(f" {op} ", text)
+    found = max(_EXPRESSION.findall(text), key=len, default=None)
+    if not found:
+        return None
+    expr = re.sub(r"\s+", " ", found.replace("^", "**")).strip()
+    while expr.count("(") > expr.count(")") and expr.startswith("("):
+        expr = expr[1:].strip()
+    while expr.count(")") > expr.count("(") and expr.endswith(")"):
+        expr = expr[:-1].strip()
+    # "-" or "/" alone between two numbers is often a range or a date: ask for intent.
+    if not re.search(r"\*|\+|%|[a-z]\(", expr) and not _CALC_INTENT.search(query):
+        return None
+    return expr
+
+
+def _recall_query(query: str) -> str:
+    m = _RECALL_TOPIC.search(query)
+    if m:
+        topic = " ".join(_RECALL_NOISE.sub(" ", m.group(1) or m.group(2)).split())
+        if topic:
+            return topic
+    rest = " ".join(_RECALL_NOISE.sub(" ", query).split())
+    return rest or query.strip()
+
+
+def decide_tool_calls(query: str, offered: set[str], call_prefix: str) -> list[ToolCall]:
+    """The tool calls a query asks for, among the tools offered; several run in parallel."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    expr = _expression(query) if "calculator" in offered else None
+    if expr:
+        calls.append(("calculator", {"expression": expr}))
+    if "current_time" in offered and _TIME_INTENT.search(query):
+        calls.append(("current_time", {}))
+    if "recall" in offered and _RECALL_INTENT.search(query):
+        calls.append(("recall", {"query": _recall_query(query)}))
+    return [
+        ToolCall(
+            id=f"{call_prefix}_{i}_{name}",
+            name=name,
+            arguments=json.dumps(args, ensure_ascii=False),
+        )
+        for i, (name, args) in enumerate(calls)
+    ]
