@@ -172,7 +172,9 @@ async def probe(
     """Whether some process still owns ``run_id`` (it answers a ping on the control group)."""
     if is_single_process(layer):
         return False
-    reply_to = await layer.new_channel(prefix="runprobe")
+    # Default prefix: channels-redis serves all of a process's channels from one Redis list
+    # per prefix, and a second prefix would wait behind the consumers' receive loop.
+    reply_to = await layer.new_channel()
     await layer.group_send(
         control_group(conversation_id), {"type": PING, "run_id": run_id, "reply_to": reply_to}
     )

@@ -391,7 +391,9 @@ async def _launch(layer, run_id, conversation_id, mode, query_id, answer_id) -> 
     )
     run.publisher = EventPublisher(layer, conversation_id, on_event=run.on_event)
     # Join before registering: an inject/cancel sent the moment the run is visible arrives.
-    run.control_channel = await layer.new_channel(prefix="run.")
+    # The default prefix matters: channels-redis multiplexes all of a process's channels
+    # over one Redis list per prefix; another prefix would wait behind the consumers'.
+    run.control_channel = await layer.new_channel()
     await layer.group_add(control_group(conversation_id), run.control_channel)
     registry.add(run)
     await run.publisher(

@@ -91,3 +91,37 @@ def test_without_redis_url_the_channel_layer_is_in_memory(tmp_path):
 
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     assert facts["backend"] == "channels.layers.InMemoryChannelLayer"
+
+
+_IDLE_PROBE = """
+import asyncio, json
+import django
+django.setup()
+from channels.layers import get_channel_layer
+
+async def idle_then_receive():
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+
+    async def late_send():
+        # Longer than channels-redis's 5 s BZPOPMIN: the receive goes idle at least once.
+        await asyncio.sleep(6.5)
+        await layer.send(channel, {"type": "probe.late"})
+
+    sender = asyncio.create_task(late_send())
+    message = await layer.receive(channel)
+    await sender
+    return message
+
+print(json.dumps(asyncio.run(idle_then_receive())))
+"""
+
+
+def test_an_idle_socket_survives_the_redis_read_timeout(redis_server, tmp_path):
+    # redis-py 8 defaults to a 5 s socket timeout; without a longer one in settings, an
+    # idle consumer's receive dies with "Timeout reading from …" (every websocket, every 5 s).
+    env = _django_env(tmp_path, REDIS_URL=redis_server.url)
+
+    done = _run([sys.executable, "-c", _IDLE_PROBE], env)
+
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"type": "probe.late"}

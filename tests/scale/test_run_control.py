@@ -143,7 +143,7 @@ async def redis_layers(redis_server):
 
 async def owner_listener(layer, conversation_id, run_id: str) -> asyncio.Task:
     """A run's control listener in the "owning process": answers pings like chat.runs."""
-    channel = await layer.new_channel(prefix="run")
+    channel = await layer.new_channel()
     await layer.group_add(control_group(conversation_id), channel)
 
     async def listen() -> None:
@@ -160,10 +160,18 @@ async def stop(task: asyncio.Task) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
+async def busy_socket(layer) -> asyncio.Task:
+    """A consumer of the same process waiting on its own channel, as in a real server:
+    the probe and the listener must share the layer's receive loop with it."""
+    channel = await layer.new_channel()
+    return asyncio.create_task(layer.receive(channel))
+
+
 @pytest.mark.scale
 async def test_probe_is_answered_by_the_owner_in_another_process(redis_layers):
     owner, other = redis_layers
     conversation_id = uuid.uuid4()
+    sockets = [await busy_socket(owner), await busy_socket(other)]
     listener = await owner_listener(owner, conversation_id, "run-1")
     try:
         assert await run_control.probe(other, conversation_id=conversation_id, run_id="run-1")
@@ -172,7 +180,8 @@ async def test_probe_is_answered_by_the_owner_in_another_process(redis_layers):
             other, conversation_id=conversation_id, run_id="run-2", wait_seconds=0.3
         )
     finally:
-        await stop(listener)
+        for task in (listener, *sockets):
+            await stop(task)
 
 
 @pytest.mark.scale

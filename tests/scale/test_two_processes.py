@@ -1,0 +1,205 @@
+"""Two daphne processes on one PostgreSQL and one Redis (issue 10, DESIGN §5, §8, RP.1).
+
+A conversation runs in process A; a follow-up and a cancel sent through process B reach
+that run through the channel layer; sockets on either process see every event; the
+database agrees afterwards. The model is a scripted OpenAI-compatible server whose every
+reply takes a moment, so a run is still going when B speaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+
+import pytest
+
+from tests.scale.ws_client import Socket, of_type
+from tests.support.live_server import start_live_server
+from tests.support.scripted_server import Reply, ScriptedServer
+
+pytestmark = [pytest.mark.scale, pytest.mark.slow]
+
+REPLY_DELAY_SECONDS = 2.0  # each model call; long enough to act while a run is going
+
+
+@pytest.fixture(scope="module")
+def slow_model():
+    with ScriptedServer(default=Reply(content="Scripted answer.", delay=REPLY_DELAY_SECONDS)) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def cluster_env(postgres_server, redis_server, slow_model) -> dict[str, str]:
+    """What every process of one deployment shares: database, channel layer, key, model."""
+    return {
+        "DATABASE_URL": postgres_server.create_database(f"two_{secrets.token_hex(6)}"),
+        "REDIS_URL": redis_server.url,
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "LLM_BASE_URL": slow_model.base_url,
+        "LLM_API_KEY": "test-key",
+        "LLM_MODEL": "scripted",
+        "LLM_MAX_RETRIES": "0",
+    }
+
+
+@pytest.fixture(scope="module")
+def processes(cluster_env, tmp_path_factory):
+    """Daphne A and B (started one after the other: the first migrates)."""
+    servers = []
+    try:
+        for name in ("a", "b"):
+            data_dir = tmp_path_factory.mktemp(f"daphne-{name}")
+            servers.append(start_live_server(cluster_env, data_dir=data_dir))
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def new_conversation(server) -> str:
+    return (
+        server.manage_shell(
+            "from django.contrib.auth import get_user_model\n"
+            "from chat import services\n"
+            f"user = get_user_model().objects.get(username='{server.username}')\n"
+            "print(services.conversation_create(owner=user, title='scale').pk)"
+        )
+        .strip()
+        .splitlines()[-1]
+    )  # Django's shell may print a notice first
+
+
+def messages_in_db(server, conversation_id: str) -> list[dict]:
+    """The conversation's messages as stored, read by a separate process."""
+    out = server.manage_shell(
+        "import json\n"
+        "from chat.models import Message\n"
+        f"rows = Message.objects.filter(conversation_id='{conversation_id}').order_by('id')\n"
+        "print(json.dumps([{'role': m.role, 'kind': m.kind, 'status': m.status,\n"
+        "    'content': m.content, 'run_id': m.metadata.get('run_id')} for m in rows]))"
+    )
+    return json.loads(out.strip().splitlines()[-1])
+
+
+async def test_follow_up_through_b_reaches_the_run_in_a(processes, slow_model):
+    a, b = processes
+    conversation = new_conversation(a)
+    on_a = await Socket.open(a, conversation, "A")
+    on_b = await Socket.open(b, conversation, "B")
+    try:
+        await on_a.send(type="message", content="What is the capital of France?")
+        started = await on_a.wait_type("run.started")
+        assert await on_b.wait_type("run.started") == started  # B's socket sees A's run
+
+        await on_b.send(type="message", content="Answer in one word, please.")
+        injected = await on_b.wait_type("injected")
+        assert injected["run_id"] == started["run_id"]  # injected, not a second run
+        assert await on_a.wait_type("injected") == injected
+
+        done = await on_a.wait_type("done")
+        assert await on_b.wait_type("done") == done
+        assert done["run_id"] == started["run_id"]
+    finally:
+        await on_a.close()
+        await on_b.close()
+
+    # A's engine saw B's follow-up: its last model call carried it (RP.1).
+    last_request = json.dumps(slow_model.requests[-1])
+    assert "Answer in one word, please." in last_request
+    assert [e for e in on_b.events if e["type"] == "run.started"] == [started]
+
+    stored = messages_in_db(b, conversation)
+    # In storage order: the answer is started with the run, the follow-up comes later.
+    assert [(m["role"], m["kind"], m["status"]) for m in stored] == [
+        ("user", "query", "done"),
+        ("assistant", "answer", "done"),
+        ("user", "injected", "done"),
+    ]
+    assert {m["run_id"] for m in stored} == {started["run_id"]}
+
+
+async def test_cancel_through_b_stops_the_run_in_a(processes):
+    a, b = processes
+    conversation = new_conversation(a)
+    on_a = await Socket.open(a, conversation, "A")
+    on_b = await Socket.open(b, conversation, "B")
+    try:
+        await on_a.send(type="message", content="Write a long essay.")
+        started = await on_b.wait_type("run.started")
+
+        await on_b.send(type="cancel")
+        cancelled = await on_a.wait_type("run.cancelled")
+        assert cancelled["run_id"] == started["run_id"]
+        assert await on_b.wait_type("run.cancelled") == cancelled
+        assert not on_b.matching(of_type("error"))  # B found A's run: no "no_active_run"
+    finally:
+        await on_a.close()
+        await on_b.close()
+
+    stored = messages_in_db(a, conversation)
+    assert [(m["role"], m["status"]) for m in stored] == [
+        ("user", "done"),
+        ("assistant", "cancelled"),
+    ]
+
+
+async def test_messages_sent_to_both_processes_at_once_make_one_run(processes):
+    a, b = processes
+    conversation = new_conversation(a)
+    on_a = await Socket.open(a, conversation, "A")
+    on_b = await Socket.open(b, conversation, "B")
+    try:
+        await asyncio.gather(
+            on_a.send(type="message", content="first, via A"),
+            on_b.send(type="message", content="first, via B"),
+        )
+        started = await on_a.wait_type("run.started")
+        injected = await on_a.wait_type("injected")
+        assert injected["run_id"] == started["run_id"]
+        await on_a.wait_type("done")
+        assert len(on_a.matching(of_type("run.started"))) == 1
+    finally:
+        await on_a.close()
+        await on_b.close()
+
+    stored = messages_in_db(a, conversation)
+    assert sorted((m["role"], m["kind"]) for m in stored) == [
+        ("assistant", "answer"),
+        ("user", "injected"),
+        ("user", "query"),
+    ]
+
+
+async def test_a_run_whose_process_died_is_reclaimed_by_the_next_message(
+    processes, cluster_env, tmp_path
+):
+    _, b = processes
+    doomed = start_live_server(cluster_env, data_dir=tmp_path / "doomed")
+    conversation = new_conversation(b)
+    try:
+        on_doomed = await Socket.open(doomed, conversation, "doomed")
+        await on_doomed.send(type="message", content="This run will be orphaned.")
+        orphan = await on_doomed.wait_type("run.started")
+        doomed.kill()  # SIGKILL mid-run: its "running" answer stays behind
+        await on_doomed.close()
+    finally:
+        doomed.close()
+
+    on_b = await Socket.open(b, conversation, "B")
+    try:
+        await on_b.send(type="message", content="Are you still there?")
+        started = await on_b.wait_type("run.started")  # a new run, not an injection
+        assert started["run_id"] != orphan["run_id"]
+        await on_b.wait_type("done")
+        assert not on_b.matching(of_type("injected"))
+    finally:
+        await on_b.close()
+
+    stored = messages_in_db(b, conversation)
+    assert [(m["role"], m["status"], m["run_id"]) for m in stored] == [
+        ("user", "interrupted", orphan["run_id"]),
+        ("assistant", "interrupted", orphan["run_id"]),
+        ("user", "done", started["run_id"]),
+        ("assistant", "done", started["run_id"]),
+    ]
