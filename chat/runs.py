@@ -169,6 +169,7 @@ async def submit_message(
     """Start a run, or inject into the active one. Returns ``{"run_id", "message_id",
     "injected"}``. Bad input raises ``chat.errors.ChatError`` (nothing is persisted) and
     an unknown or foreign conversation ``Conversation.DoesNotExist``."""
+    received = time.perf_counter()  # elapsed_ms counts from here
     layer = get_channel_layer()
     async with registry.lock(conversation_id):
         # The active run may live in another server process (issue 10): chat.run_control
@@ -218,7 +219,7 @@ async def submit_message(
                 )
             except run_control.RunBusy:
                 continue  # another process started a run a moment ago: inject into it
-            await _launch(layer, run_id, conversation_id, mode, query.pk, answer.pk)
+            await _launch(layer, run_id, conversation_id, mode, query, answer.pk, received)
             return {"run_id": run_id, "message_id": query.pk, "injected": False}
     raise ChatError("run_busy", "The conversation is busy right now; send the message again.")
 
@@ -285,15 +286,16 @@ def _persist_injection(*, user, conversation_id, content, file_ids, run_id, remo
 
 
 @transaction.atomic
-def _start_follow_up(*, conversation_id, run_id, mode):
+def _start_follow_up(*, conversation_id, run_id, mode, query_id):
     from chat import services
-    from chat.models import Conversation
+    from chat.models import Conversation, Message
 
     conversation = Conversation.objects.get(pk=conversation_id)
     # Another process may have started a run since this one finished (issue 10): that run
     # loads the follow-ups as history, so none is left unread; RunBusy skips this one.
     run_control.claim_conversation(conversation_id=conversation.pk)
-    return services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    return Message.objects.get(pk=query_id), answer
 
 
 def _prepare(run: Run) -> dict:
@@ -377,15 +379,15 @@ async def _publish(layer, conversation_id, event_type: str, payload: dict) -> No
     )
 
 
-async def _launch(layer, run_id, conversation_id, mode, query_id, answer_id) -> Run:
+async def _launch(layer, run_id, conversation_id, mode, query, answer_id, received) -> Run:
     """Register the run, join its control group, announce it and start its task."""
     run = Run(
         run_id=run_id,
         conversation_id=conversation_id,
         mode=mode,
-        query_message_id=query_id,
+        query_message_id=query.pk,
         assistant_message_id=answer_id,
-        started=time.perf_counter(),
+        started=received,
         injections=_injection_queue_class()(),
         publisher=None,  # set below: it reports back to the run
     )
@@ -400,9 +402,12 @@ async def _launch(layer, run_id, conversation_id, mode, query_id, answer_id) -> 
         "run.started",
         {
             "run_id": run_id,
-            "message_id": query_id,
+            "message_id": query.pk,
             "assistant_message_id": answer_id,
             "mode": mode,
+            # What was asked, so a second tab can show it too.
+            "content": query.content,
+            "images": (query.metadata or {}).get("images", []),
         },
     )
     run.listener = asyncio.create_task(_listen(run, layer))
@@ -593,6 +598,8 @@ async def _close(run: Run, layer) -> None:
         if run.cancel_requested or run.work.cancelled():
             return  # the user said stop: later follow-ups wait for the next message
         try:
+            # The database, not this process's memory: a follow-up may have been stored by
+            # another server process (issue 10).
             leftovers = await database_sync_to_async(_leftover_injections)(
                 conversation_id=run.conversation_id,
                 run_id=run.run_id,
@@ -601,10 +608,15 @@ async def _close(run: Run, layer) -> None:
             if not leftovers:
                 return
             run_id = uuid.uuid4().hex
-            answer = await database_sync_to_async(_start_follow_up)(
-                conversation_id=run.conversation_id, run_id=run_id, mode=run.mode
+            query, answer = await database_sync_to_async(_start_follow_up)(
+                conversation_id=run.conversation_id,
+                run_id=run_id,
+                mode=run.mode,
+                query_id=leftovers[-1],
             )
-            await _launch(layer, run_id, run.conversation_id, run.mode, leftovers[-1], answer.pk)
+            await _launch(
+                layer, run_id, run.conversation_id, run.mode, query, answer.pk, time.perf_counter()
+            )
         except run_control.RunBusy:
             logger.info("run %s: follow-ups go to the run another process started", run.run_id)
         except Exception:

@@ -99,6 +99,7 @@ async def test_events_in_order_and_everything_persisted(socket, conversation, en
 
     started, done = events[0], events[-1]
     assert started["type"] == "run.started" and started["mode"] == "react"
+    assert started["content"] == "Say hello" and started["images"] == []
     assert [e["type"] for e in events[1:-1] if e["type"] != "answer.delta"] == ["step"]
     assert answer_text(events).strip() == "Hello **world**"
     assert done["type"] == "done"
