@@ -48,8 +48,9 @@ class Reply:
     ``usage``: ``(prompt_tokens, completion_tokens)``, ``"auto"`` (a rough count of the
     request and reply), or ``None`` to send no usage at all (tests the client's estimate).
     ``fault``: ``None``, ``"cut_off"`` (the connection drops mid-body), ``"ends_early"`` (a
-    stream ends cleanly without finishing), ``"malformed"`` (the body or an SSE event is not
-    JSON) or ``"no_choices"`` (an empty ``choices`` list).
+    stream ends cleanly without finishing), ``"stream_error"`` (an error event mid-stream),
+    ``"malformed"`` (the body or an SSE event is not JSON) or ``"no_choices"`` (an empty
+    ``choices`` list).
     """
 
     content: str | None = DEFAULT_TEXT
@@ -131,6 +132,12 @@ def cut_off(partial: str = "The answer is") -> Reply:
 def ends_early(partial: str = "The answer is") -> Reply:
     """Streaming: some text, then a clean end of the body without a finish_reason."""
     return Reply(content=partial, fault="ends_early")
+
+
+def stream_error(message: str = "The scripted stream failed.", partial: str = "Par") -> Reply:
+    """Streaming: some text, then an ``{"error": …}`` event inside the stream."""
+    error = {"message": message, "type": "scripted_error", "code": None}
+    return Reply(content=partial, error=error, fault="stream_error")
 
 
 def malformed() -> Reply:
@@ -346,6 +353,12 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.fault == "cut_off":
                 self.wfile.flush()
                 self.close_connection = True  # no terminating chunk: the body is incomplete
+                return
+            if reply.fault == "stream_error":
+                # vLLM and others report a failure inside an already-started stream.
+                error = {"error": reply.error or {"message": "stream failed"}}
+                self._chunk(b"data: " + json.dumps(error).encode() + b"\n\n")
+                self._chunk(b"")
                 return
             if reply.fault == "ends_early":
                 self._chunk(b"")  # a clean end of body, but no finish_reason and no [DONE]

@@ -38,6 +38,7 @@ from tests.support.scripted_server import (
     rate_limited,
     server_error,
     slow,
+    stream_error,
     text,
     tool_calls,
 )
@@ -498,3 +499,18 @@ def test_one_llm_object_serves_several_event_loops(scripted_server):
     assert asyncio.run(once(close=False)) == "first"
     assert asyncio.run(once(close=True)) == "second"
     assert llm._clients == {}
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        (stream_error("Worker crashed."), LLMUnavailable),
+        (stream_error("This model's maximum context length is 4096 tokens."), ContextOverflow),
+    ],
+)
+async def test_an_error_event_inside_a_stream_is_mapped(
+    scripted_server, llm_on_scripted_server, fault, expected
+):
+    scripted_server.enqueue(fault)
+    with pytest.raises(expected):
+        await collect(llm_on_scripted_server.stream_chat(conversation()))
