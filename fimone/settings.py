@@ -12,6 +12,20 @@ import environ
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
+
+
+def _typed(cast, name: str, **kwargs):
+    """Read one typed variable; a bad value stops start-up with a message naming it."""
+    try:
+        return cast(name, **kwargs)
+    except (ValueError, TypeError) as exc:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"Environment variable {name}={env.str(name, default='')!r} is not valid: {exc}"
+        ) from None
+
+
 # A .env file is optional; real environment variables win over it.
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -32,7 +46,7 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-DEBUG = env.bool("DEBUG", default=False)
+DEBUG = _typed(env.bool, "DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 CSRF_FAILURE_VIEW = "chat.views.csrf_failure"
@@ -95,7 +109,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "FIMONE_TEST_DB", default=str(DATA_DIR / "test.sqlite3")
     )
 else:
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+    DATABASES["default"].setdefault("CONN_MAX_AGE", _typed(env.int, "CONN_MAX_AGE", default=0))
 
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
@@ -144,43 +158,43 @@ MEDIA_URL = "/media-not-served/"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
-SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
-CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
-SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
-SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
-SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = _typed(env.bool, "SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = _typed(env.bool, "CSRF_COOKIE_SECURE", default=False)
+SECURE_SSL_REDIRECT = _typed(env.bool, "SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = _typed(env.int, "SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _typed(env.bool, "SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = _typed(env.bool, "SECURE_HSTS_PRELOAD", default=False)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-if env.bool("BEHIND_TLS_PROXY", default=False):
+if _typed(env.bool, "BEHIND_TLS_PROXY", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Uploads (DESIGN §3): validated with Pillow before anything is stored.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
+DATA_UPLOAD_MAX_MEMORY_SIZE = _typed(env.int, "DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
-FIMONE_MAX_UPLOAD_BYTES = env.int("FIMONE_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
-FIMONE_MAX_IMAGE_PIXELS = env.int("FIMONE_MAX_IMAGE_PIXELS", default=40_000_000)
+FIMONE_MAX_UPLOAD_BYTES = _typed(env.int, "FIMONE_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
+FIMONE_MAX_IMAGE_PIXELS = _typed(env.int, "FIMONE_MAX_IMAGE_PIXELS", default=40_000_000)
 
 # Websocket limits (issue 7).
-FIMONE_WS_MAX_CONTENT_CHARS = env.int("FIMONE_WS_MAX_CONTENT_CHARS", default=100_000)
-FIMONE_WS_RATE_LIMIT = env.int("FIMONE_WS_RATE_LIMIT", default=20)  # frames per window
-FIMONE_WS_RATE_WINDOW_SECONDS = env.float("FIMONE_WS_RATE_WINDOW_SECONDS", default=10.0)
+FIMONE_WS_MAX_CONTENT_CHARS = _typed(env.int, "FIMONE_WS_MAX_CONTENT_CHARS", default=100_000)
+FIMONE_WS_RATE_LIMIT = _typed(env.int, "FIMONE_WS_RATE_LIMIT", default=20)  # frames per window
+FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS", default=10.0)
 
 # LLM endpoints and budgets (SPEC R5.2, DESIGN §6). Parsed here so that a bad value is a
 # configuration error at start-up, not a silent default later.
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")
-LLM_CONTEXT_SIZE = env.int("LLM_CONTEXT_SIZE", default=None)
-LLM_MAX_OUTPUT_TOKENS = env.int("LLM_MAX_OUTPUT_TOKENS", default=None)
+LLM_CONTEXT_SIZE = _typed(env.int, "LLM_CONTEXT_SIZE", default=None)
+LLM_MAX_OUTPUT_TOKENS = _typed(env.int, "LLM_MAX_OUTPUT_TOKENS", default=None)
 FAST_LLM_BASE_URL = env.str("FAST_LLM_BASE_URL", default="")
 FAST_LLM_API_KEY = env.str("FAST_LLM_API_KEY", default="")
 FAST_LLM_MODEL = env.str("FAST_LLM_MODEL", default="")
-FAST_LLM_CONTEXT_SIZE = env.int("FAST_LLM_CONTEXT_SIZE", default=None)
-FAST_LLM_MAX_OUTPUT_TOKENS = env.int("FAST_LLM_MAX_OUTPUT_TOKENS", default=None)
-LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=120.0)
-LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
+FAST_LLM_CONTEXT_SIZE = _typed(env.int, "FAST_LLM_CONTEXT_SIZE", default=None)
+FAST_LLM_MAX_OUTPUT_TOKENS = _typed(env.int, "FAST_LLM_MAX_OUTPUT_TOKENS", default=None)
+LLM_TIMEOUT_SECONDS = _typed(env.float, "LLM_TIMEOUT_SECONDS", default=120.0)
+LLM_MAX_RETRIES = _typed(env.int, "LLM_MAX_RETRIES", default=2)
 
 LOGGING = {
     "version": 1,
