@@ -1,0 +1,251 @@
+"""Run every benchmark in bench/ and print one table of the key figures (issue 9).
+
+    .venv/bin/python bench/run_all.py [--quick] [--only NAME ...] [--json]
+
+Each benchmark runs as its own subprocess (fresh interpreter, own temporary data dir), its
+full output is kept under ``--log-dir`` (default: a temp dir, printed at the end), and the
+figures are parsed from the lines it prints. A benchmark that fails or prints something
+this parser no longer understands shows up in the table as ``FAILED`` / ``?`` instead of
+being dropped, so the table never hides a broken script. Scripts in bench/ that this file
+does not know yet still run; they get a row with their exit status and last output line.
+
+``--quick`` shrinks the long runs (fewer turns, fewer loads) for a smoke check; the README
+figures come from a full run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+NUMBER = r"([0-9][0-9,]*\.?[0-9]*)"
+
+
+@dataclass
+class Bench:
+    """One benchmark invocation and the figures to read from its output."""
+
+    name: str
+    script: str
+    args: list[str] = field(default_factory=list)
+    quick_args: list[str] | None = None
+    # figure label -> (regex with one group, unit, target text)
+    figures: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    timeout: float = 900.0
+
+
+def _ws_load(clients: int) -> Bench:
+    return Bench(
+        name=f"ws_load {clients}",
+        script="ws_load.py",
+        args=["--clients", str(clients), "--turns", "5"],
+        quick_args=["--clients", str(clients), "--turns", "1"],
+        figures={
+            "runs/s": (rf"runs/s={NUMBER}", "runs/s", ""),
+            "overhead p50": (r"server overhead per run \(ms\): p50=" + NUMBER, "ms", ""),
+            "overhead p95": (r"server overhead per run \(ms\): .*?p95=" + NUMBER, "ms", "<= 50"),
+            "lost (client)": (rf"lost: client={NUMBER}", "", "0"),
+            "lost (db)": (rf"lost: .*?db={NUMBER}", "", "0"),
+            "duplicated": (rf"duplicated={NUMBER}", "", "0"),
+            "garbled": (rf"garbled={NUMBER}", "", "0"),
+        },
+    )
+
+
+BENCHES = [
+    Bench(
+        name="tokens",
+        script="tokens.py",
+        figures={
+            "throughput": (rf"throughput: {NUMBER} MB/s", "MB/s", ">= 100"),
+            "per 60-char message": (rf"60-char messages: {NUMBER} µs", "µs", "<= 2"),
+        },
+    ),
+    Bench(
+        name="guard",
+        script="guard.py",
+        figures={
+            "cold check": (rf"first check \(cold\):\s+median\s+{NUMBER}", "µs", ""),
+            "repeated check p50": (rf"repeated \(unchanged\):\s+median\s+{NUMBER}", "µs", ""),
+            "repeated check p95": (rf"repeated \(unchanged\):.*?p95 {NUMBER}", "µs", "<= 200"),
+            "after a tool round": (rf"after appending a tool round: median\s+{NUMBER}", "µs", ""),
+        },
+    ),
+    Bench(
+        name="dbmemory",
+        script="dbmemory.py",
+        quick_args=["--runs", "3"],
+        figures={
+            "load, no compaction": (
+                rf"everything \(no compaction\)\s+\d+\s+\d+\s+{NUMBER}",
+                "ms",
+                "",
+            ),
+            "load, 60K budget": (
+                rf"60,000 \(smart_truncate\)\s+\d+\s+\d+\s+{NUMBER}",
+                "ms",
+                "<= 150",
+            ),
+            "queries per load": (r"60,000 \(smart_truncate\)\s+(\d+)", "", ""),
+        },
+    ),
+    Bench(
+        name="compaction_cost",
+        script="compaction_cost.py",
+        quick_args=["--turns", "40"],
+        figures={
+            # First block: the ideal extractor; second: the offline model.
+            "ratio (extractor)": (
+                r"input-token ratio persisted / every request: ([0-9.]+)%",
+                "%",
+                "<= 20",
+            ),
+            "ratio (offline)": (
+                r"summariser: offline model[\s\S]*?input-token ratio persisted / every request: "
+                r"([0-9.]+)%",
+                "%",
+                "<= 20",
+            ),
+            "facts kept (offline, persisted)": (
+                r"summariser: offline model[\s\S]*?persisted summaries"
+                r"\s+\d+\s+[\d,]+\s+[\d,]+\s+(\d+)",
+                "",
+                "",
+            ),
+        },
+    ),
+    _ws_load(50),
+    _ws_load(200),
+]
+
+
+@dataclass
+class Outcome:
+    bench: Bench
+    returncode: int | None
+    seconds: float
+    output: str
+    figures: dict[str, str]
+
+
+def run(bench: Bench, *, quick: bool, log_dir: Path) -> Outcome:
+    args = bench.quick_args if quick and bench.quick_args is not None else bench.args
+    cmd = [sys.executable, str(BENCH / bench.script), *args]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.setdefault("FIMONE_DATA_DIR", tempfile.mkdtemp(prefix="fimone-bench-all-"))
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=bench.timeout,
+            check=False,
+        )
+        code, output = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        code = None
+        output = (
+            (exc.stdout or b"").decode(errors="replace")
+            if isinstance(exc.stdout, bytes)
+            else (exc.stdout or "")
+        )
+    seconds = time.perf_counter() - started
+    (log_dir / f"{bench.name.replace(' ', '_')}.log").write_text(
+        f"$ {' '.join(cmd)}\n{output}", encoding="utf-8"
+    )
+    figures = {}
+    for label, (pattern, _unit, _target) in bench.figures.items():
+        match = re.search(pattern, output)
+        figures[label] = match.group(1).replace(",", "") if match else "?"
+    return Outcome(bench, code, seconds, output, figures)
+
+
+def table(outcomes: list[Outcome]) -> str:
+    rows = [("benchmark", "figure", "value", "target")]
+    for o in outcomes:
+        if o.returncode != 0:
+            status = "TIMEOUT" if o.returncode is None else f"FAILED (exit {o.returncode})"
+            last = (o.output.strip().splitlines() or [""])[-1][:60]
+            rows.append((o.bench.name, status, last, ""))
+            continue
+        for label, (_p, unit, target) in o.bench.figures.items():
+            value = o.figures[label]
+            rows.append((o.bench.name, label, f"{value} {unit}".strip(), target))
+        if not o.bench.figures:
+            last = (o.output.strip().splitlines() or [""])[-1][:60]
+            rows.append((o.bench.name, "(output)", last, ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
+    ]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, {platform.system()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs (smoke check)")
+    parser.add_argument(
+        "--only", nargs="*", help="benchmark names to run (e.g. tokens 'ws_load 50')"
+    )
+    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument("--log-dir", type=Path, default=None)
+    args = parser.parse_args()
+
+    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix="fimone-bench-logs-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    known = {b.script for b in BENCHES}
+    benches = list(BENCHES) + [
+        Bench(name=p.stem, script=p.name)
+        for p in sorted(BENCH.glob("*.py"))
+        if p.name not in known and p.name != Path(__file__).name and not p.name.startswith("_")
+    ]
+    if args.only:
+        benches = [b for b in benches if b.name in args.only or b.script in args.only]
+
+    outcomes = []
+    for bench in benches:
+        print(f"running {bench.name} ...", file=sys.stderr, flush=True)
+        outcome = run(bench, quick=args.quick, log_dir=log_dir)
+        print(f"  {outcome.seconds:.1f} s, exit {outcome.returncode}", file=sys.stderr, flush=True)
+        outcomes.append(outcome)
+
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"fimone benchmarks, {stamp}; {machine()}{' (quick)' if args.quick else ''}")
+    print(table(outcomes))
+    print(f"full output of each benchmark: {log_dir}")
+    if args.json:
+        print(json.dumps({o.bench.name: o.figures for o in outcomes}))
+    failed = [o for o in outcomes if o.returncode != 0 or "?" in o.figures.values()]
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
