@@ -97,7 +97,13 @@ class TurnResult:
 
 
 async def client(
-    server, conversation_id: str, index: int, turns: int, mode: str, label: str = "bench"
+    server,
+    conversation_id: str,
+    index: int,
+    turns: int,
+    mode: str,
+    label: str = "bench",
+    think: float = 0.0,
 ) -> list:
     url = f"{server.ws_url}/ws/chat/{conversation_id}/"
     results = []
@@ -105,6 +111,8 @@ async def client(
         url, additional_headers=server.ws_headers(), max_size=2**22, open_timeout=60
     ) as ws:
         for turn in range(turns):
+            if think and turn:
+                await asyncio.sleep(think)
             marker = f"[{label} c{index} t{turn}]"
             result = TurnResult(marker)
             results.append(result)
@@ -177,11 +185,16 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def load(
-    server, conversations: list[str], turns: int, mode: str, label: str = "bench"
+    server,
+    conversations: list[str],
+    turns: int,
+    mode: str,
+    label: str = "bench",
+    think: float = 0.0,
 ) -> tuple[list, float]:
     started = time.perf_counter()
     per_client = await asyncio.gather(
-        *(client(server, cid, i, turns, mode, label) for i, cid in enumerate(conversations)),
+        *(client(server, cid, i, turns, mode, label, think) for i, cid in enumerate(conversations)),
         return_exceptions=True,
     )
     wall = time.perf_counter() - started
@@ -200,6 +213,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--mode", choices=["react", "dag"], default="react")
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="seconds each client waits between its turns (0: send again at once)",
+    )
     args = parser.parse_args()
 
     _instrument_scripted_server()
@@ -210,6 +229,8 @@ def main() -> None:
             "LLM_API_KEY": "bench-key",
             "LLM_MODEL": "bench-model",
             "LOG_LEVEL": "WARNING",
+            # A benchmark client sends faster than a person; the limit is not under test.
+            "FIMONE_WS_RATE_LIMIT": "1000000",
         }
     )
     try:
@@ -218,7 +239,9 @@ def main() -> None:
         warm = create_conversations(server, 1)
         asyncio.run(load(server, warm, 1, args.mode, label="warm-up"))
 
-        results, wall = asyncio.run(load(server, conversations, args.turns, args.mode))
+        results, wall = asyncio.run(
+            load(server, conversations, args.turns, args.mode, think=args.think)
+        )
         db = stored_counts(server)
     finally:
         server.close()
@@ -248,7 +271,10 @@ def main() -> None:
     garbled = sum(1 for r in finished if r.text != REPLY)
     errors = [r.error for r in results if r.error]
 
-    print(f"clients={args.clients} turns={args.turns} mode={args.mode} runs={expected}")
+    print(
+        f"clients={args.clients} turns={args.turns} mode={args.mode} think={args.think}s "
+        f"runs={expected}"
+    )
     print(f"wall={wall:.2f}s  runs/s={len(finished) / wall:.1f}")
     if overhead_ms:
         print(

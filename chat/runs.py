@@ -138,6 +138,8 @@ class Run:
     finishing: bool = False
     answer_parts: list[str] = field(default_factory=list)
     history_compaction: dict | None = None
+    prepared: Any = None  # _prepare()'s result (or its exception), made with the query
+    local_injections: int = 0  # follow-ups stored by this process for this run
     answer_usage: Usage = field(default_factory=Usage)
     compaction_usage: Usage = field(default_factory=Usage)
     metered: list = field(default_factory=list)  # (MeteredLLM, model_config_id)
@@ -190,6 +192,8 @@ async def submit_message(
                     )
                 except run_control.RunNotActive:
                     continue  # the other process's run just finished: start one here
+                if isinstance(active, Run):
+                    active.local_injections += 1
                 await _publish(
                     layer,
                     conversation_id,
@@ -209,7 +213,7 @@ async def submit_message(
 
             run_id = uuid.uuid4().hex
             try:
-                query, answer, mode = await database_sync_to_async(_persist_query)(
+                query, answer, mode, prepared = await database_sync_to_async(_open_run)(
                     user=user,
                     conversation_id=conversation_id,
                     content=content,
@@ -219,7 +223,9 @@ async def submit_message(
                 )
             except run_control.RunBusy:
                 continue  # another process started a run a moment ago: inject into it
-            await _launch(layer, run_id, conversation_id, mode, query, answer.pk, received)
+            await _launch(
+                layer, run_id, conversation_id, mode, query, answer.pk, received, prepared
+            )
             return {"run_id": run_id, "message_id": query.pk, "injected": False}
     raise ChatError("run_busy", "The conversation is busy right now; send the message again.")
 
@@ -298,14 +304,48 @@ def _start_follow_up(*, conversation_id, run_id, mode, query_id):
     return Message.objects.get(pk=query_id), answer
 
 
-def _prepare(run: Run) -> dict:
-    """Everything the run needs from the database and the registry, in one thread hop."""
-    from chat.models import Message
+def _open_run(**kwargs):
+    """Persist the query (committed first), then prepare the run, in one thread hop."""
+    query, answer, mode = _persist_query(**kwargs)
+    return query, answer, mode, _prepare_or_failure(query)
 
-    main, fast = get_llm("main"), get_llm("fast")
-    main_budget, fast_budget = resolve_budget("main"), resolve_budget("fast")
+
+def _open_follow_up(**kwargs):
+    query, answer = _start_follow_up(**kwargs)
+    return query, answer, _prepare_or_failure(query)
+
+
+def _prepare_or_failure(query) -> dict | Exception:
+    """The run's preparation, or why it failed: the run reports that as its own failure."""
+    try:
+        return _prepare(query)
+    except Exception as exc:
+        return exc
+
+
+# Which models and budgets to use changes only when an admin edits a ModelConfig row; four
+# lookups per run were a third of a run's database time. Reused for CONFIG_TTL_SECONDS.
+CONFIG_TTL_SECONDS = 2.0
+_config_cache: dict = {}
+
+
+def _models_and_budgets() -> tuple:
+    # The seams are part of the key: a test that substitutes one gets a fresh lookup.
+    key = (get_llm, resolve_budget)
+    now = time.monotonic()
+    cached = _config_cache.get("config")
+    if cached is not None and cached[0] == key and now - cached[1] < CONFIG_TTL_SECONDS:
+        return cached[2]
+    config = (get_llm("main"), get_llm("fast"), resolve_budget("main"), resolve_budget("fast"))
+    _config_cache["config"] = (key, now, config)
+    return config
+
+
+def _prepare(query_row) -> dict:
+    """Everything the run needs from the registry and the database (sync)."""
+    main, fast, main_budget, fast_budget = _models_and_budgets()
     vision = bool(getattr(main, "supports_vision", True))
-    query = query_message(Message.objects.get(pk=run.query_message_id), vision=vision)
+    query = query_message(query_row, vision=vision)
     return {
         "main": main,
         "fast": fast,
@@ -379,7 +419,9 @@ async def _publish(layer, conversation_id, event_type: str, payload: dict) -> No
     )
 
 
-async def _launch(layer, run_id, conversation_id, mode, query, answer_id, received) -> Run:
+async def _launch(
+    layer, run_id, conversation_id, mode, query, answer_id, received, prepared
+) -> Run:
     """Register the run, join its control group, announce it and start its task."""
     run = Run(
         run_id=run_id,
@@ -390,6 +432,7 @@ async def _launch(layer, run_id, conversation_id, mode, query, answer_id, receiv
         started=received,
         injections=_injection_queue_class()(),
         publisher=None,  # set below: it reports back to the run
+        prepared=prepared,
     )
     run.publisher = EventPublisher(layer, conversation_id, on_event=run.on_event)
     # Join before registering: an inject/cancel sent the moment the run is visible arrives.
@@ -461,7 +504,9 @@ async def _supervise(run: Run, layer) -> None:
 
 
 async def _work(run: Run):
-    prepared = await database_sync_to_async(_prepare)(run)
+    prepared = run.prepared
+    if isinstance(prepared, Exception):
+        raise prepared
     main_budget = _tokens(prepared["main_budget"])
     fast_budget = _tokens(prepared["fast_budget"])
     main = MeteredLLM(prepared["main"], run.answer_usage)
@@ -597,6 +642,8 @@ async def _close(run: Run, layer) -> None:
         registry.remove(run)
         if run.cancel_requested or run.work.cancelled():
             return  # the user said stop: later follow-ups wait for the next message
+        if run.local_injections == 0 and run_control.is_single_process(layer):
+            return  # no follow-up was stored for this run: nothing to look up
         try:
             # The database, not this process's memory: a follow-up may have been stored by
             # another server process (issue 10).
@@ -608,14 +655,21 @@ async def _close(run: Run, layer) -> None:
             if not leftovers:
                 return
             run_id = uuid.uuid4().hex
-            query, answer = await database_sync_to_async(_start_follow_up)(
+            query, answer, prepared = await database_sync_to_async(_open_follow_up)(
                 conversation_id=run.conversation_id,
                 run_id=run_id,
                 mode=run.mode,
                 query_id=leftovers[-1],
             )
             await _launch(
-                layer, run_id, run.conversation_id, run.mode, query, answer.pk, time.perf_counter()
+                layer,
+                run_id,
+                run.conversation_id,
+                run.mode,
+                query,
+                answer.pk,
+                time.perf_counter(),
+                prepared,
             )
         except run_control.RunBusy:
             logger.info("run %s: follow-ups go to the run another process started", run.run_id)
