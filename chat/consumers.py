@@ -7,6 +7,10 @@ the run events published there, so a second tab sees the same run.
 Close codes: 4401 anonymous, 4404 unknown or foreign conversation (the two are not told
 apart, so ids of other users' conversations reveal nothing). A bad frame never closes the
 socket: it gets ``error {code, message}`` and the socket stays usable.
+
+A socket that joins while a run is active first gets ``run.active {run_id, message_id,
+assistant_message_id, mode, text}`` — the answer streamed so far — and then the run's
+further events (fimone's addition to DESIGN §5, for second tabs and reconnects).
 """
 
 from __future__ import annotations
@@ -51,6 +55,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.channel_layer.group_add(self.group, self.channel_name)
         self.joined = True
+        # A second tab, or a client reconnecting mid-run: what it missed of the answer so
+        # far (the rest arrives as events). Taken right after joining, with no await in
+        # between, so no piece is missed or repeated (in-memory layer; see EventPublisher).
+        snapshot = runs.active_snapshot(conversation_id=self.conversation_id)
+        if snapshot is not None:
+            await self.send_json({"type": "run.active", **snapshot})
 
     async def disconnect(self, code) -> None:
         # The run, if any, goes on: it belongs to the conversation, not to this socket.

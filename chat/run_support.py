@@ -78,6 +78,8 @@ class EventPublisher:
         self._flush_seconds = flush_seconds
         self._on_event = on_event
         self._buffer: list[str] = []
+        # Answer text already sent to the group: what a socket joining now has missed.
+        self.published_text: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timed_flush: asyncio.Task | None = None
         self._lock = asyncio.Lock()
@@ -110,6 +112,10 @@ class EventPublisher:
                 return
             text = "".join(self._buffer)
             self._buffer.clear()
+            # Recorded in the same step in which the group's members are read (no await in
+            # between), so a socket joining the group gets each piece exactly once: in the
+            # snapshot (run.active) or as an event.
+            self.published_text.append(text)
             await self._send("answer.delta", {"text": text})
 
     async def _send(self, event_type: str, payload: dict) -> None:

@@ -230,6 +230,21 @@ async def submit_message(
     raise ChatError("run_busy", "The conversation is busy right now; send the message again.")
 
 
+def active_snapshot(*, conversation_id) -> dict | None:
+    """This process's active run of the conversation as a socket joining now needs it:
+    ids, mode and the answer text streamed so far (the ``run.active`` event)."""
+    run = registry.get(conversation_id)
+    if run is None or run.finishing:
+        return None
+    return {
+        "run_id": run.run_id,
+        "message_id": run.query_message_id,
+        "assistant_message_id": run.assistant_message_id,
+        "mode": run.mode,
+        "text": "".join(run.publisher.published_text),
+    }
+
+
 async def cancel_active_run(*, conversation_id) -> bool:
     """Ask the conversation's active run to stop; False when none is active."""
     active = registry.get(conversation_id)

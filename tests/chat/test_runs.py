@@ -489,3 +489,40 @@ async def test_recall_tool_searches_the_persisted_conversation(socket, engine):
     assert "the launch code is 7-4-1-9." in found["text"]
     # The current question is not a match for itself.
     assert "What was the launch code?" not in found["text"]
+
+
+async def test_socket_joining_mid_run_gets_the_answer_so_far_exactly_once(
+    user, conversation, engine
+):
+    gate = asyncio.Event()
+
+    async def two_halves(ctx):
+        await ctx.sink("answer.delta", {"text": "Part one. "})
+        await gate.wait()
+        await ctx.sink("answer.delta", {"text": "Part two."})
+        return AgentOutcome(answer="Part one. Part two.")
+
+    engine.use(two_halves)
+    tab_a = await connect(user, conversation.id)
+    await send(tab_a, type="message", content="two parts please")
+    started = (await events_until(tab_a, "answer.delta"))[0]
+    tab_b = await connect(user, conversation.id)
+    snapshot = await next_event(tab_b)
+    assert snapshot == {
+        "type": "run.active",
+        "run_id": started["run_id"],
+        "message_id": started["message_id"],
+        "assistant_message_id": started["assistant_message_id"],
+        "mode": "react",
+        "text": "Part one. ",
+    }
+    gate.set()
+    rest = await events_until(tab_b, "done")
+    assert snapshot["text"] + answer_text(rest) == "Part one. Part two."
+    await tab_a.disconnect()
+    await tab_b.disconnect()
+
+
+async def test_no_snapshot_when_nothing_runs(socket):
+    await send(socket, type="cancel")
+    assert (await next_event(socket))["code"] == "no_active_run"
