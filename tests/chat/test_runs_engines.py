@@ -249,3 +249,19 @@ async def test_iteration_compaction_is_forwarded_and_counted(
     usage = events[-1]["usage"]
     assert usage["compaction_input_tokens"] > 0
     assert usage["input_tokens"] > usage["compaction_input_tokens"]
+
+
+async def test_run_teaches_the_budget_calibration(socket, ws_fake_llm):
+    """issue 5: each run reports (estimated, provider-reported) input tokens of its main
+    model's calls; the ModelConfig row's running ratio learns from it."""
+    from contextmgmt.models import ModelConfig
+
+    row = await ModelConfig.objects.acreate(
+        name="Main", model="fake-main", role="main", is_active=True
+    )
+    ws_fake_llm.enqueue("A short answer.")
+    await send(socket, type="message", content="Explain the plan. " * 60)
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    await row.arefresh_from_db()
+    assert row.token_ratio_samples == 1
+    assert 0.5 <= row.token_ratio <= 3.0
