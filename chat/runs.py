@@ -27,7 +27,6 @@ can substitute a scripted LLM.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -468,6 +467,8 @@ async def _launch(
             "images": (query.metadata or {}).get("images", []),
         },
     )
+    # The engine's task exists before the listener can read a cancel for it.
+    run.work = asyncio.create_task(_work(run))
     run.listener = asyncio.create_task(_listen(run, layer))
     run.task = asyncio.create_task(_supervise(run, layer))
     return run
@@ -481,6 +482,8 @@ async def _listen(run: Run, layer) -> None:
             continue
         if message.get("type") == "run.cancel":
             run.request_cancel()
+        elif message.get("type") == run_control.STOP:
+            return  # the run has finished (run_control.stop_listener)
         elif message.get("type") == run_control.PING:
             # Another process asks whether this run is alive (issue 10, orphan detection).
             await run_control.answer_ping(layer, message, run_id=run.run_id)
@@ -501,7 +504,6 @@ def _load_injection(message_id: int) -> ChatMessage:
 
 
 async def _supervise(run: Run, layer) -> None:
-    run.work = asyncio.create_task(_work(run))
     try:
         await asyncio.wait({run.work})
     except asyncio.CancelledError:
@@ -649,10 +651,12 @@ def _elapsed_ms(run: Run) -> int:
 
 async def _close(run: Run, layer) -> None:
     """Leave the registry; answer follow-ups the engine never saw with a follow-up run."""
-    run.listener.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await run.listener
     await layer.group_discard(control_group(run.conversation_id), run.control_channel)
+    # Not listener.cancel(): cancelling a channels-redis receive can lose a message meant
+    # for another socket of this process (the `done` of this very run, seen in issue 10).
+    await run_control.stop_listener(
+        layer, channel=run.control_channel, task=run.listener, run_id=run.run_id
+    )
     async with registry.lock(run.conversation_id):
         registry.remove(run)
         if run.cancel_requested or run.work.cancelled():

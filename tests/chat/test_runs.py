@@ -526,3 +526,16 @@ async def test_socket_joining_mid_run_gets_the_answer_so_far_exactly_once(
 async def test_no_snapshot_when_nothing_runs(socket):
     await send(socket, type="cancel")
     assert (await next_event(socket))["code"] == "no_active_run"
+
+
+async def test_cancel_sent_right_after_the_message_is_not_lost(socket, conversation, engine):
+    async def endless(ctx):
+        await asyncio.Event().wait()
+
+    engine.use(endless)
+    await send(socket, type="message", content="never mind")
+    await send(socket, type="cancel")  # before run.started has even arrived
+    events = await events_until(socket, "run.cancelled", "done", "error")
+    assert [e["type"] for e in events] == ["run.started", "run.cancelled"]
+    reply = (await messages_of(conversation))[-1]
+    assert reply.status == "cancelled"
