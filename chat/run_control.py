@@ -45,7 +45,10 @@ logger = logging.getLogger(__name__)
 
 PING = "run.ping"
 PONG = "run.pong"
+STOP = "run.stop"  # a run's listener, told by its own run to end (see stop_listener)
+_PROBE_EXPIRED = "run.probe.expired"
 DEFAULT_PROBE_SECONDS = 2.0
+LISTENER_STOP_SECONDS = 5.0
 
 
 class RunBusy(Exception):
@@ -178,17 +181,29 @@ async def probe(
     await layer.group_send(
         control_group(conversation_id), {"type": PING, "run_id": run_id, "reply_to": reply_to}
     )
-    deadline = asyncio.get_running_loop().time() + (wait_seconds or probe_seconds())
-    while True:
-        left = deadline - asyncio.get_running_loop().time()
-        if left <= 0:
-            return False
-        try:
-            reply = await asyncio.wait_for(layer.receive(reply_to), timeout=left)
-        except TimeoutError:
-            return False
-        if reply.get("type") == PONG and reply.get("run_id") == run_id:
-            return True
+    # Never cancel a channels-redis receive(): the cancelled one may hold the process's
+    # receive lock with a message for another socket in flight, which is then lost
+    # (channels_redis issue 366). The deadline is a message to ourselves instead.
+    loop = asyncio.get_running_loop()
+    expired = asyncio.Event()
+    timer = loop.call_later(wait_seconds or probe_seconds(), expired.set)
+    expiry = asyncio.create_task(_send_when_set(layer, reply_to, expired))
+    try:
+        while True:
+            reply = await layer.receive(reply_to)
+            if reply.get("type") == _PROBE_EXPIRED:
+                return False
+            if reply.get("type") == PONG and reply.get("run_id") == run_id:
+                return True
+    finally:
+        timer.cancel()
+        if not expired.is_set():
+            expiry.cancel()  # only waiting on the event: safe to cancel
+
+
+async def _send_when_set(layer, channel: str, event: asyncio.Event) -> None:
+    await event.wait()
+    await layer.send(channel, {"type": _PROBE_EXPIRED})
 
 
 async def answer_ping(layer, message: dict, *, run_id: str) -> None:
@@ -198,6 +213,27 @@ async def answer_ping(layer, message: dict, *, run_id: str) -> None:
         return
     with contextlib.suppress(Exception):  # a vanished prober must not hurt the run
         await layer.send(reply_to, {"type": PONG, "run_id": run_id})
+
+
+async def stop_listener(layer, *, channel: str, task: asyncio.Task, run_id: str) -> None:
+    """End a run's control listener without cancelling its receive() (see :func:`probe`).
+
+    The listener must return on a :data:`STOP` message for its run. Cancels only as a
+    last resort, when the listener did not end within ``LISTENER_STOP_SECONDS``.
+    """
+    if task.done():
+        return
+    await layer.send(channel, {"type": STOP, "run_id": run_id})
+    try:
+        await asyncio.wait_for(asyncio.shield(task), LISTENER_STOP_SECONDS)
+    except TimeoutError:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    except asyncio.CancelledError:
+        if not task.done():
+            raise
+    except Exception:  # the listener's own failure was its business; it has ended
+        logger.debug("run %s: listener ended with an error", run_id, exc_info=True)
 
 
 async def remote_run(layer, *, conversation_id: Any) -> RemoteRun | None:
