@@ -20,6 +20,7 @@ The subprocess database is NOT pytest-django's test database: create data in it 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -199,13 +200,18 @@ class LiveServer:
         self._close_log()
 
     def restart(self, *, hard: bool = False, env: dict[str, str] | None = None) -> None:
-        """Stop (or kill, with ``hard``) and start again on the same port and data."""
+        """Stop (or kill, with ``hard``) and start again on the same port and data.
+
+        Like ``bin/run``, runs ``recover_runs`` before starting, so runs the old process
+        left unfinished are marked interrupted. A server already stopped just starts.
+        """
         if hard:
             self.kill()
         else:
             self.stop()
         if env:
             self.env.update(env)
+        self.manage("recover_runs")
         self.start()
 
     def close(self) -> None:
@@ -214,6 +220,28 @@ class LiveServer:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
     # -- helpers -----------------------------------------------------------------------
+
+    def api(self, method: str, path: str, body: dict | None = None, timeout: float = 30):
+        """An authenticated JSON API call as the seeded user; returns the decoded answer.
+
+        HTTP errors raise ``urllib.error.HTTPError`` (its ``.code`` and ``.read()`` tell why).
+        """
+        csrf = "c" * 32  # any well-formed token works when the cookie carries the same one
+        request = urllib.request.Request(
+            self.base_url + path,
+            data=None if body is None else json.dumps(body).encode(),
+            method=method,
+            headers={
+                "Cookie": f"sessionid={self.session_cookie}; csrftoken={csrf}",
+                "X-CSRFToken": csrf,
+                "Content-Type": "application/json",
+                "Origin": self.origin,
+                "Referer": self.base_url + "/",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read()
+        return json.loads(raw) if raw else None
 
     def manage(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         """Run ``manage.py <args>`` against this server's database."""

@@ -288,6 +288,12 @@ class ChatApp {
 
   stop() {
     if (!this.run) return;
+    if (!this.run.runId) {
+      // The server has not started the run yet: cancel as soon as it has (run.started).
+      this.run.cancelRequested = true;
+      this.composer.setStopping();
+      return;
+    }
     if (!this.socket?.send({ type: "cancel" })) {
       this.toast("Not connected: cannot stop right now.");
       return;
@@ -466,6 +472,7 @@ const EVENT_HANDLERS = {
       local.view.setId(frame.assistant_message_id);
       this.views.set(String(frame.assistant_message_id), local.view);
       this.refreshTitle();
+      if (local.cancelRequested) this.socket?.send({ type: "cancel" });
       return;
     }
     // A run we did not start here: another tab, or the follow-up run for late injections.

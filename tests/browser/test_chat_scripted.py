@@ -1,0 +1,233 @@
+"""The chat UI against a scripted OpenAI-compatible server (tests/support/scripted_server.py).
+
+Scripted replies make runs slow, failing or compacting on demand: streaming as it
+arrives, stop, RU.3 error + retry, RU.1 divider live and on reopen, reconnect + catch-up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import login, screenshot, send
+from tests.support.scripted_server import server_error, slow, text
+
+pytestmark = pytest.mark.browser
+
+STREAMED = " ".join(f"word{i}" for i in range(40))
+DEFAULT_REPLY = "This is the scripted server's default reply."
+
+
+@pytest.fixture
+def live_daphne_env(scripted_server):
+    return {
+        "LLM_BASE_URL": scripted_server.base_url,
+        "LLM_API_KEY": "sk-scripted",
+        "LLM_MODEL": "scripted-main",
+        "LLM_MAX_RETRIES": "0",
+    }
+
+
+def record_frames(page) -> list[dict]:
+    """Every websocket frame the page receives, decoded."""
+    frames: list[dict] = []
+
+    def on_socket(ws):
+        ws.on("framereceived", lambda payload: frames.append(json.loads(payload)))
+
+    page.on("websocket", on_socket)
+    return frames
+
+
+def wait_for_llm_requests(page, scripted_server, count: int) -> None:
+    for _ in range(300):
+        if len(scripted_server.requests) >= count:
+            return
+        page.wait_for_timeout(100)  # keeps the page's event loop running while we poll
+    raise AssertionError(f"the LLM never got {count} request(s)")
+
+
+def wait_done(page, count: int = 1) -> None:
+    expect(page.locator(".msg-assistant .usage-card")).to_have_count(count)
+    expect(page.locator("#stop")).to_be_hidden()
+
+
+def test_answer_streams_as_plain_text_then_becomes_rendered_html(logged_in_page, scripted_server):
+    page = logged_in_page
+    # An empty first reply makes the agent write its answer with the streaming call (RR.2),
+    # which the server sends word by word.
+    scripted_server.enqueue(
+        text(""), text(f"**Bold** start. {STREAMED}", chunk_delay=0.12, usage=(50, 60))
+    )
+    expect(page.locator("#offline-note")).to_have_count(0)
+
+    send(page, "Tell me a long story")
+
+    answer = page.locator(".msg-assistant .answer")
+    expect(answer).to_have_class(re.compile(r"\bstreaming\b"))
+    expect(answer).to_contain_text("word3")
+    streamed_so_far = answer.text_content()
+    assert "word39" not in streamed_so_far  # seen mid-stream, not all at once
+    assert "**Bold**" in streamed_so_far  # plain text while streaming, no Markdown parser
+    expect(page.locator("#stop")).to_be_visible()
+    expect(page.locator(".msg-assistant")).to_have_attribute("aria-busy", "true")
+    screenshot(page, "10-streaming")
+
+    wait_done(page)
+    expect(answer).not_to_have_class(re.compile(r"\bstreaming\b"))
+    expect(answer.locator("strong")).to_have_text("Bold")  # the server's HTML at done
+    expect(answer).to_contain_text("word39")
+    expect(page.locator(".msg-assistant .usage-card .usage-total")).to_have_text(
+        re.compile(r"^\d+\.\dk in / \d+\.\dk out$")
+    )
+
+
+def test_stop_button_cancels_a_run_and_the_conversation_goes_on(logged_in_page, scripted_server):
+    page = logged_in_page
+    scripted_server.enqueue(slow(60))
+
+    send(page, "Take your time")
+
+    stop = page.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    expect(page.locator(".msg-assistant .thinking")).to_be_visible()
+    wait_for_llm_requests(page, scripted_server, 1)  # the model is busy with the slow reply
+    stop.click()
+    expect(page.locator(".msg-assistant .status-badge")).to_have_text("Stopped")
+    expect(stop).to_be_hidden()
+    screenshot(page, "11-stopped")
+
+    send(page, "Now answer quickly")
+    wait_done(page)
+    expect(page.locator(".msg-assistant .answer").last).to_have_text(DEFAULT_REPLY)
+    page.reload()
+    expect(page.locator(".msg-assistant .status-badge").first).to_have_text("Stopped")
+
+
+def test_error_shows_as_agent_error_with_retry_ru3(logged_in_page, scripted_server):
+    page = logged_in_page
+    scripted_server.enqueue(server_error(500))
+
+    send(page, "This one fails")
+
+    error = page.locator(".msg-assistant .error-box")
+    expect(error).to_be_visible()
+    expect(error).to_have_attribute("role", "alert")
+    expect(page.locator("#stop")).to_be_hidden()
+    screenshot(page, "12-error-with-retry")
+    # The page did not freeze: the composer works, and Retry sends the query again.
+    error.get_by_role("button", name="Retry").click()
+    wait_done(page)
+    expect(page.locator(".msg-assistant .answer").last).to_have_text(DEFAULT_REPLY)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["This one fails", "This one fails"])
+    page.reload()
+    expect(page.locator(".msg-assistant .error-box")).to_have_count(1)
+    expect(page.locator(".msg-assistant .error-box button")).to_have_text("Retry")
+
+
+def seed_long_conversation(server, pairs: int = 7) -> str:
+    """A conversation whose history is far over a small budget (made in the server's DB)."""
+    out = server.manage_shell(
+        "from django.contrib.auth import get_user_model\n"
+        "from chat.models import Conversation, Message\n"
+        f"u = get_user_model().objects.get(username={server.username!r})\n"
+        "c = Conversation.objects.create(owner=u, title='Long history')\n"
+        f"for i in range({pairs * 2}):\n"
+        "    role = 'user' if i % 2 == 0 else 'assistant'\n"
+        "    Message.objects.create(conversation=c, role=role, status='done',\n"
+        "        kind='query' if role == 'user' else 'answer',\n"
+        "        content=f'Turn {i} about gardens. ' + 'lorem ipsum dolor sit amet ' * 80)\n"
+        "print(c.id)\n"
+    )
+    return out.strip().splitlines()[-1]
+
+
+def test_divider_appears_live_from_compact_event_and_on_reopen_ru1(
+    chromium, live_daphne_factory, live_daphne_env, new_page
+):
+    # 9,000 context - 1,000 output - 4,000 reserve = 4,000 usable: the history must compact.
+    server = live_daphne_factory(
+        env={**live_daphne_env, "LLM_CONTEXT_SIZE": "9000", "LLM_MAX_OUTPUT_TOKENS": "1000"}
+    )
+    conversation_id = seed_long_conversation(server)
+    page = new_page()
+    frames = record_frames(page)
+    login(page, server)
+    page.goto(f"{server.base_url}/c/{conversation_id}/")
+    expect(page.locator(".msg")).to_have_count(14)
+    expect(page.locator(".compact-divider")).to_have_count(0)
+    expect(page.locator("#gauge-text")).to_have_text(re.compile(r"/ 4\.0k$"))
+
+    send(page, "And what about roses?")
+
+    wait_done(page)
+    compact = next(f for f in frames if f["type"] == "compact" and f["scope"] == "history")
+    assert compact["strategy"] == "llm"
+    summarized = compact["original_count"] - (compact["compacted_count"] - 1)
+    expected = f"Earlier context ({summarized} messages) was summarized by AI"
+    divider = page.locator(".compact-divider")
+    expect(divider).to_have_text(expected)
+    kept = compact["compacted_count"] - 1
+
+    def messages_between_divider_and_query() -> int:
+        return page.evaluate(
+            """() => {
+                let n = 0;
+                for (let e = document.querySelector(".compact-divider").nextElementSibling;
+                     e && !e.textContent.includes("And what about roses?");
+                     e = e.nextElementSibling) n += 1;
+                return n;
+            }"""
+        )
+
+    assert messages_between_divider_and_query() == kept
+    # The usage card counts the compaction call too (RU.2), split out in its tooltip.
+    card = page.locator(".msg-assistant .usage-card").last
+    expect(card).to_contain_text("compaction")
+    compaction_in = re.search(r"Compaction: ([\d,]+) in", card.get_attribute("title")).group(1)
+    assert int(compaction_in.replace(",", "")) > 0
+    divider.scroll_into_view_if_needed()
+    screenshot(page, "13-divider-live")
+
+    page.reload()
+
+    expect(page.locator(".compact-divider")).to_have_text(expected)
+    assert messages_between_divider_and_query() == kept
+    assert not page.errors
+
+
+def test_lost_socket_reconnects_and_catches_up(logged_in_page, live_daphne, scripted_server):
+    page = logged_in_page
+    send(page, "First, while connected")
+    wait_done(page)
+    page.evaluate(
+        """() => {
+            window.connectionTexts = [];
+            const box = document.getElementById("connection");
+            new MutationObserver(() => window.connectionTexts.push(box.textContent))
+                .observe(box, { childList: true, characterData: true, subtree: true });
+        }"""
+    )
+    # A slow stream, and the server dies in the middle of it (SIGKILL).
+    scripted_server.enqueue(text(""), text(STREAMED, chunk_delay=0.2, usage=(40, 40)))
+    send(page, "Second, cut off by a crash")
+    expect(page.locator(".msg-assistant .answer").last).to_contain_text("word1")
+
+    live_daphne.kill()
+
+    expect(page.locator("#connection")).to_contain_text("Reconnecting")
+    expect(page.locator("#prompt")).to_be_editable()  # the page does not freeze
+    screenshot(page, "14-reconnecting")
+    live_daphne.restart()  # recover_runs marks the cut-off answer interrupted, then serves
+
+    expect(page.locator("#connection")).to_be_hidden()
+    # Caught up through the messages API: the server's view of the cut-off answer.
+    expect(page.locator(".msg-assistant .status-badge").last).to_contain_text("Interrupted")
+    expect(page.locator("#stop")).to_be_hidden()
+    assert any("Reconnecting" in t for t in page.evaluate("window.connectionTexts"))
+    send(page, "Third, after reconnecting")
+    wait_done(page, 2)
+    expect(page.locator(".msg-assistant .answer").last).to_have_text(DEFAULT_REPLY)
