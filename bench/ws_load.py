@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import statistics
 import sys
 import threading
@@ -110,9 +111,14 @@ async def client(
     async with websockets.connect(
         url, additional_headers=server.ws_headers(), max_size=2**22, open_timeout=60
     ) as ws:
+        # People are not synchronised: with --think, clients start spread over one think
+        # time and pause 0.5-1.5x it between turns (seeded: the same schedule every run).
+        pace = random.Random(index)
+        if think:
+            await asyncio.sleep(pace.uniform(0, think))
         for turn in range(turns):
             if think and turn:
-                await asyncio.sleep(think)
+                await asyncio.sleep(think * pace.uniform(0.5, 1.5))
             marker = f"[{label} c{index} t{turn}]"
             result = TurnResult(marker)
             results.append(result)
@@ -217,7 +223,7 @@ def main() -> None:
         "--think",
         type=float,
         default=0.0,
-        help="seconds each client waits between its turns (0: send again at once)",
+        help="mean seconds a client waits between its turns (0: send again at once)",
     )
     args = parser.parse_args()
 
