@@ -30,3 +30,13 @@ def user(django_user_model):
 @pytest.fixture
 def other_user(django_user_model):
     return django_user_model.objects.create_user(username="mallory", password="pw-mallory-123!")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests run last.
+
+    Playwright's sync API keeps an event loop running in the main thread for as long as its
+    session-scoped browser lives; any pytest-asyncio test after it would fail with "cannot be
+    called from a running event loop". Moving browser tests to the end keeps the one browser.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
