@@ -252,3 +252,42 @@ async def remote_run(layer, *, conversation_id: Any) -> RemoteRun | None:
             conversation_id=conversation_id, run_id=active.run_id
         )
     return None
+
+
+# --- start-up recovery ------------------------------------------------------------------
+
+
+def running_runs() -> list[RemoteRun]:
+    """Every ``running`` run in the database (sync)."""
+    rows = Message.objects.filter(
+        role=Message.Role.ASSISTANT, status=Message.Status.RUNNING
+    ).values_list("conversation_id", "id", "metadata")
+    return [
+        RemoteRun(
+            run_id=str((metadata or {}).get("run_id") or ""),
+            conversation_id=conversation_id,
+            assistant_message_id=pk,
+            mode=str((metadata or {}).get("mode") or "react"),
+        )
+        for conversation_id, pk, metadata in rows
+    ]
+
+
+async def reclaim_orphans(layer) -> int:
+    """Mark interrupted the runs no live process owns; runs of live processes go on.
+
+    What ``manage.py recover_runs`` does when several processes share a channel layer: a
+    process (re)starting next to others must not interrupt their runs. Returns the number
+    of messages changed.
+    """
+    runs = await database_sync_to_async(running_runs)()
+    alive = await asyncio.gather(
+        *(probe(layer, conversation_id=r.conversation_id, run_id=r.run_id) for r in runs)
+    )
+    changed = 0
+    for run, owned in zip(runs, alive, strict=True):
+        if not owned:
+            changed += await database_sync_to_async(reclaim_run)(
+                conversation_id=run.conversation_id, run_id=run.run_id
+            )
+    return changed

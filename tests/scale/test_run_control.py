@@ -212,3 +212,23 @@ async def test_remote_run_finds_a_live_run_and_reclaims_a_dead_one(
     # The owner is gone (its process died): the next look reclaims the run.
     assert await run_control.remote_run(other, conversation_id=conversation.pk) is None
     assert (await Message.objects.aget(pk=answer.pk)).status == "interrupted"
+
+
+@pytest.mark.scale
+@pytest.mark.django_db(transaction=True)
+async def test_start_up_recovery_interrupts_orphans_only(redis_layers, user, settings):
+    settings.FIMONE_RUN_PROBE_SECONDS = 0.3
+    owner, restarting = redis_layers
+    live_conversation = await sync_to_async(services.conversation_create)(owner=user)
+    dead_conversation = await sync_to_async(services.conversation_create)(owner=user)
+    _, live = await sync_to_async(start_run)(live_conversation)
+    _, dead = await sync_to_async(start_run)(dead_conversation)
+    listener = await owner_listener(owner, live_conversation.pk, live.metadata["run_id"])
+    try:
+        changed = await run_control.reclaim_orphans(restarting)
+    finally:
+        await stop(listener)
+
+    assert changed == 2  # the dead run's answer and its query
+    assert (await Message.objects.aget(pk=live.pk)).status == "running"
+    assert (await Message.objects.aget(pk=dead.pk)).status == "interrupted"

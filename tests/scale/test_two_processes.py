@@ -203,3 +203,41 @@ async def test_a_run_whose_process_died_is_reclaimed_by_the_next_message(
         ("user", "done", started["run_id"]),
         ("assistant", "done", started["run_id"]),
     ]
+
+
+async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes(
+    processes, cluster_env, tmp_path
+):
+    a, b = processes
+    # An orphan: its process was killed mid-run.
+    doomed = start_live_server(cluster_env, data_dir=tmp_path / "doomed")
+    orphaned_conversation = new_conversation(doomed)
+    try:
+        on_doomed = await Socket.open(doomed, orphaned_conversation, "doomed")
+        await on_doomed.send(type="message", content="Orphan me.")
+        orphan = await on_doomed.wait_type("run.started")
+        doomed.kill()
+        await on_doomed.close()
+    finally:
+        doomed.close()
+    # A live run in process A.
+    live_conversation = new_conversation(a)
+    on_a = await Socket.open(a, live_conversation, "A")
+    try:
+        await on_a.send(type="message", content="Keep going while B restarts.")
+        live = await on_a.wait_type("run.started")
+
+        # Process B restarts and recovers, as bin/run does, while A's run is going.
+        await asyncio.to_thread(b.manage, "recover_runs")
+
+        done = await on_a.wait_type("done")
+        assert done["run_id"] == live["run_id"]
+    finally:
+        await on_a.close()
+
+    assert [m["status"] for m in messages_in_db(a, live_conversation)] == ["done", "done"]
+    orphaned = messages_in_db(a, orphaned_conversation)
+    assert [(m["status"], m["run_id"]) for m in orphaned] == [
+        ("interrupted", orphan["run_id"]),
+        ("interrupted", orphan["run_id"]),
+    ]
