@@ -66,34 +66,28 @@ def _budget_info(role: str) -> dict[str, Any]:
     }
 
 
-def _history_tokens(conversation: Conversation) -> tuple[int, int]:
-    """(estimated tokens, message count) of the history the next run will load.
+def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int]:
+    """(estimated tokens, message count) of the history the next run loads (R4.3).
 
-    Starts from the newest persisted summary if there is one (as DbMemory does); images
-    are parts so that each weighs 765 tokens (R2.1).
+    Loaded exactly as DbMemory loads it (newest stored summary + the messages after it,
+    failed answers left out), but without reading image files: each image is counted at
+    its flat 765 tokens instead (R2.1).
     """
     from contextmgmt.core.compact import CompactUtils
-    from contextmgmt.core.messages import ChatMessage
+    from contextmgmt.core.tokens import IMAGE_TOKENS
+    from contextmgmt.db_memory import load_history, summary_message
 
-    messages: list[ChatMessage] = []
-    rows = Message.objects.filter(
-        conversation=conversation, role__in=[Message.Role.USER, Message.Role.ASSISTANT]
-    ).exclude(kind=Message.Kind.ERROR)
-    summary = conversation.summaries.order_by("-created_at", "-id").first()
-    if summary is not None:
-        messages.append(ChatMessage(role="system", content=summary.content))
-        rows = rows.filter(id__gt=summary.covers_through_id)
-    count = 0
-    for row in rows.only("role", "content", "metadata"):
-        count += 1
-        images = (row.metadata or {}).get("images") or []
-        if images:
-            parts: list[dict[str, Any]] = [{"type": "text", "text": row.content}]
-            parts += [{"type": "image_url", "image_url": {"url": ""}} for _ in images]
-            messages.append(ChatMessage(role=row.role, content=parts))
-        else:
-            messages.append(ChatMessage(role=row.role, content=row.content))
-    return CompactUtils.estimate_messages_tokens(messages), count
+    loaded = load_history(conversation.id, vision=False)
+    messages = list(loaded.messages)
+    if loaded.summary is not None:
+        messages.insert(0, summary_message(loaded.summary, max_tokens=budget))
+    ids = [m.metadata["id"] for m in loaded.messages if "id" in m.metadata]
+    images = sum(
+        len(refs) if isinstance(refs, list) else 0
+        for refs in Message.objects.filter(id__in=ids).values_list("metadata__images", flat=True)
+    )
+    used = CompactUtils.estimate_messages_tokens(messages) + IMAGE_TOKENS * images
+    return used, len(loaded.messages)
 
 
 def _content_security_policy(request: HttpRequest) -> str:
@@ -145,7 +139,7 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     # History loads against the main budget in both modes; DAG steps use the fast one (R5.3).
     budget = _budget_info("main")
-    used, count = _history_tokens(conversation)
+    used, count = _history_tokens(conversation, budget["effective_input_tokens"])
     limit = max(1, budget["effective_input_tokens"])
     return JsonResponse(
         {

@@ -78,6 +78,12 @@ def test_offline_note_and_context_gauge_are_shown(logged_in_page):
     expect(gauge).to_be_visible()
     expect(page.locator("#gauge-text")).to_have_text(re.compile(r"^\d+\.\dk / 60\.0k$"))
     assert "Model:" in gauge.get_attribute("title")
+    # The long note can be hidden; the badge keeps saying which model answers.
+    page.get_by_role("button", name="Hide this note").click()
+    expect(note).to_be_hidden()
+    page.reload()
+    expect(note).to_be_hidden()
+    expect(page.locator(".badge-offline")).to_have_text("Offline model")
 
 
 def test_dag_mode_shows_the_live_plan_and_the_verdict(logged_in_page):
@@ -95,6 +101,8 @@ def test_dag_mode_shows_the_live_plan_and_the_verdict(logged_in_page):
     for i in range(steps.count()):
         expect(steps.nth(i).locator(".pill")).to_have_text(re.compile("done|error|skipped"))
     expect(plan.locator(".verdict")).to_contain_text("Analyser")
+    # A step's own tool calls are shown inside that step of the plan.
+    assert plan.locator(".plan-step .plan-activity details.step-tool_call").count() >= 1
     screenshot(page, "03-dag-plan")
     # The mode sticks to the conversation.
     page.reload()

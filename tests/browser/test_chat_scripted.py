@@ -231,3 +231,47 @@ def test_lost_socket_reconnects_and_catches_up(logged_in_page, live_daphne, scri
     send(page, "Third, after reconnecting")
     wait_done(page, 2)
     expect(page.locator(".msg-assistant .answer").last).to_have_text(DEFAULT_REPLY)
+
+
+def test_follow_up_sent_while_running_is_shown_and_answered_rp1(logged_in_page, scripted_server):
+    page = logged_in_page
+    scripted_server.enqueue(slow(2, "First answer."), "Answer that saw the follow-up.")
+    send(page, "Start something slow")
+    wait_for_llm_requests(page, scripted_server, 1)
+
+    send(page, "Also consider this")
+
+    follow_up = page.locator(".msg-user.injected")
+    expect(follow_up).to_have_count(1)
+    expect(follow_up.locator(".msg-tag")).to_contain_text("while the agent was working")
+    expect(follow_up).to_have_attribute("data-message-id", re.compile(r"^\d+$"))  # confirmed
+    wait_done(page)
+    # One run: the agent saw the follow-up before answering (RP.1); it sits above the answer.
+    expect(page.locator(".msg-assistant .answer")).to_have_text(["Answer that saw the follow-up."])
+    expect(page.locator(".msg").nth(1)).to_have_class(re.compile(r"\binjected\b"))
+    screenshot(page, "15-follow-up")
+    page.reload()
+    expect(page.locator(".msg-user.injected .bubble")).to_have_text("Also consider this")
+
+
+def test_a_second_tab_sees_the_run_started_in_the_first(
+    logged_in_page, live_daphne, chromium, new_page, scripted_server
+):
+    first = logged_in_page
+    send(first, "Opened in two tabs")
+    wait_done(first)
+    second = new_page()
+    second.context.add_cookies(
+        [{"name": "sessionid", "value": live_daphne.session_cookie, "url": live_daphne.base_url}]
+    )
+    second.goto(first.url)
+    expect(second.locator(".msg-assistant .usage-card")).to_have_count(1)
+    scripted_server.enqueue(text(""), text(STREAMED, chunk_delay=0.05))
+
+    send(first, "Typed in the first tab")
+
+    expect(second.locator(".msg-user .bubble").last).to_have_text("Typed in the first tab")
+    expect(second.locator(".msg-assistant .answer").last).to_contain_text("word39")
+    expect(second.locator(".msg-assistant .usage-card")).to_have_count(2)
+    expect(second.locator("#stop")).to_be_hidden()
+    assert not second.errors

@@ -47,7 +47,21 @@ class ChatApp {
     });
   }
 
+  setUpOfflineNote() {
+    const note = document.getElementById("offline-note");
+    if (!note) return;
+    const key = "fimone.offlineNoteHidden";
+    // The "Offline model" badge in the top bar stays; only the long explanation hides.
+    if (localStorage.getItem(key)) note.hidden = true;
+    document.getElementById("offline-note-close").addEventListener("click", () => {
+      note.hidden = true;
+      localStorage.setItem(key, "1");
+      this.composer.focus();
+    });
+  }
+
   async start() {
+    this.setUpOfflineNote();
     try {
       this.sidebar.set(await api.listConversations(), config.conversationId);
     } catch (err) {
@@ -132,6 +146,7 @@ class ChatApp {
         this.sidebar.upsert(conversation, { toTop: true });
         history.pushState({}, "", `/c/${encodeURIComponent(conversation.id)}/`);
         this.connect();
+        this.refreshGauge();
         return conversation.id;
       });
       this.creating.catch(() => {
@@ -480,7 +495,12 @@ const EVENT_HANDLERS = {
     const view = existing || new AssistantView({ id: frame.assistant_message_id, onRetry: () => this.retry(this.lastQuery) });
     if (!existing) {
       this.views.set(String(frame.assistant_message_id), view);
-      if (!this.hasMessage(frame.message_id)) {
+      if (!this.hasMessage(frame.message_id) && frame.content !== undefined) {
+        this.messagesEl.append(
+          userMessage({ id: frame.message_id, content: frame.content, images: frame.images || [] }),
+        );
+        this.messagesEl.append(view.node);
+      } else if (!this.hasMessage(frame.message_id)) {
         this.catchUpUserMessage(frame.message_id, view);
       } else {
         this.messagesEl.append(view.node);
@@ -538,7 +558,12 @@ const EVENT_HANDLERS = {
       pending.dataset.messageId = String(frame.message_id);
       return;
     }
-    const node = userMessage({ id: frame.message_id, content: frame.content, injected: true });
+    const node = userMessage({
+      id: frame.message_id,
+      content: frame.content,
+      images: frame.images || [],
+      injected: true,
+    });
     if (this.run) this.messagesEl.insertBefore(node, this.run.view.node);
     else this.messagesEl.append(node);
   },

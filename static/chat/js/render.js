@@ -165,7 +165,6 @@ export class AssistantView {
 
   // ---- tool steps (collapsible) ----
   addStep(frame) {
-    this.steps.hidden = false;
     const kind = frame.kind || "step";
     let title = "";
     let body = "";
@@ -179,8 +178,9 @@ export class AssistantView {
       title = (frame.text || "").split("\n")[0];
       body = frame.text || "";
     }
-    const where = frame.step_id ?? frame.dag_step ?? frame.step;
-    const prefix = where !== undefined ? `Step ${where} · ` : "";
+    const where = frame.step_id;
+    const planEntry = where !== undefined ? this.planSteps?.get(String(where)) : null;
+    const prefix = where !== undefined && !planEntry ? `Step ${where} · ` : "";
     const item = el(
       "details",
       { class: `step step-${kind}` },
@@ -192,7 +192,14 @@ export class AssistantView {
       ),
       el("pre", { class: "step-body", text: String(body) }),
     );
-    this.steps.append(item);
+    if (planEntry) {
+      // A DAG step's own tool calls go inside that step of the plan.
+      planEntry.activity.hidden = false;
+      planEntry.activity.append(item);
+    } else {
+      this.steps.hidden = false;
+      this.steps.append(item);
+    }
   }
 
   addNote(text) {
@@ -208,6 +215,7 @@ export class AssistantView {
     for (const step of steps) {
       const deps = Array.isArray(step.depends_on) ? step.depends_on : [];
       const pill = el("span", { class: "pill pending", text: "pending" });
+      const activity = el("div", { class: "steps plan-activity", hidden: true });
       const row = el(
         "li",
         { class: "plan-step pending", "data-step-id": String(step.id) },
@@ -215,8 +223,9 @@ export class AssistantView {
         el("span", { class: "task", text: step.task || "" }),
         pill,
         deps.length ? el("span", { class: "deps", text: `after ${deps.map((d) => `#${d}`).join(", ")}` }) : null,
+        activity,
       );
-      this.planSteps.set(String(step.id), { row, pill });
+      this.planSteps.set(String(step.id), { row, pill, activity });
       list.append(row);
     }
     const head = el(
@@ -242,11 +251,11 @@ export class AssistantView {
     entry.pill.textContent = status;
     const detail = frame.result ?? frame.error ?? frame.summary;
     if (detail) {
-      entry.row.querySelector("details")?.remove();
+      entry.row.querySelector(":scope > details.step-result")?.remove();
       entry.row.append(
         el(
           "details",
-          {},
+          { class: "step-result" },
           el("summary", { text: frame.error ? "Error" : "Result" }),
           el("pre", { text: String(detail) }),
         ),

@@ -1,0 +1,149 @@
+"""The chat page and its context gauge (chat/pages.py, issue 8): access, CSP, gauge figures."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.test import Client
+
+from chat.models import ContextSummary, Message
+from contextmgmt.core.compact import CompactUtils
+from contextmgmt.core.messages import ChatMessage
+
+pytestmark = pytest.mark.django_db
+
+
+def ui_config(response) -> dict:
+    match = re.search(
+        r'<script id="ui-config" type="application/json">(.*?)</script>',
+        response.content.decode(),
+        re.S,
+    )
+    assert match, "the page embeds its configuration as JSON data"
+    return json.loads(match.group(1))
+
+
+def add_message(conversation, role: str, content: str, **fields) -> Message:
+    fields.setdefault("kind", {"user": "query", "assistant": "answer"}[role])
+    fields.setdefault("status", "done")
+    return Message.objects.create(conversation=conversation, role=role, content=content, **fields)
+
+
+@pytest.fixture
+def small_budget(settings):
+    # 20,000 context - 4,000 output - 4,000 reserve = 12,000 usable (R5.1, R5.2 env source).
+    settings.LLM_CONTEXT_SIZE = 20_000
+    settings.LLM_MAX_OUTPUT_TOKENS = 4_000
+    return 12_000
+
+
+def test_the_page_needs_a_login(client):
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=/"
+
+
+def test_the_page_embeds_its_config_and_sets_a_strict_csp(logged_in_client, settings):
+    for name in ("LLM_BASE_URL", "LLM_MODEL", "FAST_LLM_BASE_URL", "FAST_LLM_MODEL"):
+        setattr(settings, name, "")
+    response = logged_in_client.get("/")
+    assert response.status_code == 200
+    config = ui_config(response)
+    assert config["username"] == "alice"
+    assert config["conversationId"] is None
+    assert config["offline"] is True  # nothing configured: the offline model answers
+    assert 'id="offline-note"' in response.content.decode()
+    csp = response["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert "csrftoken" in response.cookies  # the JS reads it for X-CSRFToken
+
+
+def test_a_configured_model_shows_no_offline_note(logged_in_client, settings):
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.LLM_MODEL = "real-model"
+    response = logged_in_client.get("/")
+    config = ui_config(response)
+    assert config["offline"] is False
+    assert config["llm"]["main"]["model"] == "real-model"
+    assert 'id="offline-note"' not in response.content.decode()
+
+
+def test_conversation_page_is_owner_only(logged_in_client, conversation, foreign_conversation):
+    own = logged_in_client.get(f"/c/{conversation.id}/")
+    assert own.status_code == 200
+    assert ui_config(own)["conversationId"] == str(conversation.id)
+    assert logged_in_client.get(f"/c/{foreign_conversation.id}/").status_code == 404
+    assert logged_in_client.get("/c/not-a-uuid/").status_code == 404
+
+
+def test_gauge_is_owner_only_and_needs_a_login(logged_in_client, foreign_conversation):
+    url = f"/api/conversations/{foreign_conversation.id}/context/"
+    assert logged_in_client.get(url).status_code == 404
+    assert Client().get(url).status_code == 401
+
+
+def test_gauge_counts_the_history_against_the_main_budget(
+    logged_in_client, conversation, small_budget
+):
+    url = f"/api/conversations/{conversation.id}/context/"
+    empty = logged_in_client.get(url).json()
+    assert empty["used_tokens"] == 0
+    assert empty["budget"]["usable_input_tokens"] == small_budget
+    assert empty["budget"]["source"] == "env"
+    assert empty["will_compact"] is False
+
+    texts = [("user", "How tall is Mont Blanc?"), ("assistant", "About 4,806 metres.")]
+    for role, content in texts:
+        add_message(conversation, role, content)
+    add_message(conversation, "assistant", "The model is unreachable.", kind="error")
+
+    info = logged_in_client.get(url).json()
+    expected = CompactUtils.estimate_messages_tokens(
+        [ChatMessage(role=role, content=content) for role, content in texts]
+    )
+    assert info["used_tokens"] == expected  # error messages are not history
+    assert info["message_count"] == 2
+    assert info["percent"] == round(100 * expected / small_budget, 1)
+
+
+def test_gauge_counts_images_and_flags_an_over_budget_history(
+    logged_in_client, conversation, small_budget
+):
+    url = f"/api/conversations/{conversation.id}/context/"
+    add_message(conversation, "user", "Look", metadata={"images": [{"file_id": "x"}] * 2})
+    add_message(conversation, "assistant", "Two images.")
+    with_images = logged_in_client.get(url).json()["used_tokens"]
+    assert with_images >= 2 * 765  # R2.1: 765 tokens per image
+
+    for _ in range(8):
+        add_message(conversation, "user", "lorem ipsum " * 600)  # ~1,800 tokens each
+        add_message(conversation, "assistant", "Noted.")
+    info = logged_in_client.get(url).json()
+    assert info["used_tokens"] > small_budget
+    assert info["percent"] == 100.0
+    assert info["will_compact"] is True
+
+
+def test_gauge_starts_from_the_newest_persisted_summary(
+    logged_in_client, conversation, small_budget
+):
+    url = f"/api/conversations/{conversation.id}/context/"
+    old = [add_message(conversation, "user", "old detail " * 400) for _ in range(3)]
+    recent = add_message(conversation, "assistant", "Recent answer.")
+    before = logged_in_client.get(url).json()
+    ContextSummary.objects.create(
+        conversation=conversation,
+        covers_through=old[-1],
+        content="[Conversation summary] The user asked about old details.",
+        covered_count=3,
+    )
+
+    after = logged_in_client.get(url).json()
+
+    assert before["message_count"] == 4 and after["message_count"] == 1
+    recent_only = CompactUtils.estimate_messages_tokens(
+        [ChatMessage(role="assistant", content=recent.content)]
+    )
+    assert recent_only < after["used_tokens"] < before["used_tokens"] / 10
