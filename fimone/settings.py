@@ -180,6 +180,9 @@ FIMONE_MAX_IMAGE_PIXELS = _typed(env.int, "FIMONE_MAX_IMAGE_PIXELS", default=40_
 FIMONE_WS_MAX_CONTENT_CHARS = _typed(env.int, "FIMONE_WS_MAX_CONTENT_CHARS", default=100_000)
 FIMONE_WS_RATE_LIMIT = _typed(env.int, "FIMONE_WS_RATE_LIMIT", default=20)  # frames per window
 FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS", default=10.0)
+# Several server processes (issue 10): how long a run's owner has to answer "still alive?"
+# before its run counts as orphaned (chat.run_control).
+FIMONE_RUN_PROBE_SECONDS = _typed(env.float, "FIMONE_RUN_PROBE_SECONDS", default=2.0)
 
 # LLM endpoints and budgets (SPEC R5.2, DESIGN §6). Parsed here so that a bad value is a
 # configuration error at start-up, not a silent default later.
