@@ -80,6 +80,7 @@ def user_message_create(
     """Persist what the user typed, pinned and ``pending`` until its run finishes."""
     if not isinstance(content, str):
         raise InvalidInput("invalid_content", "The message content must be text.")
+    _check_storable(content, "message")
     if not content.strip() and not attachments:
         raise InvalidInput("empty_message", "The message is empty.")
     for attachment in attachments:
@@ -218,10 +219,29 @@ def attachment_create(
 def _clean_title(title: Any) -> str:
     if not isinstance(title, str):
         raise InvalidInput("invalid_title", "The title must be text.")
+    _check_storable(title, "title")
     title = " ".join(title.split())
     if len(title) > TITLE_MAX_CHARS:
         raise InvalidInput("title_too_long", f"The title is longer than {TITLE_MAX_CHARS} chars.")
     return title
+
+
+def _check_storable(text: str, what: str) -> None:
+    """Refuse text no database stores: a lone surrogate (JSON lets a client send ``\\ud800``)
+    cannot be encoded as UTF-8, and PostgreSQL text cannot hold NUL. Checked here, before
+    anything is written, so neither becomes a 500 or a half-stored run."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        ok = False
+    else:
+        ok = "\x00" not in text
+    if not ok:
+        raise InvalidInput(
+            "invalid_text",
+            f"The {what} contains characters that cannot be stored "
+            "(a NUL byte or an unpaired surrogate).",
+        )
 
 
 def _clean_mode(mode: Any) -> str:
