@@ -49,6 +49,8 @@ def test_login_redirects_then_an_answer_arrives_with_usage_card_ru2(new_page, li
     expect(card).to_have_text(USAGE_CARD)
     title = answer.locator(".usage-card").get_attribute("title")
     assert "Answer:" in title and "Compaction:" in title
+    answer.locator(".usage-card").click()  # the split, for touch screens too
+    expect(answer.locator(".usage-detail")).to_contain_text("Compaction: 0 in / 0 out")
     # The calculator call and its result are collapsible steps.
     step = answer.locator("details.step-tool_call").first
     expect(step.locator(".step-body")).to_be_hidden()
@@ -78,6 +80,14 @@ def test_offline_note_and_context_gauge_are_shown(logged_in_page):
     expect(gauge).to_be_visible()
     expect(page.locator("#gauge-text")).to_have_text(re.compile(r"^\d+\.\dk / 60\.0k$"))
     assert "Model:" in gauge.get_attribute("title")
+    # The details open by click or keyboard (touch screens have no tooltips).
+    gauge.focus()
+    page.keyboard.press("Enter")
+    detail = page.locator("#gauge-detail")
+    expect(detail).to_be_visible()
+    expect(detail).to_contain_text("Usable input budget: 60,000 tokens")
+    page.keyboard.press("Escape")
+    expect(detail).to_be_hidden()
     # The long note can be hidden; the badge keeps saying which model answers.
     page.get_by_role("button", name="Hide this note").click()
     expect(note).to_be_hidden()

@@ -47,6 +47,25 @@ class ChatApp {
     });
   }
 
+  setUpGauge() {
+    const gauge = document.getElementById("gauge");
+    const detail = document.getElementById("gauge-detail");
+    const show = (open) => {
+      detail.hidden = !open;
+      gauge.setAttribute("aria-expanded", String(open));
+    };
+    gauge.addEventListener("click", () => show(detail.hidden));
+    document.addEventListener("click", (event) => {
+      if (!detail.hidden && !event.target.closest(".gauge-wrap")) show(false);
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && !detail.hidden) {
+        show(false);
+        gauge.focus();
+      }
+    });
+  }
+
   setUpOfflineNote() {
     const note = document.getElementById("offline-note");
     if (!note) return;
@@ -62,6 +81,7 @@ class ChatApp {
 
   async start() {
     this.setUpOfflineNote();
+    this.setUpGauge();
     try {
       this.sidebar.set(await api.listConversations(), config.conversationId);
     } catch (err) {
@@ -96,6 +116,7 @@ class ChatApp {
     this.titleEl.textContent = "New chat";
     document.title = "fimone — chat";
     document.getElementById("gauge").hidden = true;
+    document.getElementById("gauge-detail").hidden = true;
     this.sidebar.select(null);
     if (push && window.location.pathname !== "/") history.pushState({}, "", "/");
     this.composer.focus();
@@ -364,15 +385,21 @@ class ChatApp {
     try {
       const messages = await api.allMessages(id);
       if (this.conversation?.id !== id) return;
-      const hadLocalRun = this.run?.local && !this.run.runId;
+      const unconfirmed = this.run?.local && !this.run.runId ? this.lastQuery : null;
       this.run = null;
       this.renderHistory(messages);
-      if (hadLocalRun && this.outbox.length) {
-        // The message never reached the server: show it again as pending and send it.
-        const frame = this.outbox[this.outbox.length - 1];
+      if (unconfirmed && this.outbox.length) {
+        // Never sent: show it again as pending and send it now.
         this.outbox = [];
-        this.send({ content: frame.content, images: (this.lastQuery?.images || []), mode: frame.mode });
+        this.send(unconfirmed);
         return;
+      }
+      const lastUser = messages.filter((m) => m.role === "user").pop();
+      if (unconfirmed && lastUser?.content !== unconfirmed.content) {
+        // Sent as the connection died, never reached the server: nothing typed is lost.
+        this.composer.prompt.value = unconfirmed.content;
+        this.composer.refresh();
+        this.toast("Your last message did not reach the server. It is back in the box: send it again.");
       }
     } catch (err) {
       this.toast(`Could not refresh the conversation: ${err.message}`);
@@ -438,7 +465,7 @@ class ChatApp {
       document.getElementById("gauge-text").textContent =
         `${formatK(info.used_tokens)} / ${formatK(limit)}`;
       const model = info.llm.offline ? `${info.llm.model} (offline)` : info.llm.model;
-      gauge.title = [
+      const detail = [
         `Model: ${model}`,
         `Usable input budget: ${limit.toLocaleString()} tokens ` +
           `(${info.budget.context_size.toLocaleString()} context − ` +
@@ -448,8 +475,12 @@ class ChatApp {
         `DAG steps use the fast model's budget: ${info.fast_budget.usable_input_tokens.toLocaleString()} tokens`,
         info.will_compact ? "The next answer will summarize older messages to fit." : "",
       ].filter(Boolean).join("\n");
-      gauge.setAttribute("aria-label", `Context used: ${info.percent}% of ${model}'s budget`);
-      gauge.tabIndex = 0;
+      gauge.title = detail;
+      document.getElementById("gauge-detail").textContent = detail;
+      gauge.setAttribute(
+        "aria-label",
+        `Context used: ${info.percent}% of the ${model} budget. Show details`,
+      );
       gauge.hidden = false;
     } catch (err) {
       gauge.hidden = true;
@@ -508,7 +539,10 @@ const EVENT_HANDLERS = {
       view.thinking();
     }
     this.emptyState.hidden = true;
-    this.run = { runId: frame.run_id, view, userNode: null, local: false, replanRound: 0 };
+    const userNode = this.messagesEl.querySelector(
+      `[data-message-id="${CSS.escape(String(frame.message_id))}"]`,
+    );
+    this.run = { runId: frame.run_id, view, userNode, local: false, replanRound: 0 };
     this.composer.setRunning(true);
   },
 

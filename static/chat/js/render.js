@@ -55,13 +55,14 @@ export function userMessage({ id, content, images = [], injected = false }) {
     ? el(
         "div",
         { class: "msg-images" },
-        ...images.map((img) =>
-          el("img", {
-            src: img.previewUrl || img.url || attachmentUrl(img.file_id),
-            alt: "Attached image",
-            loading: "lazy",
-          }),
-        ),
+        ...images.map((img) => {
+          const full = img.url || (img.file_id ? attachmentUrl(img.file_id) : img.previewUrl);
+          return el(
+            "a",
+            { href: full, target: "_blank", rel: "noopener", title: "Open the full image" },
+            el("img", { src: img.previewUrl || full, alt: "Attached image", loading: "lazy" }),
+          );
+        }),
       )
     : null;
   const node = el(
@@ -105,7 +106,7 @@ const STEP_LABEL = { tool_call: "Tool call", tool_result: "Result", thought: "Th
 export class AssistantView {
   constructor({ id = null, onRetry = null } = {}) {
     this.onRetry = onRetry;
-    this.answer = el("div", { class: "answer", "aria-live": "off" });
+    this.answer = el("div", { class: "answer" });
     this.steps = el("div", { class: "steps", hidden: true });
     this.planBox = null;
     this.footer = el("div", { class: "msg-footer" });
@@ -302,13 +303,26 @@ export class AssistantView {
       `Answer: ${(tin - cin).toLocaleString()} in / ${(tout - cout).toLocaleString()} out\n` +
       `Compaction: ${cin.toLocaleString()} in / ${cout.toLocaleString()} out` +
       (elapsedMs ? `\nTime: ${(elapsedMs / 1000).toFixed(1)} s` : "");
+    const detail = el("div", { class: "usage-detail", hidden: true, text: tip });
     const card = el(
-      "div",
-      { class: "usage-card", title: tip, tabindex: "0", "aria-label": `Token usage: ${tip.replaceAll("\n", "; ")}` },
+      "button",
+      {
+        type: "button",
+        class: "usage-card",
+        title: tip,
+        "aria-expanded": "false",
+        "aria-label": `Token usage: ${formatK(tin)} in, ${formatK(tout)} out. Show details`,
+        onclick: () => {
+          detail.hidden = !detail.hidden;
+          card.setAttribute("aria-expanded", String(!detail.hidden));
+        },
+      },
       el("span", { class: "usage-total", text: `${formatK(tin)} in / ${formatK(tout)} out` }),
       cin || cout ? el("span", { class: "sep", text: "·" }) : null,
       cin || cout ? el("span", { text: `incl. ${formatK(cin + cout)} compaction` }) : null,
     );
+    this.footer.querySelector(".usage-detail")?.remove();
+    this.footer.prepend(detail);
     this.footer.prepend(card);
   }
 
