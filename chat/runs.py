@@ -21,13 +21,12 @@ that reconnects catches up through the HTTP messages API.
 
 The LLM registry, budgets, memory and engines are looked up through the module-level
 functions below (``get_llm``, ``resolve_budget``, ``make_memory``, ``engine_for``), so tests
-can substitute a scripted LLM.
+can substitute a scripted LLM. The database side lives in ``chat.run_persistence``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import logging
 import time
@@ -37,9 +36,8 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
-from django.db import transaction
 
-from chat import run_control
+from chat import run_control, run_persistence
 from chat.errors import ChatError
 from chat.recall import recall_search_for
 from chat.run_registry import registry
@@ -49,7 +47,6 @@ from chat.run_support import (
     control_group,
     conversation_group,
     failure_of,
-    query_message,
     usage_totals,
 )
 from contextmgmt.core.llm import Usage
@@ -181,7 +178,7 @@ async def submit_message(
             )
             if active is not None:
                 try:
-                    message = await database_sync_to_async(_persist_injection)(
+                    message = await database_sync_to_async(run_persistence.persist_injection)(
                         user=user,
                         conversation_id=conversation_id,
                         content=content,
@@ -212,7 +209,9 @@ async def submit_message(
 
             run_id = uuid.uuid4().hex
             try:
-                query, answer, mode, prepared = await database_sync_to_async(_open_run)(
+                query, answer, mode, prepared = await database_sync_to_async(
+                    run_persistence.open_run
+                )(
                     user=user,
                     conversation_id=conversation_id,
                     content=content,
@@ -260,167 +259,6 @@ async def cancel_active_run(*, conversation_id) -> bool:
         control_group(conversation_id), {"type": "run.cancel", "run_id": active.run_id}
     )
     return True
-
-
-# --- persistence (sync, ORM: run in a thread) -------------------------------------------------
-
-
-@transaction.atomic
-def _persist_query(*, user, conversation_id, content, file_ids, mode, run_id):
-    from chat import selectors, services
-
-    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
-    attachments = selectors.attachments_for_ids(
-        user=user, conversation=conversation, file_ids=list(file_ids)
-    )
-    # One run per conversation across processes: raises RunBusy (nothing stored) when
-    # another process started one since we looked.
-    run_control.claim_conversation(conversation_id=conversation.pk)
-    mode = mode or conversation.mode
-    query = services.user_message_create(
-        conversation=conversation, content=content, attachments=attachments, run_id=run_id
-    )
-    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
-    return query, answer, mode
-
-
-@transaction.atomic
-def _persist_injection(*, user, conversation_id, content, file_ids, run_id, remote=False):
-    from chat import selectors, services
-
-    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
-    attachments = selectors.attachments_for_ids(
-        user=user, conversation=conversation, file_ids=list(file_ids)
-    )
-    if remote:
-        # Another process's run: store the follow-up only while it still runs (RunNotActive
-        # otherwise); its owner finishes under the same row lock, so it sees this message.
-        run_control.lock_running_run(conversation_id=conversation.pk, run_id=run_id)
-    return services.user_message_create(
-        conversation=conversation,
-        content=content,
-        attachments=attachments,
-        injected=True,
-        run_id=run_id,
-    )
-
-
-@transaction.atomic
-def _start_follow_up(*, conversation_id, run_id, mode, query_id):
-    from chat import services
-    from chat.models import Conversation, Message
-
-    conversation = Conversation.objects.get(pk=conversation_id)
-    # Another process may have started a run since this one finished (issue 10): that run
-    # loads the follow-ups as history, so none is left unread; RunBusy skips this one.
-    run_control.claim_conversation(conversation_id=conversation.pk)
-    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
-    return Message.objects.get(pk=query_id), answer
-
-
-def _open_run(**kwargs):
-    """Persist the query (committed first), then prepare the run, in one thread hop."""
-    query, answer, mode = _persist_query(**kwargs)
-    return query, answer, mode, _prepare_or_failure(query)
-
-
-def _open_follow_up(**kwargs):
-    query, answer = _start_follow_up(**kwargs)
-    return query, answer, _prepare_or_failure(query)
-
-
-def _prepare_or_failure(query) -> dict | Exception:
-    """The run's preparation, or why it failed: the run reports that as its own failure."""
-    try:
-        return _prepare(query)
-    except Exception as exc:
-        return exc
-
-
-# Which models and budgets to use changes only when an admin edits a ModelConfig row; four
-# lookups per run were a third of a run's database time. Reused for CONFIG_TTL_SECONDS.
-CONFIG_TTL_SECONDS = 2.0
-_config_cache: dict = {}
-
-
-def _models_and_budgets() -> tuple:
-    # The seams are part of the key: a test that substitutes one gets a fresh lookup.
-    key = (get_llm, resolve_budget)
-    now = time.monotonic()
-    cached = _config_cache.get("config")
-    if cached is not None and cached[0] == key and now - cached[1] < CONFIG_TTL_SECONDS:
-        return cached[2]
-    config = (get_llm("main"), get_llm("fast"), resolve_budget("main"), resolve_budget("fast"))
-    _config_cache["config"] = (key, now, config)
-    return config
-
-
-def _prepare(query_row) -> dict:
-    """Everything the run needs from the registry and the database (sync)."""
-    main, fast, main_budget, fast_budget = _models_and_budgets()
-    vision = bool(getattr(main, "supports_vision", True))
-    query = query_message(query_row, vision=vision)
-    return {
-        "main": main,
-        "fast": fast,
-        "main_budget": main_budget,
-        "fast_budget": fast_budget,
-        "vision": vision,
-        "query": dataclasses.replace(query, injected=False),  # the run's current query
-    }
-
-
-def _save_summary(conversation_id, summary) -> None:
-    from chat.summaries import summary_save
-
-    summary_save(conversation_id=conversation_id, **dataclasses.asdict(summary))
-
-
-def _persist_finish(
-    *, message_id, content, status, usage, compaction, error, extra, calibration
-) -> str:
-    from chat import services
-    from chat.markdown import render_markdown
-    from chat.models import Message
-
-    message = Message.objects.get(pk=message_id)
-    services.assistant_message_finish(
-        message=message,
-        content=content,
-        status=status,
-        usage=usage,
-        compaction=compaction,
-        error=error,
-        extra=extra,
-    )
-    _record_calibration(calibration)
-    return render_markdown(content) if content else ""
-
-
-def _record_calibration(samples: list[tuple[int, int, int]]) -> None:
-    """Teach the budget how this model's tokenizer compares with the estimate (issue 5)."""
-    if not samples:
-        return
-    from contextmgmt.calibration import record_usage
-
-    for config_id, estimated, reported in samples:
-        try:
-            record_usage(
-                model_config_id=config_id, estimated_tokens=estimated, reported_tokens=reported
-            )
-        except Exception:  # calibration is advisory; it must never fail a run
-            logger.warning("calibration sample for ModelConfig %s failed", config_id, exc_info=True)
-
-
-def _leftover_injections(*, conversation_id, run_id, taken_ids) -> list[int]:
-    from chat.models import Message
-
-    ids = Message.objects.filter(
-        conversation_id=conversation_id,
-        kind=Message.Kind.INJECTED,
-        metadata__run_id=run_id,
-    ).values_list("id", flat=True)
-    return sorted(i for i in ids if i not in taken_ids)
 
 
 # --- running ----------------------------------------------------------------------------------
@@ -489,18 +327,13 @@ async def _listen(run: Run, layer) -> None:
             await run_control.answer_ping(layer, message, run_id=run.run_id)
         elif message.get("type") == "run.inject":
             try:
-                injected = await database_sync_to_async(_load_injection)(message["message_id"])
+                injected = await database_sync_to_async(run_persistence.load_injection)(
+                    message["message_id"]
+                )
             except Exception:
                 logger.exception("run %s: could not load injected message", run.run_id)
                 continue
             run.injections.put_nowait(injected)
-
-
-def _load_injection(message_id: int) -> ChatMessage:
-    from chat.models import Message
-
-    vision = bool(getattr(get_llm("main"), "supports_vision", True))
-    return query_message(Message.objects.get(pk=message_id), vision=vision)
 
 
 async def _supervise(run: Run, layer) -> None:
@@ -552,7 +385,7 @@ async def _work(run: Run):
         await run.publisher("compact", {"scope": "history", **run.history_compaction})
         summary = getattr(memory, "new_summary", None)
         if summary is not None:
-            await database_sync_to_async(_save_summary)(run.conversation_id, summary)
+            await database_sync_to_async(run_persistence.save_summary)(run.conversation_id, summary)
 
     from fimone.agent.context import AgentContext
 
@@ -619,7 +452,7 @@ async def _finish(run: Run) -> None:
     ]
     html = ""
     try:
-        html = await database_sync_to_async(_persist_finish)(
+        html = await database_sync_to_async(run_persistence.persist_finish)(
             message_id=run.assistant_message_id,
             content=content,
             status=status,
@@ -666,7 +499,7 @@ async def _close(run: Run, layer) -> None:
         try:
             # The database, not this process's memory: a follow-up may have been stored by
             # another server process (issue 10).
-            leftovers = await database_sync_to_async(_leftover_injections)(
+            leftovers = await database_sync_to_async(run_persistence.leftover_injections)(
                 conversation_id=run.conversation_id,
                 run_id=run.run_id,
                 taken_ids=run.injections.taken_ids,
@@ -674,7 +507,7 @@ async def _close(run: Run, layer) -> None:
             if not leftovers:
                 return
             run_id = uuid.uuid4().hex
-            query, answer, prepared = await database_sync_to_async(_open_follow_up)(
+            query, answer, prepared = await database_sync_to_async(run_persistence.open_follow_up)(
                 conversation_id=run.conversation_id,
                 run_id=run_id,
                 mode=run.mode,
