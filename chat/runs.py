@@ -134,7 +134,7 @@ class Run:
     finishing: bool = False
     answer_parts: list[str] = field(default_factory=list)
     history_compaction: dict | None = None
-    prepared: Any = None  # _prepare()'s result (or its exception), made with the query
+    prepared: Any = None  # run_persistence.prepare()'s result, or why it failed
     local_injections: int = 0  # follow-ups stored by this process for this run
     answer_usage: Usage = field(default_factory=Usage)
     compaction_usage: Usage = field(default_factory=Usage)
