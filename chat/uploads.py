@@ -29,6 +29,10 @@ ALLOWED_FORMATS: dict[str, str] = {
 }
 
 
+_EXIF_ORIENTATION = 0x0112
+_QUARTER_TURNS = {5, 6, 7, 8}  # transpose, rotate 270, transverse, rotate 90
+
+
 @dataclass(frozen=True)
 class ValidatedImage:
     data: bytes
@@ -72,6 +76,10 @@ def validate_image(data: bytes, *, max_pixels: int) -> ValidatedImage:
                 # verify() does not decode pixel data; load() does, and fails on a
                 # truncated file (Pillow's LOAD_TRUNCATED_IMAGES stays off).
                 image.load()
+                # Phones store portraits as landscape pixels plus an EXIF orientation that
+                # viewers (and ImageOps.exif_transpose) apply: report the size people see.
+                if image.getexif().get(_EXIF_ORIENTATION) in _QUARTER_TURNS:
+                    width, height = height, width
         except UploadRejected:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
