@@ -212,7 +212,7 @@ async def test_rate_limit_window_slides(socket, settings, monkeypatch):
     settings.FIMONE_WS_RATE_LIMIT = 2
     settings.FIMONE_WS_RATE_WINDOW_SECONDS = 10.0
     clock = [1000.0]
-    monkeypatch.setattr("chat.consumers.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("chat.consumers._clock", lambda: clock[0])
     for _ in range(2):
         await send(socket, type="cancel")
         assert (await next_event(socket))["code"] == "no_active_run"

@@ -24,7 +24,7 @@ from chat.run_registry import registry
 from tests.support.fake_llm import FakeLLM
 
 # Guards against a hang, not a speed requirement: a healthy run answers in milliseconds.
-WAIT = 10.0
+WAIT = 30.0
 
 
 @pytest.fixture
