@@ -275,3 +275,21 @@ def test_a_second_tab_sees_the_run_started_in_the_first(
     expect(second.locator(".msg-assistant .usage-card")).to_have_count(2)
     expect(second.locator("#stop")).to_be_hidden()
     assert not second.errors
+
+
+def test_reload_mid_answer_shows_the_answer_so_far_and_keeps_streaming(
+    logged_in_page, scripted_server
+):
+    page = logged_in_page
+    scripted_server.enqueue(text(""), text(STREAMED, chunk_delay=0.1, usage=(40, 40)))
+    send(page, "Long answer, then I reload")
+    expect(page.locator(".msg-assistant .answer")).to_contain_text("word3")
+
+    page.reload()
+
+    answer = page.locator(".msg-assistant .answer")
+    expect(answer).to_contain_text("word3")  # the run.active snapshot
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    wait_done(page)
+    expect(answer).to_have_text(STREAMED)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["Long answer, then I reload"])

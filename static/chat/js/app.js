@@ -381,6 +381,17 @@ class ChatApp {
   // After a drop: the server's runs went on without us; the messages API has the truth.
   async catchUp() {
     if (!this.conversation) return;
+    this.eventBuffer = [];
+    try {
+      await this.reloadAfterDrop();
+    } finally {
+      const frames = this.eventBuffer;
+      this.eventBuffer = null;
+      for (const frame of frames) this.onEvent(frame);
+    }
+  }
+
+  async reloadAfterDrop() {
     const id = this.conversation.id;
     try {
       const messages = await api.allMessages(id);
@@ -409,6 +420,11 @@ class ChatApp {
   }
 
   onEvent(frame) {
+    if (this.eventBuffer) {
+      // Catching up: events wait until the history they apply to is on the page.
+      this.eventBuffer.push(frame);
+      return;
+    }
     const handler = EVENT_HANDLERS[frame.type];
     if (handler) handler.call(this, frame);
     this.scrollToEnd(false);
@@ -539,6 +555,26 @@ const EVENT_HANDLERS = {
       view.thinking();
     }
     this.emptyState.hidden = true;
+    const userNode = this.messagesEl.querySelector(
+      `[data-message-id="${CSS.escape(String(frame.message_id))}"]`,
+    );
+    this.run = { runId: frame.run_id, view, userNode, local: false, replanRound: 0 };
+    this.composer.setRunning(true);
+  },
+
+  // A socket that joins mid-run (reload, reconnect, second tab) gets the answer so far.
+  "run.active"(frame) {
+    let view = this.views.get(String(frame.assistant_message_id));
+    if (!view) {
+      EVENT_HANDLERS["run.started"].call(this, frame);
+      view = this.run?.view;
+    }
+    if (!view) return;
+    view.setStatus(null);
+    if (frame.text) {
+      view.text = "";
+      view.appendDelta(frame.text);
+    }
     const userNode = this.messagesEl.querySelector(
       `[data-message-id="${CSS.escape(String(frame.message_id))}"]`,
     );
