@@ -133,9 +133,21 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 await self.send_error("bad_attachment", exc.message)
             else:
                 await self.send_error(exc.code, exc.message)
+        except Exception:
+            # E.g. the database is locked or gone: say so, and keep the socket (RU.3).
+            logger.exception("could not take a message for %s", self.conversation_id)
+            await self.send_error(
+                "server_error", "The message could not be taken right now; send it again."
+            )
 
     async def on_cancel(self) -> None:
-        if not await runs.cancel_active_run(conversation_id=self.conversation_id):
+        try:
+            cancelled = await runs.cancel_active_run(conversation_id=self.conversation_id)
+        except Exception:
+            logger.exception("could not cancel the run of %s", self.conversation_id)
+            await self.send_error("server_error", "The run could not be stopped; try again.")
+            return
+        if not cancelled:
             await self.send_error("no_active_run", "There is no run to cancel.")
 
     # --- server -> client ----------------------------------------------------------------

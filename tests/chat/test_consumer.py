@@ -245,3 +245,17 @@ async def test_error_frames_are_plain_json_objects(socket):
         "code": "invalid_json",
         "message": json.loads(raw)["message"],
     }
+
+
+async def test_server_failure_taking_a_message_keeps_the_socket(socket, monkeypatch):
+    from django.db import OperationalError
+
+    from chat import run_persistence
+
+    def locked(**kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(run_persistence, "open_run", locked)
+    await send(socket, type="message", content="hello")
+    event = await assert_error(socket, "server_error")
+    assert "locked" not in event["message"]
