@@ -60,7 +60,7 @@ def test_answer_streams_as_plain_text_then_becomes_rendered_html(logged_in_page,
     # An empty first reply makes the agent write its answer with the streaming call (RR.2),
     # which the server sends word by word.
     scripted_server.enqueue(
-        text(""), text(f"**Bold** start. {STREAMED}", chunk_delay=0.12, usage=(50, 60))
+        text(""), text(f"**Bold** start. {STREAMED}", chunk_delay=0.15, usage=(50, 60))
     )
     expect(page.locator("#offline-note")).to_have_count(0)
 
@@ -235,7 +235,7 @@ def test_lost_socket_reconnects_and_catches_up(logged_in_page, live_daphne, scri
 
 def test_follow_up_sent_while_running_is_shown_and_answered_rp1(logged_in_page, scripted_server):
     page = logged_in_page
-    scripted_server.enqueue(slow(2, "First answer."), "Answer that saw the follow-up.")
+    scripted_server.enqueue(slow(5, "First answer."), "Answer that saw the follow-up.")
     send(page, "Start something slow")
     wait_for_llm_requests(page, scripted_server, 1)
 
