@@ -206,6 +206,21 @@ async def _send_when_set(layer, channel: str, event: asyncio.Event) -> None:
     await layer.send(channel, {"type": _PROBE_EXPIRED})
 
 
+async def owner_alive(layer, *, conversation_id: Any, run_id: str) -> bool:
+    """Whether the run's process is alive: a second chance before calling it orphaned.
+
+    A run's ``running`` message is committed a moment before its listener joins the
+    control group, so a ping in that moment goes unheard; the second ping, a probe time
+    later, reaches a run that was only starting.
+    """
+    for _attempt in range(2):
+        if await probe(layer, conversation_id=conversation_id, run_id=run_id):
+            return True
+        if is_single_process(layer):
+            return False
+    return False
+
+
 async def answer_ping(layer, message: dict, *, run_id: str) -> None:
     """The owner's side of :func:`probe` (called by the run's control listener)."""
     reply_to = message.get("reply_to")
@@ -246,7 +261,7 @@ async def remote_run(layer, *, conversation_id: Any) -> RemoteRun | None:
         active = await database_sync_to_async(running_run)(conversation_id=conversation_id)
         if active is None:
             return None
-        if await probe(layer, conversation_id=conversation_id, run_id=active.run_id):
+        if await owner_alive(layer, conversation_id=conversation_id, run_id=active.run_id):
             return active
         await database_sync_to_async(reclaim_run)(
             conversation_id=conversation_id, run_id=active.run_id
@@ -282,7 +297,7 @@ async def reclaim_orphans(layer) -> int:
     """
     runs = await database_sync_to_async(running_runs)()
     alive = await asyncio.gather(
-        *(probe(layer, conversation_id=r.conversation_id, run_id=r.run_id) for r in runs)
+        *(owner_alive(layer, conversation_id=r.conversation_id, run_id=r.run_id) for r in runs)
     )
     changed = 0
     for run, owned in zip(runs, alive, strict=True):

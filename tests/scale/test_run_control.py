@@ -232,3 +232,26 @@ async def test_start_up_recovery_interrupts_orphans_only(redis_layers, user, set
     assert changed == 2  # the dead run's answer and its query
     assert (await Message.objects.aget(pk=live.pk)).status == "running"
     assert (await Message.objects.aget(pk=dead.pk)).status == "interrupted"
+
+
+@pytest.mark.scale
+@pytest.mark.django_db(transaction=True)
+async def test_a_run_whose_listener_is_still_joining_is_not_reclaimed(
+    redis_layers, conversation, settings
+):
+    # The owner commits the running message a moment before its listener joins the
+    # control group: a ping in that moment is unheard, and must not cost the run its life.
+    settings.FIMONE_RUN_PROBE_SECONDS = 0.5
+    owner, other = redis_layers
+    _, answer = await sync_to_async(start_run)(conversation)
+    run_id = answer.metadata["run_id"]
+    looking = asyncio.create_task(run_control.remote_run(other, conversation_id=conversation.pk))
+    await asyncio.sleep(0.2)  # the first ping is out, nobody listens yet
+    listener = await owner_listener(owner, conversation.pk, run_id)
+    try:
+        active = await looking
+    finally:
+        await stop(listener)
+
+    assert active is not None and active.run_id == run_id
+    assert (await Message.objects.aget(pk=answer.pk)).status == "running"
