@@ -265,3 +265,28 @@ async def test_run_teaches_the_budget_calibration(socket, ws_fake_llm):
     await row.arefresh_from_db()
     assert row.token_ratio_samples == 1
     assert 0.5 <= row.token_ratio <= 3.0
+
+
+async def test_dag_replan_is_forwarded(socket, ws_fake_llm):
+    verdicts = iter(
+        [
+            {"achieved": False, "confidence": 0.2, "reason": "prices missing"},
+            {"achieved": True, "confidence": 0.9, "reason": "done"},
+        ]
+    )
+
+    def router(messages):
+        system = messages[0].text() if messages and messages[0].role == "system" else ""
+        if "JSON plan" in system:
+            return json.dumps({"steps": [{"id": "s1", "task": "Look it up", "depends_on": []}]})
+        if "JSON verdict" in system:
+            return json.dumps(next(verdicts))
+        return "A result."
+
+    ws_fake_llm.default = router
+    await send(socket, type="message", content="Find the price.", mode="dag")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    assert [e["round"] for e in of_type(events, "dag.replan")] == [1]  # the first re-plan
+    assert [e["achieved"] for e in of_type(events, "dag.analysis")] == [False, True]
+    assert len(of_type(events, "dag.plan")) == 2
