@@ -53,6 +53,7 @@ def _new_page(chromium, viewport):
 
     expect.set_options(timeout=TIMEOUT_MS)
     context = chromium.new_context(viewport=viewport, accept_downloads=False)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     errors = PageErrors()

@@ -56,6 +56,9 @@ def test_login_redirects_then_an_answer_arrives_with_usage_card_ru2(new_page, li
     expect(step.locator(".step-body")).to_be_hidden()
     step.locator("summary").click()
     expect(step.locator(".step-body")).to_be_visible()
+    answer.get_by_role("button", name="Copy the answer").click()
+    expect(answer.locator(".copy-btn")).to_have_text("Copied")
+    assert "84" in page.evaluate("navigator.clipboard.readText()")
     # The URL names the conversation; its title came from the first message.
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
     expect(page.locator("#conversation-title")).to_have_text("What is 12*7?")
@@ -288,3 +291,36 @@ def test_narrow_phone_viewport(logged_in_phone_page):
     page.keyboard.press("Escape")
     expect(toggle).to_have_attribute("aria-expanded", "false")
     expect(sidebar).not_to_be_in_viewport()
+
+
+def test_long_conversation_loads_the_newest_page_then_earlier_ones(logged_in_page, live_daphne):
+    page = logged_in_page
+    conversation_id = live_daphne.manage_shell(
+        "from django.contrib.auth import get_user_model\n"
+        "from chat.models import Conversation, Message\n"
+        f"u = get_user_model().objects.get(username={live_daphne.username!r})\n"
+        "c = Conversation.objects.create(owner=u, title='Many messages')\n"
+        "for i in range(130):\n"
+        "    role = 'user' if i % 2 == 0 else 'assistant'\n"
+        "    Message.objects.create(conversation=c, role=role, status='done',\n"
+        "        kind='query' if role == 'user' else 'answer', content=f'Message {i}')\n"
+        "print(c.id)\n"
+    ).split()[-1]
+    page.goto(f"{live_daphne.base_url}/c/{conversation_id}/")
+
+    messages = page.locator("#messages .msg")
+    expect(messages).to_have_count(100)
+    expect(messages.last).to_contain_text("Message 129")
+    jump = page.get_by_role("button", name="Scroll to the newest message")
+    expect(jump).to_be_hidden()
+    more = page.get_by_role("button", name="Show earlier messages")
+    more.scroll_into_view_if_needed()
+    expect(jump).to_be_visible()
+    more.click()
+
+    expect(messages).to_have_count(130)
+    expect(messages.first).to_have_text("Message 0")
+    expect(more).to_have_count(0)
+    jump.click()
+    expect(jump).to_be_hidden()
+    expect(messages.last).to_be_in_viewport()

@@ -60,6 +60,12 @@ export const api = {
   deleteConversation: (id) => request("DELETE", `/api/conversations/${enc(id)}/`),
   contextGauge: (id) => request("GET", `/api/conversations/${enc(id)}/context/`),
 
+  // One page, oldest first: the newest ``limit`` messages, or those just before ``before``.
+  messagePage(id, { before = null, limit = 100 } = {}) {
+    const cursor = before === null ? "" : `&before=${enc(before)}`;
+    return request("GET", `/api/conversations/${enc(id)}/messages/?limit=${limit}${cursor}`);
+  },
+
   // Every message, oldest first: newest page, then older pages until none are left.
   async allMessages(id) {
     const base = `/api/conversations/${enc(id)}/messages/?limit=200`;

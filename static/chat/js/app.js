@@ -82,6 +82,7 @@ class ChatApp {
   async start() {
     this.setUpOfflineNote();
     this.setUpGauge();
+    this.setUpJumpButton();
     try {
       this.sidebar.set(await api.listConversations(), config.conversationId);
     } catch (err) {
@@ -129,13 +130,13 @@ class ChatApp {
     this.sidebar.select(id);
     if (push) history.pushState({}, "", `/c/${encodeURIComponent(id)}/`);
     try {
-      const [conversation, messages] = await Promise.all([
+      const [conversation, page] = await Promise.all([
         api.getConversation(id),
-        api.allMessages(id),
+        api.messagePage(id),
       ]);
       if (token !== this.loadToken) return;
       this.setConversation(conversation);
-      this.renderHistory(messages);
+      this.renderHistory(page.messages, page.has_more);
     } catch (err) {
       if (token !== this.loadToken) return;
       if (err.status === 404) {
@@ -219,11 +220,30 @@ class ChatApp {
 
   // ---- history -------------------------------------------------------------------------
 
-  renderHistory(messages) {
-    this.messagesEl.replaceChildren();
+  // History arrives a page at a time (newest first shown); older pages load on demand.
+  renderHistory(messages, hasMore = false) {
     this.views.clear();
+    const built = this.buildNodes(messages);
+    this.loadMoreButton = hasMore ? this.makeLoadMoreButton() : null;
+    this.oldestId = messages.length ? messages[0].id : null;
+    this.messagesEl.replaceChildren(...[this.loadMoreButton, ...built.nodes].filter(Boolean));
+    if (built.running) {
+      const { view, message, queryNode } = built.running;
+      this.run = { runId: message.run_id, view, userNode: queryNode, local: false, replanRound: 0 };
+    }
+    // RU.1 on reopen: the newest load-time compaction, from the persisted facts.
+    if (built.compaction) this.placeDivider(built.compaction.facts, built.compaction.node);
+    this.emptyState.hidden = messages.length > 0;
+    if (!messages.length) this.messagesEl.append(this.emptyState);
+    this.composer.setRunning(Boolean(this.run));
+    this.scrollToEnd(true);
+  }
+
+  buildNodes(messages) {
+    const nodes = [];
     let lastQuery = null;
     let compaction = null;
+    let running = null;
     for (const message of messages) {
       if (message.role === "user") {
         const node = userMessage({
@@ -232,7 +252,7 @@ class ChatApp {
           images: message.images || [],
           injected: message.kind === "injected",
         });
-        this.messagesEl.append(node);
+        nodes.push(node);
         if (message.kind !== "injected") lastQuery = { node, message };
         continue;
       }
@@ -240,11 +260,11 @@ class ChatApp {
       const query = lastQuery;
       const view = new AssistantView({ id: message.id, onRetry: () => this.retry(query?.message) });
       this.views.set(String(message.id), view);
-      this.messagesEl.append(view.node);
+      nodes.push(view.node);
       if (message.status === "running") {
         view.thinking();
         view.setStatus("running");
-        this.run = { runId: message.run_id, view, userNode: query?.node, local: false, replanRound: 0 };
+        running = { view, message, queryNode: query?.node };
       } else {
         view.setFinal({ html: message.html, content: message.content });
         if (message.kind === "error" || message.status === "error") {
@@ -257,12 +277,51 @@ class ChatApp {
       const facts = historyFacts(message.compaction);
       if (facts && query) compaction = { facts, node: query.node };
     }
-    // RU.1 on reopen: the newest load-time compaction, from the persisted facts.
-    if (compaction) this.placeDivider(compaction.facts, compaction.node);
-    this.emptyState.hidden = messages.length > 0;
-    if (!messages.length) this.messagesEl.append(this.emptyState);
-    this.composer.setRunning(Boolean(this.run));
-    this.scrollToEnd(true);
+    return { nodes, compaction, running };
+  }
+
+  makeLoadMoreButton() {
+    return el("button", {
+      type: "button",
+      class: "btn load-more",
+      text: "Show earlier messages",
+      onclick: () => this.loadEarlier(),
+    });
+  }
+
+  async loadEarlier() {
+    const button = this.loadMoreButton;
+    if (!button || !this.conversation || this.oldestId === null) return;
+    button.disabled = true;
+    const id = this.conversation.id;
+    try {
+      const page = await api.messagePage(id, { before: this.oldestId });
+      if (this.conversation?.id !== id) return;
+      const built = this.buildNodes(page.messages);
+      const box = this.messagesEl;
+      const fromBottom = box.scrollHeight - box.scrollTop;
+      button.after(...built.nodes);
+      if (page.messages.length) this.oldestId = page.messages[0].id;
+      if (built.compaction && !box.querySelector(".compact-divider")) {
+        this.placeDivider(built.compaction.facts, built.compaction.node);
+      }
+      box.scrollTop = box.scrollHeight - fromBottom; // keep the reader's place
+      if (page.has_more) {
+        button.disabled = false;
+      } else {
+        button.remove();
+        this.loadMoreButton = null;
+        const first = built.nodes[0];
+        if (first) {
+          // The button is gone: keep keyboard focus where the reader is.
+          first.tabIndex = -1;
+          first.focus({ preventScroll: true });
+        }
+      }
+    } catch (err) {
+      button.disabled = false;
+      this.toast(`Could not load earlier messages: ${err.message}`);
+    }
   }
 
   // The divider goes between the summary and the kept recent messages: before the last
@@ -394,11 +453,12 @@ class ChatApp {
   async reloadAfterDrop() {
     const id = this.conversation.id;
     try {
-      const messages = await api.allMessages(id);
+      const page = await api.messagePage(id);
+      const messages = page.messages;
       if (this.conversation?.id !== id) return;
       const unconfirmed = this.run?.local && !this.run.runId ? this.lastQuery : null;
       this.run = null;
-      this.renderHistory(messages);
+      this.renderHistory(messages, page.has_more);
       if (unconfirmed && this.outbox.length) {
         // Never sent: show it again as pending and send it now.
         this.outbox = [];
@@ -437,7 +497,7 @@ class ChatApp {
   async catchUpUserMessage(messageId, view) {
     // Show the query that started a run elsewhere, then the run's answer below it.
     try {
-      const messages = await api.allMessages(this.conversation.id);
+      const { messages } = await api.messagePage(this.conversation.id, { limit: 50 });
       const query = messages.find((m) => m.id === messageId);
       if (query && !this.hasMessage(messageId)) {
         this.messagesEl.append(
@@ -457,7 +517,7 @@ class ChatApp {
 
   async fillFromServer(view, messageId) {
     try {
-      const messages = await api.allMessages(this.conversation.id);
+      const { messages } = await api.messagePage(this.conversation.id, { limit: 50 });
       const message = messages.find((m) => m.id === messageId);
       if (message) view.setFinal({ html: message.html, content: message.content });
     } catch (err) {
@@ -518,8 +578,27 @@ class ChatApp {
 
   scrollToEnd(force) {
     const box = this.messagesEl;
-    const nearEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 160;
-    if (force || nearEnd) box.scrollTop = box.scrollHeight;
+    if (force || this.nearEnd()) box.scrollTop = box.scrollHeight;
+    this.updateJumpButton();
+  }
+
+  nearEnd() {
+    const box = this.messagesEl;
+    return box.scrollHeight - box.scrollTop - box.clientHeight < 160;
+  }
+
+  setUpJumpButton() {
+    this.jumpButton = document.getElementById("jump-to-end");
+    this.jumpButton.addEventListener("click", () => {
+      this.messagesEl.scrollTop = this.messagesEl.scrollHeight;
+      this.updateJumpButton();
+      this.composer.focus();
+    });
+    this.messagesEl.addEventListener("scroll", () => this.updateJumpButton(), { passive: true });
+  }
+
+  updateJumpButton() {
+    if (this.jumpButton) this.jumpButton.hidden = this.nearEnd();
   }
 }
 

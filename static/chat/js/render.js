@@ -109,7 +109,8 @@ export class AssistantView {
     this.answer = el("div", { class: "answer" });
     this.steps = el("div", { class: "steps", hidden: true });
     this.planBox = null;
-    this.footer = el("div", { class: "msg-footer" });
+    this.actions = el("div", { class: "msg-actions" });
+    this.footer = el("div", { class: "msg-footer" }, this.actions);
     this.node = el(
       "article",
       { class: "msg msg-assistant", "aria-label": "Assistant" },
@@ -151,11 +152,35 @@ export class AssistantView {
   setFinal({ html, content }) {
     this.node.removeAttribute("aria-busy");
     this.answer.classList.remove("streaming");
+    this.source = content ?? this.text;
     if (html) {
       this.answer.innerHTML = html; // sanitised server-side (nh3)
     } else {
-      this.answer.textContent = content ?? this.text;
+      this.answer.textContent = this.source;
     }
+    this.addCopyButton();
+  }
+
+  // Copies the answer's Markdown source, as the model wrote it.
+  addCopyButton() {
+    this.actions.querySelector(".copy-btn")?.remove();
+    if (!this.source) return;
+    const button = el("button", {
+      type: "button",
+      class: "copy-btn",
+      text: "Copy",
+      "aria-label": "Copy the answer",
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(this.source);
+          button.textContent = "Copied";
+        } catch (err) {
+          button.textContent = "Copy failed";
+        }
+        setTimeout(() => (button.textContent = "Copy"), 1500);
+      },
+    });
+    this.actions.append(button);
   }
 
   stopStreaming() {
@@ -322,8 +347,8 @@ export class AssistantView {
       cin || cout ? el("span", { text: `incl. ${formatK(cin + cout)} compaction` }) : null,
     );
     this.footer.querySelector(".usage-detail")?.remove();
-    this.footer.prepend(detail);
-    this.footer.prepend(card);
+    this.actions.after(detail);
+    this.actions.prepend(card);
   }
 
   setStatus(status) {
