@@ -24,7 +24,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from chat import runs
+from chat import run_control, runs
 from chat.errors import AttachmentNotFound, ChatError
 from chat.models import Conversation
 from chat.run_support import conversation_group
@@ -45,6 +45,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.group = conversation_group(self.conversation_id)
         self.joined = False
         self.recent_frames: deque[float] = deque()
+        self.snapshot_gate = run_control.SnapshotGate()
         # Accept first, then close with a code: a refused handshake carries no code at all.
         await self.accept()
         if self.user is None or not self.user.is_authenticated:
@@ -61,6 +62,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         snapshot = runs.active_snapshot(conversation_id=self.conversation_id)
         if snapshot is not None:
             await self.send_json({"type": "run.active", **snapshot})
+        elif await run_control.request_snapshot(
+            self.channel_layer, conversation_id=self.conversation_id, reply_to=self.channel_name
+        ):
+            # The run lives in another process (issue 10): its run.active is on the way.
+            self.snapshot_gate.wait()
 
     async def disconnect(self, code) -> None:
         # The run, if any, goes on: it belongs to the conversation, not to this socket.
@@ -153,7 +159,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     # --- server -> client ----------------------------------------------------------------
 
     async def chat_event(self, message) -> None:
-        await self.send_json(message["event"])
+        if self.snapshot_gate.forward(message["event"]):
+            await self.send_json(message["event"])
 
     async def send_error(self, code: str, text: str) -> None:
         await self.send_json({"type": "error", "code": code, "message": text})

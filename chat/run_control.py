@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 PING = "run.ping"
 PONG = "run.pong"
 STOP = "run.stop"  # a run's listener, told by its own run to end (see stop_listener)
+SNAPSHOT = "run.snapshot"  # a socket of another process asks for run.active
 _PROBE_EXPIRED = "run.probe.expired"
 DEFAULT_PROBE_SECONDS = 2.0
 LISTENER_STOP_SECONDS = 5.0
@@ -306,3 +307,62 @@ async def reclaim_orphans(layer) -> int:
                 conversation_id=run.conversation_id, run_id=run.run_id
             )
     return changed
+
+
+# --- run.active for a socket of another process ----------------------------------------
+
+
+async def request_snapshot(layer, *, conversation_id: Any, reply_to: str) -> bool:
+    """Ask another process's active run for ``run.active``, sent to ``reply_to``.
+
+    For a socket that joined the conversation's group with no run in its own process.
+    Returns whether a run was asked (then gate the socket's events with SnapshotGate).
+    """
+    if is_single_process(layer):
+        return False
+    active = await database_sync_to_async(running_run)(conversation_id=conversation_id)
+    if active is None:
+        return False
+    await layer.group_send(
+        control_group(conversation_id),
+        {"type": SNAPSHOT, "run_id": active.run_id, "reply_to": reply_to},
+    )
+    return True
+
+
+class SnapshotGate:
+    """Exactly-once answer text for a socket that asked another process for ``run.active``.
+
+    The owner sends the snapshot on the same ordered path as its deltas, under its publish
+    lock: deltas that reach the socket before the snapshot are in it, later ones are not.
+    So deltas are dropped while the snapshot is awaited; the snapshot, the end of the run
+    (or a new one), or ``probe_seconds`` without an answer open the gate again.
+    """
+
+    _OPENING = {"run.active", "run.started", "done", "error", "run.cancelled"}
+
+    def __init__(self) -> None:
+        self.waiting = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    def wait(self, seconds: float | None = None) -> None:
+        self.waiting = True
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(seconds or probe_seconds(), self.open)
+
+    def open(self) -> None:
+        self.waiting = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def forward(self, event: dict) -> bool:
+        """Whether the socket should get ``event`` now."""
+        if not self.waiting:
+            return True
+        kind = event.get("type")
+        if kind == "answer.delta":
+            return False
+        if kind in self._OPENING:
+            self.open()
+        return True

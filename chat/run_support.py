@@ -118,6 +118,13 @@ class EventPublisher:
             self.published_text.append(text)
             await self._send("answer.delta", {"text": text})
 
+    async def send_snapshot(self, channel: str, snapshot: dict) -> None:
+        """``run.active`` to one socket of another process (issue 10): under the send lock,
+        with the text published so far, so it sits in order among this run's deltas."""
+        async with self._lock:
+            event = {"type": "run.active", **snapshot, "text": "".join(self.published_text)}
+            await self._layer.send(channel, {"type": "chat.event", "event": event})
+
     async def _send(self, event_type: str, payload: dict) -> None:
         await self._layer.group_send(
             self._group, {"type": "chat.event", "event": {"type": event_type, **payload}}

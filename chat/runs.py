@@ -322,6 +322,11 @@ async def _listen(run: Run, layer) -> None:
             run.request_cancel()
         elif message.get("type") == run_control.STOP:
             return  # the run has finished (run_control.stop_listener)
+        elif message.get("type") == run_control.SNAPSHOT:
+            # A socket of another process joined mid-run (issue 10): its run.active.
+            snapshot = active_snapshot(conversation_id=run.conversation_id)
+            if snapshot is not None and isinstance(message.get("reply_to"), str):
+                await run.publisher.send_snapshot(message["reply_to"], snapshot)
         elif message.get("type") == run_control.PING:
             # Another process asks whether this run is alive (issue 10, orphan detection).
             await run_control.answer_ping(layer, message, run_id=run.run_id)

@@ -241,3 +241,35 @@ async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes
         ("interrupted", orphan["run_id"]),
         ("interrupted", orphan["run_id"]),
     ]
+
+
+async def test_a_socket_joining_on_b_mid_run_gets_the_answer_so_far_exactly_once(
+    processes, slow_model
+):
+    a, b = processes
+    conversation = new_conversation(a)
+    words = [f"w{i}" for i in range(40)]
+    # An empty tool-free reply makes the engine write the answer with stream_chat(), which
+    # the scripted server streams word by word.
+    slow_model.enqueue(Reply(content=""), Reply(content=" ".join(words), chunk_delay=0.1))
+    on_a = await Socket.open(a, conversation, "A")
+    try:
+        await on_a.send(type="message", content="Stream a long answer.")
+        started = await on_a.wait_type("run.started")
+        await on_a.wait_type("answer.delta")  # streaming has begun in A
+        late = await Socket.open(b, conversation, "late on B")
+        try:
+            done = await late.wait_type("done")
+            assert done["run_id"] == started["run_id"]
+        finally:
+            await late.close()
+    finally:
+        await on_a.close()
+
+    first = late.events[0]
+    assert first["type"] == "run.active" and first["run_id"] == started["run_id"]
+    assert first["text"]  # it joined mid-stream: some answer text was already out
+    deltas = [e["text"] for e in late.events if e["type"] == "answer.delta"]
+    streamed_on_a = "".join(e["text"] for e in on_a.events if e["type"] == "answer.delta")
+    assert first["text"] + "".join(deltas) == streamed_on_a  # no piece lost, none twice
+    assert streamed_on_a.split() == words
