@@ -324,3 +324,18 @@ def test_long_conversation_loads_the_newest_page_then_earlier_ones(logged_in_pag
     jump.click()
     expect(jump).to_be_hidden()
     expect(messages.last).to_be_in_viewport()
+
+
+def test_conversation_deleted_elsewhere_is_left_cleanly(logged_in_page, live_daphne):
+    page = logged_in_page
+    send(page, "Soon deleted in another tab")
+    wait_done(page)
+    conversation_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    live_daphne.api("DELETE", f"/api/conversations/{conversation_id}/")
+
+    send(page, "Anyone there?")
+
+    expect(page.locator(".toast")).to_have_text("This conversation was deleted.")
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.locator("#conversation-list .conv-item")).to_have_count(0)
+    expect(page.locator("#empty-state")).to_be_visible()

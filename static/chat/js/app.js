@@ -1,7 +1,7 @@
 // The chat page: wires the sidebar, the composer, the websocket and the message list.
 // Protocol: DESIGN §5. What the user sees: SPEC RU.1–RU.3.
 
-import { api } from "./api.js";
+import { api, loginUrl } from "./api.js";
 import { Composer } from "./composer.js";
 import { AssistantView, compactDivider, el, formatK, summarizedCount, userMessage } from "./render.js";
 import { Sidebar } from "./sidebar.js";
@@ -424,11 +424,33 @@ class ChatApp {
     if (state === "reconnecting") {
       const seconds = detail.delay ? ` in ${Math.ceil(detail.delay / 1000)} s` : "";
       this.setConnection(`Connection lost. Reconnecting${seconds}…`, "error");
+      // A refused handshake looks like a network error: every few tries, ask the API
+      // whether we are still logged in (401 → login page) and the conversation exists.
+      if (detail.delay && detail.attempt % 3 === 0) this.checkStillWelcome();
+    } else if (state === "refused") {
+      if (detail.code === 4401) window.location.assign(loginUrl());
+      else this.conversationGone();
     } else if (state === "open") {
       this.setConnection(null);
       if (detail.reconnected) this.catchUp();
       else this.flushOutbox();
     }
+  }
+
+  async checkStillWelcome() {
+    if (!this.conversation) return;
+    try {
+      await api.getConversation(this.conversation.id);
+    } catch (err) {
+      if (err.status === 404) this.conversationGone();
+    }
+  }
+
+  conversationGone() {
+    const id = this.conversation?.id;
+    this.toast("This conversation was deleted.");
+    if (id) this.sidebar.removeItem(id);
+    this.newChat();
   }
 
   flushOutbox() {

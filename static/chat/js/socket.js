@@ -50,8 +50,14 @@ export class ChatSocket {
       }
       if (frame && typeof frame.type === "string") this.onEvent(frame);
     });
-    ws.addEventListener("close", () => {
+    ws.addEventListener("close", (event) => {
       if (ws !== this.ws || this.closedByUs) return;
+      if (event.code === 4401 || event.code === 4404) {
+        // The server refused us for good (logged out, conversation gone): do not retry.
+        this.closedByUs = true;
+        this.onStatus("refused", { code: event.code });
+        return;
+      }
       this.scheduleReconnect();
     });
   }
