@@ -255,3 +255,31 @@ async def test_a_run_whose_listener_is_still_joining_is_not_reclaimed(
 
     assert active is not None and active.run_id == run_id
     assert (await Message.objects.aget(pk=answer.pk)).status == "running"
+
+
+# --- run.active for a socket of another process ---------------------------------------
+
+
+async def test_snapshot_gate_drops_deltas_until_the_snapshot_then_forwards_all():
+    gate = run_control.SnapshotGate()
+    assert gate.forward({"type": "answer.delta", "text": "a"})  # not waiting: everything
+    gate.wait(60)
+    assert not gate.forward({"type": "answer.delta", "text": "b"})  # in the snapshot
+    assert gate.forward({"type": "step", "iteration": 1})  # other events pass
+    assert gate.forward({"type": "run.active", "text": "ab"})
+    assert gate.forward({"type": "answer.delta", "text": "c"})  # after it: new text
+
+
+@pytest.mark.parametrize("ending", ["done", "error", "run.cancelled", "run.started"])
+async def test_snapshot_gate_opens_when_the_run_ends_without_a_snapshot(ending):
+    gate = run_control.SnapshotGate()
+    gate.wait(60)
+    assert gate.forward({"type": ending})
+    assert gate.forward({"type": "answer.delta", "text": "next run"})
+
+
+async def test_snapshot_gate_opens_by_itself_when_no_snapshot_comes():
+    gate = run_control.SnapshotGate()
+    gate.wait(0.05)
+    await asyncio.sleep(0.2)
+    assert gate.forward({"type": "answer.delta", "text": "x"})
