@@ -113,6 +113,7 @@ class PostgresServer:
         pg_ctl = str(self.bindir / "pg_ctl")
         subprocess.run(
             _as_user(self.run_as, [pg_ctl, "-D", str(self.data_dir), "-m", "fast", "-w", "stop"]),
+            cwd=self.base_dir,
             capture_output=True,
             check=False,
             timeout=60,
@@ -165,7 +166,10 @@ def start_postgres() -> PostgresServer:
         "--no-locale",
         "--no-sync",
     ]
-    done = subprocess.run(_as_user(run_as, initdb), capture_output=True, text=True, check=False)
+    # cwd: the server user may not be allowed into the caller's folder (a root-owned clone).
+    done = subprocess.run(
+        _as_user(run_as, initdb), cwd=base_dir, capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         shutil.rmtree(base_dir, ignore_errors=True)
         raise RuntimeError(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
@@ -193,7 +197,9 @@ def start_postgres() -> PostgresServer:
             str(int(START_TIMEOUT_SECONDS)),
             "start",
         ]
-        done = subprocess.run(_as_user(run_as, start), capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            _as_user(run_as, start), cwd=base_dir, capture_output=True, text=True, check=False
+        )
         if done.returncode == 0:
             server = PostgresServer(port=port, base_dir=base_dir, bindir=bindir, run_as=run_as)
             try:
