@@ -46,20 +46,41 @@ class Bench:
     timeout: float = 900.0
 
 
-def _ws_load(clients: int) -> Bench:
+def _load_figures(*, target_p95: str = "") -> dict[str, tuple[str, str, str]]:
+    """What ws_load.py and ws_load_scale.py print (same format)."""
+    return {
+        "runs/s": (rf"runs/s={NUMBER}", "runs/s", ""),
+        "overhead p50": (r"server overhead per run \(ms\): p50=" + NUMBER, "ms", ""),
+        "overhead p95": (r"server overhead per run \(ms\): .*?p95=" + NUMBER, "ms", target_p95),
+        "lost (client)": (rf"lost: client={NUMBER}", "", "0"),
+        "lost (db)": (rf"lost: .*?db={NUMBER}", "", "0"),
+        "duplicated": (rf"duplicated={NUMBER}", "", "0"),
+        "garbled": (rf"garbled={NUMBER}", "", "0"),
+    }
+
+
+def _ws_load(clients: int, think: float = 0.0) -> Bench:
+    """Back to back (think 0: the server is saturated, overhead is mostly queueing) or
+    paced like people (``think`` seconds between turns: the overhead a user feels)."""
+    paced = ["--think", f"{think:g}"] if think else []
     return Bench(
-        name=f"ws_load {clients}",
+        name=f"ws_load {clients}" + (f" think {think:g}s" if think else ""),
         script="ws_load.py",
-        args=["--clients", str(clients), "--turns", "5"],
-        quick_args=["--clients", str(clients), "--turns", "1"],
+        args=["--clients", str(clients), "--turns", "5", *paced],
+        quick_args=["--clients", str(clients), "--turns", "1", *paced],
+        figures=_load_figures(target_p95="<= 50" if think else ""),
+    )
+
+
+def _ws_load_scale(clients: int) -> Bench:
+    return Bench(
+        name=f"ws_load_scale 2 procs {clients}",
+        script="ws_load_scale.py",
+        args=["--processes", "2", "--clients", str(clients), "--turns", "5", "--cross"],
+        quick_args=["--processes", "2", "--clients", str(clients), "--turns", "1", "--cross"],
         figures={
-            "runs/s": (rf"runs/s={NUMBER}", "runs/s", ""),
-            "overhead p50": (r"server overhead per run \(ms\): p50=" + NUMBER, "ms", ""),
-            "overhead p95": (r"server overhead per run \(ms\): .*?p95=" + NUMBER, "ms", "<= 50"),
-            "lost (client)": (rf"lost: client={NUMBER}", "", "0"),
-            "lost (db)": (rf"lost: .*?db={NUMBER}", "", "0"),
-            "duplicated": (rf"duplicated={NUMBER}", "", "0"),
-            "garbled": (rf"garbled={NUMBER}", "", "0"),
+            **_load_figures(),
+            "cross-process missed": (rf"second sockets missed {NUMBER}", "", "0"),
         },
     )
 
@@ -128,6 +149,9 @@ BENCHES = [
     ),
     _ws_load(50),
     _ws_load(200),
+    _ws_load(50, think=5.0),
+    _ws_load(200, think=20.0),
+    _ws_load_scale(50),
 ]
 
 
