@@ -14,9 +14,16 @@ runs of *other* processes, from the database:
   ``running`` (:func:`lock_running_run`, same row lock): the owner finishes its answer under
   that lock too (``assistant_message_finish`` updates the conversation row), so a follow-up
   is either seen by the owner's leftover check or starts a run of its own — never lost;
-- a ``running`` message whose process died is an orphan: a ``run.ping`` on the control
-  group gets no ``run.pong`` within :func:`probe_seconds`, and the run is marked
-  ``interrupted`` (:func:`reclaim_run`) so the conversation can go on.
+- a ``running`` message whose process died is an orphan: two ``run.ping`` on the control
+  group get no ``run.pong`` within :func:`probe_seconds` each (:func:`owner_alive`), and
+  the run is marked ``interrupted`` (:func:`reclaim_run`) so the conversation can go on;
+  ``manage.py recover_runs`` does that for every running run (:func:`reclaim_orphans`);
+- a socket joining mid-run on another process gets ``run.active`` from the run's owner
+  (:func:`request_snapshot`, :class:`SnapshotGate`).
+
+A pending channel-layer ``receive()`` is never cancelled here: with channels-redis the
+cancelled one may be holding a message for another socket of the process, which is then
+lost (channels_redis issue 366). Timeouts and stops are messages instead.
 
 With the in-memory channel layer there is only one process: a ``running`` message that
 the local registry does not know is an orphan without asking.
