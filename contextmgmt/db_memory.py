@@ -35,6 +35,7 @@ from asgiref.sync import sync_to_async
 from django.db.models import Q
 
 from contextmgmt.core.compact import CompactResult, CompactUtils, clip_to_tokens
+from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
@@ -275,8 +276,12 @@ class DbMemory(BaseMemory):
         use_summaries: bool = True,
         keep_recent: int = 4,
         hint: str = "general",
+        compact_timeout: float | None = DEFAULT_COMPACT_TIMEOUT,
     ) -> None:
         self.conversation_id = conversation_id
+        # Bounds the summary call like the guard's (R3.7): a hung compaction LLM falls back
+        # to truncation instead of holding the run at load time.
+        self.compact_timeout = compact_timeout
         self.max_tokens = max_tokens
         self.compact_llm = compact_llm
         self.vision = vision
@@ -332,6 +337,7 @@ class DbMemory(BaseMemory):
                 self.max_tokens,
                 keep_recent=self.keep_recent,
                 hint=self.hint,
+                timeout=self.compact_timeout,
             )
         else:
             kept = CompactUtils.smart_truncate(base, self.max_tokens)

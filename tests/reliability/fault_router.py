@@ -18,6 +18,7 @@ so the SDK's own retries, timeouts and parsing are what is exercised.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,7 @@ class Fault:
 
     name: str
     inprocess: BaseException | None = None
+    hang: bool = False  # never answers: only the caller's own time limit ends the call
     transport: list[Any] = field(default_factory=list)
     # Stream-only fault: some text, then the failure (for chat() calls: the transport list).
     stream_transport: list[Any] | None = None
@@ -99,6 +101,7 @@ def faults() -> list[Fault]:
     slow = scripted.slow(5.0, "too late")
     return [
         Fault("raise", inprocess=RuntimeError("the model client blew up")),
+        Fault("hang", hang=True),  # an LLM without a timeout of its own
         Fault("timeout", transport=[slow, slow]),  # the SDK's timeout, both attempts
         Fault("429_then_success", transport=[scripted.rate_limited(), "<canned>"]),
         Fault("500", transport=[scripted.server_error(), scripted.server_error()]),
@@ -146,6 +149,13 @@ class FaultRouter:
         self.faults_left -= 1
         return True
 
+    async def _inprocess_fault(self) -> None:
+        if self.fault.hang:
+            await asyncio.sleep(3600)
+            raise AssertionError("a hung call was never timed out")
+        if self.fault.inprocess is not None:
+            raise self.fault.inprocess
+
     def _queue_transport(self, site: str) -> None:
         text = canned(site, stream_the_answer=self.stream_the_answer)
         self.server.reset()
@@ -158,8 +168,7 @@ class FaultRouter:
         site = classify("chat", messages, tools)
         self.sites_seen.append(site)
         if self._take_fault(site):
-            if self.fault.inprocess is not None:
-                raise self.fault.inprocess
+            await self._inprocess_fault()
             self._queue_transport(site)
             return await self.sdk_llm.chat(messages, tools=tools, **opts)
         reply = canned(site, stream_the_answer=self.stream_the_answer)
@@ -169,8 +178,7 @@ class FaultRouter:
         site = classify("stream_chat", messages, tools)
         self.sites_seen.append(site)
         if self._take_fault(site):
-            if self.fault.inprocess is not None:
-                raise self.fault.inprocess
+            await self._inprocess_fault()
             self._queue_transport(site)
             async for chunk in self.sdk_llm.stream_chat(messages, tools=tools, **opts):
                 yield chunk

@@ -52,6 +52,7 @@ FAULTS = {f.name: f for f in faults()}
 # when nothing recovers from it: the error code the client gets.
 ERROR_CODES = {
     "raise": "internal_error",
+    "hang": "llm_timeout",
     "timeout": "llm_timeout",
     "500": "llm_unavailable",
     "malformed_tool_call_json": "llm_bad_response",
@@ -138,6 +139,38 @@ async def _conversation(user, site: str, query: str):
     return conversation
 
 
+HANG_LIMIT = 0.5  # seconds; production has the SDK's timeout, and these for other LLMs
+
+
+def _short_time_limits(monkeypatch) -> None:
+    """Time limits a hung call meets: the run's per-call limit (AgentContext.llm_timeout),
+    the guard's and DbMemory's compaction timeouts — shortened so a hang cell is quick."""
+    import functools
+
+    from contextmgmt.core.guard import ContextGuard
+    from contextmgmt.db_memory import DbMemory
+    from fimone.agent import dag, react
+
+    guard = functools.partial(ContextGuard, compact_timeout=HANG_LIMIT)
+    monkeypatch.setattr(react, "ContextGuard", guard)
+    monkeypatch.setattr(dag, "ContextGuard", guard)
+    monkeypatch.setattr(
+        runs, "make_memory", lambda **kw: DbMemory(**kw, compact_timeout=HANG_LIMIT)
+    )
+    real_engine_for = runs.engine_for
+
+    def engine_for(mode):
+        engine = real_engine_for(mode)
+
+        async def limited(ctx):
+            ctx.llm_timeout = HANG_LIMIT
+            return await engine(ctx)
+
+        return limited
+
+    monkeypatch.setattr(runs, "engine_for", engine_for)
+
+
 @pytest.fixture
 async def sdk_llm(scripted_server):
     """The real SDK client on the scripted server: 1 s timeout, one retry (fast cells)."""
@@ -177,6 +210,8 @@ async def test_fault_matrix_cell(
         stream_the_answer=site == "answer_stream",
     )
     monkeypatch.setattr(runs, "get_llm", lambda role: router)
+    if fault == "hang":
+        _short_time_limits(monkeypatch)
     mode = "dag" if site in DAG_SITES else "react"
     before = len(await _messages(conversation))
 
