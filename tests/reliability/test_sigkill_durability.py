@@ -121,3 +121,5 @@ async def test_sigkill_mid_run_leaves_the_message_and_marks_the_run_interrupted(
     # The model saw the interrupted question as history: nothing the user typed was lost.
     last_request = scripted_server.requests[-1]["messages"]
     assert any(typed in (m.get("content") or "") for m in last_request if m["role"] == "user")
+    # The server's own log (both lives) never printed the API key.
+    assert server.log() and "sk-durability" not in server.log()

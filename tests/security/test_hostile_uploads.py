@@ -19,10 +19,13 @@ import struct
 import tracemalloc
 import zipfile
 import zlib
+from collections import Counter
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from chat import services
@@ -244,3 +247,47 @@ def test_a_cmyk_jpeg_is_accepted_as_a_jpeg_with_its_size(owner_client, conversat
         30,
         10,
     )
+
+
+# --- fuzzed files -------------------------------------------------------------------------------
+
+SEEDS = {fmt: image_bytes(fmt, (24, 16), noise=True) for fmt in ("PNG", "JPEG", "WEBP", "GIF")}
+
+
+@st.composite
+def damaged_images(draw) -> bytes:
+    """A real image with some bytes overwritten, a chunk cut out or garbage appended."""
+    data = bytearray(SEEDS[draw(st.sampled_from(sorted(SEEDS)))])
+    for _ in range(draw(st.integers(0, 6))):
+        data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    if draw(st.booleans()):
+        start = draw(st.integers(0, len(data) - 1))
+        del data[start : start + draw(st.integers(1, 64))]
+    return bytes(data) + draw(st.binary(max_size=32))
+
+
+def test_fuzzed_uploads_never_500_and_store_all_or_nothing(owner_client, conversation, media_root):
+    @settings(
+        max_examples=150,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(data=damaged_images() | st.binary(max_size=300))
+    def check(data):
+        before = Attachment.objects.count()
+        response = upload(owner_client, conversation, data, "fuzz.png")
+        assert response.status_code in (201, 400, 413), response.content
+        outcomes[response.status_code] += 1
+        if response.status_code == 201:
+            attachment = Attachment.objects.get(pk=response.json()["file_id"])
+            assert attachment.width > 0 and attachment.height > 0
+            assert attachment.file.size == len(data)
+            assert Attachment.objects.count() == before + 1
+        else:
+            assert response.json()["error"]["code"]
+            assert Attachment.objects.count() == before
+        assert len(stored_files(media_root)) == Attachment.objects.count()
+
+    outcomes: Counter[int] = Counter()
+    check()
+    assert outcomes[400] > 0 and outcomes[201] > 0, outcomes  # both paths were exercised
