@@ -248,3 +248,32 @@ def test_a_megabyte_of_emoji_as_a_title_is_refused_and_at_the_limit_kept(user):
     )
     assert ok.status_code == 201
     assert Conversation.objects.get().title == "😀" * limit
+
+
+@pytest.mark.django_db
+def test_hypothesis_query_strings_never_500(user):
+    """The messages API's paging parameters (before, after, limit) with anything at all."""
+    client = Client()
+    client.force_login(user)
+    conversation = services.conversation_create(owner=user, title="paging")
+    for i in range(3):
+        services.user_message_create(conversation=conversation, content=f"m{i}", run_id=f"r{i}")
+    url = f"/api/conversations/{conversation.id}/messages/"
+    values = st.integers(min_value=-(2**70), max_value=2**70).map(str) | st.text(
+        st.characters(codec="utf-8"), max_size=12
+    )
+
+    @HYPOTHESIS
+    @given(params=st.dictionaries(st.sampled_from(["before", "after", "limit"]), values))
+    def check(params):
+        response = client.get(url, params)
+        assert response.status_code in (200, 400), (params, response.content)
+        statuses[response.status_code] += 1
+        if response.status_code == 200:
+            assert len(response.json()["messages"]) <= 3
+        else:
+            assert response.json()["error"]["code"]
+
+    statuses: Counter[int] = Counter()
+    check()
+    assert statuses[200] and statuses[400], statuses
