@@ -172,10 +172,13 @@ async def submit_message(
     async with registry.lock(conversation_id):
         # The active run may live in another server process (issue 10): chat.run_control
         # finds it in the database, and its row lock settles two processes starting at once.
-        for _attempt in range(3):
-            active = registry.get(conversation_id) or await run_control.remote_run(
-                layer, conversation_id=conversation_id
-            )
+        for attempt in range(3):
+            active = registry.get(conversation_id)
+            # One process (in-memory layer): the registry is the truth, and a stale
+            # ``running`` message is caught by open_run's claim (RunBusy) and reclaimed on
+            # the next attempt — no database look-up on the common path.
+            if active is None and (attempt or not run_control.is_single_process(layer)):
+                active = await run_control.remote_run(layer, conversation_id=conversation_id)
             if active is not None:
                 try:
                     message = await database_sync_to_async(run_persistence.persist_injection)(

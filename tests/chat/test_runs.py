@@ -539,3 +539,19 @@ async def test_cancel_sent_right_after_the_message_is_not_lost(socket, conversat
     assert [e["type"] for e in events] == ["run.started", "run.cancelled"]
     reply = (await messages_of(conversation))[-1]
     assert reply.status == "cancelled"
+
+
+async def test_a_run_left_running_by_a_dead_server_does_not_block_the_conversation(
+    socket, conversation, engine
+):
+    def orphan():
+        return services.assistant_message_start(
+            conversation=conversation, run_id="dead-process", mode="react"
+        )
+
+    stale = await sync_to_async(orphan)()
+    engine.use(answer)
+    await send(socket, type="message", content="still there?")
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    await stale.arefresh_from_db()
+    assert stale.status == "interrupted"
