@@ -225,6 +225,13 @@ def main() -> None:
         default=0.0,
         help="mean seconds a client waits between its turns (0: send again at once)",
     )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the server (repeatable), e.g. DATABASE_URL=…",
+    )
     args = parser.parse_args()
 
     _instrument_scripted_server()
@@ -237,6 +244,7 @@ def main() -> None:
             "LOG_LEVEL": "WARNING",
             # A benchmark client sends faster than a person; the limit is not under test.
             "FIMONE_WS_RATE_LIMIT": "1000000",
+            **dict(item.split("=", 1) for item in args.env),
         }
     )
     try:
