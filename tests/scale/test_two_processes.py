@@ -144,9 +144,13 @@ async def test_cancel_through_b_stops_the_run_in_a(processes):
     ]
 
 
-async def test_messages_sent_to_both_processes_at_once_make_one_run(processes):
+async def test_messages_sent_to_both_processes_at_once_make_one_run(processes, slow_model):
     a, b = processes
     conversation = new_conversation(a)
+    # The losing process may need two pings to find the run just started (its listener
+    # joins a moment after the commit): a longer first model call keeps the follow-up
+    # inside the run even on a busy machine, so it is injected, not left for a follow-up run.
+    slow_model.enqueue(Reply(content="Scripted answer.", delay=3 * REPLY_DELAY_SECONDS))
     on_a = await Socket.open(a, conversation, "A")
     on_b = await Socket.open(b, conversation, "B")
     try:
