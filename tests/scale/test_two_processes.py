@@ -85,6 +85,8 @@ def messages_in_db(server, conversation_id: str) -> list[dict]:
 async def test_follow_up_through_b_reaches_the_run_in_a(processes, slow_model):
     a, b = processes
     conversation = new_conversation(a)
+    # A first model call long enough that B's follow-up lands inside it, even when busy.
+    slow_model.enqueue(Reply(content="Scripted answer.", delay=3 * REPLY_DELAY_SECONDS))
     on_a = await Socket.open(a, conversation, "A")
     on_b = await Socket.open(b, conversation, "B")
     try:
@@ -119,9 +121,10 @@ async def test_follow_up_through_b_reaches_the_run_in_a(processes, slow_model):
     assert {m["run_id"] for m in stored} == {started["run_id"]}
 
 
-async def test_cancel_through_b_stops_the_run_in_a(processes):
+async def test_cancel_through_b_stops_the_run_in_a(processes, slow_model):
     a, b = processes
     conversation = new_conversation(a)
+    slow_model.enqueue(Reply(content="Scripted answer.", delay=3 * REPLY_DELAY_SECONDS))
     on_a = await Socket.open(a, conversation, "A")
     on_b = await Socket.open(b, conversation, "B")
     try:
@@ -210,7 +213,7 @@ async def test_a_run_whose_process_died_is_reclaimed_by_the_next_message(
 
 
 async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes(
-    processes, cluster_env, tmp_path
+    processes, cluster_env, slow_model, tmp_path
 ):
     a, b = processes
     # An orphan: its process was killed mid-run.
@@ -224,8 +227,9 @@ async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes
         await on_doomed.close()
     finally:
         doomed.close()
-    # A live run in process A.
+    # A live run in process A, long enough to be running while recover_runs looks.
     live_conversation = new_conversation(a)
+    slow_model.enqueue(Reply(content="Scripted answer.", delay=6 * REPLY_DELAY_SECONDS))
     on_a = await Socket.open(a, live_conversation, "A")
     try:
         await on_a.send(type="message", content="Keep going while B restarts.")
@@ -233,6 +237,7 @@ async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes
 
         # Process B restarts and recovers, as bin/run does, while A's run is going.
         await asyncio.to_thread(b.manage, "recover_runs")
+        assert not on_a.matching(of_type("done"))  # A's run was still going meanwhile
 
         done = await on_a.wait_type("done")
         assert done["run_id"] == live["run_id"]
