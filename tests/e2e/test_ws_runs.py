@@ -192,3 +192,41 @@ async def test_run_through_the_openai_sdk_against_the_scripted_server(
     assert scripted_server.requests[0]["model"] == "scripted-model"
     stored = stored_messages(server, conversation["id"])
     assert stored[-1]["content"] == "Hello from the scripted model."
+
+
+async def test_server_killed_mid_run_loses_nothing_the_user_typed(
+    live_daphne_factory, scripted_server
+):
+    """SIGKILL during a run: after restart (bin/run's recover_runs) the question is still
+    there, the run is marked interrupted, and the conversation goes on."""
+    from tests.support.scripted_server import slow
+
+    server = live_daphne_factory(
+        env={
+            "LLM_BASE_URL": scripted_server.base_url,
+            "LLM_API_KEY": "test-key",
+            "LLM_MODEL": "scripted-model",
+        }
+    )
+    scripted_server.enqueue(slow(60))
+    client = Browserless(server)
+    client.login()
+    conversation = client.api("POST", "/api/conversations/", {})
+    url = f"{server.ws_url}/ws/chat/{conversation['id']}/"
+    async with websockets.connect(url, additional_headers=client.ws_headers()) as ws:
+        await ws.send(json.dumps({"type": "message", "content": "Do not lose me", "mode": "react"}))
+        started = json.loads(await asyncio.wait_for(ws.recv(), WAIT))
+        assert started["type"] == "run.started"
+        server.kill()
+    scripted_server.reset()
+    server.manage("recover_runs")
+    server.start()
+
+    stored = stored_messages(server, conversation["id"])
+    assert [(m["role"], m["content"], m["status"]) for m in stored] == [
+        ("user", "Do not lose me", "interrupted"),
+        ("assistant", "", "interrupted"),
+    ]
+    async with websockets.connect(url, additional_headers=client.ws_headers()) as ws:
+        events = await run_turn(ws, "Are you back?", "react")
+    assert types(events)[-1] == "done", events
