@@ -176,6 +176,14 @@ def _record_calibration(samples: list[tuple[int, int, int]]) -> None:
             logger.warning("calibration sample for ModelConfig %s failed", config_id, exc_info=True)
 
 
+def save_progress(*, message_id: int, content: str) -> None:
+    """The streamed text so far, on the assistant message still ``running`` (a finished
+    message is never touched)."""
+    from chat.models import Message
+
+    Message.objects.filter(pk=message_id, status=Message.Status.RUNNING).update(content=content)
+
+
 def leftover_injections(*, conversation_id, run_id, taken_ids) -> list[int]:
     from chat.models import Message
 

@@ -59,6 +59,10 @@ MODES = ("react", "dag")
 # A query that leaves less than this for history still gets this much (the guard
 # compacts per iteration anyway).
 MIN_HISTORY_TOKENS = 2_000
+# While an answer streams, its text so far is saved this often (only when it changed), so
+# a server crash or a reload keeps what the user already saw. Short runs never wait this
+# long: they write nothing extra.
+CHECKPOINT_SECONDS = 2.0
 
 
 # --- seams (tests replace these) ----------------------------------------------------------
@@ -130,6 +134,7 @@ class Run:
     task: asyncio.Task | None = None
     work: asyncio.Task | None = None
     listener: asyncio.Task | None = None
+    checkpoints: asyncio.Task | None = None
     cancel_requested: bool = False
     finishing: bool = False
     answer_parts: list[str] = field(default_factory=list)
@@ -310,6 +315,7 @@ async def _launch(
     )
     # The engine's task exists before the listener can read a cancel for it.
     run.work = asyncio.create_task(_work(run))
+    run.checkpoints = asyncio.create_task(_checkpoint(run))
     run.listener = asyncio.create_task(_listen(run, layer))
     run.task = asyncio.create_task(_supervise(run, layer))
     return run
@@ -352,6 +358,7 @@ async def _supervise(run: Run, layer) -> None:
         # interrupted at the next start.
         run.work.cancel()
         run.listener.cancel()
+        run.checkpoints.cancel()
         registry.remove(run)
         raise
     run.finishing = True
@@ -431,8 +438,26 @@ def _history_facts(memory) -> dict:
     return facts
 
 
+async def _checkpoint(run: Run) -> None:
+    """Save the partial answer every CHECKPOINT_SECONDS while the engine works."""
+    saved = 0
+    while not run.work.done():
+        await asyncio.sleep(CHECKPOINT_SECONDS)
+        if run.finishing or len(run.answer_parts) == saved:
+            continue
+        saved = len(run.answer_parts)
+        try:
+            await database_sync_to_async(run_persistence.save_progress)(
+                message_id=run.assistant_message_id, content="".join(run.answer_parts)
+            )
+        except Exception:  # a missed checkpoint costs nothing but durability
+            logger.warning("run %s: could not save progress", run.run_id, exc_info=True)
+
+
 async def _finish(run: Run) -> None:
     """Persist the outcome, then tell every socket (``done`` / ``error`` / ``run.cancelled``)."""
+    # The final write comes after any checkpoint in flight (one database thread, in order).
+    run.checkpoints.cancel()
     await run.publisher.flush()
     outcome, failure = None, None
     if run.work.cancelled():

@@ -555,3 +555,29 @@ async def test_a_run_left_running_by_a_dead_server_does_not_block_the_conversati
     assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
     await stale.arefresh_from_db()
     assert stale.status == "interrupted"
+
+
+async def test_partial_answer_is_saved_while_it_streams(socket, conversation, engine, monkeypatch):
+    """A crash mid-answer keeps what the user saw; a reload shows it (status running)."""
+    monkeypatch.setattr(runs, "CHECKPOINT_SECONDS", 0.01)
+    gate = asyncio.Event()
+
+    async def slow_second_half(ctx):
+        await ctx.sink("answer.delta", {"text": "First half, "})
+        await gate.wait()
+        await ctx.sink("answer.delta", {"text": "second half."})
+        return AgentOutcome(answer="First half, second half.")
+
+    engine.use(slow_second_half)
+    await send(socket, type="message", content="long answer please")
+    await events_until(socket, "answer.delta")
+    reply = (await messages_of(conversation))[-1]
+    async with asyncio.timeout(WAIT):
+        while reply.content != "First half, ":  # noqa: ASYNC110 - the checkpoint's write
+            await asyncio.sleep(0.01)
+            await reply.arefresh_from_db()
+    assert reply.status == "running"
+    gate.set()
+    await events_until(socket, "done")
+    await reply.arefresh_from_db()
+    assert (reply.status, reply.content) == ("done", "First half, second half.")
