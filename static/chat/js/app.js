@@ -2,8 +2,11 @@
 // Protocol: DESIGN §5. What the user sees: SPEC RU.1–RU.3.
 
 import { api, loginUrl } from "./api.js";
+import { Gauge, setUpOfflineNote, toast } from "./chrome.js";
 import { Composer } from "./composer.js";
-import { AssistantView, compactDivider, el, formatK, summarizedCount, userMessage } from "./render.js";
+import { EVENT_HANDLERS } from "./events.js";
+import { buildHistoryNodes, placeDivider } from "./history.js";
+import { AssistantView, el, userMessage } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { ChatSocket } from "./socket.js";
 
@@ -39,6 +42,7 @@ class ChatApp {
       toast: (text) => this.toast(text),
     });
     this.composer.onModeChange((mode) => this.changeMode(mode));
+    this.gauge = new Gauge();
 
     window.addEventListener("popstate", () => this.open(idFromPath(), { push: false }));
     window.addEventListener("online", () => this.socket?.nudge());
@@ -47,41 +51,8 @@ class ChatApp {
     });
   }
 
-  setUpGauge() {
-    const gauge = document.getElementById("gauge");
-    const detail = document.getElementById("gauge-detail");
-    const show = (open) => {
-      detail.hidden = !open;
-      gauge.setAttribute("aria-expanded", String(open));
-    };
-    gauge.addEventListener("click", () => show(detail.hidden));
-    document.addEventListener("click", (event) => {
-      if (!detail.hidden && !event.target.closest(".gauge-wrap")) show(false);
-    });
-    document.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && !detail.hidden) {
-        show(false);
-        gauge.focus();
-      }
-    });
-  }
-
-  setUpOfflineNote() {
-    const note = document.getElementById("offline-note");
-    if (!note) return;
-    const key = "fimone.offlineNoteHidden";
-    // The "Offline model" badge in the top bar stays; only the long explanation hides.
-    if (localStorage.getItem(key)) note.hidden = true;
-    document.getElementById("offline-note-close").addEventListener("click", () => {
-      note.hidden = true;
-      localStorage.setItem(key, "1");
-      this.composer.focus();
-    });
-  }
-
   async start() {
-    this.setUpOfflineNote();
-    this.setUpGauge();
+    setUpOfflineNote(() => this.composer.focus());
     this.setUpJumpButton();
     try {
       this.sidebar.set(await api.listConversations(), config.conversationId);
@@ -116,8 +87,7 @@ class ChatApp {
     this.creating = null;
     this.titleEl.textContent = "New chat";
     document.title = "fimone — chat";
-    document.getElementById("gauge").hidden = true;
-    document.getElementById("gauge-detail").hidden = true;
+    this.gauge.hide();
     this.sidebar.select(null);
     if (push && window.location.pathname !== "/") history.pushState({}, "", "/");
     this.composer.focus();
@@ -223,7 +193,7 @@ class ChatApp {
   // History arrives a page at a time (newest first shown); older pages load on demand.
   renderHistory(messages, hasMore = false) {
     this.views.clear();
-    const built = this.buildNodes(messages);
+    const built = buildHistoryNodes(messages, this.views, (query) => this.retry(query));
     this.loadMoreButton = hasMore ? this.makeLoadMoreButton() : null;
     this.oldestId = messages.length ? messages[0].id : null;
     this.messagesEl.replaceChildren(...[this.loadMoreButton, ...built.nodes].filter(Boolean));
@@ -237,47 +207,6 @@ class ChatApp {
     if (!messages.length) this.messagesEl.append(this.emptyState);
     this.composer.setRunning(Boolean(this.run));
     this.scrollToEnd(true);
-  }
-
-  buildNodes(messages) {
-    const nodes = [];
-    let lastQuery = null;
-    let compaction = null;
-    let running = null;
-    for (const message of messages) {
-      if (message.role === "user") {
-        const node = userMessage({
-          id: message.id,
-          content: message.content,
-          images: message.images || [],
-          injected: message.kind === "injected",
-        });
-        nodes.push(node);
-        if (message.kind !== "injected") lastQuery = { node, message };
-        continue;
-      }
-      if (message.role !== "assistant") continue;
-      const query = lastQuery;
-      const view = new AssistantView({ id: message.id, onRetry: () => this.retry(query?.message) });
-      this.views.set(String(message.id), view);
-      nodes.push(view.node);
-      if (message.status === "running") {
-        view.thinking();
-        view.setStatus("running");
-        running = { view, message, queryNode: query?.node };
-      } else {
-        view.setFinal({ html: message.html, content: message.content });
-        if (message.kind === "error" || message.status === "error") {
-          view.setError(message.error?.message || "The agent could not finish this answer.");
-        } else {
-          view.setStatus(message.status);
-        }
-        view.setUsage(message.usage);
-      }
-      const facts = historyFacts(message.compaction);
-      if (facts && query) compaction = { facts, node: query.node };
-    }
-    return { nodes, compaction, running };
   }
 
   makeLoadMoreButton() {
@@ -297,7 +226,7 @@ class ChatApp {
     try {
       const page = await api.messagePage(id, { before: this.oldestId });
       if (this.conversation?.id !== id) return;
-      const built = this.buildNodes(page.messages);
+      const built = buildHistoryNodes(page.messages, this.views, (query) => this.retry(query));
       const box = this.messagesEl;
       const fromBottom = box.scrollHeight - box.scrollTop;
       button.after(...built.nodes);
@@ -324,20 +253,8 @@ class ChatApp {
     }
   }
 
-  // The divider goes between the summary and the kept recent messages: before the last
-  // ``kept`` messages that preceded the run's query.
   placeDivider(facts, queryNode) {
-    for (const old of this.messagesEl.querySelectorAll(".compact-divider")) old.remove();
-    const before = [];
-    for (const node of this.messagesEl.querySelectorAll(".msg")) {
-      if (node === queryNode) break;
-      before.push(node);
-    }
-    const { kept } = summarizedCount(facts);
-    const anchor = before[Math.max(0, before.length - kept)] || queryNode;
-    const divider = compactDivider(facts);
-    if (anchor) this.messagesEl.insertBefore(divider, anchor);
-    else this.messagesEl.append(divider);
+    placeDivider(this.messagesEl, facts, queryNode);
   }
 
   // ---- sending -------------------------------------------------------------------------
@@ -553,36 +470,8 @@ class ChatApp {
 
   // ---- chrome --------------------------------------------------------------------------
 
-  async refreshGauge() {
-    const gauge = document.getElementById("gauge");
-    if (!this.conversation) return;
-    try {
-      const info = await api.contextGauge(this.conversation.id);
-      const limit = info.budget.effective_input_tokens || info.budget.usable_input_tokens;
-      document.getElementById("gauge-meter").value = info.percent;
-      document.getElementById("gauge-text").textContent =
-        `${formatK(info.used_tokens)} / ${formatK(limit)}`;
-      const model = info.llm.offline ? `${info.llm.model} (offline)` : info.llm.model;
-      const detail = [
-        `Model: ${model}`,
-        `Usable input budget: ${limit.toLocaleString()} tokens ` +
-          `(${info.budget.context_size.toLocaleString()} context − ` +
-          `${info.budget.max_output_tokens.toLocaleString()} output − 4,000 reserve; ` +
-          `from ${info.budget.source})`,
-        `History: about ${info.used_tokens.toLocaleString()} tokens in ${info.message_count} messages`,
-        `DAG steps use the fast model's budget: ${info.fast_budget.usable_input_tokens.toLocaleString()} tokens`,
-        info.will_compact ? "The next answer will summarize older messages to fit." : "",
-      ].filter(Boolean).join("\n");
-      gauge.title = detail;
-      document.getElementById("gauge-detail").textContent = detail;
-      gauge.setAttribute(
-        "aria-label",
-        `Context used: ${info.percent}% of the ${model} budget. Show details`,
-      );
-      gauge.hidden = false;
-    } catch (err) {
-      gauge.hidden = true;
-    }
+  refreshGauge() {
+    if (this.conversation) this.gauge.refresh(this.conversation.id);
   }
 
   setConnection(text, tone = "") {
@@ -592,10 +481,7 @@ class ChatApp {
   }
 
   toast(text) {
-    document.querySelector(".toast")?.remove();
-    const node = el("div", { class: "toast", role: "status", text });
-    document.body.append(node);
-    setTimeout(() => node.remove(), 4500);
+    toast(text);
   }
 
   scrollToEnd(force) {
@@ -622,172 +508,6 @@ class ChatApp {
   updateJumpButton() {
     if (this.jumpButton) this.jumpButton.hidden = this.nearEnd();
   }
-}
-
-// ---- server events (DESIGN §5) -----------------------------------------------------------
-
-const EVENT_HANDLERS = {
-  "run.started"(frame) {
-    const local = this.run?.local && !this.run.runId ? this.run : null;
-    if (local) {
-      local.runId = frame.run_id;
-      local.userNode.dataset.messageId = String(frame.message_id);
-      local.view.setId(frame.assistant_message_id);
-      this.views.set(String(frame.assistant_message_id), local.view);
-      this.refreshTitle();
-      if (local.cancelRequested) this.socket?.send({ type: "cancel" });
-      return;
-    }
-    // A run we did not start here: another tab, or the follow-up run for late injections.
-    const existing = this.views.get(String(frame.assistant_message_id));
-    const view = existing || new AssistantView({ id: frame.assistant_message_id, onRetry: () => this.retry(this.lastQuery) });
-    if (!existing) {
-      this.views.set(String(frame.assistant_message_id), view);
-      if (!this.hasMessage(frame.message_id) && frame.content !== undefined) {
-        this.messagesEl.append(
-          userMessage({ id: frame.message_id, content: frame.content, images: frame.images || [] }),
-        );
-        this.messagesEl.append(view.node);
-      } else if (!this.hasMessage(frame.message_id)) {
-        this.catchUpUserMessage(frame.message_id, view);
-      } else {
-        this.messagesEl.append(view.node);
-      }
-      view.thinking();
-    }
-    this.emptyState.hidden = true;
-    const userNode = this.messagesEl.querySelector(
-      `[data-message-id="${CSS.escape(String(frame.message_id))}"]`,
-    );
-    this.run = { runId: frame.run_id, view, userNode, local: false, replanRound: 0 };
-    this.composer.setRunning(true);
-  },
-
-  // A socket that joins mid-run (reload, reconnect, second tab) gets the answer so far.
-  "run.active"(frame) {
-    let view = this.views.get(String(frame.assistant_message_id));
-    if (!view) {
-      EVENT_HANDLERS["run.started"].call(this, frame);
-      view = this.run?.view;
-    }
-    if (!view) return;
-    view.setStatus(null);
-    if (frame.text) {
-      view.text = "";
-      view.appendDelta(frame.text);
-    }
-    const userNode = this.messagesEl.querySelector(
-      `[data-message-id="${CSS.escape(String(frame.message_id))}"]`,
-    );
-    this.run = { runId: frame.run_id, view, userNode, local: false, replanRound: 0 };
-    this.composer.setRunning(true);
-  },
-
-  compact(frame) {
-    if (frame.scope === "history") {
-      const queryNode = this.run?.userNode || this.run?.view.node;
-      if (queryNode) this.placeDivider(frame, queryNode);
-      return;
-    }
-    const view = this.viewForEvent();
-    const where = frame.scope === "planner" ? "the planner" : `this ${frame.scope || "step"}`;
-    view?.addNote(
-      `Context compacted for ${where}: ${frame.original_count} → ${frame.compacted_count} messages ` +
-        `(${formatK(frame.tokens_before)} → ${formatK(frame.tokens_after)} tokens, ${frame.strategy})`,
-    );
-  },
-
-  step(frame) {
-    this.viewForEvent()?.addStep(frame);
-  },
-
-  "dag.plan"(frame) {
-    this.viewForEvent()?.plan(frame, this.run?.replanRound || 0);
-  },
-
-  "dag.step"(frame) {
-    this.viewForEvent()?.planStep(frame);
-  },
-
-  "dag.analysis"(frame) {
-    this.viewForEvent()?.analysis(frame);
-  },
-
-  "dag.replan"(frame) {
-    if (this.run) this.run.replanRound = frame.round;
-    this.viewForEvent()?.addNote(`Goal not reached yet: re-planning (round ${frame.round})…`);
-  },
-
-  "answer.delta"(frame) {
-    this.viewForEvent()?.appendDelta(frame.text);
-  },
-
-  injected(frame) {
-    if (this.hasMessage(frame.message_id)) return;
-    const pending = this.pendingInjections.shift();
-    if (pending) {
-      pending.dataset.messageId = String(frame.message_id);
-      return;
-    }
-    const node = userMessage({
-      id: frame.message_id,
-      content: frame.content,
-      images: frame.images || [],
-      injected: true,
-    });
-    if (this.run) this.messagesEl.insertBefore(node, this.run.view.node);
-    else this.messagesEl.append(node);
-  },
-
-  done(frame) {
-    const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
-    if (!view) return;
-    view.setStatus(null);
-    if (frame.html !== undefined) view.setFinal({ html: frame.html, content: view.text });
-    else this.fillFromServer(view, frame.message_id);
-    view.setUsage(frame.usage, frame.elapsed_ms);
-    if (this.run?.view === view) this.endRun();
-    if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
-  },
-
-  "run.cancelled"(frame) {
-    const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
-    if (!view) return;
-    view.stopStreaming();
-    view.setStatus("cancelled");
-    if (this.run?.view === view) this.endRun();
-    this.composer.focus();
-  },
-
-  error(frame) {
-    const runError = frame.run_id || (frame.message_id && this.views.has(String(frame.message_id)));
-    if (runError) {
-      const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
-      view?.setError(frame.message);
-      if (!this.run || this.run.view === view) this.endRun();
-      return;
-    }
-    if (frame.code === "no_active_run" && this.run) {
-      // We thought a run was active (e.g. it ended while the socket was down).
-      this.run.view.stopStreaming();
-      this.endRun();
-      return;
-    }
-    if (this.run?.local && !this.run.runId) {
-      // The message that would have started a run was refused (a bad attachment, too
-      // long, rate limited…): show why and offer a retry. The socket stays usable.
-      this.run.view.setError(frame.message);
-      this.endRun();
-      return;
-    }
-    this.toast(frame.message || "The server refused that.");
-  },
-};
-
-function historyFacts(compaction) {
-  if (!compaction) return null;
-  const list = Array.isArray(compaction) ? compaction : [compaction];
-  return list.filter((f) => f && (!f.scope || f.scope === "history")).pop() || null;
 }
 
 function idFromPath() {

@@ -1,0 +1,80 @@
+// Page furniture: the context gauge, the offline-model note, toasts.
+
+import { api } from "./api.js";
+import { el, formatK } from "./render.js";
+
+export function toast(text) {
+  document.querySelector(".toast")?.remove();
+  const node = el("div", { class: "toast", role: "status", text });
+  document.body.append(node);
+  setTimeout(() => node.remove(), 4500);
+}
+
+// The offline note can be hidden; the "Offline model" badge in the top bar stays.
+export function setUpOfflineNote(onHidden) {
+  const note = document.getElementById("offline-note");
+  if (!note) return;
+  const key = "fimone.offlineNoteHidden";
+  if (localStorage.getItem(key)) note.hidden = true;
+  document.getElementById("offline-note-close").addEventListener("click", () => {
+    note.hidden = true;
+    localStorage.setItem(key, "1");
+    onHidden();
+  });
+}
+
+// How full the model's usable input budget is for this conversation; details on click.
+export class Gauge {
+  constructor() {
+    this.button = document.getElementById("gauge");
+    this.detail = document.getElementById("gauge-detail");
+    this.button.addEventListener("click", () => this.show(this.detail.hidden));
+    document.addEventListener("click", (event) => {
+      if (!this.detail.hidden && !event.target.closest(".gauge-wrap")) this.show(false);
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && !this.detail.hidden) {
+        this.show(false);
+        this.button.focus();
+      }
+    });
+  }
+
+  show(open) {
+    this.detail.hidden = !open;
+    this.button.setAttribute("aria-expanded", String(open));
+  }
+
+  hide() {
+    this.button.hidden = true;
+    this.show(false);
+  }
+
+  async refresh(conversationId) {
+    const gauge = this.button;
+    try {
+      const info = await api.contextGauge(conversationId);
+      const limit = info.budget.effective_input_tokens || info.budget.usable_input_tokens;
+      document.getElementById("gauge-meter").value = info.percent;
+      document.getElementById("gauge-text").textContent =
+        `${formatK(info.used_tokens)} / ${formatK(limit)}`;
+      const model = info.llm.offline ? `${info.llm.model} (offline)` : info.llm.model;
+      const detail = [
+        `Model: ${model}`,
+        `Usable input budget: ${limit.toLocaleString()} tokens ` +
+          `(${info.budget.context_size.toLocaleString()} context − ` +
+          `${info.budget.max_output_tokens.toLocaleString()} output − 4,000 reserve; ` +
+          `from ${info.budget.source})`,
+        `History: about ${info.used_tokens.toLocaleString()} tokens in ${info.message_count} messages`,
+        `DAG steps use the fast model's budget: ${info.fast_budget.usable_input_tokens.toLocaleString()} tokens`,
+        info.will_compact ? "The next answer will summarize older messages to fit." : "",
+      ].filter(Boolean).join("\n");
+      gauge.title = detail;
+      this.detail.textContent = detail;
+      gauge.setAttribute("aria-label", `Context used: ${info.percent}% of the ${model} budget. Show details`);
+      gauge.hidden = false;
+    } catch (err) {
+      this.hide();
+    }
+  }
+}

@@ -1,0 +1,68 @@
+// Persisted history on the page: message nodes and the RU.1 divider.
+
+import { AssistantView, compactDivider, summarizedCount, userMessage } from "./render.js";
+
+// Nodes for a page of persisted messages (oldest first). Registers the assistant views in
+// ``views``; returns the nodes, the newest load-time compaction (RU.1) and a running answer.
+export function buildHistoryNodes(messages, views, retry) {
+  const nodes = [];
+  let lastQuery = null;
+  let compaction = null;
+  let running = null;
+  for (const message of messages) {
+    if (message.role === "user") {
+      const node = userMessage({
+        id: message.id,
+        content: message.content,
+        images: message.images || [],
+        injected: message.kind === "injected",
+      });
+      nodes.push(node);
+      if (message.kind !== "injected") lastQuery = { node, message };
+      continue;
+    }
+    if (message.role !== "assistant") continue;
+    const query = lastQuery;
+    const view = new AssistantView({ id: message.id, onRetry: () => retry(query?.message) });
+    views.set(String(message.id), view);
+    nodes.push(view.node);
+    if (message.status === "running") {
+      view.thinking();
+      view.setStatus("running");
+      running = { view, message, queryNode: query?.node };
+    } else {
+      view.setFinal({ html: message.html, content: message.content });
+      if (message.kind === "error" || message.status === "error") {
+        view.setError(message.error?.message || "The agent could not finish this answer.");
+      } else {
+        view.setStatus(message.status);
+      }
+      view.setUsage(message.usage);
+    }
+    const facts = historyFacts(message.compaction);
+    if (facts && query) compaction = { facts, node: query.node };
+  }
+  return { nodes, compaction, running };
+}
+
+// The divider goes between the summary and the kept recent messages: before the last
+// ``kept`` messages that preceded the run's query.
+export function placeDivider(container, facts, queryNode) {
+  for (const old of container.querySelectorAll(".compact-divider")) old.remove();
+  const before = [];
+  for (const node of container.querySelectorAll(".msg")) {
+    if (node === queryNode) break;
+    before.push(node);
+  }
+  const { kept } = summarizedCount(facts);
+  const anchor = before[Math.max(0, before.length - kept)] || queryNode;
+  const divider = compactDivider(facts);
+  if (anchor) container.insertBefore(divider, anchor);
+  else container.append(divider);
+}
+
+function historyFacts(compaction) {
+  if (!compaction) return null;
+  const list = Array.isArray(compaction) ? compaction : [compaction];
+  return list.filter((f) => f && (!f.scope || f.scope === "history")).pop() || null;
+}
