@@ -48,11 +48,13 @@ class PageErrors(list):
     """Uncaught JavaScript errors and unexpected dialogs seen on a page."""
 
 
-def _new_page(chromium, viewport):
+def _new_page(chromium, viewport, color_scheme="light"):
     from playwright.sync_api import expect
 
     expect.set_options(timeout=TIMEOUT_MS)
-    context = chromium.new_context(viewport=viewport, accept_downloads=False)
+    context = chromium.new_context(
+        viewport=viewport, accept_downloads=False, color_scheme=color_scheme
+    )
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
@@ -104,8 +106,8 @@ def new_page(chromium):
     """A fresh, logged-out page factory: ``new_page(viewport=...)``."""
     contexts = []
 
-    def make(viewport=DESKTOP):
-        context, page = _new_page(chromium, viewport)
+    def make(viewport=DESKTOP, color_scheme="light"):
+        context, page = _new_page(chromium, viewport, color_scheme)
         contexts.append(context)
         return page
 

@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import PHONE, png_file, screenshot, send
+from tests.browser.conftest import PHONE, login, png_file, screenshot, send
 
 pytestmark = pytest.mark.browser
 
@@ -339,3 +339,15 @@ def test_conversation_deleted_elsewhere_is_left_cleanly(logged_in_page, live_dap
     expect(page).to_have_url(re.compile(r"/$"))
     expect(page.locator("#conversation-list .conv-item")).to_have_count(0)
     expect(page.locator("#empty-state")).to_be_visible()
+
+
+def test_dark_colour_scheme_follows_the_system(new_page, live_daphne):
+    page = new_page(color_scheme="dark")
+    login(page, live_daphne)
+    send(page, "Hello in the dark")
+    wait_done(page)
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    red, green, blue = (int(v) for v in re.findall(r"\d+", background)[:3])
+    assert max(red, green, blue) < 60, background
+    screenshot(page, "09-dark")
+    assert not page.errors
