@@ -293,3 +293,44 @@ def test_reload_mid_answer_shows_the_answer_so_far_and_keeps_streaming(
     wait_done(page)
     expect(answer).to_have_text(STREAMED)
     expect(page.locator(".msg-user .bubble")).to_have_text(["Long answer, then I reload"])
+
+
+def test_dag_replan_shows_the_new_plan_and_why_the_old_one_was_not_enough(
+    logged_in_page, scripted_server
+):
+    page = logged_in_page
+    plan = '{"steps": [{"id": "s1", "task": "Find the height of Mont Blanc", "depends_on": []}]}'
+    replan = (
+        '{"steps": [{"id": "s1", "task": "Find the year it was measured", "depends_on": []},'
+        ' {"id": "s2", "task": "Combine height and year", "depends_on": ["s1"]}]}'
+    )
+    scripted_server.enqueue(
+        plan,  # planner
+        "4,806 metres",  # step s1
+        '{"achieved": false, "confidence": 0.3, "reason": "the year is missing"}',  # analyser
+        replan,  # re-planner, round 1
+        "Measured in 2015",  # step s1
+        "4,806 m, measured in 2015",  # step s2
+        '{"achieved": true, "confidence": 0.95, "reason": "complete"}',  # analyser
+        "Mont Blanc is 4,806 m high (measured in 2015).",  # final answer
+    )
+    page.locator("label[for=mode-dag]").click()
+
+    send(page, "How high is Mont Blanc, and since when?")
+
+    wait_done(page)
+    answer = page.locator(".msg-assistant")
+    plan_box = answer.locator(".plan")
+    expect(plan_box).to_have_count(1)  # the re-plan replaced the first plan
+    expect(plan_box.locator(".plan-head")).to_contain_text("re-plan round 1")
+    expect(plan_box.locator(".plan-step .task")).to_have_text(
+        ["Find the year it was measured", "Combine height and year"]
+    )
+    expect(plan_box.locator(".plan-step .pill")).to_have_text(["done", "done"])
+    expect(plan_box.locator(".plan-step .deps")).to_have_text(["after #s1"])
+    expect(plan_box.locator(".verdict")).to_contain_text("goal achieved (confidence 95%)")
+    expect(answer.locator(".step-note")).to_contain_text(
+        ["Goal not reached yet (the year is missing): re-planning, round 1"]
+    )
+    expect(answer.locator(".answer")).to_have_text("Mont Blanc is 4,806 m high (measured in 2015).")
+    screenshot(page, "16-dag-replan")

@@ -91,7 +91,10 @@ export const EVENT_HANDLERS = {
 
   "dag.replan"(frame) {
     if (this.run) this.run.replanRound = frame.round;
-    this.viewForEvent()?.addNote(`Goal not reached yet: re-planning (round ${frame.round})…`);
+    const view = this.viewForEvent();
+    // The new plan replaces the old one on screen; keep why it was not enough.
+    const why = view?.lastVerdict?.reason ? ` (${view.lastVerdict.reason})` : "";
+    view?.addNote(`Goal not reached yet${why}: re-planning, round ${frame.round}…`);
   },
 
   "answer.delta"(frame) {

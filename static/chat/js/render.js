@@ -305,6 +305,7 @@ export class AssistantView {
       text = `Analyser: goal not achieved${pct}`;
     }
     const reason = frame.reason || frame.reasoning;
+    this.lastVerdict = { text, reason };
     this.verdictLine?.remove();
     this.verdictLine = el(
       "div",
