@@ -251,6 +251,9 @@ def test_keyboard_only_shift_enter_newline_enter_sends_and_tab_reaches_controls(
     page = logged_in_page
     prompt = page.locator("#prompt")
     expect(prompt).to_be_focused()
+    page.keyboard.press("Enter")  # nothing typed: nothing is sent
+    expect(page.get_by_role("button", name="Send message")).to_be_disabled()
+    expect(page.locator(".msg")).to_have_count(0)
     page.keyboard.type("line one")
     page.keyboard.press("Shift+Enter")
     page.keyboard.type("line two")
@@ -351,3 +354,21 @@ def test_dark_colour_scheme_follows_the_system(new_page, live_daphne):
     assert max(red, green, blue) < 60, background
     screenshot(page, "09-dark")
     assert not page.errors
+
+
+def test_a_file_that_is_not_an_image_is_refused_before_upload(logged_in_page, tmp_path):
+    page = logged_in_page
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not an image")
+    page.locator("#file-input").set_input_files(str(notes))
+    expect(page.locator(".toast")).to_contain_text("notes.txt is not a PNG, JPEG, WebP or GIF")
+    expect(page.locator("#attachment-tray")).to_be_hidden()
+    # A file that claims to be a PNG but is not one is refused by the server (Pillow).
+    fake = tmp_path / "fake.png"
+    fake.write_bytes(b"definitely not a PNG")
+    page.locator("#file-input").set_input_files(str(fake))
+    expect(page.locator(".thumb.failed")).to_have_count(1)
+    expect(page.locator(".toast")).to_contain_text("Upload failed")
+    expect(page.get_by_role("button", name="Send message")).to_be_disabled()
+    page.get_by_role("button", name="Remove fake.png").click()
+    expect(page.locator("#attachment-tray")).to_be_hidden()
