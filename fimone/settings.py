@@ -108,6 +108,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str(
         "FIMONE_TEST_DB", default=str(DATA_DIR / "test.sqlite3")
     )
+    # Opening a SQLite connection (file + pragmas) on every database_sync_to_async call was
+    # ~30% of the run thread's time under load; a local file can stay open.
+    DATABASES["default"]["CONN_MAX_AGE"] = _typed(env.int, "CONN_MAX_AGE", default=600)
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", _typed(env.int, "CONN_MAX_AGE", default=0))
 
@@ -121,7 +124,10 @@ if REDIS_URL:
                 # channels-redis blocks in BZPOPMIN: idle sockets then die with "Timeout
                 # reading from …" (channels_redis issue 422). Read longer than it blocks.
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                "capacity": 1500,
+                # All sockets of one process share ONE Redis list in channels-redis, and
+                # capacity bounds that list: 1,500 dropped events at 200 clients (400
+                # sockets) in one process (bench/ws_load_scale.py). Size it per process.
+                "capacity": _typed(env.int, "FIMONE_CHANNEL_CAPACITY", default=20_000),
                 "expiry": 30,
             },
         }
