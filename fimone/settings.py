@@ -123,10 +123,20 @@ if REDIS_URL:
                 # redis-py 8 reads with a 5 s socket timeout by default, the same 5 s that
                 # channels-redis blocks in BZPOPMIN: idle sockets then die with "Timeout
                 # reading from …" (channels_redis issue 422). Read longer than it blocks.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                # All sockets of one process share ONE Redis list in channels-redis, and
-                # capacity bounds that list: 1,500 dropped events at 200 clients (400
-                # sockets) in one process (bench/ws_load_scale.py). Size it per process.
+                # redis-py 8 also caps a pool at 100 connections and then raises "Too many
+                # connections" instead of waiting: 400 sockets connecting to one process
+                # crashed consumers (bench/ws_load_scale.py). One pool per process.
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": 30,
+                        "max_connections": _typed(
+                            env.int, "FIMONE_REDIS_MAX_CONNECTIONS", default=1000
+                        ),
+                    }
+                ],
+                # channels-redis keeps all of one process's socket channels in ONE Redis
+                # list, and capacity bounds that list (not one socket): size it per process.
                 "capacity": _typed(env.int, "FIMONE_CHANNEL_CAPACITY", default=20_000),
                 "expiry": 30,
             },

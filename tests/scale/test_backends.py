@@ -125,3 +125,32 @@ def test_an_idle_socket_survives_the_redis_read_timeout(redis_server, tmp_path):
     done = _run([sys.executable, "-c", _IDLE_PROBE], env)
 
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"type": "probe.late"}
+
+
+_BURST_PROBE = """
+import asyncio, json
+import django
+django.setup()
+from channels.layers import get_channel_layer
+
+async def burst():
+    layer = get_channel_layer()
+    channels = [await layer.new_channel() for _ in range(300)]
+    # 300 sockets joining at once, as after a deploy: 300 commands in flight together.
+    await asyncio.gather(*(layer.group_add("burst", c) for c in channels))
+    await layer.group_send("burst", {"type": "burst.hello"})
+    got = await asyncio.gather(*(layer.receive(c) for c in channels))
+    return sum(1 for m in got if m == {"type": "burst.hello"})
+
+print(json.dumps(asyncio.run(burst())))
+"""
+
+
+def test_a_burst_of_sockets_does_not_exhaust_the_redis_pool(redis_server, tmp_path):
+    # redis-py 8 caps a connection pool at 100 and raises "Too many connections" beyond;
+    # settings size channels-redis's pool for a process's sockets.
+    env = _django_env(tmp_path, REDIS_URL=redis_server.url)
+
+    done = _run([sys.executable, "-c", _BURST_PROBE], env)
+
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == 300
