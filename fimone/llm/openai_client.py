@@ -5,6 +5,13 @@ Retries (429, 5xx, connection errors) and timeouts are the SDK's own (``max_retr
 own fields — pinned, injected, metadata — never reach the wire), assembles replies and
 streamed deltas, accounts usage, and maps SDK errors to the exceptions of
 ``contextmgmt.core.llm``. No Django here: the registry passes the configuration in.
+
+Tool-call arguments that are not valid JSON are returned as the model wrote them, not
+raised: the ToolRegistry answers them with an "arguments are not valid JSON" tool result the
+model reads and corrects, exactly as with an in-process model (issue 9). When such a call
+goes back to a provider in the conversation, its arguments are wrapped in a JSON object
+(``INVALID_ARGUMENTS_KEY``): several servers parse the arguments of earlier calls (vLLM's
+chat templates, Anthropic-compatible proxies) and would refuse the whole request.
 """
 
 from __future__ import annotations
@@ -45,6 +52,8 @@ _OVERFLOW = re.compile(
 )
 # Servers such as llama.cpp and Ollama need no key, but the SDK insists on one.
 _NO_KEY = "no-key-configured"
+# An earlier tool call whose arguments were not JSON goes back as {KEY: "<raw text>"}.
+INVALID_ARGUMENTS_KEY = "unparsed_arguments"
 
 
 class OpenAIChatLLM:
@@ -111,7 +120,7 @@ class OpenAIChatLLM:
         check_opts(opts)
         kwargs: dict[str, Any] = {
             "model": self.model_name,
-            "messages": [m.to_openai() for m in messages],
+            "messages": [_wire_message(m) for m in messages],
         }
         if tools:
             kwargs["tools"] = tools
@@ -201,16 +210,31 @@ class OpenAIChatLLM:
         yield StreamChunk(tool_calls=calls, usage=usage, finish_reason=finish_reason)
 
 
+def _wire_message(message: ChatMessage) -> dict[str, Any]:
+    """``message.to_openai()``, with the arguments of earlier tool calls made valid JSON."""
+    wire = message.to_openai()
+    for call in wire.get("tool_calls") or []:
+        function = call["function"]
+        if not _is_json(function["arguments"]):
+            function["arguments"] = json.dumps(
+                {INVALID_ARGUMENTS_KEY: function["arguments"]}, ensure_ascii=False
+            )
+    return wire
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _parse_tool_calls(raw: list[tuple[str, str, str]]) -> list[ToolCall] | None:
+    """Tool calls as the model sent them; arguments kept verbatim even when not JSON."""
     calls = []
     for call_id, name, arguments in raw:
         arguments = arguments or "{}"  # some servers send "" for a call without arguments
-        try:
-            json.loads(arguments)
-        except ValueError as err:
-            raise LLMBadResponse(
-                f"tool call {name!r} has arguments that are not valid JSON: {arguments[:200]!r}"
-            ) from err
         if not name:
             raise LLMBadResponse("a tool call without a function name")
         calls.append(ToolCall(id=call_id or f"call_{len(calls)}", name=name, arguments=arguments))

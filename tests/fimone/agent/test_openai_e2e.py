@@ -12,7 +12,7 @@ import pytest
 
 from contextmgmt.core.messages import ChatMessage
 from fimone.agent import run_dag, run_react
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.openai_client import INVALID_ARGUMENTS_KEY, OpenAIChatLLM
 from tests.support.scripted_server import context_overflow, text, tool_calls
 
 
@@ -79,3 +79,31 @@ async def test_dag_over_http(scripted_server, sdk_llm, build_context, events):
     assert "JSON verdict" in analyser["messages"][0]["content"]
     assert final.get("stream") is True
     assert outcome.answer == "It is 42." == events.answer_text()
+
+
+async def test_react_hands_malformed_tool_arguments_back_to_the_model_over_http(
+    scripted_server, sdk_llm, build_context, events
+):
+    """Issue 9: a provider's malformed tool-call JSON is answered as a tool result the model
+    reads and corrects (as with an in-process model), not an error that ends the run (RR)."""
+    scripted_server.enqueue(
+        tool_calls(("calculator", '{"expression": "6*7'), usage=(100, 10)),
+        tool_calls(("calculator", {"expression": "6*7"}), usage=(120, 10)),
+        text("Six times seven is 42.", usage=(140, 7)),
+    )
+    outcome = await run_react(build_context(sdk_llm))
+
+    _, correction, answer = scripted_server.requests
+    echoed_call, tool_result = correction["messages"][-2:]
+    assert json.loads(echoed_call["tool_calls"][0]["function"]["arguments"]) == {
+        INVALID_ARGUMENTS_KEY: '{"expression": "6*7'
+    }
+    assert tool_result["role"] == "tool" and "not valid JSON" in tool_result["content"]
+    assert answer["messages"][-1] == {
+        "role": "tool",
+        "content": "42",
+        "tool_call_id": "call_0_calculator",
+    }
+    assert outcome.status == "done" and outcome.answer == "Six times seven is 42."
+    results = [p["result"] for p in events.of("step") if p["kind"] == "tool_result"]
+    assert "not valid JSON" in results[0] and results[1] == "42"

@@ -26,7 +26,7 @@ from contextmgmt.core.llm import (
 )
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
-from fimone.llm.openai_client import OpenAIChatLLM, map_error
+from fimone.llm.openai_client import INVALID_ARGUMENTS_KEY, OpenAIChatLLM, map_error
 from tests.support.scripted_server import (
     context_overflow,
     cut_off,
@@ -214,12 +214,37 @@ async def test_chat_returns_parallel_tool_calls_in_order(scripted_server, llm_on
     assert len({c.id for c in result.message.tool_calls}) == 3
 
 
-async def test_tool_call_arguments_that_are_not_json_are_a_bad_response(
+async def test_tool_call_arguments_that_are_not_json_come_back_verbatim(
     scripted_server, llm_on_scripted_server
 ):
+    """Issue 9: not a bad response — the tool registry answers them so the model can correct
+    its call, as with an in-process model."""
     scripted_server.enqueue(tool_calls(("calculator", '{"expression": "6*')))
-    with pytest.raises(LLMBadResponse, match="not valid JSON"):
-        await llm_on_scripted_server.chat(conversation(), tools=TOOLS)
+    result = await llm_on_scripted_server.chat(conversation(), tools=TOOLS)
+    (call,) = result.message.tool_calls
+    assert (call.name, call.arguments) == ("calculator", '{"expression": "6*')
+
+
+async def test_an_earlier_call_with_unparsable_arguments_goes_back_as_valid_json(
+    scripted_server, llm_on_scripted_server
+):
+    """Servers that parse earlier calls' arguments (vLLM templates, proxies) must not refuse
+    the request that carries the correction: the raw text is wrapped in a JSON object."""
+    bad = ToolCall(id="call_1", name="calculator", arguments='{"expression": "6*')
+    good = ToolCall(id="call_2", name="calculator", arguments='{"expression": "6*7"}')
+    messages = [
+        *conversation(),
+        ChatMessage(role="assistant", content=None, tool_calls=[bad, good]),
+        ChatMessage(role="tool", content="Error: bad arguments", tool_call_id="call_1"),
+        ChatMessage(role="tool", content="42", tool_call_id="call_2"),
+    ]
+    await llm_on_scripted_server.chat(messages, tools=TOOLS)
+    sent = scripted_server.requests[0]["messages"][-3]["tool_calls"]
+    assert [json.loads(c["function"]["arguments"]) for c in sent] == [
+        {INVALID_ARGUMENTS_KEY: '{"expression": "6*'},
+        {"expression": "6*7"},
+    ]
+    assert bad.arguments == '{"expression": "6*'  # the caller's message is not changed
 
 
 async def test_a_tool_call_result_conversation_round_trips(scripted_server, llm_on_scripted_server):
@@ -294,12 +319,18 @@ async def test_stream_without_usage_falls_back_to_the_estimate(
     )
 
 
-async def test_stream_with_bad_tool_arguments_is_a_bad_response(
+async def test_stream_with_bad_tool_arguments_returns_them_verbatim(
     scripted_server, llm_on_scripted_server
 ):
-    scripted_server.enqueue(tool_calls(("calculator", "{oops")))
-    with pytest.raises(LLMBadResponse):
-        await collect(llm_on_scripted_server.stream_chat(conversation(), tools=TOOLS))
+    """Issue 9: the streamed path assembles the same raw arguments as chat()."""
+    scripted_server.enqueue(tool_calls(("calculator", "{oops"), ("current_time", "{}")))
+    _, chunks = await collect(llm_on_scripted_server.stream_chat(conversation(), tools=TOOLS))
+    final = chunks[-1]
+    assert final.finish_reason == "tool_calls"
+    assert [(c.name, c.arguments) for c in final.tool_calls] == [
+        ("calculator", "{oops"),
+        ("current_time", "{}"),
+    ]
 
 
 async def test_a_cut_off_stream_delivers_the_partial_text_then_fails(
