@@ -3,6 +3,13 @@
 ``chat_once`` is the non-streaming call of tool iterations (SPEC RR.2); ``stream_text``
 streams an answer, handing each text delta to a callback. A timeout becomes
 ``LLMTimeout``; every other ``LLMError`` and cancellation propagate unchanged.
+
+Time limits (a hung provider must not keep a user waiting for minutes): ``time_limit``
+bounds a whole ``chat()`` call, and for a stream the wait for each next chunk (the first
+one included, which is where a provider spends its prompt processing). A stream that keeps
+trickling would never trip that, so the whole stream has its own, longer bound:
+``stream_limit``, by default ``STREAM_LIMIT_FACTOR`` × ``time_limit``. The SDK's own
+``timeout`` is per HTTP attempt and per read, so it bounds neither retries nor a trickle.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT
 from contextmgmt.core.llm import LLM, LLMResult, LLMTimeout, Usage
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
@@ -33,27 +41,63 @@ async def chat_once(
         raise LLMTimeout(f"{llm.model_name} gave no reply within {time_limit:g} seconds") from None
 
 
+def compact_limit(time_limit: float | None) -> float | None:
+    """The bound on a compaction call: the guard's own default, or the run's per-call
+    limit when that is shorter (a compaction that fails falls back to truncation, R3.7)."""
+    if time_limit is None:
+        return DEFAULT_COMPACT_TIMEOUT
+    return min(DEFAULT_COMPACT_TIMEOUT, time_limit)
+
+
+# A whole streamed answer may take this many times the per-call limit (a long answer
+# legitimately streams for a while; a trickling provider must still end).
+STREAM_LIMIT_FACTOR = 5
+
+
+def stream_limit_for(time_limit: float | None, stream_limit: float | None = None) -> float | None:
+    """The bound on a whole stream: ``stream_limit`` if given, else a multiple of the
+    per-call limit, else none."""
+    if stream_limit is not None:
+        return stream_limit
+    return None if time_limit is None else time_limit * STREAM_LIMIT_FACTOR
+
+
 async def stream_text(
     llm: LLM,
     messages: list[ChatMessage],
     *,
     on_text: Callable[[str], Awaitable[None]],
     time_limit: float | None = None,
+    stream_limit: float | None = None,
 ) -> tuple[str, Usage]:
-    """Stream a tool-free answer; ``time_limit`` bounds the wait for each chunk."""
+    """Stream a tool-free answer; ``time_limit`` bounds the wait for each chunk and
+    ``stream_limit`` (default: ``stream_limit_for(time_limit)``) the whole stream."""
+    loop = asyncio.get_running_loop()
+    total = stream_limit_for(time_limit, stream_limit)
+    deadline = None if total is None else loop.time() + total
     stream: AsyncIterator[Any] = aiter(llm.stream_chat(messages))
     parts: list[str] = []
     usage: Usage | None = None
     try:
         while True:
+            wait = time_limit
+            whole_stream_ends_first = False
+            if deadline is not None:
+                left = max(0.0, deadline - loop.time())
+                if wait is None or left < wait:
+                    wait, whole_stream_ends_first = left, True
             try:
-                async with asyncio.timeout(time_limit):
+                async with asyncio.timeout(wait):
                     chunk = await anext(stream)
             except StopAsyncIteration:
                 break
             except TimeoutError:
-                if time_limit is None:
+                if wait is None:
                     raise
+                if whole_stream_ends_first:
+                    raise LLMTimeout(
+                        f"{llm.model_name} was still streaming after {total:g} seconds"
+                    ) from None
                 raise LLMTimeout(
                     f"{llm.model_name} stopped streaming for {time_limit:g} seconds"
                 ) from None

@@ -86,7 +86,11 @@ class AgentContext:
     tools: ToolRegistry
     system_prompt: str | None = None
     max_iterations: int = 8
+    # Seconds one LLM call may take (a stream: the wait for each chunk); None: unbounded
+    # here, only the client's own timeout. Compaction calls get at most this long too.
     llm_timeout: float | None = None
+    # Seconds a whole streamed answer may take; None: 5 × llm_timeout (fimone.agent.calls).
+    llm_stream_timeout: float | None = None
 
 
 @dataclass

@@ -3,8 +3,9 @@
 1. The loaded history becomes a ``Previous conversation:`` text; with the current request it
    forms the enriched query, summarised with ``planner_input`` when over 16K tokens (RD.1-2).
 2. The planner (main LLM) gets exactly two messages — system + enriched query, no guard —
-   and returns a JSON plan, validated; an invalid plan is re-asked once with the error,
-   then replaced by a single-step plan (RD.3).
+   and returns a JSON plan, validated; an invalid plan is re-asked once with the error, a
+   failed call (any LLMError but an auth error) asked once more; after two failures the
+   plan is a single step doing the whole request (RD.3).
 3. Steps run as memory-less ReAct sub-agents on the fast LLM, each with its own
    ContextGuard on the fast budget (R5.3, RD.4), as soon as their dependencies are done,
    at most ``max_parallel`` at a time. A failed step fails the steps depending on it; the
@@ -12,9 +13,18 @@
    ``step`` events tagged with ``step_id``.
 4. The analyser (main LLM) sees each result cut at 10K characters and returns a JSON
    verdict (RD.5); not achieved with confidence below the threshold → re-plan with results
-   cut at 500 characters (RD.6), at most ``max_replans`` times.
+   cut at 500 characters (RD.6), at most ``max_replans`` times. A checker that fails (an
+   LLMError but an auth error, or an unreadable reply) is no evidence either way: the
+   verdict is unknown, no re-plan, and the answer is still written from the step results.
 5. The final answer is streamed from the main LLM (``stream_chat``) with every round's
    results, through a main-budget guard.
+
+A provider ``ContextOverflow`` (our estimate said it fits, the provider disagreed) at the
+planner or the analyser summarises the history part of the request to half its size
+(``planner_input``; the analyser's step results are also clipped to half) and asks once more,
+as the ReAct loop does; the final answer's loop compacts its step results
+(``step_dependency``) and retries. An auth error fails fast: every later call would fail too.
+Every LLM call honours ``ctx.llm_timeout`` (fimone.agent.calls), compaction calls included.
 
 Follow-ups injected during a run (RP.1) are taken at the start of each round and before the
 final answer; they join the request the planner, analyser and final answer see.
@@ -28,11 +38,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextmgmt.core.guard import ContextGuard
-from contextmgmt.core.llm import LLMResult, Usage
+from contextmgmt.core.llm import ContextOverflow, LLMAuthError, LLMError, LLMResult, Usage
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_tokens
 
-from .calls import chat_once
+from .calls import chat_once, compact_limit
 from .context import AgentContext, AgentOutcome, earlier_turns
 from .dag_context import (
     DEPENDENCY_CHARS,
@@ -82,24 +92,26 @@ class DagRun:
         self.compaction_usage = Usage()
         self.compactions: list[dict[str, Any]] = []
         self.followups: list[ChatMessage] = []
+        # History + current request (RD.2); shrunk again after a provider overflow.
+        self.enriched = ""
+        self.compact_timeout = compact_limit(ctx.llm_timeout)
 
     async def run(self) -> AgentOutcome:
-        enriched = await self._enriched_query()
+        self.enriched = await self._enriched_query()
         rounds: list[Round] = []
         feedback: str | None = None
         for number in range(self.config.max_replans + 1):
             self.followups.extend(self.ctx.injections.drain())
-            request = self._request(enriched)
-            steps = await self._plan(request, feedback, number)
+            steps = await self._plan(feedback, number)
             outcomes = await self._execute(steps, number)
             rounds.append(Round(number, steps, outcomes))
-            verdict = await self._analyse(request, steps, outcomes)
+            verdict = await self._analyse(steps, outcomes)
             if not self._needs_replan(verdict) or number == self.config.max_replans:
                 break
             await self.ctx.sink("dag.replan", {"round": number + 1})
             feedback = replan_feedback(steps, outcomes, verdict, number + 1)
         self.followups.extend(self.ctx.injections.drain())
-        answer = await self._synthesise(self._request(enriched), rounds)
+        answer = await self._synthesise(self._request(), rounds)
         return AgentOutcome(
             answer=answer,
             usage=self.usage,
@@ -117,8 +129,17 @@ class DagRun:
         limit = self._planner_input_limit()
         if estimate_tokens(text) <= limit:
             return text
+        return await self._compact_history(text, limit)
+
+    async def _compact_history(self, text: str, limit: int) -> str:
+        """The enriched query with its history summarised (``planner_input``) to ``limit``."""
+        ctx = self.ctx
         compacted, result = await compact_planner_input(
-            earlier_turns(ctx.history), ctx.query, ctx.compact_llm, max_tokens=limit
+            earlier_turns(ctx.history),
+            ctx.query,
+            ctx.compact_llm,
+            max_tokens=limit,
+            compact_timeout=self.compact_timeout,
         )
         self.compaction_usage.add(result.usage)
         payload = compact_payload("planner", result)
@@ -134,30 +155,50 @@ class DagRun:
         share = int(self.ctx.main_budget * MAIN_INPUT_SHARE)
         return max(1, min(self.config.planner_input_tokens, share))
 
-    def _request(self, enriched: str) -> str:
+    async def _shrink_request(self) -> None:
+        """After a provider overflow: the history part summarised to half the request's
+        size. A request without history has nothing to summarise (the query stays whole)."""
+        if not self.ctx.history:
+            return
+        self.enriched = await self._compact_history(
+            self.enriched, max(1, estimate_tokens(self.enriched) // 2)
+        )
+
+    def _request(self) -> str:
         if not self.followups:
-            return enriched
+            return self.enriched
         extra = "\n".join(f"- {m.text()}" for m in self.followups)
-        return f"{enriched}\n\nFollow-ups the user sent meanwhile:\n{extra}"
+        return f"{self.enriched}\n\nFollow-ups the user sent meanwhile:\n{extra}"
 
     # --- phase 3: plan -------------------------------------------------------------------
 
-    async def _plan(self, request: str, feedback: str | None, number: int) -> list[Step]:
+    async def _plan(self, feedback: str | None, number: int) -> list[Step]:
         system = ChatMessage(
             role="system",
             content=PLANNER_SYSTEM.replace("{max_steps}", str(self.config.max_steps)),
         )
-        base = request if feedback is None else f"{request}\n\n{feedback}"
-        error: str | None = None
+        error: str | None = None  # why the previous reply was not a valid plan
         steps: list[Step] | None = None
-        for _attempt in range(2):
-            content = base
+        for attempt in range(2):
+            content = self._request() if feedback is None else f"{self._request()}\n\n{feedback}"
             if error is not None:
                 content = (
-                    f"{base}\n\nYour previous reply was not a valid plan: {error}. "
+                    f"{content}\n\nYour previous reply was not a valid plan: {error}. "
                     "Reply with the corrected JSON plan only."
                 )
-            result = await self._chat([system, ChatMessage(role="user", content=content)])
+            try:
+                result = await self._chat([system, ChatMessage(role="user", content=content)])
+            except LLMAuthError:
+                raise
+            except ContextOverflow:
+                error = None
+                if attempt == 0:
+                    await self._shrink_request()
+                continue
+            except LLMError:
+                # A failed call is no bad plan: ask again as before, then fall back.
+                error = None
+                continue
             try:
                 steps = parse_plan(result.message.text(), max_steps=self.config.max_steps)
                 break
@@ -165,7 +206,7 @@ class DagRun:
                 error = str(exc)
         fallback = steps is None
         if steps is None:
-            steps = fallback_plan(self._fallback_task(request))
+            steps = fallback_plan(self._fallback_task(self._request()))
         await self.ctx.sink(
             "dag.plan",
             {"steps": [s.as_dict() for s in steps], "round": number, "fallback": fallback},
@@ -215,9 +256,18 @@ class DagRun:
         self, step: Step, outcomes: dict[str, StepOutcome], by_id: dict[str, Step]
     ) -> StepOutcome:
         ctx = self.ctx
-        guard = ContextGuard(compact_llm=ctx.compact_llm, budget=ctx.fast_budget)
+        guard = ContextGuard(
+            compact_llm=ctx.compact_llm,
+            budget=ctx.fast_budget,
+            compact_timeout=self.compact_timeout,
+        )
         context = await _build_step_context(
-            step, outcomes, by_id, budget=ctx.fast_budget, compact_llm=ctx.compact_llm
+            step,
+            outcomes,
+            by_id,
+            budget=ctx.fast_budget,
+            compact_llm=ctx.compact_llm,
+            compact_timeout=self.compact_timeout,
         )
         if context.compaction is not None:
             self.compaction_usage.add(context.compaction.usage)
@@ -235,6 +285,7 @@ class DagRun:
                 sink=ctx.sink,
                 max_iterations=ctx.max_iterations,
                 llm_timeout=ctx.llm_timeout,
+                llm_stream_timeout=ctx.llm_stream_timeout,
                 scope="step",
                 stream=False,
                 injections=None,
@@ -256,30 +307,38 @@ class DagRun:
 
     # --- phase 5-6: analyse --------------------------------------------------------------
 
-    async def _analyse(
-        self, request: str, steps: list[Step], outcomes: dict[str, StepOutcome]
-    ) -> Verdict | None:
-        result = await self._chat(
-            [
-                ChatMessage(role="system", content=ANALYSER_SYSTEM),
-                ChatMessage(
-                    role="user",
-                    content=analyser_input(
-                        request,
-                        steps,
-                        outcomes,
-                        max_tokens=int(self.ctx.main_budget * MAIN_INPUT_SHARE),
-                    ),
-                ),
-            ]
-        )
-        verdict = parse_verdict(result.message.text())
+    async def _analyse(self, steps: list[Step], outcomes: dict[str, StepOutcome]) -> Verdict | None:
+        """The verdict, or None (unknown) when the checker's reply is unreadable or its call
+        failed: a checker's failure must not cost the user the steps' work."""
+        max_tokens = int(self.ctx.main_budget * MAIN_INPUT_SHARE)
+        verdict: Verdict | None = None
+        reason = ""
+        for attempt in range(2):
+            text = analyser_input(self._request(), steps, outcomes, max_tokens=max_tokens)
+            try:
+                result = await self._chat(
+                    [
+                        ChatMessage(role="system", content=ANALYSER_SYSTEM),
+                        ChatMessage(role="user", content=text),
+                    ]
+                )
+            except LLMAuthError:
+                raise
+            except ContextOverflow as exc:
+                reason = f"the checker could not be asked ({type(exc).__name__})"
+                if attempt == 0:
+                    max_tokens = max(1, estimate_tokens(text) // 2)
+                    await self._shrink_request()
+                    continue
+                break
+            except LLMError as exc:
+                reason = f"the checker could not be asked ({type(exc).__name__})"
+                break
+            verdict = parse_verdict(result.message.text())
+            reason = "the checker's reply was not a readable verdict"
+            break
         if verdict is None:
-            payload = {
-                "achieved": None,
-                "confidence": None,
-                "reason": "the checker's reply was not a readable verdict",
-            }
+            payload = {"achieved": None, "confidence": None, "reason": reason}
         else:
             payload = verdict.as_dict()
         await self.ctx.sink("dag.analysis", payload)
@@ -295,7 +354,11 @@ class DagRun:
 
     async def _synthesise(self, request: str, rounds: list[Round]) -> str:
         ctx = self.ctx
-        guard = ContextGuard(compact_llm=ctx.compact_llm, budget=ctx.main_budget)
+        guard = ContextGuard(
+            compact_llm=ctx.compact_llm,
+            budget=ctx.main_budget,
+            compact_timeout=self.compact_timeout,
+        )
         messages = [ChatMessage(role="system", content=SYNTHESIS_SYSTEM)]
         latest = rounds[-1].number
         for rnd in rounds:
@@ -317,6 +380,7 @@ class DagRun:
                 tools=ToolRegistry(),
                 sink=ctx.sink,
                 llm_timeout=ctx.llm_timeout,
+                llm_stream_timeout=ctx.llm_stream_timeout,
                 scope="iteration",
                 stream=True,
                 # The context is step results: keep their data, numbers and conclusions.

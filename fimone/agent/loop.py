@@ -58,6 +58,7 @@ class LoopConfig:
     sink: EventSink
     max_iterations: int = 8
     llm_timeout: float | None = None
+    llm_stream_timeout: float | None = None
     # "iteration" for ReAct mode, "step" inside a DAG step (the compact event's scope).
     scope: str = "iteration"
     # Stream the answer to the user as answer.delta (ReAct); a DAG step does not.
@@ -226,7 +227,13 @@ class ReactLoop:
             await cfg.sink("answer.delta", {"text": text})
 
         async def streamed(m: list[ChatMessage]) -> tuple[str, Usage]:
-            return await stream_text(cfg.llm, m, on_text=on_text, time_limit=cfg.llm_timeout)
+            return await stream_text(
+                cfg.llm,
+                m,
+                on_text=on_text,
+                time_limit=cfg.llm_timeout,
+                stream_limit=cfg.llm_stream_timeout,
+            )
 
         # Never retry once the user has seen part of an answer.
         (text, usage), _ = await self._call(messages, streamed, can_retry=lambda: not sent)

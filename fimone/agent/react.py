@@ -14,6 +14,7 @@ from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
 
+from .calls import compact_limit
 from .context import AgentContext, AgentOutcome, earlier_turns
 from .loop import LoopConfig, ReactLoop
 from .prompts import REACT_SYSTEM
@@ -37,7 +38,11 @@ def compaction_usage_of(guard: ContextGuard) -> Usage:
 
 
 async def run_react(ctx: AgentContext) -> AgentOutcome:
-    guard = ContextGuard(compact_llm=ctx.compact_llm, budget=ctx.main_budget)
+    guard = ContextGuard(
+        compact_llm=ctx.compact_llm,
+        budget=ctx.main_budget,
+        compact_timeout=compact_limit(ctx.llm_timeout),
+    )
     loop = ReactLoop(
         LoopConfig(
             llm=ctx.llm,
@@ -47,6 +52,7 @@ async def run_react(ctx: AgentContext) -> AgentOutcome:
             sink=ctx.sink,
             max_iterations=ctx.max_iterations,
             llm_timeout=ctx.llm_timeout,
+            llm_stream_timeout=ctx.llm_stream_timeout,
             scope="iteration",
             stream=True,
             injections=ctx.injections,
