@@ -16,6 +16,10 @@ decides by the messages it is given:
   it is fimone's offline model.
 
 Usage is the fimone estimator's count (there is no provider to report one).
+
+Answers are rendered as Markdown by the UI: what they quote (the user's words, expressions,
+tool results, the headers around DAG step results) is escaped or set as inline code
+(``offline_markdown``), so the user sees what was meant.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
+from .offline_markdown import escape_markdown, inline_code
 from .offline_plan import make_plan, make_verdict
 from .offline_text import detect_language, extractive_summary
 from .offline_tools import decide_tool_calls
@@ -50,10 +55,17 @@ _NOTE = {
 }
 
 
+# Lines the DAG engine writes around step results (fimone.agent.dag / dag_context): they
+# quote step tasks, i.e. the user's words, and reach an answer through "given" material.
+_SCAFFOLD_LINE = re.compile(
+    r"^(?:Results? of (?:the )?steps?\b.*|Your task:.*|Follow-ups the user sent meanwhile:.*)$"
+)
+
+
 def _tool_line(name: str, args: dict[str, Any], result: str, lang: str) -> str:
-    result = result.strip() or "(empty)"
+    result = escape_markdown(result.strip()) or "(empty)"
     if name == "calculator" and args.get("expression"):
-        return f"{args['expression']} = {result}"
+        return f"{inline_code(str(args['expression']))} = {result}"
     if name == "current_time":
         return f"现在的时间：{result}" if lang == "zh" else f"The current time is {result}."
     if name == "recall":
@@ -62,7 +74,24 @@ def _tool_line(name: str, args: dict[str, Any], result: str, lang: str) -> str:
             if lang == "zh"
             else f"Earlier in our conversation: {result}"
         )
-    return f"{name}: {result}"
+    return f"{escape_markdown(name)}: {result}"
+
+
+def _safe_given(block: str) -> str:
+    """Material given in the turn, for the answer: the DAG's header lines (which quote the
+    user's words) escaped; results as they are (the offline model's own answers are already
+    safe, a real model's are meant as Markdown)."""
+    return "\n".join(
+        escape_markdown(line) if _SCAFFOLD_LINE.match(line) else line for line in block.split("\n")
+    )
+
+
+def _safe_summary(summary: str) -> str:
+    """An extractive summary ("- Label: sentence" lines) with each sentence escaped."""
+    return "\n".join(
+        line[:2] + escape_markdown(line[2:]) if line.startswith("- ") else escape_markdown(line)
+        for line in summary.split("\n")
+    )
 
 
 def compose_answer(messages: list[ChatMessage]) -> str:
@@ -103,15 +132,18 @@ def compose_answer(messages: list[ChatMessage]) -> str:
             given.insert(0, _without_note(messages[i].text()))
             i -= 1
         for block in filter(None, given):
-            lines.append(block if len(block) <= 600 else extractive_summary(block, max_tokens=150))
+            if len(block) <= 600:
+                lines.append(_safe_given(block))
+            else:
+                lines.append(_safe_summary(extractive_summary(block, max_tokens=150)))
     if not lines:
         if len(query) > 400:
             lines.append(
                 "我得到的信息中的要点：" if lang == "zh" else "The key points of what I was given:"
             )
-            lines.append(extractive_summary(query, max_tokens=200))
+            lines.append(_safe_summary(extractive_summary(query, max_tokens=200)))
         elif query:
-            short = " ".join(query.split())
+            short = escape_markdown(" ".join(query.split()))
             lines.append(f"你问的是：“{short}”。" if lang == "zh" else f"You asked: “{short}”.")
     lines.append(_NOTE[lang])
     return "\n\n".join(lines)
