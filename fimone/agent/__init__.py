@@ -12,7 +12,8 @@ Events sent through ``ctx.sink(name, payload)`` (DESIGN §5):
 - ``answer.delta {text}`` — the user-facing answer only (never a DAG step's result);
 - ``dag.plan {steps: [{id, task, depends_on}], round, fallback}``,
   ``dag.step {id, status: "running" | "done" | "error", round, result? | error?}``,
-  ``dag.analysis {achieved, confidence, reason}`` (``achieved`` None: unreadable verdict),
+  ``dag.analysis {achieved, confidence, reason}`` (``achieved`` None: unreadable verdict or
+  failed checker call),
   ``dag.replan {round}`` (1 for the first re-plan).
 Injected follow-ups produce no event here: the chat layer already announced them.
 """

@@ -24,7 +24,9 @@ planner or the analyser summarises the history part of the request to half its s
 (``planner_input``; the analyser's step results are also clipped to half) and asks once more,
 as the ReAct loop does; the final answer's loop compacts its step results
 (``step_dependency``) and retries. An auth error fails fast: every later call would fail too.
-Every LLM call honours ``ctx.llm_timeout`` (fimone.agent.calls), compaction calls included.
+Every LLM call honours ``ctx.llm_timeout`` (fimone.agent.calls), compaction calls included;
+once a main-model call has timed out, the run makes no optional call to it (no re-asked
+plan, no analyser): a hung provider costs the user one wait, not one per phase.
 
 Follow-ups injected during a run (RP.1) are taken at the start of each round and before the
 final answer; they join the request the planner, analyser and final answer see.
@@ -38,7 +40,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextmgmt.core.guard import ContextGuard
-from contextmgmt.core.llm import ContextOverflow, LLMAuthError, LLMError, LLMResult, Usage
+from contextmgmt.core.llm import (
+    ContextOverflow,
+    LLMAuthError,
+    LLMError,
+    LLMResult,
+    LLMTimeout,
+    Usage,
+)
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_tokens
 
@@ -95,6 +104,7 @@ class DagRun:
         # History + current request (RD.2); shrunk again after a provider overflow.
         self.enriched = ""
         self.compact_timeout = compact_limit(ctx.llm_timeout)
+        self.main_timed_out = False  # a main-model call timed out in this run
 
     async def run(self) -> AgentOutcome:
         self.enriched = await self._enriched_query()
@@ -195,6 +205,8 @@ class DagRun:
                 if attempt == 0:
                     await self._shrink_request()
                 continue
+            except LLMTimeout:
+                break  # the user has waited a whole time limit already: fall back now
             except LLMError:
                 # A failed call is no bad plan: ask again as before, then fall back.
                 error = None
@@ -312,8 +324,8 @@ class DagRun:
         failed: a checker's failure must not cost the user the steps' work."""
         max_tokens = int(self.ctx.main_budget * MAIN_INPUT_SHARE)
         verdict: Verdict | None = None
-        reason = ""
-        for attempt in range(2):
+        reason = "not asked: the model timed out earlier in this run"
+        for attempt in range(0 if self.main_timed_out else 2):
             text = analyser_input(self._request(), steps, outcomes, max_tokens=max_tokens)
             try:
                 result = await self._chat(
@@ -398,7 +410,11 @@ class DagRun:
     # --- helpers -------------------------------------------------------------------------
 
     async def _chat(self, messages: list[ChatMessage]) -> LLMResult:
-        result = await chat_once(self.ctx.llm, messages, time_limit=self.ctx.llm_timeout)
+        try:
+            result = await chat_once(self.ctx.llm, messages, time_limit=self.ctx.llm_timeout)
+        except LLMTimeout:
+            self.main_timed_out = True
+            raise
         self.usage.add(result.usage)
         return result
 
