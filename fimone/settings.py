@@ -118,7 +118,9 @@ REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels-redis, except that a socket closing cannot drop another socket's
+            # message (fimone/redis_layer.py).
+            "BACKEND": "fimone.redis_layer.RedisChannelLayer",
             "CONFIG": {
                 # redis-py 8 reads with a 5 s socket timeout by default, the same 5 s that
                 # channels-redis blocks in BZPOPMIN: idle sockets then die with "Timeout

@@ -82,7 +82,7 @@ def test_redis_url_switches_the_channel_layer_to_channels_redis(redis_server, tm
     done = _run([sys.executable, "-c", _LAYER_PROBE], env)
 
     facts = json.loads(done.stdout.strip().splitlines()[-1])
-    assert facts["backend"] == "channels_redis.core.RedisChannelLayer"
+    assert facts["backend"] == "fimone.redis_layer.RedisChannelLayer"  # channels-redis inside
     assert facts["message"] == {"type": "probe.ping", "n": 7}
 
 
@@ -154,3 +154,55 @@ def test_a_burst_of_sockets_does_not_exhaust_the_redis_pool(redis_server, tmp_pa
     done = _run([sys.executable, "-c", _BURST_PROBE], env)
 
     assert json.loads(done.stdout.strip().splitlines()[-1]) == 300
+
+
+_DISCONNECT_PROBE = """
+import asyncio, json, threading, time
+import django
+django.setup()
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+def send_from_another_process(channel, message):
+    # Another server process publishes (its own layer, its own event loop) while this
+    # process's event loop is busy: the message is popped by Redis, not yet read here.
+    async def go():
+        from channels.layers import channel_layers
+        other = channel_layers.make_backend("default")
+        await other.send(channel, message)
+        await other.close_pools()
+    thread = threading.Thread(target=lambda: asyncio.run(go()))
+    thread.start()
+    thread.join()
+
+async def trial(layer):
+    closing, other_socket = await layer.new_channel(), await layer.new_channel()
+    closing_receive = asyncio.create_task(layer.receive(closing))  # holds the receive lock
+    await asyncio.sleep(0.05)
+    other_receive = asyncio.create_task(layer.receive(other_socket))
+    await asyncio.sleep(0.05)
+    send_from_another_process(other_socket, {"type": "chat.event"})
+    time.sleep(0.1)
+    closing_receive.cancel()  # that socket's websocket closed
+    try:
+        await asyncio.wait_for(other_receive, 10)
+        return True
+    except TimeoutError:
+        return False
+
+async def main():
+    layer = get_channel_layer()
+    return [await trial(layer) for _ in range(3)]
+
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+def test_a_closing_socket_does_not_drop_another_sockets_message(redis_server, tmp_path):
+    # Stock channels-redis loses the message here every time (channels_redis issue 366):
+    # the closing socket's receive was popping for the whole process when it was cancelled.
+    env = _django_env(tmp_path, REDIS_URL=redis_server.url)
+
+    done = _run([sys.executable, "-c", _DISCONNECT_PROBE], env)
+
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, True, True]
