@@ -151,17 +151,11 @@ HANG_LIMIT = 0.5  # seconds; production has the SDK's timeout, and these for oth
 
 
 def _short_time_limits(monkeypatch) -> None:
-    """Time limits a hung call meets: the run's per-call limit (AgentContext.llm_timeout),
-    the guard's and DbMemory's compaction timeouts — shortened so a hang cell is quick."""
-    import functools
-
-    from contextmgmt.core.guard import ContextGuard
+    """Time limits a hung call meets: the run's per-call limit (AgentContext.llm_timeout,
+    which the engines also give their guards' compaction calls) and DbMemory's compaction
+    timeout — shortened so a hang cell is quick."""
     from contextmgmt.db_memory import DbMemory
-    from fimone.agent import dag, react
 
-    guard = functools.partial(ContextGuard, compact_timeout=HANG_LIMIT)
-    monkeypatch.setattr(react, "ContextGuard", guard)
-    monkeypatch.setattr(dag, "ContextGuard", guard)
     monkeypatch.setattr(
         runs, "make_memory", lambda **kw: DbMemory(**kw, compact_timeout=HANG_LIMIT)
     )

@@ -135,7 +135,9 @@ def long_history() -> list[ChatMessage]:
     return history
 
 
-async def test_a_hung_compaction_meets_the_run_limit_and_falls_back(build_context, events):
+async def test_a_hung_compaction_meets_the_run_limit_and_falls_back(
+    build_context, events, spy_guards
+):
     """The guard's compaction call honours llm_timeout too; a hung one falls back to
     truncation (R3.7) and the run answers."""
     ctx = build_context(
@@ -146,6 +148,7 @@ async def test_a_hung_compaction_meets_the_run_limit_and_falls_back(build_contex
         llm_timeout=0.05,
     )
     outcome = await run_react(ctx)
+    assert [g.compact_timeout for g in spy_guards] == [0.05]
     assert events.of("compact")[0]["strategy"] == "truncate"
     assert outcome.answer == "Forty-two."
 
