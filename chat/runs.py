@@ -36,6 +36,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from chat import run_control, run_persistence
 from chat.errors import ChatError
@@ -415,6 +416,9 @@ async def _work(run: Run):
         sink=run.publisher,
         injections=run.injections,
         tools=make_tools(run.conversation_id, before_id=run.query_message_id),
+        # Our own bound on every model call: the SDK's timeout counts per attempt and per
+        # read, so with retries a hung provider could otherwise hold a user for minutes.
+        llm_timeout=settings.LLM_TIMEOUT_SECONDS,
     )
     return await engine_for(run.mode)(ctx)
 

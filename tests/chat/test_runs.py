@@ -151,6 +151,16 @@ async def test_engine_sees_history_and_the_pinned_query_once(socket, engine):
     assert ctx.main_budget == 60_000 and ctx.fast_budget == 60_000  # R5.1 defaults
 
 
+async def test_engine_gets_the_configured_per_call_llm_timeout(socket, engine, settings):
+    """Runs bound every model call themselves (issue 9): the SDK's per-attempt timeout alone
+    lets retries hold a user for minutes."""
+    settings.LLM_TIMEOUT_SECONDS = 7.5
+    engine.use(answer)
+    await send(socket, type="message", content="question")
+    await events_until(socket, "done")
+    assert engine.contexts[0].llm_timeout == 7.5
+
+
 async def test_usage_totals_include_compaction_calls(socket, conversation, engine, ws_fake_llm):
     """RU.2: ``input_tokens`` / ``output_tokens`` are totals; compaction is also split out."""
     ws_fake_llm.enqueue("an answer call", "a compaction call")
