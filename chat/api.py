@@ -123,6 +123,13 @@ def message_json(message: Message) -> dict[str, Any]:
         "usage": metadata.get("usage"),
         "compaction": metadata.get("compaction"),
         "error": metadata.get("error"),
+        # What the run showed besides its answer (chat.run_support.RunRecord), for a reload.
+        "steps": metadata.get("steps") or [],
+        "steps_omitted": metadata.get("steps_omitted", 0),
+        "dag": metadata.get("dag"),
+        # A retried answer points at its successor, which points back (websocket ``retry``).
+        "superseded_by": metadata.get("superseded_by"),
+        "retry_of": metadata.get("retry_of"),
     }
 
 

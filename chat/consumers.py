@@ -8,6 +8,10 @@ Close codes: 4401 anonymous, 4404 unknown or foreign conversation (the two are n
 apart, so ids of other users' conversations reveal nothing). A bad frame never closes the
 socket: it gets ``error {code, message}`` and the socket stays usable.
 
+Client frames: ``message``, ``cancel`` and ``retry {message_id}`` — a failed, stopped or
+interrupted newest answer asked again on the same persisted question (``runs.retry_answer``;
+errors ``bad_message_id``, ``not_retryable``, ``run_active``).
+
 A socket that joins while a run is active first gets ``run.active {run_id, message_id,
 assistant_message_id, mode, text}`` — the answer streamed so far — and then the run's
 further events (fimone's addition to DESIGN §5, for second tabs and reconnects).
@@ -112,9 +116,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.on_message(content)
         elif kind == "cancel":
             await self.on_cancel()
+        elif kind == "retry":
+            await self.on_retry(content)
         else:
             await self.send_error(
-                "unknown_type", f"Unknown frame type {kind!r}; use 'message' or 'cancel'."
+                "unknown_type",
+                f"Unknown frame type {kind!r}; use 'message', 'cancel' or 'retry'.",
             )
 
     async def on_message(self, frame: dict) -> None:
@@ -145,6 +152,26 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_error(
                 "server_error", "The message could not be taken right now; send it again."
             )
+
+    async def on_retry(self, frame: dict) -> None:
+        """``{"type": "retry", "message_id": <failed assistant message id>}``: a new run for
+        the same question, reusing the persisted user message (``chat.runs.retry_answer``)."""
+        message_id = frame.get("message_id")
+        if isinstance(message_id, bool) or not isinstance(message_id, int) or message_id < 1:
+            await self.send_error("bad_message_id", "message_id must be an answer's id.")
+            return
+        try:
+            await runs.retry_answer(
+                user=self.user, conversation_id=self.conversation_id, message_id=message_id
+            )
+        except Conversation.DoesNotExist:
+            await self.send_error("not_found", "This conversation no longer exists.")
+            await self.close(code=CLOSE_NOT_FOUND)
+        except ChatError as exc:
+            await self.send_error(exc.code, exc.message)
+        except Exception:
+            logger.exception("could not retry in %s", self.conversation_id)
+            await self.send_error("server_error", "The retry could not be started; try again.")
 
     async def on_cancel(self) -> None:
         try:

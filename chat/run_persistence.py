@@ -81,6 +81,86 @@ def open_run(**kwargs):
     return query, answer, mode, _prepare_or_failure(query)
 
 
+# --- retry (a failed answer asked again, without a second copy of the question) -------------
+
+RETRYABLE_STATUSES = ("error", "cancelled", "interrupted")
+
+
+@transaction.atomic
+def _start_retry(*, user, conversation_id, message_id, run_id):
+    """Start a run answering a failed answer's question again; mark the failed one
+    ``superseded_by`` the new answer (the UI hides it, DbMemory skips it)."""
+    from chat import selectors, services
+    from chat.errors import ChatError
+    from chat.models import Message
+
+    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    failed = Message.objects.filter(
+        conversation=conversation, pk=message_id, role=Message.Role.ASSISTANT
+    ).first()
+    if failed is None:
+        raise ChatError("bad_message_id", "No answer with that id in this conversation.")
+    metadata = dict(failed.metadata or {})
+    if failed.status not in RETRYABLE_STATUSES or metadata.get("superseded_by"):
+        raise ChatError(
+            "not_retryable", "Only a failed, stopped or interrupted answer can be retried."
+        )
+    newest = (
+        Message.objects.filter(conversation=conversation, role=Message.Role.ASSISTANT)
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if newest != failed.pk:
+        raise ChatError("not_retryable", "Only the newest answer can be retried.")
+    query = _question_of(failed)
+    if query is None:
+        raise ChatError("not_retryable", "The question of that answer is no longer there.")
+    # RunBusy (nothing stored) when a run started since the caller looked.
+    run_control.claim_conversation(conversation_id=conversation.pk)
+    mode = metadata.get("mode") or conversation.mode
+    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    metadata["superseded_by"] = answer.pk
+    Message.objects.filter(pk=failed.pk).update(metadata=metadata)
+    # Follow-ups typed while the failed run worked were part of its question.
+    if not metadata.get("run_id"):
+        return query, answer, mode, []
+    follow_ups = list(
+        Message.objects.filter(
+            conversation=conversation,
+            kind=Message.Kind.INJECTED,
+            metadata__run_id=metadata.get("run_id"),
+        )
+        .exclude(pk=query.pk)
+        .order_by("created_at", "id")
+    )
+    return query, answer, mode, follow_ups
+
+
+def _question_of(failed):
+    """The user message a run answered: stored at its end (``query_id``), else — for a run
+    the server died in — the newest user message before the answer (for a follow-up run
+    that is its injected question, as ``open_follow_up`` picks it)."""
+    from chat.models import Message
+
+    users = Message.objects.filter(conversation_id=failed.conversation_id, role=Message.Role.USER)
+    query_id = (failed.metadata or {}).get("query_id")
+    if query_id:
+        found = users.filter(pk=query_id).first()
+        if found is not None:
+            return found
+    return users.filter(pk__lt=failed.pk).order_by("-created_at", "-id").first()
+
+
+def open_retry(**kwargs):
+    """Like ``open_run`` for a retry: ``(query, answer, mode, prepared, follow_ups)`` with
+    the follow-ups as the ChatMessages the engine is handed at its first iteration."""
+    query, answer, mode, follow_ups = _start_retry(**kwargs)
+    prepared = _prepare_or_failure(query)
+    vision = prepared["vision"] if isinstance(prepared, dict) else True
+    return query, answer, mode, prepared, [query_message(m, vision=vision) for m in follow_ups]
+
+
 def open_follow_up(**kwargs):
     query, answer = _start_follow_up(**kwargs)
     return query, answer, _prepare_or_failure(query)
@@ -148,6 +228,11 @@ def persist_finish(
     from chat.models import Message
 
     message = Message.objects.get(pk=message_id)
+    if extra.get("retry_of") and extra.get("query_id"):
+        # The question is answered again: an ``interrupted`` mark from the failed run is stale.
+        Message.objects.filter(
+            pk=extra["query_id"], status__in=[Message.Status.INTERRUPTED, Message.Status.PENDING]
+        ).update(status=Message.Status.DONE)
     services.assistant_message_finish(
         message=message,
         content=content,
@@ -176,12 +261,20 @@ def _record_calibration(samples: list[tuple[int, int, int]]) -> None:
             logger.warning("calibration sample for ModelConfig %s failed", config_id, exc_info=True)
 
 
-def save_progress(*, message_id: int, content: str) -> None:
-    """The streamed text so far, on the assistant message still ``running`` (a finished
-    message is never touched)."""
+def save_progress(*, message_id: int, content: str, record: dict | None = None) -> None:
+    """The streamed text so far, and the run's steps and plan when given (``RunRecord``),
+    on the assistant message still ``running`` (a finished message is never touched)."""
     from chat.models import Message
 
-    Message.objects.filter(pk=message_id, status=Message.Status.RUNNING).update(content=content)
+    running = Message.objects.filter(pk=message_id, status=Message.Status.RUNNING)
+    if record is None:
+        running.update(content=content)
+        return
+    with transaction.atomic():
+        metadata = running.values_list("metadata", flat=True).first()
+        if metadata is None:
+            return  # finished meanwhile: the final write has it all
+        running.update(content=content, metadata={**metadata, **record})
 
 
 def leftover_injections(*, conversation_id, run_id, taken_ids) -> list[int]:

@@ -45,6 +45,7 @@ from chat.run_registry import registry
 from chat.run_support import (
     EventPublisher,
     MeteredLLM,
+    RunRecord,
     control_group,
     conversation_group,
     failure_of,
@@ -145,6 +146,9 @@ class Run:
     answer_usage: Usage = field(default_factory=Usage)
     compaction_usage: Usage = field(default_factory=Usage)
     metered: list = field(default_factory=list)  # (MeteredLLM, model_config_id)
+    # Steps and DAG plan as shown live, stored with the answer for a reload.
+    record: RunRecord = field(default_factory=RunRecord)
+    retry_of: int | None = None  # the failed assistant message this run answers again
 
     def request_cancel(self) -> bool:
         """Stop the engine; False when the run is already finishing."""
@@ -237,6 +241,46 @@ async def submit_message(
     raise ChatError("run_busy", "The conversation is busy right now; send the message again.")
 
 
+async def retry_answer(*, user, conversation_id, message_id: int) -> dict:
+    """Answer a failed answer's question again: a new run on the persisted user message (no
+    second copy of it); the failed answer is marked ``superseded_by`` the new one.
+
+    Only the owner's newest answer with status error / cancelled / interrupted, and only
+    while no run is active. Raises ``ChatError`` (``bad_message_id``, ``not_retryable``,
+    ``run_active``) and ``Conversation.DoesNotExist`` for a foreign conversation.
+    Returns ``{"run_id", "message_id", "assistant_message_id"}``."""
+    received = time.perf_counter()
+    layer = get_channel_layer()
+    async with registry.lock(conversation_id):
+        active = registry.get(conversation_id)
+        if active is None and not run_control.is_single_process(layer):
+            active = await run_control.remote_run(layer, conversation_id=conversation_id)
+        if active is not None:
+            raise ChatError("run_active", "An answer is being written: wait or stop it first.")
+        run_id = uuid.uuid4().hex
+        try:
+            query, answer, mode, prepared, follow_ups = await database_sync_to_async(
+                run_persistence.open_retry
+            )(user=user, conversation_id=conversation_id, message_id=message_id, run_id=run_id)
+        except run_control.RunBusy as exc:
+            raise ChatError(
+                "run_active", "An answer is being written: wait or stop it first."
+            ) from exc
+        await _launch(
+            layer,
+            run_id,
+            conversation_id,
+            mode,
+            query,
+            answer.pk,
+            received,
+            prepared,
+            retry_of=message_id,
+            injections=follow_ups,
+        )
+    return {"run_id": run_id, "message_id": query.pk, "assistant_message_id": answer.pk}
+
+
 def active_snapshot(*, conversation_id) -> dict | None:
     """This process's active run of the conversation as a socket joining now needs it:
     ids, mode and the answer text streamed so far (the ``run.active`` event)."""
@@ -249,6 +293,8 @@ def active_snapshot(*, conversation_id) -> dict | None:
         "assistant_message_id": run.assistant_message_id,
         "mode": run.mode,
         "text": "".join(run.publisher.published_text),
+        # The steps and plan so far (taken with the text: later ones arrive as events).
+        **run.record.as_metadata(),
     }
 
 
@@ -281,9 +327,21 @@ async def _publish(layer, conversation_id, event_type: str, payload: dict) -> No
 
 
 async def _launch(
-    layer, run_id, conversation_id, mode, query, answer_id, received, prepared
+    layer,
+    run_id,
+    conversation_id,
+    mode,
+    query,
+    answer_id,
+    received,
+    prepared,
+    *,
+    retry_of: int | None = None,
+    injections: list | tuple = (),
 ) -> Run:
-    """Register the run, join its control group, announce it and start its task."""
+    """Register the run, join its control group, announce it and start its task.
+
+    ``injections``: follow-ups the engine gets at its first iteration (a retry's)."""
     run = Run(
         run_id=run_id,
         conversation_id=conversation_id,
@@ -294,8 +352,13 @@ async def _launch(
         injections=_injection_queue_class()(),
         publisher=None,  # set below: it reports back to the run
         prepared=prepared,
+        retry_of=retry_of,
     )
-    run.publisher = EventPublisher(layer, conversation_id, on_event=run.on_event)
+    for message in injections:
+        run.injections.put_nowait(message)
+    run.publisher = EventPublisher(
+        layer, conversation_id, on_event=run.on_event, on_sent=run.record
+    )
     # Join before registering: an inject/cancel sent the moment the run is visible arrives.
     # The default prefix matters: channels-redis multiplexes all of a process's channels
     # over one Redis list per prefix; another prefix would wait behind the consumers'.
@@ -312,6 +375,7 @@ async def _launch(
             # What was asked, so a second tab can show it too.
             "content": query.content,
             "images": (query.metadata or {}).get("images", []),
+            **({"retry_of": retry_of} if retry_of is not None else {}),
         },
     )
     # The engine's task exists before the listener can read a cancel for it.
@@ -444,15 +508,19 @@ def _history_facts(memory) -> dict:
 
 async def _checkpoint(run: Run) -> None:
     """Save the partial answer every CHECKPOINT_SECONDS while the engine works."""
-    saved = 0
+    saved, recorded = 0, 0
     while not run.work.done():
         await asyncio.sleep(CHECKPOINT_SECONDS)
-        if run.finishing or len(run.answer_parts) == saved:
+        if run.finishing or (len(run.answer_parts), run.record.version) == (saved, recorded):
             continue
-        saved = len(run.answer_parts)
+        # Steps and plan only when they moved (a JSON merge costs a read).
+        record = run.record.as_metadata() if run.record.version != recorded else None
+        saved, recorded = len(run.answer_parts), run.record.version
         try:
             await database_sync_to_async(run_persistence.save_progress)(
-                message_id=run.assistant_message_id, content="".join(run.answer_parts)
+                message_id=run.assistant_message_id,
+                content="".join(run.answer_parts),
+                record=record,
             )
         except Exception:  # a missed checkpoint costs nothing but durability
             logger.warning("run %s: could not save progress", run.run_id, exc_info=True)
@@ -479,7 +547,13 @@ async def _finish(run: Run) -> None:
         status = "done"
     content = outcome.answer if outcome is not None else "".join(run.answer_parts)
     usage = usage_totals(run.answer_usage, run.compaction_usage)
-    extra: dict[str, Any] = {"elapsed_ms": _elapsed_ms(run)}
+    extra: dict[str, Any] = {
+        "elapsed_ms": _elapsed_ms(run),
+        "query_id": run.query_message_id,
+        **run.record.as_metadata(),
+    }
+    if run.retry_of is not None:
+        extra["retry_of"] = run.retry_of
     if outcome is not None:
         extra.update(iterations=outcome.iterations, outcome=outcome.status)
     calibration = [

@@ -11,7 +11,8 @@ What is loaded, and why:
 - assistant messages with text, except failed ones (``kind``/``status`` ``error``: an error
   text is not an answer and would teach the model to apologise) and the in-flight one
   (``running``); a cancelled or interrupted answer keeps its partial text, which the user
-  saw and may refer to ("go on");
+  saw and may refer to ("go on"); an answer the user retried (``metadata["superseded_by"]``,
+  websocket ``retry``) is skipped: its successor answers the same question;
 - the trailing user message is dropped (R4.3): it is the current query, which the agent
   appends itself, pinned;
 - images (``metadata["images"]``) become base64 data-URL parts for vision models, a text
@@ -132,9 +133,11 @@ def load_history(
     if not use_summaries:
         summary = None
 
-    rows = Message.objects.filter(
-        conversation_id=conversation_id, role__in=("user", "assistant")
-    ).exclude(role="assistant", status="running")
+    rows = (
+        Message.objects.filter(conversation_id=conversation_id, role__in=("user", "assistant"))
+        .exclude(role="assistant", status="running")
+        .exclude(role="assistant", metadata__has_key="superseded_by")
+    )
     if summary is not None:
         # Only what the summary does not cover, in (created_at, id) order.
         through = Message.objects.filter(pk=summary.covers_through_id).values("created_at")
