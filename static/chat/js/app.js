@@ -26,6 +26,7 @@ class ChatApp {
     this.outbox = [];
     this.creating = null;
     this.lastQuery = null;
+    this.pendingRetry = null; // the AssistantView whose retry frame awaits run.started
     this.loadToken = 0;
 
     this.sidebar = new Sidebar({
@@ -70,6 +71,7 @@ class ChatApp {
     this.socket?.close();
     this.socket = null;
     this.run = null;
+    this.pendingRetry = null;
     this.views.clear();
     this.pendingInjections = [];
     this.outbox = [];
@@ -193,7 +195,7 @@ class ChatApp {
   // History arrives a page at a time (newest first shown); older pages load on demand.
   renderHistory(messages, hasMore = false) {
     this.views.clear();
-    const built = buildHistoryNodes(messages, this.views, (query) => this.retry(query));
+    const built = buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view));
     this.loadMoreButton = hasMore ? this.makeLoadMoreButton() : null;
     this.oldestId = messages.length ? messages[0].id : null;
     this.messagesEl.replaceChildren(...[this.loadMoreButton, ...built.nodes].filter(Boolean));
@@ -226,7 +228,9 @@ class ChatApp {
     try {
       const page = await api.messagePage(id, { before: this.oldestId });
       if (this.conversation?.id !== id) return;
-      const built = buildHistoryNodes(page.messages, this.views, (query) => this.retry(query));
+      const built = buildHistoryNodes(page.messages, this.views, (query, view) => this.retry(query, view), {
+        latest: false,
+      });
       const box = this.messagesEl;
       const fromBottom = box.scrollHeight - box.scrollTop;
       button.after(...built.nodes);
@@ -271,7 +275,8 @@ class ChatApp {
     } else {
       this.lastQuery = { content, images, mode };
       const userNode = userMessage({ content, images });
-      const view = new AssistantView({ onRetry: () => this.retry(this.lastQuery) });
+      const view = new AssistantView({ onRetry: (v) => this.retry(this.lastQuery, v) });
+      view.userNode = userNode; // a refused message's pair is replaced by its retry
       view.thinking();
       this.messagesEl.append(userNode, view.node);
       this.run = { runId: null, view, userNode, local: true, replanRound: 0 };
@@ -284,9 +289,24 @@ class ChatApp {
     return true;
   }
 
-  retry(query) {
-    if (!query) return;
+  // RU.3. An answer the server has (``view.id``) is retried with the ``retry`` frame: a new
+  // run on the stored question, which takes the failed answer's place (events.js
+  // run.started). A message the server never took is simply sent again.
+  retry(query, view) {
     if (this.run) return this.toast("Wait for the current answer, or stop it first.");
+    if (view?.id) {
+      if (this.pendingRetry) return;
+      if (!this.socket?.send({ type: "retry", message_id: Number(view.id) })) {
+        return this.toast("Not connected: cannot retry right now.");
+      }
+      this.pendingRetry = view;
+      view.retrying(true);
+      return;
+    }
+    if (!query) return;
+    // The server never stored it: the new attempt replaces the refused one on screen.
+    view?.userNode?.remove();
+    view?.node.remove();
     this.composer.mode = query.mode || this.composer.mode;
     const images = (query.images || []).filter((i) => i.file_id);
     this.send({ content: query.content || "", images, mode: query.mode || this.composer.mode });
@@ -462,6 +482,11 @@ class ChatApp {
     } catch (err) {
       view.setFinal({ content: view.text });
     }
+  }
+
+  // Only the newest answer can be retried: older ones lose their Retry button.
+  dropRetries(except) {
+    for (const view of this.views.values()) if (view !== except) view.dropRetry();
   }
 
   hasMessage(id) {

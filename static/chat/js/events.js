@@ -12,14 +12,23 @@ export const EVENT_HANDLERS = {
       this.views.set(String(frame.assistant_message_id), local.view);
       this.refreshTitle();
       if (local.cancelRequested) this.socket?.send({ type: "cancel" });
+      this.dropRetries(local.view);
       return;
     }
-    // A run we did not start here: another tab, or the follow-up run for late injections.
+    // A run we did not start here: another tab, the follow-up run for late injections, or
+    // a retry (``retry_of``: the new answer takes the failed one's place).
     const existing = this.views.get(String(frame.assistant_message_id));
-    const view = existing || new AssistantView({ id: frame.assistant_message_id, onRetry: () => this.retry(this.lastQuery) });
+    const view =
+      existing ||
+      new AssistantView({ id: frame.assistant_message_id, onRetry: (v) => this.retry(this.lastQuery, v) });
+    const replaced = frame.retry_of != null ? this.views.get(String(frame.retry_of)) : null;
+    if (frame.retry_of != null) this.pendingRetry = null;
     if (!existing) {
       this.views.set(String(frame.assistant_message_id), view);
-      if (!this.hasMessage(frame.message_id) && frame.content !== undefined) {
+      if (replaced?.node.isConnected) {
+        replaced.node.replaceWith(view.node);
+        this.views.delete(String(frame.retry_of));
+      } else if (!this.hasMessage(frame.message_id) && frame.content !== undefined) {
         this.messagesEl.append(
           userMessage({ id: frame.message_id, content: frame.content, images: frame.images || [] }),
         );
@@ -37,6 +46,7 @@ export const EVENT_HANDLERS = {
     );
     this.run = { runId: frame.run_id, view, userNode, local: false, replanRound: 0 };
     this.composer.setRunning(true);
+    this.dropRetries(view);
   },
 
   // A socket that joins mid-run (reload, reconnect, second tab) gets the answer so far.
@@ -48,6 +58,11 @@ export const EVENT_HANDLERS = {
     }
     if (!view) return;
     view.setStatus(null);
+    if (frame.steps || frame.dag) {
+      // The steps and plan so far (history may show an older checkpoint of them).
+      view.clearTrace();
+      replayRecord(view, frame);
+    }
     if (frame.text) {
       view.text = "";
       view.appendDelta(frame.text);
@@ -133,7 +148,7 @@ export const EVENT_HANDLERS = {
     const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
     if (!view) return;
     view.stopStreaming();
-    view.setStatus("cancelled");
+    view.setStatus("cancelled", { retry: true });
     if (this.run?.view === view) this.endRun();
     this.composer.focus();
   },
@@ -144,6 +159,13 @@ export const EVENT_HANDLERS = {
       const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
       view?.setError(frame.message);
       if (!this.run || this.run.view === view) this.endRun();
+      return;
+    }
+    if (this.pendingRetry && RETRY_REFUSALS.has(frame.code)) {
+      // Our retry frame was refused (e.g. another tab started a run meanwhile).
+      this.pendingRetry.retrying(false);
+      this.pendingRetry = null;
+      this.toast(frame.message || "That answer cannot be retried.");
       return;
     }
     if (frame.code === "no_active_run" && this.run) {
@@ -162,3 +184,39 @@ export const EVENT_HANDLERS = {
     this.toast(frame.message || "The server refused that.");
   },
 };
+
+const RETRY_REFUSALS = new Set(["bad_message_id", "not_retryable", "run_active", "rate_limited", "server_error"]);
+
+// A persisted run record (``steps`` / ``dag`` of an assistant message or of ``run.active``,
+// see chat/run_support.py RunRecord) shown on ``view`` through the live handlers above, in
+// the order the events arrived (``seq``): a reload looks exactly like the live run.
+export function replayRecord(view, record) {
+  const events = [];
+  for (const entry of Array.isArray(record.steps) ? record.steps : []) {
+    if (entry.kind === "omitted") events.push([entry.seq, "omitted", entry]);
+    else if (entry.kind === "compact") events.push([entry.seq, "compact", entry]);
+    else events.push([entry.seq, "step", entry]);
+  }
+  const dag = record.dag || {};
+  for (const round of Array.isArray(dag.rounds) ? dag.rounds : []) {
+    const steps = Array.isArray(round.steps) ? round.steps : [];
+    events.push([round.seq, "dag.plan", { steps, round: round.round, fallback: round.fallback }]);
+    for (const step of steps) {
+      if (step.seq !== undefined) events.push([step.seq, "dag.step", step]);
+    }
+    if (round.analysis) events.push([round.analysis.seq, "dag.analysis", round.analysis]);
+  }
+  for (const replan of Array.isArray(dag.replans) ? dag.replans : []) {
+    events.push([replan.seq, "dag.replan", replan]);
+  }
+  events.sort((a, b) => (Number(a[0]) || 0) - (Number(b[0]) || 0));
+  // What the handlers read of the app while a run is live.
+  const context = { run: { view, replanRound: 0 }, viewForEvent: () => view, placeDivider() {} };
+  for (const [, type, frame] of events) {
+    if (type === "omitted") {
+      view.addNote(`… ${Number(frame.count) || 0} more steps of this run were not kept`);
+      continue;
+    }
+    EVENT_HANDLERS[type].call(context, frame);
+  }
+}

@@ -1,15 +1,23 @@
 // Persisted history on the page: message nodes and the RU.1 divider.
 
+import { replayRecord } from "./events.js";
 import { AssistantView, compactDivider, summarizedCount, userMessage } from "./render.js";
+
+const RETRYABLE = new Set(["error", "cancelled", "interrupted"]);
 
 // Nodes for a page of persisted messages (oldest first). Registers the assistant views in
 // ``views``; returns the nodes, the newest load-time compaction (RU.1) and a running answer.
-export function buildHistoryNodes(messages, views, retry) {
+// ``latest``: the page ends with the conversation's newest message, so its newest answer
+// may offer Retry (only that one can be retried). Answers replaced by a retry
+// (``superseded_by``) are not shown: their successor answers the same question.
+export function buildHistoryNodes(messages, views, retry, { latest = true } = {}) {
   const nodes = [];
   let lastQuery = null;
   let compaction = null;
   let running = null;
-  for (const message of messages) {
+  const shown = messages.filter((m) => !(m.role === "assistant" && m.superseded_by));
+  const newestAnswer = latest ? shown.filter((m) => m.role === "assistant").pop() : null;
+  for (const message of shown) {
     if (message.role === "user") {
       const node = userMessage({
         id: message.id,
@@ -23,9 +31,12 @@ export function buildHistoryNodes(messages, views, retry) {
     }
     if (message.role !== "assistant") continue;
     const query = lastQuery;
-    const view = new AssistantView({ id: message.id, onRetry: () => retry(query?.message) });
+    const view = new AssistantView({ id: message.id, onRetry: (v) => retry(query?.message, v) });
     views.set(String(message.id), view);
     nodes.push(view.node);
+    // Steps and plan as they were shown live (or so far, for a running answer).
+    replayRecord(view, message);
+    const canRetry = message === newestAnswer && RETRYABLE.has(message.status);
     if (message.status === "running") {
       view.thinking();
       view.setStatus("running");
@@ -33,9 +44,11 @@ export function buildHistoryNodes(messages, views, retry) {
     } else {
       view.setFinal({ html: message.html, content: message.content });
       if (message.kind === "error" || message.status === "error") {
-        view.setError(message.error?.message || "The agent could not finish this answer.");
+        view.setError(message.error?.message || "The agent could not finish this answer.", {
+          retry: canRetry,
+        });
       } else {
-        view.setStatus(message.status);
+        view.setStatus(message.status, { retry: canRetry });
       }
       view.setUsage(message.usage);
     }

@@ -233,6 +233,17 @@ export class AssistantView {
     this.steps.append(el("div", { class: "step-note", text }));
   }
 
+  // Forget the steps and plan shown (a fuller record of them is about to be replayed).
+  clearTrace() {
+    this.steps.replaceChildren();
+    this.steps.hidden = true;
+    this.planBox?.remove();
+    this.planBox = null;
+    this.planSteps = null;
+    this.verdictLine = null;
+    this.lastVerdict = null;
+  }
+
   // ---- DAG live plan ----
   plan(frame, round = 0) {
     const steps = Array.isArray(frame.steps) ? frame.steps : [];
@@ -352,14 +363,41 @@ export class AssistantView {
     this.actions.prepend(card);
   }
 
-  setStatus(status) {
+  // ``retry``: offer Retry next to a stopped or interrupted answer (the newest one only).
+  setStatus(status, { retry = false } = {}) {
     this.footer.querySelector(".status-badge")?.remove();
+    this.footer.querySelector(".status-retry")?.remove();
     const labels = {
       cancelled: "Stopped",
       interrupted: "Interrupted — the server restarted during this answer",
       running: "Still running…",
     };
-    if (labels[status]) this.footer.append(el("span", { class: "status-badge", text: labels[status] }));
+    if (!labels[status]) return;
+    this.footer.append(el("span", { class: "status-badge", text: labels[status] }));
+    if (retry && this.onRetry && status !== "running") this.footer.append(this.retryButton("status-retry"));
+  }
+
+  retryButton(extraClass = "") {
+    return el("button", {
+      class: `btn btn-retry ${extraClass}`.trim(),
+      type: "button",
+      text: "Retry",
+      "aria-label": "Retry: answer the same question again",
+      onclick: () => this.onRetry(this),
+    });
+  }
+
+  // While a retry frame is on its way: one click is enough.
+  retrying(busy) {
+    for (const button of this.footer.querySelectorAll(".btn-retry")) {
+      button.disabled = busy;
+      button.textContent = busy ? "Retrying…" : "Retry";
+    }
+  }
+
+  // Only the newest answer can be retried: older ones lose the button when a run starts.
+  dropRetry() {
+    for (const button of this.footer.querySelectorAll(".btn-retry")) button.remove();
   }
 
   setError(message, { retry = true } = {}) {
@@ -369,9 +407,7 @@ export class AssistantView {
       "div",
       { class: "error-box", role: "alert" },
       el("div", { class: "error-text" }, el("strong", { text: "Something went wrong. " }), message || "The agent failed."),
-      retry && this.onRetry
-        ? el("button", { class: "btn btn-retry", type: "button", text: "Retry", onclick: () => this.onRetry() })
-        : null,
+      retry && this.onRetry ? this.retryButton() : null,
     );
     this.footer.append(box);
   }

@@ -1,0 +1,144 @@
+"""Runs that survive a reload (issues 7, 8): tool steps and the DAG plan look the same after
+a reload as they did live, and Retry (RU.3) answers the same question once more without a
+second copy of it. Against the scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import screenshot, send
+from tests.support.scripted_server import server_error, slow, tool_calls
+
+pytestmark = pytest.mark.browser
+
+DEFAULT_REPLY = "This is the scripted server's default reply."
+TRACE_JS = """node => [...node.querySelectorAll(':scope > .plan, :scope > .steps')]
+    .map(part => part.outerHTML)"""
+
+
+@pytest.fixture
+def live_daphne_env(scripted_server):
+    return {
+        "LLM_BASE_URL": scripted_server.base_url,
+        "LLM_API_KEY": "sk-scripted",
+        "LLM_MODEL": "scripted-main",
+        "LLM_MAX_RETRIES": "0",
+    }
+
+
+def wait_done(page, count: int = 1) -> None:
+    expect(page.locator(".msg-assistant .usage-card")).to_have_count(count)
+    expect(page.locator("#stop")).to_be_hidden()
+
+
+def trace_of(page) -> list[str]:
+    """The steps and plan of the newest answer, as the page shows them."""
+    return page.locator(".msg-assistant").last.evaluate(TRACE_JS)
+
+
+def test_tool_steps_are_shown_after_a_reload_exactly_as_live(logged_in_page, scripted_server):
+    page = logged_in_page
+    scripted_server.enqueue(
+        tool_calls(("calculator", {"expression": "6*7"}), content="<img src=x onerror=alert(1)>"),
+        "The answer is 42.",
+    )
+    send(page, "What is 6*7? Use the calculator.")
+    wait_done(page)
+    steps = page.locator(".msg-assistant .steps details.step")
+    expect(steps).to_have_count(3)  # the thought, the call, its result
+    live = trace_of(page)
+
+    page.reload()
+
+    wait_done(page)
+    expect(steps).to_have_count(3)
+    assert trace_of(page) == live
+    # Escaped: the model's "thought" is text, never markup.
+    expect(page.locator(".msg-assistant .steps img")).to_have_count(0)
+    steps.nth(2).locator("summary").click()
+    expect(steps.nth(2).locator(".step-body")).to_contain_text("42")
+    screenshot(page, "30-tool-steps-after-reload")
+
+
+def test_dag_plan_and_replan_are_shown_after_a_reload_exactly_as_live(
+    logged_in_page, scripted_server
+):
+    page = logged_in_page
+    plan = '{"steps": [{"id": "s1", "task": "Find the height of Mont Blanc", "depends_on": []}]}'
+    replan = (
+        '{"steps": [{"id": "s1", "task": "Find the year it was measured", "depends_on": []},'
+        ' {"id": "s2", "task": "Combine height and year", "depends_on": ["s1"]}]}'
+    )
+    scripted_server.enqueue(
+        plan,  # planner
+        "4,806 metres",  # step s1
+        '{"achieved": false, "confidence": 0.3, "reason": "the year is missing"}',  # analyser
+        replan,  # re-planner, round 1
+        "Measured in 2015",  # step s1
+        "4,806 m, measured in 2015",  # step s2
+        '{"achieved": true, "confidence": 0.95, "reason": "complete"}',  # analyser
+        "Mont Blanc is 4,806 m high (measured in 2015).",  # final answer
+    )
+    page.locator("label[for=mode-dag]").click()
+    send(page, "How high is Mont Blanc, and since when?")
+    wait_done(page)
+    live = trace_of(page)
+
+    page.reload()
+
+    wait_done(page)
+    plan_box = page.locator(".msg-assistant .plan")
+    expect(plan_box).to_have_count(1)
+    expect(plan_box.locator(".plan-head")).to_contain_text("re-plan round 1")
+    expect(plan_box.locator(".plan-step .pill")).to_have_text(["done", "done"])
+    expect(plan_box.locator(".verdict")).to_contain_text("goal achieved")
+    expect(page.locator(".msg-assistant .step-note")).to_contain_text(["the year is missing"])
+    assert trace_of(page) == live
+    screenshot(page, "31-dag-plan-after-reload")
+
+
+def test_error_then_retry_gives_one_question_and_one_answer(logged_in_page, scripted_server):
+    page = logged_in_page
+    scripted_server.enqueue(server_error(500))
+    send(page, "This one fails first")
+    error = page.locator(".msg-assistant .error-box")
+    expect(error).to_be_visible()
+
+    error.get_by_role("button", name="Retry").click()
+    # The server has the question: the retry is a new run on it, not a new message.
+
+    wait_done(page)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["This one fails first"])
+    expect(page.locator(".msg-assistant .answer")).to_have_text([DEFAULT_REPLY])
+    expect(error).to_have_count(0)
+    page.reload()
+    wait_done(page)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["This one fails first"])
+    expect(page.locator(".msg-assistant .answer")).to_have_text([DEFAULT_REPLY])
+    expect(page.locator(".btn-retry")).to_have_count(0)
+    screenshot(page, "32-retried")
+
+
+def test_a_stopped_answer_can_be_retried_after_a_reload(logged_in_page, scripted_server):
+    page = logged_in_page
+    scripted_server.enqueue(slow(60))
+    send(page, "Stop me, then ask again")
+    stop = page.locator("#stop")
+    expect(page.locator(".msg-assistant .thinking")).to_be_visible()
+    for _ in range(300):  # the model is busy with the slow reply
+        if scripted_server.requests:
+            break
+        page.wait_for_timeout(100)
+    stop.click()
+    expect(page.locator(".msg-assistant .status-badge")).to_have_text("Stopped")
+
+    page.reload()
+    retry = page.locator(".msg-assistant").get_by_role("button", name="Retry")
+    expect(retry).to_have_count(1)
+    retry.click()
+
+    wait_done(page)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["Stop me, then ask again"])
+    expect(page.locator(".msg-assistant .answer")).to_have_text([DEFAULT_REPLY])
+    expect(page.locator(".status-badge")).to_have_count(0)
