@@ -68,6 +68,15 @@ class Message(models.Model):
             models.Index(fields=["conversation", "created_at", "id"], name="msg_conv_order"),
             models.Index(fields=["status"], name="msg_status"),
         ]
+        constraints = [
+            # The database's own backstop for "one active run per conversation", whatever
+            # the number of server processes (issue 10); run_control takes a row lock first.
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(role="assistant", status="running"),
+                name="one_running_answer_per_conversation",
+            ),
+        ]
 
     def __str__(self) -> str:
         preview = (self.content or "")[:40].replace("\n", " ")

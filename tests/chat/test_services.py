@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import IntegrityError, transaction
 
 from chat import services
 from chat.errors import InvalidInput
@@ -247,14 +248,23 @@ class TestAssistantMessage:
 
 
 def test_messages_mark_interrupted_closes_what_a_dead_server_left(conversation):
-    pending = services.user_message_create(conversation=conversation, content="q", run_id="r1")
-    running = services.assistant_message_start(conversation=conversation, run_id="r1", mode="react")
     finished = services.assistant_message_start(
         conversation=conversation, run_id="r0", mode="react"
     )
     services.assistant_message_finish(message=finished, content="ok")
+    pending = services.user_message_create(conversation=conversation, content="q", run_id="r1")
+    running = services.assistant_message_start(conversation=conversation, run_id="r1", mode="react")
 
     assert services.messages_mark_interrupted() == 2
     statuses = dict(Message.objects.values_list("id", "status"))
     assert statuses == {pending.id: "interrupted", running.id: "interrupted", finished.id: "done"}
     assert services.messages_mark_interrupted() == 0
+
+
+def test_a_second_running_answer_in_one_conversation_is_refused(conversation):
+    """One active run per conversation holds in the database itself (issue 10)."""
+    services.assistant_message_start(conversation=conversation, run_id="r1", mode="react")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        services.assistant_message_start(conversation=conversation, run_id="r2", mode="react")
+    other = services.conversation_create(owner=conversation.owner)
+    services.assistant_message_start(conversation=other, run_id="r3", mode="react")
