@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import screenshot, send
-from tests.support.scripted_server import server_error, slow, tool_calls
+from tests.support.scripted_server import server_error, slow, text, tool_calls
 
 pytestmark = pytest.mark.browser
 
@@ -142,3 +142,30 @@ def test_a_stopped_answer_can_be_retried_after_a_reload(logged_in_page, scripted
     expect(page.locator(".msg-user .bubble")).to_have_text(["Stop me, then ask again"])
     expect(page.locator(".msg-assistant .answer")).to_have_text([DEFAULT_REPLY])
     expect(page.locator(".status-badge")).to_have_count(0)
+
+
+def test_reload_mid_run_shows_the_steps_so_far_once_and_keeps_going(
+    logged_in_page, scripted_server
+):
+    page = logged_in_page
+    streamed = " ".join(f"word{i}" for i in range(40))
+    scripted_server.enqueue(
+        tool_calls(("calculator", {"expression": "2+3"})),
+        text(""),  # an empty reply: the agent writes its answer with the streaming call
+        text(streamed, chunk_delay=0.1),
+    )
+    send(page, "Add, then write a lot")
+    steps = page.locator(".msg-assistant .steps details.step")
+    # Long enough for a progress checkpoint (every 2 s) to have stored the steps.
+    expect(page.locator(".msg-assistant .answer")).to_contain_text("word22")
+    expect(steps).to_have_count(2)
+
+    page.reload()
+
+    # History (the last checkpoint) and run.active (the record so far) together: each
+    # step once, the answer still streaming.
+    expect(page.locator(".msg-assistant .answer")).to_contain_text("word")
+    expect(steps).to_have_count(2)
+    wait_done(page)
+    expect(steps).to_have_count(2)
+    expect(page.locator(".msg-assistant .answer")).to_have_text(streamed)
