@@ -132,6 +132,10 @@ class EventPublisher:
         with the text published so far, so it sits in order among this run's deltas."""
         async with self._lock:
             event = {"type": "run.active", **snapshot, "text": "".join(self.published_text)}
+            # The steps and plan as sent so far, taken under the same lock for the same reason.
+            as_metadata = getattr(self._on_sent, "as_metadata", None)
+            if as_metadata is not None:
+                event.update(as_metadata())
             await self._layer.send(channel, {"type": "chat.event", "event": event})
 
     async def _send(self, event_type: str, payload: dict) -> None:

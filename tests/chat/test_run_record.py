@@ -233,3 +233,22 @@ async def test_publisher_records_what_it_sends_and_no_deltas():
     await publisher("step", {"iteration": 1, "kind": "thought", "text": "hm"})
     assert [e["type"] for e in layer.sent] == ["answer.delta", "step"]
     assert [s["text"] for s in record.as_metadata()["steps"]] == ["hm"]
+
+
+async def test_snapshot_for_another_process_carries_the_record_sent_so_far():
+    """run.active to a socket of another process (issue 10): steps as of the snapshot."""
+    record = RunRecord()
+    layer = RecordingLayer()
+    direct: list[dict] = []
+
+    async def send(channel, message):
+        direct.append(message["event"])
+
+    layer.send = send
+    publisher = EventPublisher(layer, "c1", flush_seconds=60, on_sent=record)
+    await publisher("step", {"iteration": 1, "kind": "thought", "text": "before"})
+    await publisher.send_snapshot("other-process-socket", {"run_id": "r1", "steps": []})
+    await publisher("step", {"iteration": 2, "kind": "thought", "text": "after"})
+    (snapshot,) = direct
+    assert snapshot["type"] == "run.active" and snapshot["run_id"] == "r1"
+    assert [s["text"] for s in snapshot["steps"]] == ["before"]
