@@ -1,0 +1,143 @@
+"""The README's run command (issue 2): `bin/run` on a fresh data folder serves the app on
+loopback, creates the admin once, and the admin can edit a ModelConfig (SPEC RW.2, R5.1)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.cookiejar
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.live_server import free_port, server_env
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Browser:
+    """A cookie-keeping HTTP client that submits Django forms with their CSRF token."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def get(self, path: str) -> tuple[int, str]:
+        with self.opener.open(self.base_url + path, timeout=30) as response:
+            return response.status, response.read().decode()
+
+    def post_form(self, path: str, fields: dict[str, str]) -> tuple[int, str, str]:
+        token = next(c.value for c in self.jar if c.name == "csrftoken")
+        data = urllib.parse.urlencode({"csrfmiddlewaretoken": token, **fields}).encode()
+        request = urllib.request.Request(
+            self.base_url + path, data=data, headers={"Referer": self.base_url + path}
+        )
+        with self.opener.open(request, timeout=30) as response:
+            return response.status, response.geturl(), response.read().decode()
+
+
+def wait_for_http(url: str, process: subprocess.Popen, deadline: float = 240.0) -> None:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            raise AssertionError(f"bin/run exited with {process.returncode}")
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"{url} did not answer within {deadline} s")
+
+
+@contextlib.contextmanager
+def bin_run(data_dir: Path, log_path: Path):
+    """Start `bin/run` as the README says; yield (base URL, what it printed); stop it."""
+    port = free_port()
+    env = server_env(data_dir, {"FIMONE_PORT": str(port)})
+    env.pop("FIMONE_ADMIN_PASSWORD", None)  # the generated-password path, as on a fresh clone
+    with log_path.open("w+") as log:
+        process = subprocess.Popen(
+            ["bash", "bin/run"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # bin/run execs daphne: stop the whole group afterwards
+        )
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/accounts/login/", process)
+            log.seek(0)
+            yield f"http://127.0.0.1:{port}", log.read()
+        finally:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def running_app(tmp_path):
+    with bin_run(tmp_path / "data", tmp_path / "run.log") as app:
+        yield app
+
+
+def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(running_app):
+    base_url, output = running_app
+    password = re.search(r"password[^\n]*?:\s*(\S+)", output, re.IGNORECASE)
+    assert password, f"bin/run printed no admin password:\n{output}"
+
+    browser = Browser(base_url)
+    status, _ = browser.get("/admin/login/")
+    assert status == 200
+    status, url, _ = browser.post_form(
+        "/admin/login/?next=/admin/",
+        {"username": "admin", "password": password.group(1), "next": "/admin/"},
+    )
+    assert url.endswith("/admin/"), "admin login with the printed password failed"
+
+    browser.get("/admin/contextmgmt/modelconfig/add/")
+    fields = {
+        "name": "Local vLLM",
+        "model": "qwen2.5-7b-instruct",
+        "role": "main",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": "VLLM_KEY",
+        "context_size": "32000",
+        "max_output_tokens": "8000",
+        "supports_vision": "on",
+        "is_active": "on",
+    }
+    status, url, body = browser.post_form("/admin/contextmgmt/modelconfig/add/", fields)
+    assert url.endswith("/admin/contextmgmt/modelconfig/"), body[:2000]
+    _, listing = browser.get("/admin/contextmgmt/modelconfig/")
+    assert "Local vLLM" in listing
+    assert "20,000" in listing or "20000" in listing  # usable input: 32,000 − 8,000 − 4,000
+
+    # Nonsense is refused with a clear message, and nothing is saved.
+    browser.get("/admin/contextmgmt/modelconfig/add/")
+    bad = {**fields, "name": "Broken", "max_output_tokens": "40000", "is_active": ""}
+    _, url, body = browser.post_form("/admin/contextmgmt/modelconfig/add/", bad)
+    assert url.endswith("/add/")
+    assert "smaller than the context size" in body
+    _, listing = browser.get("/admin/contextmgmt/modelconfig/")
+    assert "Broken" not in listing
+
+
+def test_bin_run_prints_the_generated_password_only_on_first_start(tmp_path):
+    with bin_run(tmp_path / "data", tmp_path / "first.log") as (_, first):
+        assert re.search(r"with password: \S+", first)
+        assert "http://127.0.0.1:" in first
+    with bin_run(tmp_path / "data", tmp_path / "second.log") as (base_url, second):
+        assert "password" not in second.lower()
+        status, _ = Browser(base_url).get("/accounts/login/")
+        assert status == 200
