@@ -195,6 +195,7 @@ class ChatApp {
   // History arrives a page at a time (newest first shown); older pages load on demand.
   renderHistory(messages, hasMore = false) {
     this.views.clear();
+    this.pendingRetry = null; // its view is gone; the history shows how the retry went
     const built = buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view));
     this.loadMoreButton = hasMore ? this.makeLoadMoreButton() : null;
     this.oldestId = messages.length ? messages[0].id : null;
