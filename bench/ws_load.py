@@ -10,6 +10,8 @@ each sending ``--turns`` messages one after another. Prints:
 - runs/s over the whole load phase;
 - p50/p95/max server overhead per run: client's send -> ``done`` received, minus the time
   the scripted LLM spent handling that run's requests (measured inside its handler);
+- server CPU per run: the daphne process's user+system CPU time over the load phase
+  divided by the runs (what a run costs the server, whatever else the machine is doing);
 - lost runs (no ``done``, or no finished assistant message in the database), duplicated
   messages (a turn stored twice, a run answered twice) and garbled streams (the streamed
   text is not exactly the model's reply: a dropped or repeated ``answer.delta``).
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import sys
@@ -185,6 +188,16 @@ def create_conversations(server, count: int) -> list[str]:
 # --- main ----------------------------------------------------------------------------------
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (Linux /proc), None where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # After the command: state is field 3, utime and stime are fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -253,9 +266,11 @@ def main() -> None:
         warm = create_conversations(server, 1)
         asyncio.run(load(server, warm, 1, args.mode, label="warm-up"))
 
+        cpu_before = cpu_seconds(server.proc.pid)
         results, wall = asyncio.run(
             load(server, conversations, args.turns, args.mode, think=args.think)
         )
+        cpu_after = cpu_seconds(server.proc.pid)
         db = stored_counts(server)
     finally:
         server.close()
@@ -299,6 +314,11 @@ def main() -> None:
         print(
             "scripted LLM time per run (ms): "
             f"p50={percentile(llm_ms, 0.5):.1f} p95={percentile(llm_ms, 0.95):.1f}"
+        )
+    if cpu_before is not None and cpu_after is not None and finished:
+        cpu_ms = (cpu_after - cpu_before) * 1000 / len(finished)
+        print(
+            f"server CPU per run: {cpu_ms:.1f} ms ({(cpu_after - cpu_before) / wall:.0%} of a core)"
         )
     print(f"lost: client={lost_client} db={lost_db}  duplicated={duplicated}  garbled={garbled}")
     if errors:
