@@ -64,12 +64,20 @@ class StoredSummary:
 
     @classmethod
     def from_model(cls, row: Any) -> StoredSummary:
+        return cls.from_row(
+            row.pk, row.content, row.covers_through_id, row.covered_count, row.metadata
+        )
+
+    @classmethod
+    def from_row(
+        cls, pk: int, content: str, covers_through_id: int, covered_count: int, metadata: Any
+    ) -> StoredSummary:
         return cls(
-            content=row.content,
-            covers_through_id=row.covers_through_id,
-            covered_count=row.covered_count,
-            covered_tokens=int((row.metadata or {}).get("covered_tokens", 0)),
-            id=row.pk,
+            content=content,
+            covers_through_id=covers_through_id,
+            covered_count=covered_count,
+            covered_tokens=int((metadata or {}).get("covered_tokens", 0)),
+            id=pk,
         )
 
 
@@ -113,6 +121,117 @@ def summary_message(summary: StoredSummary, max_tokens: int | None = None) -> Ch
 # --- loading (sync, ORM) -------------------------------------------------------------------
 
 
+class CompiledRead:
+    """A read-only ORM query built and compiled once per database connection, then run with
+    fresh parameter values.
+
+    Building and compiling a queryset costs the ORM 0.2-0.4 ms; SQLite answers the query
+    in ~15 µs. DbMemory's queries run on every message of every user, so each shape is
+    compiled once with probe values in place of the parameters; the probes' positions in
+    the compiled parameters are filled per call, and the rows go through the converters
+    the ORM itself would apply (dates, JSON). A shape whose probes cannot be located
+    unambiguously is simply run through the ORM every time.
+    """
+
+    def __init__(self, build, **probes: Any) -> None:
+        self._build = build  # (**values) -> a values_list() queryset
+        self._probes = probes
+        self._compiled: dict[str, tuple] = {}  # alias -> (connection, sql, params, slots, …)
+
+    def rows(self, **values: Any) -> list[tuple]:
+        from django.db import connections
+
+        queryset = self._build(**self._probes)
+        connection = connections[queryset.db]
+        entry = self._compiled.get(queryset.db)
+        if entry is None or entry[0] is not connection:  # each thread has its connection
+            entry = self._compile(queryset, connection)
+            self._compiled[queryset.db] = entry
+        _, sql, params, slots, compiler, converters = entry
+        if sql is None:
+            return list(self._build(**values))
+        params = list(params)
+        for index, name in slots:
+            params[index] = _prepped(compiler, name, values[name], connection)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        if converters:
+            rows = compiler.apply_converters(rows, converters)
+        return [tuple(row) for row in rows]
+
+    def _compile(self, queryset, connection) -> tuple:
+        compiler = queryset.query.get_compiler(connection=connection)
+        sql, params = compiler.as_sql()
+        # values_list() of plain fields and annotations in select order (no reordering).
+        columns = [expression for expression, _sql, _alias in compiler.select]
+        names = list(queryset._fields)
+        slots, ok = [], len(columns) == len(names)
+        for name, probe in self._probes.items():
+            prepped = _prepped(compiler, name, probe, connection)
+            found = [i for i, value in enumerate(params) if value == prepped]
+            ok = ok and bool(found)
+            slots += [(i, name) for i in found]
+        if not ok or len(slots) != len({i for i, _ in slots}):
+            return (connection, None, (), [], None, None)
+        converters = compiler.get_converters(columns)
+        return (connection, sql, tuple(params), slots, compiler, converters)
+
+
+def _prepped(compiler, name: str, value: Any, connection) -> Any:
+    """A probe or value as the compiled SQL's parameter: UUIDs as the backend stores them."""
+    if name == "conversation":
+        from chat.models import Message
+
+        return Message._meta.get_field("conversation").get_db_prep_value(value, connection)
+    return value
+
+
+# Probes: values no real row has (a conversation id, a message id) so they are found among
+# the compiled parameters exactly where the real values go.
+_PROBE_CONVERSATION = uuid.UUID("f1e0f1e0-0000-4000-8000-00000000c0de")
+_PROBE_MESSAGE = -982_451_653
+
+
+def _latest_summary_query(*, conversation):
+    from chat.models import ContextSummary
+
+    return (
+        ContextSummary.objects.filter(conversation_id=conversation)
+        .order_by("-covers_through__created_at", "-covers_through_id", "-id")
+        .values_list("id", "content", "covers_through_id", "covered_count", "metadata")[:1]
+    )
+
+
+def _history_query(*, conversation, through=None):
+    from chat.models import Message
+
+    rows = (
+        Message.objects.filter(conversation_id=conversation, role__in=("user", "assistant"))
+        .exclude(role="assistant", status="running")
+        .exclude(role="assistant", metadata__has_key="superseded_by")
+    )
+    if through is not None:
+        # Only what the summary does not cover, in (created_at, id) order.
+        covered = Message.objects.filter(pk=through).values("created_at")
+        rows = rows.filter(
+            Q(created_at__gt=covered[:1]) | Q(created_at=covered[:1], id__gt=through)
+        )
+    # Only the images key of the metadata: decoding every row's whole JSON (usage, run
+    # facts, …) was a third of the load time at 2,000 messages. The annotation comes last
+    # (values_list puts annotations after fields): rows are in select order.
+    return rows.order_by("created_at", "id").values_list(
+        "id", "role", "content", "kind", "status", "created_at", "metadata__images"
+    )
+
+
+_LATEST_SUMMARY = CompiledRead(_latest_summary_query, conversation=_PROBE_CONVERSATION)
+_HISTORY = CompiledRead(_history_query, conversation=_PROBE_CONVERSATION)
+_HISTORY_AFTER = CompiledRead(
+    _history_query, conversation=_PROBE_CONVERSATION, through=_PROBE_MESSAGE
+)
+
+
 def load_history(
     conversation_id: Any,
     *,
@@ -121,38 +240,17 @@ def load_history(
     use_summaries: bool = True,
 ) -> LoadedHistory:
     """The conversation's history as ChatMessages (R4.3 steps 1–3). Sync: 3 queries at most."""
-    from chat.models import ContextSummary, Message
-
     if use_summaries and summary is None:
-        row = (
-            ContextSummary.objects.filter(conversation_id=conversation_id)
-            .order_by("-covers_through__created_at", "-covers_through_id", "-id")
-            .first()
-        )
-        summary = StoredSummary.from_model(row) if row is not None else None
+        found = _LATEST_SUMMARY.rows(conversation=conversation_id)
+        summary = StoredSummary.from_row(*found[0]) if found else None
     if not use_summaries:
         summary = None
 
-    rows = (
-        Message.objects.filter(conversation_id=conversation_id, role__in=("user", "assistant"))
-        .exclude(role="assistant", status="running")
-        .exclude(role="assistant", metadata__has_key="superseded_by")
-    )
-    if summary is not None:
-        # Only what the summary does not cover, in (created_at, id) order.
-        through = Message.objects.filter(pk=summary.covers_through_id).values("created_at")
-        rows = rows.filter(
-            Q(created_at__gt=through[:1])
-            | Q(created_at=through[:1], id__gt=summary.covers_through_id)
-        )
-    # Only the images key of the metadata: decoding every row's whole JSON (usage, run
-    # facts, …) was a third of the load time at 2,000 messages.
-    rows = [
-        (*row[:5], _image_refs(row[5]), row[6])
-        for row in rows.order_by("created_at", "id").values_list(
-            "id", "role", "content", "kind", "status", "metadata__images", "created_at"
-        )
-    ]
+    if summary is None:
+        rows = _HISTORY.rows(conversation=conversation_id)
+    else:
+        rows = _HISTORY_AFTER.rows(conversation=conversation_id, through=summary.covers_through_id)
+    rows = [(*row[:5], _image_refs(row[6]), row[5]) for row in rows]
     if rows and rows[-1][1] == "user":
         rows.pop()  # the current query: the agent re-appends it, pinned (R4.3 step 2)
 
