@@ -27,7 +27,7 @@ pytestmark = [
 # message -> done of a plain ReAct turn with history, models and budgets already resolved
 # (chat.run_persistence caches them for a moment): the query's transaction (owner check,
 # claim, the two messages), the history (summary, messages), the answer's transaction.
-MAX_QUERIES_PER_RUN = 14
+MAX_QUERIES_PER_RUN = 12
 MAX_TRANSACTIONS_PER_RUN = 2
 
 
