@@ -133,20 +133,22 @@ class CompiledRead:
     unambiguously is simply run through the ORM every time.
     """
 
-    def __init__(self, build, **probes: Any) -> None:
+    def __init__(self, model_label: str, build, **probes: Any) -> None:
+        self._model_label = model_label  # where the rows come from: the database to read
         self._build = build  # (**values) -> a values_list() queryset
         self._probes = probes
         self._compiled: dict[str, tuple] = {}  # alias -> (connection, sql, params, slots, …)
 
     def rows(self, **values: Any) -> list[tuple]:
-        from django.db import connections
+        from django.apps import apps
+        from django.db import connections, router
 
-        queryset = self._build(**self._probes)
-        connection = connections[queryset.db]
-        entry = self._compiled.get(queryset.db)
+        alias = router.db_for_read(apps.get_model(self._model_label))
+        connection = connections[alias]
+        entry = self._compiled.get(alias)
         if entry is None or entry[0] is not connection:  # each thread has its connection
-            entry = self._compile(queryset, connection)
-            self._compiled[queryset.db] = entry
+            entry = self._compile(self._build(**self._probes), connection)
+            self._compiled[alias] = entry
         _, sql, params, slots, compiler, converters = entry
         if sql is None:
             return list(self._build(**values))
@@ -225,10 +227,12 @@ def _history_query(*, conversation, through=None):
     )
 
 
-_LATEST_SUMMARY = CompiledRead(_latest_summary_query, conversation=_PROBE_CONVERSATION)
-_HISTORY = CompiledRead(_history_query, conversation=_PROBE_CONVERSATION)
+_LATEST_SUMMARY = CompiledRead(
+    "chat.ContextSummary", _latest_summary_query, conversation=_PROBE_CONVERSATION
+)
+_HISTORY = CompiledRead("chat.Message", _history_query, conversation=_PROBE_CONVERSATION)
 _HISTORY_AFTER = CompiledRead(
-    _history_query, conversation=_PROBE_CONVERSATION, through=_PROBE_MESSAGE
+    "chat.Message", _history_query, conversation=_PROBE_CONVERSATION, through=_PROBE_MESSAGE
 )
 
 
