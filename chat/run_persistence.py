@@ -201,6 +201,8 @@ def _models_and_budgets() -> tuple:
 
 def prepare(query_row) -> dict:
     """Everything the run needs from the registry and the database (sync)."""
+    from contextmgmt.db_memory import load_history
+
     main, fast, main_budget, fast_budget = _models_and_budgets()
     vision = bool(getattr(main, "supports_vision", True))
     query = query_message(query_row, vision=vision)
@@ -211,6 +213,9 @@ def prepare(query_row) -> dict:
         "fast_budget": fast_budget,
         "vision": vision,
         "query": dataclasses.replace(query, injected=False),  # the run's current query
+        # The history as DbMemory reads it, in this same thread hop (one hop less per run);
+        # the run's memory fits it to the budget.
+        "history": load_history(query_row.conversation_id, vision=vision),
     }
 
 

@@ -453,6 +453,7 @@ async def _work(run: Run):
         max_tokens=max(MIN_HISTORY_TOKENS, main_budget - estimate_message_tokens(query)),
         compact_llm=compact,
         vision=prepared["vision"],
+        loaded=prepared.get("history"),
     )
     history = [
         m

@@ -382,8 +382,13 @@ class DbMemory(BaseMemory):
         keep_recent: int = 4,
         hint: str = "general",
         compact_timeout: float | None = DEFAULT_COMPACT_TIMEOUT,
+        loaded: LoadedHistory | None = None,
     ) -> None:
         self.conversation_id = conversation_id
+        # What ``load_history`` already read for this memory (same conversation, vision and
+        # summary options), e.g. in the caller's own database thread hop: the next
+        # get_messages() starts from it instead of reading again; later ones read afresh.
+        self._loaded = loaded
         # Bounds the summary call like the guard's (R3.7): a hung compaction LLM falls back
         # to truncation instead of holding the run at load time.
         self.compact_timeout = compact_timeout
@@ -414,12 +419,14 @@ class DbMemory(BaseMemory):
 
     async def get_messages(self) -> list[ChatMessage]:
         self._reset_flags()
-        loaded = await sync_to_async(load_history)(
-            self.conversation_id,
-            vision=self.vision,
-            summary=self.summary,
-            use_summaries=self.use_summaries,
-        )
+        loaded, self._loaded = self._loaded, None
+        if loaded is None:
+            loaded = await sync_to_async(load_history)(
+                self.conversation_id,
+                vision=self.vision,
+                summary=self.summary,
+                use_summaries=self.use_summaries,
+            )
         stored = loaded.summary
         history = loaded.messages
         base = ([summary_message(stored, self.max_tokens)] if stored else []) + history

@@ -125,3 +125,18 @@ def test_a_load_is_two_queries_without_images(busy_conversation):
         "q2",
         "a2 ünïcödé",
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_preloaded_history_is_used_once_then_read_afresh(user):
+    """The run reads the history in its own database hop and hands it over (``loaded``)."""
+    conversation = await Conversation.objects.acreate(owner=user, title="preloaded")
+    await Message.objects.acreate(conversation=conversation, role="user", content="stored")
+    await Message.objects.acreate(conversation=conversation, role="assistant", content="reply")
+    handed = db_memory.LoadedHistory(
+        messages=[db_memory.ChatMessage(role="user", content="handed over")], summary=None
+    )
+    memory = db_memory.DbMemory(conversation.pk, max_tokens=10_000, loaded=handed)
+
+    assert [m.text() for m in await memory.get_messages()] == ["handed over"]
+    assert [m.text() for m in await memory.get_messages()] == ["stored", "reply"]
