@@ -26,6 +26,7 @@ from tests.chat.test_runs_support import (
     answer_text,
     connect,
     events_until,
+    install_scripted_engine,
     next_event,
     of_type,
     send,
@@ -39,29 +40,8 @@ pytestmark = [
 
 @pytest.fixture
 def engine(monkeypatch):
-    """Install scripted engines: ``engine.use(coro_fn, …)``, one per run, in order."""
-
-    class Scripted:
-        def __init__(self) -> None:
-            self.scripts: list = []
-            self.modes: list[str] = []
-            self.contexts: list = []
-
-        def use(self, *scripts) -> None:
-            self.scripts.extend(scripts)
-
-        async def __call__(self, ctx):
-            self.contexts.append(ctx)
-            return await self.scripts.pop(0)(ctx)
-
-    scripted = Scripted()
-
-    def engine_for(mode):
-        scripted.modes.append(mode)
-        return scripted
-
-    monkeypatch.setattr(runs, "engine_for", engine_for)
-    return scripted
+    """Scripted engines: ``engine.use(coro_fn, …)``, one per run, in order."""
+    return install_scripted_engine(monkeypatch)
 
 
 async def answer(ctx, text: str = "Hello **world**", *, usage=None) -> AgentOutcome:

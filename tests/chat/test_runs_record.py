@@ -20,7 +20,15 @@ from chat.models import Message
 from contextmgmt.core.llm import LLMUnavailable
 from fimone.agent.context import AgentOutcome
 from tests.chat.test_runs_engines import dag_router
-from tests.chat.test_runs_support import WAIT, connect, events_until, next_event, of_type, send
+from tests.chat.test_runs_support import (
+    WAIT,
+    connect,
+    events_until,
+    install_scripted_engine,
+    next_event,
+    of_type,
+    send,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -31,9 +39,7 @@ pytestmark = [
 @pytest.fixture
 def engine(monkeypatch):
     """Scripted engines, one per run, in order."""
-    scripts: list = []
-    monkeypatch.setattr(runs, "engine_for", lambda mode: lambda ctx: scripts.pop(0)(ctx))
-    return scripts
+    return install_scripted_engine(monkeypatch)
 
 
 @pytest.fixture
@@ -81,7 +87,7 @@ async def test_done_run_stores_steps_and_plan_and_the_api_returns_them(
         await ctx.sink("answer.delta", {"text": "3"})
         return AgentOutcome(answer="3")
 
-    engine.append(script)
+    engine.use(script)
     await send(socket, type="message", content="1+2?", mode="dag")
     done = (await events_until(socket, "done", "error"))[-1]
     assert done["type"] == "done"
@@ -112,7 +118,7 @@ async def test_failed_and_cancelled_runs_keep_their_steps(socket, conversation, 
         await ctx.sink("step", {"iteration": 1, "kind": "thought", "text": "thinking"})
         await asyncio.Event().wait()
 
-    engine.extend([fails, endless])
+    engine.use(fails, endless)
     await send(socket, type="message", content="first")
     error = (await events_until(socket, "done", "error"))[-1]
     assert error["type"] == "error"
@@ -141,7 +147,7 @@ async def test_progress_checkpoint_stores_the_steps_so_far(
         await gate.wait()
         return AgentOutcome(answer="ok")
 
-    engine.append(slow)
+    engine.use(slow)
     await send(socket, type="message", content="slowly")
     started = (await events_until(socket, "step"))[0]
     reply = await Message.objects.aget(pk=started["assistant_message_id"])
@@ -170,7 +176,7 @@ async def test_socket_joining_mid_run_gets_the_steps_so_far_exactly_once(
         await ctx.sink("step", {"iteration": 2, "kind": "thought", "text": "two"})
         return AgentOutcome(answer="done")
 
-    engine.append(two_steps)
+    engine.use(two_steps)
     tab_a = await connect(user, conversation.id)
     await send(tab_a, type="message", content="steps please")
     await events_until(tab_a, "step")

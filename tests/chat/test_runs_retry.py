@@ -13,12 +13,19 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat import runs, services
+from chat import services
 from chat.models import Message
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.db_memory import DbMemory
 from fimone.agent.context import AgentOutcome
-from tests.chat.test_runs_support import answer_text, connect, events_until, next_event, send
+from tests.chat.test_runs_support import (
+    answer_text,
+    connect,
+    events_until,
+    install_scripted_engine,
+    next_event,
+    send,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -29,22 +36,7 @@ pytestmark = [
 @pytest.fixture
 def engine(monkeypatch):
     """Scripted engines, one per run, in order; ``contexts`` holds what each run was given."""
-
-    class Scripted:
-        def __init__(self) -> None:
-            self.scripts: list = []
-            self.contexts: list = []
-
-        def use(self, *scripts) -> None:
-            self.scripts.extend(scripts)
-
-        async def __call__(self, ctx):
-            self.contexts.append(ctx)
-            return await self.scripts.pop(0)(ctx)
-
-    scripted = Scripted()
-    monkeypatch.setattr(runs, "engine_for", lambda mode: scripted)
-    return scripted
+    return install_scripted_engine(monkeypatch)
 
 
 async def fails(ctx):

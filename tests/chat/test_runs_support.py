@@ -85,3 +85,32 @@ def of_type(events: list[dict], kind: str) -> list[dict]:
 
 async def send(comm: WebsocketCommunicator, **frame) -> None:
     await comm.send_json_to(frame)
+
+
+class ScriptedEngine:
+    """Stands in for ReAct/DAG: ``use(coro_fn, …)`` scripts the next runs, one each, in order.
+
+    ``contexts`` holds the AgentContext each run was given, ``modes`` the mode it asked for.
+    """
+
+    def __init__(self) -> None:
+        self.scripts: list = []
+        self.modes: list[str] = []
+        self.contexts: list = []
+
+    def use(self, *scripts) -> None:
+        self.scripts.extend(scripts)
+
+    def engine_for(self, mode: str) -> ScriptedEngine:
+        self.modes.append(mode)
+        return self
+
+    async def __call__(self, ctx):
+        self.contexts.append(ctx)
+        return await self.scripts.pop(0)(ctx)
+
+
+def install_scripted_engine(monkeypatch) -> ScriptedEngine:
+    scripted = ScriptedEngine()
+    monkeypatch.setattr(runs, "engine_for", scripted.engine_for)
+    return scripted
