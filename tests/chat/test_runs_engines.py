@@ -15,7 +15,15 @@ from chat import runs
 from chat.models import Message
 from chat.run_registry import registry
 from contextmgmt.core.llm import LLMTimeout
-from tests.chat.test_runs_support import WAIT, answer_text, connect, events_until, of_type, send
+from tests.chat.test_runs_support import (
+    WAIT,
+    answer_text,
+    connect,
+    events_until,
+    history_just_under,
+    of_type,
+    send,
+)
 from tests.support.fake_llm import Hang
 
 pytestmark = [
@@ -189,31 +197,6 @@ async def test_model_error_becomes_an_error_event(socket, conversation, ws_fake_
     assert reply.status == "error" and reply.metadata["error"]["code"] == "llm_timeout"
 
 
-def _history_just_under(conversation, tokens: int) -> None:
-    """Eight persisted messages whose estimate is exactly ``tokens`` (R2.1 estimator)."""
-    from chat import services
-    from contextmgmt.core.messages import ChatMessage
-    from contextmgmt.core.tokens import estimate_messages_tokens
-
-    texts = [f"Turn {i}: " + "words and numbers 12345 " * 90 for i in range(8)]
-
-    def estimate(ts):
-        roles = ["user", "assistant"] * 4
-        return estimate_messages_tokens(
-            [ChatMessage(role=r, content=t) for r, t in zip(roles, ts, strict=True)]
-        )
-
-    while estimate(texts) > tokens:
-        texts[-1] = texts[-1][:-1]
-    assert estimate(texts) == tokens
-    for i in range(0, 8, 2):
-        services.user_message_create(conversation=conversation, content=texts[i], run_id=f"h{i}")
-        reply = services.assistant_message_start(
-            conversation=conversation, run_id=f"h{i}", mode="react"
-        )
-        services.assistant_message_finish(message=reply, content=texts[i + 1])
-
-
 async def test_iteration_compaction_is_forwarded_and_counted(
     socket, conversation, ws_fake_llm, monkeypatch
 ):
@@ -237,7 +220,7 @@ async def test_iteration_compaction_is_forwarded_and_counted(
     # DbMemory gets the budget minus the query: leave it 20 tokens of room, so it loads
     # everything; the system prompt alone is far more than 20 tokens.
     query_tokens = estimate_message_tokens(ChatMessage(role="user", content=query))
-    await sync_to_async(_history_just_under)(conversation, 4_000 - query_tokens - 20)
+    await sync_to_async(history_just_under)(conversation, 4_000 - query_tokens - 20)
     ws_fake_llm.default = "[Conversation summary] Turns 0-3 discussed words and numbers 12345."
     await send(socket, type="message", content=query)
     events = await events_until(socket, "done", "error")

@@ -114,3 +114,29 @@ def install_scripted_engine(monkeypatch) -> ScriptedEngine:
     scripted = ScriptedEngine()
     monkeypatch.setattr(runs, "engine_for", scripted.engine_for)
     return scripted
+
+
+def history_just_under(conversation, tokens: int) -> None:
+    """Eight stored turns whose estimate is exactly ``tokens`` (R2.1 estimator): DbMemory
+    loads them all, and a system prompt on top pushes the first iteration over budget."""
+    from chat import services
+    from contextmgmt.core.messages import ChatMessage
+    from contextmgmt.core.tokens import estimate_messages_tokens
+
+    texts = [f"Turn {i}: " + "words and numbers 12345 " * 90 for i in range(8)]
+    roles = ["user", "assistant"] * 4
+
+    def estimate(ts):
+        return estimate_messages_tokens(
+            [ChatMessage(role=r, content=t) for r, t in zip(roles, ts, strict=True)]
+        )
+
+    while estimate(texts) > tokens:
+        texts[-1] = texts[-1][:-1]
+    assert estimate(texts) == tokens
+    for i in range(0, 8, 2):
+        services.user_message_create(conversation=conversation, content=texts[i], run_id=f"h{i}")
+        reply = services.assistant_message_start(
+            conversation=conversation, run_id=f"h{i}", mode="react"
+        )
+        services.assistant_message_finish(message=reply, content=texts[i + 1])

@@ -29,9 +29,16 @@ from chat import runs, services
 from chat.models import Message
 from contextmgmt.budget import Budget
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
+from contextmgmt.core.tokens import estimate_message_tokens
 from fimone.llm.openai_client import OpenAIChatLLM
-from tests.chat.test_runs_support import answer_text, connect, events_until, of_type, send
+from tests.chat.test_runs_support import (
+    answer_text,
+    connect,
+    events_until,
+    history_just_under,
+    of_type,
+    send,
+)
 from tests.reliability.fault_router import (
     ANSWER,
     COMPACTION_SITES,
@@ -102,28 +109,6 @@ def _long_history(conversation) -> None:
         )
 
 
-def _history_just_under(conversation, tokens: int) -> None:
-    """Eight stored turns whose estimate is exactly ``tokens``: DbMemory loads them all, and
-    the ReAct system prompt on top pushes the first iteration over budget."""
-    texts = [f"Turn {i}: " + "words and numbers 12345 " * 90 for i in range(8)]
-
-    def estimate(ts):
-        roles = ["user", "assistant"] * 4
-        return estimate_messages_tokens(
-            [ChatMessage(role=r, content=t) for r, t in zip(roles, ts, strict=True)]
-        )
-
-    while estimate(texts) > tokens:
-        texts[-1] = texts[-1][:-1]
-    assert estimate(texts) == tokens
-    for i in range(0, 8, 2):
-        services.user_message_create(conversation=conversation, content=texts[i], run_id=f"h{i}")
-        reply = services.assistant_message_start(
-            conversation=conversation, run_id=f"h{i}", mode="react"
-        )
-        services.assistant_message_finish(message=reply, content=texts[i + 1])
-
-
 @pytest.fixture
 def tiny_budget(monkeypatch):
     budget = Budget(
@@ -141,7 +126,7 @@ async def _conversation(user, site: str, query: str):
     conversation = await sync_to_async(services.conversation_create)(owner=user, title="faults")
     if site == "iteration_compaction":
         query_tokens = estimate_message_tokens(ChatMessage(role="user", content=query))
-        await sync_to_async(_history_just_under)(conversation, BUDGET - query_tokens - 20)
+        await sync_to_async(history_just_under)(conversation, BUDGET - query_tokens - 20)
     else:
         await sync_to_async(_long_history)(conversation)
     return conversation
