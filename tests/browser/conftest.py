@@ -143,3 +143,22 @@ def send(page, text: str) -> None:
     prompt.click()
     prompt.fill(text)
     prompt.press("Enter")
+
+
+def enqueue_dag_with_one_replan(scripted_server) -> None:
+    """Script a DAG run whose analyser rejects the first plan once (RD.6), then succeeds."""
+    plan = '{"steps": [{"id": "s1", "task": "Find the height of Mont Blanc", "depends_on": []}]}'
+    replan = (
+        '{"steps": [{"id": "s1", "task": "Find the year it was measured", "depends_on": []},'
+        ' {"id": "s2", "task": "Combine height and year", "depends_on": ["s1"]}]}'
+    )
+    scripted_server.enqueue(
+        plan,  # planner
+        "4,806 metres",  # step s1
+        '{"achieved": false, "confidence": 0.3, "reason": "the year is missing"}',  # analyser
+        replan,  # re-planner, round 1
+        "Measured in 2015",  # step s1
+        "4,806 m, measured in 2015",  # step s2
+        '{"achieved": true, "confidence": 0.95, "reason": "complete"}',  # analyser
+        "Mont Blanc is 4,806 m high (measured in 2015).",  # final answer
+    )

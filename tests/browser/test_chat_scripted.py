@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import login, screenshot, send
+from tests.browser.conftest import enqueue_dag_with_one_replan, login, screenshot, send
 from tests.support.scripted_server import server_error, slow, text
 
 pytestmark = pytest.mark.browser
@@ -300,21 +300,7 @@ def test_dag_replan_shows_the_new_plan_and_why_the_old_one_was_not_enough(
     logged_in_page, scripted_server
 ):
     page = logged_in_page
-    plan = '{"steps": [{"id": "s1", "task": "Find the height of Mont Blanc", "depends_on": []}]}'
-    replan = (
-        '{"steps": [{"id": "s1", "task": "Find the year it was measured", "depends_on": []},'
-        ' {"id": "s2", "task": "Combine height and year", "depends_on": ["s1"]}]}'
-    )
-    scripted_server.enqueue(
-        plan,  # planner
-        "4,806 metres",  # step s1
-        '{"achieved": false, "confidence": 0.3, "reason": "the year is missing"}',  # analyser
-        replan,  # re-planner, round 1
-        "Measured in 2015",  # step s1
-        "4,806 m, measured in 2015",  # step s2
-        '{"achieved": true, "confidence": 0.95, "reason": "complete"}',  # analyser
-        "Mont Blanc is 4,806 m high (measured in 2015).",  # final answer
-    )
+    enqueue_dag_with_one_replan(scripted_server)
     page.locator("label[for=mode-dag]").click()
 
     send(page, "How high is Mont Blanc, and since when?")
