@@ -1,4 +1,4 @@
-// JSON API client (DESIGN §4): session cookie auth, CSRF header on every write.
+// JSON API client (docs/protocol.md): session cookie auth, CSRF header on every write.
 
 export class ApiError extends Error {
   constructor(status, code, message) {

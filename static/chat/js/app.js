@@ -1,12 +1,13 @@
-// The chat page: wires the sidebar, the composer, the websocket and the message list.
-// Protocol: DESIGN §5. What the user sees: SPEC RU.1–RU.3.
+// The chat page: navigation between conversations, the sidebar, the composer and the
+// websocket. The run on screen and its events belong to RunController (run_controller.js);
+// the frames are described in docs/protocol.md.
 
 import { api, loginUrl } from "./api.js";
 import { Gauge, setUpOfflineNote, toast } from "./chrome.js";
 import { Composer } from "./composer.js";
-import { EVENT_HANDLERS } from "./events.js";
-import { buildHistoryNodes, placeDivider } from "./history.js";
-import { AssistantView, el, userMessage } from "./render.js";
+import { placeDivider } from "./history.js";
+import { el } from "./render.js";
+import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
 import { ChatSocket } from "./socket.js";
 
@@ -20,13 +21,8 @@ class ChatApp {
     this.connectionEl = document.getElementById("connection");
     this.conversation = null;
     this.socket = null;
-    this.run = null; // {runId, view, userNode, local, replanRound}
-    this.views = new Map(); // assistant message id -> AssistantView
-    this.pendingInjections = [];
     this.outbox = [];
     this.creating = null;
-    this.lastQuery = null;
-    this.pendingRetry = null; // the AssistantView whose retry frame awaits run.started
     this.loadToken = 0;
 
     this.sidebar = new Sidebar({
@@ -44,6 +40,20 @@ class ChatApp {
     });
     this.composer.onModeChange((mode) => this.changeMode(mode));
     this.gauge = new Gauge();
+    this.runs = new RunController({
+      messagesEl: this.messagesEl,
+      emptyState: this.emptyState,
+      composer: this.composer,
+      toast: (text) => this.toast(text),
+      sendFrame: (frame) => Boolean(this.socket?.send(frame)),
+      conversationId: () => this.conversation?.id ?? null,
+      resend: (query) => this.resend(query),
+      onStarted: () => this.refreshTitle(),
+      onEnded: () => this.refreshGauge(),
+      onAnswered: () => {
+        if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
+      },
+    });
 
     window.addEventListener("popstate", () => this.open(idFromPath(), { push: false }));
     window.addEventListener("online", () => this.socket?.nudge());
@@ -70,10 +80,7 @@ class ChatApp {
   reset() {
     this.socket?.close();
     this.socket = null;
-    this.run = null;
-    this.pendingRetry = null;
-    this.views.clear();
-    this.pendingInjections = [];
+    this.runs.reset();
     this.outbox = [];
     this.messagesEl.replaceChildren(this.emptyState);
     this.emptyState.hidden = false;
@@ -194,21 +201,15 @@ class ChatApp {
 
   // History arrives a page at a time (newest first shown); older pages load on demand.
   renderHistory(messages, hasMore = false) {
-    this.views.clear();
-    this.pendingRetry = null; // its view is gone; the history shows how the retry went
-    const built = buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view));
+    const built = this.runs.showHistory(messages);
     this.loadMoreButton = hasMore ? this.makeLoadMoreButton() : null;
     this.oldestId = messages.length ? messages[0].id : null;
     this.messagesEl.replaceChildren(...[this.loadMoreButton, ...built.nodes].filter(Boolean));
-    if (built.running) {
-      const { view, message, queryNode } = built.running;
-      this.run = { runId: message.run_id, view, userNode: queryNode, local: false, replanRound: 0 };
-    }
-    // RU.1 on reopen: the newest load-time compaction, from the persisted facts.
+    // On reopen, the divider of the newest load-time compaction, from the persisted facts.
     if (built.compaction) this.placeDivider(built.compaction.facts, built.compaction.node);
     this.emptyState.hidden = messages.length > 0;
     if (!messages.length) this.messagesEl.append(this.emptyState);
-    this.composer.setRunning(Boolean(this.run));
+    this.composer.setRunning(this.runs.active);
     this.scrollToEnd(true);
   }
 
@@ -229,9 +230,7 @@ class ChatApp {
     try {
       const page = await api.messagePage(id, { before: this.oldestId });
       if (this.conversation?.id !== id) return;
-      const built = buildHistoryNodes(page.messages, this.views, (query, view) => this.retry(query, view), {
-        latest: false,
-      });
+      const built = this.runs.olderHistory(page.messages);
       const box = this.messagesEl;
       const fromBottom = box.scrollHeight - box.scrollTop;
       button.after(...built.nodes);
@@ -267,47 +266,16 @@ class ChatApp {
   send({ content, images, mode }) {
     if (!content && !images.length) return false;
     const frame = { type: "message", content, attachments: images.map((i) => i.file_id), mode };
-    this.emptyState.hidden = true;
-    if (this.run) {
-      // RP.1: a follow-up while the agent works is injected into the run.
-      const node = userMessage({ content, images, injected: true });
-      this.messagesEl.insertBefore(node, this.run.view.node);
-      this.pendingInjections.push(node);
-    } else {
-      this.lastQuery = { content, images, mode };
-      const userNode = userMessage({ content, images });
-      const view = new AssistantView({ onRetry: (v) => this.retry(this.lastQuery, v) });
-      view.userNode = userNode; // a refused message's pair is replaced by its retry
-      view.thinking();
-      this.messagesEl.append(userNode, view.node);
-      this.run = { runId: null, view, userNode, local: true, replanRound: 0 };
-      this.composer.setRunning(true);
-    }
+    this.runs.showSent({ content, images, mode });
     this.scrollToEnd(true);
     this.ensureConversation()
       .then(() => this.transmit(frame))
-      .catch((err) => this.failLocalRun(`Could not start the conversation: ${err.message}`));
+      .catch((err) => this.runs.failLocalRun(`Could not start the conversation: ${err.message}`));
     return true;
   }
 
-  // RU.3. An answer the server has (``view.id``) is retried with the ``retry`` frame: a new
-  // run on the stored question, which takes the failed answer's place (events.js
-  // run.started). A message the server never took is simply sent again.
-  retry(query, view) {
-    if (this.run) return this.toast("Wait for the current answer, or stop it first.");
-    if (view?.id) {
-      if (this.pendingRetry) return;
-      if (!this.socket?.send({ type: "retry", message_id: Number(view.id) })) {
-        return this.toast("Not connected: cannot retry right now.");
-      }
-      this.pendingRetry = view;
-      view.retrying(true);
-      return;
-    }
-    if (!query) return;
-    // The server never stored it: the new attempt replaces the refused one on screen.
-    view?.userNode?.remove();
-    view?.node.remove();
+  // A message the server never stored, sent again as it was.
+  resend(query) {
     this.composer.mode = query.mode || this.composer.mode;
     const images = (query.images || []).filter((i) => i.file_id);
     this.send({ content: query.content || "", images, mode: query.mode || this.composer.mode });
@@ -320,31 +288,7 @@ class ChatApp {
   }
 
   stop() {
-    if (!this.run) return;
-    if (!this.run.runId) {
-      // The server has not started the run yet: cancel as soon as it has (run.started).
-      this.run.cancelRequested = true;
-      this.composer.setStopping();
-      return;
-    }
-    if (!this.socket?.send({ type: "cancel" })) {
-      this.toast("Not connected: cannot stop right now.");
-      return;
-    }
-    this.composer.setStopping();
-  }
-
-  failLocalRun(message) {
-    if (!this.run) return this.toast(message);
-    this.run.view.setError(message);
-    this.endRun();
-  }
-
-  endRun() {
-    this.run = null;
-    this.pendingInjections = [];
-    this.composer.setRunning(false);
-    this.refreshGauge();
+    this.runs.stop();
   }
 
   // ---- socket --------------------------------------------------------------------------
@@ -416,8 +360,7 @@ class ChatApp {
       const page = await api.messagePage(id);
       const messages = page.messages;
       if (this.conversation?.id !== id) return;
-      const unconfirmed = this.run?.local && !this.run.runId ? this.lastQuery : null;
-      this.run = null;
+      const unconfirmed = this.runs.takeUnconfirmed();
       this.renderHistory(messages, page.has_more);
       if (unconfirmed && this.outbox.length) {
         // Never sent: show it again as pending and send it now.
@@ -445,53 +388,8 @@ class ChatApp {
       this.eventBuffer.push(frame);
       return;
     }
-    const handler = EVENT_HANDLERS[frame.type];
-    if (handler) handler.call(this, frame);
+    this.runs.handle(frame);
     this.scrollToEnd(false);
-  }
-
-  viewForEvent() {
-    return this.run?.view || null;
-  }
-
-  async catchUpUserMessage(messageId, view) {
-    // Show the query that started a run elsewhere, then the run's answer below it.
-    try {
-      const { messages } = await api.messagePage(this.conversation.id, { limit: 50 });
-      const query = messages.find((m) => m.id === messageId);
-      if (query && !this.hasMessage(messageId)) {
-        this.messagesEl.append(
-          userMessage({
-            id: query.id,
-            content: query.content,
-            images: query.images || [],
-            injected: query.kind === "injected",
-          }),
-        );
-      }
-    } catch (err) {
-      /* the answer still shows; the query appears on the next load */
-    }
-    if (!view.node.isConnected) this.messagesEl.append(view.node);
-  }
-
-  async fillFromServer(view, messageId) {
-    try {
-      const { messages } = await api.messagePage(this.conversation.id, { limit: 50 });
-      const message = messages.find((m) => m.id === messageId);
-      if (message) view.setFinal({ html: message.html, content: message.content });
-    } catch (err) {
-      view.setFinal({ content: view.text });
-    }
-  }
-
-  // Only the newest answer can be retried: older ones lose their Retry button.
-  dropRetries(except) {
-    for (const view of this.views.values()) if (view !== except) view.dropRetry();
-  }
-
-  hasMessage(id) {
-    return Boolean(this.messagesEl.querySelector(`[data-message-id="${CSS.escape(String(id))}"]`));
   }
 
   // ---- chrome --------------------------------------------------------------------------

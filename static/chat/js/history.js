@@ -1,12 +1,12 @@
-// Persisted history on the page: message nodes and the RU.1 divider.
+// Persisted history on the page: message nodes and the compaction divider.
 
-import { replayRecord } from "./events.js";
+import { replayRecord } from "./trace.js";
 import { AssistantView, compactDivider, summarizedCount, userMessage } from "./render.js";
 
 const RETRYABLE = new Set(["error", "cancelled", "interrupted"]);
 
 // Nodes for a page of persisted messages (oldest first). Registers the assistant views in
-// ``views``; returns the nodes, the newest load-time compaction (RU.1) and a running answer.
+// ``views``; returns the nodes, the newest load-time compaction and a running answer.
 // ``latest``: the page ends with the conversation's newest message, so its newest answer
 // may offer Retry (only that one can be retried). Answers replaced by a retry
 // (``superseded_by``) are not shown: their successor answers the same question.

@@ -39,7 +39,7 @@ export function icon(name) {
   return svg;
 }
 
-// RU.2: "X.Xk in / X.Xk out".
+// Token counts as the usage line shows them: "X.Xk in / X.Xk out".
 export function formatK(tokens) {
   return `${((Number(tokens) || 0) / 1000).toFixed(1)}k`;
 }
@@ -76,7 +76,7 @@ export function userMessage({ id, content, images = [], injected = false }) {
   return node;
 }
 
-// ---- RU.1 divider --------------------------------------------------------------------------
+// ---- compaction divider ------------------------------------------------------------------
 
 export function summarizedCount(facts) {
   const original = Number(facts.original_count) || 0;
@@ -335,7 +335,7 @@ export class AssistantView {
     const cout = Number(usage.compaction_output_tokens) || 0;
     const tin = Number(usage.input_tokens) || 0;
     const tout = Number(usage.output_tokens) || 0;
-    // Totals include compaction calls (RU.2); the tooltip splits them out.
+    // Totals include compaction calls; the tooltip splits them out.
     const tip =
       `Answer: ${(tin - cin).toLocaleString()} in / ${(tout - cout).toLocaleString()} out\n` +
       `Compaction: ${cin.toLocaleString()} in / ${cout.toLocaleString()} out` +

@@ -1,4 +1,4 @@
-// The conversation websocket (DESIGN §5) with reconnect and exponential backoff.
+// The conversation websocket (docs/protocol.md) with reconnect and exponential backoff.
 //
 // ``onEvent(frame)`` gets every server frame; ``onStatus(state, detail)`` gets
 // "connecting" | "open" | "reconnecting" | "closed", with detail.reconnected on the

@@ -1,0 +1,369 @@
+// The run on screen: which answer is being written, the follow-ups waiting to be confirmed,
+// the retry in flight, and every websocket event of a run. The page (ChatApp) owns
+// navigation, the sidebar, the composer and the socket; it hands this controller the
+// message list and a few callbacks, and forwards each server frame to ``handle``.
+// The frames are described in docs/protocol.md.
+
+import { api } from "./api.js";
+import { buildHistoryNodes, placeDivider } from "./history.js";
+import { AssistantView, userMessage } from "./render.js";
+import { TRACE_HANDLERS, replayRecord } from "./trace.js";
+
+// Refusals of our ``retry`` frame (e.g. another tab started a run meanwhile).
+const RETRY_REFUSALS = new Set(["bad_message_id", "not_retryable", "run_active", "rate_limited", "server_error"]);
+
+export class RunController {
+  // host: {messagesEl, emptyState, composer, toast(text), sendFrame(frame) -> bool,
+  //        conversationId() -> id|null, resend(query), onStarted(), onEnded(), onAnswered()}
+  constructor(host) {
+    this.host = host;
+    this.messagesEl = host.messagesEl;
+    this.composer = host.composer;
+    this.run = null; // {runId, view, userNode, local, replanRound, cancelRequested}
+    this.views = new Map(); // assistant message id -> AssistantView
+    this.pendingInjections = [];
+    this.lastQuery = null;
+    this.pendingRetry = null; // the AssistantView whose retry frame awaits run.started
+  }
+
+  get active() {
+    return this.run !== null;
+  }
+
+  reset() {
+    this.run = null;
+    this.pendingRetry = null;
+    this.views.clear();
+    this.pendingInjections = [];
+  }
+
+  // ---- history -------------------------------------------------------------------------
+
+  // The newest page of history: replaces every view; a running answer becomes the run.
+  showHistory(messages) {
+    this.views.clear();
+    this.pendingRetry = null; // its view is gone; the history shows how the retry went
+    const built = buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view));
+    if (built.running) {
+      const { view, message, queryNode } = built.running;
+      this.run = { runId: message.run_id, view, userNode: queryNode, local: false, replanRound: 0 };
+    }
+    return built;
+  }
+
+  // An older page, shown above what is on screen.
+  olderHistory(messages) {
+    return buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view), { latest: false });
+  }
+
+  // The query that was shown as sent but never confirmed by the server; forgets the run.
+  takeUnconfirmed() {
+    const unconfirmed = this.run?.local && !this.run.runId ? this.lastQuery : null;
+    this.run = null;
+    return unconfirmed;
+  }
+
+  // ---- what the user does --------------------------------------------------------------
+
+  // Shows a message the user just sent: a follow-up while the agent works is injected into
+  // the run; otherwise it starts a new answer, confirmed by ``run.started``.
+  showSent({ content, images, mode }) {
+    this.host.emptyState.hidden = true;
+    if (this.run) {
+      const node = userMessage({ content, images, injected: true });
+      this.messagesEl.insertBefore(node, this.run.view.node);
+      this.pendingInjections.push(node);
+      return;
+    }
+    this.lastQuery = { content, images, mode };
+    const userNode = userMessage({ content, images });
+    const view = new AssistantView({ onRetry: (v) => this.retry(this.lastQuery, v) });
+    view.userNode = userNode; // a refused message's pair is replaced by its retry
+    view.thinking();
+    this.messagesEl.append(userNode, view.node);
+    this.run = { runId: null, view, userNode, local: true, replanRound: 0 };
+    this.composer.setRunning(true);
+  }
+
+  // An answer the server has (``view.id``) is retried with the ``retry`` frame: a new run
+  // on the stored question, which takes the failed answer's place (see ``run.started``).
+  // A message the server never took is simply sent again.
+  retry(query, view) {
+    if (this.run) return this.host.toast("Wait for the current answer, or stop it first.");
+    if (view?.id) {
+      if (this.pendingRetry) return;
+      if (!this.host.sendFrame({ type: "retry", message_id: Number(view.id) })) {
+        return this.host.toast("Not connected: cannot retry right now.");
+      }
+      this.pendingRetry = view;
+      view.retrying(true);
+      return;
+    }
+    if (!query) return;
+    // The server never stored it: the new attempt replaces the refused one on screen.
+    view?.userNode?.remove();
+    view?.node.remove();
+    this.host.resend(query);
+  }
+
+  stop() {
+    if (!this.run) return;
+    if (!this.run.runId) {
+      // The server has not started the run yet: cancel as soon as it has (run.started).
+      this.run.cancelRequested = true;
+      this.composer.setStopping();
+      return;
+    }
+    if (!this.host.sendFrame({ type: "cancel" })) {
+      this.host.toast("Not connected: cannot stop right now.");
+      return;
+    }
+    this.composer.setStopping();
+  }
+
+  failLocalRun(message) {
+    if (!this.run) return this.host.toast(message);
+    this.run.view.setError(message);
+    this.endRun();
+  }
+
+  endRun() {
+    this.run = null;
+    this.pendingInjections = [];
+    this.composer.setRunning(false);
+    this.host.onEnded();
+  }
+
+  // ---- server events -------------------------------------------------------------------
+
+  handle(frame) {
+    const handler = EVENT_HANDLERS[frame.type];
+    if (handler) handler.call(this, frame);
+  }
+
+  viewForEvent() {
+    return this.run?.view || null;
+  }
+
+  // The step / plan events of the live run, drawn as a reload would draw them.
+  trace(type, frame) {
+    const view = this.viewForEvent();
+    if (view) TRACE_HANDLERS[type](view, frame, this.run);
+  }
+
+  runStarted(frame) {
+    const local = this.run?.local && !this.run.runId ? this.run : null;
+    if (local) {
+      local.runId = frame.run_id;
+      local.userNode.dataset.messageId = String(frame.message_id);
+      local.view.setId(frame.assistant_message_id);
+      this.views.set(String(frame.assistant_message_id), local.view);
+      this.host.onStarted();
+      if (local.cancelRequested) this.host.sendFrame({ type: "cancel" });
+      this.dropRetries(local.view);
+      return;
+    }
+    // A run we did not start here: another tab, the follow-up run for late injections, or
+    // a retry (``retry_of``: the new answer takes the failed one's place).
+    const existing = this.views.get(String(frame.assistant_message_id));
+    const view =
+      existing ||
+      new AssistantView({ id: frame.assistant_message_id, onRetry: (v) => this.retry(this.lastQuery, v) });
+    const replaced = frame.retry_of != null ? this.views.get(String(frame.retry_of)) : null;
+    if (frame.retry_of != null) this.pendingRetry = null;
+    if (!existing) {
+      this.views.set(String(frame.assistant_message_id), view);
+      if (replaced?.node.isConnected) {
+        replaced.node.replaceWith(view.node);
+        this.views.delete(String(frame.retry_of));
+      } else if (!this.hasMessage(frame.message_id) && frame.content !== undefined) {
+        this.messagesEl.append(
+          userMessage({ id: frame.message_id, content: frame.content, images: frame.images || [] }),
+        );
+        this.messagesEl.append(view.node);
+      } else if (!this.hasMessage(frame.message_id)) {
+        this.catchUpUserMessage(frame.message_id, view);
+      } else {
+        this.messagesEl.append(view.node);
+      }
+      view.thinking();
+    }
+    this.host.emptyState.hidden = true;
+    this.follow(frame, view);
+    this.dropRetries(view);
+  }
+
+  // A socket that joins mid-run (reload, reconnect, second tab) gets the answer so far.
+  runActive(frame) {
+    let view = this.views.get(String(frame.assistant_message_id));
+    if (!view) {
+      this.runStarted(frame);
+      view = this.run?.view;
+    }
+    if (!view) return;
+    view.setStatus(null);
+    if (frame.steps || frame.dag) {
+      // The steps and plan so far (history may show an older checkpoint of them).
+      view.clearTrace();
+      replayRecord(view, frame);
+    }
+    if (frame.text) {
+      view.text = "";
+      view.appendDelta(frame.text);
+    }
+    this.follow(frame, view);
+  }
+
+  // From now on the events of ``frame.run_id`` are drawn on ``view``.
+  follow(frame, view) {
+    const userNode = this.messagesEl.querySelector(
+      `[data-message-id="${CSS.escape(String(frame.message_id))}"]`,
+    );
+    this.run = { runId: frame.run_id, view, userNode, local: false, replanRound: 0 };
+    this.composer.setRunning(true);
+  }
+
+  compacted(frame) {
+    if (frame.scope !== "history") return this.trace("compact", frame);
+    const queryNode = this.run?.userNode || this.run?.view.node;
+    if (queryNode) placeDivider(this.messagesEl, frame, queryNode);
+  }
+
+  injected(frame) {
+    if (this.hasMessage(frame.message_id)) return;
+    const pending = this.pendingInjections.shift();
+    if (pending) {
+      pending.dataset.messageId = String(frame.message_id);
+      return;
+    }
+    const node = userMessage({
+      id: frame.message_id,
+      content: frame.content,
+      images: frame.images || [],
+      injected: true,
+    });
+    if (this.run) this.messagesEl.insertBefore(node, this.run.view.node);
+    else this.messagesEl.append(node);
+  }
+
+  done(frame) {
+    const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
+    if (!view) return;
+    view.setStatus(null);
+    if (frame.html !== undefined) view.setFinal({ html: frame.html, content: view.text });
+    else this.fillFromServer(view, frame.message_id);
+    view.setUsage(frame.usage, frame.elapsed_ms);
+    if (this.run?.view === view) this.endRun();
+    this.host.onAnswered();
+  }
+
+  cancelled(frame) {
+    const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
+    if (!view) return;
+    view.stopStreaming();
+    view.setStatus("cancelled", { retry: true });
+    if (this.run?.view === view) this.endRun();
+    this.composer.focus();
+  }
+
+  error(frame) {
+    const runError = frame.run_id || (frame.message_id && this.views.has(String(frame.message_id)));
+    if (runError) {
+      const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
+      view?.setError(frame.message);
+      if (!this.run || this.run.view === view) this.endRun();
+      return;
+    }
+    if (this.pendingRetry && RETRY_REFUSALS.has(frame.code)) {
+      this.pendingRetry.retrying(false);
+      this.pendingRetry = null;
+      this.host.toast(frame.message || "That answer cannot be retried.");
+      return;
+    }
+    if (frame.code === "no_active_run" && this.run) {
+      // We thought a run was active (e.g. it ended while the socket was down).
+      this.run.view.stopStreaming();
+      this.endRun();
+      return;
+    }
+    if (this.run?.local && !this.run.runId) {
+      // The message that would have started a run was refused (a bad attachment, too
+      // long, rate limited…): show why and offer a retry. The socket stays usable.
+      this.run.view.setError(frame.message);
+      this.endRun();
+      return;
+    }
+    this.host.toast(frame.message || "The server refused that.");
+  }
+
+  // ---- helpers -------------------------------------------------------------------------
+
+  async catchUpUserMessage(messageId, view) {
+    // Show the query that started a run elsewhere, then the run's answer below it.
+    try {
+      const { messages } = await api.messagePage(this.host.conversationId(), { limit: 50 });
+      const query = messages.find((m) => m.id === messageId);
+      if (query && !this.hasMessage(messageId)) {
+        this.messagesEl.append(
+          userMessage({
+            id: query.id,
+            content: query.content,
+            images: query.images || [],
+            injected: query.kind === "injected",
+          }),
+        );
+      }
+    } catch (err) {
+      /* the answer still shows; the query appears on the next load */
+    }
+    if (!view.node.isConnected) this.messagesEl.append(view.node);
+  }
+
+  async fillFromServer(view, messageId) {
+    try {
+      const { messages } = await api.messagePage(this.host.conversationId(), { limit: 50 });
+      const message = messages.find((m) => m.id === messageId);
+      if (message) view.setFinal({ html: message.html, content: message.content });
+    } catch (err) {
+      view.setFinal({ content: view.text });
+    }
+  }
+
+  // Only the newest answer can be retried: older ones lose their Retry button.
+  dropRetries(except) {
+    for (const view of this.views.values()) if (view !== except) view.dropRetry();
+  }
+
+  hasMessage(id) {
+    return Boolean(this.messagesEl.querySelector(`[data-message-id="${CSS.escape(String(id))}"]`));
+  }
+}
+
+// Server frame type -> RunController method (called with ``this`` = the controller).
+const EVENT_HANDLERS = {
+  "run.started": RunController.prototype.runStarted,
+  "run.active": RunController.prototype.runActive,
+  compact: RunController.prototype.compacted,
+  step(frame) {
+    this.trace("step", frame);
+  },
+  "dag.plan"(frame) {
+    this.trace("dag.plan", frame);
+  },
+  "dag.step"(frame) {
+    this.trace("dag.step", frame);
+  },
+  "dag.analysis"(frame) {
+    this.trace("dag.analysis", frame);
+  },
+  "dag.replan"(frame) {
+    this.trace("dag.replan", frame);
+  },
+  "answer.delta"(frame) {
+    this.viewForEvent()?.appendDelta(frame.text);
+  },
+  injected: RunController.prototype.injected,
+  done: RunController.prototype.done,
+  "run.cancelled": RunController.prototype.cancelled,
+  error: RunController.prototype.error,
+};
