@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.core.files.storage import Storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
@@ -58,11 +58,9 @@ def conversation_update(
 
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
-    """Delete the conversation, its messages and attachments, and the attachment files."""
-    files = [(a.file.storage, a.file.name) for a in conversation.attachments.all() if a.file]
+    """Delete the conversation, its messages and attachments; the files follow on commit
+    (``chat.signals``, the same for the admin and for cascades)."""
     conversation.delete()
-    # Files go only once the rows are gone for good; a rolled-back delete keeps them.
-    transaction.on_commit(lambda: _delete_files(files))
 
 
 # --- messages ------------------------------------------------------------------------------
@@ -213,6 +211,18 @@ def attachment_create(
     return attachment
 
 
+@transaction.atomic
+def attachments_delete_unsent(*, older_than: timedelta) -> int:
+    """Delete uploads never sent in a message and older than ``older_than``; their files
+    follow on commit. Returns how many were deleted."""
+    cutoff = timezone.now() - older_than
+    # Sending links an upload to its message (user_message_create), so no link = never sent.
+    _, by_model = Attachment.objects.filter(
+        message__isnull=True, created_at__lt=cutoff
+    ).delete()
+    return by_model.get(Attachment._meta.label, 0)
+
+
 # --- helpers -------------------------------------------------------------------------------
 
 
@@ -260,10 +270,3 @@ def _title_from(content: str) -> str:
     cut = line[:AUTO_TITLE_CHARS].rsplit(" ", 1)[0] or line[:AUTO_TITLE_CHARS]
     return cut.rstrip(" ,;:.") + "…"
 
-
-def _delete_files(files: list[tuple[Storage, str]]) -> None:
-    for storage, name in files:
-        try:
-            storage.delete(name)
-        except OSError:
-            logger.warning("could not delete attachment file %s", name, exc_info=True)
