@@ -217,9 +217,7 @@ def attachments_delete_unsent(*, older_than: timedelta) -> int:
     follow on commit. Returns how many were deleted."""
     cutoff = timezone.now() - older_than
     # Sending links an upload to its message (user_message_create), so no link = never sent.
-    _, by_model = Attachment.objects.filter(
-        message__isnull=True, created_at__lt=cutoff
-    ).delete()
+    _, by_model = Attachment.objects.filter(message__isnull=True, created_at__lt=cutoff).delete()
     return by_model.get(Attachment._meta.label, 0)
 
 
@@ -269,4 +267,3 @@ def _title_from(content: str) -> str:
         return line
     cut = line[:AUTO_TITLE_CHARS].rsplit(" ", 1)[0] or line[:AUTO_TITLE_CHARS]
     return cut.rstrip(" ,;:.") + "…"
-
