@@ -7,7 +7,6 @@ the websocket layer so that a message looks the same however it reaches the brow
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
 from chat.errors import ChatError, InvalidInput
+from chat.json_input import parse_json
 from chat.markdown import render_markdown
 from chat.models import Attachment, Conversation, Message
 
@@ -62,10 +62,7 @@ def read_json(request: HttpRequest) -> dict[str, Any]:
     """The request body as a JSON object; an empty body is an empty object."""
     if not request.body:
         return {}
-    try:
-        data = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput("invalid_json", "The request body is not valid JSON.") from exc
+    data = parse_json(request.body)
     if not isinstance(data, dict):
         raise InvalidInput("invalid_json", "The request body must be a JSON object.")
     return data

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
+from django.views import defaults
 
 from chat import selectors, services
 from chat.api import (
@@ -93,9 +97,46 @@ def attachment_file(request: HttpRequest, file_id: str) -> HttpResponse:
     return response
 
 
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's 400 handler: bodies it refused before any view ran (too large, a broken
+    multipart) answer the API's JSON error shape; other pages keep Django's own."""
+    if not _is_api(request):
+        return defaults.bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return error_response(
+            "body_too_large", f"The request body is larger than {limit:,} bytes.", 413
+        )
+    if isinstance(exception, TooManyFieldsSent | TooManyFilesSent):
+        return error_response("too_many_fields", "The request has too many fields.", 400)
+    if isinstance(exception, MultiPartParserError):
+        return error_response(
+            "invalid_multipart",
+            "The multipart body cannot be read (a missing or bad boundary?).",
+            400,
+        )
+    return error_response("bad_request", "The request cannot be read.", 400)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if not _is_api(request):
+        return defaults.page_not_found(request, exception)
+    return error_response("not_found", "Not found.", 404)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if not _is_api(request):
+        return defaults.server_error(request)
+    return error_response("server_error", "Something went wrong on the server.", 500)
+
+
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF rejections: JSON for the API (clients parse it), Django's page elsewhere."""
-    if request.path.startswith("/api/"):
+    if _is_api(request):
         return error_response(
             "csrf_failed",
             "CSRF check failed: send the X-CSRFToken header from the csrftoken cookie.",

@@ -202,6 +202,15 @@ FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS
 # before its run counts as orphaned (chat.run_control).
 FIMONE_RUN_PROBE_SECONDS = _typed(env.float, "FIMONE_RUN_PROBE_SECONDS", default=2.0)
 
+# E-mail, used only for password reset (chat.accounts): without EMAIL_URL (django-environ's
+# form, e.g. smtp+tls://user:password@smtp.example.com:587) the reset routes answer 404.
+EMAIL_URL = env.str("EMAIL_URL", default="")
+if EMAIL_URL:
+    globals().update(env.email_url("EMAIL_URL"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="fimone@localhost")
+# Django's own default has no timeout: one slow mail server would hold a worker forever.
+EMAIL_TIMEOUT = _typed(env.float, "EMAIL_TIMEOUT", default=10.0)
+
 # LLM endpoints and budgets (SPEC R5.2, DESIGN §6). Parsed here so that a bad value is a
 # configuration error at start-up, not a silent default later.
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")

@@ -23,10 +23,12 @@ from tests.security.routes import http_routes, websocket_path, websocket_routes
 PUBLIC = {
     "login": "the login form",
     "logout": "logging out is harmless without a session",
+    # The four reset routes answer 404 unless EMAIL_URL is set (test_hostile_bodies.py).
     "password_reset": "Django's reset form: asks for an e-mail, reveals nothing",
     "password_reset_done": "static confirmation page",
     "password_reset_confirm": "needs a valid signed token to do anything",
     "password_reset_complete": "static confirmation page",
+    "healthz": "for load balancers: ok/unavailable of process, database, channel layer",
     "admin:login": "the admin's login form",
     "admin:logout": "logging out is harmless without a session",
 }
