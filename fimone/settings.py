@@ -226,10 +226,19 @@ FAST_LLM_MAX_OUTPUT_TOKENS = _typed(env.int, "FAST_LLM_MAX_OUTPUT_TOKENS", defau
 LLM_TIMEOUT_SECONDS = _typed(env.float, "LLM_TIMEOUT_SECONDS", default=120.0)
 LLM_MAX_RETRIES = _typed(env.int, "LLM_MAX_RETRIES", default=2)
 
+# Drain on SIGTERM (chat.drain): how long running runs may take to finish before the rest
+# are marked interrupted and the process exits.
+FIMONE_DRAIN_SECONDS = _typed(env.float, "FIMONE_DRAIN_SECONDS", default=30.0)
+
+# One line per record on stderr, with the process id so that several daphne processes
+# writing to one journal can be told apart (docs/operations.md).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "line": {"format": "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"}
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }
