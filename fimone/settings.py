@@ -72,7 +72,27 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "fimone.csp.SocketAwareCSPMiddleware",
 ]
+
+# Defence in depth behind server-side sanitising: no inline script or style, no foreign
+# origin. The websocket's ws:/wss: origin is added per request (fimone/csp.py). A response
+# that sets its own header keeps it (attachments are served sandboxed). The admin is
+# Django's own pages, left as Django ships them.
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/admin/"],
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "blob:", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
 
 ROOT_URLCONF = "fimone.urls"
 ASGI_APPLICATION = "fimone.asgi.application"
