@@ -1,9 +1,10 @@
-"""DAG plans and verdicts: parsing and validation of the planner's and analyser's JSON (RD.3, RD.5).
+"""DAG plans and verdicts: the planner's and the analyser's JSON, validated.
 
 Models wrap JSON in code fences or add a sentence around it; ``extract_json`` takes the
-first JSON object in the reply. A plan is refused (``PlanError`` with a message the planner
-can act on when re-asked) when it is malformed, empty, too long, has duplicate or missing
-ids, an empty task, an unknown dependency or a cycle.
+first JSON object in the reply. The shape is checked by pydantic and the step order by
+``graphlib``; a plan is refused (``PlanError`` with a message the planner can act on when
+re-asked) when it is malformed, empty, too long, has duplicate or missing ids, an empty
+task, an unknown dependency or a cycle.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from graphlib import CycleError, TopologicalSorter
+from typing import Annotated, Any, NotRequired, Required
+
+from pydantic import BeforeValidator, ConfigDict, Field, Strict, TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
+
+from .validation import describe
 
 MAX_STEPS = 8
 
@@ -57,13 +65,46 @@ def extract_json(text: str) -> Any:
     raise ValueError("no JSON object found in the reply")
 
 
-def _ident(value: Any, what: str) -> str:
+def _ident(value: Any) -> str:
+    # Models number their steps as often as they name them: 1 and "1" are the same id.
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise PlanError(f"{what} must be a string")
+        raise ValueError("must be a string or an integer")
     text = str(value).strip()
     if not text:
-        raise PlanError(f"{what} must not be empty")
+        raise ValueError("must not be empty")
     return text
+
+
+def _stripped(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def _none_is_empty(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+StepId = Annotated[str, BeforeValidator(_ident)]
+Task = Annotated[str, Strict(), Field(min_length=1), BeforeValidator(_stripped)]
+
+
+class _StepDoc(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
+    id: Required[StepId]
+    task: Required[Task]
+    depends_on: NotRequired[Annotated[list[StepId], BeforeValidator(_none_is_empty)]]
+
+
+@lru_cache
+def _plan_adapter(max_steps: int) -> TypeAdapter[Any]:
+    class PlanDoc(TypedDict):
+        __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
+        steps: Annotated[list[_StepDoc], Field(min_length=1, max_length=max_steps)]
+
+    return TypeAdapter(PlanDoc)
 
 
 def parse_plan(text: str, *, max_steps: int = MAX_STEPS) -> list[Step]:
@@ -72,32 +113,16 @@ def parse_plan(text: str, *, max_steps: int = MAX_STEPS) -> list[Step]:
         data = extract_json(text)
     except ValueError as exc:
         raise PlanError(f"malformed JSON: {exc}") from None
-    raw_steps = data.get("steps") if isinstance(data, dict) else None
-    if not isinstance(raw_steps, list):
-        raise PlanError('the reply must be an object with a "steps" list')
-    if not raw_steps:
-        raise PlanError("the plan has no steps")
-    if len(raw_steps) > max_steps:
-        raise PlanError(f"the plan has {len(raw_steps)} steps; at most {max_steps} are allowed")
+    try:
+        doc = _plan_adapter(max_steps).validate_python(data)
+    except ValidationError as exc:
+        raise PlanError(describe(exc)) from None
     steps: list[Step] = []
-    seen: set[str] = set()
-    for n, raw in enumerate(raw_steps, 1):
-        if not isinstance(raw, dict):
-            raise PlanError(f"step {n} is not an object")
-        step_id = _ident(raw.get("id"), f"the id of step {n}")
-        if step_id in seen:
-            raise PlanError(f"duplicate step id {step_id!r}")
-        seen.add(step_id)
-        task = raw.get("task")
-        if not isinstance(task, str) or not task.strip():
-            raise PlanError(f"step {step_id!r} has no task")
-        deps = raw.get("depends_on", [])
-        if deps is None:
-            deps = []
-        if not isinstance(deps, list):
-            raise PlanError(f"depends_on of step {step_id!r} must be a list")
-        dep_ids = tuple(dict.fromkeys(_ident(d, f"a dependency of {step_id!r}") for d in deps))
-        steps.append(Step(step_id, task.strip(), dep_ids))
+    for raw in doc["steps"]:
+        if any(step.id == raw["id"] for step in steps):
+            raise PlanError(f"duplicate step id {raw['id']!r}")
+        deps = tuple(dict.fromkeys(raw.get("depends_on", [])))
+        steps.append(Step(raw["id"], raw["task"], deps))
     known = {s.id for s in steps}
     for step in steps:
         for dep in step.depends_on:
@@ -107,20 +132,23 @@ def parse_plan(text: str, *, max_steps: int = MAX_STEPS) -> list[Step]:
 
 
 def _dependency_order(steps: list[Step]) -> list[Step]:
-    """Kahn's algorithm, stable in plan order; PlanError naming the steps of a cycle."""
-    remaining = {s.id: set(s.depends_on) for s in steps}
+    """Wave by wave, each wave in plan order; PlanError naming the steps of a cycle."""
+    sorter = TopologicalSorter({step.id: step.depends_on for step in steps})
+    try:
+        sorter.prepare()
+    except CycleError as exc:
+        # graphlib lists the cycle with each step before the one that depends on it.
+        cycle = " → ".join(reversed(exc.args[1]))
+        raise PlanError(
+            f"the dependencies form a cycle: {cycle} (each depends on the next)"
+        ) from None
+    position = {step.id: n for n, step in enumerate(steps)}
+    by_id = {step.id: step for step in steps}
     ordered: list[Step] = []
-    by_id = {s.id: s for s in steps}
-    while remaining:
-        ready = [sid for sid in by_id if sid in remaining and not remaining[sid]]
-        if not ready:
-            cycle = ", ".join(sorted(remaining))
-            raise PlanError(f"the dependencies form a cycle among steps {cycle}")
-        for sid in ready:
-            del remaining[sid]
-            ordered.append(by_id[sid])
-        for deps in remaining.values():
-            deps.difference_update(ready)
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready(), key=position.__getitem__)
+        ordered.extend(by_id[sid] for sid in ready)
+        sorter.done(*ready)
     return ordered
 
 
@@ -129,20 +157,24 @@ def fallback_plan(task: str) -> list[Step]:
     return [Step("s1", task, ())]
 
 
+class _VerdictDoc(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
+    achieved: Required[Annotated[bool, Strict()]]
+    confidence: NotRequired[Annotated[float, Strict()]]
+    reason: NotRequired[Annotated[str, BeforeValidator(_as_text)]]
+
+
+_VERDICT = TypeAdapter(_VerdictDoc)
+
+
 def parse_verdict(text: str) -> Verdict | None:
     """The analyser's verdict, or None when the reply is not a usable verdict."""
     try:
-        data = extract_json(text)
-    except ValueError:
+        doc = _VERDICT.validate_python(extract_json(text))
+    except (ValueError, ValidationError):
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("achieved"), bool):
-        return None
-    confidence = data.get("confidence", 0.0)
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        return None
-    reason = data.get("reason", "")
     return Verdict(
-        achieved=data["achieved"],
-        confidence=min(1.0, max(0.0, float(confidence))),
-        reason=reason if isinstance(reason, str) else str(reason),
+        achieved=doc["achieved"],
+        confidence=min(1.0, max(0.0, doc.get("confidence", 0.0))),
+        reason=doc.get("reason", ""),
     )

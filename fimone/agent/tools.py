@@ -1,8 +1,9 @@
-"""Tools the agent can call, and the registry that runs them (issue 6).
+"""Tools the agent can call, and the registry that runs them.
 
 ``ToolRegistry.run`` never raises for a tool's fault: bad JSON, an unknown tool, missing or
-mistyped arguments, a timeout or an exception all come back as an ``Error: …`` text that the
-model reads as the tool result and can correct. Only cancellation propagates.
+mistyped arguments (checked by pydantic against the tool's JSON schema), a timeout or an
+exception all come back as an ``Error: …`` text that the model reads as the tool result and
+can correct. Only cancellation propagates.
 
 Built-ins (their names are a contract — the offline model calls them): ``calculator``,
 ``current_time`` and ``recall``. ``recall`` is backed by an injected
@@ -17,10 +18,15 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from functools import cached_property
+from typing import Annotated, Any, Literal, NotRequired, Required
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
+
 from .calculator import CalculatorError, evaluate, format_number
+from .validation import describe
 
 ToolFunc = Callable[..., Awaitable[str]]
 RecallSearch = Callable[[str, int], Awaitable[list[str]]]
@@ -28,14 +34,41 @@ RecallSearch = Callable[[str, int], Awaitable[list[str]]]
 DEFAULT_TOOL_TIMEOUT = 20.0
 RECALL_LIMIT = 5
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
+# JSON-schema types as strict Python types: "2" is no integer and true is no number.
+_JSON_TYPES: dict[str, Any] = {
+    "string": Annotated[str, Strict()],
+    "integer": Annotated[int, Strict()],
+    "number": Annotated[float, Strict()],
+    "boolean": Annotated[bool, Strict()],
+    "object": dict[str, Any],
 }
+
+
+def _annotation(schema: dict[str, Any]) -> Any:
+    """The Python type a JSON-schema property describes (the subset tools use)."""
+    if "enum" in schema:
+        return Literal[tuple(schema["enum"])]
+    if schema.get("type") == "array":
+        return list[_annotation(schema.get("items", {}))]
+    return _JSON_TYPES.get(schema.get("type", ""), Any)
+
+
+def arguments_adapter(name: str, parameters: dict[str, Any]) -> TypeAdapter[Any]:
+    """A validator of a tool's argument object built from its JSON schema.
+
+    Required properties must be present and not null; an optional one given as null counts
+    as absent. Unknown extra keys are ignored: models add them, and refusing helps no one.
+    """
+    required = set(parameters.get("required", []))
+    fields: dict[str, Any] = {}
+    for key, schema in parameters.get("properties", {}).items():
+        kind = _annotation(schema)
+        fields[key] = Required[kind] if key in required else NotRequired[kind | None]
+    for key in required - fields.keys():
+        fields[key] = Required[Any]
+    arguments = TypedDict(f"{name}_arguments", fields)  # type: ignore[misc]
+    arguments.__pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[attr-defined]
+    return TypeAdapter(arguments)
 
 
 @dataclass(frozen=True)
@@ -47,6 +80,10 @@ class Tool:
     parameters: dict[str, Any]
     func: ToolFunc
     timeout: float = DEFAULT_TOOL_TIMEOUT
+
+    @cached_property
+    def arguments(self) -> TypeAdapter[Any]:
+        return arguments_adapter(self.name, self.parameters)
 
     def openai(self) -> dict[str, Any]:
         return {
@@ -105,30 +142,22 @@ class ToolRegistry:
 
 
 def _parse_arguments(tool: Tool, arguments_json: str | None) -> dict[str, Any]:
-    """JSON text → keyword arguments, checked against the schema's properties."""
-    text = (arguments_json or "").strip()
+    """JSON text → keyword arguments, validated against the tool's schema."""
+    text = (arguments_json or "").strip() or "{}"
     try:
-        args = json.loads(text) if text else {}
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"arguments are not valid JSON ({exc.msg})") from None
-    if not isinstance(args, dict):
-        raise ValueError("arguments must be a JSON object")
-    properties: dict[str, Any] = tool.parameters.get("properties", {})
-    for key in tool.parameters.get("required", []):
-        if args.get(key) is None:
-            raise ValueError(f"missing required argument {key!r}")
-    kwargs: dict[str, Any] = {}
-    for key, schema in properties.items():
-        if key not in args or args[key] is None:
-            continue
-        value = args[key]
-        expected = _JSON_TYPES.get(schema.get("type", ""))
-        wrong_bool = isinstance(value, bool) and schema.get("type") in ("integer", "number")
-        if expected and (not isinstance(value, expected) or wrong_bool):
-            raise ValueError(f"argument {key!r} must be of type {schema['type']}")
-        kwargs[key] = value
-    # Unknown extra keys are ignored: models add them, and refusing helps no one.
-    return kwargs
+        args = tool.arguments.validate_json(text)
+    except ValidationError as exc:
+        raise ValueError(_describe_arguments_error(exc)) from None
+    return {key: value for key, value in args.items() if value is not None}
+
+
+def _describe_arguments_error(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    if first["type"] == "json_invalid":
+        return f"arguments are not valid JSON ({first['ctx']['error']})"
+    if not first["loc"]:
+        return "arguments must be a JSON object"
+    return describe(exc, prefix="argument ")
 
 
 # --- built-ins --------------------------------------------------------------------------

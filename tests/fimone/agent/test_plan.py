@@ -1,6 +1,7 @@
-"""Plan and verdict parsing and validation (SPEC RD.3, RD.5)."""
+"""Plan and verdict parsing and validation (SPEC RD.3, RD.5): pydantic and graphlib."""
 
 import json
+from itertools import pairwise
 
 import pytest
 
@@ -53,26 +54,48 @@ def test_missing_depends_on_means_none():
     [
         ("not json at all", "malformed JSON"),
         ('{"steps": [', "malformed JSON"),
-        ('{"plan": []}', '"steps" list'),
-        ('{"steps": []}', "no steps"),
-        ('{"steps": ["s1"]}', "step 1 is not an object"),
-        ('{"steps": [{"task": "t"}]}', "id of step 1"),
-        ('{"steps": [{"id": " ", "task": "t"}]}', "must not be empty"),
-        ('{"steps": [{"id": "s1", "task": ""}]}', "has no task"),
-        ('{"steps": [{"id": "s1", "task": "t", "depends_on": "s0"}]}', "must be a list"),
+        ('{"plan": []}', "steps: Field required"),
+        ('{"steps": []}', "steps: List should have at least 1 item"),
+        ('{"steps": ["s1"]}', "steps[0]: Input should be a valid dictionary"),
+        ('{"steps": [{"task": "t"}]}', "steps[0].id: Field required"),
+        ('{"steps": [{"id": " ", "task": "t"}]}', "steps[0].id: Value error, must not be empty"),
+        ('{"steps": [{"id": true, "task": "t"}]}', "must be a string or an integer"),
+        ('{"steps": [{"id": "s1", "task": " "}]}', "steps[0].task: String should have at least"),
+        ('{"steps": [{"id": "s1", "task": 7}]}', "steps[0].task: Input should be a valid string"),
+        (
+            '{"steps": [{"id": "s1", "task": "t", "depends_on": "s0"}]}',
+            "steps[0].depends_on: Input should be a valid list",
+        ),
         (plan_text(("s1", []), ("s1", [])), "duplicate step id 's1'"),
         (plan_text(("s1", ["s9"])), "unknown step 's9'"),
-        (plan_text(("s1", ["s1"])), "cycle among steps s1"),
-        (
-            plan_text(("a", ["c"]), ("b", ["a"]), ("c", ["b"]), ("d", [])),
-            "cycle among steps a, b, c",
-        ),
+        (plan_text(("s1", ["s1"])), "cycle: s1 → s1"),
     ],
 )
 def test_invalid_plans_are_refused_with_a_reason(text, fragment):
     with pytest.raises(PlanError, match=None) as info:
         parse_plan(text)
     assert fragment in str(info.value)
+
+
+def test_a_cycle_is_named_step_by_step_and_leaves_out_the_steps_outside_it():
+    text = plan_text(("a", ["c"]), ("b", ["a"]), ("c", ["b"]), ("d", []))
+    with pytest.raises(PlanError) as info:
+        parse_plan(text)
+    message = str(info.value)
+    chain = message.split("cycle: ")[1].split(" (")[0].split(" → ")
+    assert chain[0] == chain[-1] and sorted(chain[:-1]) == ["a", "b", "c"]
+    depends = {s: set(d) for s, d in [("a", ["c"]), ("b", ["a"]), ("c", ["b"])]}
+    assert all(after in depends[before] for before, after in pairwise(chain))
+
+
+def test_every_error_is_reported_not_only_the_first():
+    text = '{"steps": [{"id": "", "task": 1}, {"task": "t"}]}'
+    with pytest.raises(PlanError) as info:
+        parse_plan(text)
+    assert str(info.value) == (
+        "steps[0].id: Value error, must not be empty; "
+        "steps[0].task: Input should be a valid string; steps[1].id: Field required"
+    )
 
 
 def test_step_count_limit_is_exact():
@@ -99,6 +122,7 @@ def test_extract_json_skips_braces_that_are_not_json():
         ('{"achieved": false, "confidence": 0.3}', Verdict(False, 0.3, "")),
         ('```\n{"achieved": false, "confidence": 7, "reason": "x"}\n```', Verdict(False, 1.0, "x")),
         ('{"achieved": false, "confidence": -1, "reason": "x"}', Verdict(False, 0.0, "x")),
+        ('{"achieved": true, "confidence": 1, "reason": 42}', Verdict(True, 1.0, "42")),
     ],
 )
 def test_verdicts(text, expected):
@@ -107,7 +131,13 @@ def test_verdicts(text, expected):
 
 @pytest.mark.parametrize(
     "text",
-    ["nope", '{"achieved": "yes"}', '{"achieved": true, "confidence": "high"}', "[1, 2]"],
+    [
+        "nope",
+        '{"achieved": "yes"}',
+        '{"achieved": true, "confidence": "high"}',
+        '{"achieved": true, "confidence": true}',
+        "[1, 2]",
+    ],
 )
 def test_unreadable_verdicts_are_none(text):
     assert parse_verdict(text) is None

@@ -1,4 +1,4 @@
-"""Tool registry and built-in tools (issue 6): errors come back as readable text."""
+"""Tool registry and built-in tools: errors come back as readable text."""
 
 import asyncio
 import json
@@ -62,10 +62,12 @@ def test_duplicate_names_are_refused(registry_with_echo):
         ("nope", "{}", "unknown tool 'nope'"),
         ("echo", "{not json", "not valid JSON"),
         ("echo", "[1, 2]", "must be a JSON object"),
-        ("echo", "{}", "missing required argument 'text'"),
-        ("echo", '{"text": 5}', "'text' must be of type string"),
-        ("echo", '{"text": "a", "times": "2"}', "'times' must be of type integer"),
-        ("echo", '{"text": "a", "times": true}', "'times' must be of type integer"),
+        ("echo", "{}", "argument text: Field required"),
+        ("echo", '{"text": null}', "argument text: Input should be a valid string"),
+        ("echo", '{"text": 5}', "argument text: Input should be a valid string"),
+        ("echo", '{"text": "a", "times": "2"}', "argument times: Input should be a valid integer"),
+        ("echo", '{"text": "a", "times": true}', "argument times: Input should be a valid integer"),
+        ("echo", '{"text": "a", "times": 2.5}', "argument times: Input should be a valid integer"),
     ],
 )
 async def test_faults_become_error_text(registry_with_echo, name, arguments, fragment):
@@ -80,6 +82,31 @@ async def test_unknown_tool_lists_the_available_ones(registry_with_echo):
 
 async def test_extra_arguments_are_ignored(registry_with_echo):
     assert await registry_with_echo.run("echo", '{"text": "x", "mood": "happy"}') == "x"
+
+
+async def test_a_null_optional_argument_means_the_default(registry_with_echo):
+    assert await registry_with_echo.run("echo", '{"text": "x", "times": null}') == "x"
+
+
+async def test_every_wrong_argument_is_named_for_the_model():
+    async def pick(colour: str, sizes: list[int]) -> str:
+        return f"{colour} {sizes}"
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "colour": {"type": "string", "enum": ["red", "blue"]},
+            "sizes": {"type": "array", "items": {"type": "integer"}},
+        },
+        "required": ["colour", "sizes"],
+    }
+    registry = ToolRegistry([Tool("pick", "choose", schema, pick)])
+    assert await registry.run("pick", '{"colour": "red", "sizes": [1, 2]}') == "red [1, 2]"
+    result = await registry.run("pick", '{"colour": "green", "sizes": [1, "x"]}')
+    assert result == (
+        "Error: bad arguments for pick: argument colour: Input should be 'red' or 'blue'; "
+        "argument sizes[1]: Input should be a valid integer"
+    )
 
 
 async def test_empty_arguments_mean_no_arguments():
