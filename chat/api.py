@@ -1,4 +1,4 @@
-"""JSON plumbing of the HTTP API: the view decorator, body parsing, object shapes (DESIGN §4).
+"""JSON plumbing of the HTTP API (docs/protocol.md): the decorator, body parsing, shapes.
 
 The shapes (``conversation_json``, ``message_json``, ``attachment_json``) are shared with
 the websocket layer so that a message looks the same however it reaches the browser.
@@ -110,7 +110,8 @@ def message_json(message: Message) -> dict[str, Any]:
         "kind": message.kind,
         "status": message.status,
         "content": message.content,
-        # Rendered on the server (DESIGN §7); user text is shown as plain text by the UI.
+        # Rendered and sanitised on the server (chat/markdown.py); user text is shown as
+        # plain text by the UI.
         "html": render_markdown(message.content) if is_assistant else None,
         "pinned": message.pinned,
         "created_at": message.created_at.isoformat(),

@@ -1,4 +1,4 @@
-"""Markdown for assistant answers: markdown-it-py renders, nh3 sanitises (DESIGN §7).
+"""Markdown for assistant answers: markdown-it-py renders, nh3 sanitises.
 
 Raw HTML in the source is escaped by the renderer (``html`` off) and nh3 removes anything
 outside a small allowlist anyway. Images are rendered as links, not ``<img>``: an answer

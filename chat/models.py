@@ -1,4 +1,4 @@
-"""Conversations, messages, attachments and persisted summaries (DESIGN §2–§3)."""
+"""Conversations, messages, attachments and persisted summaries."""
 
 import uuid
 
@@ -70,7 +70,7 @@ class Message(models.Model):
         ]
         constraints = [
             # The database's own backstop for "one active run per conversation", whatever
-            # the number of server processes (issue 10); run_control takes a row lock first.
+            # the number of server processes; run_control takes a row lock first.
             models.UniqueConstraint(
                 fields=["conversation"],
                 condition=models.Q(role="assistant", status="running"),
@@ -121,7 +121,7 @@ class Attachment(models.Model):
 
 
 class ContextSummary(models.Model):
-    """A persisted load-time summary (issue 5): the next load starts from it."""
+    """A persisted load-time summary: the next load starts from it."""
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="summaries"

@@ -1,4 +1,4 @@
-"""The chat page (``/``) and the small JSON endpoints only the page needs (issue 8, RU.1–RU.3).
+"""The chat page (``/``) and the small JSON endpoints only the page needs.
 
 The JSON API proper lives in ``chat/views.py``; this module renders the app shell and
 answers the context gauge. Both are owner-only like the API: another user's conversation
@@ -58,7 +58,7 @@ def _budget_info(role: str) -> dict[str, Any]:
     usable = int(budget.usable_input_tokens)
     return {
         "usable_input_tokens": usable,
-        # After per-model calibration (issue 5): the figure compaction really triggers at.
+        # After per-model calibration: the figure compaction really triggers at.
         "effective_input_tokens": int(getattr(budget, "effective_input_tokens", usable)),
         "context_size": int(budget.context_size),
         "max_output_tokens": int(budget.max_output_tokens),
@@ -67,11 +67,11 @@ def _budget_info(role: str) -> dict[str, Any]:
 
 
 def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int]:
-    """(estimated tokens, message count) of the history the next run loads (R4.3).
+    """(estimated tokens, message count) of the history the next run loads.
 
     Loaded exactly as DbMemory loads it (newest stored summary + the messages after it,
     failed answers left out), but without reading image files: each image is counted at
-    its flat 765 tokens instead (R2.1).
+    its flat 765 tokens instead, as the estimator counts images.
     """
     from contextmgmt.core.compact import CompactUtils
     from contextmgmt.core.tokens import IMAGE_TOKENS
@@ -117,7 +117,7 @@ def index(request: HttpRequest, conversation_id: str | None = None) -> HttpRespo
 def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     """How full the usable input budget is for this conversation's next run (the gauge)."""
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
-    # History loads against the main budget in both modes; DAG steps use the fast one (R5.3).
+    # History loads against the main budget in both modes; DAG steps use the fast one.
     budget = _budget_info("main")
     used, count = _history_tokens(conversation, budget["effective_input_tokens"])
     limit = max(1, budget["effective_input_tokens"])
@@ -130,7 +130,7 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
             "used_tokens": used,
             "message_count": count,
             "percent": round(min(100.0, 100.0 * used / limit), 1),
-            # Over budget: the next run compacts history before the model sees it (R4.3).
+            # Over budget: the next run compacts history before the model sees it.
             "will_compact": used > limit,
         }
     )

@@ -1,4 +1,4 @@
-"""Image upload validation with Pillow (DESIGN §3, §7).
+"""Image upload validation with Pillow.
 
 The content decides what a file is, never its name or the client's content type. A file is
 accepted only if Pillow, restricted to the four allowed formats, can open it, verify it,

@@ -1,4 +1,4 @@
-"""HTTP JSON API (DESIGN §4): thin views over selectors and services, owner-only."""
+"""HTTP JSON API (docs/protocol.md): thin views over selectors and services, owner-only."""
 
 from __future__ import annotations
 

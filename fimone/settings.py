@@ -208,17 +208,17 @@ X_FRAME_OPTIONS = "DENY"
 if _typed(env.bool, "BEHIND_TLS_PROXY", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-# Uploads (DESIGN §3): validated with Pillow before anything is stored.
+# Uploads: validated with Pillow before anything is stored.
 DATA_UPLOAD_MAX_MEMORY_SIZE = _typed(env.int, "DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 FIMONE_MAX_UPLOAD_BYTES = _typed(env.int, "FIMONE_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
 FIMONE_MAX_IMAGE_PIXELS = _typed(env.int, "FIMONE_MAX_IMAGE_PIXELS", default=40_000_000)
 
-# Websocket limits (issue 7).
+# Websocket limits.
 FIMONE_WS_MAX_CONTENT_CHARS = _typed(env.int, "FIMONE_WS_MAX_CONTENT_CHARS", default=100_000)
 FIMONE_WS_RATE_LIMIT = _typed(env.int, "FIMONE_WS_RATE_LIMIT", default=20)  # frames per window
 FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS", default=10.0)
-# Several server processes (issue 10): how long a run's owner has to answer "still alive?"
+# Several server processes: how long a run's owner has to answer "still alive?"
 # before its run counts as orphaned (chat.run_control).
 FIMONE_RUN_PROBE_SECONDS = _typed(env.float, "FIMONE_RUN_PROBE_SECONDS", default=2.0)
 
@@ -231,7 +231,7 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="fimone@localhost")
 # Django's own default has no timeout: one slow mail server would hold a worker forever.
 EMAIL_TIMEOUT = _typed(env.float, "EMAIL_TIMEOUT", default=10.0)
 
-# LLM endpoints and budgets (SPEC R5.2, DESIGN §6). Parsed here so that a bad value is a
+# LLM endpoints and budgets (README "Configuration"). Parsed here so that a bad value is a
 # configuration error at start-up, not a silent default later.
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")

@@ -1,6 +1,6 @@
-"""Layer-1 memories (SPEC R1): primitives for tests and for embedding the core without Django.
+"""Layer-1 memories: primitives for tests and for embedding the core without Django.
 
-Production uses ``contextmgmt.db_memory.DbMemory`` (R4); these keep messages in process.
+Production uses ``contextmgmt.db_memory.DbMemory``; these keep messages in process.
 All share one contract (tests/contextmgmt/core/test_memory_contract.py): ``get_messages``
 returns a new list, oldest first, system messages first, never an orphan tool message;
 ``clear`` forgets everything.
@@ -17,7 +17,7 @@ from .messages import ChatMessage
 
 
 class BaseMemory(abc.ABC):
-    """``add_message`` / ``get_messages`` / ``clear`` (R1.1), all async."""
+    """``add_message`` / ``get_messages`` / ``clear``, all async."""
 
     @abc.abstractmethod
     async def add_message(self, message: ChatMessage) -> None: ...
@@ -38,7 +38,7 @@ def _drop_leading_tool_results(messages: list[ChatMessage]) -> list[ChatMessage]
 
 
 class WindowMemory(BaseMemory):
-    """The last ``max_messages`` non-system messages plus every system message (R1.2)."""
+    """The last ``max_messages`` non-system messages plus every system message."""
 
     def __init__(self, max_messages: int = 20) -> None:
         if max_messages < 1:
@@ -64,7 +64,7 @@ class WindowMemory(BaseMemory):
 
 
 class SummaryMemory(BaseMemory):
-    """Summarises old messages into one ``[Conversation summary]`` message (R1.3).
+    """Summarises old messages into one ``[Conversation summary]`` message.
 
     When more than ``threshold`` non-system messages are held, all but the newest
     ``keep_recent`` (whole tool-call units) are summarised by ``llm``; an earlier summary is

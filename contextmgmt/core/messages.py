@@ -1,4 +1,4 @@
-"""The message types every layer speaks (DESIGN §2)."""
+"""The message types every layer speaks."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The agent runtime: ReAct and DAG engines and their tools (issue 6, SPEC RR/RD).
+"""The agent runtime: ReAct and DAG engines and their tools.
 
 Framework-free: no Django, no ORM. The chat layer hands in an ``AgentContext`` (LLMs,
 budgets, loaded history, the query, an event sink, an injection queue, a tool registry)
 and gets an ``AgentOutcome`` back.
 
-Events sent through ``ctx.sink(name, payload)`` (DESIGN §5):
+Events sent through ``ctx.sink(name, payload)`` (the websocket frames of docs/protocol.md):
 - ``step {iteration, kind: "tool_call" | "tool_result" | "thought", name, arguments | result
   | text, call_id}`` — inside a DAG step also ``step_id``; previews cut at 2,000 chars;
 - ``compact {scope: "iteration" | "planner" | "step", strategy, original_count,

@@ -1,9 +1,9 @@
-"""What an engine run receives and returns: the interfaces to the chat layer (issue 6).
+"""What an engine run receives and returns: the interfaces to the chat layer.
 
 The engines are framework-free. Transport comes in as an ``EventSink`` (an async callable
-taking an event name and a JSON-able payload, DESIGN §5), follow-up messages typed while a run
-is active come in through an ``InjectionQueue`` (SPEC RP.1), and tools through a
-``ToolRegistry``. Persistence stays with the caller (SPEC R4.2).
+taking an event name and a JSON-able payload, see docs/protocol.md), follow-up messages
+typed while a run is active come in through an ``InjectionQueue``, and tools through a
+``ToolRegistry``. Persistence stays with the caller.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ async def discard_events(event: str, payload: dict) -> None:
 def earlier_turns(history: list[ChatMessage]) -> list[ChatMessage]:
     """The loaded history with pin flags cleared (on copies).
 
-    Only the current query and this run's injected follow-ups are pinned (RP.1); a pinned
+    Only the current query and this run's injected follow-ups are pinned; a pinned
     message from an earlier turn would otherwise count as a second "current query" and
     could never be compacted away.
     """
@@ -42,11 +42,11 @@ def earlier_turns(history: list[ChatMessage]) -> list[ChatMessage]:
 
 
 class InjectionQueue:
-    """Follow-ups the user sends while a run is active (SPEC RP.1).
+    """Follow-ups the user sends while a run is active, read by the engine between steps.
 
     The chat layer calls ``put_nowait``; the engine calls ``drain()`` at the top of each
     iteration and gets copies marked ``pinned=True, injected=True`` (the guard may unpin
-    injected messages oldest-first under the 50% cap, R3.8, but never the current query).
+    injected messages oldest-first under the 50% cap, but never the current query).
     """
 
     def __init__(self) -> None:
@@ -72,7 +72,7 @@ class InjectionQueue:
 
 @dataclass
 class AgentContext:
-    """Everything one engine run needs. Budgets are usable input tokens (SPEC R5.1, R5.3)."""
+    """Everything one engine run needs. Budgets are usable input tokens (context minus output)."""
 
     llm: LLM
     fast_llm: LLM
@@ -98,7 +98,8 @@ class AgentOutcome:
     """The result of a run.
 
     ``usage`` counts the engine's own LLM calls (tool iterations, plans, steps, verdicts,
-    answers); ``compaction_usage`` counts every compaction call made during the run (RU.2).
+    answers); ``compaction_usage`` counts every compaction call made during the run (the UI
+    shows both in the usage line).
     ``iterations`` is the number of ReAct iterations (ReAct) or plan-execute-analyse rounds
     (DAG). ``compactions`` holds the payload of every ``compact`` event emitted.
     """

@@ -1,14 +1,14 @@
-"""The texts the DAG engine feeds its LLMs, and the limits that bound them (SPEC RD.1–RD.6).
+"""The texts the DAG engine feeds its LLMs, and the limits that bound them.
 
 Limits (each an exact boundary: a text of exactly the limit is untouched, one more
 character or token and it is cut or summarised):
 - the enriched query (history text + current request) over ``PLANNER_INPUT_TOKENS`` is
-  summarised with the ``planner_input`` hint (RD.2);
-- each dependency result injected into a step is cut at ``DEPENDENCY_CHARS`` (RD.4), and the
+  summarised with the ``planner_input`` hint;
+- each dependency result injected into a step is cut at ``DEPENDENCY_CHARS``, and the
   whole dependency block is compacted with ``step_dependency`` when it takes more than half
   the step's (fast) budget;
-- the analyser sees each result cut at ``ANALYSER_RESULT_CHARS`` (RD.5);
-- the re-planner sees each result cut at ``REPLAN_RESULT_CHARS`` (RD.6).
+- the analyser sees each result cut at ``ANALYSER_RESULT_CHARS``;
+- the re-planner sees each result cut at ``REPLAN_RESULT_CHARS``.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _message_line(msg: ChatMessage) -> str:
 
 
 def format_history(history: list[ChatMessage]) -> str:
-    """The loaded history as one text block prefixed ``Previous conversation:`` (RD.1)."""
+    """The loaded history as one text block prefixed ``Previous conversation:``."""
     lines = [_message_line(m) for m in history if m.text() or isinstance(m.content, list)]
     if not lines:
         return ""
@@ -104,7 +104,7 @@ def format_history(history: list[ChatMessage]) -> str:
 
 
 def enriched_query(history_text: str, query_text: str) -> str:
-    """History text + the current request, the planner's input (RD.2)."""
+    """History text + the current request, the planner's input."""
     if not history_text:
         return query_text
     return f"{history_text}\n\nCurrent request:\n{query_text}"
@@ -118,7 +118,7 @@ async def compact_planner_input(
     max_tokens: int = PLANNER_INPUT_TOKENS,
     compact_timeout: float | None = COMPACT_TIMEOUT,
 ) -> tuple[str, CompactResult]:
-    """Summarise the history with ``planner_input`` so the enriched query fits (RD.2).
+    """Summarise the history with ``planner_input`` so the enriched query fits.
 
     The whole history is summarised (``keep_recent=0``): the planner needs the user's
     intent, decisions and constraints, not verbatim turns, and a huge recent turn kept
@@ -164,7 +164,7 @@ async def _build_step_context(
     compact_llm: LLM | None,
     compact_timeout: float | None = COMPACT_TIMEOUT,
 ) -> StepContext:
-    """The results of ``step``'s dependencies, as the step will read them (RD.4).
+    """The results of ``step``'s dependencies, as the step will read them.
 
     Each result is cut at ``DEPENDENCY_CHARS``. When the block takes more than half of the
     step's budget it is summarised with the ``step_dependency`` hint; without a compaction
@@ -226,7 +226,7 @@ def analyser_input(
     *,
     max_tokens: int | None = None,
 ) -> str:
-    """The analyser's user message: the request and each result cut at 10,000 chars (RD.5).
+    """The analyser's user message: the request and each result cut at 10,000 chars.
 
     With ``max_tokens`` (a small main budget: 10,000 characters × 8 steps is ~20K tokens)
     each result is further clipped to an equal share of what the request leaves, so the
@@ -251,7 +251,7 @@ def analyser_input(
 def replan_feedback(
     steps: list[Step], outcomes: dict[str, StepOutcome], verdict: Verdict, round_no: int
 ) -> str:
-    """What the re-planner learns of the last attempt: results cut at 500 chars (RD.6)."""
+    """What the re-planner learns of the last attempt: results cut at 500 chars."""
     lines = [
         f"- {s.id} ({s.task}): {cut(outcomes[s.id].text(), REPLAN_RESULT_CHARS)}" for s in steps
     ]

@@ -1,4 +1,4 @@
-"""System prompts of the engines (issue 6).
+"""System prompts of the engines.
 
 The offline model recognises the planner by the phrase "JSON plan" and the analyser by
 "JSON verdict" in the system message; keep both phrases.

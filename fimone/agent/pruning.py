@@ -1,4 +1,4 @@
-"""Cheap pruning of old, bulky tool results before the guard runs (issue 6, RR).
+"""Cheap pruning of old, bulky tool results before the guard runs (ReAct).
 
 A tool result the model has already read and acted on is rarely needed verbatim three tool
 calls later, yet it keeps costing tokens on every iteration. Before each iteration the

@@ -1,9 +1,9 @@
-"""ReAct mode (SPEC RR): one tool-using loop over the conversation, on the main LLM's budget.
+"""ReAct mode: one tool-using loop over the conversation, on the main LLM's budget.
 
 Messages: the system prompt, then the loaded history as it is — including a leading
 ``[Conversation summary]`` system message, so the load-time summary reaches the model
-(DESIGN §2; FIM One drops it) — then the current query, pinned (RR.3). History messages are
-copied unpinned: only the current query and this run's injected follow-ups are pinned (RP.1).
+(FIM One drops it) — then the current query, pinned. History messages are copied
+unpinned: only the current query and this run's injected follow-ups are pinned.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which model answers a role: the one Django-aware part of ``fimone.llm`` (issue 4, DESIGN §6).
+"""Which model answers a role: the one Django-aware part of ``fimone.llm``.
 
 Sources, first that applies wins:
 
