@@ -121,7 +121,7 @@ def message_json(message: Message) -> dict[str, Any]:
         "usage": metadata.get("usage"),
         "compaction": metadata.get("compaction"),
         "error": metadata.get("error"),
-        # What the run showed besides its answer (chat.run_support.RunRecord), for a reload.
+        # What the run showed besides its answer (chat.runs.record.RunRecord), for a reload.
         "steps": metadata.get("steps") or [],
         "steps_omitted": metadata.get("steps_omitted", 0),
         "dag": metadata.get("dag"),

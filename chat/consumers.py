@@ -1,4 +1,4 @@
-"""The chat websocket, ``ws/chat/<conversation_id>/`` (issue 7, DESIGN §5).
+"""The chat websocket, ``ws/chat/<conversation_id>/``.
 
 Thin: it authenticates, checks ownership, validates frames and hands them to
 ``chat.runs``. Every socket of a conversation joins the conversation's group and relays
@@ -14,7 +14,7 @@ errors ``bad_message_id``, ``not_retryable``, ``run_active``).
 
 A socket that joins while a run is active first gets ``run.active {run_id, message_id,
 assistant_message_id, mode, text}`` — the answer streamed so far — and then the run's
-further events (fimone's addition to DESIGN §5, for second tabs and reconnects).
+further events (for second tabs and reconnects).
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from chat import run_control, runs
+from chat import runs
 from chat.errors import AttachmentNotFound, ChatError
 from chat.models import Conversation
-from chat.run_support import conversation_group
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +45,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.user = self.scope.get("user")
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
-        self.group = conversation_group(self.conversation_id)
+        self.group = runs.conversation_group(self.conversation_id)
         self.joined = False
         self.recent_frames: deque[float] = deque()
-        self.snapshot_gate = run_control.SnapshotGate()
+        self.snapshot_gate = runs.SnapshotGate()
         # Accept first, then close with a code: a refused handshake carries no code at all.
         await self.accept()
         if self.user is None or not self.user.is_authenticated:
@@ -66,10 +65,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         snapshot = runs.active_snapshot(conversation_id=self.conversation_id)
         if snapshot is not None:
             await self.send_json({"type": "run.active", **snapshot})
-        elif await run_control.request_snapshot(
+        elif await runs.request_remote_snapshot(
             self.channel_layer, conversation_id=self.conversation_id, reply_to=self.channel_name
         ):
-            # The run lives in another process (issue 10): its run.active is on the way.
+            # The run lives in another process : its run.active is on the way.
             self.snapshot_gate.wait()
 
     async def disconnect(self, code) -> None:

@@ -70,7 +70,7 @@ class Message(models.Model):
         ]
         constraints = [
             # The database's own backstop for "one active run per conversation", whatever
-            # the number of server processes; run_control takes a row lock first.
+            # the number of server processes; chat.runs.control takes a row lock first.
             models.UniqueConstraint(
                 fields=["conversation"],
                 condition=models.Q(role="assistant", status="running"),

@@ -1,10 +1,10 @@
 """The ``recall`` tool's search: exact passages from the whole persisted conversation.
 
-Compaction may have summarised a detail away (SPEC R0.2: numbers, names, early
-decisions); the messages themselves are still in the database, so the agent can look
-them up. The search is a plain ORM ``icontains`` over the conversation's own messages (a
-conversation is small; no search engine needed), ranked by how many query terms a message
-contains, then by recency. Passages are verbatim slices of the stored text.
+Compaction may have summarised a detail away (numbers, names, early decisions); the
+messages themselves are still in the database, so the agent can look them up. The search
+is a plain ORM ``icontains`` over the conversation's own messages (a conversation is small;
+no search engine needed), ranked by how many query terms a message contains, then by
+recency. Passages are verbatim slices of the stored text.
 """
 
 from __future__ import annotations

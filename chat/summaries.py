@@ -1,4 +1,4 @@
-"""Persisted load-time summaries (issue 5): the chat layer owns writing them (SPEC R4.2).
+"""Persisted load-time summaries: the chat layer owns writing them.
 
 DbMemory returns ``new_summary`` when it summarised; the run persists it here, and the
 next load starts from the newest summary plus the messages after it instead of paying for

@@ -219,7 +219,7 @@ FIMONE_WS_MAX_CONTENT_CHARS = _typed(env.int, "FIMONE_WS_MAX_CONTENT_CHARS", def
 FIMONE_WS_RATE_LIMIT = _typed(env.int, "FIMONE_WS_RATE_LIMIT", default=20)  # frames per window
 FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS", default=10.0)
 # Several server processes: how long a run's owner has to answer "still alive?"
-# before its run counts as orphaned (chat.run_control).
+# before its run counts as orphaned (chat.runs.control).
 FIMONE_RUN_PROBE_SECONDS = _typed(env.float, "FIMONE_RUN_PROBE_SECONDS", default=2.0)
 
 # E-mail, used only for password reset (chat.accounts): without EMAIL_URL (django-environ's

@@ -2,24 +2,17 @@
 
 import pytest
 
-# Websocket runs (issue 7): a clean channel layer and run registry, a FakeLLM for every role.
-from tests.chat.test_runs_support import clean_runs, ws_fake_llm  # noqa: F401
-
-# A real daphne subprocess (browser / end-to-end tests, benchmarks): see that module.
-from tests.support.live_server import (  # noqa: F401
-    live_daphne,
-    live_daphne_env,
-    live_daphne_factory,
-)
-
-# A scripted OpenAI-compatible server on loopback (issue 4): see that module.
-from tests.support.scripted_server import (  # noqa: F401
-    scripted_server,
-    scripted_server_session,
-)
-
-# Session-scoped private PostgreSQL / Redis servers (issue 10); skip or, under CI, fail.
-from tests.support.services import postgres_server, redis_server  # noqa: F401
+pytest_plugins = [
+    # Websocket runs: a clean channel layer and run registry, replaceable run collaborators,
+    # a FakeLLM for every role.
+    "tests.support.runs",
+    # A real daphne subprocess (browser / end-to-end tests, benchmarks).
+    "tests.support.live_server",
+    # A scripted OpenAI-compatible server on loopback.
+    "tests.support.scripted_server",
+    # Session-scoped private PostgreSQL / Redis servers; skip or, under CI, fail.
+    "tests.support.services",
+]
 
 
 @pytest.fixture

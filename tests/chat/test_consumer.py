@@ -18,7 +18,7 @@ from django.test import Client
 from chat import services
 from chat.models import Message
 from tests.chat.images import image_bytes
-from tests.chat.test_runs_support import WAIT, connect, next_event, send
+from tests.support.runs import WAIT, connect, next_event, send
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_runs")]
 
@@ -250,12 +250,12 @@ async def test_error_frames_are_plain_json_objects(socket):
 async def test_server_failure_taking_a_message_keeps_the_socket(socket, monkeypatch):
     from django.db import OperationalError
 
-    from chat import run_persistence
+    from chat.runs import storage
 
     def locked(**kwargs):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr(run_persistence, "open_run", locked)
+    monkeypatch.setattr(storage, "open_run", locked)
     await send(socket, type="message", content="hello")
     event = await assert_error(socket, "server_error")
     assert "locked" not in event["message"]

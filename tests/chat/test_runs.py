@@ -14,14 +14,15 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from chat import runs, services
+from chat import services
 from chat.models import ContextSummary, Message
-from chat.run_registry import registry
+from chat.runs import lifecycle
+from chat.runs.registry import registry
 from contextmgmt.budget import Budget
 from contextmgmt.core.llm import LLMAuthError, LLMUnavailable
 from fimone.agent.context import AgentOutcome
 from tests.chat.images import image_bytes
-from tests.chat.test_runs_support import (
+from tests.support.runs import (
     WAIT,
     answer_text,
     connect,
@@ -39,9 +40,9 @@ pytestmark = [
 
 
 @pytest.fixture
-def engine(monkeypatch):
+def engine(run_deps):
     """Scripted engines: ``engine.use(coro_fn, …)``, one per run, in order."""
-    return install_scripted_engine(monkeypatch)
+    return install_scripted_engine(run_deps)
 
 
 async def answer(ctx, text: str = "Hello **world**", *, usage=None) -> AgentOutcome:
@@ -203,12 +204,12 @@ async def test_internal_error_says_nothing_about_internals(socket, engine):
 
 
 async def test_failure_before_the_engine_still_keeps_the_user_message(
-    socket, conversation, engine, monkeypatch
+    socket, conversation, engine, run_deps
 ):
     def no_llm(role):
         raise LLMAuthError("401 invalid key")
 
-    monkeypatch.setattr(runs, "get_llm", no_llm)
+    run_deps.use(get_llm=no_llm)
     engine.use(answer)
     await send(socket, type="message", content="are you there?")
     error = (await events_until(socket, "done", "error"))[-1]
@@ -382,7 +383,7 @@ async def test_run_survives_its_socket_closing(user, conversation, engine):
 
 
 @pytest.fixture
-def tiny_budget(monkeypatch):
+def tiny_budget(run_deps):
     budget = Budget(
         role="main",
         context_size=10_000,
@@ -390,7 +391,7 @@ def tiny_budget(monkeypatch):
         usable_input_tokens=4_000,
         source="env",
     )
-    monkeypatch.setattr(runs, "resolve_budget", lambda role: budget)
+    run_deps.use(resolve_budget=lambda role: budget)
     return budget
 
 
@@ -549,7 +550,7 @@ async def test_a_run_left_running_by_a_dead_server_does_not_block_the_conversati
 
 async def test_partial_answer_is_saved_while_it_streams(socket, conversation, engine, monkeypatch):
     """A crash mid-answer keeps what the user saw; a reload shows it (status running)."""
-    monkeypatch.setattr(runs, "CHECKPOINT_SECONDS", 0.01)
+    monkeypatch.setattr(lifecycle, "CHECKPOINT_SECONDS", 0.01)
     gate = asyncio.Event()
 
     async def slow_second_half(ctx):

@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from chat import runs
 from chat.models import Message
-from chat.run_registry import registry
+from chat.runs.registry import registry
 from contextmgmt.core.llm import LLMTimeout
-from tests.chat.test_runs_support import (
+from tests.support.fake_llm import Hang
+from tests.support.runs import (
     WAIT,
     answer_text,
     connect,
@@ -24,7 +24,6 @@ from tests.chat.test_runs_support import (
     of_type,
     send,
 )
-from tests.support.fake_llm import Hang
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -198,7 +197,7 @@ async def test_model_error_becomes_an_error_event(socket, conversation, ws_fake_
 
 
 async def test_iteration_compaction_is_forwarded_and_counted(
-    socket, conversation, ws_fake_llm, monkeypatch
+    socket, conversation, ws_fake_llm, run_deps
 ):
     """History that just fits the load budget, plus the engine's system prompt, does not fit:
     the engine's guard compacts (scope iteration) and its LLM call counts as compaction."""
@@ -215,7 +214,7 @@ async def test_iteration_compaction_is_forwarded_and_counted(
         usable_input_tokens=4_000,
         source="env",
     )
-    monkeypatch.setattr(runs, "resolve_budget", lambda role: budget)
+    run_deps.use(resolve_budget=lambda role: budget)
     query = "What next?"
     # DbMemory gets the budget minus the query: leave it 20 tokens of room, so it loads
     # everything; the system prompt alone is far more than 20 tokens.

@@ -17,7 +17,7 @@ from django.db.backends import utils as db_utils
 
 from chat import services
 from chat.models import Message
-from tests.chat.test_runs_support import answer_text, connect, events_until, send
+from tests.support.runs import answer_text, connect, events_until, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -25,7 +25,7 @@ pytestmark = [
 ]
 
 # message -> done of a plain ReAct turn with history, models and budgets already resolved
-# (chat.run_persistence caches them for a moment): the query's transaction (owner check,
+# (chat.runs.storage caches them for a moment): the query's transaction (owner check,
 # claim, the two messages), the history (summary, messages), the answer's transaction.
 MAX_QUERIES_PER_RUN = 12
 MAX_TRANSACTIONS_PER_RUN = 2

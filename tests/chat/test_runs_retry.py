@@ -18,7 +18,7 @@ from chat.models import Message
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.db_memory import DbMemory
 from fimone.agent.context import AgentOutcome
-from tests.chat.test_runs_support import (
+from tests.support.runs import (
     answer_text,
     connect,
     events_until,
@@ -34,9 +34,9 @@ pytestmark = [
 
 
 @pytest.fixture
-def engine(monkeypatch):
+def engine(run_deps):
     """Scripted engines, one per run, in order; ``contexts`` holds what each run was given."""
-    return install_scripted_engine(monkeypatch)
+    return install_scripted_engine(run_deps)
 
 
 async def fails(ctx):

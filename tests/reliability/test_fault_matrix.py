@@ -25,20 +25,12 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat import runs, services
+from chat import services
 from chat.models import Message
 from contextmgmt.budget import Budget
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens
 from fimone.llm.openai_client import OpenAIChatLLM
-from tests.chat.test_runs_support import (
-    answer_text,
-    connect,
-    events_until,
-    history_just_under,
-    of_type,
-    send,
-)
 from tests.reliability.fault_router import (
     ANSWER,
     COMPACTION_SITES,
@@ -46,6 +38,14 @@ from tests.reliability.fault_router import (
     SITES,
     FaultRouter,
     faults,
+)
+from tests.support.runs import (
+    answer_text,
+    connect,
+    events_until,
+    history_just_under,
+    of_type,
+    send,
 )
 
 pytestmark = [
@@ -110,7 +110,7 @@ def _long_history(conversation) -> None:
 
 
 @pytest.fixture
-def tiny_budget(monkeypatch):
+def tiny_budget(run_deps):
     budget = Budget(
         role="main",
         context_size=12_000,
@@ -118,7 +118,7 @@ def tiny_budget(monkeypatch):
         usable_input_tokens=BUDGET,
         source="env",
     )
-    monkeypatch.setattr(runs, "resolve_budget", lambda role: budget)
+    run_deps.use(resolve_budget=lambda role: budget)
     return budget
 
 
@@ -135,16 +135,13 @@ async def _conversation(user, site: str, query: str):
 HANG_LIMIT = 0.5  # seconds; production has the SDK's timeout, and these for other LLMs
 
 
-def _short_time_limits(monkeypatch) -> None:
+def _short_time_limits(run_deps) -> None:
     """Time limits a hung call meets: the run's per-call limit (AgentContext.llm_timeout,
     which the engines also give their guards' compaction calls) and DbMemory's compaction
     timeout — shortened so a hang cell is quick."""
     from contextmgmt.db_memory import DbMemory
 
-    monkeypatch.setattr(
-        runs, "make_memory", lambda **kw: DbMemory(**kw, compact_timeout=HANG_LIMIT)
-    )
-    real_engine_for = runs.engine_for
+    real_engine_for = run_deps.current.engine_for
 
     def engine_for(mode):
         engine = real_engine_for(mode)
@@ -155,7 +152,10 @@ def _short_time_limits(monkeypatch) -> None:
 
         return limited
 
-    monkeypatch.setattr(runs, "engine_for", engine_for)
+    run_deps.use(
+        make_memory=lambda **kw: DbMemory(**kw, compact_timeout=HANG_LIMIT),
+        engine_for=engine_for,
+    )
 
 
 @pytest.fixture
@@ -185,7 +185,7 @@ async def test_fault_matrix_cell(
     tiny_budget,
     sdk_llm,
     scripted_server,
-    monkeypatch,
+    run_deps,
 ):
     query = f"First question ({site} × {fault})"
     conversation = await _conversation(user, site, query)
@@ -196,9 +196,9 @@ async def test_fault_matrix_cell(
         server=scripted_server,
         stream_the_answer=site == "answer_stream",
     )
-    monkeypatch.setattr(runs, "get_llm", lambda role: router)
+    run_deps.use(get_llm=lambda role: router)
     if fault == "hang":
-        _short_time_limits(monkeypatch)
+        _short_time_limits(run_deps)
     mode = "dag" if site in DAG_SITES else "react"
     before = len(await _messages(conversation))
 

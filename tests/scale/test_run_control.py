@@ -1,4 +1,4 @@
-"""The cross-process run guard and orphan detection of chat.run_control (issue 10).
+"""The cross-process run guard and orphan detection of chat.runs.control.
 
 Database rules run on the test database (SQLite here; the PostgreSQL row-lock behaviour is
 exercised by tests/scale/test_two_processes.py). Probes run over a real Redis.
@@ -15,9 +15,10 @@ from channels.layers import InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 from django.db import transaction
 
-from chat import run_control, services
+from chat import services
 from chat.models import Message
-from chat.run_support import control_group
+from chat.runs import control as run_control
+from chat.runs.events import control_group
 
 
 @pytest.fixture
@@ -142,7 +143,7 @@ async def redis_layers(redis_server):
 
 
 async def owner_listener(layer, conversation_id, run_id: str) -> asyncio.Task:
-    """A run's control listener in the "owning process": answers pings like chat.runs."""
+    """A run's control listener in the "owning process": answers pings like a run's listener."""
     channel = await layer.new_channel()
     await layer.group_add(control_group(conversation_id), channel)
 

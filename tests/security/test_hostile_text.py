@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from chat import services
 from chat.models import Conversation, Message
-from chat.run_registry import registry
-from tests.chat.test_runs_support import connect, events_until, next_event
+from chat.runs.registry import registry
+from tests.support.runs import connect, events_until, next_event
 
 HYPOTHESIS = settings(
     max_examples=120,

@@ -22,15 +22,15 @@ from asgiref.sync import sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from chat import runs, services
+from chat import services
 from chat.models import Message
-from chat.run_registry import registry as registry_of_runs
+from chat.runs.registry import registry as registry_of_runs
 from contextmgmt.budget import Budget
 from contextmgmt.models import ModelConfig
 from fimone.llm import registry
 from tests.chat.images import image_bytes
-from tests.chat.test_runs_support import WAIT, connect, events_until, send
 from tests.support import scripted_server as scripted
+from tests.support.runs import WAIT, connect, events_until, send
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_runs")]
 
@@ -71,7 +71,7 @@ def _conversation_with_history(user):
     return conversation
 
 
-async def test_internal_fields_never_reach_the_provider(user, provider, monkeypatch):
+async def test_internal_fields_never_reach_the_provider(user, provider, run_deps):
     budget = Budget(
         role="main",
         context_size=12_000,
@@ -79,7 +79,7 @@ async def test_internal_fields_never_reach_the_provider(user, provider, monkeypa
         usable_input_tokens=4_000,
         source="env",
     )
-    monkeypatch.setattr(runs, "resolve_budget", lambda role: budget)
+    run_deps.use(resolve_budget=lambda role: budget)
     # Slow enough that the follow-up arrives while the run is still calling the model.
     provider.default = scripted.slow(0.4, scripted.text("Noted."))
     conversation = await sync_to_async(_conversation_with_history)(user)

@@ -1,6 +1,6 @@
-"""A run's steps and DAG plan survive a reload (issues 7, 8; DESIGN §3, §5).
+"""A run's steps and DAG plan survive a reload.
 
-The run stores what it showed besides its answer (``chat.run_support.RunRecord``) in the
+The run stores what it showed besides its answer (``chat.runs.record.RunRecord``) in the
 assistant message's metadata — at its end (done, error, cancelled) and with the 2-second
 progress checkpoint — and the messages API hands it back (``steps``, ``dag``). A socket
 joining mid-run gets the record so far in ``run.active``.
@@ -15,12 +15,12 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from chat import runs
 from chat.models import Message
+from chat.runs import lifecycle
 from contextmgmt.core.llm import LLMUnavailable
 from fimone.agent.context import AgentOutcome
 from tests.chat.test_runs_engines import dag_router
-from tests.chat.test_runs_support import (
+from tests.support.runs import (
     WAIT,
     connect,
     events_until,
@@ -37,9 +37,9 @@ pytestmark = [
 
 
 @pytest.fixture
-def engine(monkeypatch):
+def engine(run_deps):
     """Scripted engines, one per run, in order."""
-    return install_scripted_engine(monkeypatch)
+    return install_scripted_engine(run_deps)
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ async def test_failed_and_cancelled_runs_keep_their_steps(socket, conversation, 
 async def test_progress_checkpoint_stores_the_steps_so_far(
     socket, conversation, engine, monkeypatch
 ):
-    monkeypatch.setattr(runs, "CHECKPOINT_SECONDS", 0.01)
+    monkeypatch.setattr(lifecycle, "CHECKPOINT_SECONDS", 0.01)
     gate = asyncio.Event()
 
     async def slow(ctx):

@@ -1,5 +1,5 @@
-"""RunRecord: the bounded record of a run's steps and DAG plan kept for a reload (issues 7, 8;
-DESIGN §5 events). Pure Python: no database, no channel layer."""
+"""RunRecord: the bounded record of a run's steps and DAG plan kept for a reload.
+Pure Python: no database, no channel layer."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chat.run_support import (
+from chat.runs.events import EventPublisher
+from chat.runs.record import (
     RECORD_MAX_ROUNDS,
     RECORD_MAX_STEPS,
     RECORD_TEXT_CHARS,
-    EventPublisher,
     RunRecord,
 )
 
@@ -236,7 +236,7 @@ async def test_publisher_records_what_it_sends_and_no_deltas():
 
 
 async def test_snapshot_for_another_process_carries_the_record_sent_so_far():
-    """run.active to a socket of another process (issue 10): steps as of the snapshot."""
+    """run.active to a socket of another process: steps as of the snapshot."""
     record = RunRecord()
     layer = RecordingLayer()
     direct: list[dict] = []

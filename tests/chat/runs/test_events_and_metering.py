@@ -1,4 +1,4 @@
-"""The parts runs are built from (chat/run_support.py): event publishing, metering, errors."""
+"""Run events (publishing, failures as client errors) and usage metering."""
 
 from __future__ import annotations
 
@@ -8,13 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chat.run_support import (
-    EventPublisher,
-    MeteredLLM,
-    conversation_group,
-    failure_of,
-    usage_totals,
-)
+from chat.runs.events import EventPublisher, conversation_group, failure_of
+from chat.runs.metering import MeteredLLM, usage_totals
 from contextmgmt.core.llm import ContextOverflow, LLMError, LLMTimeout, Usage
 from contextmgmt.core.messages import ChatMessage
 from tests.support.fake_llm import FakeLLM

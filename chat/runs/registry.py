@@ -1,9 +1,8 @@
-"""Which conversation has an active run, in this process (issue 7).
+"""The runs this process owns, by conversation.
 
-One active run per conversation. The registry is process-local for now: with several
-server processes (issue 10) the "is a run active" question moves to shared storage, while
-inject/cancel already travel through the channel layer (``run_support.control_group``), so
-they reach the run's owner wherever it lives.
+The registry answers "is a run active?" for this process only; ``control`` answers it for
+the runs of other processes, from the database. Inject and cancel travel through the
+channel layer (``events.control_group``), so they reach a run's owner wherever it lives.
 
 A per-conversation lock makes "check for an active run, then start one or inject into it"
 atomic against a second tab sending at the same moment.

@@ -1,11 +1,10 @@
-"""Helpers and fixtures for the websocket run tests (test_consumer*, test_runs*).
-
-The fixtures (``clean_runs``, ``ws_fake_llm``) are registered in tests/conftest.py.
+"""Helpers and fixtures for the websocket run tests (a pytest plugin: tests/conftest.py
+loads it through ``pytest_plugins``).
 
 Sockets are real Channels ``WebsocketCommunicator``s on the project's routes; the user is
 put in the scope directly (one test in test_consumer.py goes through the full ASGI stack
-with a session cookie and an Origin header instead). LLMs are ``FakeLLM``s substituted
-for ``chat.runs.get_llm``.
+with a session cookie and an Origin header instead). A run's collaborators (LLMs, budgets,
+memory, engine, tools) are replaced through the ``run_deps`` fixture.
 """
 
 from __future__ import annotations
@@ -18,9 +17,10 @@ from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from chat import runs
 from chat.routing import websocket_urlpatterns
-from chat.run_registry import registry
+from chat.runs import deps
+from chat.runs.deps import RunDeps
+from chat.runs.registry import registry
 from tests.support.fake_llm import FakeLLM
 
 # Guards against a hang, not a speed requirement: a healthy run answers in milliseconds.
@@ -42,11 +42,33 @@ async def clean_runs():
         await layer.flush()
 
 
+class RunDepsOverride:
+    """The collaborators new runs are built with, for one test."""
+
+    @property
+    def current(self) -> RunDeps:
+        return deps.current()
+
+    def use(self, **changes) -> RunDeps:
+        """Build new runs with these collaborators (``get_llm=…``, ``engine_for=…``)."""
+        replaced = deps.current().replace(**changes)
+        deps.install(replaced)
+        return replaced
+
+
 @pytest.fixture
-def ws_fake_llm(monkeypatch) -> FakeLLM:
+def run_deps():
+    """Replace a run's collaborators for this test: ``run_deps.use(get_llm=…)``."""
+    previous = deps.current()
+    yield RunDepsOverride()
+    deps.install(previous)
+
+
+@pytest.fixture
+def ws_fake_llm(run_deps) -> FakeLLM:
     """One scripted LLM for every role (main, fast, compaction)."""
     llm = FakeLLM(model_name="fake-main")
-    monkeypatch.setattr(runs, "get_llm", lambda role: llm)
+    run_deps.use(get_llm=lambda role: llm)
     return llm
 
 
@@ -110,9 +132,9 @@ class ScriptedEngine:
         return await self.scripts.pop(0)(ctx)
 
 
-def install_scripted_engine(monkeypatch) -> ScriptedEngine:
+def install_scripted_engine(run_deps: RunDepsOverride) -> ScriptedEngine:
     scripted = ScriptedEngine()
-    monkeypatch.setattr(runs, "engine_for", scripted.engine_for)
+    run_deps.use(engine_for=scripted.engine_for)
     return scripted
 
 

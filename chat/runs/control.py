@@ -1,9 +1,9 @@
-"""One active run per conversation across server processes (issue 10, DESIGN §8).
+"""One active run per conversation across server processes.
 
-A run lives in the process that started it (``chat.runs``); its control channel is in the
-conversation's control group (``run_support.control_group``), so ``inject`` / ``cancel``
-sent by any process's consumer reach it through the channel layer. What is process-local
-is the question "is a run active?" (``chat.run_registry``). This module answers it for
+A run lives in the process that started it (``lifecycle``); its control channel is in the
+conversation's control group (``events.control_group``), so ``inject`` / ``cancel`` sent
+by any process's consumer reach it through the channel layer. What is process-local is
+the question "is a run active?" (``registry``). This module answers it for
 runs of *other* processes, from the database:
 
 - the active run of a conversation is its assistant message with status ``running``;
@@ -23,7 +23,8 @@ runs of *other* processes, from the database:
 
 A pending channel-layer ``receive()`` is never cancelled here: with channels-redis the
 cancelled one may be holding a message for another socket of the process, which is then
-lost (channels_redis issue 366). Timeouts and stops are messages instead.
+lost (https://github.com/django/channels_redis/issues/366). Timeouts and stops are
+messages instead.
 
 With the in-memory channel layer there is only one process: a ``running`` message that
 the local registry does not know is an orphan without asking.
@@ -46,7 +47,7 @@ from django.conf import settings
 from django.db import transaction
 
 from chat.models import Conversation, Message
-from chat.run_support import control_group
+from chat.runs.events import control_group, conversation_group
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +192,7 @@ async def probe(
     )
     # Never cancel a channels-redis receive(): the cancelled one may hold the process's
     # receive lock with a message for another socket in flight, which is then lost
-    # (channels_redis issue 366). The deadline is a message to ourselves instead.
+    # (see the module docstring). The deadline is a message to ourselves instead.
     loop = asyncio.get_running_loop()
     expired = asyncio.Event()
     timer = loop.call_later(wait_seconds or probe_seconds(), expired.set)
@@ -275,6 +276,34 @@ async def remote_run(layer, *, conversation_id: Any) -> RemoteRun | None:
             conversation_id=conversation_id, run_id=active.run_id
         )
     return None
+
+
+# --- messages to a run, wherever it lives --------------------------------------------------
+
+
+async def announce_injection(layer, *, conversation_id: Any, run_id: str, message) -> None:
+    """Show a stored follow-up on every socket (``injected``), then hand it to the run."""
+    await layer.group_send(
+        conversation_group(conversation_id),
+        {
+            "type": "chat.event",
+            "event": {
+                "type": "injected",
+                "message_id": message.pk,
+                "content": message.content,
+                "images": (message.metadata or {}).get("images", []),
+                "run_id": run_id,
+            },
+        },
+    )
+    await layer.group_send(
+        control_group(conversation_id),
+        {"type": "run.inject", "run_id": run_id, "message_id": message.pk},
+    )
+
+
+async def send_cancel(layer, *, conversation_id: Any, run_id: str) -> None:
+    await layer.group_send(control_group(conversation_id), {"type": "run.cancel", "run_id": run_id})
 
 
 # --- start-up recovery ------------------------------------------------------------------

@@ -1,0 +1,206 @@
+"""Agent runs driven from the websocket: what the consumer and the management commands call.
+
+A run, in order (docs/architecture.md draws it):
+
+1. the user message is persisted (``pending``, pinned) and an assistant message started
+   (``running``) — before any LLM call, so nothing the user typed is ever lost;
+2. ``run.started`` goes to every socket of the conversation;
+3. models, budgets and the history are read; the history is fitted to the budget (a
+   ``compact`` event, scope ``history``, when it was compacted; a new summary is stored for
+   the next load);
+4. the engine (ReAct or DAG) runs as a task; its events go to the conversation's group;
+5. the answer is stored with its usage (compaction included) and the compaction facts,
+   then ``done``; a failure gives ``error`` and an answer marked ``error`` with the partial
+   text; a cancel gives ``run.cancelled {message_id, run_id}`` and a ``cancelled`` answer
+   with the partial text.
+
+One run per conversation, across server processes (``control``). A ``message`` while a
+run is active is persisted as ``injected`` (pinned), announced with ``injected`` and handed
+to the run, whose engine takes it at its next iteration; one that arrives too late (while
+the final answer streams) is answered by a follow-up run. Runs belong to the server, not
+to a socket: a closed tab does not stop them, and a client that reconnects catches up
+through ``run.active`` and the HTTP messages API.
+
+The modules, each using only those after it: ``lifecycle`` (launch, work, finish,
+follow-ups), ``storage`` (the database side), ``control`` (one run per conversation across
+processes), ``registry`` (this process's runs), ``events`` (publishing), ``record`` (steps
+and plan kept for a reload), ``metering`` (usage), ``deps`` (the collaborators a run is
+built with).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from chat.errors import ChatError
+from chat.runs import control, deps, lifecycle, storage
+from chat.runs.control import SnapshotGate
+from chat.runs.events import conversation_group
+from chat.runs.registry import registry
+from chat.services import messages_mark_interrupted
+
+MODES = ("react", "dag")
+
+__all__ = [
+    "MODES",
+    "SnapshotGate",
+    "active_snapshot",
+    "cancel_active_run",
+    "conversation_group",
+    "recover_runs",
+    "request_remote_snapshot",
+    "retry_answer",
+    "submit_message",
+]
+
+
+async def submit_message(
+    *,
+    user,
+    conversation_id,
+    content: str,
+    file_ids: list | tuple = (),
+    mode: str | None = None,
+) -> dict:
+    """Start a run, or inject into the active one. Returns ``{"run_id", "message_id",
+    "injected"}``. Bad input raises ``chat.errors.ChatError`` (nothing is persisted) and
+    an unknown or foreign conversation ``Conversation.DoesNotExist``."""
+    received = time.perf_counter()  # elapsed_ms counts from here
+    layer = get_channel_layer()
+    async with registry.lock(conversation_id):
+        for attempt in range(3):
+            active = registry.get(conversation_id)
+            # One process (in-memory layer): the registry is the truth, and a stale
+            # ``running`` message is caught by open_run's claim (RunBusy) and reclaimed on
+            # the next attempt — no database look-up on the common path. Otherwise the
+            # active run may live in another process: control finds it in the database.
+            if active is None and (attempt or not control.is_single_process(layer)):
+                active = await control.remote_run(layer, conversation_id=conversation_id)
+            if active is not None:
+                try:
+                    message = await database_sync_to_async(storage.persist_injection)(
+                        user=user,
+                        conversation_id=conversation_id,
+                        content=content,
+                        file_ids=file_ids,
+                        run_id=active.run_id,
+                        remote=isinstance(active, control.RemoteRun),
+                    )
+                except control.RunNotActive:
+                    continue  # the other process's run just finished: start one here
+                if isinstance(active, lifecycle.Run):
+                    active.local_injections += 1
+                await control.announce_injection(
+                    layer, conversation_id=conversation_id, run_id=active.run_id, message=message
+                )
+                return {"run_id": active.run_id, "message_id": message.pk, "injected": True}
+
+            try:
+                opened = await database_sync_to_async(storage.open_run)(
+                    user=user,
+                    conversation_id=conversation_id,
+                    content=content,
+                    file_ids=file_ids,
+                    mode=mode,
+                    run_id=uuid.uuid4().hex,
+                )
+            except control.RunBusy:
+                continue  # another process started a run a moment ago: inject into it
+            await lifecycle.launch(
+                layer,
+                opened,
+                conversation_id=conversation_id,
+                deps=deps.current(),
+                received=received,
+            )
+            return {"run_id": opened.run_id, "message_id": opened.query.pk, "injected": False}
+    raise ChatError("run_busy", "The conversation is busy right now; send the message again.")
+
+
+async def retry_answer(*, user, conversation_id, message_id: int) -> dict:
+    """Answer a failed answer's question again: a new run on the persisted user message (no
+    second copy of it); the failed answer is marked ``superseded_by`` the new one.
+
+    Only the owner's newest answer with status error / cancelled / interrupted, and only
+    while no run is active. Raises ``ChatError`` (``bad_message_id``, ``not_retryable``,
+    ``run_active``) and ``Conversation.DoesNotExist`` for a foreign conversation.
+    Returns ``{"run_id", "message_id", "assistant_message_id"}``."""
+    received = time.perf_counter()
+    layer = get_channel_layer()
+    async with registry.lock(conversation_id):
+        active = registry.get(conversation_id)
+        if active is None and not control.is_single_process(layer):
+            active = await control.remote_run(layer, conversation_id=conversation_id)
+        if active is not None:
+            raise ChatError("run_active", "An answer is being written: wait or stop it first.")
+        try:
+            opened = await database_sync_to_async(storage.open_retry)(
+                user=user,
+                conversation_id=conversation_id,
+                message_id=message_id,
+                run_id=uuid.uuid4().hex,
+            )
+        except control.RunBusy as exc:
+            raise ChatError(
+                "run_active", "An answer is being written: wait or stop it first."
+            ) from exc
+        await lifecycle.launch(
+            layer,
+            opened,
+            conversation_id=conversation_id,
+            deps=deps.current(),
+            received=received,
+            retry_of=message_id,
+        )
+    return {
+        "run_id": opened.run_id,
+        "message_id": opened.query.pk,
+        "assistant_message_id": opened.answer_id,
+    }
+
+
+def active_snapshot(*, conversation_id: Any) -> dict | None:
+    """This process's active run of the conversation as a socket joining now needs it:
+    ids, mode and the answer text streamed so far (the ``run.active`` event)."""
+    run = registry.get(conversation_id)
+    return None if run is None else run.snapshot()
+
+
+async def request_remote_snapshot(layer, *, conversation_id: Any, reply_to: str) -> bool:
+    """Ask another process's active run for ``run.active`` (see ``control.request_snapshot``)."""
+    return await control.request_snapshot(layer, conversation_id=conversation_id, reply_to=reply_to)
+
+
+async def cancel_active_run(*, conversation_id: Any) -> bool:
+    """Ask the conversation's active run to stop; False when none is active."""
+    layer = get_channel_layer()
+    active = registry.get(conversation_id)
+    if active is None:
+        # Perhaps a run of another server process. Under the registry lock: a run of this
+        # process being launched right now is not mistaken for an orphan.
+        async with registry.lock(conversation_id):
+            active = registry.get(conversation_id) or await control.remote_run(
+                layer, conversation_id=conversation_id
+            )
+    if active is None:
+        return False
+    await control.send_cancel(layer, conversation_id=conversation_id, run_id=active.run_id)
+    return True
+
+
+def recover_runs() -> int:
+    """Mark interrupted the runs a dead server process left ``running`` (at server start).
+
+    With several processes on a shared channel layer only the runs no live process answers
+    for; with one process every unfinished message. Returns the number of messages changed.
+    """
+    layer = get_channel_layer()
+    if layer is not None and not control.is_single_process(layer):
+        return async_to_sync(control.reclaim_orphans)(layer)
+    return messages_mark_interrupted()

@@ -1,0 +1,64 @@
+"""What a run is built with: the models, budgets, memory, engine and tools.
+
+One ``RunDeps`` value holds them. The entry points read the installed one once per run and
+hand it down, so a run never looks a collaborator up behind its own back. Tests install
+their own (``tests/support/runs.py``: the ``run_deps`` fixture) instead of patching
+module functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from chat.recall import recall_search_for
+from contextmgmt.budget import Budget
+from contextmgmt.budget import resolve_budget as resolve_configured_budget
+from contextmgmt.core.llm import LLM
+from contextmgmt.core.memory import BaseMemory
+from contextmgmt.db_memory import DbMemory
+from fimone.agent import AgentContext, AgentOutcome, Tool, default_tools, run_dag, run_react
+from fimone.llm import get_llm as registry_llm
+
+Engine = Callable[[AgentContext], Awaitable[AgentOutcome]]
+
+
+def make_tools(conversation_id: Any, *, before_id: int) -> list[Tool]:
+    """The default tools, with ``recall`` searching this conversation's older messages."""
+    return default_tools(recall_search=recall_search_for(conversation_id, before_id=before_id))
+
+
+def engine_for(mode: str) -> Engine:
+    return run_dag if mode == "dag" else run_react
+
+
+@dataclass(frozen=True)
+class RunDeps:
+    """A run's collaborators. ``get_llm`` / ``resolve_budget`` take a role (``main``,
+    ``fast``); ``make_memory`` takes DbMemory's keyword arguments."""
+
+    get_llm: Callable[[str], LLM] = registry_llm
+    resolve_budget: Callable[[str], Budget] = resolve_configured_budget
+    make_memory: Callable[..., BaseMemory] = DbMemory
+    engine_for: Callable[[str], Engine] = engine_for
+    make_tools: Callable[..., list[Tool]] = make_tools
+
+    def replace(self, **changes: Any) -> RunDeps:
+        return dataclasses.replace(self, **changes)
+
+
+_installed = RunDeps()
+
+
+def current() -> RunDeps:
+    """The collaborators new runs are built with."""
+    return _installed
+
+
+def install(deps: RunDeps) -> RunDeps:
+    """Build new runs with ``deps``; returns the ones installed before (to restore them)."""
+    global _installed
+    previous, _installed = _installed, deps
+    return previous

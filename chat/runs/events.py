@@ -1,0 +1,149 @@
+"""Run events: the groups they travel through, the publisher that sends them in order, and
+how a failure is told to the client.
+
+Every socket of a conversation joins one channel-layer group, so a second tab sees the same
+events; a run's control messages (inject, cancel, ping, snapshot) travel through a second
+group, so they reach the run in whichever server process owns it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from contextmgmt.core.llm import (
+    ContextOverflow,
+    LLMAuthError,
+    LLMBadResponse,
+    LLMError,
+    LLMRateLimited,
+    LLMTimeout,
+    LLMUnavailable,
+)
+
+logger = logging.getLogger(__name__)
+
+# How long answer deltas may wait to be merged into one event. Short enough to read as
+# live streaming, long enough that a zero-latency model sends a handful of events, not
+# hundreds.
+DELTA_FLUSH_SECONDS = 0.025
+
+
+def conversation_group(conversation_id: Any) -> str:
+    """Every socket open on the conversation: run events go here."""
+    return f"chat.{conversation_id}"
+
+
+def control_group(conversation_id: Any) -> str:
+    """The active run of the conversation listens here for ``inject`` / ``cancel``."""
+    return f"chatrun.{conversation_id}"
+
+
+class EventPublisher:
+    """Publishes run events to a conversation's sockets, in order.
+
+    ``answer.delta`` texts are buffered for at most ``flush_seconds`` and sent as one event;
+    any other event flushes the buffer first, so no event overtakes text streamed before it.
+    ``on_event`` sees every event as the engine emitted it (the run keeps its partial answer
+    and compaction facts from there).
+    """
+
+    def __init__(
+        self,
+        layer,
+        conversation_id: Any,
+        *,
+        flush_seconds: float = DELTA_FLUSH_SECONDS,
+        on_event=None,
+        on_sent=None,
+    ) -> None:
+        self._layer = layer
+        self._group = conversation_group(conversation_id)
+        self._flush_seconds = flush_seconds
+        self.on_event = on_event
+        # Sees every event but the deltas as it goes out (the run's RunRecord), in the same
+        # step as the group send: a snapshot taken from it plus later events is exact.
+        self._on_sent = on_sent
+        self._buffer: list[str] = []
+        # Answer text already sent to the group: what a socket joining now has missed.
+        self.published_text: list[str] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timed_flush: asyncio.Task | None = None
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, event_type: str, payload: dict) -> None:
+        if self.on_event is not None:
+            self.on_event(event_type, payload)
+        if event_type == "answer.delta":
+            text = payload.get("text") or ""
+            if text:
+                self._buffer.append(text)
+                if self._timer is None:
+                    loop = asyncio.get_running_loop()
+                    self._timer = loop.call_later(self._flush_seconds, self._flush_soon)
+            return
+        await self.flush()
+        async with self._lock:
+            if self._on_sent is not None:
+                self._on_sent(event_type, payload)
+            await self._send(event_type, payload)
+
+    def _flush_soon(self) -> None:
+        self._timer = None
+        self._timed_flush = asyncio.ensure_future(self.flush())
+
+    async def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        async with self._lock:
+            if not self._buffer:
+                return
+            text = "".join(self._buffer)
+            self._buffer.clear()
+            # Recorded in the same step in which the group's members are read (no await in
+            # between), so a socket joining the group gets each piece exactly once: in the
+            # snapshot (run.active) or as an event.
+            self.published_text.append(text)
+            await self._send("answer.delta", {"text": text})
+
+    async def send_snapshot(self, channel: str, snapshot: dict) -> None:
+        """``run.active`` to one socket of another process: under the send lock,
+        with the text published so far, so it sits in order among this run's deltas."""
+        async with self._lock:
+            event = {"type": "run.active", **snapshot, "text": "".join(self.published_text)}
+            # The steps and plan as sent so far, taken under the same lock for the same reason.
+            as_metadata = getattr(self._on_sent, "as_metadata", None)
+            if as_metadata is not None:
+                event.update(as_metadata())
+            await self._layer.send(channel, {"type": "chat.event", "event": event})
+
+    async def _send(self, event_type: str, payload: dict) -> None:
+        await self._layer.group_send(
+            self._group, {"type": "chat.event", "event": {"type": event_type, **payload}}
+        )
+
+
+# --- failures --------------------------------------------------------------------------------
+
+_FAILURES: list[tuple[type[BaseException], str, str]] = [
+    (ContextOverflow, "context_overflow", "The conversation is too long for the model."),
+    (LLMTimeout, "llm_timeout", "The model did not answer in time."),
+    (LLMRateLimited, "llm_rate_limited", "The model is rate limited right now."),
+    (LLMUnavailable, "llm_unavailable", "The model could not be reached."),
+    (LLMBadResponse, "llm_bad_response", "The model sent a malformed response."),
+    (LLMAuthError, "llm_auth", "The model refused fimone's credentials."),
+    (LLMError, "llm_error", "The model call failed."),
+]
+_RETRY_HINT = " Your message is saved; use Retry to ask again."
+
+
+def failure_of(exc: BaseException) -> dict[str, str]:
+    """``{code, message}`` for the client; internal errors say nothing about internals."""
+    for kind, code, text in _FAILURES:
+        if isinstance(exc, kind):
+            detail = str(exc).strip()
+            message = f"{text} ({detail[:300]})" if detail else text
+            return {"code": code, "message": message + _RETRY_HINT}
+    return {"code": "internal_error", "message": "Something went wrong." + _RETRY_HINT}

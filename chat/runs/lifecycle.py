@@ -1,0 +1,439 @@
+"""A run from launch to its end: the engine's task, its control listener, progress
+checkpoints, the final write and announcement, and follow-up runs.
+
+``launch`` registers the run, announces ``run.started`` and starts four tasks:
+
+- ``_work``: prepares (models, budgets, history) and runs the engine (ReAct or DAG); its
+  events go to the conversation's sockets through the run's ``EventPublisher``;
+- ``_listen``: the run's control messages from any process (inject, cancel, ping,
+  snapshot), until ``_close`` stops it;
+- ``_checkpoint``: the streamed text saved every ``CHECKPOINT_SECONDS``, so a crash or a
+  reload keeps what the user already saw;
+- ``_supervise``: waits for the work, then ``_finish`` (persist, then announce ``done`` /
+  ``error`` / ``run.cancelled``) and ``_close`` (leave the registry, answer follow-ups
+  the engine never saw with a follow-up run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from chat.runs import control, storage
+from chat.runs.deps import RunDeps
+from chat.runs.events import EventPublisher, control_group, failure_of
+from chat.runs.metering import MeteredLLM, usage_totals
+from chat.runs.record import RunRecord
+from chat.runs.registry import registry
+from contextmgmt.core.llm import Usage
+from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.tokens import estimate_message_tokens
+from fimone.agent import AgentContext, InjectionQueue
+
+logger = logging.getLogger(__name__)
+
+# A query that leaves less than this for history still gets this much (the guard
+# compacts per iteration anyway).
+MIN_HISTORY_TOKENS = 2_000
+# While an answer streams, its text so far is saved this often (only when it changed), so
+# a server crash or a reload keeps what the user already saw. Short runs never wait this
+# long: they write nothing extra.
+CHECKPOINT_SECONDS = 2.0
+
+
+class TrackedInjections(InjectionQueue):
+    """Remembers which injected messages the engine took (the rest get a follow-up run)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.taken_ids: set[int] = set()
+
+    def drain(self) -> list[ChatMessage]:
+        drained = super().drain()
+        self.taken_ids.update(m.metadata.get("id") for m in drained)
+        return drained
+
+
+@dataclass(eq=False)
+class Run:
+    opened: storage.OpenedRun
+    conversation_id: Any
+    deps: RunDeps
+    started: float  # perf_counter when the frame arrived: elapsed_ms counts from here
+    publisher: EventPublisher
+    control_channel: str
+    injections: TrackedInjections = field(default_factory=TrackedInjections)
+    task: asyncio.Task | None = None
+    work: asyncio.Task | None = None
+    listener: asyncio.Task | None = None
+    checkpoints: asyncio.Task | None = None
+    prepared: storage.PreparedRun | None = None  # set by the work once it has it
+    cancel_requested: bool = False
+    finishing: bool = False
+    answer_parts: list[str] = field(default_factory=list)
+    history_compaction: dict | None = None
+    local_injections: int = 0  # follow-ups stored by this process for this run
+    answer_usage: Usage = field(default_factory=Usage)
+    compaction_usage: Usage = field(default_factory=Usage)
+    metered: list = field(default_factory=list)  # (MeteredLLM, model_config_id)
+    # Steps and DAG plan as shown live, stored with the answer for a reload.
+    record: RunRecord = field(default_factory=RunRecord)
+    retry_of: int | None = None  # the failed assistant message this run answers again
+
+    @property
+    def run_id(self) -> str:
+        return self.opened.run_id
+
+    @property
+    def mode(self) -> str:
+        return self.opened.mode
+
+    @property
+    def query_message_id(self) -> int:
+        return self.opened.query.pk
+
+    @property
+    def assistant_message_id(self) -> int:
+        return self.opened.answer_id
+
+    def request_cancel(self) -> bool:
+        """Stop the engine; False when the run is already finishing."""
+        if self.finishing or self.work is None or self.work.done():
+            return False
+        self.cancel_requested = True
+        self.work.cancel()
+        return True
+
+    def on_event(self, event_type: str, payload: dict) -> None:
+        if event_type == "answer.delta":
+            self.answer_parts.append(payload.get("text") or "")
+
+    def snapshot(self) -> dict | None:
+        """The run as a socket joining now needs it (the ``run.active`` event): ids, mode,
+        the answer text streamed so far and the steps and plan so far."""
+        if self.finishing:
+            return None
+        return {
+            "run_id": self.run_id,
+            "message_id": self.query_message_id,
+            "assistant_message_id": self.assistant_message_id,
+            "mode": self.mode,
+            "text": "".join(self.publisher.published_text),
+            # Taken with the text: later ones arrive as events.
+            **self.record.as_metadata(),
+        }
+
+
+# --- launch ------------------------------------------------------------------------------------
+
+
+async def launch(
+    layer,
+    opened: storage.OpenedRun,
+    *,
+    conversation_id: Any,
+    deps: RunDeps,
+    received: float,
+    retry_of: int | None = None,
+) -> Run:
+    """Register the run, join its control group, announce it and start its tasks."""
+    record = RunRecord()
+    # Join before registering: an inject/cancel sent the moment the run is visible arrives.
+    # The default prefix matters: channels-redis multiplexes all of a process's channels
+    # over one Redis list per prefix; another prefix would wait behind the consumers'.
+    control_channel = await layer.new_channel()
+    run = Run(
+        opened=opened,
+        conversation_id=conversation_id,
+        deps=deps,
+        started=received,
+        publisher=EventPublisher(layer, conversation_id, on_sent=record),
+        control_channel=control_channel,
+        record=record,
+        retry_of=retry_of,
+    )
+    run.publisher.on_event = run.on_event
+    await layer.group_add(control_group(conversation_id), control_channel)
+    registry.add(run)
+    query = opened.query
+    await run.publisher(
+        "run.started",
+        {
+            "run_id": run.run_id,
+            "message_id": query.pk,
+            "assistant_message_id": opened.answer_id,
+            "mode": opened.mode,
+            # What was asked, so a second tab can show it too.
+            "content": query.content,
+            "images": (query.metadata or {}).get("images", []),
+            **({"retry_of": retry_of} if retry_of is not None else {}),
+        },
+    )
+    # The engine's task exists before the listener can read a cancel for it.
+    run.work = asyncio.create_task(_work(run))
+    run.checkpoints = asyncio.create_task(_checkpoint(run))
+    run.listener = asyncio.create_task(_listen(run, layer))
+    run.task = asyncio.create_task(_supervise(run, layer))
+    return run
+
+
+async def _listen(run: Run, layer) -> None:
+    """Control messages for this run (from any process's consumers)."""
+    while True:
+        message = await layer.receive(run.control_channel)
+        if message.get("run_id") != run.run_id:
+            continue
+        kind = message.get("type")
+        if kind == "run.cancel":
+            run.request_cancel()
+        elif kind == control.STOP:
+            return  # the run has finished (control.stop_listener)
+        elif kind == control.SNAPSHOT:
+            # A socket of another process joined mid-run: its run.active.
+            snapshot = run.snapshot()
+            if snapshot is not None and isinstance(message.get("reply_to"), str):
+                await run.publisher.send_snapshot(message["reply_to"], snapshot)
+        elif kind == control.PING:
+            # Another process asks whether this run is alive (orphan detection).
+            await control.answer_ping(layer, message, run_id=run.run_id)
+        elif kind == "run.inject":
+            try:
+                injected = await database_sync_to_async(storage.load_injection)(
+                    message["message_id"], vision=_vision(run)
+                )
+            except Exception:
+                logger.exception("run %s: could not load injected message", run.run_id)
+                continue
+            run.injections.put_nowait(injected)
+
+
+def _vision(run: Run) -> bool:
+    if run.prepared is not None:
+        return run.prepared.vision
+    return storage.supports_vision(run.deps.get_llm("main"))
+
+
+async def _supervise(run: Run, layer) -> None:
+    try:
+        await asyncio.wait({run.work})
+    except asyncio.CancelledError:
+        # The server is going down: stop the engine; recover_runs marks the messages
+        # interrupted at the next start.
+        run.work.cancel()
+        run.listener.cancel()
+        run.checkpoints.cancel()
+        registry.remove(run)
+        raise
+    run.finishing = True
+    try:
+        await _finish(run)
+    finally:
+        await _close(run, layer)
+
+
+# --- work --------------------------------------------------------------------------------------
+
+
+async def _work(run: Run):
+    prepared = await database_sync_to_async(storage.prepare)(run.opened, run.deps)
+    run.prepared = prepared
+    for message in prepared.follow_ups:
+        run.injections.put_nowait(message)
+    main = MeteredLLM(prepared.main, run.answer_usage)
+    fast = MeteredLLM(prepared.fast, run.answer_usage)
+    compact = MeteredLLM(prepared.fast, run.compaction_usage)
+    run.metered = [(main, prepared.main_config_id), (fast, prepared.fast_config_id)]
+
+    memory = run.deps.make_memory(
+        conversation_id=run.conversation_id,
+        max_tokens=max(
+            MIN_HISTORY_TOKENS, prepared.main_tokens - estimate_message_tokens(prepared.query)
+        ),
+        compact_llm=compact,
+        vision=prepared.vision,
+        loaded=prepared.history,
+    )
+    history = [
+        m
+        for m in await memory.get_messages()
+        # This run's own messages (a follow-up typed while history loaded) are not history.
+        if (m.metadata.get("id") or 0) < run.query_message_id
+    ]
+    if memory.was_compacted:
+        run.history_compaction = _history_facts(memory)
+        await run.publisher("compact", {"scope": "history", **run.history_compaction})
+        summary = getattr(memory, "new_summary", None)
+        if summary is not None:
+            await database_sync_to_async(storage.save_summary)(run.conversation_id, summary)
+
+    ctx = AgentContext(
+        llm=main,
+        fast_llm=fast,
+        compact_llm=compact,
+        main_budget=prepared.main_tokens,
+        fast_budget=prepared.fast_tokens,
+        history=history,
+        query=prepared.query,
+        sink=run.publisher,
+        injections=run.injections,
+        tools=run.deps.make_tools(run.conversation_id, before_id=run.query_message_id),
+        # Our own bound on every model call: the SDK's timeout counts per attempt and per
+        # read, so with retries a hung provider could otherwise hold a user for minutes.
+        llm_timeout=settings.LLM_TIMEOUT_SECONDS,
+    )
+    return await run.deps.engine_for(run.mode)(ctx)
+
+
+def _history_facts(memory) -> dict:
+    strategy = getattr(memory, "strategy", None) or getattr(memory.result, "strategy", "llm")
+    facts = {
+        # A reused stored summary was written by the LLM on an earlier load.
+        "strategy": "llm" if strategy == "summary" else strategy,
+        "original_count": memory.original_count,
+        "compacted_count": memory.compacted_count,
+        "tokens_before": getattr(memory, "tokens_before", 0),
+        "tokens_after": getattr(memory, "tokens_after", 0),
+    }
+    if strategy == "summary":
+        facts["reused_summary"] = True
+    return facts
+
+
+async def _checkpoint(run: Run) -> None:
+    """Save the partial answer every CHECKPOINT_SECONDS while the engine works."""
+    saved, recorded = 0, 0
+    while not run.work.done():
+        await asyncio.sleep(CHECKPOINT_SECONDS)
+        if run.finishing or (len(run.answer_parts), run.record.version) == (saved, recorded):
+            continue
+        # Steps and plan only when they moved (a JSON merge costs a read).
+        record = run.record.as_metadata() if run.record.version != recorded else None
+        saved, recorded = len(run.answer_parts), run.record.version
+        try:
+            await database_sync_to_async(storage.save_progress)(
+                message_id=run.assistant_message_id,
+                content="".join(run.answer_parts),
+                record=record,
+            )
+        except Exception:  # a missed checkpoint costs nothing but durability
+            logger.warning("run %s: could not save progress", run.run_id, exc_info=True)
+
+
+# --- the end -----------------------------------------------------------------------------------
+
+
+async def _finish(run: Run) -> None:
+    """Persist the outcome, then tell every socket (``done`` / ``error`` / ``run.cancelled``)."""
+    # The final write comes after any checkpoint in flight (one database thread, in order).
+    run.checkpoints.cancel()
+    await run.publisher.flush()
+    outcome, failure = None, None
+    if run.work.cancelled():
+        status = "cancelled"
+    elif run.work.exception() is not None:
+        status = "error"
+        exc = run.work.exception()
+        failure = failure_of(exc)
+        if failure["code"] == "internal_error":
+            logger.error("run %s failed", run.run_id, exc_info=exc)
+        else:
+            logger.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc)
+    else:
+        outcome = run.work.result()
+        status = "done"
+    content = outcome.answer if outcome is not None else "".join(run.answer_parts)
+    usage = usage_totals(run.answer_usage, run.compaction_usage)
+    extra: dict[str, Any] = {
+        "elapsed_ms": _elapsed_ms(run),
+        "query_id": run.query_message_id,
+        **run.record.as_metadata(),
+    }
+    if run.retry_of is not None:
+        extra["retry_of"] = run.retry_of
+    if outcome is not None:
+        extra.update(iterations=outcome.iterations, outcome=outcome.status)
+    calibration = [
+        (config_id, llm.estimated_input, llm.reported_input)
+        for llm, config_id in run.metered
+        if config_id is not None and llm.reported_input > 0
+    ]
+    html = ""
+    try:
+        html = await database_sync_to_async(storage.persist_finish)(
+            message_id=run.assistant_message_id,
+            content=content,
+            status=status,
+            usage=usage,
+            compaction=run.history_compaction,
+            error=failure,
+            extra=extra,
+            calibration=calibration,
+        )
+    except Exception:
+        logger.exception("run %s: could not persist the answer", run.run_id)
+        if failure is None:
+            status = "error"
+            failure = {"code": "persist_failed", "message": "The answer could not be saved."}
+    ids = {"message_id": run.assistant_message_id, "run_id": run.run_id}
+    if status == "done":
+        await run.publisher(
+            "done", {**ids, "usage": usage, "elapsed_ms": _elapsed_ms(run), "html": html}
+        )
+    elif status == "cancelled":
+        await run.publisher("run.cancelled", ids)
+    else:
+        await run.publisher("error", {**ids, **failure})
+
+
+def _elapsed_ms(run: Run) -> int:
+    return int((time.perf_counter() - run.started) * 1000)
+
+
+async def _close(run: Run, layer) -> None:
+    """Leave the registry; answer follow-ups the engine never saw with a follow-up run."""
+    await layer.group_discard(control_group(run.conversation_id), run.control_channel)
+    # Not listener.cancel(): cancelling a channels-redis receive can lose a message meant
+    # for another socket of this process (this very run's ``done``).
+    await control.stop_listener(
+        layer, channel=run.control_channel, task=run.listener, run_id=run.run_id
+    )
+    async with registry.lock(run.conversation_id):
+        registry.remove(run)
+        if run.cancel_requested or run.work.cancelled():
+            return  # the user said stop: later follow-ups wait for the next message
+        if run.local_injections == 0 and control.is_single_process(layer):
+            return  # no follow-up was stored for this run: nothing to look up
+        try:
+            # The database, not this process's memory: a follow-up may have been stored by
+            # another server process.
+            leftovers = await database_sync_to_async(storage.leftover_injections)(
+                conversation_id=run.conversation_id,
+                run_id=run.run_id,
+                taken_ids=run.injections.taken_ids,
+            )
+            if not leftovers:
+                return
+            opened = await database_sync_to_async(storage.open_follow_up)(
+                conversation_id=run.conversation_id,
+                run_id=uuid.uuid4().hex,
+                mode=run.mode,
+                query_id=leftovers[-1],
+            )
+            await launch(
+                layer,
+                opened,
+                conversation_id=run.conversation_id,
+                deps=run.deps,
+                received=time.perf_counter(),
+            )
+        except control.RunBusy:
+            logger.info("run %s: follow-ups go to the run another process started", run.run_id)
+        except Exception:
+            logger.exception("run %s: could not start the follow-up run", run.run_id)

@@ -1,0 +1,58 @@
+"""Usage metering: every model call of a run is counted where it is made, so a run that
+fails or is cancelled half way still reports (and bills) what it used."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
+from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
+
+
+class MeteredLLM:
+    """An LLM that adds the usage of every call to ``usage`` (and forwards everything else).
+
+    Counting at the call, not from the engine's outcome, keeps the usage of a run that
+    failed or was cancelled half way (its totals, and the usage of a partial answer).
+    """
+
+    def __init__(self, inner, usage: Usage | None = None) -> None:
+        self._inner = inner
+        self.model_name = getattr(inner, "model_name", "unknown")
+        self.usage = usage if usage is not None else Usage()
+        # (estimated, reported) input tokens of chat() calls, for the budget calibration.
+        self.estimated_input = 0
+        self.reported_input = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def chat(self, messages, *, tools=None, **opts) -> LLMResult:
+        result = await self._inner.chat(messages, tools=tools, **opts)
+        self.usage.add(result.usage)
+        if result.usage.input_tokens > 0:
+            self.estimated_input += estimate_messages_tokens(messages) + _tools_tokens(tools)
+            self.reported_input += result.usage.input_tokens
+        return result
+
+    async def stream_chat(self, messages, *, tools=None, **opts) -> AsyncIterator[StreamChunk]:
+        async for chunk in self._inner.stream_chat(messages, tools=tools, **opts):
+            if chunk.usage is not None:
+                self.usage.add(chunk.usage)
+            yield chunk
+
+
+def _tools_tokens(tools: list[dict] | None) -> int:
+    return estimate_tokens(json.dumps(tools)) if tools else 0
+
+
+def usage_totals(answer: Usage, compaction: Usage) -> dict[str, int]:
+    """The ``done`` usage: totals include compaction calls, which are also split out."""
+    return {
+        "input_tokens": answer.input_tokens + compaction.input_tokens,
+        "output_tokens": answer.output_tokens + compaction.output_tokens,
+        "compaction_input_tokens": compaction.input_tokens,
+        "compaction_output_tokens": compaction.output_tokens,
+    }

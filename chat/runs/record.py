@@ -1,0 +1,177 @@
+"""What a run showed besides its answer — steps, tool calls and the DAG plan — bounded and
+kept on the assistant message so that a reload shows them as they were shown live."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# Bounds of what a run stores about its steps and plan (the live events carry the same
+# previews; a runaway run must not grow a message row without limit).
+RECORD_TEXT_CHARS = 2_000
+RECORD_MAX_STEPS = 50  # the first half and the newest half are kept, the middle counted
+RECORD_MAX_ROUNDS = 6
+RECORD_MAX_PLAN_STEPS = 20
+_STEP_FIELDS = ("name", "arguments", "result", "text", "call_id", "step_id")
+_COMPACT_FIELDS = (
+    "scope",
+    "strategy",
+    "original_count",
+    "compacted_count",
+    "tokens_before",
+    "tokens_after",
+    "step_id",
+)
+
+
+def _clip(value: Any) -> Any:
+    """Text cut to RECORD_TEXT_CHARS; numbers, booleans and None as they are."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    if len(text) <= RECORD_TEXT_CHARS:
+        return text
+    return text[:RECORD_TEXT_CHARS] + f"… [{len(text) - RECORD_TEXT_CHARS:,} more chars]"
+
+
+class RunRecord:
+    """What a run showed besides its answer, kept for a reload.
+
+    Built from the events as they go out (``EventPublisher(on_sent=…)``) and stored in the
+    assistant message's metadata by ``as_metadata()``:
+
+    - ``steps``: tool calls, tool results and thoughts (``kind``, ``iteration``, ``name``,
+      ``arguments`` / ``result`` / ``text``, ``step_id`` inside a DAG step), and compaction
+      notes (``kind: "compact"`` with the event's counts); ``steps_omitted`` counts the
+      entries left out in the middle of a long run;
+    - ``dag``: ``rounds`` (``round``, ``fallback``, ``steps`` with ``id``, ``task``,
+      ``depends_on`` and the latest ``status`` with its ``result`` / ``error`` preview,
+      ``analysis`` — the verdict) and ``replans`` (``round``).
+
+    Every entry has ``seq``, its place among the run's events, so a client replays steps and
+    plan interleaved exactly as they arrived live. Texts are cut at RECORD_TEXT_CHARS.
+    """
+
+    def __init__(self) -> None:
+        self.version = 0  # moves on every change: a checkpoint writes only when it moved
+        self._seq = 0
+        self._head: list[dict] = []
+        self._tail: deque[dict] = deque(maxlen=RECORD_MAX_STEPS - RECORD_MAX_STEPS // 2)
+        self._omitted = 0
+        self._rounds: list[dict] = []
+        self._replans: list[dict] = []
+
+    def __call__(self, event_type: str, payload: dict) -> None:
+        try:
+            self._add(event_type, payload)
+        except Exception:  # the record is a courtesy: it must never fail the run
+            logger.warning("could not record a %s event", event_type, exc_info=True)
+
+    def _add(self, event_type: str, payload: dict) -> None:
+        if event_type == "step":
+            entry = {
+                "kind": str(payload.get("kind") or "step"),
+                "iteration": payload.get("iteration"),
+            }
+            entry.update({k: _clip(payload[k]) for k in _STEP_FIELDS if k in payload})
+            self._step(entry)
+        elif event_type == "compact" and payload.get("scope") != "history":
+            entry = {"kind": "compact"}
+            entry.update({k: _clip(payload[k]) for k in _COMPACT_FIELDS if k in payload})
+            self._step(entry)
+        elif event_type == "dag.plan":
+            self._plan(payload)
+        elif event_type == "dag.step":
+            self._plan_step(payload)
+        elif event_type == "dag.analysis":
+            if self._rounds:
+                self._rounds[-1]["analysis"] = {
+                    "seq": self._next(),
+                    "achieved": payload.get("achieved"),
+                    "confidence": payload.get("confidence"),
+                    "reason": _clip(payload.get("reason")),
+                }
+        elif event_type == "dag.replan":
+            self._replans.append({"seq": self._next(), "round": payload.get("round")})
+            del self._replans[:-RECORD_MAX_ROUNDS]
+        else:
+            return
+        self.version += 1
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _step(self, entry: dict) -> None:
+        entry["seq"] = self._next()
+        if len(self._head) < RECORD_MAX_STEPS // 2:
+            self._head.append(entry)
+            return
+        if len(self._tail) == self._tail.maxlen:
+            self._omitted += 1
+        self._tail.append(entry)
+
+    def _plan(self, payload: dict) -> None:
+        steps = [s for s in payload.get("steps") or [] if isinstance(s, dict)]
+        self._rounds.append(
+            {
+                "seq": self._next(),
+                "round": payload.get("round", len(self._rounds)),
+                "fallback": bool(payload.get("fallback")),
+                "steps": [
+                    {
+                        "id": _clip(str(s.get("id"))),
+                        "task": _clip(s.get("task") or ""),
+                        "depends_on": [str(d) for d in (s.get("depends_on") or [])][:20],
+                        "status": "pending",
+                    }
+                    for s in steps[:RECORD_MAX_PLAN_STEPS]
+                ],
+                "analysis": None,
+            }
+        )
+        del self._rounds[:-RECORD_MAX_ROUNDS]
+
+    def _plan_step(self, payload: dict) -> None:
+        if not self._rounds:
+            return
+        wanted = str(payload.get("id"))
+        for step in self._rounds[-1]["steps"]:
+            if step["id"] == wanted:
+                step["seq"] = self._next()
+                step["status"] = str(payload.get("status") or "pending")
+                for key in ("result", "error"):
+                    step.pop(key, None)
+                    if payload.get(key) is not None:
+                        step[key] = _clip(payload[key])
+                return
+
+    def as_metadata(self) -> dict[str, Any]:
+        """The record as assistant-message metadata; empty keys are left out."""
+        steps = list(self._head)
+        if self._omitted:
+            # Where the gap is: between the kept first half and the newest entries.
+            steps.append({"kind": "omitted", "count": self._omitted, "seq": steps[-1]["seq"] + 0.5})
+        steps.extend(self._tail)
+        metadata: dict[str, Any] = {}
+        if steps:
+            metadata["steps"] = steps
+        if self._omitted:
+            metadata["steps_omitted"] = self._omitted
+        if self._rounds:
+            metadata["dag"] = {
+                "rounds": [
+                    {
+                        **r,
+                        "steps": [dict(s) for s in r["steps"]],
+                        "analysis": dict(r["analysis"]) if r["analysis"] else None,
+                    }
+                    for r in self._rounds
+                ],
+                "replans": [dict(r) for r in self._replans],
+            }
+        return metadata

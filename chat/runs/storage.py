@@ -1,0 +1,359 @@
+"""The database side of a run: sync ORM functions the lifecycle calls through
+``database_sync_to_async``, each one thread hop.
+
+Order matters and is kept here: the user message and the running answer are committed
+before anything can fail (``open_run``), and a run's end is stored before it is announced.
+``prepare`` then reads what the engine needs (models, budgets, the query, the history) into
+a ``PreparedRun``; it raises when that cannot be had, and the run reports that as its own
+failure.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from chat import selectors, services
+from chat.errors import ChatError
+from chat.markdown import render_markdown
+from chat.models import Attachment, Conversation, Message
+from chat.runs import control
+from chat.runs.deps import RunDeps
+from chat.summaries import summary_save
+from contextmgmt.budget import Budget
+from contextmgmt.calibration import record_usage
+from contextmgmt.core.llm import LLM
+from contextmgmt.core.messages import ChatMessage
+from contextmgmt.db_memory import LoadedHistory, NewSummary, load_history
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUSES = ("error", "cancelled", "interrupted")
+
+
+@dataclass(frozen=True)
+class OpenedRun:
+    """The committed rows a run starts from."""
+
+    run_id: str
+    query: Message  # the user message the run answers
+    answer_id: int  # the assistant message, ``running``
+    mode: str
+    # Follow-ups the engine gets at its first iteration (a retry's: typed while the failed
+    # run worked, so part of its question).
+    follow_up_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """Everything the engine needs that comes from the registry and the database."""
+
+    main: LLM
+    fast: LLM
+    main_tokens: int  # input budgets in estimated tokens (calibrated)
+    fast_tokens: int
+    main_config_id: int | None  # the ModelConfig rows, for the calibration samples
+    fast_config_id: int | None
+    vision: bool
+    query: ChatMessage  # pinned, images inline
+    history: LoadedHistory  # read in the same thread hop; the memory fits it to the budget
+    follow_ups: tuple[ChatMessage, ...] = ()
+
+
+# --- opening a run (the user message is committed first) -------------------------------------
+
+
+@transaction.atomic
+def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> OpenedRun:
+    """Persist the user message and start the answer; raises ``control.RunBusy`` (nothing
+    stored) when another process started a run since we looked."""
+    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    attachments = selectors.attachments_for_ids(
+        user=user, conversation=conversation, file_ids=list(file_ids)
+    )
+    control.claim_conversation(conversation_id=conversation.pk)
+    mode = mode or conversation.mode
+    query = services.user_message_create(
+        conversation=conversation, content=content, attachments=attachments, run_id=run_id
+    )
+    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    return OpenedRun(run_id=run_id, query=query, answer_id=answer.pk, mode=mode)
+
+
+@transaction.atomic
+def persist_injection(*, user, conversation_id, content, file_ids, run_id, remote=False):
+    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    attachments = selectors.attachments_for_ids(
+        user=user, conversation=conversation, file_ids=list(file_ids)
+    )
+    if remote:
+        # Another process's run: store the follow-up only while it still runs (RunNotActive
+        # otherwise); its owner finishes under the same row lock, so it sees this message.
+        control.lock_running_run(conversation_id=conversation.pk, run_id=run_id)
+    return services.user_message_create(
+        conversation=conversation,
+        content=content,
+        attachments=attachments,
+        injected=True,
+        run_id=run_id,
+    )
+
+
+@transaction.atomic
+def open_follow_up(*, conversation_id, run_id, mode, query_id) -> OpenedRun:
+    """A run answering a follow-up the finished run's engine never saw."""
+    conversation = Conversation.objects.get(pk=conversation_id)
+    # Another process may have started a run since this one finished: that run loads the
+    # follow-ups as history, so none is left unread; RunBusy skips this one.
+    control.claim_conversation(conversation_id=conversation.pk)
+    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    return OpenedRun(
+        run_id=run_id, query=Message.objects.get(pk=query_id), answer_id=answer.pk, mode=mode
+    )
+
+
+@transaction.atomic
+def open_retry(*, user, conversation_id, message_id, run_id) -> OpenedRun:
+    """A run answering a failed answer's question again (no second copy of the question);
+    the failed answer is marked ``superseded_by`` the new one (the UI hides it, DbMemory
+    skips it)."""
+    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    failed = Message.objects.filter(
+        conversation=conversation, pk=message_id, role=Message.Role.ASSISTANT
+    ).first()
+    if failed is None:
+        raise ChatError("bad_message_id", "No answer with that id in this conversation.")
+    metadata = dict(failed.metadata or {})
+    if failed.status not in RETRYABLE_STATUSES or metadata.get("superseded_by"):
+        raise ChatError(
+            "not_retryable", "Only a failed, stopped or interrupted answer can be retried."
+        )
+    newest = (
+        Message.objects.filter(conversation=conversation, role=Message.Role.ASSISTANT)
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if newest != failed.pk:
+        raise ChatError("not_retryable", "Only the newest answer can be retried.")
+    query = _question_of(failed)
+    if query is None:
+        raise ChatError("not_retryable", "The question of that answer is no longer there.")
+    # RunBusy (nothing stored) when a run started since the caller looked.
+    control.claim_conversation(conversation_id=conversation.pk)
+    mode = metadata.get("mode") or conversation.mode
+    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    metadata["superseded_by"] = answer.pk
+    Message.objects.filter(pk=failed.pk).update(metadata=metadata)
+    follow_up_ids: tuple[int, ...] = ()
+    if metadata.get("run_id"):
+        follow_up_ids = tuple(
+            Message.objects.filter(
+                conversation=conversation,
+                kind=Message.Kind.INJECTED,
+                metadata__run_id=metadata.get("run_id"),
+            )
+            .exclude(pk=query.pk)
+            .order_by("created_at", "id")
+            .values_list("id", flat=True)
+        )
+    return OpenedRun(
+        run_id=run_id, query=query, answer_id=answer.pk, mode=mode, follow_up_ids=follow_up_ids
+    )
+
+
+def _question_of(failed: Message) -> Message | None:
+    """The user message a run answered: stored at its end (``query_id``), else — for a run
+    the server died in — the newest user message before the answer (for a follow-up run
+    that is its injected question, as ``open_follow_up`` picks it)."""
+    users = Message.objects.filter(conversation_id=failed.conversation_id, role=Message.Role.USER)
+    query_id = (failed.metadata or {}).get("query_id")
+    if query_id:
+        found = users.filter(pk=query_id).first()
+        if found is not None:
+            return found
+    return users.filter(pk__lt=failed.pk).order_by("-created_at", "-id").first()
+
+
+# --- preparing the engine's input ------------------------------------------------------------
+
+# Which models and budgets to use changes only when an admin edits a ModelConfig row; four
+# lookups per run were a third of a run's database time. Reused for CONFIG_TTL_SECONDS.
+CONFIG_TTL_SECONDS = 2.0
+_config_cache: dict[str, tuple[RunDeps, float, tuple]] = {}
+
+
+def _models_and_budgets(deps: RunDeps) -> tuple[LLM, LLM, Budget, Budget]:
+    now = time.monotonic()
+    cached = _config_cache.get("config")
+    # Other collaborators (a test's) get a fresh lookup.
+    if cached is not None and cached[0] is deps and now - cached[1] < CONFIG_TTL_SECONDS:
+        return cached[2]
+    config = (
+        deps.get_llm("main"),
+        deps.get_llm("fast"),
+        deps.resolve_budget("main"),
+        deps.resolve_budget("fast"),
+    )
+    _config_cache["config"] = (deps, now, config)
+    return config
+
+
+def _input_tokens(budget: Budget) -> int:
+    return int(getattr(budget, "effective_input_tokens", budget.usable_input_tokens))
+
+
+def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
+    """Models, budgets, the query as the agent sees it and the history (sync)."""
+    main, fast, main_budget, fast_budget = _models_and_budgets(deps)
+    vision = supports_vision(main)
+    query = query_message(opened.query, vision=vision)
+    follow_ups = ()
+    if opened.follow_up_ids:
+        rows = Message.objects.filter(pk__in=opened.follow_up_ids).order_by("created_at", "id")
+        follow_ups = tuple(query_message(m, vision=vision) for m in rows)
+    return PreparedRun(
+        main=main,
+        fast=fast,
+        main_tokens=_input_tokens(main_budget),
+        fast_tokens=_input_tokens(fast_budget),
+        main_config_id=getattr(main_budget, "model_config_id", None),
+        fast_config_id=getattr(fast_budget, "model_config_id", None),
+        vision=vision,
+        query=dataclasses.replace(query, injected=False),  # the run's current query
+        history=load_history(opened.query.conversation_id, vision=vision),
+        follow_ups=follow_ups,
+    )
+
+
+def supports_vision(llm: LLM) -> bool:
+    return bool(getattr(llm, "supports_vision", True))
+
+
+def load_injection(message_id: int, *, vision: bool) -> ChatMessage:
+    return query_message(Message.objects.get(pk=message_id), vision=vision)
+
+
+# --- a user message as the agent sees it -----------------------------------------------------
+
+
+def query_message(message, *, vision: bool = True) -> ChatMessage:
+    """The persisted user message as the agent sees it: pinned, images inline.
+
+    Sync (reads attachment files): call it from a thread. An unreadable file becomes a
+    short text note rather than failing the run.
+    """
+    injected = message.kind == "injected"
+    images = (message.metadata or {}).get("images") or []
+    metadata = {"id": message.pk, "created_at": message.created_at.isoformat()}
+    if not images:
+        return ChatMessage(
+            role="user", content=message.content, pinned=True, injected=injected, metadata=metadata
+        )
+    found = {
+        str(a.pk): a
+        for a in Attachment.objects.filter(
+            conversation_id=message.conversation_id, pk__in=[i["file_id"] for i in images]
+        )
+    }
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"type": "text", "text": message.content})
+    for image in images:
+        attachment = found.get(str(image["file_id"]))
+        parts.append(_image_part(attachment, image, vision=vision))
+    return ChatMessage(
+        role="user", content=parts, pinned=True, injected=injected, metadata=metadata
+    )
+
+
+def _image_part(attachment, image: dict, *, vision: bool) -> dict[str, Any]:
+    if attachment is None:
+        return {"type": "text", "text": "[image: no longer available]"}
+    label = (
+        f"[image: {attachment.original_name or 'image'}, {attachment.width}x{attachment.height}]"
+    )
+    if not vision:
+        return {"type": "text", "text": label}
+    try:
+        with attachment.file.open("rb") as fh:
+            data = fh.read()
+    except OSError:
+        logger.warning("attachment %s unreadable", attachment.pk, exc_info=True)
+        return {"type": "text", "text": label + " (file unreadable)"}
+    url = f"data:{attachment.mime_type};base64,{base64.b64encode(data).decode('ascii')}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+# --- while the run works ---------------------------------------------------------------------
+
+
+def save_summary(conversation_id: Any, summary: NewSummary) -> None:
+    summary_save(conversation_id=conversation_id, **dataclasses.asdict(summary))
+
+
+def save_progress(*, message_id: int, content: str, record: dict | None = None) -> None:
+    """The streamed text so far, and the run's steps and plan when given (``RunRecord``),
+    on the assistant message still ``running`` (a finished message is never touched)."""
+    running = Message.objects.filter(pk=message_id, status=Message.Status.RUNNING)
+    if record is None:
+        running.update(content=content)
+        return
+    with transaction.atomic():
+        metadata = running.values_list("metadata", flat=True).first()
+        if metadata is None:
+            return  # finished meanwhile: the final write has it all
+        running.update(content=content, metadata={**metadata, **record})
+
+
+# --- the end ---------------------------------------------------------------------------------
+
+
+def persist_finish(
+    *, message_id, content, status, usage, compaction, error, extra, calibration
+) -> str:
+    """Store the outcome on the answer; returns the answer rendered as HTML."""
+    message = Message.objects.get(pk=message_id)
+    if extra.get("retry_of") and extra.get("query_id"):
+        # The question is answered again: an ``interrupted`` mark from the failed run is stale.
+        Message.objects.filter(
+            pk=extra["query_id"], status__in=[Message.Status.INTERRUPTED, Message.Status.PENDING]
+        ).update(status=Message.Status.DONE)
+    services.assistant_message_finish(
+        message=message,
+        content=content,
+        status=status,
+        usage=usage,
+        compaction=compaction,
+        error=error,
+        extra=extra,
+    )
+    _record_calibration(calibration)
+    return render_markdown(content) if content else ""
+
+
+def _record_calibration(samples: list[tuple[int, int, int]]) -> None:
+    """Teach the budget how this model's tokenizer compares with the estimate."""
+    for config_id, estimated, reported in samples:
+        try:
+            record_usage(
+                model_config_id=config_id, estimated_tokens=estimated, reported_tokens=reported
+            )
+        except Exception:  # calibration is advisory; it must never fail a run
+            logger.warning("calibration sample for ModelConfig %s failed", config_id, exc_info=True)
+
+
+def leftover_injections(*, conversation_id, run_id, taken_ids) -> list[int]:
+    """Follow-ups stored for the run (by any process) that its engine never took."""
+    ids = Message.objects.filter(
+        conversation_id=conversation_id,
+        kind=Message.Kind.INJECTED,
+        metadata__run_id=run_id,
+    ).values_list("id", flat=True)
+    return sorted(i for i in ids if i not in taken_ids)
