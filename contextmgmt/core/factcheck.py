@@ -1,19 +1,29 @@
-"""Summary fact check: re-add the hard facts a summary dropped (beyond the seeds; R0.2).
+"""Summary fact check: re-add the hard facts a summary dropped.
 
 Summarisers lose numbers and identifiers silently, and a hallucinating one may replace
 them. After an LLM summary, the URLs, file paths, identifiers, dates and numbers of the
-summarised messages are extracted; those not found in the summary are ranked (kind, how
-often they occur, how recent) and the best are appended as one ``Key facts:`` line within
-a small token allowance. The counts are recorded in ``CompactResult.facts_missing`` /
-``facts_appended``.
+summarised messages are extracted; those not found in the summary are ranked and the best
+are appended as one ``Key facts:`` line within a small token allowance. The counts are
+recorded in ``CompactResult.facts_missing`` / ``facts_appended``.
+
+Ranking favours what is distinctive: a fact whose shape (digits, letters, punctuation) is
+shared by many other facts — log timestamps, IP addresses, request counters — is noise
+compared with the one order id or the one URL the user gave. Within the same
+distinctiveness, the kind (URL before a plain number), repetition and recency decide.
 
 Heuristic, by design: a fact counts as present when its normalised text occurs in the
 summary as a whole token (``12`` is not "present" in ``2012``; ``1,234`` matches ``1234``).
+
+Cost is linear: one combined pattern scans each source once, and presence is a dictionary
+look-up of the fact's first word among the summary's words. This runs on the event loop
+for every compaction, over every summarised message.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -22,49 +32,112 @@ from . import tokens
 KEY_FACTS_LABEL = "Key facts:"
 KEY_FACTS_MAX_TOKENS = 150
 
-# (kind, weight, pattern): earlier patterns win; their matches are masked before later ones
-# run, so a number inside a URL or an identifier is not extracted again.
-_PATTERNS: list[tuple[str, int, re.Pattern[str]]] = [
-    ("url", 6, re.compile(r"\bhttps?://[^\s<>\"'`]+", re.IGNORECASE)),
-    ("email", 5, re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+# (kind, weight, pattern) in priority order: where two could match at the same place the
+# earlier wins, and what a match covers is not looked at again, so a number inside a URL
+# or an identifier is not extracted a second time.
+_GROUPED = r"\d{1,3}(?:[,\u00a0\u202f]\d{3})+(?:\.\d+)?%?"  # 1,234,567.89
+_PATTERNS: list[tuple[str, int, str]] = [
+    ("url", 6, r"\bhttps?://[^\s<>\"'`]+"),
+    ("email", 5, r"\b[\w.+-]++@[\w-]+(?:\.[\w-]+)+\b"),
     (
         "path",
         5,
-        re.compile(
-            r"(?<![\w/])(?:[A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]+"  # C:\dir\file
-            r"|(?:~|\.{1,2})?/(?:[\w.-]+/)*[\w.-]*[A-Za-z_][\w.-]*"  # /abs, ./rel, ~/home
-            r"|(?:[\w.-]+/)+[\w-]+\.[A-Za-z0-9]{1,8})"  # dir/file.ext
-        ),
+        r"(?<![\w/])(?:[A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]+"  # C:\dir\file
+        r"|(?:~|\.{1,2})?/(?:[\w.-]+/)*[\w.-]*[A-Za-z_][\w.-]*"  # /abs, ./rel, ~/home
+        r"|(?:[\w.-]++/)+[\w-]++\.[A-Za-z0-9]{1,8})",  # dir/file.ext
     ),
-    ("code", 4, re.compile(r"`([^`\n]{2,60})`")),
-    (
-        "date",
-        4,
-        re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?\b"),
-    ),
-    ("version", 4, re.compile(r"\bv?\d+(?:\.\d+){2,}\b")),
+    ("code", 4, r"`(?P<code>[^`\n]{2,60})`"),
+    ("date", 4, r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?\b"),
+    ("version", 4, r"\bv?\d+(?:\.\d+){2,}\b"),
     # Letters and digits mixed (INV-2024-0042, a1b2c3, sha 3f9c2e1, gpt-4o), or snake_case.
     (
         "identifier",
         4,
-        re.compile(
-            r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*[A-Za-z0-9]\b"
-            r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"
-        ),
+        r"\b(?=[A-Za-z_-]*+\d)(?=[0-9_-]*+[A-Za-z])[A-Za-z0-9][\w-]*[A-Za-z0-9]\b"
+        r"|\b[a-z][a-z0-9]*+(?:_[a-z0-9]+)+\b",
     ),
-    ("time", 3, re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b")),
+    ("time", 3, r"\b\d{1,2}:\d{2}(?::\d{2})?\b"),
+    # Plain integers below 100 ("3 steps", "item 12") are everywhere and rarely the point;
+    # with a currency sign, a decimal point or a percent sign any number counts.
     (
         "number",
         2,
-        re.compile(
-            r"[$€£¥]?(?<![\w.])[-+]?\d{1,3}(?:[,\u00a0\u202f]\d{3})+(?:\.\d+)?%?(?![\w])"
-            r"|[$€£¥]?(?<![\w.])[-+]?\d+(?:\.\d+)?%?(?![\w])"
-        ),
+        r"(?:[$€£¥][-+]?(?:" + _GROUPED + r"|\d+(?:\.\d+)?%?)"
+        r"|(?<![\w.])[-+]?(?:" + _GROUPED + r"|\d+\.\d+%?|\d+%|\d{3,}))(?!\w)",
     ),
 ]
 
 _PATTERN_WEIGHT = {kind: weight for kind, weight, _ in _PATTERNS}
+_PRIORITY = {kind: i for i, (kind, _, _) in enumerate(_PATTERNS)}
+
+
+# Which kinds can start with which character: a scan tries only those (the engine's cost is
+# per alternative tried, and most places in a text start no fact).
+_DIGIT_LED = ("email", "path", "date", "version", "identifier", "time", "number")
+_LETTER_LED = ("url", "email", "path", "version", "identifier")
+# Kinds that need a character the text may not have at all: left out of its scan then.
+_NEEDS = {"url": "://", "email": "@", "code": "`"}
+
+
+def _alternatives(kinds: tuple[str, ...], branch: str) -> str:
+    out = []
+    for kind, _, body in _PATTERNS:
+        if kind not in kinds:
+            continue
+        if kind == "url":
+            body = f"(?i:{body})"
+        if kind == "code":
+            body = body.replace("(?P<code>", f"(?P<code_{branch}>")
+            out.append(body)
+        else:
+            out.append(f"(?P<{kind}_{branch}>{body})")
+    return "|".join(out)
+
+
+def _scanner(kinds: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern finding every fact of ``kinds``, in priority order at each place.
+
+    No fact starts inside a word (each kind begins at a word boundary or after a non-word
+    character), so the pattern consumes the non-word character just before a fact: starting
+    with a character class lets the regex engine skip over words in C. Texts are scanned
+    with a space in front, so a fact at the very start is found too.
+    """
+    digit = tuple(k for k in kinds if k in _DIGIT_LED)
+    letter = tuple(k for k in kinds if k in _LETTER_LED)
+    branches = []
+    if digit:
+        branches.append(f"(?=[0-9])(?:{_alternatives(digit, 'd')})")
+    if letter:
+        branches.append(f"(?=[A-Za-z])(?:{_alternatives(letter, 'l')})")
+    branches.append(f"(?![0-9A-Za-z])(?:{_alternatives(kinds, 'o')})")
+    return re.compile(r"\W(?:" + "|".join(branches) + ")")
+
+
+_SCANNERS: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def _scanner_for(text: str) -> re.Pattern[str]:
+    kinds = tuple(
+        kind
+        for kind, _, _ in _PATTERNS
+        if (kind != "path" or "/" in text or "\\" in text)
+        and (kind not in _NEEDS or _NEEDS[kind] in text)
+    )
+    scanner = _SCANNERS.get(kinds)
+    if scanner is None:
+        scanner = _SCANNERS[kinds] = _scanner(kinds)
+    return scanner
+
+
+_KIND_OF = {f"{kind}_{branch}": kind for kind, _, _ in _PATTERNS for branch in "dlo"}
 _THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)")
+_NON_WORD = re.compile(r"\W")
+# Digits, upper- and lower-case ASCII letters each become one symbol: two facts of the same
+# template ("10.0.3.17" and "10.0.9.21") get the same shape.
+_SHAPE = str.maketrans(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "0" * 10 + "A" * 26 + "a" * 26,
+)
 
 
 @dataclass(slots=True)
@@ -73,66 +146,165 @@ class Fact:
     kind: str
     score: float
     first_seen: int
+    source: int = 0  # index of the source it first occurs in
 
 
 def _normalise(text: str) -> str:
-    return _THOUSANDS.sub("", text.casefold())
+    text = text.casefold()
+    if "," in text or "\u00a0" in text or "\u202f" in text:
+        text = _THOUSANDS.sub("", text)
+    return text
 
 
-def _is_trivial_number(text: str) -> bool:
-    """Small plain integers ("3 steps", "item 12") are everywhere and rarely the point."""
-    digits = sum(c.isdigit() for c in text)
-    decorated = any(c in text for c in ".%$€£¥")
-    return digits < 3 and not decorated
+# A line repeated with other numbers at least this often in one message is a log's template.
+REPEATED_LINE_MIN = 3
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def without_repeated_lines(text: str) -> str:
+    """``text`` without the lines of a template it repeats with other numbers.
+
+    A pasted log or a tool's listing repeats one template hundreds of times; its values
+    (timestamps, request ids, addresses) are noise a summary is right to drop, and looking
+    at each would cost more than the rest of a compaction. A template is a line with its
+    digits removed, seen at least ``REPEATED_LINE_MIN`` times in ``text``.
+    """
+    if text.count("\n") < REPEATED_LINE_MIN - 1:
+        return text
+    shapes = text.translate(_NO_DIGITS).split("\n")
+    counts = Counter(shapes)
+    if max(counts.values()) < REPEATED_LINE_MIN:
+        return text
+    lines = text.split("\n")
+    return "\n".join(
+        line
+        for line, shape in zip(lines, shapes, strict=True)
+        if counts[shape] < REPEATED_LINE_MIN or not shape.strip()
+    )
 
 
 def extract_facts(sources: Iterable[str]) -> list[Fact]:
-    """Distinct facts of ``sources`` (oldest first), best first."""
+    """Distinct facts of ``sources`` (oldest first), best first by kind, repetition, recency.
+
+    Lines of a repeated template within one source (a pasted log) are not looked at.
+    """
     found: dict[str, Fact] = {}
     sources = list(sources)
-    order = 0
+    count = max(len(sources), 1)
+    weights = _PATTERN_WEIGHT
+    kind_of = _KIND_OF
     for index, text in enumerate(sources):
-        recency = (index + 1) / max(len(sources), 1)  # 0 < r <= 1, newer is higher
-        masked = text
-        for kind, weight, pattern in _PATTERNS:
-            for match in pattern.finditer(masked):
-                value = match.group(1) if kind == "code" else match.group(0)
-                value = value.strip().rstrip(".,;:!?)]}>") if kind == "url" else value.strip()
-                if not value or (kind == "number" and _is_trivial_number(value)):
+        recency = (index + 1) / count  # 0 < r <= 1, newer is higher
+        text = without_repeated_lines(text)
+        for match in _scanner_for(text).finditer(" " + text):
+            group = match.lastgroup
+            value = match.group(group)
+            kind = kind_of[group]
+            if kind == "url":
+                value = value.rstrip(".,;:!?)]}>")
+            elif kind == "code":
+                value = value.strip()
+                if not value:
                     continue
-                key = _normalise(value)
-                fact = found.get(key)
-                if fact is None:
-                    found[key] = Fact(value, kind, weight + recency, order)
-                    order += 1
-                elif fact.score < _PATTERN_WEIGHT[fact.kind] + 3:
-                    fact.score += 1.0  # a repeat makes it more likely to matter (capped)
-            masked = pattern.sub(lambda m: " " * len(m.group(0)), masked)
-    return sorted(found.values(), key=lambda f: (-f.score, f.first_seen))
+            key = _normalise(value)
+            fact = found.get(key)
+            if fact is None:
+                found[key] = Fact(value, kind, weights[kind] + recency, len(found), index)
+            elif fact.score < weights[fact.kind] + 3:
+                fact.score += 1.0  # a repeat makes it more likely to matter (capped)
+    # Ties: older source first, then the kinds' priority, then place.
+    priority = _PRIORITY
+    return sorted(
+        found.values(), key=lambda f: (-f.score, f.source, priority[f.kind], f.first_seen)
+    )
 
 
-def is_present(fact: str, summary_normalised: str) -> bool:
-    needle = _normalise(fact)
-    if needle[:1] in "$€£¥+-" or needle.endswith("%"):
-        # "$1,234.56" is present as "1234.56", "42%" as "42 %" or "42 percent".
-        needle = needle.lstrip("$€£¥+-").rstrip("%") or needle
-    pattern = r"(?<![\w])" + re.escape(needle) + r"(?![\w])"
-    if re.search(pattern, summary_normalised):
-        return True
-    # Punctuation-edged facts ("$5", "12%", URLs) have no word boundary to anchor on.
-    return not needle[:1].isalnum() and not needle[-1:].isalnum() and needle in summary_normalised
+_PREFIX = 3  # characters by which the summary's possible fact starts are indexed
+
+
+class _Summary:
+    """A normalised summary, indexed for whole-token presence checks in O(1) each.
+
+    A fact is present when it occurs with no word character right before or after it. Its
+    occurrence then starts where the summary has a non-word character (or nothing) before:
+    those places are indexed by their first few characters.
+    """
+
+    __slots__ = ("text", "starts")
+
+    def __init__(self, summary: str) -> None:
+        text = self.text = _normalise(summary)
+        starts: dict[str, list[int]] = {}
+        for at in (0, *(m.end() for m in _NON_WORD.finditer(text))):
+            starts.setdefault(text[at : at + _PREFIX], []).append(at)
+        self.starts = starts
+
+    def contains(self, fact: str, *, normalised: bool = False) -> bool:
+        needle = fact if normalised else _normalise(fact)
+        if needle[:1] in "$€£¥+-" or needle[-1:] == "%":
+            # "$1,234.56" is present as "1234.56", "42%" as "42 %" or "42 percent".
+            needle = needle.lstrip("$€£¥+-").rstrip("%") or needle
+        text = self.text
+        if not needle[:1].isalnum() and not needle[-1:].isalnum():
+            # Punctuation-edged facts ("$5", "12%", URLs) have no word boundary to anchor on.
+            return needle in text or self._whole(needle)
+        return self._whole(needle)
+
+    def _whole(self, needle: str) -> bool:
+        text = self.text
+        size = len(needle)
+        if size < _PREFIX:
+            places: Iterable[int] = [i for i in self.starts_of_short(needle)]
+        else:
+            places = self.starts.get(needle[:_PREFIX], ())
+        for at in places:
+            if not text.startswith(needle, at):
+                continue
+            end = at + size
+            after = text[end] if end < len(text) else " "
+            if not (after.isalnum() or after == "_"):
+                return True
+        return False
+
+    def starts_of_short(self, needle: str) -> Iterable[int]:
+        text = self.text
+        at = text.find(needle)
+        while at >= 0:
+            if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+                yield at
+            at = text.find(needle, at + 1)
+
+
+def is_present(fact: str, summary: str) -> bool:
+    """Whether ``fact`` occurs in ``summary`` as a whole token (normalised)."""
+    return _Summary(summary).contains(fact)
 
 
 def missing_facts(summary: str, sources: Iterable[str]) -> list[Fact]:
     """Facts of ``sources`` that ``summary`` does not contain, best first."""
-    normalised = _normalise(summary)
-    return [f for f in extract_facts(sources) if not is_present(f.text, normalised)]
+    index = _Summary(summary)
+    return [f for f in extract_facts(sources) if not index.contains(f.text)]
+
+
+def rank_by_distinctiveness(facts: list[Fact]) -> list[Fact]:
+    """``facts`` reordered so that one-of-a-kind facts come before templated ones.
+
+    A fact's commonness is how many facts of the list share its shape; its score is divided
+    by 1 + log2 of that, so a shape seen once keeps its score and a shape shared by 64
+    facts (a log's timestamps) keeps a seventh of it.
+    """
+    shapes = [f.text.translate(_SHAPE) for f in facts]
+    common = Counter(shapes)
+    damp = {shape: 1.0 + math.log2(n) for shape, n in common.items()}
+    # ``facts`` comes best first: a stable sort keeps that order among equals.
+    order = sorted(range(len(facts)), key=lambda i: -facts[i].score / damp[shapes[i]])
+    return [facts[i] for i in order]
 
 
 def append_key_facts(
     summary: str, sources: Iterable[str], *, max_tokens: int = KEY_FACTS_MAX_TOKENS
 ) -> tuple[str, tuple[int, int]]:
-    """``summary`` plus a ``Key facts:`` line of the most important missing facts.
+    """``summary`` plus a ``Key facts:`` line of the most distinctive missing facts.
 
     Returns (text, (facts_missing, facts_appended)); the appended line, separator included,
     stays within ``max_tokens`` tokens. Nothing is appended when nothing is missing.
@@ -141,12 +313,20 @@ def append_key_facts(
     if not missing or max_tokens <= 0:
         return summary, (len(missing), 0)
     prefix = f"\n\n{KEY_FACTS_LABEL} "
+    separator = "; "
+    used = tokens.estimate_tokens(prefix)
     chosen: list[str] = []
-    for fact in missing:
-        candidate = prefix + "; ".join([*chosen, fact.text])
-        if tokens.estimate_tokens(candidate) > max_tokens:
+    for fact in rank_by_distinctiveness(missing):
+        # Each piece's estimate plus one bounds its share of the joined line's estimate.
+        cost = tokens.estimate_tokens(fact.text + separator) + 1
+        if used + cost > max_tokens:
+            if used >= max_tokens - 2:
+                break  # nothing more can fit
             continue  # a shorter, lower-ranked fact may still fit
         chosen.append(fact.text)
+        used += cost
+    while chosen and tokens.estimate_tokens(prefix + separator.join(chosen)) > max_tokens:
+        chosen.pop()
     if not chosen:
         return summary, (len(missing), 0)
-    return summary + prefix + "; ".join(chosen), (len(missing), len(chosen))
+    return summary + prefix + separator.join(chosen), (len(missing), len(chosen))

@@ -1,11 +1,17 @@
 """Summary fact check: dropped numbers, identifiers, URLs and paths come back as Key facts."""
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextmgmt.core.factcheck import (
     KEY_FACTS_LABEL,
+    _normalise,
     append_key_facts,
     extract_facts,
+    is_present,
     missing_facts,
 )
 from contextmgmt.core.tokens import estimate_tokens
@@ -81,3 +87,55 @@ def test_nothing_missing_means_nothing_appended():
 
 def test_zero_allowance_appends_nothing_but_still_counts():
     assert append_key_facts("x", ["ref AB-12"], max_tokens=0) == ("x", (1, 0))
+
+
+# --- RS.3: one scan, dictionary look-ups; same answers as the per-fact regex ---------------
+
+_TOKENS = ["1234.5", "1,234.5", "AB-12", "ab-12", "2012", "12", "x", "$", "%", "/srv/a.py"]
+
+
+def _reference_present(fact: str, summary: str) -> bool:
+    """The per-fact regex this module used to build (kept here as the specification)."""
+    norm = _normalise(summary)
+    needle = _normalise(fact)
+    if needle[:1] in "$€£¥+-" or needle.endswith("%"):
+        needle = needle.lstrip("$€£¥+-").rstrip("%") or needle
+    if re.search(r"(?<![\w])" + re.escape(needle) + r"(?![\w])", norm):
+        return True
+    return not needle[:1].isalnum() and not needle[-1:].isalnum() and needle in norm
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    fact=st.sampled_from(["1234.5", "AB-12", "$1,234.5", "12%", "/srv/a.py", "v1.2.3", "ab"]),
+    pieces=st.lists(st.sampled_from([*_TOKENS, " ", ".", "_", "-", "中", "\n"]), max_size=12),
+)
+def test_presence_matches_the_per_fact_regex_rs_3(fact, pieces):
+    summary = "".join(pieces)
+    assert is_present(fact, summary) is _reference_present(fact, summary)
+
+
+def test_log_template_lines_are_not_fact_checked_but_a_unique_line_in_the_log_is_rf_5():
+    log = "\n".join(
+        f"2026-03-0{i % 9 + 1}T10:0{i % 10}:00Z INFO req={1000 + i} from 10.0.{i}.7 took {i}ms"
+        for i in range(40)
+    )
+    log += "\nERROR payment for ORD-77812 failed: card declined\n" + log
+    texts = [f.text for f in extract_facts([log])]
+    assert texts == ["ORD-77812"]
+
+
+def test_lines_repeated_across_messages_are_still_checked():
+    facts = extract_facts([f"order ORD-{i} shipped" for i in range(100, 140)])
+    assert len(facts) == 40
+
+
+def test_key_facts_prefer_the_one_of_a_kind_over_templated_values_rf_5():
+    sources = [
+        "The invoice number is INV-2024-0042 and the dashboard is https://d.example.com/x1.",
+        *(f"probe {i}: host 10.1.{i}.{i + 3} answered in {i + 100}.5 ms" for i in range(30)),
+    ]
+    text, (missing, appended) = append_key_facts("Probes ran.", sources, max_tokens=20)
+    line = text.split(KEY_FACTS_LABEL, 1)[1]
+    assert line.split("; ")[:2] == [" https://d.example.com/x1", "INV-2024-0042"]
+    assert missing > appended >= 2
