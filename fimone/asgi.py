@@ -14,13 +14,17 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from fimone.loop_monitor import MonitoredApp  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        # Static files are served by the app itself so the one-command run needs no proxy.
-        "http": ASGIStaticFilesHandler(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
-    }
+# The lag monitor starts with the first connection: daphne has no startup hook.
+application = MonitoredApp(
+    ProtocolTypeRouter(
+        {
+            # Static files are served by the app itself so the one-command run needs no proxy.
+            "http": ASGIStaticFilesHandler(django_asgi_app),
+            "websocket": AllowedHostsOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
+        }
+    )
 )

@@ -250,6 +250,15 @@ LLM_MAX_RETRIES = _typed(env.int, "LLM_MAX_RETRIES", default=2)
 # are marked interrupted and the process exits.
 FIMONE_DRAIN_SECONDS = _typed(env.float, "FIMONE_DRAIN_SECONDS", default=30.0)
 
+# Event-loop lag monitor (fimone/loop_monitor.py): a wake-up every N ms (0: off); stalls
+# longer than the threshold are logged at debug level on "fimone.loop"; a report file, when
+# set, receives the figures as JSON about once a second (benchmarks read it).
+FIMONE_LOOP_MONITOR_INTERVAL_MS = _typed(
+    env.float, "FIMONE_LOOP_MONITOR_INTERVAL_MS", default=100.0
+)
+FIMONE_LOOP_STALL_LOG_MS = _typed(env.float, "FIMONE_LOOP_STALL_LOG_MS", default=50.0)
+FIMONE_LOOP_MONITOR_REPORT = env.str("FIMONE_LOOP_MONITOR_REPORT", default="")
+
 # One line per record on stderr, with the process id so that several daphne processes
 # writing to one journal can be told apart (docs/operations.md).
 LOGGING = {
