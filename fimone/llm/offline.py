@@ -1,19 +1,20 @@
 """fimone's built-in offline model: deterministic, honest, and enough to drive every path.
 
-With no LLM configured the product still works end to end (issue 4, DESIGN §6). The model
+With no LLM configured the product still works end to end (docs/architecture.md). The model
 decides by the messages it is given:
 
 - a compaction call (system prompt starts with "You are fimone's context compactor.") gets an
   extractive summary of the transcript, in the transcript's language;
 - a planner call (a system message asks for a "JSON plan") gets 2–3 steps, the last
-  depending on the others;
+  depending on the others, a part that builds on the previous one depending on its step;
 - an analyser call (a system message asks for a "JSON verdict") gets a verdict: achieved
-  when no step result is empty or an error;
+  when no step result is empty or an error and every figure asked for is stated;
 - with tools offered and the latest user turn not yet answered by a tool result, it calls
   ``calculator`` for arithmetic, ``current_time`` for the time or date, ``recall`` for
-  something said earlier (several at once when the query asks for several);
+  something said earlier (several at once when the query asks for several); a step's
+  "that result" is the value its dependency results end with;
 - otherwise it answers plainly from the tool results and what it was given, and says that
-  it is fimone's offline model.
+  it is fimone's offline model, in the user's language (``offline_phrases``).
 
 Usage is the fimone estimator's count (there is no provider to report one).
 
@@ -35,9 +36,10 @@ from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
 from .offline_markdown import escape_markdown, inline_code
+from .offline_phrases import PHRASES, all_notes, phrase
 from .offline_plan import make_plan, make_verdict
-from .offline_text import detect_language, extractive_summary
-from .offline_tools import decide_tool_calls
+from .offline_text import LABELS, detect_language, extractive_summary
+from .offline_tools import decide_tool_calls, resolve_references
 from .options import check_opts
 
 OFFLINE_MODEL_NAME = "fimone-offline"
@@ -45,45 +47,71 @@ COMPACTOR_MARK = "You are fimone's context compactor."
 
 # --- plain answers --------------------------------------------------------------------------
 
-_NOTE = {
-    "en": "(fimone's offline model answered this: no language model is configured, so I can "
-    "only run tools and repeat what I was given.)",
-    "de": "(Das hat fimones Offline-Modell beantwortet: Es ist kein Sprachmodell konfiguriert, "
-    "ich kann nur Werkzeuge aufrufen und wiedergeben, was ich bekommen habe.)",
-    "zh": "（这是 fimone 的离线模型给出的回答：尚未配置语言模型，"
-    "我只能调用工具并复述已有的信息。）",
-}
-
-
 # Lines the DAG engine writes around step results (fimone.agent.dag / dag_context): they
-# quote step tasks, i.e. the user's words, and reach an answer through "given" material.
+# frame the results for a model and quote step tasks; an answer made of the results keeps
+# the results and drops the frames (nested steps would repeat them otherwise).
 _SCAFFOLD_LINE = re.compile(
     r"^(?:Results? of (?:the )?steps?\b.*|Your task:.*|Follow-ups the user sent meanwhile:.*)$"
 )
+_TASK_PREFIX = re.compile(r"^\s*Your task:\s*")
+# What a model without vision gets instead of a picture (chat.runs.storage).
+_IMAGE_LABEL = re.compile(r"\[image: [^\]\n]*\]")
+# "Please remember it", "merk dir das", "请记住": something to keep, not something to look up.
+_REMEMBER_REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:remember|keep in mind|note)\b(?!\s+(?:what|when|where|which|who|how))"
+    r"|\bmerk(?:e)? dir\b|请?记住|记下",
+    re.I,
+)
+# A recall passage "[1] user (2026-01-01 10:00): text" (fimone.agent.tools' recall result).
+_PASSAGE = re.compile(r"^\[\d+\]\s+(?:(user|assistant)\s+\(([^)]*)\):\s?)?(.*)$", re.S)
+_OWN_WORDS = tuple(
+    text.split("{", 1)[0].strip()
+    for key in ("asked", "recall", "recall_none", "remember", "images", "key_points")
+    for text in PHRASES[key].values()
+) + tuple(note[:24] for note in all_notes())
 
 
-def _tool_line(name: str, args: dict[str, Any], result: str, lang: str) -> str:
-    result = escape_markdown(result.strip()) or "(empty)"
+def _is_own_non_answer(role: str, text: str) -> bool:
+    """An earlier answer of this model that only echoed or quoted: no news for a recall."""
+    if role != "assistant":
+        return False
+    return text.lstrip().startswith(_OWN_WORDS) or any(n[:24] in text for n in all_notes())
+
+
+def _recall_lines(result: str, lang: str) -> list[str]:
+    blocks = re.split(r"\n\n(?=\[\d+\]\s)", result.strip())
+    passages = []
+    for block in blocks:
+        m = _PASSAGE.match(block.strip())
+        if not m or _is_own_non_answer(m.group(1) or "", m.group(3)):
+            continue
+        text = escape_markdown(m.group(3).strip())
+        if m.group(1):
+            label = LABELS.get(lang, LABELS["en"]).get(m.group(1), m.group(1))
+            text = f"{label} ({m.group(2)}): {text}"
+        passages.append(f"- {text}")
+    if not passages:
+        return [phrase("recall_none", lang)]
+    return [phrase("recall", lang), "\n".join(passages)]
+
+
+def _tool_lines(name: str, args: dict[str, Any], result: str, lang: str) -> list[str]:
+    if name == "recall" and _PASSAGE.match(result.split("\n\n", 1)[-1].strip()):
+        return _recall_lines(result.split("\n\n", 1)[-1], lang)
+    if name == "recall" and not result.lstrip().startswith("Error"):
+        return [phrase("recall_none", lang)]
+    shown = escape_markdown(result.strip()) or phrase("empty", lang)
     if name == "calculator" and args.get("expression"):
-        return f"{inline_code(str(args['expression']))} = {result}"
+        return [f"{inline_code(str(args['expression']))} = {shown}"]
     if name == "current_time":
-        return f"现在的时间：{result}" if lang == "zh" else f"The current time is {result}."
-    if name == "recall":
-        return (
-            f"之前的对话中提到：{result}"
-            if lang == "zh"
-            else f"Earlier in our conversation: {result}"
-        )
-    return f"{escape_markdown(name)}: {result}"
+        return [phrase("time", lang, result=shown)]
+    return [f"{escape_markdown(name)}: {shown}"]
 
 
-def _safe_given(block: str) -> str:
-    """Material given in the turn, for the answer: the DAG's header lines (which quote the
-    user's words) escaped; results as they are (the offline model's own answers are already
-    safe, a real model's are meant as Markdown)."""
-    return "\n".join(
-        escape_markdown(line) if _SCAFFOLD_LINE.match(line) else line for line in block.split("\n")
-    )
+def _given_lines(block: str) -> list[str]:
+    """What a block of given material (DAG step results) contributes to an answer: its
+    lines without the engine's frames."""
+    return [line for line in block.split("\n") if line.strip() and not _SCAFFOLD_LINE.match(line)]
 
 
 def _safe_summary(summary: str) -> str:
@@ -94,9 +122,25 @@ def _safe_summary(summary: str) -> str:
     )
 
 
+def given_material(messages: list[ChatMessage], last_user: int) -> list[str]:
+    """The user messages right before the request (DAG step results, a step's dependency
+    results), without this model's own notes."""
+    given: list[str] = []
+    i = last_user - 1
+    while i >= 0 and messages[i].role == "user":
+        given.insert(0, _without_note(messages[i].text()))
+        i -= 1
+    return [g for g in given if g]
+
+
+def request_text(message: ChatMessage) -> str:
+    """The user's words in ``message``: no image labels, no "Your task:" frame."""
+    return _TASK_PREFIX.sub("", _IMAGE_LABEL.sub(" ", message.text())).strip()
+
+
 def compose_answer(messages: list[ChatMessage]) -> str:
     last_user = _last_user_index(messages)
-    query = messages[last_user].text() if last_user is not None else ""
+    query = request_text(messages[last_user]) if last_user is not None else ""
     lang = detect_language(query or " ".join(m.text() for m in messages))
     lines: list[str] = []
     if last_user is not None:
@@ -115,51 +159,51 @@ def compose_answer(messages: list[ChatMessage]) -> str:
                 args = json.loads(call.arguments) if call else {}
             except ValueError:
                 args = {}
-            lines.append(_tool_line(name, args if isinstance(args, dict) else {}, m.text(), lang))
+            lines.extend(_tool_lines(name, args if isinstance(args, dict) else {}, m.text(), lang))
         images = _image_count(messages[last_user])
         if images:
-            lines.append(
-                f"我收到了 {images} 张图片，但离线模型无法查看图片。"
-                if lang == "zh"
-                else f"I received {images} image(s), but the offline model cannot look at images."
-            )
+            lines.append(phrase("images", lang, count=images))
+        elif not lines and _REMEMBER_REQUEST.search(query):
+            lines.append(phrase("remember", lang))
     if not lines and last_user is not None:
-        # Material given in the same turn (DAG step results, a step's dependency results):
-        # the user messages right before the request.
-        given = []
-        i = last_user - 1
-        while i >= 0 and messages[i].role == "user":
-            given.insert(0, _without_note(messages[i].text()))
-            i -= 1
-        for block in filter(None, given):
-            if len(block) <= 600:
-                lines.append(_safe_given(block))
-            else:
+        seen: set[str] = set()
+        for block in given_material(messages, last_user):
+            if len(block) > 600:
                 lines.append(_safe_summary(extractive_summary(block, max_tokens=150)))
+                continue
+            for line in _given_lines(block):
+                if line.strip() not in seen:  # a combining step repeats its inputs
+                    seen.add(line.strip())
+                    lines.append(line)
     if not lines:
         if len(query) > 400:
-            lines.append(
-                "我得到的信息中的要点：" if lang == "zh" else "The key points of what I was given:"
-            )
+            lines.append(phrase("key_points", lang))
             lines.append(_safe_summary(extractive_summary(query, max_tokens=200)))
         elif query:
-            short = escape_markdown(" ".join(query.split()))
-            lines.append(f"你问的是：“{short}”。" if lang == "zh" else f"You asked: “{short}”.")
-    lines.append(_NOTE[lang])
+            lines.append(phrase("asked", lang, query=escape_markdown(" ".join(query.split()))))
+    lines.append(phrase("note", lang))
     return "\n\n".join(lines)
 
 
 def _without_note(text: str) -> str:
     """``text`` without this model's own honesty notes (they would pile up across steps)."""
-    for note in _NOTE.values():
+    for note in all_notes():
         text = text.replace(note, "")
     return text.strip()
 
 
 def _image_count(message: ChatMessage) -> int:
     if not isinstance(message.content, list):
-        return 0
-    return sum(1 for p in message.content if isinstance(p, dict) and p.get("type") == "image_url")
+        return len(_IMAGE_LABEL.findall(message.text()))
+    return sum(
+        1
+        for p in message.content
+        if isinstance(p, dict)
+        and (
+            p.get("type") == "image_url"
+            or (p.get("type") == "text" and _IMAGE_LABEL.fullmatch(str(p.get("text", "")).strip()))
+        )
+    )
 
 
 def _last_user_index(messages: list[ChatMessage]) -> int | None:
@@ -215,9 +259,13 @@ class OfflineLLM:
                 offered = {
                     t.get("function", {}).get("name") for t in tools if t.get("type") == "function"
                 }
-                calls = decide_tool_calls(
-                    messages[last_user].text(), offered, call_prefix=f"call_{len(messages)}"
+                # A step reads the results of the steps it depends on ("then multiply
+                # that result by 10"): they come as the user messages before its task.
+                query = resolve_references(
+                    request_text(messages[last_user]),
+                    "\n\n".join(given_material(messages, last_user)),
                 )
+                calls = decide_tool_calls(query, offered, call_prefix=f"call_{len(messages)}")
                 if calls:
                     return ChatMessage(role="assistant", content=None, tool_calls=calls)
         return _text(compose_answer(messages))

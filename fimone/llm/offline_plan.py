@@ -1,7 +1,9 @@
-"""The offline model as planner ("JSON plan") and analyser ("JSON verdict") (issue 4).
+"""The offline model as planner ("JSON plan") and analyser ("JSON verdict").
 
-Plans split the current request into 2–3 steps, the last depending on the others; verdicts
-say achieved when every step result is non-empty and not an error. The input shapes are
+Plans split the current request into 2–3 steps, the last depending on the others and a part
+that builds on the previous one ("then … that result") depending on its step; verdicts say
+achieved when every step result is non-empty and not an error and every figure the request
+asks to compute appears in some result. The input shapes are
 those of fimone.agent (``Current request:`` in an enriched query, ``### Step <id>:`` headers
 in the analyser's input), read leniently.
 """
@@ -11,7 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .offline_arith import expected_values
 from .offline_text import detect_language
+from .offline_tools import BACK_REFERENCE
 
 _REQUEST_MARK = re.compile(
     r"(?:current (?:request|query|question)|user request|request|query|goal|task|当前请求|当前问题)"
@@ -19,7 +23,7 @@ _REQUEST_MARK = re.compile(
     re.I,
 )
 _SPLIT = re.compile(
-    r"\s*(?:;|；|\band then\b|\bthen\b|\balso\b|然后|并且|同时|另外"
+    r"\s*(?:;|；|\band then\b|\bthen\b|\balso\b|\b(?:und )?dann\b|\bdanach\b|然后|并且|同时|另外"
     r"|\band\b(?=\s+(?:what|how|tell|give|list|find|compute|calculate|write|explain|summari[sz]e"
     r"|check|compare)\b))\s*|(?<=[?？])\s*",
     re.I,
@@ -28,6 +32,7 @@ _FAILED = re.compile(
     r"^\(step failed|^(?:error|failed|failure)\b\s*[:：]|\[error\]|^\(no result\)|^\(empty\)",
     re.I,
 )
+_LEAD_IN = re.compile(r"^(?:first(?:ly)?|at first|zuerst|erstens|首先|先)[\s,，:]*", re.I)
 # The analyser input: "### Step s1: task" headers, each followed by that step's result.
 _STEP_HEADER = re.compile(r"^#+\s*Step\s+(\S+?)\s*:.*$", re.M)
 
@@ -56,16 +61,29 @@ def current_request(text: str) -> str:
     return text.strip()
 
 
+def request_parts(query: str) -> list[str]:
+    """The request's parts, in order ("First compute 3+4, then multiply that result by 10")."""
+    parts = [_LEAD_IN.sub("", p.strip(" ,，.。")) for p in _SPLIT.split(query) if p]
+    return [p for p in parts if len(p) > 1]
+
+
 def make_plan(request_text: str) -> dict[str, Any]:
     query = " ".join(current_request(request_text).split())
     short = query if len(query) <= 300 else query[:299] + "…"
     zh = detect_language(query) == "zh"
-    parts = [p.strip(" ,，.。") for p in _SPLIT.split(query) if p and len(p.strip(" ,，.。")) > 1]
+    parts = request_parts(query)
     if len(parts) > 2:
         parts = [parts[0], " ".join(parts[1:])]  # at most 3 steps: the rest stays together
     if len(parts) >= 2:
+        # A part that builds on the one before ("then … that result") depends on its step;
+        # independent parts run in parallel.
         steps = [
-            {"id": f"s{i + 1}", "task": part, "depends_on": []} for i, part in enumerate(parts[:2])
+            {
+                "id": f"s{i + 1}",
+                "task": part,
+                "depends_on": [f"s{i}"] if i and BACK_REFERENCE.search(part) else [],
+            }
+            for i, part in enumerate(parts[:2])
         ]
         # The request is not repeated here: s1 and s2 did its work, s3 only combines.
         final = (
@@ -104,20 +122,46 @@ def step_results(text: str) -> dict[str, str]:
     }
 
 
+def _request_of(analyser_text: str) -> str:
+    head = analyser_text.split("Step results:", 1)[0]
+    head = re.sub(r"^\s*User request:\s*", "", head)
+    return current_request(head)
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n.replace(",", "")) for n in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
+
+
+def missing_values(request: str, results: dict[str, str]) -> list[str]:
+    """The figures the request asks to compute that no step result states."""
+    found = [n for text in results.values() for n in _numbers(text)]
+    return [
+        label
+        for label, value in expected_values(request_parts(" ".join(request.split())))
+        if not any(abs(n - value) <= 1e-9 * max(1.0, abs(value)) for n in found)
+    ]
+
+
 def make_verdict(results_text: str) -> dict[str, Any]:
-    """Achieved when every step result is non-empty and not an error."""
+    """Achieved when every step result is non-empty and not an error, and every figure the
+    request asks to compute is stated by some result."""
     zh = detect_language(results_text) == "zh"
     results = step_results(results_text)
     bad = sorted(k for k, v in results.items() if not v or _FAILED.search(v))
-    achieved = bool(results) and not bad
+    missing = missing_values(_request_of(results_text), results) if results else []
+    achieved = bool(results) and not bad and not missing
     if zh:
         reason = "每个步骤都返回了非空结果" if achieved else "有步骤失败或没有结果"
         if bad:
             reason = f"步骤 {', '.join(bad)} 失败或没有结果"
+        elif missing:
+            reason = f"结果中缺少所要求的值：{'；'.join(missing)}"
     elif not results:
         reason = "no step results were given"
-    elif achieved:
-        reason = "every step returned a non-empty result"
-    else:
+    elif bad:
         reason = f"step(s) {', '.join(bad)} failed or returned nothing"
+    elif missing:
+        reason = f"no result states what was asked: {'; '.join(missing)}"
+    else:
+        reason = "every step returned a non-empty result"
     return {"achieved": achieved, "confidence": 0.9 if achieved else 0.35, "reason": reason}

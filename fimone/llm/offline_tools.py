@@ -1,4 +1,4 @@
-"""The offline model's tool decisions: which tool calls a user's query asks for (issue 4).
+"""The offline model's tool decisions: which tool calls a user's query asks for.
 
 Arithmetic → ``calculator`` ``{"expression"}``, the time or date → ``current_time`` ``{}``,
 something said earlier → ``recall`` ``{"query"}``; several at once when the query asks for
@@ -24,6 +24,41 @@ _WORD_OPS = [
     (re.compile(r"加上|加"), "+"),
     (re.compile(r"减去|减"), "-"),
 ]
+_NUM = r"-?\d+(?:\.\d+)?"
+# Verb-first phrasings: "multiply 7 by 10", "divide 9 by 3", "add 2 to 5", "subtract 2 from 5".
+_VERB_OPS = [
+    (re.compile(rf"\bmultiply\s+({_NUM})\s+(?:by|with)\s+({_NUM})", re.I), r"\1 * \2"),
+    (re.compile(rf"\bmultipliziere\s+({_NUM})\s+mit\s+({_NUM})", re.I), r"\1 * \2"),
+    (re.compile(rf"\bdivide\s+({_NUM})\s+by\s+({_NUM})", re.I), r"\1 / \2"),
+    (re.compile(rf"\badd\s+({_NUM})\s+to\s+({_NUM})", re.I), r"\2 + \1"),
+    (re.compile(rf"\bsubtract\s+({_NUM})\s+from\s+({_NUM})", re.I), r"\2 - \1"),
+]
+# "that result", "the previous answer", "das Ergebnis", "这个结果": a value an earlier step
+# produced, which a step reads from the dependency results it is given.
+BACK_REFERENCE = re.compile(
+    r"\b(?:that|the|this|its|previous|last)\s+(?:previous\s+|last\s+)?"
+    r"(?:result|number|value|answer|sum|product|total)\b"
+    r"|\b(?:das|dieses|vorige)\s+Ergebnis\b|(?:这个|那个|上一步的|上面的|该)?结果",
+    re.I,
+)
+# "`3+4` = 7" (this model's calculator lines), "= 7", or failing that any number.
+_GIVEN_VALUE = re.compile(rf"=\s*\**({_NUM})\b")
+_ANY_NUMBER = re.compile(rf"(?<![\w.]){_NUM}(?![\w.])")
+
+
+def given_value(given: str) -> str | None:
+    """The value the material given to a step ends with: its last "= N", else its last
+    number."""
+    found = _GIVEN_VALUE.findall(given) or _ANY_NUMBER.findall(given)
+    return found[-1] if found else None
+
+
+def resolve_references(query: str, given: str) -> str:
+    """``query`` with "that result" (and the like) replaced by the value ``given`` holds."""
+    value = given_value(given) if given and BACK_REFERENCE.search(query) else None
+    return BACK_REFERENCE.sub(f" {value} ", query) if value is not None else query
+
+
 _DATE_LIKE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}:\d{2}\b")
 _PERCENT_OF = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*of\s*(\d+(?:\.\d+)?)", re.I)
 _FUNC = r"(?:sqrt|log|ln|exp|abs|round|sin|cos|tan|floor|ceil)"
@@ -41,7 +76,9 @@ _TIME_INTENT = re.compile(
 )
 _RECALL_INTENT = re.compile(
     r"\bwhat did i (?:say|tell|mention|write|ask)\b|\bdid i (?:say|mention|tell)\b|\bearlier\b"
-    r"|\bpreviously\b|\bremember\b|\brecall\b|\byou said\b|\bi (?:told|mentioned|said)\b"
+    r"|\bpreviously\b|\b(?:do|did|can|could|would)\s+you\s+(?:still\s+)?remember\b"
+    r"|\bremember\s+(?:what|when|where|which|who|how)\b|\brecall\b|\byou said\b"
+    r"|\bi (?:told|mentioned|said)\b"
     r"|\bwe (?:discussed|talked)\b|之前|刚才|先前|以前|上次|我说过|记得|vorhin|erinnerst",
     re.I,
 )
@@ -55,10 +92,12 @@ _RECALL_NOISE = re.compile(
 )
 
 
-def _expression(query: str) -> str | None:
+def find_expression(query: str) -> str | None:
     text = _DATE_LIKE.sub(" ", query)
     text = _PERCENT_OF.sub(r"\1/100*\2", text)
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    for pattern, replacement in _VERB_OPS:
+        text = pattern.sub(replacement, text)
     text = text.replace("×", "*").replace("÷", "/").replace("（", "(").replace("）", ")")
     text = re.sub(r"(?<=\d)\s*[xX]\s*(?=\d)", "*", text)
     for pattern, op in _WORD_OPS:
@@ -90,7 +129,7 @@ def _recall_query(query: str) -> str:
 def decide_tool_calls(query: str, offered: set[str], call_prefix: str) -> list[ToolCall]:
     """The tool calls a query asks for, among the tools offered; several run in parallel."""
     calls: list[tuple[str, dict[str, Any]]] = []
-    expr = _expression(query) if "calculator" in offered else None
+    expr = find_expression(query) if "calculator" in offered else None
     if expr:
         calls.append(("calculator", {"expression": expr}))
     if "current_time" in offered and _TIME_INTENT.search(query):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from contextmgmt.core.messages import ChatMessage
 from fimone.agent import default_tools, run_dag, run_react
 from fimone.llm.offline import OfflineLLM
+from tests.support.fake_llm import FakeLLM
 
 
 async def locker_search(query: str, limit: int) -> list[str]:
@@ -100,3 +104,49 @@ async def test_dag_summarises_a_long_history_for_the_planner(offline_context, ev
     assert planner and planner[0]["strategy"] == "llm"
     assert planner[0]["tokens_before"] > 16_000 >= planner[0]["tokens_after"]
     assert "1000" in outcome.answer
+
+
+DAG_DEMO = "First compute 3+4, then multiply that result by 10, and report both."
+
+
+async def test_dag_demo_plans_a_real_dependency_and_reports_both_results(offline_context, events):
+    """The DAG demo: "then … that result" depends on the step before, the step reads its
+    dependency's result, and the answer holds both 7 and 70 (RD.1, RD.2)."""
+    outcome = await run_dag(offline_context(DAG_DEMO))
+
+    (plan,) = events.of("dag.plan")
+    deps = {s["id"]: s["depends_on"] for s in plan["steps"]}
+    assert deps == {"s1": [], "s2": ["s1"], "s3": ["s1", "s2"]}
+    calls = {
+        p["step_id"]: json.loads(p["arguments"])["expression"]
+        for p in events.of("step")
+        if p["kind"] == "tool_call"
+    }
+    assert calls == {"s1": "3+4", "s2": "7 * 10"}
+    assert events.of("dag.analysis")[0]["achieved"] is True
+    assert re.search(r"(?<!\d)7(?!\d)", outcome.answer) and "70" in outcome.answer
+    assert "Result of step" not in outcome.answer  # the engine's frames are not the answer
+
+
+async def test_dag_demo_in_chinese_and_german_answers_in_that_language(offline_context, events):
+    outcome = await run_dag(offline_context("先计算 3+4，然后把这个结果乘以 10。"))
+    assert "70" in outcome.answer and "离线模型" in outcome.answer
+    assert "offline model" not in outcome.answer
+    outcome = await run_dag(
+        offline_context("Zuerst berechne 3+4, dann multipliziere das Ergebnis mit 10.")
+    )
+    assert "70" in outcome.answer and "Offline-Modell" in outcome.answer
+
+
+async def test_the_offline_analyser_rejects_steps_that_lack_a_requested_result(
+    offline_context, events
+):
+    """A scripted worker that never computes 70: the offline analyser names the missing
+    figure and the engine plans again instead of calling it a success."""
+    worker = FakeLLM(default="The result is 7.")
+    outcome = await run_dag(offline_context(DAG_DEMO, fast_llm=worker))
+    first = events.of("dag.analysis")[0]
+    assert first["achieved"] is False
+    assert "70" in first["reason"]
+    assert len(events.of("dag.plan")) >= 2  # re-planned
+    assert outcome.status == "done"

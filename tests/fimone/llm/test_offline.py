@@ -458,3 +458,135 @@ async def test_no_step_results_at_all_is_not_achieved(offline_llm):
     ]
     got = json.loads((await offline_llm.chat(messages)).message.content)
     assert got["achieved"] is False
+
+
+# --- misfires a user hit ---------------------------------------------------------------------
+
+
+async def test_pictures_it_cannot_see_are_not_read_as_arithmetic(offline_llm):
+    """Without vision the pictures arrive as "[image: name, WxH]" labels: "640x480" is not
+    a calculation, and the answer says the model cannot see images."""
+    parts = [
+        {"type": "text", "text": "What is in these pictures?"},
+        {"type": "text", "text": "[image: cat.png, 640x480]"},
+        {"type": "text", "text": "[image: dog.png, 640x480]"},
+    ]
+    messages = [ChatMessage(role="user", content=parts, pinned=True)]
+    result = await offline_llm.chat(messages, tools=TOOLS)
+    assert result.message.tool_calls is None
+    assert "307200" not in result.message.content
+    assert "2 image(s)" in result.message.content
+    assert "cannot see images" in result.message.content
+
+
+async def test_please_remember_it_is_not_a_recall(offline_llm):
+    for query in ("Please remember it", "Remember that my locker code is 4711", "请记住这个"):
+        result = await offline_llm.chat(user_turn(query), tools=TOOLS)
+        assert result.message.tool_calls is None, query
+    answer = (await offline_llm.chat(user_turn("Please remember it"), tools=TOOLS)).message
+    assert answer.content.startswith("Noted.")
+    asked = await offline_llm.chat(user_turn("Do you remember my locker code?"), tools=TOOLS)
+    assert [c.name for c in asked.message.tool_calls] == ["recall"]
+
+
+def recall_turn(query: str, passages: str) -> list[ChatMessage]:
+    call = ToolCall(id="c1", name="recall", arguments=json.dumps({"query": "locker"}))
+    return [
+        *user_turn(query),
+        ChatMessage(role="assistant", content=None, tool_calls=[call]),
+        ChatMessage(role="tool", content=passages, tool_call_id="c1", name="recall"),
+    ]
+
+
+async def test_recall_does_not_list_its_own_earlier_non_answer(offline_llm):
+    passages = (
+        "Passages of this conversation matching 'locker', quoted exactly:\n\n"
+        "[1] assistant (2026-01-01 10:05): You asked: “Where is my locker?”.\n\n"
+        "(fimone's offline model answered this: no language model is configured, so I can "
+        "only run tools and repeat what I was given.)\n\n"
+        "[2] user (2026-01-01 10:00): My locker is number 12 in hall B."
+    )
+    answer = await offline_llm.chat(recall_turn("What did I say about my locker?", passages))
+    text = answer.message.content
+    assert "My locker is number 12 in hall B." in text
+    assert "You asked" not in text
+    passages = passages.split("\n\n[2]")[0]  # only the non-answer matched
+    text = await offline_llm.chat(recall_turn("What did I say about my locker?", passages))
+    assert "found nothing" in text.message.content
+
+
+async def test_chinese_answers_carry_no_english_boilerplate(offline_llm):
+    passages = (
+        "Passages of this conversation matching '储物柜', quoted exactly:\n\n"
+        "[1] user (2026-01-01 10:00): 我的储物柜是 B 区 12 号。"
+    )
+    reply = await offline_llm.chat(recall_turn("我之前说过储物柜在哪里？", passages))
+    text = reply.message.content
+    assert "储物柜是 B 区 12 号" in text and "用户" in text
+    assert not re.search(r"[A-Za-z]{3,}", text.replace("fimone", "")), text
+    call = ToolCall(id="c2", name="current_time", arguments="{}")
+    messages = [
+        *user_turn("现在几点？"),
+        ChatMessage(role="assistant", content=None, tool_calls=[call]),
+        ChatMessage(role="tool", content="2026-01-01 10:00 UTC", tool_call_id="c2"),
+    ]
+    text = (await offline_llm.chat(messages)).message.content
+    assert "现在的时间" in text and "current time" not in text
+
+
+async def test_german_answers_use_the_german_sentences(offline_llm):
+    parts = [
+        {"type": "text", "text": "Was ist auf diesem Bild, bitte?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
+    text = (await offline_llm.chat([ChatMessage(role="user", content=parts)])).message.content
+    assert "kann aber keine Bilder sehen" in text and "Offline-Modell" in text
+    assert "offline model" not in text
+
+
+async def test_a_dependent_part_depends_on_the_step_before(offline_llm):
+    messages = [
+        ChatMessage(role="system", content=PLANNER),
+        ChatMessage(role="user", content="First compute 3+4, then multiply that result by 10."),
+    ]
+    steps = json.loads((await offline_llm.chat(messages)).message.content)["steps"]
+    assert [s["depends_on"] for s in steps] == [[], ["s1"], ["s1", "s2"]]
+    assert steps[0]["task"] == "compute 3+4"
+
+
+async def test_a_step_reads_the_result_it_depends_on(offline_llm):
+    messages = [
+        ChatMessage(role="system", content="You are one worker in a multi-step plan."),
+        ChatMessage(
+            role="user",
+            content="Results of the steps your task depends on:\n\n"
+            "Result of step s1 (compute 3+4):\n`3+4` = 7",
+        ),
+        ChatMessage(role="user", content="Your task: multiply that result by 10", pinned=True),
+    ]
+    result = await offline_llm.chat(messages, tools=TOOLS)
+    (call,) = result.message.tool_calls
+    assert json.loads(call.arguments) == {"expression": "7 * 10"}
+
+
+def demo_analysis(results: dict[str, str]) -> str:
+    blocks = [f"### Step {sid}: task {sid}\n{text}" for sid, text in results.items()]
+    return (
+        "User request:\nFirst compute 3+4, then multiply that result by 10, and report both."
+        "\n\nStep results:\n\n" + "\n\n".join(blocks)
+    )
+
+
+async def test_the_analyser_rejects_results_that_lack_a_requested_figure(offline_llm):
+    async def judge(results):
+        messages = [
+            ChatMessage(role="system", content=ANALYSER),
+            ChatMessage(role="user", content=demo_analysis(results)),
+        ]
+        return json.loads((await offline_llm.chat(messages)).message.content)
+
+    lacking = await judge({"s1": "`3+4` = 7", "s2": "You asked: “multiply that result”."})
+    assert lacking["achieved"] is False and lacking["confidence"] < 0.8
+    assert "70" in lacking["reason"]
+    complete = await judge({"s1": "`3+4` = 7", "s2": "`7 * 10` = 70"})
+    assert complete["achieved"] is True

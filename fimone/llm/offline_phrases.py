@@ -1,0 +1,72 @@
+"""The offline model's fixed sentences, in the user's language (English, Chinese, German).
+
+A Chinese or German user must not get English boilerplate around an answer that is
+otherwise theirs: every sentence the offline model writes on its own is looked up here by
+the language ``detect_language`` found in the user's request. Placeholders are
+``str.format`` fields.
+"""
+
+from __future__ import annotations
+
+PHRASES: dict[str, dict[str, str]] = {
+    "note": {
+        "en": "(fimone's offline model answered this: no language model is configured, so I "
+        "can only run tools and repeat what I was given.)",
+        "de": "(Das hat fimones Offline-Modell beantwortet: Es ist kein Sprachmodell "
+        "konfiguriert, ich kann nur Werkzeuge aufrufen und wiedergeben, was ich bekommen "
+        "habe.)",
+        "zh": "（这是 fimone 的离线模型给出的回答：尚未配置语言模型，"
+        "我只能调用工具并复述已有的信息。）",
+    },
+    "time": {
+        "en": "The current time is {result}.",
+        "de": "Die aktuelle Uhrzeit ist {result}.",
+        "zh": "现在的时间：{result}",
+    },
+    "recall": {
+        "en": "Earlier in our conversation:",
+        "de": "Früher in unserem Gespräch:",
+        "zh": "之前的对话中提到：",
+    },
+    "recall_none": {
+        "en": "I found nothing earlier in our conversation that matches.",
+        "de": "Ich habe früher in unserem Gespräch nichts Passendes gefunden.",
+        "zh": "在之前的对话中没有找到相关的内容。",
+    },
+    "images": {
+        "en": "I received {count} image(s), but I cannot see images: the offline model "
+        "reads text only.",
+        "de": "Ich habe {count} Bild(er) erhalten, kann aber keine Bilder sehen: Das "
+        "Offline-Modell liest nur Text.",
+        "zh": "我收到了 {count} 张图片，但我看不到图片：离线模型只能读取文字。",
+    },
+    "remember": {
+        "en": "Noted. Everything you write here stays in this conversation's history, and I "
+        "can look it up when you ask about it later.",
+        "de": "Notiert. Alles, was du hier schreibst, bleibt im Verlauf dieses Gesprächs, "
+        "und ich kann es nachschlagen, wenn du später danach fragst.",
+        "zh": "好的，已记下。你在这里写的内容都会保存在本次对话的历史中，之后你问起时我可以查找。",
+    },
+    "asked": {
+        "en": "You asked: “{query}”.",
+        "de": "Du hast gefragt: „{query}“.",
+        "zh": "你问的是：“{query}”。",
+    },
+    "key_points": {
+        "en": "The key points of what I was given:",
+        "de": "Die wichtigsten Punkte dessen, was ich bekommen habe:",
+        "zh": "我得到的信息中的要点：",
+    },
+    "empty": {"en": "(empty)", "de": "(leer)", "zh": "（空）"},
+}
+
+
+def phrase(key: str, lang: str, **fields: object) -> str:
+    """The sentence ``key`` in ``lang`` (English when the language has none)."""
+    texts = PHRASES[key]
+    return texts.get(lang, texts["en"]).format(**fields)
+
+
+def all_notes() -> list[str]:
+    """The honesty note in every language (to strip it from quoted earlier answers)."""
+    return list(PHRASES["note"].values())
