@@ -136,6 +136,8 @@ class ContextSummary(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = "context summary"
+        verbose_name_plural = "context summaries"
         indexes = [models.Index(fields=["conversation", "-id"], name="summary_conv_newest")]
 
     def __str__(self) -> str:

@@ -1,4 +1,4 @@
-"""Admin for per-model budgets (SPEC R5, RW.2): budgets, calibration, one active per role."""
+"""Admin for per-model budgets: budgets, calibration, one active model per role."""
 
 from django.contrib import admin, messages
 from django.db import models
@@ -11,18 +11,17 @@ from contextmgmt.models import ModelConfig
 
 @admin.register(ModelConfig)
 class ModelConfigAdmin(admin.ModelAdmin):
+    # Few, short columns and no filter sidebar (a handful of rows; search is enough): the
+    # list must fit a 1280 px screen without scrolling sideways.
     list_display = (
         "name",
         "model",
-        "role",
+        "role_name",
         "is_active",
-        "context_size",
-        "max_output_tokens",
-        "usable_budget",
-        "effective_budget",
+        "window",
+        "input_budget",
         "calibration",
     )
-    list_filter = ("role", "is_active", "supports_vision")
     search_fields = ("name", "model")
     readonly_fields = (
         "usable_budget",
@@ -36,7 +35,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
         (None, {"fields": ("name", "model", "role", "is_active", "supports_vision")}),
         ("Endpoint", {"fields": ("base_url", "api_key_env")}),
         (
-            "Budget (SPEC R5)",
+            "Token budget",
             {
                 "fields": ("context_size", "max_output_tokens", "usable_budget"),
                 "description": (
@@ -63,17 +62,29 @@ class ModelConfigAdmin(admin.ModelAdmin):
 
     @admin.display(description="usable input tokens")
     def usable_budget(self, obj: ModelConfig) -> str:
-        if obj.pk is None and not obj.context_size:
-            return "-"
-        return f"{obj.usable_input_tokens:,}"
+        return _unless_invalid(obj) or f"{obj.usable_input_tokens:,}"
 
     @admin.display(description="effective input tokens")
     def effective_budget(self, obj: ModelConfig) -> str:
-        if obj.pk is None and not obj.context_size:
-            return "-"
-        return f"{obj.effective_input_tokens:,}"
+        return _unless_invalid(obj) or f"{obj.effective_input_tokens:,}"
 
-    @admin.display(description="token ratio (samples)")
+    @admin.display(description="role", ordering="role")
+    def role_name(self, obj: ModelConfig) -> str:
+        return obj.role
+
+    @admin.display(description="context / output", ordering="context_size")
+    def window(self, obj: ModelConfig) -> str:
+        return f"{obj.context_size:,} / {obj.max_output_tokens:,}"
+
+    @admin.display(description="input (effective)")
+    def input_budget(self, obj: ModelConfig) -> str:
+        invalid = _unless_invalid(obj)
+        if invalid:
+            return invalid
+        usable, effective = obj.usable_input_tokens, obj.effective_input_tokens
+        return f"{usable:,}" if usable == effective else f"{usable:,} ({effective:,})"
+
+    @admin.display(description="ratio (samples)")
     def calibration(self, obj: ModelConfig) -> str:
         if not obj.token_ratio_samples:
             return "not calibrated"
@@ -85,3 +96,12 @@ class ModelConfigAdmin(admin.ModelAdmin):
         self.message_user(
             request, f"Calibration reset for {count} model configuration(s).", messages.SUCCESS
         )
+
+
+def _unless_invalid(obj: ModelConfig) -> str:
+    """What a budget read-out shows instead of a number that would contradict the form."""
+    if obj.pk is None and not obj.context_size:
+        return "-"
+    if obj.budget_errors():
+        return "not computed: fix the token fields"
+    return ""

@@ -1,4 +1,4 @@
-"""Per-model budgets, editable in the admin (SPEC R5, DESIGN §2)."""
+"""Per-model budgets, editable in the admin (docs/architecture.md)."""
 
 import re
 
@@ -33,7 +33,7 @@ class ModelConfig(models.Model):
     max_output_tokens = models.PositiveIntegerField(default=64_000)
     supports_vision = models.BooleanField(default=True)
     is_active = models.BooleanField("active", default=False)
-    # Calibration (issue 5): provider-reported input tokens / fimone's estimate, running.
+    # Calibration: provider-reported input tokens / fimone's estimate, running.
     token_ratio = models.FloatField(default=1.0)
     token_ratio_samples = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -62,8 +62,13 @@ class ModelConfig(models.Model):
 
         return effective_input_tokens(self.usable_input_tokens, self.token_ratio)
 
-    def clean(self) -> None:
-        errors = {}
+    def budget_errors(self) -> dict[str, str]:
+        """What is wrong with the context size and max output (empty when they make sense).
+
+        The admin shows the usable budget only when this is empty: a number computed from
+        refused values would contradict the error beside it.
+        """
+        errors: dict[str, str] = {}
         if not self.context_size or self.context_size <= 0:
             errors["context_size"] = "Context size must be a positive number of tokens."
         elif self.context_size > MAX_CONTEXT_SIZE:
@@ -82,7 +87,7 @@ class ModelConfig(models.Model):
             and self.context_size - self.max_output_tokens - SYSTEM_PROMPT_RESERVE
             < MIN_INPUT_BUDGET
         ):
-            # R5.4 would clamp this to the floor at run time; an admin gets told instead.
+            # The run would clamp this to the floor; an admin gets told instead.
             left = self.context_size - self.max_output_tokens - SYSTEM_PROMPT_RESERVE
             errors["max_output_tokens"] = (
                 f"Leaves {left:,} input tokens (context {self.context_size:,} - output "
@@ -90,6 +95,10 @@ class ModelConfig(models.Model):
                 f"at least {MIN_INPUT_BUDGET:,} are needed. Lower max output tokens or raise "
                 "the context size."
             )
+        return errors
+
+    def clean(self) -> None:
+        errors = self.budget_errors()
         if self.api_key_env and not ENV_NAME.fullmatch(self.api_key_env):
             errors["api_key_env"] = (
                 "Give the name of an environment variable (letters, digits, _), not a key."

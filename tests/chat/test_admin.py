@@ -60,3 +60,8 @@ def test_attachments_cannot_be_added_through_the_admin(admin_client):
 def test_the_admin_is_closed_to_ordinary_users(logged_in_client):
     response = logged_in_client.get(reverse("admin:chat_conversation_changelist"))
     assert response.status_code == 302
+
+
+def test_context_summaries_have_a_proper_plural(admin_client):
+    page = admin_client.get(reverse("admin:index")).content.decode()
+    assert "Context summaries" in page and "summarys" not in page

@@ -132,3 +132,27 @@ def test_admin_requires_staff(client, user):
     response = client.get(reverse("admin:contextmgmt_modelconfig_changelist"))
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_after_a_failed_save_the_budget_read_out_does_not_contradict_the_error(
+    admin_client, calibrated_model
+):
+    """8,000 - 2,000 - 4,000 leaves 2,000: the error says so, and the read-out beside it
+    must not show the 4,000 floor as if the values were fine."""
+    url = reverse("admin:contextmgmt_modelconfig_change", args=[calibrated_model.pk])
+    data = form_data(name="Calibrated", context_size="8000", max_output_tokens="2000")
+    response = admin_client.post(url, data)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Leaves 2,000 input tokens" in page
+    assert "not computed: fix the token fields" in page
+    assert "4,000</div>" not in page and "2,667" not in page  # floor, floor / 1.5
+
+
+@pytest.mark.django_db
+def test_sections_are_named_for_people(admin_client, calibrated_model):
+    url = reverse("admin:contextmgmt_modelconfig_change", args=[calibrated_model.pk])
+    page = admin_client.get(url).content.decode()
+    assert "Token budget" in page
+    assert "SPEC" not in page and "R5" not in page

@@ -1,0 +1,60 @@
+"""The model-configuration admin as a staff user sees it, light and dark."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import DESKTOP, login, screenshot
+
+pytestmark = pytest.mark.browser
+
+MAKE_STAFF_AND_MODELS = """
+from django.contrib.auth import get_user_model
+from contextmgmt.models import ModelConfig
+get_user_model().objects.filter(username={username!r}).update(is_staff=True, is_superuser=True)
+ModelConfig.objects.create(name="GPT-4o with a long display name", model="gpt-4o-2024-08-06",
+    role="main", is_active=True, context_size=128000, max_output_tokens=16000,
+    token_ratio=1.25, token_ratio_samples=40)
+ModelConfig.objects.create(name="Fast helper model", model="qwen2.5-14b-instruct-awq",
+    role="fast", context_size=32768, max_output_tokens=8192)
+"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_model_configs_list_fits_1280_px_and_a_failed_save_reads_consistently(
+    new_page, live_daphne, scheme
+):
+    live_daphne.manage_shell(MAKE_STAFF_AND_MODELS.format(username=live_daphne.username))
+    page = new_page(viewport=DESKTOP, color_scheme=scheme)
+    login(page, live_daphne)
+
+    page.goto(live_daphne.base_url + "/admin/contextmgmt/modelconfig/")
+    expect(page.locator("#result_list")).to_be_visible()
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"the list is {overflow}px wider than a 1280px window"
+    # The admin scrolls a too-wide table inside its box: that box must not need to.
+    hidden = page.evaluate(
+        "(() => { const box = document.querySelector('#changelist .results');"
+        " return box.scrollWidth - box.clientWidth; })()"
+    )
+    assert hidden <= 0, f"{hidden}px of the list are scrolled out of sight"
+    screenshot(page, f"admin-model-configs-1280-{scheme}")
+
+    page.goto(live_daphne.base_url + "/admin/")
+    expect(page.get_by_role("link", name="Context summaries")).to_be_visible()
+    expect(page.locator("body")).not_to_contain_text("summarys")
+
+    page.goto(live_daphne.base_url + "/admin/contextmgmt/modelconfig/")
+    page.get_by_role("link", name="Fast helper model").click()
+    expect(page.locator("body")).to_contain_text("Token budget")
+    expect(page.locator("body")).not_to_contain_text("SPEC")
+    page.get_by_label("Context size").fill("8000")
+    page.get_by_label("Max output tokens").fill("2000")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".errorlist")).to_contain_text("Leaves 2,000 input tokens")
+    usable = page.locator(".field-usable_budget .readonly")
+    expect(usable).to_have_text("not computed: fix the token fields")
+    screenshot(page, f"admin-failed-save-{scheme}")
