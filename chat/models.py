@@ -142,3 +142,35 @@ class ContextSummary(models.Model):
 
     def __str__(self) -> str:
         return f"Summary of {self.covered_count} messages in {self.conversation_id}"
+
+
+class SearchDocument(models.Model):
+    """One searchable text: a message, a tool result of a run, or a conversation's title.
+
+    Kept in step by ``chat.search_index`` (called by the services); the database's own
+    full-text index over ``terms`` is created by a migration: an FTS5 table on SQLite, a
+    GIN index on PostgreSQL (see docs/architecture.md).
+    """
+
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        TOOL = "tool"  # a tool result stored in an answer's ``metadata["steps"]``
+        TITLE = "title"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="search_documents"
+    )
+    message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, null=True, blank=True, related_name="search_documents"
+    )
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    label = models.CharField(max_length=100, blank=True, default="")  # e.g. the tool's name
+    body = models.TextField()  # the text as it was written, quoted in results
+    terms = models.TextField()  # ``chat.search_text.index_text(body)``: what is indexed
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["conversation", "kind"], name="searchdoc_conv_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} in {self.conversation_id}: {self.body[:40]}"

@@ -19,6 +19,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
+from chat import search_index
 from chat.errors import InvalidInput
 from chat.models import Attachment, Conversation, Message
 from chat.uploads import display_name, read_limited, validate_image
@@ -37,6 +38,7 @@ FINISH_STATUSES = {Message.Status.DONE, Message.Status.ERROR, Message.Status.CAN
 def conversation_create(*, owner, title: str = "", mode: str = "react") -> Conversation:
     conversation = Conversation(owner=owner, title=_clean_title(title), mode=_clean_mode(mode))
     conversation.save()
+    search_index.index_title(conversation=conversation, fresh=True)
     return conversation
 
 
@@ -53,6 +55,8 @@ def conversation_update(
         fields.append("mode")
     if len(fields) > 1:
         conversation.save(update_fields=fields)
+    if title is not None:
+        search_index.index_title(conversation=conversation)
     return conversation
 
 
@@ -110,6 +114,9 @@ def user_message_create(
         conversation.title = _title_from(content)
         fields.append("title")
     conversation.save(update_fields=fields)
+    search_index.index_message(message=message, fresh=True)
+    if "title" in fields:
+        search_index.index_title(conversation=conversation)
     return message
 
 
@@ -140,6 +147,8 @@ def assistant_message_finish(
     """Store the final text and facts; the run's pending user messages become ``done``."""
     if status not in FINISH_STATUSES:
         raise InvalidInput("invalid_status", f"Cannot finish a message as {status!r}.")
+    # A running answer was never indexed (the index holds finished texts only).
+    first_finish = message.status == Message.Status.RUNNING
     metadata: dict[str, Any] = dict(message.metadata or {})
     metadata.update(extra or {})
     for key, value in (("usage", usage), ("compaction", compaction), ("error", error)):
@@ -151,9 +160,12 @@ def assistant_message_finish(
     message.metadata = metadata
     # An update, not save(): if the conversation was deleted mid-run there is nothing left
     # to finish, and that must not turn into an error in the run that is winding down.
-    Message.objects.filter(pk=message.pk).update(
+    updated = Message.objects.filter(pk=message.pk).update(
         content=message.content, status=message.status, kind=message.kind, metadata=metadata
     )
+    if updated:
+        # The answer's text and the tool results of its run become searchable.
+        search_index.index_message(message=message, fresh=first_finish)
 
     run_id = metadata.get("run_id")
     if run_id:

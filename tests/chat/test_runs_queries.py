@@ -26,8 +26,9 @@ pytestmark = [
 
 # message -> done of a plain ReAct turn with history, models and budgets already resolved
 # (chat.runs.storage caches them for a moment): the query's transaction (owner check,
-# claim, the two messages), the history (summary, messages), the answer's transaction.
-MAX_QUERIES_PER_RUN = 12
+# claim, the two messages), the history (summary, messages), the answer's transaction, and
+# the full-text index: one insert for the question, one for the answer (chat.search_index).
+MAX_QUERIES_PER_RUN = 14
 MAX_TRANSACTIONS_PER_RUN = 2
 
 

@@ -1,0 +1,134 @@
+"""Full-text search over a user's conversations: one selector, the database's own engine.
+
+SQLite: the FTS5 table of the ``0003_search_documents`` migration, ranked by ``bm25()``.
+PostgreSQL: ``to_tsvector('simple', terms)`` with its GIN index, ranked by ``ts_rank_cd``.
+Both see the same words (``chat.search_text``). A hit's order: how many of the query's
+terms it holds, then the engine's rank, then the newest — so an old passage holding every
+term beats newer ones holding one. Answers the user retried (``superseded_by``) are never
+returned, nor anything of another user's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import QuerySet
+
+from chat.models import Message, SearchDocument
+from chat.search_text import Term, query_terms
+
+MAX_TERMS = 12
+CANDIDATES = 200  # ranked by the engine; the final order is decided among these
+FTS_TABLE = "chat_searchdocument_fts"
+
+
+@dataclass(frozen=True)
+class Hit:
+    document: SearchDocument
+    matched: int  # how many of the query's terms it holds
+    rank: float  # the engine's score, higher is better
+
+    @property
+    def message(self) -> Message | None:
+        return self.document.message
+
+
+def search(
+    *,
+    query: str | list[Term],
+    owner_id: int | None = None,
+    conversation_id=None,
+    kinds: tuple[str, ...] = (),
+    before_message_id: int | None = None,
+    match_all: bool = False,
+    limit: int = 20,
+) -> list[Hit]:
+    """Documents matching ``query``, best first (sync: ORM).
+
+    Scope by ``owner_id`` (the sidebar) or ``conversation_id`` (``recall``; the caller has
+    checked ownership). ``match_all`` keeps only documents holding every term (the
+    search box); otherwise any term is enough and more terms rank higher (``recall``).
+    ``before_message_id`` leaves out a run's own query and everything after it.
+    """
+    terms = query_terms(query) if isinstance(query, str) else list(query)
+    terms = terms[:MAX_TERMS]
+    if not terms or limit <= 0 or (owner_id is None and conversation_id is None):
+        return []
+    scope = SearchDocument.objects.exclude(message__metadata__has_key="superseded_by")
+    if owner_id is not None:
+        scope = scope.filter(conversation__owner_id=owner_id)
+    if conversation_id is not None:
+        scope = scope.filter(conversation_id=conversation_id)
+    if kinds:
+        scope = scope.filter(kind__in=kinds)
+    if before_message_id is not None:
+        scope = scope.filter(message_id__lt=before_message_id)
+    ranked = _ranked_ids(scope, terms, match_all=match_all)
+    documents = SearchDocument.objects.select_related("message", "conversation").in_bulk(
+        [doc_id for doc_id, _ in ranked]
+    )
+    hits = []
+    for doc_id, rank in ranked:
+        document = documents.get(doc_id)
+        if document is None:
+            continue
+        matched = sum(1 for term in terms if term.found_in(document.terms))
+        if matched == 0 or (match_all and matched < len(terms)):
+            continue
+        hits.append(Hit(document=document, matched=matched, rank=rank))
+    hits.sort(key=lambda h: (h.matched, h.rank, _when(h), h.document.pk), reverse=True)
+    return hits[:limit]
+
+
+def _when(hit: Hit) -> datetime:
+    return hit.document.created_at
+
+
+def _ranked_ids(scope: QuerySet, terms: list[Term], *, match_all: bool) -> list[tuple[int, float]]:
+    if connection.vendor == "postgresql":
+        return _postgres_ranked(scope, terms, match_all=match_all)
+    if connection.vendor == "sqlite":
+        return _sqlite_ranked(scope, terms, match_all=match_all)
+    raise NotImplementedError(f"full-text search is not set up for {connection.vendor}")
+
+
+def _sqlite_ranked(scope, terms, *, match_all):
+    def phrase(term: Term) -> str:
+        # Terms hold letters and digits only, so double quotes cannot be unbalanced.
+        return f'"{" ".join(term.words)}"' + ("*" if term.prefix else "")
+
+    match = (" AND " if match_all else " OR ").join(phrase(t) for t in terms)
+    scope_sql, scope_params = scope.values("id").query.sql_with_params()
+    # Plain SQL: the ORM has no FTS5 MATCH or bm25(). bm25() is lower for better matches.
+    sql = (
+        f"SELECT rowid, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} "  # noqa: S608
+        f"WHERE {FTS_TABLE} MATCH %s AND rowid IN ({scope_sql}) "
+        "ORDER BY score DESC LIMIT %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [match, *scope_params, CANDIDATES])
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def _postgres_ranked(scope, terms, *, match_all):
+    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+    def lexemes(term: Term) -> str:
+        words = [f"'{w}'" for w in term.words]
+        if term.prefix:
+            words[-1] += ":*"
+        return "(" + " <-> ".join(words) + ")"
+
+    raw = (" & " if match_all else " | ").join(lexemes(t) for t in terms)
+    tsquery = SearchQuery(raw, search_type="raw", config="simple")
+    # The expression of the migration's GIN index, so PostgreSQL can use it.
+    vector = SearchVector("terms", config="simple")
+    rows = (
+        scope.annotate(vector=vector, score=SearchRank(vector, tsquery, cover_density=True))
+        .filter(vector=tsquery)
+        .order_by("-score")
+        .values_list("id", "score")[:CANDIDATES]
+    )
+    return [(doc_id, float(score)) for doc_id, score in rows]

@@ -1,0 +1,125 @@
+"""Writes of the full-text index: which texts of a conversation are searchable.
+
+The services call ``index_message`` whenever a message's text or its stored run record
+changes and ``index_title`` when a title does; a deleted conversation or message takes its
+documents along (foreign keys). ``rebuild`` recomputes everything from the messages
+(``manage.py rebuild_search_index``). The database's own index over the documents is kept
+by the database: FTS5 triggers on SQLite, a GIN expression index on PostgreSQL.
+
+What is searchable: the text of every user and assistant message, the results of the
+tools an answer's run called (``metadata["steps"]``; ``recall``'s own results are left out,
+they only repeat other messages) and the DAG step results of its plan, and titles. An
+answer the user retried stays indexed; the selector leaves it out (``superseded_by``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.db import transaction
+
+from chat.models import Conversation, Message, SearchDocument
+from chat.search_text import index_text
+
+SEARCHABLE_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
+# Tools whose results quote the conversation itself: indexing them would only echo it.
+UNINDEXED_TOOLS = frozenset({"recall"})
+# An answer is indexed when its run finishes; one whose run never did (still running, or
+# the server died) is not — as the services keep it, so the rebuild does.
+UNFINISHED_ANSWER = (Message.Status.RUNNING, Message.Status.INTERRUPTED)
+LABEL_CHARS = SearchDocument._meta.get_field("label").max_length
+
+
+def message_texts(
+    *, role: str, content: str, metadata: dict[str, Any] | None
+) -> Iterator[tuple[str, str, str]]:
+    """``(kind, label, text)`` of every searchable text of one message (plain data in, so
+    that the migration that fills the index for existing messages uses it too)."""
+    if role not in SEARCHABLE_ROLES:
+        return
+    if content and content.strip():
+        yield SearchDocument.Kind.MESSAGE, "", content
+    if role != Message.Role.ASSISTANT or not isinstance(metadata, dict):
+        return
+    for step in metadata.get("steps") or []:
+        if not isinstance(step, dict) or step.get("kind") != "tool_result":
+            continue
+        name = str(step.get("name") or "tool")
+        result = step.get("result")
+        if name in UNINDEXED_TOOLS or not isinstance(result, str) or not result.strip():
+            continue
+        yield SearchDocument.Kind.TOOL, name[:LABEL_CHARS], result
+    dag = metadata.get("dag")
+    for round_ in (dag.get("rounds") or []) if isinstance(dag, dict) else []:
+        for step in (round_.get("steps") or []) if isinstance(round_, dict) else []:
+            result = step.get("result") if isinstance(step, dict) else None
+            if isinstance(result, str) and result.strip():
+                label = f"DAG step {step.get('id') or '?'}"
+                yield SearchDocument.Kind.TOOL, label[:LABEL_CHARS], result
+
+
+def _documents(message: Message) -> list[SearchDocument]:
+    return [
+        SearchDocument(
+            conversation_id=message.conversation_id,
+            message_id=message.pk,
+            kind=kind,
+            label=label,
+            body=text,
+            terms=index_text(text),
+            created_at=message.created_at,
+        )
+        for kind, label, text in message_texts(
+            role=message.role, content=message.content, metadata=message.metadata
+        )
+    ]
+
+
+@transaction.atomic
+def index_message(*, message: Message, fresh: bool = False) -> None:
+    """Make the index say what ``message`` says now, replacing what it said before;
+    ``fresh``: the message was never indexed (a new one, or an answer finishing its run),
+    so there is nothing to replace — one query less on every message."""
+    if not fresh:
+        SearchDocument.objects.filter(message_id=message.pk).delete()
+    documents = _documents(message)
+    if documents:
+        SearchDocument.objects.bulk_create(documents)
+
+
+@transaction.atomic
+def index_title(*, conversation: Conversation, fresh: bool = False) -> None:
+    if not fresh:
+        SearchDocument.objects.filter(
+            conversation_id=conversation.pk, kind=SearchDocument.Kind.TITLE
+        ).delete()
+    if conversation.title.strip():
+        SearchDocument.objects.create(
+            conversation_id=conversation.pk,
+            kind=SearchDocument.Kind.TITLE,
+            body=conversation.title,
+            terms=index_text(conversation.title),
+            created_at=conversation.created_at,
+        )
+
+
+def rebuild(*, conversations: Iterable[Conversation] | None = None, batch: int = 500) -> int:
+    """Recompute the documents of ``conversations`` (all when None); returns how many."""
+    if conversations is None:
+        conversations = Conversation.objects.only("id", "title", "created_at")
+    return sum(_rebuild_one(conversation, batch) for conversation in conversations)
+
+
+@transaction.atomic
+def _rebuild_one(conversation: Conversation, batch: int) -> int:
+    SearchDocument.objects.filter(conversation_id=conversation.pk).delete()
+    index_title(conversation=conversation, fresh=True)
+    documents: list[SearchDocument] = []
+    messages = Message.objects.filter(
+        conversation_id=conversation.pk, role__in=SEARCHABLE_ROLES
+    ).exclude(role=Message.Role.ASSISTANT, status__in=UNFINISHED_ANSWER)
+    for message in messages.iterator(chunk_size=batch):
+        documents.extend(_documents(message))
+    SearchDocument.objects.bulk_create(documents, batch_size=batch)
+    return len(documents) + (1 if conversation.title.strip() else 0)

@@ -1,0 +1,99 @@
+"""Text as the full-text index sees it: the same words on SQLite and PostgreSQL.
+
+Both databases tokenise differently (PostgreSQL's parser keeps host names, paths and
+hyphenated words whole; FTS5's ``unicode61`` splits on every non-alphanumeric character)
+and fold case differently (PostgreSQL in the C locale folds ASCII only). So the indexed
+column holds text already cut into words here, case-folded, one space between words, and
+both databases only split it on those spaces. A query is cut by the same function.
+
+Chinese, Japanese and Korean are written without spaces between words: every CJK
+character is its own token, and a CJK run in a query becomes a phrase of its characters
+(adjacent, in order). That finds any CJK substring, as a reader expects, while Latin
+words still match whole ("lease" does not match "release"). See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_WORD = re.compile(r"[^\W_]+")
+# Han (with extensions A and compatibility), kana, Hangul syllables and jamo.
+_CJK_CHAR = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
+)
+# Nobody searches for a 200-character base64 run; PostgreSQL refuses words over 2 KB.
+MAX_TOKEN_CHARS = 100
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _pieces(word: str) -> list[tuple[bool, str]]:
+    """A word split into runs: ``(True, run)`` for CJK runs, ``(False, run)`` for the rest."""
+    pieces: list[tuple[bool, str]] = []
+    start = 0
+    for match in _CJK_CHAR.finditer(word):
+        if match.start() > start:
+            pieces.append((False, word[start : match.start()]))
+        if pieces and pieces[-1][0] and start == match.start():
+            pieces[-1] = (True, pieces[-1][1] + match.group())
+        else:
+            pieces.append((True, match.group()))
+        start = match.end()
+    if start < len(word):
+        pieces.append((False, word[start:]))
+    return pieces
+
+
+def tokens(text: str) -> list[str]:
+    """The words of ``text`` as they are indexed, in order."""
+    out: list[str] = []
+    for word in _WORD.findall(_fold(text)):
+        for cjk, run in _pieces(word):
+            if cjk:
+                out.extend(run)
+            elif len(run) <= MAX_TOKEN_CHARS:
+                out.append(run)
+    return out
+
+
+def index_text(text: str) -> str:
+    """What the index column stores for ``text``."""
+    return " ".join(tokens(text))
+
+
+@dataclass(frozen=True)
+class Term:
+    """One thing to look for: a word, or a CJK phrase (its characters, adjacent)."""
+
+    words: tuple[str, ...]
+    prefix: bool = False  # the last word may be the start of a longer one
+
+    @property
+    def cjk(self) -> bool:
+        return all(_CJK_CHAR.fullmatch(w) for w in self.words)
+
+    def found_in(self, indexed: str) -> bool:
+        """Whether an indexed text (``index_text``) contains this term."""
+        padded = f" {indexed} "
+        needle = " " + " ".join(self.words)
+        return (needle in padded) if self.prefix else (needle + " " in padded)
+
+
+def query_terms(query: str, *, stopwords: frozenset[str] = frozenset()) -> list[Term]:
+    """The terms of a query, in order, without repeats; ``stopwords`` are left out unless
+    nothing else is left."""
+    terms: list[Term] = []
+    for word in _WORD.findall(_fold(query)):
+        for cjk, run in _pieces(word):
+            if cjk:
+                terms.append(Term(tuple(run)))
+            elif len(run) <= MAX_TOKEN_CHARS:
+                terms.append(Term((run,)))
+    unique = list(dict.fromkeys(terms))
+    kept = [t for t in unique if not (len(t.words) == 1 and t.words[0] in stopwords)]
+    return kept or unique

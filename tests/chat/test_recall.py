@@ -1,0 +1,177 @@
+"""The ``recall`` tool's search over the persisted conversation (chat/recall.py, RF.4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from chat import services
+from chat.models import Message
+from chat.recall import recall_passages, recall_search_for, recall_terms
+from chat.search_text import Term
+from contextmgmt.core.llm import LLMUnavailable
+from fimone.agent.context import AgentOutcome
+from tests.chat.test_runs_support import (
+    connect,
+    events_until,
+    install_scripted_engine,
+    of_type,
+    send,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def say(conversation, content: str, role: str = "user") -> Message:
+    if role == "user":
+        return services.user_message_create(conversation=conversation, content=content)
+    message = services.assistant_message_start(conversation=conversation, run_id="r", mode="react")
+    return services.assistant_message_finish(message=message, content=content)
+
+
+def test_recall_terms_drop_look_back_words_and_keep_numbers():
+    assert recall_terms("What did I say about the Budget for 2025?") == [
+        Term(("budget",)),
+        Term(("2025",)),
+    ]
+
+
+def test_recall_terms_keep_a_chinese_run_as_one_phrase():
+    assert recall_terms("之前的预算 ok") == [Term(tuple("之前的预算")), Term(("ok",))]
+
+
+def test_a_query_of_look_back_words_only_still_searches():
+    assert recall_terms("what did you say") == [Term((w,)) for w in "what did you say".split()]
+
+
+def test_passages_are_verbatim_and_best_match_first(conversation):
+    say(conversation, "We agreed the budget is 48,500 EUR for the Lisbon office.")
+    say(conversation, "The budget meeting is on Friday.", role="assistant")
+    say(conversation, "Unrelated: the cat is asleep.")
+    passages = recall_passages(conversation_id=conversation.id, query="Lisbon budget")
+    assert len(passages) == 2
+    assert "We agreed the budget is 48,500 EUR for the Lisbon office." in passages[0]
+    assert passages[0].startswith("user (") and "message #" in passages[0]
+    assert "The budget meeting is on Friday." in passages[1]
+    assert passages[1].startswith("assistant (")
+
+
+def test_other_conversations_are_never_searched(conversation, foreign_conversation):
+    say(foreign_conversation, "Mallory's password hint: budget")
+    say(conversation, "nothing to see")
+    assert recall_passages(conversation_id=conversation.id, query="budget") == []
+
+
+def test_before_id_excludes_the_current_query(conversation):
+    early = say(conversation, "The server is called tern-7.")
+    current = say(conversation, "What is the server called?")
+    passages = recall_passages(
+        conversation_id=conversation.id, query="server", before_id=current.id
+    )
+    assert passages == [passages[0]] and "tern-7" in passages[0]
+    assert early.id < current.id
+
+
+def test_long_message_gives_a_passage_around_the_match(conversation):
+    text = "filler " * 400 + "the secret number is 9173 " + "padding " * 400
+    say(conversation, text)
+    (passage,) = recall_passages(conversation_id=conversation.id, query="secret number")
+    body = passage.split(": ", 1)[1]
+    assert "the secret number is 9173" in body
+    assert body.startswith("…") and body.endswith("…")
+    assert len(body) <= 600 + 2
+    assert body.strip("…").strip() in text
+
+
+def test_non_ascii_case_is_matched(conversation):
+    say(conversation, "Die Übergabe ist am Montag.")
+    (passage,) = recall_passages(conversation_id=conversation.id, query="übergabe")
+    assert "Die Übergabe ist am Montag." in passage
+
+
+def test_chinese_is_found_by_its_pairs(conversation):
+    say(conversation, "我们的预算是三万元。")
+    (passage,) = recall_passages(conversation_id=conversation.id, query="预算")
+    assert "我们的预算是三万元。" in passage
+
+
+def test_limit_and_empty_query(conversation):
+    for i in range(5):
+        say(conversation, f"note {i} about apples")
+    assert len(recall_passages(conversation_id=conversation.id, query="apples", limit=3)) == 3
+    assert recall_passages(conversation_id=conversation.id, query="   ") == []
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_async_search_for_the_agent(conversation):
+    await sync_to_async(say)(conversation, "The deploy key rotates on the 3rd.")
+    search = recall_search_for(conversation.id)
+    assert await search("deploy key", 5) == [
+        (await sync_to_async(recall_passages)(conversation_id=conversation.id, query="deploy key"))[
+            0
+        ]
+    ]
+
+
+# --- through real websocket runs: the index as the run path keeps it --------------------
+
+
+@pytest.fixture
+async def socket(user, conversation):
+    comm = await connect(user, conversation.id)
+    yield comm
+    await comm.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+async def test_recall_finds_a_tool_result_of_an_earlier_run(socket, ws_fake_llm):
+    ws_fake_llm.enqueue(
+        ws_fake_llm.tool_call("calculator", json.dumps({"expression": "1234*5678"})),
+        "Done.",
+    )
+    await send(socket, type="message", content="Multiply those two order numbers", mode="react")
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    ws_fake_llm.enqueue(
+        ws_fake_llm.tool_call("recall", json.dumps({"query": "7006652"})), "It was 7006652."
+    )
+    await send(socket, type="message", content="What was the product again?", mode="react")
+    events = await events_until(socket, "done", "error")
+    (result,) = [s for s in of_type(events, "step") if s["kind"] == "tool_result"]
+    assert "[1] tool result of calculator (" in result["result"]
+    assert "7006652" in result["result"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+async def test_recall_leaves_out_an_answer_the_user_retried(
+    socket, conversation, ws_fake_llm, monkeypatch
+):
+    engine = install_scripted_engine(monkeypatch)
+
+    async def fails(ctx):
+        await ctx.sink("answer.delta", {"text": "The lighthouse code is 11-aurora"})
+        raise LLMUnavailable("connection refused")
+
+    async def answers(ctx):
+        await ctx.sink("answer.delta", {"text": "The lighthouse code is 42-borealis."})
+        return AgentOutcome(answer="The lighthouse code is 42-borealis.")
+
+    engine.use(fails)
+    await send(socket, type="message", content="Which lighthouse code?")
+    failed = (await events_until(socket, "done", "error"))[-1]
+    assert failed["type"] == "error"
+    # Searchable while it is the newest answer the user sees…
+    found = await sync_to_async(recall_passages)(conversation_id=conversation.id, query="aurora")
+    assert len(found) == 1
+    engine.use(answers)
+    await send(socket, type="retry", message_id=failed["message_id"])
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    # …and gone once it is superseded; the new answer is there instead.
+    search = recall_search_for(conversation.id)
+    assert await search("aurora", 5) == []
+    passages = await search("lighthouse code", 5)
+    assert sorted(p.split(" (")[0] for p in passages) == ["assistant", "user"]
+    assert any("42-borealis" in p for p in passages)

@@ -1,0 +1,51 @@
+"""The full-text search selector on SQLite (FTS5); the same scenarios run on PostgreSQL in
+tests/scale/test_search_postgres.py (RF.4)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from chat.models import SearchDocument
+from chat.search import search
+from tests.support import search_scenarios
+from tests.support.search_scenarios import make_user, new_conversation, say
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("scenario", search_scenarios.ALL, ids=lambda f: f.__name__)
+def test_scenario_on_sqlite(scenario):
+    assert connection.vendor == "sqlite"
+    scenario()
+
+
+def test_match_all_and_prefix_for_the_search_box():
+    from chat.search_text import Term
+
+    owner = make_user()
+    conversation = new_conversation(owner)
+    say(conversation, "Deploy the invoice service to Frankfurt.")
+    say(conversation, "Frankfurt weather is mild.")
+    both = search(query="frankfurt invoice", owner_id=owner.pk, kinds=("message",), match_all=True)
+    assert [h.document.body for h in both] == ["Deploy the invoice service to Frankfurt."]
+    typed = [Term(("frankfurt",)), Term(("invo",), prefix=True)]
+    assert len(search(query=typed, owner_id=owner.pk, kinds=("message",), match_all=True)) == 1
+    assert search(query=[Term(("invo",))], owner_id=owner.pk) == []
+
+
+def test_scope_is_required():
+    assert search(query="anything") == []
+
+
+def test_documents_are_the_fts_content():
+    conversation = new_conversation(title="t")
+    message = say(conversation, "Naïve café in Zürich")
+    (document,) = SearchDocument.objects.filter(message=message)
+    assert document.terms == "naïve café in zürich"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rowid FROM chat_searchdocument_fts WHERE chat_searchdocument_fts MATCH ?",
+            ['"zürich"'],
+        )
+        assert [row[0] for row in cursor.fetchall()] == [document.pk]

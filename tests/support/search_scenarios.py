@@ -1,0 +1,181 @@
+"""Full-text search scenarios run on both databases: by the SQLite tests in ``tests/chat``
+and, in a Django subprocess on PostgreSQL, by ``tests/scale/test_search_postgres.py``.
+
+Each scenario builds its own users and conversations through the services, so the index is
+kept the way the application keeps it, and asserts what a user would see.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from chat import search_index, services
+from chat.models import Conversation, Message, SearchDocument
+from chat.recall import recall_passages
+from chat.search import search
+
+
+def make_user(prefix: str = "u"):
+    return get_user_model().objects.create_user(username=f"{prefix}-{uuid.uuid4().hex[:10]}")
+
+
+def say(conversation: Conversation, content: str, role: str = "user", **finish) -> Message:
+    if role == "user":
+        return services.user_message_create(conversation=conversation, content=content)
+    message = services.assistant_message_start(conversation=conversation, run_id="r", mode="react")
+    return services.assistant_message_finish(message=message, content=content, **finish)
+
+
+def age(message: Message, days: int) -> None:
+    """Date a message (and its index documents) ``days`` back."""
+    when = timezone.now() - timedelta(days=days)
+    Message.objects.filter(pk=message.pk).update(created_at=when)
+    SearchDocument.objects.filter(message=message).update(created_at=when)
+
+
+def new_conversation(owner=None, title: str = "") -> Conversation:
+    return services.conversation_create(owner=owner or make_user(), title=title)
+
+
+def passages(conversation: Conversation, query: str, **kw) -> list[str]:
+    return recall_passages(conversation_id=conversation.id, query=query, **kw)
+
+
+def old_passage_with_all_terms_beats_newer_ones_with_one() -> None:
+    conversation = new_conversation()
+    old = say(conversation, "The staging database password rotation happens every Tuesday.")
+    age(old, 90)
+    for text in (
+        "The staging server is slow today.",
+        "Our database backups are nightly.",
+        "Password managers are recommended.",
+        "The rotation of the on-call schedule changed.",
+    ):
+        say(conversation, text)
+    found = passages(conversation, "staging database password rotation")
+    assert "every Tuesday" in found[0], found
+    assert len(found) == 5
+
+
+def whole_words_only() -> None:
+    conversation = new_conversation()
+    say(conversation, "The release went out on Monday.")
+    say(conversation, "The new lease starts in May.", role="assistant")
+    found = passages(conversation, "lease")
+    assert len(found) == 1 and "new lease starts in May" in found[0], found
+    assert passages(conversation, "leas") == []
+
+
+def chinese_is_searchable() -> None:
+    conversation = new_conversation()
+    say(conversation, "我们的预算是三万元，项目代号是青龙。")
+    say(conversation, "明天开会讨论预定的房间。")
+    found = passages(conversation, "预算")
+    assert len(found) == 1 and "三万元" in found[0], found
+    (dragon,) = passages(conversation, "青龙")
+    assert "项目代号是青龙" in dragon
+    assert passages(conversation, "算预") == []  # the characters, in order
+    # Mixed with Latin words and in a German sentence's case.
+    say(conversation, "Die Übergabe an Team 北京 ist am Montag.")
+    (mixed,) = passages(conversation, "ÜBERGABE")
+    assert "Team 北京" in mixed
+
+
+def tool_results_are_searchable() -> None:
+    conversation = new_conversation()
+    say(conversation, "Look up the tracking number.")
+    answer = services.assistant_message_start(conversation=conversation, run_id="r", mode="react")
+    steps = [
+        {"kind": "tool_call", "name": "shipping", "arguments": '{"order": "A-1"}'},
+        {"kind": "tool_result", "name": "shipping", "result": "Parcel ZX-4471 left Rotterdam."},
+        {"kind": "tool_result", "name": "recall", "result": "Passages … Rotterdam …"},
+    ]
+    services.assistant_message_finish(
+        message=answer, content="It is on its way.", extra={"steps": steps}
+    )
+    (found,) = passages(conversation, "Rotterdam")
+    assert found.startswith("tool result of shipping (") and f"#{answer.pk}" in found, found
+    assert "Parcel ZX-4471 left Rotterdam." in found
+
+
+def retried_answers_and_other_users_are_never_returned() -> None:
+    conversation = new_conversation()
+    say(conversation, "What is the code word?")
+    failed = say(conversation, "The code word is heron (partial)", role="assistant", status="error")
+    retry = services.assistant_message_start(conversation=conversation, run_id="r2", mode="react")
+    # What a retry stores on the failed answer.
+    Message.objects.filter(pk=failed.pk).update(
+        metadata={**failed.metadata, "superseded_by": retry.pk}
+    )
+    services.assistant_message_finish(message=retry, content="The code word is heron.")
+    (found,) = passages(conversation, "heron")
+    assert "(partial)" not in found and f"#{retry.pk}" in found
+    stranger = new_conversation(title="heron notes")
+    say(stranger, "heron heron heron")
+    assert len(passages(conversation, "heron")) == 1
+    owner_hits = search(query="heron", owner_id=conversation.owner_id)
+    assert {h.document.conversation_id for h in owner_hits} == {conversation.id}
+
+
+def index_follows_edits_and_deletes() -> None:
+    owner = make_user()
+    conversation = new_conversation(owner, title="Kestrel planning")
+    assert [h.document.kind for h in search(query="kestrel", owner_id=owner.pk)] == ["title"]
+    services.conversation_update(conversation=conversation, title="Falcon planning")
+    assert search(query="kestrel", owner_id=owner.pk) == []
+    assert len(search(query="falcon", owner_id=owner.pk)) == 1
+    # An answer's text changes while its run goes on; the index holds what was stored last.
+    answer = services.assistant_message_start(conversation=conversation, run_id="r", mode="react")
+    services.assistant_message_finish(message=answer, content="Draft about osprey", status="error")
+    services.assistant_message_finish(message=answer, content="Final about merlin")
+    assert passages(conversation, "osprey") == []
+    assert len(passages(conversation, "merlin")) == 1
+    # An edited message, reindexed by whoever edits it.
+    question = say(conversation, "Ask about buzzard")
+    question.content = "Ask about harrier"
+    question.save(update_fields=["content"])
+    search_index.index_message(message=question)
+    assert passages(conversation, "buzzard") == []
+    assert len(passages(conversation, "harrier")) == 1
+    services.conversation_delete(conversation=conversation)
+    assert search(query="harrier merlin falcon", owner_id=owner.pk) == []
+    assert not SearchDocument.objects.filter(conversation__owner=owner).exists()
+
+
+def rebuild_recomputes_the_index() -> None:
+    owner = make_user()
+    conversation = new_conversation(owner, title="Gannet")
+    say(conversation, "The gannet dives at 100 km/h.")
+    SearchDocument.objects.filter(conversation=conversation).delete()
+    assert search(query="gannet", owner_id=owner.pk) == []
+    count = search_index.rebuild(conversations=Conversation.objects.filter(pk=conversation.pk))
+    assert count == 2
+    assert sorted(h.document.kind for h in search(query="gannet", owner_id=owner.pk)) == [
+        "message",
+        "title",
+    ]
+
+
+def query_syntax_is_never_interpreted() -> None:
+    owner = make_user()
+    conversation = new_conversation(owner, title="syntax")
+    say(conversation, 'He said "NEAR" AND OR NOT * ^ the end')
+    for query in ['"', "AND OR", "NOT *", "near(", "' | !", "a:*", "-", "\\", "x <-> y"]:
+        search(query=query, owner_id=owner.pk)  # no syntax error from either engine
+    assert len(search(query='"near" AND', owner_id=owner.pk)) == 1
+
+
+ALL = [
+    query_syntax_is_never_interpreted,
+    old_passage_with_all_terms_beats_newer_ones_with_one,
+    whole_words_only,
+    chinese_is_searchable,
+    tool_results_are_searchable,
+    retried_answers_and_other_users_are_never_returned,
+    index_follows_edits_and_deletes,
+    rebuild_recomputes_the_index,
+]
