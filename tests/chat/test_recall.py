@@ -13,7 +13,7 @@ from chat.recall import recall_passages, recall_search_for, recall_terms
 from chat.search_text import Term
 from contextmgmt.core.llm import LLMUnavailable
 from fimone.agent.context import AgentOutcome
-from tests.chat.test_runs_support import (
+from tests.support.runs import (
     connect,
     events_until,
     install_scripted_engine,
@@ -147,9 +147,9 @@ async def test_recall_finds_a_tool_result_of_an_earlier_run(socket, ws_fake_llm)
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("clean_runs")
 async def test_recall_leaves_out_an_answer_the_user_retried(
-    socket, conversation, ws_fake_llm, monkeypatch
+    socket, conversation, ws_fake_llm, run_deps
 ):
-    engine = install_scripted_engine(monkeypatch)
+    engine = install_scripted_engine(run_deps)
 
     async def fails(ctx):
         await ctx.sink("answer.delta", {"text": "The lighthouse code is 11-aurora"})
