@@ -1,6 +1,6 @@
 """Full-text search over a user's conversations: one selector, the database's own engine.
 
-SQLite: the FTS5 table of the ``0003_search_documents`` migration, ranked by ``bm25()``.
+SQLite: the FTS5 table of the ``0004_search_documents`` migration, ranked by ``bm25()``.
 PostgreSQL: ``to_tsvector('simple', terms)`` with its GIN index, ranked by ``ts_rank_cd``.
 Both see the same words (``chat.search_text``). A hit's order: how many of the query's
 terms it holds, then the engine's rank, then the newest — so an old passage holding every

@@ -100,7 +100,7 @@ def index_existing_messages(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat", "0002_one_running_answer"),
+        ("chat", "0003_summary_names"),
     ]
 
     operations = [
