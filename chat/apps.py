@@ -8,3 +8,10 @@ class ChatConfig(AppConfig):
     def ready(self) -> None:
         # Receivers that remove attachment files on every delete path.
         from chat import signals  # noqa: F401
+
+        # DbMemory (contextmgmt) reads a conversation's messages through this loader: the
+        # lower layer never imports the chat app.
+        from chat.history import load_history
+        from contextmgmt.db_memory import register_history_loader
+
+        register_history_loader(load_history)

@@ -31,6 +31,7 @@ from django.conf import settings
 from chat import runs
 from chat.errors import AttachmentNotFound, ChatError
 from chat.models import Conversation
+from chat.selectors import conversation_get
 
 logger = logging.getLogger(__name__)
 
@@ -209,8 +210,6 @@ def _clock() -> float:
 
 
 def _owns(user, conversation_id) -> bool:
-    from chat.selectors import conversation_get
-
     try:
         conversation_get(user=user, conversation_id=conversation_id)
     except Conversation.DoesNotExist:

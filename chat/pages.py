@@ -73,9 +73,10 @@ def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int]:
     failed answers left out), but without reading image files: each image is counted at
     its flat 765 tokens instead, as the estimator counts images.
     """
+    from chat.history import load_history
     from contextmgmt.core.compact import CompactUtils
     from contextmgmt.core.tokens import IMAGE_TOKENS
-    from contextmgmt.db_memory import load_history, summary_message
+    from contextmgmt.db_memory import summary_message
 
     loaded = load_history(conversation.id, vision=False)
     messages = list(loaded.messages)

@@ -1,9 +1,10 @@
-"""Resolve a role's token budget: ModelConfig row > environment > defaults (SPEC R5).
+"""Resolve a role's token budget: ModelConfig row > environment > defaults.
 
 The arithmetic (reserve, floor) lives in ``contextmgmt.core.budget``; this module only
 decides where the two inputs come from, and applies the per-model calibration ratio
-(issue 5) so that a model whose tokenizer counts more than fimone's heuristic does not
-overflow. Sync: it may hit the database; call it through ``sync_to_async`` from async code.
+(``contextmgmt.calibration``) so that a model whose tokenizer counts more than fimone's
+heuristic does not overflow. Sync: it may hit the database; call it through
+``sync_to_async`` from async code.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from contextmgmt.core.budget import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     MIN_INPUT_BUDGET,
     SYSTEM_PROMPT_RESERVE,
+    effective_input_tokens,
     usable_input_tokens,
 )
+from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)
 
@@ -42,25 +45,15 @@ class Budget:
 
     @property
     def effective_input_tokens(self) -> int:
-        """The budget in fimone-estimated tokens: shrunk when the provider counts more.
-
-        A ratio below 1 (the provider counts fewer) never enlarges the budget: the
-        heuristic's error margin is the only safety we have.
-        """
+        """The budget in fimone-estimated tokens: shrunk when the provider counts more."""
         return effective_input_tokens(self.usable_input_tokens, self.token_ratio)
-
-
-def effective_input_tokens(usable: int, ratio: float) -> int:
-    if ratio <= 1.0:
-        return usable
-    return max(MIN_INPUT_BUDGET, int(usable / ratio))
 
 
 def _checked_usable(role: str, context_size: int, max_output_tokens: int, source: str) -> int:
     usable = usable_input_tokens(context_size, max_output_tokens)
     raw = context_size - max_output_tokens - SYSTEM_PROMPT_RESERVE
     if raw < MIN_INPUT_BUDGET:
-        # R5.4: clamp, but say so — a misconfiguration must never be a silent failure.
+        # Clamp to the floor, but say so — a misconfiguration must never be a silent failure.
         logger.warning(
             "%s budget from %s: context %s - output %s - reserve %s = %s tokens; "
             "clamped to the %s-token floor",
@@ -76,8 +69,6 @@ def _checked_usable(role: str, context_size: int, max_output_tokens: int, source
 
 
 def _from_db(role: BudgetRole) -> Budget | None:
-    from contextmgmt.models import ModelConfig
-
     row = (
         ModelConfig.objects.filter(role=role, is_active=True)
         .only("id", "context_size", "max_output_tokens", "token_ratio", "token_ratio_samples")
@@ -128,7 +119,7 @@ def _has_fast_env() -> bool:
 
 
 def resolve_budget(role: BudgetRole = "main") -> Budget:
-    """The budget for ``role`` (R5.2, R5.3).
+    """The budget for ``role``.
 
     Order: the active ModelConfig row of that role; else ``LLM_CONTEXT_SIZE`` /
     ``LLM_MAX_OUTPUT_TOKENS`` (for ``fast``: the ``FAST_`` twins, each falling back to the

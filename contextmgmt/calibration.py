@@ -1,7 +1,7 @@
-"""Token-count calibration per ModelConfig (issue 5, "calibrated budgets").
+"""Token-count calibration per ModelConfig ("calibrated budgets").
 
 After an LLM call the caller knows two numbers for the same request: fimone's heuristic
-estimate (SPEC R2.1) and the provider's reported input tokens. Their ratio, kept as a
+estimate and the provider's reported input tokens. Their ratio, kept as a
 bounded running average on the ModelConfig row, shrinks that model's effective budget
 (``Budget.effective_input_tokens``) when its tokenizer counts more than the heuristic.
 
@@ -11,8 +11,11 @@ never lose each other's sample (no read-modify-write in Python).
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
 from django.db.models import F, FloatField, Value
 from django.db.models.functions import Cast, Greatest, Least
+
+from contextmgmt.models import ModelConfig
 
 RATIO_MIN = 0.5
 RATIO_MAX = 3.0
@@ -33,8 +36,6 @@ def record_usage(*, model_config_id: int, estimated_tokens: int, reported_tokens
     Returns whether the sample was used (False for tiny or nonsensical samples, or a
     ModelConfig that no longer exists). Sync; from async code use ``arecord_usage``.
     """
-    from contextmgmt.models import ModelConfig
-
     if estimated_tokens < MIN_ESTIMATED_TOKENS or reported_tokens <= 0:
         return False
     # One outlier (a provider bug, a cached prompt discount) must not swing the budget.
@@ -55,8 +56,6 @@ def record_usage(*, model_config_id: int, estimated_tokens: int, reported_tokens
 async def arecord_usage(
     *, model_config_id: int, estimated_tokens: int, reported_tokens: int
 ) -> bool:
-    from asgiref.sync import sync_to_async
-
     return await sync_to_async(record_usage)(
         model_config_id=model_config_id,
         estimated_tokens=estimated_tokens,
@@ -66,8 +65,6 @@ async def arecord_usage(
 
 def reset_calibration(*, model_config_ids: list[int]) -> int:
     """Forget what was learnt: ratio 1.0, no samples. Returns the number of rows reset."""
-    from contextmgmt.models import ModelConfig
-
     return ModelConfig.objects.filter(pk__in=model_config_ids).update(
         token_ratio=1.0, token_ratio_samples=0
     )

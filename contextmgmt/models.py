@@ -6,7 +6,12 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from contextmgmt.core.budget import MIN_INPUT_BUDGET, SYSTEM_PROMPT_RESERVE, usable_input_tokens
+from contextmgmt.core.budget import (
+    MIN_INPUT_BUDGET,
+    SYSTEM_PROMPT_RESERVE,
+    effective_input_tokens,
+    usable_input_tokens,
+)
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # No model has a context window this large; a bigger number is a typo (an extra 0 or three).
@@ -58,8 +63,6 @@ class ModelConfig(models.Model):
     @property
     def effective_input_tokens(self) -> int:
         """The usable budget after calibration (see contextmgmt.calibration)."""
-        from contextmgmt.budget import effective_input_tokens
-
         return effective_input_tokens(self.usable_input_tokens, self.token_ratio)
 
     def budget_errors(self) -> dict[str, str]:

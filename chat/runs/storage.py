@@ -10,7 +10,6 @@ failure.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import logging
 import time
@@ -21,8 +20,9 @@ from django.db import transaction
 
 from chat import selectors, services
 from chat.errors import ChatError
+from chat.history import load_history, query_message
 from chat.markdown import render_markdown
-from chat.models import Attachment, Conversation, Message
+from chat.models import Conversation, Message
 from chat.runs import control
 from chat.runs.deps import RunDeps
 from chat.summaries import summary_save
@@ -30,7 +30,7 @@ from contextmgmt.budget import Budget
 from contextmgmt.calibration import record_usage
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.db_memory import LoadedHistory, NewSummary, load_history
+from contextmgmt.db_memory import LoadedHistory, NewSummary
 
 logger = logging.getLogger(__name__)
 
@@ -238,57 +238,6 @@ def supports_vision(llm: LLM) -> bool:
 
 def load_injection(message_id: int, *, vision: bool) -> ChatMessage:
     return query_message(Message.objects.get(pk=message_id), vision=vision)
-
-
-# --- a user message as the agent sees it -----------------------------------------------------
-
-
-def query_message(message, *, vision: bool = True) -> ChatMessage:
-    """The persisted user message as the agent sees it: pinned, images inline.
-
-    Sync (reads attachment files): call it from a thread. An unreadable file becomes a
-    short text note rather than failing the run.
-    """
-    injected = message.kind == "injected"
-    images = (message.metadata or {}).get("images") or []
-    metadata = {"id": message.pk, "created_at": message.created_at.isoformat()}
-    if not images:
-        return ChatMessage(
-            role="user", content=message.content, pinned=True, injected=injected, metadata=metadata
-        )
-    found = {
-        str(a.pk): a
-        for a in Attachment.objects.filter(
-            conversation_id=message.conversation_id, pk__in=[i["file_id"] for i in images]
-        )
-    }
-    parts: list[dict[str, Any]] = []
-    if message.content:
-        parts.append({"type": "text", "text": message.content})
-    for image in images:
-        attachment = found.get(str(image["file_id"]))
-        parts.append(_image_part(attachment, image, vision=vision))
-    return ChatMessage(
-        role="user", content=parts, pinned=True, injected=injected, metadata=metadata
-    )
-
-
-def _image_part(attachment, image: dict, *, vision: bool) -> dict[str, Any]:
-    if attachment is None:
-        return {"type": "text", "text": "[image: no longer available]"}
-    label = (
-        f"[image: {attachment.original_name or 'image'}, {attachment.width}x{attachment.height}]"
-    )
-    if not vision:
-        return {"type": "text", "text": label}
-    try:
-        with attachment.file.open("rb") as fh:
-            data = fh.read()
-    except OSError:
-        logger.warning("attachment %s unreadable", attachment.pk, exc_info=True)
-        return {"type": "text", "text": label + " (file unreadable)"}
-    url = f"data:{attachment.mime_type};base64,{base64.b64encode(data).decode('ascii')}"
-    return {"type": "image_url", "image_url": {"url": url}}
 
 
 # --- while the run works ---------------------------------------------------------------------

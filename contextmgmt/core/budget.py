@@ -1,4 +1,5 @@
-"""Layer 5 arithmetic (SPEC R5.1, R5.4); resolution from DB/env lives in contextmgmt.budget."""
+"""Token budget arithmetic; where the inputs come from (database, environment) is
+``contextmgmt.budget``'s business."""
 
 SYSTEM_PROMPT_RESERVE = 4000
 MIN_INPUT_BUDGET = 4000
@@ -7,5 +8,17 @@ DEFAULT_MAX_OUTPUT_TOKENS = 64_000
 
 
 def usable_input_tokens(context_size: int, max_output_tokens: int) -> int:
-    """context − output − reserve, never below the 4,000-token floor (R5.1, R5.4)."""
+    """context − output − reserve, never below the 4,000-token floor."""
     return max(MIN_INPUT_BUDGET, context_size - max_output_tokens - SYSTEM_PROMPT_RESERVE)
+
+
+def effective_input_tokens(usable: int, ratio: float) -> int:
+    """The budget in fimone-estimated tokens for a model whose tokenizer counts ``ratio``
+    times the estimate: shrunk when the provider counts more, never below the floor.
+
+    A ratio below 1 (the provider counts fewer) never enlarges the budget: the heuristic's
+    error margin is the only safety we have.
+    """
+    if ratio <= 1.0:
+        return usable
+    return max(MIN_INPUT_BUDGET, int(usable / ratio))

@@ -1,4 +1,4 @@
-"""Run orchestration over the websocket (issue 7; DESIGN §3, §5; R4.4, RU.2, RU.3, RP.1).
+"""Run orchestration over the websocket (SPEC R4.4, RU.2, RU.3, RP.1).
 
 The engine is replaced by small scripted coroutines, so each test controls exactly what
 the "agent" does (emit, fail, wait for a cancel, read injections); budgets and DbMemory
@@ -133,7 +133,7 @@ async def test_engine_sees_history_and_the_pinned_query_once(socket, engine):
 
 
 async def test_engine_gets_the_configured_per_call_llm_timeout(socket, engine, settings):
-    """Runs bound every model call themselves (issue 9): the SDK's per-attempt timeout alone
+    """Runs bound every model call themselves: the SDK's per-attempt timeout alone
     lets retries hold a user for minutes."""
     settings.LLM_TIMEOUT_SECONDS = 7.5
     engine.use(answer)

@@ -1,7 +1,7 @@
-"""Websocket runs through the real ReAct and DAG engines (issue 7 with issue 6).
+"""Websocket runs through the real ReAct and DAG engines.
 
 A FakeLLM plays the model (scripted replies), and once the built-in offline model through
-the real LLM registry. Every event of DESIGN §5 a run can produce appears here.
+the real LLM registry. Every event a run can produce appears here.
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ async def test_iteration_compaction_is_forwarded_and_counted(
 
 
 async def test_run_teaches_the_budget_calibration(socket, ws_fake_llm):
-    """issue 5: each run reports (estimated, provider-reported) input tokens of its main
+    """Each run reports (estimated, provider-reported) input tokens of its main
     model's calls; the ModelConfig row's running ratio learns from it."""
     from contextmgmt.models import ModelConfig
 

@@ -1,4 +1,4 @@
-"""Database work of a whole websocket run (issue 7 bench target; DESIGN §3).
+"""Database work of a whole websocket run.
 
 Every run's sync parts (persist the query, load the history, persist the answer) run in
 database threads; a query more per run is a fixed cost on every message of every user. The

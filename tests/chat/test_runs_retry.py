@@ -1,4 +1,4 @@
-"""The websocket ``retry`` frame (issues 7, 8; SPEC RU.3 "the user can retry").
+"""The websocket ``retry`` frame (SPEC RU.3 "the user can retry").
 
 ``{"type": "retry", "message_id": <failed assistant message id>}`` starts a new run for the
 same question on the persisted user message — no second copy of it. The failed answer

@@ -17,12 +17,13 @@ from asgiref.sync import async_to_sync
 from django.core.files.base import ContentFile
 from PIL import Image
 
+from chat.history import load_history
 from chat.models import Attachment, Conversation, Message
 from chat.summaries import summary_latest, summary_save
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.messages import SUMMARY_PREFIX
-from contextmgmt.db_memory import DbMemory, StoredSummary, load_history
+from contextmgmt.db_memory import DbMemory, StoredSummary
 from tests.support.fake_llm import FakeLLM
 
 BIG = 10**9  # a budget nothing exceeds

@@ -139,7 +139,7 @@ def install_scripted_engine(run_deps: RunDepsOverride) -> ScriptedEngine:
 
 
 def history_just_under(conversation, tokens: int) -> None:
-    """Eight stored turns whose estimate is exactly ``tokens`` (R2.1 estimator): DbMemory
+    """Eight stored turns whose estimate is exactly ``tokens`` (the SPEC R2.1 estimator): DbMemory
     loads them all, and a system prompt on top pushes the first iteration over budget."""
     from chat import services
     from contextmgmt.core.messages import ChatMessage

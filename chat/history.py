@@ -1,0 +1,208 @@
+"""A conversation's stored messages as the agent reads them.
+
+``load_history`` is the loader ``contextmgmt.db_memory.DbMemory`` calls (registered in
+``ChatConfig.ready``): the newest stored summary, then the messages after it, as
+``ChatMessage``s. ``query_message`` is one user message as the run's pinned query. Both
+turn attached images into message parts with the one helper, ``message_content``.
+
+What is loaded, and why:
+
+- user messages of every kind and status: what the user typed is context, even when the
+  run that answered it failed;
+- assistant messages with text, except failed ones (``kind``/``status`` ``error``: an error
+  text is not an answer and would teach the model to apologise) and the in-flight one
+  (``running``); a cancelled or interrupted answer keeps its partial text, which the user
+  saw and may refer to ("go on"); an answer the user retried (``metadata["superseded_by"]``)
+  is skipped: its successor answers the same question;
+- the trailing user message is dropped: it is the current query, which the agent appends
+  itself, pinned;
+- images (``metadata["images"]``) become base64 data-URL parts for vision models, a text
+  note ``[image: name, WxH]`` otherwise; an attachment row or file that is missing or
+  unreadable becomes ``[image: name unavailable]``, never an exception.
+
+Queries are constant: one for the newest summary, one for the messages, one for all their
+attachments. Sync (ORM, file reads): call it from a thread.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from typing import Any
+
+from django.db.models import Q
+
+from chat.models import Attachment, ContextSummary, Message
+from contextmgmt.core.messages import ChatMessage
+from contextmgmt.db_memory import LoadedHistory, StoredSummary
+
+logger = logging.getLogger(__name__)
+
+_SKIPPED_ASSISTANT_STATUSES = ("error", "running")
+
+
+# --- the history -----------------------------------------------------------------------------
+
+
+def load_history(
+    conversation_id: Any,
+    *,
+    vision: bool = True,
+    summary: StoredSummary | None = None,
+    use_summaries: bool = True,
+) -> LoadedHistory:
+    """The newest stored summary (unless given or switched off) and the messages after it."""
+    if not use_summaries:
+        summary = None
+    elif summary is None:
+        summary = latest_summary(conversation_id)
+    rows = _history_rows(conversation_id, through=summary.covers_through_id if summary else None)
+    if rows and rows[-1][1] == "user":
+        rows.pop()  # the current query: the agent re-appends it, pinned
+    kept = [row for row in rows if _is_context(row)]
+    attachments = _attachments_for(conversation_id, [_image_refs(row[6]) for row in kept])
+    return LoadedHistory(
+        messages=[_history_message(row, attachments, vision) for row in kept], summary=summary
+    )
+
+
+def latest_summary(conversation_id: Any) -> StoredSummary | None:
+    found = (
+        ContextSummary.objects.filter(conversation_id=conversation_id)
+        .order_by("-covers_through__created_at", "-covers_through_id", "-id")
+        .values_list("id", "content", "covers_through_id", "covered_count", "metadata")
+        .first()
+    )
+    return StoredSummary.from_row(*found) if found else None
+
+
+def _history_rows(conversation_id: Any, *, through: int | None) -> list[tuple]:
+    """(id, role, content, kind, status, created_at, images) in (created_at, id) order."""
+    rows = (
+        Message.objects.filter(conversation_id=conversation_id, role__in=("user", "assistant"))
+        .exclude(role="assistant", status="running")
+        .exclude(role="assistant", metadata__has_key="superseded_by")
+    )
+    if through is not None:
+        # Only what the summary does not cover.
+        covered = Message.objects.filter(pk=through).values("created_at")[:1]
+        rows = rows.filter(Q(created_at__gt=covered) | Q(created_at=covered, id__gt=through))
+    # Only the images key of the metadata: decoding every row's whole JSON (usage, run
+    # facts, …) was a third of the load time at 2,000 messages.
+    return list(
+        rows.order_by("created_at", "id").values_list(
+            "id", "role", "content", "kind", "status", "created_at", "metadata__images"
+        )
+    )
+
+
+def _is_context(row: tuple) -> bool:
+    _id, role, content, kind, status, _created, images = row
+    if role == "user":
+        return bool(content) or bool(_image_refs(images))
+    return bool(content) and kind != "error" and status not in _SKIPPED_ASSISTANT_STATUSES
+
+
+def _history_message(row: tuple, attachments: dict[str, Attachment], vision: bool) -> ChatMessage:
+    msg_id, role, content, _kind, _status, created_at, images = row
+    return ChatMessage(
+        role=role,
+        content=message_content(content, _image_refs(images), attachments, vision=vision),
+        metadata={"id": msg_id, "created_at": created_at.isoformat()},
+    )
+
+
+# --- the run's query -------------------------------------------------------------------------
+
+
+def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
+    """A stored user message as the agent sees its query: pinned, images inline."""
+    refs = _image_refs((message.metadata or {}).get("images"))
+    attachments = _attachments_for(message.conversation_id, [refs]) if refs else {}
+    return ChatMessage(
+        role="user",
+        content=message_content(message.content, refs, attachments, vision=vision),
+        pinned=True,
+        injected=message.kind == Message.Kind.INJECTED,
+        metadata={"id": message.pk, "created_at": message.created_at.isoformat()},
+    )
+
+
+# --- images ----------------------------------------------------------------------------------
+
+
+def message_content(
+    text: str, refs: list[dict], attachments: dict[str, Attachment], *, vision: bool
+) -> str | list[dict]:
+    """A message's text with its images: a plain string when no image is sent inline, else
+    a text part (the text and any notes) followed by the image parts.
+
+    ``attachments``: the referenced attachments of the message's conversation by id (see
+    ``_attachments_for``); a reference without one is a note, never an error.
+    """
+    notes: list[str] = []
+    images: list[dict] = []
+    for ref in refs:
+        file_id = str(ref.get("file_id"))
+        attachment = attachments.get(_normalised(file_id))
+        if attachment is None:
+            notes.append(f"[image: {file_id} unavailable]")
+            continue
+        name = attachment.original_name or file_id
+        if not vision:
+            notes.append(f"[image: {name}, {attachment.width}x{attachment.height}]")
+            continue
+        url = _data_url(attachment)
+        if url is None:
+            notes.append(f"[image: {name} unavailable]")
+        else:
+            images.append({"type": "image_url", "image_url": {"url": url}})
+    joined = "\n".join([t for t in (text, *notes) if t])
+    if not images:
+        return joined
+    return ([{"type": "text", "text": joined}] if joined else []) + images
+
+
+def _image_refs(images: Any) -> list[dict]:
+    """The well-formed entries of ``metadata["images"]`` (anything else is ignored)."""
+    if not images or not isinstance(images, list):
+        return []
+    return [i for i in images if isinstance(i, dict)]
+
+
+def _attachments_for(conversation_id: Any, refs_per_message: list[list[dict]]) -> dict:
+    """All referenced attachments of this conversation, in one query, keyed by str(id)."""
+    ids = set()
+    for refs in refs_per_message:
+        for ref in refs:
+            try:
+                ids.add(uuid.UUID(str(ref.get("file_id"))))
+            except ValueError:
+                continue  # a malformed reference degrades to a note
+    if not ids:
+        return {}
+    # Scoped to the conversation: a forged file_id cannot pull another user's image.
+    found = Attachment.objects.filter(conversation_id=conversation_id, pk__in=ids).only(
+        "id", "file", "mime_type", "original_name", "width", "height"
+    )
+    return {str(a.pk): a for a in found}
+
+
+def _normalised(file_id: str) -> str:
+    try:
+        return str(uuid.UUID(file_id))
+    except ValueError:
+        return file_id
+
+
+def _data_url(attachment: Attachment) -> str | None:
+    try:
+        with attachment.file.open("rb") as fh:
+            data = fh.read()
+    except (OSError, ValueError) as exc:  # missing file, unreadable, no file at all
+        logger.warning("attachment %s unreadable: %s", attachment.pk, exc)
+        return None
+    if not data:
+        return None
+    return f"data:{attachment.mime_type};base64,{base64.b64encode(data).decode('ascii')}"

@@ -1,0 +1,127 @@
+"""chat.history: a conversation's stored messages as the agent reads them (SPEC R4.3).
+
+The loading rules are also exercised through DbMemory in tests/contextmgmt/test_db_memory.py;
+these check the loader itself: what a busy conversation yields, its query count, the newest
+summary, and that the run's query and the history show an image the same way.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from chat import services
+from chat.history import latest_summary, load_history, query_message
+from chat.models import Conversation, Message
+from chat.summaries import summary_save
+from tests.chat.images import image_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+def add(conversation, role, content, **fields) -> Message:
+    return Message.objects.create(conversation=conversation, role=role, content=content, **fields)
+
+
+@pytest.fixture
+def busy_conversation(user) -> Conversation:
+    """Answered turns, an image reference, a failed, a superseded and a running answer."""
+    conversation = Conversation.objects.create(owner=user, title="busy")
+    for turn in range(3):
+        services.user_message_create(conversation=conversation, content=f"q{turn}", attachments=[])
+        answer = services.assistant_message_start(
+            conversation=conversation, run_id=f"r{turn}", mode="react"
+        )
+        services.assistant_message_finish(
+            message=answer, content=f"a{turn} ünïcödé", status="done", usage={}
+        )
+    add(conversation, "user", "look", metadata={"images": [{"file_id": "x", "mime_type": "a"}]})
+    add(conversation, "assistant", "oops", kind="error", status="error")
+    add(conversation, "assistant", "old", status="error", metadata={"superseded_by": 1})
+    add(conversation, "assistant", "", status="running")
+    add(conversation, "user", "current")
+    return conversation
+
+
+def test_a_busy_conversation_loads_answers_and_questions_but_no_failures(busy_conversation):
+    loaded = load_history(busy_conversation.pk)
+    assert [(m.role, m.text()) for m in loaded.messages] == [
+        ("user", "q0"),
+        ("assistant", "a0 ünïcödé"),
+        ("user", "q1"),
+        ("assistant", "a1 ünïcödé"),
+        ("user", "q2"),
+        ("assistant", "a2 ünïcödé"),
+        ("user", "look\n[image: x unavailable]"),
+    ]
+    assert loaded.summary is None
+    ids = [m.metadata["id"] for m in loaded.messages]
+    assert ids == sorted(ids)
+
+
+def test_a_load_is_two_queries_without_images(busy_conversation):
+    Message.objects.filter(content="look").delete()
+    with CaptureQueriesContext(connection) as queries:
+        loaded = load_history(busy_conversation.pk)
+    assert len(queries) == 2, [q["sql"] for q in queries]
+    assert len(loaded.messages) == 6
+
+
+def test_the_newest_summary_is_loaded_with_the_messages_after_it(busy_conversation, user):
+    assert latest_summary(busy_conversation.pk) is None
+    first, second = (
+        Message.objects.filter(conversation=busy_conversation).order_by("id")[i] for i in (1, 3)
+    )
+    summary_save(
+        conversation_id=busy_conversation.pk,
+        summary="[Conversation summary] one",
+        covers_through_id=first.pk,
+        covered_count=2,
+        metadata={"covered_tokens": 12},
+    )
+    summary_save(
+        conversation_id=busy_conversation.pk,
+        summary="[Conversation summary] two",
+        covers_through_id=second.pk,
+        covered_count=4,
+    )
+    other = Conversation.objects.create(owner=user, title="other")
+    assert latest_summary(other.pk) is None
+    loaded = load_history(busy_conversation.pk)
+    assert loaded.summary.content == "[Conversation summary] two"
+    assert loaded.summary.covers_through_id == second.pk
+    assert loaded.summary.covered_count == 4
+    assert [m.text() for m in loaded.messages][:2] == ["q2", "a2 ünïcödé"]
+
+
+@pytest.fixture
+def stored_cat(user, conversation):
+    upload = SimpleUploadedFile("cat.png", image_bytes("PNG"), content_type="image/png")
+    return services.attachment_create(owner=user, conversation=conversation, uploaded_file=upload)
+
+
+@pytest.mark.parametrize("vision", [True, False])
+@pytest.mark.parametrize("file_state", ["stored", "deleted"])
+def test_the_query_and_the_history_show_an_image_alike(
+    conversation, stored_cat, vision, file_state
+):
+    asked = services.user_message_create(
+        conversation=conversation, content="what is this?", attachments=[stored_cat]
+    )
+    if file_state == "deleted":
+        stored_cat.file.storage.delete(stored_cat.file.name)
+    as_query = query_message(asked, vision=vision)
+    add(conversation, "assistant", "a cat")
+    add(conversation, "user", "next question")
+    [as_history, _answer] = load_history(conversation.pk, vision=vision).messages
+    assert as_query.content == as_history.content
+    assert as_query.pinned and not as_history.pinned
+    if not vision:
+        assert as_query.content == "what is this?\n[image: cat.png, 32x24]"
+    elif file_state == "deleted":
+        assert as_query.content == "what is this?\n[image: cat.png unavailable]"
+    else:
+        assert as_query.content[0] == {"type": "text", "text": "what is this?"}
+        assert as_query.content[1]["image_url"]["url"].startswith("data:image/png;base64,")
