@@ -1,4 +1,4 @@
-"""The chat websocket: who may connect, and every bad frame (issue 7, DESIGN §5).
+"""The chat websocket: who may connect, and every bad frame.
 
 Bad frames get ``error {code, message}`` and the socket stays open: each test proves the
 socket is still usable afterwards by getting an answer to a ``cancel`` frame.

@@ -1,4 +1,4 @@
-"""DbMemory on a real database (SPEC R4.1-R4.4, issue 5).
+"""DbMemory on a real database (SPEC R4.1-R4.4).
 
 get_messages() is driven through async_to_sync from sync tests: its sync_to_async ORM work
 then runs on the test's own thread and connection, so the test transaction and
@@ -419,7 +419,7 @@ def test_a_passed_summary_is_used_instead_of_a_query(conversation, django_assert
     assert [m.metadata["id"] for m in result.messages] == [r.pk for r in rows[2:]]
 
 
-# --- constant query count (issue 5) ---------------------------------------------------------
+# --- constant query count -----------------------------------------------------------------
 
 
 def bulk_history(conversation, count: int, images: int) -> list[Message]:

@@ -1,4 +1,4 @@
-"""The fault matrix (issue 9): every way the LLM fails × every place the agent calls it.
+"""The fault matrix: every way the LLM fails × every place the agent calls it.
 
 Each cell drives a real run through the websocket consumer (Channels'
 ``WebsocketCommunicator``, the real ``chat.runs``, DbMemory, ContextGuard and the ReAct or
@@ -67,14 +67,14 @@ ERROR_CODES = {
     "stream_cut": "llm_unavailable",
     "context_overflow": "context_overflow",
 }
-# Malformed tool-call JSON comes back as a tool result the model corrects (issue 9); where
+# Malformed tool-call JSON comes back as a tool result the model corrects; where
 # no tools are offered the reply is simply unusable text (re-asked plan, unreadable verdict,
 # an empty answer) — no site ends in an error.
 RECOVERED_EVERYWHERE = {"429_then_success", "empty_reply", "malformed_tool_call_json"}
 # The loop compacts and retries once on a provider overflow (fimone/agent/loop.py).
 OVERFLOW_RETRIED_AT = {"tool_loop", "answer_stream"}
 # The DAG's planner asks again after a failed call (then falls back to a one-step plan) and a
-# failed analyser leaves the verdict unknown (issue 9): any LLMError there ends in ``done``.
+# failed analyser leaves the verdict unknown: any LLMError there ends in ``done``.
 # A non-LLM exception ("raise": a bug in the client) still ends the run.
 DAG_DEGRADES_AT = {"planner", "analyser"}
 # A DAG step is a ReAct sub-agent: it retries an overflow, writes an answer after an empty

@@ -1,4 +1,4 @@
-"""Hostile text through the websocket and the JSON API (issue 9).
+"""Hostile text through the websocket and the JSON API.
 
 Hypothesis generates websocket frames and HTTP bodies: arbitrary JSON (NUL bytes, lone
 surrogates written as JSON escapes — the only way they can cross the wire — deep nesting,

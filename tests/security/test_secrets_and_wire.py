@@ -1,4 +1,4 @@
-"""What leaves fimone: secrets never shown or logged, internal fields never sent (issue 9).
+"""What leaves fimone: secrets never shown or logged, internal fields never sent.
 
 Runs go through the real registry, the real ``openai`` SDK and the scripted
 OpenAI-compatible server, so the server's request log is exactly what a provider receives.
