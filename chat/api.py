@@ -18,6 +18,7 @@ from chat.errors import ChatError, InvalidInput
 from chat.json_input import parse_json
 from chat.markdown import render_markdown
 from chat.models import Attachment, Conversation, Message
+from chat.runs.record import dag_with_html
 
 
 def error_response(code: str, message: str, status: int) -> JsonResponse:
@@ -124,7 +125,7 @@ def message_json(message: Message) -> dict[str, Any]:
         # What the run showed besides its answer (chat.runs.record.RunRecord), for a reload.
         "steps": metadata.get("steps") or [],
         "steps_omitted": metadata.get("steps_omitted", 0),
-        "dag": metadata.get("dag"),
+        "dag": dag_with_html(metadata.get("dag")),
         # A retried answer points at its successor, which points back (websocket ``retry``).
         "superseded_by": metadata.get("superseded_by"),
         "retry_of": metadata.get("retry_of"),

@@ -1,9 +1,11 @@
 """Markdown for assistant answers: markdown-it-py renders, nh3 sanitises.
 
 Raw HTML in the source is escaped by the renderer (``html`` off) and nh3 removes anything
-outside a small allowlist anyway. Images are rendered as links, not ``<img>``: an answer
-must not make the browser fetch attacker-chosen URLs by itself (a prompt-injected model
-could otherwise leak conversation data in an image URL).
+outside a small allowlist anyway. Fenced code blocks are highlighted here with Pygments
+(through markdown-it's ``highlight`` hook): spans with ``tok-*`` classes that the stylesheet
+colours for light and dark, so the browser runs no highlighter. Images are rendered as
+links, not ``<img>``: an answer must not make the browser fetch attacker-chosen URLs by
+itself (a prompt-injected model could otherwise leak conversation data in an image URL).
 """
 
 from __future__ import annotations
@@ -14,30 +16,59 @@ from html import escape
 
 import nh3
 from markdown_it import MarkdownIt
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
 
 ALLOWED_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "s", "del",
     "code", "pre", "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr",
-    "th", "td",
+    "th", "td", "span",
 }  # fmt: skip
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
     "ol": {"start"},
     "code": {"class"},
+    "span": {"class"},
     "th": {"style"},
     "td": {"style"},
 }
 URL_SCHEMES = {"http", "https", "mailto"}
 _LANGUAGE_CLASS = re.compile(r"language-[\w+#.-]{1,40}")
 _ALIGN_STYLE = re.compile(r"text-align:(left|right|center)")
+# Pygments' short token classes ("k", "s2", "nf", …) behind our prefix.
+_TOKEN_CLASS = re.compile(r"tok-[A-Za-z0-9]{1,4}")
+TOKEN_PREFIX = "tok-"
+# A code block this long is shown plain: highlighting it would cost more than it helps.
+MAX_HIGHLIGHT_CHARS = 100_000
 
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md = MarkdownIt(
+        "commonmark",
+        {"html": False, "linkify": False, "typographer": False, "highlight": _highlight},
+    )
     md.enable(["table", "strikethrough"])
     md.add_render_rule("image", _render_image_as_link)
     return md
+
+
+@lru_cache(maxsize=1)
+def _formatter() -> HtmlFormatter:
+    return HtmlFormatter(nowrap=True, classprefix=TOKEN_PREFIX)
+
+
+def _highlight(code: str, lang: str, _attrs: str) -> str:
+    """Highlighted HTML for a fenced block with a known language; "" leaves it plain."""
+    if not lang or len(code) > MAX_HIGHLIGHT_CHARS:
+        return ""
+    try:
+        lexer = get_lexer_by_name(lang.lower(), stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return ""
+    return highlight(code, lexer, _formatter())
 
 
 def _render_image_as_link(self, tokens, idx, options, env) -> str:
@@ -49,6 +80,8 @@ def _render_image_as_link(self, tokens, idx, options, env) -> str:
 
 def _keep_attribute(tag: str, attr: str, value: str) -> str | None:
     # Only syntax-highlighting hints and table alignment survive; no other class or style.
+    if attr == "class" and tag == "span":
+        return value if _TOKEN_CLASS.fullmatch(value) else None
     if attr == "class":
         return value if _LANGUAGE_CLASS.fullmatch(value) else None
     if attr == "style":

@@ -66,8 +66,9 @@ def _budget_info(role: str) -> dict[str, Any]:
     }
 
 
-def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int]:
-    """(estimated tokens, message count) of the history the next run loads.
+def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int, bool]:
+    """(estimated tokens, message count, starts from a summary) of the history the next
+    run loads.
 
     Loaded exactly as DbMemory loads it (newest stored summary + the messages after it,
     failed answers left out), but without reading image files: each image is counted at
@@ -88,7 +89,7 @@ def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int]:
         for refs in Message.objects.filter(id__in=ids).values_list("metadata__images", flat=True)
     )
     used = CompactUtils.estimate_messages_tokens(messages) + IMAGE_TOKENS * images
-    return used, len(loaded.messages)
+    return used, len(loaded.messages), loaded.summary is not None
 
 
 @require_GET
@@ -120,7 +121,7 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     # History loads against the main budget in both modes; DAG steps use the fast one.
     budget = _budget_info("main")
-    used, count = _history_tokens(conversation, budget["effective_input_tokens"])
+    used, count, summarised = _history_tokens(conversation, budget["effective_input_tokens"])
     limit = max(1, budget["effective_input_tokens"])
     return JsonResponse(
         {
@@ -133,5 +134,7 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
             "percent": round(min(100.0, 100.0 * used / limit), 1),
             # Over budget: the next run compacts history before the model sees it.
             "will_compact": used > limit,
+            # Older history is already a summary: near-full is the normal state then.
+            "summarised": summarised,
         }
     )

@@ -22,6 +22,8 @@ from contextmgmt.core.llm import (
     LLMUnavailable,
 )
 
+from .record import dag_with_html, step_result_html
+
 logger = logging.getLogger(__name__)
 
 # How long answer deltas may wait to be merged into one event. Short enough to read as
@@ -117,9 +119,13 @@ class EventPublisher:
             as_metadata = getattr(self._on_sent, "as_metadata", None)
             if as_metadata is not None:
                 event.update(as_metadata())
+                if event.get("dag"):
+                    event["dag"] = dag_with_html(event["dag"])
             await self._layer.send(channel, {"type": "chat.event", "event": event})
 
     async def _send(self, event_type: str, payload: dict) -> None:
+        if event_type == "dag.step":
+            payload = step_result_html(payload)
         await self._layer.group_send(
             self._group, {"type": "chat.event", "event": {"type": event_type, **payload}}
         )

@@ -8,6 +8,8 @@ import logging
 from collections import deque
 from typing import Any
 
+from chat.markdown import render_markdown
+
 logger = logging.getLogger(__name__)
 
 # Bounds of what a run stores about its steps and plan (the live events carry the same
@@ -36,6 +38,27 @@ def _clip(value: Any) -> Any:
     if len(text) <= RECORD_TEXT_CHARS:
         return text
     return text[:RECORD_TEXT_CHARS] + f"… [{len(text) - RECORD_TEXT_CHARS:,} more chars]"
+
+
+def step_result_html(step: dict) -> dict:
+    """``step`` (a ``dag.step`` event or a recorded plan step) with its result also as safe
+    HTML: a step's result is Markdown, like an answer."""
+    result = step.get("result")
+    if not isinstance(result, str) or not result:
+        return step
+    return {**step, "result_html": render_markdown(result)}
+
+
+def dag_with_html(dag: dict | None) -> dict | None:
+    """A recorded ``dag`` whose step results carry ``result_html`` (for a reload)."""
+    if not isinstance(dag, dict):
+        return dag
+    rounds = [
+        {**r, "steps": [step_result_html(s) for s in r.get("steps") or []]}
+        for r in dag.get("rounds") or []
+        if isinstance(r, dict)
+    ]
+    return {**dag, "rounds": rounds}
 
 
 class RunRecord:

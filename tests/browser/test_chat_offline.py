@@ -212,8 +212,7 @@ def test_xss_attempts_are_rendered_inert_live_and_on_reload(logged_in_page):
 
 
 def test_conversations_new_rename_and_delete(logged_in_page):
-    page = logged_in_page
-    page.confirm_dialogs = True
+    page = logged_in_page  # a native confirm() would fail the test: delete asks in the page
     send(page, "First conversation")
     wait_done(page)
     page.get_by_role("button", name="New chat").click()
@@ -239,6 +238,15 @@ def test_conversations_new_rename_and_delete(logged_in_page):
     page.locator("#conversation-list .conv-link", has_text="First conversation").click()
     expect(page.locator(".msg-user .bubble")).to_have_text("First conversation")
     page.get_by_role("button", name="Delete “First conversation”").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Delete “First conversation”? This cannot be undone.")
+    expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+    screenshot(page, "07-delete-confirm-dialog")
+    page.keyboard.press("Escape")  # cancels: nothing deleted
+    expect(dialog).to_have_count(0)
+    expect(page.locator("#conversation-list .conv-item")).to_have_count(2)
+    page.get_by_role("button", name="Delete “First conversation”").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
     expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
     expect(page.locator("#empty-state")).to_be_visible()
     page.reload()

@@ -197,6 +197,11 @@ def test_divider_appears_live_from_compact_event_and_on_reopen_ru1(
 
     expect(page.locator(".compact-divider")).to_have_text(expected)
     assert messages_between_divider_and_query() == kept
+    # Near-full after a summary is the normal state: said in words, not shown as an alarm.
+    expect(page.locator("#gauge-label")).to_have_text("History summarised to fit")
+    expect(page.locator("#gauge")).to_have_class(re.compile(r"\bsummarised\b"))
+    assert page.locator("#gauge-meter").evaluate("m => m.optimum") == 100
+    assert "This is normal" in page.locator("#gauge").get_attribute("title")
     assert not page.errors
 
 
@@ -253,6 +258,9 @@ def test_follow_up_sent_while_running_is_shown_and_answered_rp1(logged_in_page, 
     screenshot(page, "15-follow-up")
     page.reload()
     expect(page.locator(".msg-user.injected .bubble")).to_have_text("Also consider this")
+    # After a reload it is where it was live: between the question and the answer it shaped.
+    expect(page.locator(".msg").nth(1)).to_have_class(re.compile(r"\binjected\b"))
+    expect(page.locator(".msg").nth(2)).to_have_class(re.compile(r"\bmsg-assistant\b"))
 
 
 def test_a_second_tab_sees_the_run_started_in_the_first(
@@ -321,3 +329,53 @@ def test_dag_replan_shows_the_new_plan_and_why_the_old_one_was_not_enough(
     )
     expect(answer.locator(".answer")).to_have_text("Mont Blanc is 4,806 m high (measured in 2015).")
     screenshot(page, "16-dag-replan")
+
+
+CODE_ANSWER = """Here is the function:
+
+```python
+def greet(name):
+    return "Hello, " + name  # friendly
+```
+
+And a shell line:
+
+```bash
+echo done
+```
+"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_code_blocks_are_highlighted_with_a_copy_button_each(
+    new_page, live_daphne, scripted_server, scheme
+):
+    page = new_page(color_scheme=scheme)
+    login(page, live_daphne)
+    scripted_server.enqueue(CODE_ANSWER)
+    send(page, "Write a greeting function")
+    wait_done(page)
+
+    answer = page.locator(".msg-assistant .answer")
+    python = answer.locator("pre code.language-python")
+    expect(python.locator("span.tok-k").first).to_have_text("def")
+    expect(python.locator("span.tok-nf")).to_have_text("greet")
+    colours = python.evaluate(
+        "c => [...new Set([...c.querySelectorAll('span')].map(s => getComputedStyle(s).color))]"
+    )
+    assert len(colours) >= 3, colours  # keywords, names, strings and comments differ
+    buttons = answer.get_by_role("button", name="Copy this code")
+    expect(buttons).to_have_count(2)
+    buttons.first.click()
+    expect(buttons.first).to_have_text("Copied")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("def greet(name):") and "echo done" not in copied
+    # The copy button of the whole answer stays.
+    page.locator(".msg-assistant").get_by_role("button", name="Copy the answer").click()
+    assert "```python" in page.evaluate("navigator.clipboard.readText()")
+    screenshot(page, f"ux-code-highlighted-{scheme}")
+
+    page.reload()
+    expect(page.locator(".msg-assistant pre code.language-python span.tok-k").first).to_be_visible()
+    copy_buttons = page.locator(".msg-assistant").get_by_role("button", name="Copy this code")
+    expect(copy_buttons).to_have_count(2)

@@ -1,4 +1,4 @@
-"""chat.markdown.render_markdown (DESIGN §7): CommonMark + tables, sanitised by nh3."""
+"""chat.markdown.render_markdown: CommonMark + tables, highlighted code, sanitised by nh3."""
 
 from __future__ import annotations
 
@@ -72,3 +72,26 @@ def test_images_become_links_so_the_browser_fetches_nothing():
 
 def test_empty_text_is_empty_html():
     assert render_markdown("") == ""
+
+
+def test_fenced_code_is_highlighted_on_the_server_with_token_classes():
+    html = render_markdown('```python\ndef f(x):\n    return "<b>" + x  # note\n```')
+    spans = [attrs.get("class") for tag, attrs in parsed_tags(html) if tag == "span"]
+    assert {"tok-k", "tok-nf", "tok-s2", "tok-c1"} <= set(spans)
+    assert all(cls and cls.startswith("tok-") for cls in spans)
+    assert '<code class="language-python">' in html
+    assert "&lt;b&gt;" in html and "<b>" not in html  # code text stays escaped
+
+
+@pytest.mark.parametrize("fence", ["```", "```no-such-language"])
+def test_code_without_a_known_language_stays_plain(fence):
+    html = render_markdown(f"{fence}\nprint(1) <i>\n```")
+    assert "<span" not in html and "&lt;i&gt;" in html
+
+
+def test_a_span_class_that_is_not_a_token_class_is_removed():
+    from chat.markdown import _keep_attribute
+
+    assert _keep_attribute("span", "class", "tok-kd") == "tok-kd"
+    assert _keep_attribute("span", "class", "evil overlay") is None
+    assert _keep_attribute("span", "class", "language-python") is None

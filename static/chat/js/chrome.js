@@ -55,7 +55,15 @@ export class Gauge {
     try {
       const info = await api.contextGauge(conversationId);
       const limit = info.budget.effective_input_tokens || info.budget.usable_input_tokens;
-      document.getElementById("gauge-meter").value = info.percent;
+      const meter = document.getElementById("gauge-meter");
+      meter.value = info.percent;
+      // History already summarised to fit is the normal state of a long conversation, not
+      // an alarm: the meter stays calm and the label says what happened.
+      meter.optimum = info.summarised ? 100 : 0;
+      gauge.classList.toggle("summarised", Boolean(info.summarised));
+      document.getElementById("gauge-label").textContent = info.summarised
+        ? "History summarised to fit"
+        : "Context";
       document.getElementById("gauge-text").textContent =
         `${formatK(info.used_tokens)} / ${formatK(limit)}`;
       const model = info.llm.offline ? `${info.llm.model} (offline)` : info.llm.model;
@@ -67,11 +75,19 @@ export class Gauge {
           `from ${info.budget.source})`,
         `History: about ${info.used_tokens.toLocaleString()} tokens in ${info.message_count} messages`,
         `DAG steps use the fast model's budget: ${info.fast_budget.usable_input_tokens.toLocaleString()} tokens`,
-        info.will_compact ? "The next answer will summarize older messages to fit." : "",
+        info.summarised
+          ? "Older messages are summarised so the conversation fits the model's context; " +
+            "recent ones are kept word for word. This is normal for a long conversation."
+          : "",
+        info.will_compact ? "The next answer will summarise older messages to fit." : "",
       ].filter(Boolean).join("\n");
       gauge.title = detail;
       this.detail.textContent = detail;
-      gauge.setAttribute("aria-label", `Context used: ${info.percent}% of the ${model} budget. Show details`);
+      const state = info.summarised ? " (history summarised to fit)" : "";
+      gauge.setAttribute(
+        "aria-label",
+        `Context used: ${info.percent}% of the ${model} budget${state}. Show details`,
+      );
       gauge.hidden = false;
     } catch (err) {
       this.hide();

@@ -2,7 +2,7 @@
 // thumbnails and remove-before-send, Enter to send, Shift+Enter for a new line.
 
 import { api } from "./api.js";
-import { el } from "./render.js";
+import { el, imageOrNotice } from "./render.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
 
@@ -182,7 +182,7 @@ export class Composer {
         return el(
           "li",
           { class: `thumb ${item.state}`, title: item.error || name },
-          el("img", { src: item.previewUrl, alt: `Image to send: ${name}` }),
+          imageOrNotice({ src: item.previewUrl, alt: `Image to send: ${name}` }, "No preview"),
           stateText ? el("span", { class: "thumb-state", text: stateText }) : null,
           el("button", {
             type: "button",

@@ -15,7 +15,9 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
   let lastQuery = null;
   let compaction = null;
   let running = null;
-  const shown = messages.filter((m) => !(m.role === "assistant" && m.superseded_by));
+  const shown = followUpsBeforeTheirAnswer(
+    messages.filter((m) => !(m.role === "assistant" && m.superseded_by)),
+  );
   const newestAnswer = latest ? shown.filter((m) => m.role === "assistant").pop() : null;
   for (const message of shown) {
     if (message.role === "user") {
@@ -56,6 +58,24 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
     if (facts && query) compaction = { facts, node: query.node };
   }
   return { nodes, compaction, running };
+}
+
+// A follow-up sent while an answer was being written belongs above that answer (where the
+// live page showed it), though it was stored after the answer had started.
+function followUpsBeforeTheirAnswer(messages) {
+  const ordered = [];
+  const answerAt = new Map(); // run id -> index in ``ordered`` of that run's answer
+  for (const message of messages) {
+    const at = message.kind === "injected" && message.run_id ? answerAt.get(message.run_id) : undefined;
+    if (at === undefined) {
+      if (message.role === "assistant" && message.run_id) answerAt.set(message.run_id, ordered.length);
+      ordered.push(message);
+      continue;
+    }
+    ordered.splice(at, 0, message);
+    for (const [runId, index] of answerAt) if (index >= at) answerAt.set(runId, index + 1);
+  }
+  return ordered;
 }
 
 // The divider goes between the summary and the kept recent messages: before the last

@@ -57,11 +57,11 @@ export function userMessage({ id, content, images = [], injected = false }) {
         { class: "msg-images" },
         ...images.map((img) => {
           const full = img.url || (img.file_id ? attachmentUrl(img.file_id) : img.previewUrl);
-          return el(
-            "a",
-            { href: full, target: "_blank", rel: "noopener", title: "Open the full image" },
-            el("img", { src: img.previewUrl || full, alt: "Attached image", loading: "lazy" }),
+          const link = el("a", { href: full, target: "_blank", rel: "noopener", title: "Open the full image" });
+          link.append(
+            imageOrNotice({ src: img.previewUrl || full, alt: "Attached image", loading: "lazy" }, "Image unavailable"),
           );
+          return link;
         }),
       )
     : null;
@@ -74,6 +74,18 @@ export function userMessage({ id, content, images = [], injected = false }) {
   );
   if (id !== undefined && id !== null) node.dataset.messageId = String(id);
   return node;
+}
+
+// An <img> that turns into a small "unavailable" tile when it cannot be loaded, instead of
+// the browser's broken-image text spilling out of its box.
+export function imageOrNotice(attrs, notice) {
+  const img = el("img", attrs);
+  img.addEventListener(
+    "error",
+    () => img.replaceWith(el("span", { class: "img-broken", role: "img", "aria-label": `${attrs.alt}: ${notice}`, text: notice })),
+    { once: true },
+  );
+  return img;
 }
 
 // ---- compaction divider ------------------------------------------------------------------
@@ -102,6 +114,8 @@ export function compactDivider(facts) {
 // ---- assistant messages --------------------------------------------------------------------
 
 const STEP_LABEL = { tool_call: "Tool call", tool_result: "Result", thought: "Thought" };
+// Inside a DAG step the step's own outcome is its one "Result": its tools say what they did.
+const PLAN_STEP_LABEL = { tool_call: "Called", tool_result: "Returned", thought: "Thought" };
 
 export class AssistantView {
   constructor({ id = null, onRetry = null } = {}) {
@@ -155,10 +169,36 @@ export class AssistantView {
     this.source = content ?? this.text;
     if (html) {
       this.answer.innerHTML = html; // sanitised server-side (nh3)
+      this.addCodeCopyButtons();
     } else {
       this.answer.textContent = this.source;
     }
     this.addCopyButton();
+  }
+
+  // One Copy button per code block: it copies that block's text, not the whole answer.
+  addCodeCopyButtons() {
+    for (const pre of this.answer.querySelectorAll("pre")) {
+      const code = pre.querySelector("code") || pre;
+      const button = el("button", {
+        type: "button",
+        class: "code-copy",
+        text: "Copy",
+        "aria-label": "Copy this code",
+        onclick: async () => {
+          try {
+            await navigator.clipboard.writeText(code.textContent);
+            button.textContent = "Copied";
+          } catch (err) {
+            button.textContent = "Copy failed";
+          }
+          setTimeout(() => (button.textContent = "Copy"), 1500);
+        },
+      });
+      const block = el("div", { class: "code-block" });
+      pre.replaceWith(block);
+      block.append(pre, button);
+    }
   }
 
   // Copies the answer's Markdown source, as the model wrote it.
@@ -213,7 +253,7 @@ export class AssistantView {
       el(
         "summary",
         {},
-        el("span", { class: "step-kind", text: `${prefix}${STEP_LABEL[kind] || kind}` }),
+        el("span", { class: "step-kind", text: `${prefix}${(planEntry ? PLAN_STEP_LABEL : STEP_LABEL)[kind] || kind}` }),
         el("span", { class: "step-title", text: title }),
       ),
       el("pre", { class: "step-body", text: String(body) }),
@@ -289,13 +329,15 @@ export class AssistantView {
     const detail = frame.result ?? frame.error ?? frame.summary;
     if (detail) {
       entry.row.querySelector(":scope > details.step-result")?.remove();
+      // A result is Markdown: the server sends it rendered and sanitised (``result_html``).
+      const body = el("div", { class: "result-body" });
+      if (frame.result_html && !frame.error) body.innerHTML = frame.result_html; // nh3-sanitised
+      else {
+        body.classList.add("plain");
+        body.textContent = String(detail);
+      }
       entry.row.append(
-        el(
-          "details",
-          { class: "step-result" },
-          el("summary", { text: frame.error ? "Error" : "Result" }),
-          el("pre", { text: String(detail) }),
-        ),
+        el("details", { class: "step-result" }, el("summary", { text: frame.error ? "Error" : "Result" }), body),
       );
     }
   }
@@ -340,7 +382,7 @@ export class AssistantView {
       `Answer: ${(tin - cin).toLocaleString()} in / ${(tout - cout).toLocaleString()} out\n` +
       `Compaction: ${cin.toLocaleString()} in / ${cout.toLocaleString()} out` +
       (elapsedMs ? `\nTime: ${(elapsedMs / 1000).toFixed(1)} s` : "");
-    const detail = el("div", { class: "usage-detail", hidden: true, text: tip });
+    const detail = el("div", { class: "usage-detail", role: "tooltip", hidden: true, text: tip });
     const card = el(
       "button",
       {
@@ -358,9 +400,8 @@ export class AssistantView {
       cin || cout ? el("span", { class: "sep", text: "·" }) : null,
       cin || cout ? el("span", { text: `incl. ${formatK(cin + cout)} compaction` }) : null,
     );
-    this.footer.querySelector(".usage-detail")?.remove();
-    this.actions.after(detail);
-    this.actions.prepend(card);
+    this.footer.querySelector(".usage-wrap")?.remove();
+    this.actions.prepend(el("span", { class: "usage-wrap" }, card, detail));
   }
 
   // ``retry``: offer Retry next to a stopped or interrupted answer (the newest one only).

@@ -166,10 +166,31 @@ export class Sidebar {
     input.select();
   }
 
+  // An in-page modal <dialog>: focus moves into it, Escape cancels, Cancel is the default.
   confirmDelete(conversation) {
-    // The native dialog is keyboard- and screen-reader-friendly without extra code.
-    if (window.confirm(`Delete “${titleOf(conversation)}”? This cannot be undone.`)) {
-      this.onDelete(conversation.id);
-    }
+    document.querySelector(".confirm-dialog")?.remove();
+    const dialog = el("dialog", { class: "confirm-dialog", "aria-labelledby": "confirm-text" });
+    const close = (confirmed) => {
+      dialog.close();
+      dialog.remove();
+      if (confirmed) this.onDelete(conversation.id);
+    };
+    const cancel = el("button", { type: "button", class: "btn", text: "Cancel", onclick: () => close(false) });
+    dialog.append(
+      el("p", { id: "confirm-text", text: `Delete “${titleOf(conversation)}”? This cannot be undone.` }),
+      el(
+        "div",
+        { class: "confirm-actions" },
+        cancel,
+        el("button", { type: "button", class: "btn btn-danger", text: "Delete", onclick: () => close(true) }),
+      ),
+    );
+    dialog.addEventListener("cancel", (event) => {
+      event.preventDefault();
+      close(false);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    cancel.focus();
   }
 }

@@ -6,11 +6,17 @@
 import { formatK } from "./render.js";
 
 export const TRACE_HANDLERS = {
+  // In the user's words: what was shortened, for which part of the work, and how.
   compact(view, frame) {
-    const where = frame.scope === "planner" ? "the planner" : `this ${frame.scope || "step"}`;
+    const where =
+      {
+        planner: "for planning",
+        step: frame.step_id !== undefined ? `for step ${frame.step_id}` : "for a step",
+        iteration: "before the next model call",
+      }[frame.scope] || "to fit";
+    const how = frame.strategy === "truncate" ? "shortened (oldest parts left out)" : "summarised";
     view.addNote(
-      `Context compacted for ${where}: ${frame.original_count} → ${frame.compacted_count} messages ` +
-        `(${formatK(frame.tokens_before)} → ${formatK(frame.tokens_after)} tokens, ${frame.strategy})`,
+      `Context ${how} ${where}: ${formatK(frame.tokens_before)} → ${formatK(frame.tokens_after)} tokens`,
     );
   },
 

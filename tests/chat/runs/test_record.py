@@ -252,3 +252,16 @@ async def test_snapshot_for_another_process_carries_the_record_sent_so_far():
     (snapshot,) = direct
     assert snapshot["type"] == "run.active" and snapshot["run_id"] == "r1"
     assert [s["text"] for s in snapshot["steps"]] == ["before"]
+
+
+def test_a_step_result_is_rendered_as_sanitised_markdown():
+    from chat.runs.record import dag_with_html, step_result_html
+
+    step = step_result_html({"id": "s1", "result": "**7** <script>alert(1)</script>"})
+    assert step["result_html"].startswith("<p><strong>7</strong>")
+    assert "<script" not in step["result_html"]
+    assert step_result_html({"id": "s2", "status": "running"}) == {"id": "s2", "status": "running"}
+    dag = {"rounds": [{"steps": [{"id": "s1", "result": "`x`"}]}], "replans": []}
+    assert dag_with_html(dag)["rounds"][0]["steps"][0]["result_html"] == "<p><code>x</code></p>\n"
+    assert "result_html" not in dag["rounds"][0]["steps"][0]  # the stored record is untouched
+    assert dag_with_html(None) is None

@@ -89,8 +89,11 @@ async def test_done_run_stores_steps_and_plan_and_the_api_returns_them(
 
     engine.use(script)
     await send(socket, type="message", content="1+2?", mode="dag")
-    done = (await events_until(socket, "done", "error"))[-1]
+    events = await events_until(socket, "done", "error")
+    done = events[-1]
     assert done["type"] == "done"
+    (live_step,) = [e for e in events if e["type"] == "dag.step" and e.get("result")]
+    assert live_step["result_html"] == "<p>3</p>\n"  # live, as on reload
 
     reply = await Message.objects.aget(pk=done["message_id"])
     steps = reply.metadata["steps"]
@@ -104,7 +107,13 @@ async def test_done_run_stores_steps_and_plan_and_the_api_returns_them(
     assert round_["analysis"]["achieved"] is True
 
     shown = await api_message(user, conversation, reply.id)
-    assert shown["steps"] == steps and shown["dag"] == reply.metadata["dag"]
+    assert shown["steps"] == steps
+    # The API adds each step result rendered as safe HTML (a result is Markdown).
+    (shown_round,) = shown["dag"]["rounds"]
+    assert shown_round["steps"][0]["result_html"] == "<p>3</p>\n"
+    for step in shown_round["steps"]:
+        step.pop("result_html", None)
+    assert shown["dag"] == reply.metadata["dag"]
     assert shown["steps_omitted"] == 0 and shown["superseded_by"] is None
 
 

@@ -1,0 +1,171 @@
+"""What a ChatGPT or LibreChat user expects, on the built-in offline model: the view follows
+new answers, the DAG demo answers right, pictures are not arithmetic, tiles keep their text,
+the usage split opens where it can be read. Light and dark, desktop and 390×844."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import DESKTOP, PHONE, login, png_file, screenshot, send
+
+pytestmark = pytest.mark.browser
+
+SCREENS = {"desktop": DESKTOP, "phone": PHONE}
+DAG_DEMO = "First compute 3+4, then multiply that result by 10, and report both."
+
+
+@pytest.fixture
+def open_page(new_page, live_daphne):
+    def make(screen: str, scheme: str):
+        page = new_page(viewport=SCREENS[screen], color_scheme=scheme)
+        login(page, live_daphne)
+        return page
+
+    yield make
+
+
+def wait_done(page, count: int) -> None:
+    expect(page.locator(".msg-assistant .usage-card")).to_have_count(count)
+    expect(page.locator("#stop")).to_be_hidden()
+
+
+def box(page, selector: str) -> dict:
+    return page.locator(selector).last.bounding_box()
+
+
+def newest_answer_is_in_view(page) -> bool:
+    return page.evaluate(
+        """() => {
+            const list = document.getElementById("messages").getBoundingClientRect();
+            const last = [...document.querySelectorAll(".msg-assistant")].pop();
+            const r = last.getBoundingClientRect();
+            return r.bottom <= list.bottom + 1 && r.bottom > list.top;
+        }"""
+    )
+
+
+@pytest.mark.parametrize(("screen", "scheme"), [("desktop", "light"), ("phone", "dark")])
+def test_the_view_follows_new_answers_and_the_jump_button_covers_no_text(open_page, screen, scheme):
+    page = open_page(screen, scheme)
+    for i, question in enumerate(
+        [
+            "Please explain in detail what a context window is and why it matters " * 3,
+            "What is 1234 * 5678?",
+            "Tell me about the history of the calculator " * 4,
+            "What is 99 * 99?",
+        ],
+        start=1,
+    ):
+        send(page, question)
+        wait_done(page, i)
+        expect(page.get_by_role("button", name="Scroll to the newest message")).to_be_hidden()
+        assert newest_answer_is_in_view(page), f"answer {i} ended below the fold"
+    expect(page.locator(".msg-assistant").last).to_contain_text("9801")
+    screenshot(page, f"ux-follows-bottom-{screen}-{scheme}")
+
+    # Scrolled up: the view stays, and ↓ sits between the thread and the composer.
+    page.locator("#messages").evaluate("m => m.scrollTo({top: 0, behavior: 'instant'})")
+    jump = page.get_by_role("button", name="Scroll to the newest message")
+    expect(jump).to_be_visible()
+    jump_box = jump.bounding_box()
+    thread = page.locator("#messages").bounding_box()
+    assert jump_box["y"] >= thread["y"] + thread["height"] - 1, "↓ overlaps the thread"
+    screenshot(page, f"ux-jump-button-{screen}-{scheme}")
+    jump.click()
+    expect(jump).to_be_hidden()
+    assert newest_answer_is_in_view(page)
+
+    # The usage split of the newest answer opens above its card, not under the composer.
+    card = page.locator(".msg-assistant .usage-card").last
+    card.click()
+    detail = page.locator(".msg-assistant .usage-detail").last
+    expect(detail).to_be_visible()
+    detail_box, card_box = detail.bounding_box(), card.bounding_box()
+    assert detail_box["y"] + detail_box["height"] <= card_box["y"] + 1
+    composer = page.locator("#composer").bounding_box()
+    assert detail_box["y"] + detail_box["height"] <= composer["y"]
+    screenshot(page, f"ux-usage-split-above-{screen}-{scheme}")
+
+
+@pytest.mark.parametrize(("screen", "scheme"), [("desktop", "dark"), ("phone", "light")])
+def test_dag_demo_plans_the_dependency_and_answers_7_and_70(open_page, screen, scheme):
+    page = open_page(screen, scheme)
+    page.locator("label[for=mode-dag]").click()
+    send(page, DAG_DEMO)
+    wait_done(page, 1)
+
+    answer = page.locator(".msg-assistant").last
+    text = answer.locator(".answer").inner_text()
+    assert re.search(r"(?<!\d)7(?!\d)", text) and "70" in text, text
+    plan = answer.locator(".plan")
+    second = plan.locator(".plan-step[data-step-id=s2]")
+    expect(second.locator(".deps")).to_have_text("after #s1")
+    expect(plan.locator(".verdict")).to_contain_text("goal achieved")
+    # Each step: one "Result", rendered from Markdown on the server (code, not backticks).
+    for step_id in ("s1", "s2", "s3"):
+        row = plan.locator(f".plan-step[data-step-id={step_id}]")
+        expect(row.get_by_text("Result", exact=True)).to_have_count(1)
+    result = second.locator("details.step-result")
+    result.locator("summary").click()
+    expect(result.locator(".result-body code")).to_have_text("7 * 10")
+    assert "`" not in result.locator(".result-body").inner_text()
+    screenshot(page, f"ux-dag-demo-{screen}-{scheme}")
+
+    page.reload()
+    plan = page.locator(".msg-assistant .plan").last
+    expect(plan.locator(".plan-step[data-step-id=s2] .deps")).to_have_text("after #s1")
+    plan.locator(".plan-step[data-step-id=s2] details.step-result summary").click()
+    expect(plan.locator(".plan-step[data-step-id=s2] .result-body code")).to_have_text("7 * 10")
+
+
+@pytest.mark.parametrize(("screen", "scheme"), [("desktop", "light"), ("phone", "dark")])
+def test_pictures_are_not_arithmetic_and_a_broken_preview_stays_in_its_tile(
+    open_page, tmp_path, screen, scheme
+):
+    page = open_page(screen, scheme)
+    page.locator("#file-input").set_input_files(
+        [
+            png_file(tmp_path, "cat.png", size=(640, 480)),
+            png_file(tmp_path, "dog.png", size=(640, 480)),
+        ]
+    )
+    expect(page.locator("#attachment-tray .thumb:not(.uploading)")).to_have_count(2)
+    send(page, "What is in these pictures?")
+    wait_done(page, 1)
+    answer = page.locator(".msg-assistant .answer").last
+    expect(answer).to_contain_text("I received 2 image(s), but I cannot see images")
+    expect(answer).not_to_contain_text("307200")
+
+    # A file that claims to be a PNG but is not: its tile says so inside the tile.
+    broken = tmp_path / "broken.png"
+    broken.write_bytes(b"this is not a picture at all")
+    page.locator("#file-input").set_input_files(str(broken))
+    tile = page.locator("#attachment-tray .thumb").last
+    expect(tile.locator(".img-broken")).to_have_text("No preview")
+    inner, outer = tile.locator(".img-broken").bounding_box(), tile.bounding_box()
+    assert inner["x"] >= outer["x"] - 1 and inner["y"] >= outer["y"] - 1
+    assert inner["x"] + inner["width"] <= outer["x"] + outer["width"] + 1
+    assert inner["y"] + inner["height"] <= outer["y"] + outer["height"] + 1
+    screenshot(page, f"ux-pictures-{screen}-{scheme}")
+
+
+def test_please_remember_it_and_recall_in_chinese(open_page):
+    page = open_page("desktop", "light")
+    send(page, "My locker code is 4711.")
+    wait_done(page, 1)
+    send(page, "Please remember it")
+    wait_done(page, 2)
+    second = page.locator(".msg-assistant").nth(1)
+    expect(second.locator(".answer")).to_contain_text("Noted.")
+    expect(second.locator("details.step-tool_call")).to_have_count(0)  # no recall ran
+    send(page, "我之前说过储物柜 locker 的什么？")
+    wait_done(page, 3)
+    third = page.locator(".msg-assistant .answer").nth(2)
+    expect(third).to_contain_text("My locker code is 4711.")
+    expect(third).to_contain_text("之前的对话中提到")
+    expect(third).not_to_contain_text("Earlier in our conversation")
+    expect(third).not_to_contain_text("You asked")
+    screenshot(page, "ux-remember-and-recall-zh")
