@@ -9,14 +9,13 @@ its date and the message it came from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
 
 from chat.models import SearchDocument
 from chat.search import Hit, search
-from chat.search_text import Term, query_terms
+from chat.search_text import Term, query_terms, snippet_bounds
 
 PASSAGE_CHARS = 600
 
@@ -66,31 +65,6 @@ def passage_of(hit: Hit, terms: list[Term]) -> str:
         role = hit.message.role if hit.message else "message"
         source = f"{role} ({when}, message #{document.message_id})"
     return f"{source}: {prefix}{snippet}{suffix}"
-
-
-def term_pattern(term: Term) -> re.Pattern[str]:
-    """Where a term occurs in the original text: whole words, any case; CJK as written."""
-    if term.cjk:
-        return re.compile("".join(re.escape(w) for w in term.words))
-    body = r"[\W_]+".join(re.escape(w) for w in term.words)
-    tail = "" if term.prefix else r"(?![^\W_])"
-    return re.compile(r"(?<![^\W_])" + body + tail, re.IGNORECASE)
-
-
-def snippet_bounds(text: str, terms: list[Term], width: int) -> tuple[int, int]:
-    """A window of ``width`` characters of ``text`` starting a little before the first
-    match, moved forward to a word start."""
-    positions = []
-    for term in terms:
-        found = term_pattern(term).search(text)
-        if found:
-            positions.append(found.start())
-    start = max(0, min(positions) - width // 3) if positions else 0
-    end = min(len(text), start + width)
-    if start > 0:
-        space = text.find(" ", start, start + 40)
-        start = space + 1 if space >= 0 else start
-    return start, end
 
 
 def recall_search_for(

@@ -97,3 +97,44 @@ def query_terms(query: str, *, stopwords: frozenset[str] = frozenset()) -> list[
     unique = list(dict.fromkeys(terms))
     kept = [t for t in unique if not (len(t.words) == 1 and t.words[0] in stopwords)]
     return kept or unique
+
+
+# --- where terms occur in the original text (passages and highlights) ---------------------
+
+
+def term_pattern(term: Term) -> re.Pattern[str]:
+    """Where a term occurs in the original text: whole words, any case; CJK as written."""
+    if term.cjk:
+        return re.compile("".join(re.escape(w) for w in term.words))
+    body = r"[\W_]+".join(re.escape(w) for w in term.words)
+    # A prefix marks the whole word it starts.
+    tail = r"[^\W_]*" if term.prefix else r"(?![^\W_])"
+    return re.compile(r"(?<![^\W_])" + body + tail, re.IGNORECASE)
+
+
+def snippet_bounds(text: str, terms: list[Term], width: int) -> tuple[int, int]:
+    """A window of ``width`` characters of ``text`` starting a little before the first
+    match, moved forward to a word start."""
+    positions = []
+    for term in terms:
+        found = term_pattern(term).search(text)
+        if found:
+            positions.append(found.start())
+    start = max(0, min(positions) - width // 3) if positions else 0
+    end = min(len(text), start + width)
+    if start > 0:
+        space = text.find(" ", start, start + 40)
+        start = space + 1 if space >= 0 else start
+    return start, end
+
+
+def highlights(text: str, terms: list[Term]) -> list[tuple[int, int]]:
+    """``(start, end)`` of every occurrence of a term in ``text``, sorted, not overlapping."""
+    spans = sorted(m.span() for term in terms for m in term_pattern(term).finditer(text))
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged

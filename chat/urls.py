@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from chat import pages, views
+from chat import export, pages, search_views, views
 
 app_name = "chat"
 
@@ -31,4 +31,10 @@ urlpatterns = [
         name="attachment_upload",
     ),
     path("api/attachments/<str:file_id>/", views.attachment_file, name="attachment"),
+    path("api/search/", search_views.search_view, name="search"),
+    path(
+        "api/conversations/<str:conversation_id>/export/",
+        export.export_view,
+        name="export",
+    ),
 ]

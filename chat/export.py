@@ -1,0 +1,144 @@
+"""A conversation as a file to keep: Markdown to read, JSON to process (docs/protocol.md,
+"Export"). ``GET /api/conversations/<id>/export/?format=markdown|json``, owner-only.
+
+Markdown holds what the chat shows: the questions, the answers with their status, the tool
+calls and results of each run, and images by reference; answers replaced by a retry are
+left out. JSON holds every stored message in the shape of the messages API (without the
+rendered HTML), retried answers included and marked ``superseded_by``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.http import content_disposition_header
+from django.utils.text import slugify
+
+from chat import selectors
+from chat.api import api_view, conversation_json, message_json
+from chat.errors import InvalidInput
+from chat.models import Conversation, Message
+
+FORMATS = {
+    "markdown": ("md", "text/markdown; charset=utf-8"),
+    "json": ("json", "application/json"),
+}
+JSON_FORMAT = "fimone.conversation/1"
+
+
+@api_view("GET")
+def export_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    kind = request.GET.get("format", "markdown")
+    if kind not in FORMATS:
+        raise InvalidInput("invalid_format", "format must be 'markdown' or 'json'.")
+    messages = list(Message.objects.filter(conversation=conversation).order_by("created_at", "id"))
+    body = (
+        conversation_json_export(conversation, messages)
+        if kind == "json"
+        else (conversation_markdown(conversation, messages))
+    )
+    extension, content_type = FORMATS[kind]
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = content_disposition_header(
+        as_attachment=True, filename=f"{file_stem(conversation)}.{extension}"
+    )
+    return response
+
+
+def file_stem(conversation: Conversation) -> str:
+    name = slugify(conversation.title)[:60].strip("-") or "conversation"
+    return f"{name}-{conversation.created_at:%Y-%m-%d}"
+
+
+def conversation_json_export(conversation: Conversation, messages: list[Message]) -> str:
+    items = []
+    for message in messages:
+        item = message_json(message)
+        item.pop("html", None)  # derived from ``content``; the file keeps the source
+        items.append(item)
+    document = {
+        "format": JSON_FORMAT,
+        "exported_at": timezone.now().isoformat(),
+        "conversation": conversation_json(conversation),
+        "messages": items,
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def conversation_markdown(conversation: Conversation, messages: list[Message]) -> str:
+    title = conversation.title or "Untitled conversation"
+    lines = [
+        f"# {_one_line(title)}",
+        "",
+        f"- Started: {_when(conversation.created_at)}",
+        f"- Exported: {_when(timezone.now())}",
+        f"- Mode: {conversation.get_mode_display()}",
+        "",
+    ]
+    for message in messages:
+        metadata = message.metadata or {}
+        if message.role == Message.Role.USER:
+            heading = "Follow-up" if message.kind == Message.Kind.INJECTED else "User"
+            lines += ["---", "", f"### {heading} · {_when(message.created_at)}", ""]
+            lines += _images(metadata)
+            lines += [message.content, ""]
+        elif message.role == Message.Role.ASSISTANT:
+            if metadata.get("superseded_by"):
+                continue
+            status = "" if message.status == Message.Status.DONE else f" · {message.status}"
+            lines += ["---", "", f"### Assistant · {_when(message.created_at)}{status}", ""]
+            lines += _steps(metadata)
+            lines += [message.content or "*(no text)*", ""]
+            error = metadata.get("error")
+            if isinstance(error, dict) and error.get("message"):
+                lines += [f"> Error: {_one_line(str(error['message']))}", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _when(moment) -> str:
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _images(metadata: dict[str, Any]) -> list[str]:
+    images = [i for i in metadata.get("images") or [] if isinstance(i, dict) and i.get("file_id")]
+    return [f"*Image {i['file_id']} ({i.get('mime_type', '')})*" for i in images] + (
+        [""] if images else []
+    )
+
+
+def _steps(metadata: dict[str, Any]) -> list[str]:
+    """Tool calls and results as a quoted block with fenced texts (any backticks inside a
+    result cannot close the fence: it is longer than any run of them)."""
+    lines: list[str] = []
+    for step in metadata.get("steps") or []:
+        if not isinstance(step, dict):
+            continue
+        kind = step.get("kind")
+        name = _one_line(str(step.get("name") or "tool"))
+        if kind == "tool_call":
+            lines += [f"> **Tool call** `{name}`", *_quoted_fence(step.get("arguments"))]
+        elif kind == "tool_result":
+            lines += [f"> **Result** of `{name}`", *_quoted_fence(step.get("result"))]
+    return lines + [""] if lines else []
+
+
+def _quoted_fence(value: Any) -> list[str]:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
+    return [f"> {ticks}", *(f"> {line}" for line in text.splitlines() or [""]), f"> {ticks}", ">"]
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest

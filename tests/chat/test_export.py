@@ -1,0 +1,86 @@
+"""GET /api/conversations/<id>/export/?format=markdown|json (chat/export.py): owner-only
+downloads of a conversation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from chat import services
+from chat.models import Message
+from tests.support.search_scenarios import say
+
+pytestmark = pytest.mark.django_db
+
+
+def url(conversation) -> str:
+    return f"/api/conversations/{conversation.id}/export/"
+
+
+@pytest.fixture
+def answered(user):
+    """A conversation: a question, a retried failure, an answer with a tool call."""
+    chat = services.conversation_create(owner=user, title="Übergabe: Q3 plan")
+    say(chat, "What is 6*7? Use ```backticks``` freely.")
+    failed = say(chat, "half an answer", role="assistant", status="error")
+    answer = services.assistant_message_start(conversation=chat, run_id="r2", mode="react")
+    Message.objects.filter(pk=failed.pk).update(
+        metadata={**failed.metadata, "superseded_by": answer.pk}
+    )
+    steps = [
+        {"kind": "tool_call", "name": "calculator", "arguments": '{"expression": "6*7"}'},
+        {"kind": "tool_result", "name": "calculator", "result": "42 ```` four ticks"},
+    ]
+    services.assistant_message_finish(
+        message=answer, content="It is **42**.", extra={"steps": steps, "retry_of": failed.pk}
+    )
+    return chat
+
+
+def test_markdown_download(logged_in_client, answered):
+    response = logged_in_client.get(url(answered))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/markdown; charset=utf-8"
+    disposition = response["Content-Disposition"]
+    assert disposition.startswith("attachment; filename=")
+    assert f"ubergabe-q3-plan-{answered.created_at:%Y-%m-%d}.md" in disposition
+    text = response.content.decode()
+    assert text.startswith("# Übergabe: Q3 plan\n")
+    assert "### User · " in text and "What is 6*7? Use ```backticks``` freely." in text
+    assert "### Assistant · " in text and "It is **42**." in text
+    assert "half an answer" not in text  # replaced by the retry
+    assert "> **Tool call** `calculator`" in text
+    # The result holds four backticks: its fence is longer, so it cannot be closed early.
+    assert "> `````\n> 42 ```` four ticks\n> `````" in text
+
+
+def test_json_download(logged_in_client, answered):
+    response = logged_in_client.get(url(answered), {"format": "json"})
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response["Content-Disposition"].endswith('.json"')
+    data = json.loads(response.content)
+    assert data["format"] == "fimone.conversation/1"
+    assert data["conversation"]["id"] == str(answered.id)
+    roles = [(m["role"], m["status"], m["superseded_by"] is not None) for m in data["messages"]]
+    assert roles == [("user", "pending", False), ("assistant", "error", True),
+                     ("assistant", "done", False)]  # fmt: skip
+    assert all("html" not in m for m in data["messages"])
+    assert data["messages"][2]["steps"][1]["result"] == "42 ```` four ticks"
+
+
+def test_someone_elses_conversation_is_404(logged_in_client, foreign_conversation):
+    for fmt in ("markdown", "json"):
+        response = logged_in_client.get(url(foreign_conversation), {"format": fmt})
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+    assert logged_in_client.get("/api/conversations/not-a-uuid/export/").status_code == 404
+
+
+def test_unknown_format_and_anonymous(logged_in_client, answered):
+    response = logged_in_client.get(url(answered), {"format": "pdf"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_format"
+    assert Client().get(url(answered)).status_code == 401
