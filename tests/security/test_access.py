@@ -33,7 +33,13 @@ PUBLIC = {
     "admin:logout": "logging out is harmless without a session",
 }
 # Routes about the logged-in user's own things (no id in the URL).
-OWN_PAGES = {"chat:index", "chat:conversations", "password_change", "password_change_done"}
+OWN_PAGES = {
+    "chat:index",
+    "chat:conversations",
+    "chat:search",  # searches the caller's own conversations only (test_api_search.py)
+    "password_change",
+    "password_change_done",
+}
 METHODS = ("get", "post", "patch", "delete")
 SECRET_TITLE = "Alice's secret plans"
 SECRET_TEXT = "the vault code is 4242"
@@ -126,6 +132,17 @@ def test_another_user_cannot_see_or_change_alices_things(other_user, route, alic
         else:
             raise AssertionError(f"unclassified route {route.template}: decide who may use it")
     _untouched(alices_things)
+
+
+def test_search_never_finds_another_users_words(user, other_user, alices_things):
+    alice = Client()
+    alice.force_login(user)
+    assert alice.get("/api/search/", {"q": "vault code 4242"}).json()["results"]
+    client = Client()
+    client.force_login(other_user)
+    for query in ("vault code 4242", "Alice's secret plans", "secret"):
+        response = client.get("/api/search/", {"q": query})
+        assert response.status_code == 200 and response.json()["results"] == [], query
 
 
 def test_an_unknown_id_and_a_foreign_id_answer_alike(other_user, alices_things):
