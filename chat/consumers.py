@@ -8,9 +8,12 @@ Close codes: 4401 anonymous, 4404 unknown or foreign conversation (the two are n
 apart, so ids of other users' conversations reveal nothing). A bad frame never closes the
 socket: it gets ``error {code, message}`` and the socket stays usable.
 
-Client frames: ``message``, ``cancel`` and ``retry {message_id}`` — a failed, stopped or
+Client frames: ``message``, ``cancel``, ``retry {message_id}`` — a failed, stopped or
 interrupted newest answer asked again on the same persisted question (``runs.retry_answer``;
-errors ``bad_message_id``, ``not_retryable``, ``run_active``).
+errors ``bad_message_id``, ``not_retryable``, ``run_active``), ``regenerate {message_id}``
+— the same for the newest answer whatever its status (``runs.regenerate_answer``) — and
+``edit {message_id, content}`` — the newest question sent again with new text
+(``runs.edit_and_resend``; errors also ``not_editable`` and those of ``message``).
 
 A socket that joins while a run is active first gets ``run.active {run_id, message_id,
 assistant_message_id, mode, text}`` — the answer streamed so far — and then the run's
@@ -116,12 +119,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.on_message(content)
         elif kind == "cancel":
             await self.on_cancel()
-        elif kind == "retry":
-            await self.on_retry(content)
+        elif kind in ("retry", "regenerate"):
+            await self.on_retry(content, regenerate=kind == "regenerate")
+        elif kind == "edit":
+            await self.on_edit(content)
         else:
             await self.send_error(
                 "unknown_type",
-                f"Unknown frame type {kind!r}; use 'message', 'cancel' or 'retry'.",
+                f"Unknown frame type {kind!r}; use 'message', 'cancel', 'retry', "
+                "'regenerate' or 'edit'.",
             )
 
     async def on_message(self, frame: dict) -> None:
@@ -153,17 +159,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 "server_error", "The message could not be taken right now; send it again."
             )
 
-    async def on_retry(self, frame: dict) -> None:
+    async def on_retry(self, frame: dict, *, regenerate: bool = False) -> None:
         """``{"type": "retry", "message_id": <failed assistant message id>}``: a new run for
-        the same question, reusing the persisted user message (``chat.runs.retry_answer``)."""
+        the same question, reusing the persisted user message (``chat.runs.retry_answer``);
+        ``regenerate``: any status of the newest answer (``chat.runs.regenerate_answer``)."""
         message_id = frame.get("message_id")
         if isinstance(message_id, bool) or not isinstance(message_id, int) or message_id < 1:
             await self.send_error("bad_message_id", "message_id must be an answer's id.")
             return
+        again = runs.regenerate_answer if regenerate else runs.retry_answer
         try:
-            await runs.retry_answer(
-                user=self.user, conversation_id=self.conversation_id, message_id=message_id
-            )
+            await again(user=self.user, conversation_id=self.conversation_id, message_id=message_id)
         except Conversation.DoesNotExist:
             await self.send_error("not_found", "This conversation no longer exists.")
             await self.close(code=CLOSE_NOT_FOUND)
@@ -172,6 +178,32 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except Exception:
             logger.exception("could not retry in %s", self.conversation_id)
             await self.send_error("server_error", "The retry could not be started; try again.")
+
+    async def on_edit(self, frame: dict) -> None:
+        """``{"type": "edit", "message_id": <newest question's id>, "content": "…"}``."""
+        message_id = frame.get("message_id")
+        if isinstance(message_id, bool) or not isinstance(message_id, int) or message_id < 1:
+            await self.send_error("bad_message_id", "message_id must be a question's id.")
+            return
+        problem = _message_problem({"content": frame.get("content", "")})
+        if problem:
+            await self.send_error(*problem)
+            return
+        try:
+            await runs.edit_and_resend(
+                user=self.user,
+                conversation_id=self.conversation_id,
+                message_id=message_id,
+                content=frame["content"],
+            )
+        except Conversation.DoesNotExist:
+            await self.send_error("not_found", "This conversation no longer exists.")
+            await self.close(code=CLOSE_NOT_FOUND)
+        except ChatError as exc:
+            await self.send_error(exc.code, exc.message)
+        except Exception:
+            logger.exception("could not edit in %s", self.conversation_id)
+            await self.send_error("server_error", "The edit could not be sent; try again.")
 
     async def on_cancel(self) -> None:
         try:

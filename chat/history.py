@@ -12,8 +12,9 @@ What is loaded, and why:
 - assistant messages with text, except failed ones (``kind``/``status`` ``error``: an error
   text is not an answer and would teach the model to apologise) and the in-flight one
   (``running``); a cancelled or interrupted answer keeps its partial text, which the user
-  saw and may refer to ("go on"); an answer the user retried (``metadata["superseded_by"]``)
-  is skipped: its successor answers the same question;
+  saw and may refer to ("go on"); an answer the user retried or regenerated
+  (``metadata["superseded_by"]``) is skipped: its successor answers the same question; so
+  is a question the user edited and sent again (websocket ``edit``), with what followed it;
 - the trailing user message is dropped: it is the current query, which the agent appends
   itself, pinned;
 - images (``metadata["images"]``) become base64 data-URL parts for vision models, a text
@@ -82,7 +83,8 @@ def _history_rows(conversation_id: Any, *, through: int | None) -> list[tuple]:
     rows = (
         Message.objects.filter(conversation_id=conversation_id, role__in=("user", "assistant"))
         .exclude(role="assistant", status="running")
-        .exclude(role="assistant", metadata__has_key="superseded_by")
+        # Retried answers, and questions edited and sent again with what followed them.
+        .exclude(metadata__has_key="superseded_by")
     )
     if through is not None:
         # Only what the summary does not cover.

@@ -55,6 +55,8 @@ __all__ = [
     "conversation_group",
     "recover_runs",
     "request_remote_snapshot",
+    "edit_and_resend",
+    "regenerate_answer",
     "retry_answer",
     "submit_message",
 ]
@@ -131,20 +133,77 @@ async def retry_answer(*, user, conversation_id, message_id: int) -> dict:
     while no run is active. Raises ``ChatError`` (``bad_message_id``, ``not_retryable``,
     ``run_active``) and ``Conversation.DoesNotExist`` for a foreign conversation.
     Returns ``{"run_id", "message_id", "assistant_message_id"}``."""
+    return await _answer_again(
+        user=user, conversation_id=conversation_id, message_id=message_id, any_status=False
+    )
+
+
+async def regenerate_answer(*, user, conversation_id, message_id: int) -> dict:
+    """As ``retry_answer``, for the newest answer whatever its status (a finished one too):
+    the replaced answer is kept, marked ``superseded_by`` its successor."""
+    return await _answer_again(
+        user=user, conversation_id=conversation_id, message_id=message_id, any_status=True
+    )
+
+
+async def _ensure_idle(layer, conversation_id) -> None:
+    active = registry.get(conversation_id)
+    if active is None and not control.is_single_process(layer):
+        active = await control.remote_run(layer, conversation_id=conversation_id)
+    if active is not None:
+        raise ChatError("run_active", "An answer is being written: wait or stop it first.")
+
+
+async def edit_and_resend(*, user, conversation_id, message_id: int, content: str) -> dict:
+    """Ask the newest question again with new text: a new question (with the old one's
+    images) and a new run; the old question and what followed it are kept as superseded.
+
+    Raises ``ChatError`` (``bad_message_id``, ``not_editable``, ``run_active`` and the
+    message errors of ``submit_message``) and ``Conversation.DoesNotExist``. Returns
+    ``{"run_id", "message_id", "assistant_message_id"}``."""
     received = time.perf_counter()
     layer = get_channel_layer()
     async with registry.lock(conversation_id):
-        active = registry.get(conversation_id)
-        if active is None and not control.is_single_process(layer):
-            active = await control.remote_run(layer, conversation_id=conversation_id)
-        if active is not None:
-            raise ChatError("run_active", "An answer is being written: wait or stop it first.")
+        await _ensure_idle(layer, conversation_id)
+        try:
+            opened = await database_sync_to_async(storage.open_edit)(
+                user=user,
+                conversation_id=conversation_id,
+                message_id=message_id,
+                content=content,
+                run_id=uuid.uuid4().hex,
+            )
+        except control.RunBusy as exc:
+            raise ChatError(
+                "run_active", "An answer is being written: wait or stop it first."
+            ) from exc
+        await lifecycle.launch(
+            layer,
+            opened,
+            conversation_id=conversation_id,
+            deps=deps.current(),
+            received=received,
+            edit_of=message_id,
+        )
+    return {
+        "run_id": opened.run_id,
+        "message_id": opened.query.pk,
+        "assistant_message_id": opened.answer_id,
+    }
+
+
+async def _answer_again(*, user, conversation_id, message_id: int, any_status: bool) -> dict:
+    received = time.perf_counter()
+    layer = get_channel_layer()
+    async with registry.lock(conversation_id):
+        await _ensure_idle(layer, conversation_id)
         try:
             opened = await database_sync_to_async(storage.open_retry)(
                 user=user,
                 conversation_id=conversation_id,
                 message_id=message_id,
                 run_id=uuid.uuid4().hex,
+                any_status=any_status,
             )
         except control.RunBusy as exc:
             raise ChatError(

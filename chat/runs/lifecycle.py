@@ -142,6 +142,7 @@ async def launch(
     deps: RunDeps,
     received: float,
     retry_of: int | None = None,
+    edit_of: int | None = None,
 ) -> Run:
     """Register the run, join its control group, announce it and start its tasks."""
     record = RunRecord()
@@ -174,6 +175,8 @@ async def launch(
             "content": query.content,
             "images": (query.metadata or {}).get("images", []),
             **({"retry_of": retry_of} if retry_of is not None else {}),
+            # An edited question: the client replaces that question and what followed it.
+            **({"edit_of": edit_of} if edit_of is not None else {}),
         },
     )
     # The engine's task exists before the listener can read a cancel for it.

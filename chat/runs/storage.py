@@ -119,10 +119,10 @@ def open_follow_up(*, conversation_id, run_id, mode, query_id) -> OpenedRun:
 
 
 @transaction.atomic
-def open_retry(*, user, conversation_id, message_id, run_id) -> OpenedRun:
+def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -> OpenedRun:
     """A run answering a failed answer's question again (no second copy of the question);
     the failed answer is marked ``superseded_by`` the new one (the UI hides it, DbMemory
-    skips it)."""
+    skips it). ``any_status``: a finished answer too (regenerate), not only a failed one."""
     conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
     failed = Message.objects.filter(
         conversation=conversation, pk=message_id, role=Message.Role.ASSISTANT
@@ -130,9 +130,13 @@ def open_retry(*, user, conversation_id, message_id, run_id) -> OpenedRun:
     if failed is None:
         raise ChatError("bad_message_id", "No answer with that id in this conversation.")
     metadata = dict(failed.metadata or {})
-    if failed.status not in RETRYABLE_STATUSES or metadata.get("superseded_by"):
+    statuses = (*RETRYABLE_STATUSES, Message.Status.DONE) if any_status else RETRYABLE_STATUSES
+    if failed.status not in statuses or metadata.get("superseded_by"):
         raise ChatError(
-            "not_retryable", "Only a failed, stopped or interrupted answer can be retried."
+            "not_retryable",
+            "Only a finished answer can be regenerated."
+            if any_status
+            else "Only a failed, stopped or interrupted answer can be retried.",
         )
     newest = (
         Message.objects.filter(conversation=conversation, role=Message.Role.ASSISTANT)
@@ -166,6 +170,49 @@ def open_retry(*, user, conversation_id, message_id, run_id) -> OpenedRun:
     return OpenedRun(
         run_id=run_id, query=query, answer_id=answer.pk, mode=mode, follow_up_ids=follow_up_ids
     )
+
+
+@transaction.atomic
+def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRun:
+    """A run answering an edited copy of the newest question: the new question keeps the
+    old one's images; the old question and everything after it (its answers, follow-ups)
+    are marked ``superseded_by`` — kept, but hidden by the UI and skipped by DbMemory."""
+    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    old = Message.objects.filter(
+        conversation=conversation, pk=message_id, role=Message.Role.USER, kind=Message.Kind.QUERY
+    ).first()
+    if old is None or (old.metadata or {}).get("superseded_by"):
+        raise ChatError("bad_message_id", "No question with that id in this conversation.")
+    newest = (
+        Message.objects.filter(
+            conversation=conversation, role=Message.Role.USER, kind=Message.Kind.QUERY
+        )
+        .exclude(metadata__has_key="superseded_by")
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if newest != old.pk:
+        raise ChatError("not_editable", "Only your last message can be edited.")
+    file_ids = [i["file_id"] for i in (old.metadata or {}).get("images") or []]
+    attachments = selectors.attachments_for_ids(
+        user=user, conversation=conversation, file_ids=file_ids
+    )
+    # RunBusy (nothing stored) when a run started since the caller looked.
+    control.claim_conversation(conversation_id=conversation.pk)
+    mode = conversation.mode
+    query = services.user_message_create(
+        conversation=conversation, content=content, attachments=attachments, run_id=run_id
+    )
+    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    replaced = Message.objects.filter(conversation=conversation, pk__gte=old.pk).exclude(
+        pk__in=[query.pk, answer.pk]
+    )
+    for message in replaced.exclude(metadata__has_key="superseded_by"):
+        successor = query.pk if message.role == Message.Role.USER else answer.pk
+        metadata = {**(message.metadata or {}), "superseded_by": successor}
+        Message.objects.filter(pk=message.pk).update(metadata=metadata)
+    return OpenedRun(run_id=run_id, query=query, answer_id=answer.pk, mode=mode)
 
 
 def _question_of(failed: Message) -> Message | None:

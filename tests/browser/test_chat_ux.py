@@ -169,3 +169,43 @@ def test_please_remember_it_and_recall_in_chinese(open_page):
     expect(third).not_to_contain_text("Earlier in our conversation")
     expect(third).not_to_contain_text("You asked")
     screenshot(page, "ux-remember-and-recall-zh")
+
+
+@pytest.mark.parametrize(("screen", "scheme"), [("desktop", "dark"), ("phone", "light")])
+def test_regenerate_the_newest_answer_and_edit_the_last_question(open_page, screen, scheme):
+    page = open_page(screen, scheme)
+    send(page, "What is 2+3?")
+    wait_done(page, 1)
+    send(page, "What is 6*7?")
+    wait_done(page, 2)
+    answers = page.locator(".msg-assistant")
+    old_id = answers.last.get_attribute("data-message-id")
+    # Only the newest finished answer offers Regenerate; only the last question, Edit.
+    expect(page.get_by_role("button", name="Regenerate this answer")).to_have_count(1)
+    expect(page.get_by_role("button", name="Edit and resend this message")).to_have_count(1)
+    screenshot(page, f"ux-edit-regenerate-offered-{screen}-{scheme}")
+
+    page.get_by_role("button", name="Regenerate this answer").click()
+    expect(answers).to_have_count(2)
+    expect(answers.last).not_to_have_attribute("data-message-id", old_id)
+    wait_done(page, 2)
+    expect(answers.last.locator(".answer")).to_contain_text("42")
+
+    page.get_by_role("button", name="Edit and resend this message").click()
+    box = page.get_by_label("Edit your message")
+    expect(box).to_have_value("What is 6*7?")
+    box.fill("What is 7*8?")
+    screenshot(page, f"ux-editing-{screen}-{scheme}")
+    box.press("Enter")
+    expect(page.locator(".msg-user .bubble")).to_have_text(["What is 2+3?", "What is 7*8?"])
+    wait_done(page, 2)
+    expect(answers.last.locator(".answer")).to_contain_text("56")
+    expect(answers.first.locator(".answer")).to_contain_text("5")
+    screenshot(page, f"ux-edited-{screen}-{scheme}")
+
+    page.reload()
+    expect(page.locator(".msg-user .bubble")).to_have_text(["What is 2+3?", "What is 7*8?"])
+    expect(page.locator(".msg-assistant")).to_have_count(2)
+    expect(page.locator(".msg-assistant .answer").last).to_contain_text("56")
+    expect(page.get_by_role("button", name="Regenerate this answer")).to_have_count(1)
+    expect(page.get_by_role("button", name="Edit and resend this message")).to_have_count(1)

@@ -8,16 +8,15 @@ const RETRYABLE = new Set(["error", "cancelled", "interrupted"]);
 // Nodes for a page of persisted messages (oldest first). Registers the assistant views in
 // ``views``; returns the nodes, the newest load-time compaction and a running answer.
 // ``latest``: the page ends with the conversation's newest message, so its newest answer
-// may offer Retry (only that one can be retried). Answers replaced by a retry
-// (``superseded_by``) are not shown: their successor answers the same question.
+// may offer Retry (only that one can be retried). Answers replaced by a retry or a
+// regenerate, and questions edited and sent again (``superseded_by``), are not shown.
 export function buildHistoryNodes(messages, views, retry, { latest = true } = {}) {
   const nodes = [];
   let lastQuery = null;
   let compaction = null;
   let running = null;
-  const shown = followUpsBeforeTheirAnswer(
-    messages.filter((m) => !(m.role === "assistant" && m.superseded_by)),
-  );
+  // Replaced answers (retry, regenerate) and edited questions with what followed them.
+  const shown = followUpsBeforeTheirAnswer(messages.filter((m) => !m.superseded_by));
   const newestAnswer = latest ? shown.filter((m) => m.role === "assistant").pop() : null;
   for (const message of shown) {
     if (message.role === "user") {

@@ -88,6 +88,55 @@ export function imageOrNotice(attrs, notice) {
   return img;
 }
 
+// The newest question can be edited and sent again: its bubble becomes a small editor.
+// ``onSend(text)`` returns false when the edit could not be sent (the editor stays).
+export function offerEdit(node, onSend) {
+  node.querySelector(".btn-edit")?.remove();
+  if (!onSend) return;
+  const bubble = node.querySelector(".bubble");
+  if (!bubble) return;
+  const button = el(
+    "button",
+    { type: "button", class: "copy-btn btn-edit", "aria-label": "Edit and resend this message" },
+    icon("edit"),
+    " Edit",
+  );
+  button.addEventListener("click", () => {
+    const box = el("textarea", { class: "edit-box", "aria-label": "Edit your message", rows: "3" });
+    box.value = bubble.textContent;
+    const close = () => editor.replaceWith(bubble, button);
+    const send = () => {
+      const text = box.value.trim();
+      if (text && onSend(text) !== false) close();
+    };
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        send();
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        close();
+      }
+    });
+    const editor = el(
+      "div",
+      { class: "edit-form" },
+      box,
+      el(
+        "div",
+        { class: "edit-actions" },
+        el("button", { type: "button", class: "btn", text: "Cancel", onclick: close }),
+        el("button", { type: "button", class: "btn btn-send-edit", text: "Send", onclick: send }),
+      ),
+    );
+    bubble.replaceWith(editor);
+    button.remove();
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  });
+  node.append(button);
+}
+
 // ---- compaction divider ------------------------------------------------------------------
 
 export function summarizedCount(facts) {
@@ -439,6 +488,30 @@ export class AssistantView {
   // Only the newest answer can be retried: older ones lose the button when a run starts.
   dropRetry() {
     for (const button of this.footer.querySelectorAll(".btn-retry")) button.remove();
+  }
+
+  // Regenerate: the newest answer asked again at any time (the old one is kept, hidden).
+  offerRegenerate(onRegenerate) {
+    this.actions.querySelector(".btn-regenerate")?.remove();
+    if (!onRegenerate) return;
+    this.actions.append(
+      el("button", {
+        type: "button",
+        class: "copy-btn btn-regenerate",
+        text: "Regenerate",
+        "aria-label": "Regenerate this answer",
+        onclick: (event) => {
+          event.currentTarget.disabled = true;
+          onRegenerate(this);
+        },
+      }),
+    );
+  }
+
+  get status() {
+    if (this.footer.querySelector(".error-box")) return "error";
+    if (this.footer.querySelector(".status-badge")) return "stopped";
+    return this.node.getAttribute("aria-busy") ? "running" : "done";
   }
 
   setError(message, { retry = true } = {}) {

@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { buildHistoryNodes, placeDivider } from "./history.js";
-import { AssistantView, userMessage } from "./render.js";
+import { AssistantView, offerEdit, userMessage } from "./render.js";
 import { TRACE_HANDLERS, replayRecord } from "./trace.js";
 
 // Refusals of our ``retry`` frame (e.g. another tab started a run meanwhile).
@@ -48,7 +48,63 @@ export class RunController {
       const { view, message, queryNode } = built.running;
       this.run = { runId: message.run_id, view, userNode: queryNode, local: false, replanRound: 0 };
     }
+    queueMicrotask(() => this.offerEditAndRegenerate()); // once the nodes are on the page
     return built;
+  }
+
+  // With no run going, the newest question can be edited and resent and the newest
+  // finished answer regenerated; a run takes both offers away until it ends.
+  offerEditAndRegenerate() {
+    for (const node of this.messagesEl.querySelectorAll(".btn-edit, .btn-regenerate")) node.remove();
+    if (this.run) return;
+    const questions = this.messagesEl.querySelectorAll(".msg-user:not(.injected)[data-message-id]");
+    const question = questions[questions.length - 1];
+    if (question) offerEdit(question, (text) => this.editQuestion(question, text));
+    const answers = this.messagesEl.querySelectorAll(".msg-assistant[data-message-id]");
+    const newest = answers[answers.length - 1];
+    const view = newest ? this.views.get(newest.dataset.messageId) : null;
+    if (view && view.status === "done") view.offerRegenerate((v) => this.regenerate(v));
+  }
+
+  editQuestion(node, content) {
+    if (this.run) {
+      this.host.toast("Wait for the current answer, or stop it first.");
+      return false;
+    }
+    const sent = this.host.sendFrame({ type: "edit", message_id: Number(node.dataset.messageId), content });
+    if (!sent) {
+      this.host.toast("Not connected: cannot send the edit right now.");
+      return false;
+    }
+    this.pendingEdit = node;
+    node.classList.add("editing");
+    return true;
+  }
+
+  regenerate(view) {
+    if (this.run || this.pendingRetry) return this.host.toast("Wait for the current answer, or stop it first.");
+    if (!this.host.sendFrame({ type: "regenerate", message_id: Number(view.id) })) {
+      this.offerEditAndRegenerate();
+      return this.host.toast("Not connected: cannot regenerate right now.");
+    }
+    this.pendingRetry = view;
+  }
+
+  // An edited question's run started: the old question and everything after it go.
+  dropEdited(messageId) {
+    const old = this.messagesEl.querySelector(`.msg-user[data-message-id="${CSS.escape(String(messageId))}"]`);
+    this.pendingEdit = null;
+    if (!old) return;
+    for (let node = old.nextElementSibling; node; ) {
+      const next = node.nextElementSibling;
+      if (node.classList.contains("msg") || node.classList.contains("compact-divider")) {
+        const id = node.dataset.messageId;
+        if (id) this.views.delete(id);
+        node.remove();
+      }
+      node = next;
+    }
+    old.remove();
   }
 
   // An older page, shown above what is on screen.
@@ -131,6 +187,7 @@ export class RunController {
     this.run = null;
     this.pendingInjections = [];
     this.composer.setRunning(false);
+    this.offerEditAndRegenerate();
     this.host.onEnded();
   }
 
@@ -161,6 +218,7 @@ export class RunController {
       this.host.onStarted();
       if (local.cancelRequested) this.host.sendFrame({ type: "cancel" });
       this.dropRetries(local.view);
+      this.offerEditAndRegenerate();
       return;
     }
     // A run we did not start here: another tab, the follow-up run for late injections, or
@@ -169,6 +227,7 @@ export class RunController {
     const view =
       existing ||
       new AssistantView({ id: frame.assistant_message_id, onRetry: (v) => this.retry(this.lastQuery, v) });
+    if (frame.edit_of != null) this.dropEdited(frame.edit_of);
     const replaced = frame.retry_of != null ? this.views.get(String(frame.retry_of)) : null;
     if (frame.retry_of != null) this.pendingRetry = null;
     if (!existing) {
@@ -191,6 +250,7 @@ export class RunController {
     this.host.emptyState.hidden = true;
     this.follow(frame, view);
     this.dropRetries(view);
+    this.offerEditAndRegenerate();
   }
 
   // A socket that joins mid-run (reload, reconnect, second tab) gets the answer so far.
@@ -277,7 +337,16 @@ export class RunController {
     if (this.pendingRetry && RETRY_REFUSALS.has(frame.code)) {
       this.pendingRetry.retrying(false);
       this.pendingRetry = null;
+      this.offerEditAndRegenerate();
       this.host.toast(frame.message || "That answer cannot be retried.");
+      return;
+    }
+    if (this.pendingEdit) {
+      // The edit was refused (too long, a run started meanwhile…): the question stays.
+      this.pendingEdit.classList.remove("editing");
+      this.pendingEdit = null;
+      this.offerEditAndRegenerate();
+      this.host.toast(frame.message || "The edit could not be sent.");
       return;
     }
     if (frame.code === "no_active_run" && this.run) {
