@@ -1,4 +1,4 @@
-"""CompactUtils (SPEC R2): stateless estimation, smart truncation and LLM compaction.
+"""CompactUtils: stateless estimation, smart truncation and LLM compaction.
 
 Both strategies work on *units*, not single messages: an assistant message that calls tools
 together with the tool results answering it is one unit, kept or dropped whole (the OpenAI
@@ -12,30 +12,33 @@ objects (untouched) plus, for llm_compact, one new summary message.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import tokens
-from .factcheck import KEY_FACTS_MAX_TOKENS, append_key_facts
 from .llm import Usage
-from .messages import SUMMARY_PREFIX, ChatMessage
-from .prompts import COMPACT_PROMPTS
+from .messages import ChatMessage
+from .summarise import (  # noqa: F401 — re-exported: callers import them from here
+    SummaryOutcome,
+    build_transcript,
+    clip_to_tokens,
+    summarise,
+    summarise_rounds,
+)
 
 Strategy = Literal["none", "llm", "truncate"]
 
-# The summary may take at most this share of the budget (R0.3: history must keep room).
+# The summary may take at most this share of the budget: history must keep room.
 SUMMARY_BUDGET_SHARE = 4
 # Below this many tokens of room a summary is not worth an LLM call.
 MIN_SUMMARY_TOKENS = 48
-# One message's text in the compaction transcript is clipped to this many characters
-# (head and tail kept): a runaway tool output must not crowd out the rest.
-TRANSCRIPT_MESSAGE_CHARS = 12_000
+# The compactor's input window when the caller does not give one: the budget, or this.
+DEFAULT_WINDOW_TOKENS = 4_000
 
 
 @dataclass(slots=True)
 class CompactResult:
-    """What one compaction did (DESIGN §2); ``error`` says why an LLM attempt fell back."""
+    """What one compaction did; ``error`` says why an LLM attempt fell back."""
 
     messages: list[ChatMessage]
     strategy: Strategy
@@ -50,8 +53,18 @@ class CompactResult:
     facts_appended: int = 0
     # How many messages the new summary stands for (earlier summaries' counts included).
     summarized_count: int = 0
-    # Messages cut at max_message_chars by the guard (R3.2).
+    # Messages cut at max_message_chars by the guard.
     oversized_cut: int = 0
+    # Exactly the messages the new summary stands for (earlier summaries it folded
+    # included), the caller's objects: a persisted summary covers these and no others.
+    summarized: list[ChatMessage] = field(default_factory=list)
+    # The summary's token cap and actual size (content), the summariser calls it took
+    # (rounds: 1 = one call), and replies that overshot their cap and were cut back.
+    summary_cap: int = 0
+    summary_tokens: int = 0
+    summary_calls: int = 0
+    summary_rounds: int = 0
+    summary_overshoots: int = 0
 
 
 # ---------------------------------------------------------------------------- units
@@ -136,148 +149,11 @@ def _smart_truncate_units(units: list[_Unit], max_tokens: int) -> list[_Unit]:
     return kept
 
 
-# ---------------------------------------------------------------- LLM compaction helpers
-
-
-def _transcript_text(msg: ChatMessage) -> str:
-    parts: list[str] = []
-    text = msg.text()
-    if len(text) > TRANSCRIPT_MESSAGE_CHARS:
-        half = TRANSCRIPT_MESSAGE_CHARS // 2
-        text = f"{text[:half]}\n[… {len(text) - 2 * half} characters omitted …]\n{text[-half:]}"
-    if text:
-        parts.append(text)
-    if isinstance(msg.content, list):
-        images = sum(1 for p in msg.content if isinstance(p, dict) and p.get("type") == "image_url")
-        if images:
-            parts.append("[image]" if images == 1 else f"[{images} images]")
-    for call in msg.tool_calls or ():
-        parts.append(f"[tool call {call.name}({call.arguments})]")
-    return "\n".join(parts)
-
-
-def build_transcript(messages: list[ChatMessage], max_tokens: int | None = None) -> str:
-    """One "role: text" block per message, blank-line separated (the compaction input).
-
-    Earlier summaries are included (as "system: [Conversation summary] …") so that the new
-    summary folds them in. With ``max_tokens``, the oldest non-summary blocks are left out
-    first when the transcript would exceed it.
-    """
-    blocks = [(m.is_summary, f"{m.role}: {_transcript_text(m)}") for m in messages]
-    if max_tokens is not None:
-        total = sum(tokens.estimate_tokens(b) for _, b in blocks)
-        omitted = 0
-        i = 0
-        while total > max_tokens and i < len(blocks):
-            is_summary, block = blocks[i]
-            if not is_summary:
-                total -= tokens.estimate_tokens(block)
-                blocks[i] = (True, "")
-                omitted += 1
-            i += 1
-        blocks = [b for b in blocks if b[1]]
-        if omitted:
-            blocks.insert(0, (False, f"[… {omitted} earlier messages omitted …]"))
-    return "\n\n".join(b for _, b in blocks)
-
-
-def clip_to_tokens(text: str, max_tokens: int, marker: str = " …") -> str:
-    """The longest prefix of ``text`` (plus ``marker``) within ``max_tokens`` tokens."""
-    if tokens.estimate_tokens(text) <= max_tokens:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if tokens.estimate_tokens(text[:mid] + marker) <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo].rstrip() + marker if lo else ""
-
-
-def _fact_source(msg: ChatMessage) -> str:
-    """The text whose facts a summary must keep: content plus tool-call arguments."""
-    text = msg.text()
-    if msg.tool_calls:
-        text = "\n".join([text, *(f"{c.name} {c.arguments}" for c in msg.tool_calls)])
-    return text
-
-
-def _reply_text(result: Any) -> str:
-    """The summary text of an LLM reply; "" for anything that is not usable text."""
-    message = getattr(result, "message", None)
-    if not isinstance(message, ChatMessage) or message.tool_calls:
-        return ""
-    text = message.text()
-    if not isinstance(text, str):
-        return ""
-    text = text.strip()
-    if text.startswith(SUMMARY_PREFIX):  # a model echoing the marker: do not double it
-        text = text[len(SUMMARY_PREFIX) :].strip()
-    return text
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "compaction LLM timed out"
-    detail = str(exc).strip()
-    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-
-
-async def summarise(
-    messages: list[ChatMessage],
-    llm: Any,
-    *,
-    hint: str = "general",
-    max_summary_tokens: int,
-    transcript_tokens: int | None = None,
-    # Bounds the LLM call only (the fallback must still run after it), hence not a caller's
-    # asyncio.timeout around the whole function.
-    timeout: float | None = None,  # noqa: ASYNC109
-) -> tuple[ChatMessage | None, Usage, str | None, tuple[int, int]]:
-    """Ask ``llm`` for one summary message of ``messages``; never raises for LLM faults.
-
-    Returns (summary message or None, usage, error or None, (facts_missing, facts_appended)).
-    The call is exactly two messages: system = the hint's prompt, user = the transcript.
-    """
-    prompt = COMPACT_PROMPTS.get(hint, COMPACT_PROMPTS["general"])
-    request = [
-        ChatMessage(role="system", content=prompt),
-        ChatMessage(role="user", content=build_transcript(messages, transcript_tokens)),
-    ]
-    usage = Usage()
-    try:
-        call = llm.chat(request)
-        result = await (asyncio.wait_for(call, timeout) if timeout else call)
-        reply_usage = getattr(result, "usage", None)
-        if isinstance(reply_usage, Usage):
-            usage = Usage(reply_usage.input_tokens, reply_usage.output_tokens)
-        text = _reply_text(result)
-    except Exception as exc:  # any LLM fault falls back (R3.7); cancellation propagates
-        return None, usage, _describe(exc), (0, 0)
-    if not text:
-        return None, usage, "compaction LLM returned an empty summary", (0, 0)
-
-    # Room for the "[Conversation summary]" marker and the Key facts appendix (factcheck).
-    facts_room = min(KEY_FACTS_MAX_TOKENS, max_summary_tokens // 4)
-    body_room = max_summary_tokens - tokens.estimate_tokens(SUMMARY_PREFIX + "\n") - facts_room
-    body = clip_to_tokens(text, max(body_room, 1))
-    sources = [_fact_source(m) for m in messages]
-    body, facts = append_key_facts(body, sources, max_tokens=facts_room)
-    folded = sum(m.metadata.get("summarized_count", 1) if m.is_summary else 1 for m in messages)
-    summary = ChatMessage(
-        role="system",
-        content=f"{SUMMARY_PREFIX}\n{body}",
-        metadata={"summarized_count": folded, "compaction": True},
-    )
-    return summary, usage, None, facts
-
-
 # ---------------------------------------------------------------------- CompactUtils
 
 
 class CompactUtils:
-    """Static helpers only: no instances, no state (R2)."""
+    """Static helpers only: no instances, no state."""
 
     @staticmethod
     def estimate_tokens(content: Any) -> int:
@@ -289,7 +165,7 @@ class CompactUtils:
 
     @staticmethod
     def smart_truncate(messages: list[ChatMessage], max_tokens: int) -> list[ChatMessage]:
-        """Keep system and pinned messages, then the newest suffix that fits (R2.2).
+        """Keep system and pinned messages, then the newest suffix that fits.
 
         The suffix walks back over whole units and stops at the first that does not fit;
         the result never starts (after system messages) with an assistant or tool message.
@@ -305,15 +181,19 @@ class CompactUtils:
         keep_recent: int = 4,
         hint: str = "general",
         *,
-        timeout: float | None = None,  # noqa: ASYNC109 — bounds only the LLM call
+        timeout: float | None = None,  # noqa: ASYNC109 — bounds each LLM call only
+        window_tokens: int | None = None,
     ) -> CompactResult:
-        """Summarise the oldest compactable messages into one summary message (R2.3).
+        """Summarise the oldest compactable messages into one summary message.
 
         System messages and pinned messages are kept; earlier summaries are folded into
         the new one; the ``keep_recent`` newest compactable messages stay verbatim (whole
         units, so possibly a few more). If the result still exceeds ``max_tokens``, it is
         smart-truncated. Any LLM fault (exception, ``timeout`` seconds passed, empty reply)
         gives a plain smart_truncate with ``strategy="truncate"`` and ``error`` set.
+
+        ``window_tokens`` is the most one summariser call may send (default: ``max_tokens``
+        or 4,000, whichever is larger); more is summarised in rounds, never left out.
         """
         messages = list(messages)
         before = tokens.estimate_messages_tokens(messages)
@@ -342,17 +222,19 @@ class CompactUtils:
             return fallback(None)  # no room for a summary next to system + pinned
 
         source = _flatten(old_summaries + to_summarise)
-        summary, usage, error, (missing, appended) = await summarise(
+        outcome = await summarise_rounds(
             source,
             llm,
             hint=hint,
             max_summary_tokens=summary_tokens,
-            transcript_tokens=max(max_tokens, 4_000),
+            window_tokens=window_tokens or max(max_tokens, DEFAULT_WINDOW_TOKENS),
             timeout=timeout,
         )
+        summary = outcome.summary
         if summary is None:
-            result = fallback(error)
-            result.usage = usage
+            result = fallback(outcome.error)
+            result.usage = outcome.usage
+            result.summary_calls = outcome.calls
             return result
 
         rest = _flatten(fixed + kept)
@@ -369,10 +251,16 @@ class CompactUtils:
             len(out),
             before,
             tokens.estimate_messages_tokens(out),
-            usage=usage,
-            facts_missing=missing,
-            facts_appended=appended,
+            usage=outcome.usage,
+            facts_missing=outcome.facts_missing,
+            facts_appended=outcome.facts_appended,
             summarized_count=summary.metadata["summarized_count"],
+            summarized=source,
+            summary_cap=outcome.cap,
+            summary_tokens=tokens.estimate_tokens(summary.content),
+            summary_calls=outcome.calls,
+            summary_rounds=outcome.rounds,
+            summary_overshoots=outcome.overshoots,
         )
 
 

@@ -21,6 +21,7 @@ for every compaction, over every summarised message.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -161,13 +162,26 @@ REPEATED_LINE_MIN = 3
 _NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
+def template_of(line: str) -> str:
+    """A line with its digits removed: lines of one log template share it."""
+    return line.translate(_NO_DIGITS)
+
+
+def repeated_templates(text: str) -> set[str]:
+    """The templates (:func:`template_of`) that ``text`` repeats on at least
+    ``REPEATED_LINE_MIN`` of its lines (blank lines aside)."""
+    if text.count("\n") < REPEATED_LINE_MIN - 1:
+        return set()
+    counts = Counter(text.translate(_NO_DIGITS).split("\n"))
+    return {shape for shape, n in counts.items() if n >= REPEATED_LINE_MIN and shape.strip()}
+
+
 def without_repeated_lines(text: str) -> str:
     """``text`` without the lines of a template it repeats with other numbers.
 
     A pasted log or a tool's listing repeats one template hundreds of times; its values
     (timestamps, request ids, addresses) are noise a summary is right to drop, and looking
-    at each would cost more than the rest of a compaction. A template is a line with its
-    digits removed, seen at least ``REPEATED_LINE_MIN`` times in ``text``.
+    at each would cost more than the rest of a compaction.
     """
     if text.count("\n") < REPEATED_LINE_MIN - 1:
         return text
@@ -183,6 +197,43 @@ def without_repeated_lines(text: str) -> str:
     )
 
 
+# Texts up to this size have their facts cached (at most _CACHED of them).
+_CACHED_CHARS = 32_000
+_CACHED = 512
+
+
+def _occurrences(text: str) -> tuple[tuple[str, str, str], ...]:
+    """(kind, value, normalised key) of each fact in ``text``, in order.
+
+    Cached by text: a compaction in rounds checks a message's facts in its round and again
+    at the end, and the next compaction of the same conversation meets most of them again.
+    """
+    if len(text) <= _CACHED_CHARS:
+        return _cached_occurrences(text)
+    return _scan(text)
+
+
+def _scan(text: str) -> tuple[tuple[str, str, str], ...]:
+    out = []
+    kind_of = _KIND_OF
+    text = without_repeated_lines(text)
+    for match in _scanner_for(text).finditer(" " + text):
+        group = match.lastgroup
+        value = match.group(group)
+        kind = kind_of[group]
+        if kind == "url":
+            value = value.rstrip(".,;:!?)]}>")
+        elif kind == "code":
+            value = value.strip()
+            if not value:
+                continue
+        out.append((kind, value, _normalise(value)))
+    return tuple(out)
+
+
+_cached_occurrences = functools.lru_cache(maxsize=_CACHED)(_scan)
+
+
 def extract_facts(sources: Iterable[str]) -> list[Fact]:
     """Distinct facts of ``sources`` (oldest first), best first by kind, repetition, recency.
 
@@ -192,21 +243,9 @@ def extract_facts(sources: Iterable[str]) -> list[Fact]:
     sources = list(sources)
     count = max(len(sources), 1)
     weights = _PATTERN_WEIGHT
-    kind_of = _KIND_OF
     for index, text in enumerate(sources):
         recency = (index + 1) / count  # 0 < r <= 1, newer is higher
-        text = without_repeated_lines(text)
-        for match in _scanner_for(text).finditer(" " + text):
-            group = match.lastgroup
-            value = match.group(group)
-            kind = kind_of[group]
-            if kind == "url":
-                value = value.rstrip(".,;:!?)]}>")
-            elif kind == "code":
-                value = value.strip()
-                if not value:
-                    continue
-            key = _normalise(value)
+        for kind, value, key in _occurrences(text):
             fact = found.get(key)
             if fact is None:
                 found[key] = Fact(value, kind, weights[kind] + recency, len(found), index)

@@ -1,4 +1,4 @@
-"""System prompts of the compaction LLM, one per hint (SPEC R3.5, R3.6).
+"""System prompts of the compaction LLM, one per hint.
 
 Every prompt starts with ``COMPACTOR_INTRO`` (the offline model recognises a compaction call
 by that exact sentence), says what to keep and what to drop for its caller, asks for
@@ -80,3 +80,18 @@ COMPACT_PROMPTS: dict[str, str] = {
         "greetings and filler; redundant back-and-forth; repeated explanations.",
     ),
 }
+
+
+def compact_prompt(hint: str, max_tokens: int | None = None) -> str:
+    """The system prompt of a compaction call: the hint's (``general`` for an unknown one),
+    told its length cap when there is one — just before the closing language sentence."""
+    base = COMPACT_PROMPTS.get(hint, COMPACT_PROMPTS["general"])
+    if max_tokens is None:
+        return base
+    length = (
+        f"Length: at most {max_tokens} tokens (about {max(1, max_tokens * 3 // 4)} words); "
+        "anything longer is cut off. When everything does not fit, keep the facts and "
+        "decisions and drop the wording."
+    )
+    head = base[: -len(_LANGUAGE)]
+    return f"{head}{length}\n\n{_LANGUAGE}"

@@ -7,7 +7,7 @@ import pytest
 from contextmgmt.core.guard import TRUNCATED_SUFFIX, ContextGuard, apply_pinned_cap
 from contextmgmt.core.llm import LLMBadResponse, LLMResult, Usage
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
-from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.prompts import compact_prompt
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 from tests.support.fake_llm import FakeLLM, Hang
 
@@ -84,7 +84,8 @@ async def test_over_budget_with_llm_compacts_with_the_hint_prompt_r3_4_r3_5():
     guard = ContextGuard(compact_llm=llm, budget=400)
     msgs = [*chat_history(8), user("now what?", pinned=True)]
     out = await guard.check_and_compact(msgs, hint="react_iteration")
-    assert llm.calls[0].messages[0].content == COMPACT_PROMPTS["react_iteration"]
+    cap = llm.calls[0].opts["max_tokens"]
+    assert llm.calls[0].messages[0].content == compact_prompt("react_iteration", cap)
     assert guard.last.strategy == "llm"
     assert out[1].content.startswith(SUMMARY_PREFIX)
     assert out[-1] is msgs[-1]

@@ -5,7 +5,7 @@ import pytest
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.memory import BaseMemory, SummaryMemory, WindowMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
-from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.prompts import compact_prompt
 from tests.support.fake_llm import FakeLLM
 
 from .builders import assistant, problems, system, tool_round, user
@@ -96,7 +96,8 @@ async def test_summary_memory_summarises_past_the_threshold_r1_3():
     await memory.add_message(user("u6"))
     out = await memory.get_messages()
     assert len(llm.calls) == 1
-    assert llm.calls[0].messages[0].content == COMPACT_PROMPTS["general"]
+    cap = llm.calls[0].opts["max_tokens"]
+    assert llm.calls[0].messages[0].content == compact_prompt("general", cap)
     assert out[0] == system("rules")
     assert out[1].role == "system" and out[1].content.startswith(SUMMARY_PREFIX)
     # keep_recent=2 would keep [a5, u6]; a kept part must not lead with the assistant.

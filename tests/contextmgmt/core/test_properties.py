@@ -14,7 +14,7 @@ from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage, ToolCall
-from contextmgmt.core.tokens import estimate_messages_tokens
+from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 from tests.support.fake_llm import FakeLLM, Hang
 
 from .builders import IMAGE_PART, problems
@@ -131,11 +131,15 @@ async def test_llm_compact_properties_r2_3(msgs, budget, reply, keep_recent):
     out = result.messages
     event(f"strategy={result.strategy}")
     assert_core_invariants(msgs, out)
-    assert len(llm.calls) <= 1
+    assert len(llm.calls) == result.summary_calls
     if kept_alone_tokens(msgs) <= budget:
         assert result.tokens_after == estimate_messages_tokens(out) <= budget
     if result.strategy == "llm":
         assert sum(1 for m in out if m.is_summary) == 1
+        # RF.2: told its cap on every call, and never over it, whatever the reply.
+        summary = next(m for m in out if m.is_summary)
+        assert result.summary_tokens == estimate_tokens(summary.content) <= result.summary_cap
+        assert all(0 < c.opts["max_tokens"] <= result.summary_cap for c in llm.calls)
     assert (result.error is not None) <= (result.strategy == "truncate")
 
 

@@ -1,0 +1,412 @@
+"""Summarising a run of messages with an LLM, in rounds when it does not fit one call.
+
+Every message handed over reaches the summariser whole: the transcript ("role: text"
+blocks) is cut into pieces that fit the compactor's input window; a message too large for
+one piece is split on paragraph, then line, then word boundaries — never clipped. One piece
+is one call. Several pieces are each summarised, and their summaries are folded by the same
+means until one is left.
+
+Every call is told its cap: ``max_tokens`` on the call and the target in its system
+prompt. A reply over its cap is cut back at a line boundary (and the cut is counted), so no
+summary is ever longer than asked. The summary then goes through the fact check
+(``factcheck``): hard facts of the sources it dropped are appended in a ``Key facts`` line,
+within the same cap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import tokens
+from .factcheck import KEY_FACTS_MAX_TOKENS, append_key_facts
+from .llm import Usage
+from .messages import SUMMARY_PREFIX, ChatMessage
+from .prompts import compact_prompt
+
+# Room kept free in each call besides prompt and transcript: estimates are not exact.
+WINDOW_MARGIN = 0.9
+# Never ask for a summary shorter than this (a cap below it says nothing useful).
+MIN_CAP_TOKENS = 32
+# A transcript piece is never smaller than this, however small the window.
+MIN_PIECE_TOKENS = 256
+# Separators a long text is split on, largest first.
+_SEPARATORS = ("\n\n", "\n", ". ", " ")
+
+
+@dataclass(slots=True)
+class SummaryOutcome:
+    """What summarising did: the summary (or None and why), its cost and its rounds."""
+
+    summary: ChatMessage | None
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    facts_missing: int = 0
+    facts_appended: int = 0
+    calls: int = 0  # summariser calls, folds included
+    rounds: int = 0  # 1 = one call; 2 = pieces, then one fold; …
+    pieces: int = 0  # pieces of the first round
+    overshoots: int = 0  # replies longer than their cap, cut back
+    trimmed_tokens: int = 0  # tokens cut from those replies
+    cap: int = 0  # the summary's token cap (content)
+
+
+# ----------------------------------------------------------------------- transcript
+
+
+def transcript_text(msg: ChatMessage) -> str:
+    """A message's text for the transcript, with images and tool calls marked."""
+    parts: list[str] = []
+    text = msg.text()
+    if text:
+        parts.append(text)
+    if isinstance(msg.content, list):
+        images = sum(1 for p in msg.content if isinstance(p, dict) and p.get("type") == "image_url")
+        if images:
+            parts.append("[image]" if images == 1 else f"[{images} images]")
+    for call in msg.tool_calls or ():
+        parts.append(f"[tool call {call.name}({call.arguments})]")
+    return "\n".join(parts)
+
+
+def build_transcript(messages: list[ChatMessage]) -> str:
+    """One "role: text" block per message, blank-line separated (the compaction input).
+
+    Earlier summaries are included (as "system: [Conversation summary] …") so that the new
+    summary folds them in.
+    """
+    return "\n\n".join(f"{m.role}: {transcript_text(m)}" for m in messages)
+
+
+def split_text(text: str, max_tokens: int) -> list[str]:
+    """``text`` in consecutive pieces of at most ``max_tokens`` tokens, nothing left out.
+
+    Cuts fall on paragraph boundaries where possible, else on lines, sentences, words, and
+    only for a single word longer than a piece between characters.
+    """
+    if tokens.estimate_tokens(text) <= max_tokens:
+        return [text]
+    for sep in _SEPARATORS:
+        segments = text.split(sep)
+        if sum(1 for s in segments if s) > 1:  # each segment shorter than text: it ends
+            return _pack([s + sep for s in segments[:-1]] + [segments[-1]], max_tokens)
+    return _cut_chars(text, max_tokens)
+
+
+def _pack(segments: list[str], max_tokens: int) -> list[str]:
+    """Greedy packing of consecutive segments (each keeps its separator) into pieces."""
+    out: list[str] = []
+    current: list[str] = []
+    used = 0
+    for segment in segments:
+        cost = tokens.estimate_tokens(segment)
+        if cost > max_tokens:
+            if current:
+                out.append("".join(current))
+                current, used = [], 0
+            out.extend(split_text(segment, max_tokens))
+            continue
+        if current and used + cost > max_tokens * WINDOW_MARGIN:
+            out.append("".join(current))
+            current, used = [], 0
+        current.append(segment)
+        used += cost
+    if current:
+        out.append("".join(current))
+    # The estimator is not additive to the token: re-split any piece that came out too big.
+    fixed: list[str] = []
+    for piece in out:
+        if tokens.estimate_tokens(piece) > max_tokens:
+            fixed.extend(_cut_chars(piece, max_tokens))
+        else:
+            fixed.append(piece)
+    return [p for p in fixed if p]
+
+
+def _cut_chars(text: str, max_tokens: int) -> list[str]:
+    pieces = []
+    while text:
+        size = _prefix_fitting(text, max_tokens)
+        pieces.append(text[:size])
+        text = text[size:]
+    return pieces
+
+
+def _prefix_fitting(text: str, max_tokens: int) -> int:
+    """The length of the longest prefix of ``text`` within ``max_tokens`` (at least 1)."""
+    if tokens.estimate_tokens(text) <= max_tokens:
+        return len(text)
+    lo, hi = 1, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tokens.estimate_tokens(text[:mid]) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def transcript_pieces(
+    messages: list[ChatMessage], max_tokens: int | None
+) -> list[tuple[str, list[str]]]:
+    """The transcript of ``messages`` in pieces of at most ``max_tokens`` tokens each, with
+    the fact sources of each piece (what its summary must keep).
+
+    A message is split only when it alone exceeds a piece; its parts are labelled
+    "role (part i of n): …" so the summariser knows they belong together.
+    """
+    blocks: list[tuple[str, str]] = []  # (block, its fact source)
+    for msg in messages:
+        body = transcript_text(msg)
+        block = f"{msg.role}: {body}"
+        if max_tokens is None or tokens.estimate_tokens(block) <= max_tokens:
+            blocks.append((block, _fact_source(msg)))
+            continue
+        label_room = tokens.estimate_tokens(f"{msg.role} (part 999 of 999): ")
+        parts = split_text(body, max(1, max_tokens - label_room))
+        blocks.extend(
+            (f"{msg.role} (part {i} of {len(parts)}): {part}", part)
+            for i, part in enumerate(parts, 1)
+        )
+    if max_tokens is None:
+        return [("\n\n".join(b for b, _ in blocks), [src for _, src in blocks])]
+    pieces: list[tuple[str, list[str]]] = []
+    current: list[tuple[str, str]] = []
+    used = 0
+    budget = max_tokens * WINDOW_MARGIN
+    for block, source in blocks:
+        cost = tokens.estimate_tokens(block) + 1
+        if current and used + cost > budget:
+            pieces.append(_piece(current))
+            current, used = [], 0
+        current.append((block, source))
+        used += cost
+    if current:
+        pieces.append(_piece(current))
+    return pieces
+
+
+def _piece(blocks: list[tuple[str, str]]) -> tuple[str, list[str]]:
+    return "\n\n".join(b for b, _ in blocks), [src for _, src in blocks]
+
+
+# ----------------------------------------------------------------------- the calls
+
+
+def clip_to_tokens(text: str, max_tokens: int, marker: str = " …") -> str:
+    """The longest prefix of ``text`` (plus ``marker``) within ``max_tokens`` tokens."""
+    if tokens.estimate_tokens(text) <= max_tokens:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tokens.estimate_tokens(text[:mid] + marker) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip() + marker if lo else ""
+
+
+def fit_reply(text: str, max_tokens: int) -> str:
+    """``text`` cut back to ``max_tokens``: whole lines where possible, marked with "…"."""
+    if tokens.estimate_tokens(text) <= max_tokens:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = tokens.estimate_tokens("…")
+    for line in lines:
+        cost = tokens.estimate_tokens(line + "\n")
+        if used + cost > max_tokens:
+            break
+        kept.append(line)
+        used += cost
+    # Per-line estimates add up to a little less than the joined text's: drop lines to fit.
+    while kept and tokens.estimate_tokens("\n".join(kept) + "\n…") > max_tokens:
+        kept.pop()
+    if kept:
+        return "\n".join(kept) + "\n…"
+    return clip_to_tokens(text, max_tokens)
+
+
+def _reply_text(result: Any) -> str:
+    """The summary text of an LLM reply; "" for anything that is not usable text."""
+    message = getattr(result, "message", None)
+    if not isinstance(message, ChatMessage) or message.tool_calls:
+        return ""
+    text = message.text()
+    if not isinstance(text, str):
+        return ""
+    text = text.strip()
+    if text.startswith(SUMMARY_PREFIX):  # a model echoing the marker: do not double it
+        text = text[len(SUMMARY_PREFIX) :].strip()
+    return text
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "compaction LLM timed out"
+    detail = str(exc).strip()
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+
+def _fact_source(msg: ChatMessage) -> str:
+    """The text whose facts a summary must keep: content plus tool-call arguments."""
+    text = msg.text()
+    if msg.tool_calls:
+        text = "\n".join([text, *(f"{c.name} {c.arguments}" for c in msg.tool_calls)])
+    return text
+
+
+class _Rounds:
+    """One summarising job: its calls share the LLM, hint, timeout and the tally."""
+
+    def __init__(self, llm: Any, hint: str, timeout: float | None) -> None:
+        self.llm = llm
+        self.hint = hint
+        self.timeout = timeout
+        self.outcome = SummaryOutcome(None)
+
+    async def call(self, transcript: str, cap: int, sources: list[str]) -> str:
+        """One summary of ``transcript`` within ``cap`` tokens, fact-checked against
+        ``sources``; raises on any LLM fault."""
+        facts_room = min(KEY_FACTS_MAX_TOKENS, cap // 4)
+        # One token of slack: two estimates joined can come to one more than their sum.
+        body_cap = max(1, cap - facts_room - 1)
+        request = [
+            ChatMessage(role="system", content=compact_prompt(self.hint, body_cap)),
+            ChatMessage(role="user", content=transcript),
+        ]
+        self.outcome.calls += 1
+        call = self.llm.chat(request, max_tokens=body_cap)
+        result = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
+        reply_usage = getattr(result, "usage", None)
+        if isinstance(reply_usage, Usage):
+            self.outcome.usage.add(reply_usage)
+        text = _reply_text(result)
+        if not text:
+            raise _EmptySummary
+        body = fit_reply(text, body_cap)
+        if body != text:
+            self.outcome.overshoots += 1
+            self.outcome.trimmed_tokens += tokens.estimate_tokens(text) - tokens.estimate_tokens(
+                body
+            )
+        body, (missing, appended) = append_key_facts(body, sources, max_tokens=cap - body_cap - 1)
+        self.outcome.facts_missing, self.outcome.facts_appended = missing, appended
+        return body
+
+
+class _EmptySummary(Exception):
+    pass
+
+
+def _prompt_tokens(hint: str, cap: int) -> int:
+    return tokens.estimate_tokens(compact_prompt(hint, cap)) + 2 * tokens.MESSAGE_OVERHEAD
+
+
+async def summarise_rounds(
+    messages: list[ChatMessage],
+    llm: Any,
+    *,
+    hint: str = "general",
+    max_summary_tokens: int,
+    window_tokens: int | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109 — bounds each LLM call only
+) -> SummaryOutcome:
+    """One ``[Conversation summary]`` message for ``messages``; never raises for LLM faults.
+
+    ``max_summary_tokens`` caps the summary's content; ``window_tokens`` is the most one
+    call may send (system prompt and transcript), None for no limit. Every call is exactly
+    two messages: system = the hint's prompt with the cap, user = a transcript piece.
+    """
+    cap = max(1, max_summary_tokens - tokens.estimate_tokens(SUMMARY_PREFIX + "\n") - 1)
+    job = _Rounds(llm, hint, timeout)
+    job.outcome.cap = max_summary_tokens
+    piece_tokens = None
+    if window_tokens is not None:
+        piece_tokens = max(
+            MIN_PIECE_TOKENS, int(window_tokens * WINDOW_MARGIN) - _prompt_tokens(hint, cap)
+        )
+    sources = [_fact_source(m) for m in messages]
+    try:
+        pieces = transcript_pieces(messages, piece_tokens)
+        job.outcome.pieces = len(pieces)
+        job.outcome.rounds = 1
+        if len(pieces) == 1:
+            body = await job.call(pieces[0][0], cap, sources)
+        else:
+            body = await _fold(job, pieces, cap, piece_tokens or cap, sources)
+    except Exception as exc:  # any LLM fault falls back; cancellation propagates
+        error = (
+            "compaction LLM returned an empty summary"
+            if isinstance(exc, _EmptySummary)
+            else _describe(exc)
+        )
+        job.outcome.error = error
+        job.outcome.facts_missing = job.outcome.facts_appended = 0
+        return job.outcome
+    content = f"{SUMMARY_PREFIX}\n{body}"
+    # Pieces estimated apart can come to a token more once joined: cut until it fits.
+    while (over := tokens.estimate_tokens(content) - max_summary_tokens) > 0:
+        body = clip_to_tokens(body, max(0, tokens.estimate_tokens(body) - over - 1))
+        content = f"{SUMMARY_PREFIX}\n{body}"
+        if not body:
+            break
+    folded = sum(m.metadata.get("summarized_count", 1) if m.is_summary else 1 for m in messages)
+    job.outcome.summary = ChatMessage(
+        role="system",
+        content=content,
+        metadata={"summarized_count": folded, "compaction": True},
+    )
+    return job.outcome
+
+
+async def _fold(
+    job: _Rounds,
+    pieces: list[tuple[str, list[str]]],
+    cap: int,
+    piece_tokens: int,
+    sources: list[str],
+) -> str:
+    """Summarise each piece, then fold the partial summaries until one is left."""
+    # A partial summary takes at most a third of a piece, so two or more fit in the next
+    # piece and every fold at least halves their number; and never more than the final cap.
+    partial_cap = max(MIN_CAP_TOKENS, min(cap, piece_tokens // 3))
+    while True:
+        total = len(pieces)
+        partials = []
+        for i, (piece, piece_sources) in enumerate(pieces, 1):
+            header = f"[Part {i} of {total} of the conversation]\n\n"
+            partials.append(await job.call(header + piece, partial_cap, piece_sources))
+        blocks = [f"system: {SUMMARY_PREFIX}\n{p}" for p in partials]
+        joined = "\n\n".join(blocks)
+        job.outcome.rounds += 1
+        if tokens.estimate_tokens(joined) <= piece_tokens:
+            return await job.call(joined, cap, sources)
+        packed = [p.rstrip("\n") for p in _pack([b + "\n\n" for b in blocks], piece_tokens)]
+        pieces = [(p, [p]) for p in packed]
+        if len(pieces) >= total:  # did not shrink (estimates): ask for shorter partials
+            partial_cap = max(MIN_CAP_TOKENS, partial_cap // 2)
+
+
+async def summarise(
+    messages: list[ChatMessage],
+    llm: Any,
+    *,
+    hint: str = "general",
+    max_summary_tokens: int,
+    window_tokens: int | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109 — bounds each LLM call only
+) -> tuple[ChatMessage | None, Usage, str | None, tuple[int, int]]:
+    """:func:`summarise_rounds` as (summary or None, usage, error or None, (missing,
+    appended))."""
+    out = await summarise_rounds(
+        messages,
+        llm,
+        hint=hint,
+        max_summary_tokens=max_summary_tokens,
+        window_tokens=window_tokens,
+        timeout=timeout,
+    )
+    return out.summary, out.usage, out.error, (out.facts_missing, out.facts_appended)
