@@ -1,16 +1,21 @@
-"""Text skills of the offline model: language detection and extractive summaries (issue 4).
+"""Text skills of the offline model: language detection and extractive summaries.
 
 Extractive on purpose: the offline model never writes a fact it was not given, so a summary
 made of the transcript's own sentences keeps numbers, names, identifiers and URLs verbatim
-and stays in the conversation's language. Sentences are scored by how much hard
-information they carry, the best ones kept within a token cap, and put back in order.
+and stays in the conversation's language. Sentences are scored by the facts they carry —
+quantities with units, ids, URLs, paths, dates, names, decisions and the user's constraints
+— the best ones kept within a token cap, and put back in order. Machine output that
+repeats one template (log lines, listings) and sentences the conversation keeps repeating
+score low: each adds little that its neighbours did not.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
+from contextmgmt.core.factcheck import repeated_templates, template_of
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.core.tokens import estimate_tokens
 
@@ -54,10 +59,16 @@ class Unit:
     order: int
     role: str  # user / assistant / tool / system / summary
     text: str
+    templated: bool = False  # a line of a template its message repeats (a log)
+
+
+# The header a compaction in rounds puts before each piece: not part of the conversation.
+_PART_HEADER = re.compile(r"^\[Part \d+ of \d+ of the conversation\]\s*", re.MULTILINE)
 
 
 def transcript_units(transcript: str) -> list[Unit]:
     """Sentences of a "role: text" transcript, in order, each with its speaker."""
+    transcript = _PART_HEADER.sub("", transcript)
     blocks: list[tuple[str, str]] = []
     starts = list(_BLOCK_START.finditer(transcript))
     if not starts:
@@ -73,7 +84,9 @@ def transcript_units(transcript: str) -> list[Unit]:
         body = body.strip()
         if body.startswith(SUMMARY_PREFIX):
             role, body = "summary", body[len(SUMMARY_PREFIX) :]
+        templates = repeated_templates(body) if role != "summary" else set()
         for line in body.splitlines():
+            templated = bool(templates) and template_of(line) in templates
             line = _BULLET.sub("", line).strip()
             if role == "summary":
                 # A bullet of an earlier summary is one fact; keep it whole.
@@ -83,21 +96,47 @@ def transcript_units(transcript: str) -> list[Unit]:
             for sentence in _SENTENCE_END.split(line):
                 sentence = sentence.strip()
                 if sentence:
-                    units.append(Unit(len(units), role, sentence))
+                    units.append(Unit(len(units), role, sentence, templated))
     return units
 
 
 # --- scoring --------------------------------------------------------------------------------
 
+_UNIT_WORDS = (
+    r"%|‰|°[CF]?|[kKMGT]?B|[kKMGT]i?B|bytes?|bits?|[mµn]?s|sec(?:onds?)?|min(?:utes?)?"
+    r"|h(?:ours?|rs?)?|days?|weeks?|months?|years?|k?m|cm|mm|km/h|mph|kg|g|mg|t|tons?|lbs?"
+    r"|l|ml|pcs|pieces?|units?|items?|crates?|boxes|pallets?|parcels?|nights?|people|seats?"
+    r"|rows?|users?|requests?|rpm|rps|qps|cores?|vCPUs?|GHz|MHz|W|kW|kWh|V|A"
+    r"|EUR|USD|GBP|CHF|JPY|CNY|RMB|euros?|dollars?"
+)
+_QUANTITY = re.compile(
+    r"[$€£¥]\s?\d[\d,.]*|\d[\d,.]*\s?(?:" + _UNIT_WORDS + r")\b"
+    r"|\d[\d,.]*\s?(?:万元|万|元|块|个|件|台|箱|公斤|千克|克|米|公里|天|小时|分钟|秒|人|次|%)"
+)
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*%?")
 _URL = re.compile(r"https?://\S+|www\.\S+")
+_PATH = re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+|\b[\w-]+\.[a-z]{2,5}\b")
 _IDENT = re.compile(
-    r"`[^`]+`|\b\w+(?:[_/]\w+)+\b|\b\w+\.\w{1,5}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z]{2,}[-_]?\d+\b"
+    r"`[^`]+`|\b\w+(?:_\w+)+\b|\b[a-z]+[A-Z]\w*\b"
+    r"|\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b"
+    r"|\b[A-Z]{2,}\d+\b"
+)
+_DATE = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}\b|\d{4}年\d{1,2}月\d{1,2}日|\d{1,2}月\d{1,2}日"
+    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}\b"
+    r"|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b|\b\d{1,2}:\d{2}\b"
 )
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}")
 _DECISION = re.compile(
-    r"\b(?:decid\w*|agree\w*|must|need\w*|prefer\w*|deadline|budget|require\w*|constraint)\b"
-    r"|决定|需要|必须|预算|截止|要求|偏好|约定|entschieden|muss|brauche|Budget|Frist",
+    r"\b(?:decid\w*|agree\w*|approv\w*|chose|choose|settled|confirm\w*|deadline|budget)\b"
+    r"|决定|同意|批准|确认|预算|截止|约定|entschieden|vereinbart|Budget|Frist",
+    re.IGNORECASE,
+)
+_CONSTRAINT = re.compile(
+    r"\b(?:must|never|always|only|at (?:most|least)|no more than|not (?:more|less) than"
+    r"|under|below|above|limit\w*|require\w*|need\w*|prefer\w*|don't|do not|avoid|without"
+    r"|please (?:keep|use|remember|note))\b"
+    r"|必须|不要|不能|只|最多|至少|不超过|需要|要求|偏好|请用|muss|nie|immer|höchstens|mindestens",
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -105,21 +144,49 @@ _FILLER = re.compile(
     r"|你好|您好|谢谢|好的|嗯|再见|hallo|danke|gut)\b[\s!.,。！，]*$",
     re.IGNORECASE,
 )
-_ROLE_BONUS = {"summary": 4.0, "user": 1.0, "tool": 0.5, "assistant": 0.0, "system": 0.5}
+_ROLE_BONUS = {"summary": 4.0, "user": 1.5, "tool": 0.5, "assistant": 0.0, "system": 0.5}
 
 
 def score(unit: Unit) -> float:
+    """How much hard information a sentence carries (negative: filler, never kept)."""
     text = unit.text
     if _FILLER.match(text):
         return -1.0
+    quantities = len(_QUANTITY.findall(text))
+    numbers = max(0, len(_NUMBER.findall(text)) - quantities)
     value = _ROLE_BONUS.get(unit.role, 0.0)
-    value += 3.0 * min(len(_NUMBER.findall(text)), 5)
-    value += 4.0 * min(len(_URL.findall(text)), 3)
-    value += 2.0 * min(len(_IDENT.findall(text)), 4)
+    value += 4.0 * min(quantities, 3)
+    value += 1.0 * min(numbers, 3)
+    value += 5.0 * min(len(_URL.findall(text)), 2)
+    value += 3.0 * min(len(_PATH.findall(text)) + len(_IDENT.findall(text)), 3)
+    value += 3.0 * min(len(_DATE.findall(text)), 2)
     value += 1.0 * min(len(_NAME.findall(text)), 3)
-    value += 1.5 * bool(_DECISION.search(text))
+    value += 2.5 * bool(_DECISION.search(text))
+    if _CONSTRAINT.search(text):
+        value += 3.0 if unit.role in ("user", "summary") else 1.0
     value += min(len(text) / 80.0, 1.0)
+    if unit.templated:
+        value = min(value, 0.5)  # one of a log's many lines: kept only if room is left
     return value
+
+
+def scores(units: list[Unit]) -> dict[int, float]:
+    """Each unit's score. A sentence the assistant or a tool keeps repeating (same words,
+    other numbers) is damped after its first two occurrences; a log line after the first
+    two of its template is left out (two show what the log looked like)."""
+    seen: Counter[str] = Counter()
+    out = {}
+    for unit in units:
+        shape = template_of(unit.text)
+        seen[shape] += 1
+        value = score(unit)
+        if value > 0 and seen[shape] > 2:
+            if unit.templated:
+                value = -1.0
+            elif unit.role in ("assistant", "tool"):  # the user's own words are never noise
+                value = min(value, 0.5)
+        out[unit.order] = value
+    return out
 
 
 def _line(unit: Unit, lang: str) -> str:
@@ -140,18 +207,20 @@ def extractive_summary(transcript: str, max_tokens: int | None = None) -> str:
     most 1,500 tokens), so compaction really shrinks what it is given.
     """
     lang = detect_language(transcript)
-    units = [Unit(u.order, u.role, _clip(u.text)) for u in transcript_units(transcript)]
+    units = [
+        Unit(u.order, u.role, _clip(u.text), u.templated) for u in transcript_units(transcript)
+    ]
     if max_tokens is None:
         max_tokens = min(max(estimate_tokens(transcript) // 3, 120), 1500)
-    scores = {u.order: score(u) for u in units}
-    ranked = sorted(units, key=lambda u: (-scores[u.order], u.order))
+    scored = scores(units)
+    ranked = sorted(units, key=lambda u: (-scored[u.order], u.order))
     chosen: list[Unit] = []
     used = 0
     seen: set[str] = set()
     for unit in ranked:
         if used >= max_tokens:
             break
-        if scores[unit.order] < 0 or unit.text in seen:
+        if scored[unit.order] < 0 or unit.text in seen:
             continue
         cost = estimate_tokens(_line(unit, lang)) + 1
         if used + cost > max_tokens:
