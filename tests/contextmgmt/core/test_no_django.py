@@ -15,6 +15,7 @@ MODULES = [
     "contextmgmt.core.compact",
     "contextmgmt.core.prompts",
     "contextmgmt.core.factcheck",
+    "contextmgmt.core.summarise",
     "contextmgmt.core.guard",
     "contextmgmt.core.memory",
     "contextmgmt.core.budget",
