@@ -98,8 +98,8 @@ def test_persisted_summaries_cost_at_most_a_fifth_and_keep_the_facts(fresh_conve
     # The scenario does overflow: the baseline summarises on (nearly) every late request.
     assert every_request.calls > TURNS // 2
     assert every_request.summaries_stored == 0
-    assert persisted.calls >= 2  # it summarises again when the summary no longer fits
-    assert persisted.summaries_stored == persisted.calls
+    assert persisted.summaries_stored >= 2  # again when the summary no longer fits
+    assert persisted.summaries_stored <= persisted.calls  # a large one may take rounds
 
     ratio = persisted.input_tokens / every_request.input_tokens
     assert ratio <= 0.20, (persisted, every_request)

@@ -10,7 +10,7 @@ import pytest
 
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.prompts import compact_prompt
 from contextmgmt.core.tokens import estimate_tokens
 from fimone.agent import run_dag
 from fimone.agent.dag import DagConfig
@@ -258,7 +258,8 @@ async def test_planner_input_limit_is_16k_tokens(build_context, events, over):
         assert planner_input == enriched
         assert events.of("compact") == []
         return
-    assert compact_llm.calls[0].messages[0].content == COMPACT_PROMPTS["planner_input"]
+    call = compact_llm.calls[0]
+    assert call.messages[0].content == compact_prompt("planner_input", call.opts["max_tokens"])
     assert planner_input.startswith("Previous conversation:")
     assert "budget 12,500 EUR" in planner_input
     assert planner_input.endswith(f"Current request:\n{query}")
@@ -304,7 +305,8 @@ async def test_dependencies_over_the_step_budget_are_compacted_with_step_depende
     context = await _build_step_context(
         step, outcomes, by_id, budget=2_000, compact_llm=compact_llm
     )
-    assert compact_llm.calls[0].messages[0].content == COMPACT_PROMPTS["step_dependency"]
+    call = compact_llm.calls[0]
+    assert call.messages[0].content == compact_prompt("step_dependency", call.opts["max_tokens"])
     assert "Revenue: 1,234,567 EUR." in context.text
     assert context.compaction.strategy == "llm"
     assert estimate_tokens(context.text) <= 1_000

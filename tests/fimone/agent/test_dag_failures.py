@@ -22,7 +22,7 @@ from contextmgmt.core.llm import (
     LLMUnavailable,
 )
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.prompts import compact_prompt
 from fimone.agent import run_dag
 from tests.support.fake_llm import FakeLLM, Hang
 
@@ -155,7 +155,8 @@ async def test_planner_overflow_summarises_the_history_and_retries(build_context
     assert "1,000-1,019 EUR" in retried
     (compact,) = [c for c in events.of("compact") if c["scope"] == "planner"]
     assert compact["strategy"] == "llm" and compact["tokens_after"] <= compact["tokens_before"] // 2
-    assert compactor.calls[-1].messages[0].text() == COMPACT_PROMPTS["planner_input"]
+    call = compactor.calls[-1]
+    assert call.messages[0].text() == compact_prompt("planner_input", call.opts["max_tokens"])
     assert events.of("dag.plan")[0]["fallback"] is False
     assert outcome.answer == "42."
 
@@ -248,7 +249,8 @@ async def test_final_answer_overflow_compacts_the_step_results_and_retries(build
     assert len(retried.messages) < len(refused.messages)
     assert retried.messages[-1].text() == refused.messages[-1].text()  # the request, pinned
     assert any(m.is_summary for m in retried.messages)
-    assert compactor.calls[-1].messages[0].text() == COMPACT_PROMPTS["step_dependency"]
+    call = compactor.calls[-1]
+    assert call.messages[0].text() == compact_prompt("step_dependency", call.opts["max_tokens"])
     assert events.of("compact")[-1]["strategy"] == "llm"
     assert outcome.answer == "41 to 46." == events.answer_text()
 

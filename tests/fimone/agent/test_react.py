@@ -9,7 +9,7 @@ import pytest
 
 from contextmgmt.core.llm import ContextOverflow, LLMUnavailable
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
-from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.prompts import compact_prompt
 from contextmgmt.core.tokens import estimate_messages_tokens
 from fimone.agent import Tool, ToolRegistry, default_tools, run_react
 from fimone.agent.prompts import LIMIT_NOTE, REACT_SYSTEM, limit_preface
@@ -199,9 +199,13 @@ async def test_llm_compaction_in_the_loop_counts_as_compaction_usage(build_conte
     ctx = build_context(llm, history=chatty_history(30), main_budget=4_000, compact_llm=compact_llm)
     outcome = await run_react(ctx)
 
-    assert compact_llm.calls[0].messages[0].content == COMPACT_PROMPTS["react_iteration"]
+    call = compact_llm.calls[0]
+    assert call.messages[0].content == compact_prompt("react_iteration", call.opts["max_tokens"])
     assert events.of("compact")[0]["strategy"] == "llm"
-    assert outcome.compaction_usage.input_tokens == _estimate(compact_llm.calls[0].messages)
+    # Every summariser call of the compaction (rounds included) is accounted to the run.
+    assert outcome.compaction_usage.input_tokens == sum(
+        _estimate(c.messages) for c in compact_llm.calls
+    )
     assert outcome.usage.input_tokens == _estimate(llm.calls[0].messages)
 
 
