@@ -95,3 +95,11 @@ def compact_prompt(hint: str, max_tokens: int | None = None) -> str:
     )
     head = base[: -len(_LANGUAGE)]
     return f"{head}{length}\n\n{_LANGUAGE}"
+
+
+def hint_of(system_prompt: str) -> str | None:
+    """The hint whose prompt ``system_prompt`` is (with or without a length cap), or None."""
+    for hint, prompt in COMPACT_PROMPTS.items():
+        if system_prompt.startswith(prompt[: -len(_LANGUAGE)]):
+            return hint
+    return None

@@ -25,7 +25,7 @@ from typing import Any
 
 from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.prompts import COMPACT_PROMPTS, COMPACTOR_INTRO
+from contextmgmt.core.prompts import COMPACTOR_INTRO, hint_of
 from fimone.agent.prompts import STEP_SYSTEM
 from tests.support import scripted_server as scripted
 
@@ -50,9 +50,10 @@ SUMMARY = "The user and the assistant discussed words and numbers 12345 over sev
 def classify(method: str, messages: list[ChatMessage], tools: Any) -> str:
     system = messages[0].text() if messages and messages[0].role == "system" else ""
     if system.startswith(COMPACTOR_INTRO):
-        if system == COMPACT_PROMPTS["general"]:
+        hint = hint_of(system)
+        if hint == "general":
             return "history_compaction"
-        if system == COMPACT_PROMPTS["react_iteration"]:
+        if hint == "react_iteration":
             return "iteration_compaction"
         return "other_compaction"  # planner_input / step_dependency (DAG), not under test
     if "JSON plan" in system:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from contextmgmt.core.prompts import COMPACT_PROMPTS
+from contextmgmt.core.prompts import COMPACT_PROMPTS, compact_prompt, hint_of
 
 HINTS = ["react_iteration", "planner_input", "step_dependency", "general"]
 
@@ -43,3 +43,13 @@ def test_prompt_keeps_and_drops_what_its_caller_needs_r3_5(hint, keep, drop):
     keep_part, drop_part = COMPACT_PROMPTS[hint].split("\n\nDrop: ")
     assert keep in keep_part.split("\n\nKeep: ")[1]
     assert drop in drop_part
+
+
+@pytest.mark.parametrize("hint", sorted(COMPACT_PROMPTS))
+def test_the_sent_prompt_tells_the_cap_and_still_ends_with_the_language_rule_rf_2(hint):
+    sent = compact_prompt(hint, 300)
+    assert sent.startswith(COMPACT_PROMPTS[hint].rsplit("\n\n", 1)[0])
+    assert "at most 300 tokens" in sent
+    assert sent.endswith(COMPACT_PROMPTS[hint].rsplit("\n\n", 1)[1])
+    assert hint_of(sent) == hint_of(COMPACT_PROMPTS[hint]) == hint
+    assert compact_prompt(hint) == COMPACT_PROMPTS[hint]
