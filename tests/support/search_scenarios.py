@@ -114,6 +114,12 @@ def retried_answers_and_other_users_are_never_returned() -> None:
     services.assistant_message_finish(message=retry, content="The code word is heron.")
     (found,) = passages(conversation, "heron")
     assert "(partial)" not in found and f"#{retry.pk}" in found
+    # An edited question is kept marked superseded too: only its new wording is found.
+    old_question = say(conversation, "Is the egret nesting?")
+    Message.objects.filter(pk=old_question.pk).update(metadata={"superseded_by": retry.pk + 1})
+    say(conversation, "Is the egret still nesting?")
+    (egret,) = passages(conversation, "egret")
+    assert "still nesting" in egret
     stranger = new_conversation(title="heron notes")
     say(stranger, "heron heron heron")
     assert len(passages(conversation, "heron")) == 1
