@@ -175,3 +175,33 @@ async def test_recall_leaves_out_an_answer_the_user_retried(
     passages = await search("lighthouse code", 5)
     assert sorted(p.split(" (")[0] for p in passages) == ["assistant", "user"]
     assert any("42-borealis" in p for p in passages)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+async def test_an_edited_question_and_its_answer_are_found_only_in_their_new_form(
+    socket, conversation, ws_fake_llm, run_deps
+):
+    engine = install_scripted_engine(run_deps)
+
+    def answering(text):
+        async def script(ctx):
+            await ctx.sink("answer.delta", {"text": text})
+            return AgentOutcome(answer=text)
+
+        return script
+
+    engine.use(answering("Booked the Porto ferry."))
+    await send(socket, type="message", content="Book the Porto ferry")
+    first = await events_until(socket, "done", "error")
+    assert first[-1]["type"] == "done"
+    engine.use(answering("Booked the Faro ferry."))
+    await send(
+        socket, type="edit", message_id=first[0]["message_id"], content="Book the Faro ferry"
+    )
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+
+    search = recall_search_for(conversation.id)
+    assert await search("porto", 5) == []
+    found = await search("faro ferry", 5)
+    assert sorted(p.split(" (")[0] for p in found) == ["assistant", "user"]
