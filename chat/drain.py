@@ -32,6 +32,12 @@ def begin() -> None:
     _state["draining"] = True
 
 
+def hurry() -> None:
+    """Stop waiting for running runs (a second SIGTERM)."""
+    if _state["hurry"] is not None:
+        _state["hurry"].set()
+
+
 def reset() -> None:
     """Back to serving (tests)."""
     _state.update(draining=False, hurry=None, task=None)
@@ -76,8 +82,7 @@ def install_sigterm_drain(
 
     def on_sigterm() -> None:
         if _state["task"] is not None:
-            if _state["hurry"] is not None:
-                _state["hurry"].set()
+            hurry()
             return
 
         async def drain_then_stop() -> None:

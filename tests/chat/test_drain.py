@@ -52,5 +52,5 @@ async def test_hurrying_skips_the_rest_of_the_wait():
         drain.drain(running=lambda: 1, interrupt_rest=interrupt_rest, grace=60)
     )
     await asyncio.sleep(0.2)
-    drain._state["hurry"].set()
+    drain.hurry()
     assert await asyncio.wait_for(task, 2) == 1

@@ -48,6 +48,7 @@ class ChatApp {
       sendFrame: (frame) => Boolean(this.socket?.send(frame)),
       conversationId: () => this.conversation?.id ?? null,
       resend: (query) => this.resend(query),
+      retryElsewhere: () => this.retryElsewhere(),
       onStarted: () => this.refreshTitle(),
       onEnded: () => this.refreshGauge(),
       onAnswered: () => {
@@ -282,6 +283,7 @@ class ChatApp {
   }
 
   transmit(frame) {
+    if (frame.type === "message") this.lastMessageFrame = frame;
     if (this.socket?.send(frame)) return;
     this.outbox.push(frame); // sent when the socket (re)opens
     this.setConnection("Connecting… your message will be sent as soon as the server answers.");
@@ -289,6 +291,17 @@ class ChatApp {
 
   stop() {
     this.runs.stop();
+  }
+
+  // The server process is shutting down (``server_draining``) and did not take the
+  // message: reconnect, through the proxy to another process, and send it from there
+  // (the catch-up after the reconnect sends what is in the outbox).
+  retryElsewhere() {
+    if (!this.lastMessageFrame || !this.socket) return false;
+    this.outbox = [this.lastMessageFrame];
+    this.drainRetries = (this.drainRetries || 0) + 1;
+    this.socket.cycle(Math.min(10000, 250 * 2 ** this.drainRetries));
+    return true;
   }
 
   // ---- socket --------------------------------------------------------------------------
@@ -303,7 +316,9 @@ class ChatApp {
   }
 
   onSocketStatus(state, detail) {
-    if (state === "reconnecting") {
+    if (state === "reconnecting" && detail.draining) {
+      this.setConnection("The server is restarting; your message will be sent again in a moment.");
+    } else if (state === "reconnecting") {
       const seconds = detail.delay ? ` in ${Math.ceil(detail.delay / 1000)} s` : "";
       this.setConnection(`Connection lost. Reconnecting${seconds}…`, "error");
       // A refused handshake looks like a network error: every few tries, ask the API
@@ -383,6 +398,7 @@ class ChatApp {
   }
 
   onEvent(frame) {
+    if (frame.type === "run.started") this.drainRetries = 0;
     if (this.eventBuffer) {
       // Catching up: events wait until the history they apply to is on the page.
       this.eventBuffer.push(frame);

@@ -10,11 +10,14 @@ import { AssistantView, offerEdit, userMessage } from "./render.js";
 import { TRACE_HANDLERS, replayRecord } from "./trace.js";
 
 // Refusals of our ``retry`` frame (e.g. another tab started a run meanwhile).
-const RETRY_REFUSALS = new Set(["bad_message_id", "not_retryable", "run_active", "rate_limited", "server_error"]);
+const RETRY_REFUSALS = new Set([
+  "bad_message_id", "not_retryable", "run_active", "rate_limited", "server_error", "server_draining",
+]);
 
 export class RunController {
   // host: {messagesEl, emptyState, composer, toast(text), sendFrame(frame) -> bool,
-  //        conversationId() -> id|null, resend(query), onStarted(), onEnded(), onAnswered()}
+  //        conversationId() -> id|null, resend(query), retryElsewhere() -> bool,
+//        onStarted(), onEnded(), onAnswered()}
   constructor(host) {
     this.host = host;
     this.messagesEl = host.messagesEl;
@@ -354,6 +357,11 @@ export class RunController {
       this.run.view.stopStreaming();
       this.endRun();
       return;
+    }
+    if (frame.code === "server_draining" && this.run?.local && !this.run.runId) {
+      // A deploy: this server takes no new runs. Keep the message on screen as pending;
+      // it is sent again after reconnecting to a server that does.
+      if (this.host.retryElsewhere()) return;
     }
     if (this.run?.local && !this.run.runId) {
       // The message that would have started a run was refused (a bad attachment, too

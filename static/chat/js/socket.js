@@ -71,6 +71,18 @@ export class ChatSocket {
     this.timer = setTimeout(() => this.connect(), delay);
   }
 
+  // Leave this server and connect again in ``delayMs``: it is shutting down (a deploy) and
+  // the proxy will send the new connection to a process that takes runs.
+  cycle(delayMs) {
+    if (this.closedByUs) return;
+    const old = this.ws;
+    this.ws = null; // its close event is ours, not a drop to reconnect from
+    old?.close(4000, "server draining");
+    this.onStatus("reconnecting", { attempt: this.attempt, delay: delayMs, draining: true });
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.connect(), delayMs);
+  }
+
   // Reconnect now (e.g. the tab became visible or the network came back).
   nudge() {
     if (this.closedByUs || this.isOpen) return;
