@@ -5,8 +5,11 @@ Thin: it authenticates, checks ownership, validates frames and hands them to
 the run events published there, so a second tab sees the same run.
 
 Close codes: 4401 anonymous, 4404 unknown or foreign conversation (the two are not told
-apart, so ids of other users' conversations reveal nothing). A bad frame never closes the
-socket: it gets ``error {code, message}`` and the socket stays usable.
+apart, so ids of other users' conversations reveal nothing), also sent to every socket of a
+conversation when it is deleted. A bad frame never closes the socket: it gets
+``error {code, message}`` and the socket stays usable. Frames are parsed by
+``chat.json_input`` (nesting limit), counted by ``chat.rate_limit`` (per user, over all
+sockets and processes), and every outgoing frame is cut to size by ``chat.frames``.
 
 Client frames: ``message``, ``cancel``, ``retry {message_id}`` — a failed, stopped or
 interrupted newest answer asked again on the same persisted question (``runs.retry_answer``;
@@ -22,17 +25,15 @@ further events (for second tabs and reconnects).
 
 from __future__ import annotations
 
-import json
 import logging
-import time
-from collections import deque
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from chat import runs
+from chat import frames, rate_limit, runs
 from chat.errors import AttachmentNotFound, ChatError
+from chat.json_input import parse_json
 from chat.models import Conversation
 from chat.selectors import conversation_get
 
@@ -51,7 +52,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         self.group = runs.conversation_group(self.conversation_id)
         self.joined = False
-        self.recent_frames: deque[float] = deque()
         self.snapshot_gate = runs.SnapshotGate()
         # Accept first, then close with a code: a refused handshake carries no code at all.
         await self.accept()
@@ -85,6 +85,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # close_old_connections() thread hop on this hot path.
         if message.get("type") == "chat.event":
             await self.chat_event(message)
+        elif message.get("type") == runs.CONVERSATION_DELETED:
+            # Deleted by any path (API, admin, a deleted user): this socket has nothing left.
+            await self.send_error("not_found", "This conversation was deleted.")
+            await self.close(code=CLOSE_NOT_FOUND)
         else:
             await super().dispatch(message)
 
@@ -93,7 +97,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
         if not self.joined:
             return
-        if self._rate_limited():
+        if not await rate_limit.frame_allowed(self.user.pk):
             await self.send_error(
                 "rate_limited",
                 f"Too many messages: at most {settings.FIMONE_WS_RATE_LIMIT} every "
@@ -104,9 +108,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_error("invalid_json", "Frames must be JSON text, not binary.")
             return
         try:
-            frame = json.loads(text_data)
-        except ValueError:
-            await self.send_error("invalid_json", "The frame is not valid JSON.")
+            frame = parse_json(text_data, what="The frame")
+        except ChatError as exc:
+            await self.send_error(exc.code, exc.message)
             return
         await self.receive_json(frame)
 
@@ -224,21 +228,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def send_error(self, code: str, text: str) -> None:
         await self.send_json({"type": "error", "code": code, "message": text})
 
-    # --- helpers -------------------------------------------------------------------------
-
-    def _rate_limited(self) -> bool:
-        """A sliding window over this socket's frames; refused frames count too."""
-        now = _clock()
-        window = settings.FIMONE_WS_RATE_WINDOW_SECONDS
-        while self.recent_frames and now - self.recent_frames[0] >= window:
-            self.recent_frames.popleft()
-        self.recent_frames.append(now)
-        return len(self.recent_frames) > settings.FIMONE_WS_RATE_LIMIT
-
-
-def _clock() -> float:
-    """The rate limit's clock (a seam: tests move it instead of waiting)."""
-    return time.monotonic()
+    async def send_json(self, content, close=False) -> None:
+        # Every frame under daphne's size limit: one oversized frame closes the socket.
+        for text in frames.encode(content):
+            await self.send(text_data=text)
+        if close:
+            await self.close(close)
 
 
 def _owns(user, conversation_id) -> bool:

@@ -28,7 +28,8 @@ async def healthz(request: HttpRequest) -> JsonResponse:
     checks = {
         "process": "draining" if drain.is_draining() else "ok",
         "database": await _check("database", sync_to_async(_database_answers)()),
-        "channel_layer": await _check("channel layer", _channel_layer_answers()),
+        # No outer timeout here: it has its own deadline (see _channel_layer_answers).
+        "channel_layer": await _check("channel layer", _channel_layer_answers(), limit=None),
     }
     healthy = all(value == "ok" for value in checks.values())
     response = JsonResponse(
@@ -39,9 +40,9 @@ async def healthz(request: HttpRequest) -> JsonResponse:
     return response
 
 
-async def _check(name: str, probe) -> str:
+async def _check(name: str, probe, *, limit: float | None = CHECK_TIMEOUT_SECONDS) -> str:
     try:
-        await asyncio.wait_for(probe, CHECK_TIMEOUT_SECONDS)
+        await asyncio.wait_for(probe, limit)
     except Exception:
         # Logged here with the reason; the answer stays free of connection details.
         logger.warning("health check: the %s does not answer", name, exc_info=True)
@@ -60,8 +61,18 @@ async def _channel_layer_answers() -> None:
     layer = get_channel_layer()
     if layer is None:
         raise RuntimeError("no channel layer configured")
-    channel = await layer.new_channel()
-    await layer.send(channel, {"type": "health.ping"})
-    message = await layer.receive(channel)
+    channel = await asyncio.wait_for(layer.new_channel(), CHECK_TIMEOUT_SECONDS)
+    await asyncio.wait_for(layer.send(channel, {"type": "health.ping"}), CHECK_TIMEOUT_SECONDS)
+    # A channels-redis receive() must never be cancelled (a cancelled one can lose a message
+    # meant for another socket of this process): the deadline is a message to ourselves.
+    loop = asyncio.get_running_loop()
+    timer = loop.call_later(
+        CHECK_TIMEOUT_SECONDS,
+        lambda: asyncio.ensure_future(layer.send(channel, {"type": "health.timeout"})),
+    )
+    try:
+        message = await layer.receive(channel)
+    finally:
+        timer.cancel()
     if message.get("type") != "health.ping":
         raise RuntimeError("the channel layer returned another message")

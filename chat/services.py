@@ -28,7 +28,12 @@ logger = logging.getLogger(__name__)
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
 AUTO_TITLE_CHARS = 60
-FINISH_STATUSES = {Message.Status.DONE, Message.Status.ERROR, Message.Status.CANCELLED}
+FINISH_STATUSES = {
+    Message.Status.DONE,
+    Message.Status.ERROR,
+    Message.Status.CANCELLED,
+    Message.Status.INTERRUPTED,  # a server shutting down stopped the run (drain)
+}
 
 
 # --- conversations -------------------------------------------------------------------------
@@ -143,8 +148,16 @@ def assistant_message_finish(
     compaction: dict | None = None,
     error: dict | None = None,
     extra: dict | None = None,
+    answered_ids: Sequence[int] | None = None,
 ) -> Message:
-    """Store the final text and facts; the run's pending user messages become ``done``."""
+    """Store the final text and facts, and settle the user messages the run answered.
+
+    The rule (docs/protocol.md): a run answers its question, the follow-ups handed to it
+    when it started, and the follow-ups its engine took; at its end those become ``done``
+    (``interrupted`` when the run was). The run pipeline passes them as ``answered_ids``;
+    without them, the pending user messages of the answer's run id are settled. Follow-ups
+    stored for the run that its engine never took are left to ``user_messages_settle``.
+    """
     if status not in FINISH_STATUSES:
         raise InvalidInput("invalid_status", f"Cannot finish a message as {status!r}.")
     # A running answer was never indexed (the index holds finished texts only).
@@ -167,16 +180,44 @@ def assistant_message_finish(
         # The answer's text and the tool results of its run become searchable.
         search_index.index_message(message=message, fresh=first_finish)
 
-    run_id = metadata.get("run_id")
-    if run_id:
+    settled = Message.Status.INTERRUPTED if status == Message.Status.INTERRUPTED else "done"
+    if answered_ids is not None:
+        user_messages_settle(
+            conversation_id=message.conversation_id, ids=answered_ids, status=settled
+        )
+    elif metadata.get("run_id"):
         Message.objects.filter(
             conversation_id=message.conversation_id,
             role=Message.Role.USER,
             status=Message.Status.PENDING,
-            metadata__run_id=run_id,
-        ).update(status=Message.Status.DONE)
+            metadata__run_id=metadata["run_id"],
+        ).update(status=settled)
     Conversation.objects.filter(pk=message.conversation_id).update(updated_at=timezone.now())
     return message
+
+
+@transaction.atomic
+def user_messages_settle(*, conversation_id, ids: Sequence[int], status: str) -> int:
+    """Give user messages of the conversation that wait for an answer (``pending``, or
+    ``interrupted`` and answered again by a retry) their final ``status``."""
+    if not ids:
+        return 0
+    return Message.objects.filter(
+        conversation_id=conversation_id,
+        role=Message.Role.USER,
+        pk__in=list(ids),
+        status__in=[Message.Status.PENDING, Message.Status.INTERRUPTED],
+    ).update(status=status)
+
+
+@transaction.atomic
+def user_messages_reopen(*, conversation_id, ids: Sequence[int]) -> int:
+    """Mark user messages ``pending`` again: a retry answers them anew."""
+    if not ids:
+        return 0
+    return Message.objects.filter(
+        conversation_id=conversation_id, role=Message.Role.USER, pk__in=list(ids)
+    ).update(status=Message.Status.PENDING)
 
 
 @transaction.atomic

@@ -1,10 +1,15 @@
-"""An attachment's file leaves the disk with its row, whatever deleted the row.
+"""What follows a delete, whatever deleted the rows (the API, the admin, a cascade from a
+deleted user): an attachment's file leaves the disk, and a conversation's run stops.
 
 The API, the admin (a conversation, a user, a single attachment), a cascade from a deleted
 user or conversation and ``cleanup_uploads`` all delete rows through Django's collector,
 which sends ``post_delete`` for every attachment (having a receiver also turns off the
 collector's signal-less fast path, so cascades are seen too). The file is removed only once
 the transaction commits: a rolled-back delete keeps both row and file.
+
+A deleted conversation's running answer is looked up before the rows go; once the delete
+commits, its run is cancelled through the run's control group (so in whichever server
+process it runs) and the conversation's sockets are closed (``chat.runs``).
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ import logging
 
 from django.core.files.storage import Storage
 from django.db import transaction
-from django.db.models.signals import post_delete
+from django.db.models.signals import post_delete, pre_delete
 from django.dispatch import receiver
 
-from chat.models import Attachment
+from chat import runs
+from chat.models import Attachment, Conversation, Message
 
 logger = logging.getLogger(__name__)
 
@@ -34,3 +40,26 @@ def delete_stored_file(storage: Storage, name: str) -> None:
         storage.delete(name)
     except OSError:
         logger.warning("could not delete attachment file %s", name, exc_info=True)
+
+
+@receiver(pre_delete, sender=Conversation, dispatch_uid="chat.conversation_running_runs")
+def note_running_runs(sender, instance: Conversation, **kwargs) -> None:
+    instance._running_run_ids = [
+        run_id
+        for run_id in Message.objects.filter(
+            conversation_id=instance.pk,
+            role=Message.Role.ASSISTANT,
+            status=Message.Status.RUNNING,
+        ).values_list("metadata__run_id", flat=True)
+        if run_id
+    ]
+
+
+@receiver(post_delete, sender=Conversation, dispatch_uid="chat.conversation_stop_run")
+def stop_runs_of_deleted_conversation(sender, instance: Conversation, using: str, **kw) -> None:
+    conversation_id = str(instance.pk)
+    run_ids = list(getattr(instance, "_running_run_ids", []))
+    transaction.on_commit(
+        lambda: runs.conversation_deleted(conversation_id=conversation_id, running_run_ids=run_ids),
+        using=using,
+    )

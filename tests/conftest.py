@@ -15,6 +15,18 @@ pytest_plugins = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def serving_with_fresh_rate_limits():
+    """Each test starts with no websocket frames counted and the process not draining."""
+    from chat import drain, rate_limit
+
+    rate_limit.reset()
+    drain.reset()
+    yield
+    rate_limit.reset()
+    drain.reset()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="alice", password="pw-alice-123!")

@@ -30,6 +30,8 @@ built with).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 import uuid
 from typing import Any
@@ -38,6 +40,7 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
+from chat import drain
 from chat.errors import ChatError
 from chat.runs import control, deps, lifecycle, storage
 from chat.runs.control import SnapshotGate
@@ -45,14 +48,22 @@ from chat.runs.events import conversation_group
 from chat.runs.registry import registry
 from chat.services import messages_mark_interrupted
 
+logger = logging.getLogger(__name__)
+
 MODES = ("react", "dag")
+# Sent to a conversation's sockets when it is deleted: each closes with 4404.
+CONVERSATION_DELETED = "chat.deleted"
 
 __all__ = [
+    "CONVERSATION_DELETED",
     "MODES",
     "SnapshotGate",
     "active_snapshot",
     "cancel_active_run",
+    "conversation_deleted",
     "conversation_group",
+    "interrupt_local_runs",
+    "local_run_count",
     "recover_runs",
     "request_remote_snapshot",
     "edit_and_resend",
@@ -103,6 +114,7 @@ async def submit_message(
                 )
                 return {"run_id": active.run_id, "message_id": message.pk, "injected": True}
 
+            _refuse_while_draining()
             try:
                 opened = await database_sync_to_async(storage.open_run)(
                     user=user,
@@ -147,11 +159,13 @@ async def regenerate_answer(*, user, conversation_id, message_id: int) -> dict:
 
 
 async def _ensure_idle(layer, conversation_id) -> None:
+    """No run is active and this process may start one (else ``ChatError``)."""
     active = registry.get(conversation_id)
     if active is None and not control.is_single_process(layer):
         active = await control.remote_run(layer, conversation_id=conversation_id)
     if active is not None:
         raise ChatError("run_active", "An answer is being written: wait or stop it first.")
+    _refuse_while_draining()
 
 
 async def edit_and_resend(*, user, conversation_id, message_id: int, content: str) -> dict:
@@ -222,6 +236,49 @@ async def _answer_again(*, user, conversation_id, message_id: int, any_status: b
         "message_id": opened.query.pk,
         "assistant_message_id": opened.answer_id,
     }
+
+
+def _refuse_while_draining() -> None:
+    """No new run on a server that is shutting down; follow-ups to its running runs are
+    still taken. The client sends the message again after reconnecting (docs/operations.md)."""
+    if drain.is_draining():
+        raise ChatError(
+            "server_draining",
+            "This server is restarting and takes no new answers; reconnect and send again.",
+        )
+
+
+def local_run_count() -> int:
+    """Runs this process owns right now (the drain waits for them)."""
+    return len(registry.active())
+
+
+async def interrupt_local_runs(*, wait_seconds: float = 10.0) -> int:
+    """Stop every run of this process as ``interrupted`` (their text so far kept, each
+    socket told ``error {code: "interrupted"}``) and wait for them to be stored."""
+    interrupted = [run for run in registry.active() if run.request_interrupt()]
+    tasks = [run.task for run in interrupted if run.task is not None]
+    if tasks:
+        await asyncio.wait(tasks, timeout=wait_seconds)
+    return len(interrupted)
+
+
+async def announce_deletion(*, conversation_id: Any, running_run_ids: list[str]) -> None:
+    """A deleted conversation: its run stops, wherever it runs, and its sockets close."""
+    layer = get_channel_layer()
+    for run_id in running_run_ids:
+        await control.send_cancel(layer, conversation_id=conversation_id, run_id=run_id)
+    await layer.group_send(conversation_group(conversation_id), {"type": CONVERSATION_DELETED})
+
+
+def conversation_deleted(*, conversation_id: Any, running_run_ids: list[str]) -> None:
+    """``announce_deletion`` from sync code (the delete's ``on_commit``); never raises."""
+    try:
+        async_to_sync(announce_deletion)(
+            conversation_id=conversation_id, running_run_ids=running_run_ids
+        )
+    except Exception:
+        logger.exception("could not stop the run of deleted conversation %s", conversation_id)
 
 
 def active_snapshot(*, conversation_id: Any) -> dict | None:

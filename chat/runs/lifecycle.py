@@ -26,6 +26,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from chat.models import Message
 from chat.runs import control, storage
 from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, control_group, failure_of
@@ -46,6 +47,12 @@ MIN_HISTORY_TOKENS = 2_000
 # a server crash or a reload keeps what the user already saw. Short runs never wait this
 # long: they write nothing extra.
 CHECKPOINT_SECONDS = 2.0
+# What sockets are told about a run the server's shutdown stopped (chat.drain).
+INTERRUPTED = {
+    "code": "interrupted",
+    "message": "The server restarted during this answer. Your message is saved; use Retry "
+    "to ask again.",
+}
 
 
 class TrackedInjections(InjectionQueue):
@@ -76,6 +83,8 @@ class Run:
     checkpoints: asyncio.Task | None = None
     prepared: storage.PreparedRun | None = None  # set by the work once it has it
     cancel_requested: bool = False
+    conversation_deleted: bool = False
+    interrupted: bool = False  # stopped by the server's drain, not by the user
     finishing: bool = False
     answer_parts: list[str] = field(default_factory=list)
     history_compaction: dict | None = None
@@ -110,6 +119,22 @@ class Run:
         self.cancel_requested = True
         self.work.cancel()
         return True
+
+    def request_interrupt(self) -> bool:
+        """Stop the engine because this server is shutting down; the run ends
+        ``interrupted`` (retryable). False when the run is already finishing."""
+        if self.finishing or self.work is None or self.work.done():
+            return False
+        self.interrupted = True
+        self.work.cancel()
+        return True
+
+    def answered_ids(self) -> list[int]:
+        """The user messages this run answers: its question, the follow-ups handed to it
+        at the start, and every follow-up its engine took (see ``storage.persist_finish``)."""
+        ids = {self.query_message_id, *self.opened.follow_up_ids, *self.opened.also_answers}
+        ids.update(i for i in self.injections.taken_ids if isinstance(i, int))
+        return sorted(ids)
 
     def on_event(self, event_type: str, payload: dict) -> None:
         if event_type == "answer.delta":
@@ -338,7 +363,10 @@ async def _finish(run: Run) -> None:
     run.checkpoints.cancel()
     await run.publisher.flush()
     outcome, failure = None, None
-    if run.work.cancelled():
+    if run.work.cancelled() and run.interrupted:
+        status = "interrupted"
+        failure = dict(INTERRUPTED)
+    elif run.work.cancelled():
         status = "cancelled"
     elif run.work.exception() is not None:
         status = "error"
@@ -378,7 +406,13 @@ async def _finish(run: Run) -> None:
             error=failure,
             extra=extra,
             calibration=calibration,
+            answered_ids=run.answered_ids(),
         )
+    except Message.DoesNotExist:
+        # The conversation was deleted (which cancelled this run, and closed its sockets).
+        logger.info("run %s: its conversation was deleted", run.run_id)
+        run.conversation_deleted = True
+        return
     except Exception:
         logger.exception("run %s: could not persist the answer", run.run_id)
         if failure is None:
@@ -409,8 +443,9 @@ async def _close(run: Run, layer) -> None:
     )
     async with registry.lock(run.conversation_id):
         registry.remove(run)
-        if run.cancel_requested or run.work.cancelled():
-            return  # the user said stop: later follow-ups wait for the next message
+        if run.conversation_deleted:
+            return
+        stopped = run.cancel_requested or run.work.cancelled()
         if run.local_injections == 0 and control.is_single_process(layer):
             return  # no follow-up was stored for this run: nothing to look up
         try:
@@ -423,11 +458,21 @@ async def _close(run: Run, layer) -> None:
             )
             if not leftovers:
                 return
+            if stopped:
+                # Stopped by the user (or interrupted by a shutdown): its follow-ups were
+                # not answered and none will be until the next message or a retry.
+                await database_sync_to_async(storage.settle)(
+                    conversation_id=run.conversation_id,
+                    ids=leftovers,
+                    status="interrupted" if run.interrupted else "cancelled",
+                )
+                return
             opened = await database_sync_to_async(storage.open_follow_up)(
                 conversation_id=run.conversation_id,
                 run_id=uuid.uuid4().hex,
                 mode=run.mode,
                 query_id=leftovers[-1],
+                also_answers=tuple(leftovers[:-1]),
             )
             await launch(
                 layer,
@@ -437,6 +482,11 @@ async def _close(run: Run, layer) -> None:
                 received=time.perf_counter(),
             )
         except control.RunBusy:
+            # Another process started a run meanwhile; it reads these follow-ups as history
+            # and answers them.
             logger.info("run %s: follow-ups go to the run another process started", run.run_id)
+            await database_sync_to_async(storage.settle)(
+                conversation_id=run.conversation_id, ids=leftovers, status="done"
+            )
         except Exception:
             logger.exception("run %s: could not start the follow-up run", run.run_id)

@@ -48,6 +48,9 @@ class OpenedRun:
     # Follow-ups the engine gets at its first iteration (a retry's: typed while the failed
     # run worked, so part of its question).
     follow_up_ids: tuple[int, ...] = ()
+    # Other user messages this run answers (a follow-up run: the earlier leftovers, which
+    # it reads as history). Settled with the query at the run's end.
+    also_answers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,15 +109,22 @@ def persist_injection(*, user, conversation_id, content, file_ids, run_id, remot
 
 
 @transaction.atomic
-def open_follow_up(*, conversation_id, run_id, mode, query_id) -> OpenedRun:
-    """A run answering a follow-up the finished run's engine never saw."""
+def open_follow_up(
+    *, conversation_id, run_id, mode, query_id, also_answers: tuple[int, ...] = ()
+) -> OpenedRun:
+    """A run answering follow-ups the finished run's engine never saw: the newest is its
+    question, the others (``also_answers``) come before it in the history."""
     conversation = Conversation.objects.get(pk=conversation_id)
     # Another process may have started a run since this one finished: that run loads the
     # follow-ups as history, so none is left unread; RunBusy skips this one.
     control.claim_conversation(conversation_id=conversation.pk)
     answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
     return OpenedRun(
-        run_id=run_id, query=Message.objects.get(pk=query_id), answer_id=answer.pk, mode=mode
+        run_id=run_id,
+        query=Message.objects.get(pk=query_id),
+        answer_id=answer.pk,
+        mode=mode,
+        also_answers=tuple(also_answers),
     )
 
 
@@ -167,6 +177,9 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
             .order_by("created_at", "id")
             .values_list("id", flat=True)
         )
+    # Answered anew: waiting again (an interrupted mark from the failed run is stale), and
+    # settled with this run's end like any run's.
+    services.user_messages_reopen(conversation_id=conversation.pk, ids=[query.pk, *follow_up_ids])
     return OpenedRun(
         run_id=run_id, query=query, answer_id=answer.pk, mode=mode, follow_up_ids=follow_up_ids
     )
@@ -312,16 +325,13 @@ def save_progress(*, message_id: int, content: str, record: dict | None = None) 
 
 
 def persist_finish(
-    *, message_id, content, status, usage, compaction, error, extra, calibration
+    *, message_id, content, status, usage, compaction, error, extra, calibration, answered_ids
 ) -> str:
-    """Store the outcome on the answer; returns the answer rendered as HTML."""
+    """Store the outcome on the answer and settle the user messages it answered; returns
+    the answer rendered as HTML. ``Message.DoesNotExist``: the conversation was deleted."""
     message = Message.objects.get(pk=message_id)
-    if extra.get("retry_of") and extra.get("query_id"):
-        # The question is answered again: an ``interrupted`` mark from the failed run is stale.
-        Message.objects.filter(
-            pk=extra["query_id"], status__in=[Message.Status.INTERRUPTED, Message.Status.PENDING]
-        ).update(status=Message.Status.DONE)
     services.assistant_message_finish(
+        answered_ids=answered_ids,
         message=message,
         content=content,
         status=status,
@@ -343,6 +353,10 @@ def _record_calibration(samples: list[tuple[int, int, int]]) -> None:
             )
         except Exception:  # calibration is advisory; it must never fail a run
             logger.warning("calibration sample for ModelConfig %s failed", config_id, exc_info=True)
+
+
+def settle(*, conversation_id, ids, status) -> int:
+    return services.user_messages_settle(conversation_id=conversation_id, ids=ids, status=status)
 
 
 def leftover_injections(*, conversation_id, run_id, taken_ids) -> list[int]:

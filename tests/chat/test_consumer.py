@@ -212,7 +212,7 @@ async def test_rate_limit_window_slides(socket, settings, monkeypatch):
     settings.FIMONE_WS_RATE_LIMIT = 2
     settings.FIMONE_WS_RATE_WINDOW_SECONDS = 10.0
     clock = [1000.0]
-    monkeypatch.setattr("chat.consumers._clock", lambda: clock[0])
+    monkeypatch.setattr("chat.rate_limit.clock", lambda: clock[0])
     for _ in range(2):
         await send(socket, type="cancel")
         assert (await next_event(socket))["code"] == "no_active_run"
@@ -221,6 +221,29 @@ async def test_rate_limit_window_slides(socket, settings, monkeypatch):
     clock[0] += 10.0  # the window has passed: frames are welcome again
     await send(socket, type="cancel")
     assert (await next_event(socket))["code"] == "no_active_run"
+
+
+async def test_rate_limit_is_per_user_so_another_socket_does_not_reset_it(
+    user, conversation, socket, settings
+):
+    settings.FIMONE_WS_RATE_LIMIT = 3
+    settings.FIMONE_WS_RATE_WINDOW_SECONDS = 3600.0
+    for _ in range(2):
+        await send(socket, type="cancel")
+        assert (await next_event(socket))["code"] == "no_active_run"
+    second = await connect(user, conversation.id)  # another socket (or a reconnect)
+    await send(second, type="cancel")
+    assert (await next_event(second))["code"] == "no_active_run"
+    await send(second, type="cancel")
+    assert (await next_event(second))["code"] == "rate_limited"
+    await second.disconnect()
+
+
+async def test_json_nested_past_the_limit_is_invalid_json_and_the_socket_lives(socket):
+    await socket.send_to(text_data="[" * 1_100 + "]" * 1_100)
+    await assert_error(socket, "invalid_json")
+    await socket.send_to(text_data='{"type": "cancel", "x": ' + "[" * 40 + "]" * 40 + "}")
+    await assert_error(socket, "invalid_json")
 
 
 async def test_cancel_without_a_run(socket):

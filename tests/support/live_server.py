@@ -273,6 +273,8 @@ def server_env(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str,
             "PYTHONUNBUFFERED": "1",
             "DEBUG": "false",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            # stop() sends SIGTERM: a run still going is interrupted after this drain.
+            "FIMONE_DRAIN_SECONDS": "5",
         }
     )
     env.update(extra or {})

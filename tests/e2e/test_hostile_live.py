@@ -1,0 +1,193 @@
+"""What the hostile test saw from outside, against a real daphne and real websockets.
+
+- RO.2: a legal 99,000-emoji message and a 20 MB model answer keep every socket of the
+  conversation open, and both see the run's ``done`` (no frame over daphne's 1 MiB);
+- JSON nested 1,100 deep is an ``invalid_json`` error frame, and the socket stays open;
+- two messages sent back to back leave no user message ``pending``;
+- RO.3: deleting a conversation mid-run stops the run: its sockets are closed with 4404,
+  no delta follows, and the model is not called again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+
+import pytest
+import websockets
+
+from tests.e2e.test_ws_runs import stored_messages
+from tests.support.scripted_server import text, tool_calls
+
+pytestmark = pytest.mark.slow
+
+WAIT = 120.0
+
+
+@pytest.fixture
+def scripted_daphne(live_daphne_factory, scripted_server):
+    return live_daphne_factory(
+        env={"LLM_BASE_URL": scripted_server.base_url, "LLM_API_KEY": "k", "LLM_MODEL": "m"}
+    )
+
+
+async def connect(server, conversation_id: str):
+    return await websockets.connect(
+        f"{server.ws_url}/ws/chat/{conversation_id}/", additional_headers=server.ws_headers()
+    )
+
+
+async def until(ws, *kinds: str) -> list[dict]:
+    """Every frame up to and including the first of ``kinds``."""
+    frames = []
+    async with asyncio.timeout(WAIT):
+        while True:
+            frame = json.loads(await ws.recv())
+            frames.append(frame)
+            if frame["type"] in kinds:
+                return frames
+
+
+async def still_open(ws) -> None:
+    await ws.send(json.dumps({"type": "cancel"}))
+    frames = await until(ws, "error")
+    assert frames[-1]["code"] == "no_active_run"
+
+
+async def test_a_99000_emoji_message_keeps_both_tabs_open(scripted_daphne, scripted_server):
+    scripted_server.enqueue(text("Nice emoji."))
+    cid = scripted_daphne.api("POST", "/api/conversations/", {})["id"]
+    sender, other_tab = await connect(scripted_daphne, cid), await connect(scripted_daphne, cid)
+    try:
+        content = "😀" * 99_000  # under the 100,000-character limit
+        # UTF-8 on the wire (396 KB): escaped it would exceed daphne's inbound limit itself.
+        await sender.send(json.dumps({"type": "message", "content": content}, ensure_ascii=False))
+        for ws in (sender, other_tab):
+            frames = await until(ws, "done", "error")
+            assert frames[-1]["type"] == "done", frames[-1]
+            started = next(f for f in frames if f["type"] == "run.started")
+            assert started["truncated"] is True and started["content"].startswith("😀" * 100)
+            await still_open(ws)
+    finally:
+        await sender.close()
+        await other_tab.close()
+    stored = stored_messages(scripted_daphne, cid)
+    assert stored[0]["content"] == content  # the whole message is kept
+
+
+async def test_a_20_mb_answer_reaches_both_tabs_whole(scripted_daphne, scripted_server):
+    answer = " ".join(["y" * 999_999] * 20)  # 20 MB
+    scripted_server.enqueue(text(answer))
+    cid = scripted_daphne.api("POST", "/api/conversations/", {})["id"]
+    sender, other_tab = await connect(scripted_daphne, cid), await connect(scripted_daphne, cid)
+    try:
+        await sender.send(json.dumps({"type": "message", "content": "a long one, please"}))
+        for ws in (sender, other_tab):
+            frames = await until(ws, "done", "error")
+            assert frames[-1]["type"] == "done", frames[-1]
+            streamed = "".join(f["text"] for f in frames if f["type"] == "answer.delta")
+            assert streamed == answer
+            await still_open(ws)
+    finally:
+        await sender.close()
+        await other_tab.close()
+
+
+async def test_json_nested_1100_deep_is_an_error_frame_and_the_socket_lives(scripted_daphne):
+    cid = scripted_daphne.api("POST", "/api/conversations/", {})["id"]
+    async with await connect(scripted_daphne, cid) as ws:
+        await ws.send("[" * 1_100 + "]" * 1_100)
+        frames = await until(ws, "error")
+        assert frames[-1]["code"] == "invalid_json"
+        await ws.send('{"type": "message", "content": ' + "[" * 1_100 + "]" * 1_100 + "}")
+        assert (await until(ws, "error"))[-1]["code"] == "invalid_json"
+        await still_open(ws)
+
+
+async def _until_quiet(ws, started: int = 0, finished: int = 0) -> None:
+    """Read until every run that started on this socket has ended."""
+    async with asyncio.timeout(WAIT):
+        while not started or finished < started:
+            frame = json.loads(await ws.recv())
+            started += frame["type"] == "run.started"
+            finished += frame["type"] in ("done", "error", "run.cancelled")
+            assert frame["type"] != "error", frame
+
+
+@pytest.mark.parametrize("second_at", ["once", "done"])
+async def test_messages_sent_back_to_back_leave_nothing_pending(
+    scripted_daphne, scripted_server, second_at
+):
+    """RO.2-adjacent finding: follow-ups answered by a follow-up run were left ``pending``.
+    ``once``: both frames at once; ``done``: the second the moment the first answer is done,
+    while the run is still closing."""
+    scripted_server.default = text("An answer.", delay=0.2)
+    ids = [scripted_daphne.api("POST", "/api/conversations/", {})["id"] for _ in range(6)]
+    sockets = [await connect(scripted_daphne, cid) for cid in ids]
+    message = {"type": "message", "content": "first"}
+    try:
+        for ws in sockets:
+            await ws.send(json.dumps(message))
+            if second_at == "once":
+                await ws.send(json.dumps({**message, "content": "second"}))
+        if second_at == "done":
+            for ws in sockets:
+                await until(ws, "done")
+                await ws.send(json.dumps({**message, "content": "second"}))
+        for ws in sockets:
+            await _until_quiet(ws, *((0, 0) if second_at == "once" else (1, 1)))
+    finally:
+        for ws in sockets:
+            await ws.close()
+    for cid in ids:
+        stored = stored_messages(scripted_daphne, cid)
+        users = [(m["content"], m["status"]) for m in stored if m["role"] == "user"]
+        assert users == [("first", "done"), ("second", "done")], stored
+
+
+def _delete(server, conversation_id: str) -> int:
+    csrf = "c" * 32
+    request = urllib.request.Request(
+        f"{server.base_url}/api/conversations/{conversation_id}/",
+        method="DELETE",
+        headers={
+            "Cookie": f"sessionid={server.session_cookie}; csrftoken={csrf}",
+            "X-CSRFToken": csrf,
+            "Origin": server.origin,
+            "Referer": server.base_url + "/",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status
+
+
+async def test_deleting_a_conversation_mid_run_stops_the_run(scripted_daphne, scripted_server):
+    # A model that keeps talking and calling a tool, slowly: the run would go on for minutes.
+    scripted_server.default = tool_calls(
+        ("calculator", {"expression": "1+1"}), content="let me compute " * 10, chunk_delay=0.1
+    )
+    cid = scripted_daphne.api("POST", "/api/conversations/", {})["id"]
+    ws, other_tab = await connect(scripted_daphne, cid), await connect(scripted_daphne, cid)
+    try:
+        await ws.send(json.dumps({"type": "message", "content": "go on forever"}))
+        await until(ws, "answer.delta")
+        assert _delete(scripted_daphne, cid) == 204
+        deleted_at = time.monotonic()
+        calls_at_delete = len(scripted_server.requests)
+        for sock in (ws, other_tab):
+            late = []
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                async with asyncio.timeout(WAIT):
+                    while True:
+                        late.append(json.loads(await sock.recv()))
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4404
+            # Whatever was in flight at the 204 came first; the close is the last word.
+            assert time.monotonic() - deleted_at < 10
+        await asyncio.sleep(2.0)
+        assert len(scripted_server.requests) <= calls_at_delete + 1
+    finally:
+        await ws.close()
+        await other_tab.close()
+    assert stored_messages(scripted_daphne, cid) == []
