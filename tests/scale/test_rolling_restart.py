@@ -1,0 +1,101 @@
+"""A rolling restart of one of two daphne processes on PostgreSQL + Redis loses no run (RO.1).
+
+Process A gets SIGTERM while it streams an answer: the run finishes and both sockets (on A
+and on B) see its ``done``; a new message sent to A meanwhile is refused with
+``server_draining`` and, sent again through B, answered there; A exits, starts again and
+serves. The database ends with every question answered and nothing interrupted or pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import signal
+
+import pytest
+
+from tests.scale.test_two_processes import messages_in_db, new_conversation
+from tests.scale.ws_client import Socket
+from tests.support.live_server import start_live_server
+from tests.support.scripted_server import Reply, ScriptedServer
+
+pytestmark = [pytest.mark.scale, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def model():
+    with ScriptedServer(default=Reply(content="Scripted answer.")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def two_processes(postgres_server, redis_server, model, tmp_path_factory):
+    env = {
+        "DATABASE_URL": postgres_server.create_database(f"roll_{secrets.token_hex(6)}"),
+        "REDIS_URL": redis_server.url,
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "LLM_BASE_URL": model.base_url,
+        "LLM_API_KEY": "test-key",
+        "LLM_MODEL": "scripted",
+        "LLM_MAX_RETRIES": "0",
+        "FIMONE_DRAIN_SECONDS": "20",
+    }
+    servers = []
+    try:
+        for name in ("a", "b"):
+            data_dir = tmp_path_factory.mktemp(f"roll-{name}")
+            servers.append(start_live_server(env, data_dir=data_dir))
+        yield servers
+    finally:
+        for server in servers:
+            server.stop(timeout=30)
+
+
+async def test_restarting_a_process_mid_run_loses_no_run(two_processes, model):
+    a, b = two_processes
+    running, waiting = new_conversation(a), new_conversation(a)
+    words = [f"w{i}" for i in range(30)]
+    # The run in A streams its answer for ~3 s.
+    model.enqueue(Reply(content=""), Reply(content=" ".join(words), chunk_delay=0.1))
+    on_a, on_b = await Socket.open(a, running, "A"), await Socket.open(b, running, "B")
+    other_on_a = await Socket.open(a, waiting, "A, second conversation")
+    try:
+        await on_a.send(type="message", content="Stream while A restarts.")
+        started = await on_a.wait_type("run.started")
+        await on_a.wait_type("answer.delta")
+
+        a.proc.send_signal(signal.SIGTERM)  # the deploy reaches A
+        await asyncio.sleep(0.5)
+        await other_on_a.send(type="message", content="Sent during the deploy.")
+        refused = await other_on_a.wait_type("error")
+        assert refused["code"] == "server_draining"
+
+        # The run in A finishes, and B's socket sees it too.
+        for sock in (on_a, on_b):
+            done = await sock.wait_type("done")
+            assert done["run_id"] == started["run_id"]
+
+        # The client sends the refused message again, through B this time.
+        retried_on_b = await Socket.open(b, waiting, "B, second conversation")
+        try:
+            await retried_on_b.send(type="message", content="Sent during the deploy.")
+            assert (await retried_on_b.wait_type("done"))["type"] == "done"
+        finally:
+            await retried_on_b.close()
+    finally:
+        for sock in (on_a, on_b, other_on_a):
+            await sock.close()
+
+    assert await asyncio.to_thread(a.proc.wait, 30) is not None  # A drained and exited
+    await asyncio.to_thread(a.manage, "recover_runs")  # as bin/run does at every start
+    a.start()
+    on_new_a = await Socket.open(a, running, "A again")
+    try:
+        await on_new_a.send(type="message", content="And after the restart?")
+        assert (await on_new_a.wait_type("done"))["type"] == "done"
+    finally:
+        await on_new_a.close()
+
+    stored = messages_in_db(b, running) + messages_in_db(b, waiting)
+    assert {m["status"] for m in stored} == {"done"}, stored
+    assert [m["role"] for m in stored].count("assistant") == 3
