@@ -9,7 +9,7 @@ from django.db import connection
 from chat.models import SearchDocument
 from chat.search import search
 from tests.support import search_scenarios
-from tests.support.search_scenarios import make_user, new_conversation, say
+from tests.support.search_scenarios import new_conversation, say
 
 pytestmark = pytest.mark.django_db
 
@@ -18,20 +18,6 @@ pytestmark = pytest.mark.django_db
 def test_scenario_on_sqlite(scenario):
     assert connection.vendor == "sqlite"
     scenario()
-
-
-def test_match_all_and_prefix_for_the_search_box():
-    from chat.search_text import Term
-
-    owner = make_user()
-    conversation = new_conversation(owner)
-    say(conversation, "Deploy the invoice service to Frankfurt.")
-    say(conversation, "Frankfurt weather is mild.")
-    both = search(query="frankfurt invoice", owner_id=owner.pk, kinds=("message",), match_all=True)
-    assert [h.document.body for h in both] == ["Deploy the invoice service to Frankfurt."]
-    typed = [Term(("frankfurt",)), Term(("invo",), prefix=True)]
-    assert len(search(query=typed, owner_id=owner.pk, kinds=("message",), match_all=True)) == 1
-    assert search(query=[Term(("invo",))], owner_id=owner.pk) == []
 
 
 def test_scope_is_required():

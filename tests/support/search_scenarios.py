@@ -175,7 +175,22 @@ def query_syntax_is_never_interpreted() -> None:
     assert len(search(query='"near" AND', owner_id=owner.pk)) == 1
 
 
+def every_word_and_a_prefix_for_the_search_box() -> None:
+    from chat.search_text import Term
+
+    owner = make_user()
+    conversation = new_conversation(owner, title="Ops")
+    say(conversation, "Deploy the invoice service to Frankfurt.")
+    say(conversation, "Frankfurt weather is mild.")
+    both = search(query="frankfurt invoice", owner_id=owner.pk, match_all=True)
+    assert [h.document.body for h in both] == ["Deploy the invoice service to Frankfurt."]
+    typed = [Term(("frankfurt",)), Term(("invo",), prefix=True)]
+    assert len(search(query=typed, owner_id=owner.pk, match_all=True)) == 1
+    assert search(query=[Term(("invo",))], owner_id=owner.pk) == []
+
+
 ALL = [
+    every_word_and_a_prefix_for_the_search_box,
     query_syntax_is_never_interpreted,
     old_passage_with_all_terms_beats_newer_ones_with_one,
     whole_words_only,
