@@ -50,7 +50,8 @@ def export_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
 
 
 def file_stem(conversation: Conversation) -> str:
-    name = slugify(conversation.title)[:60].strip("-") or "conversation"
+    # Unicode kept: a Chinese title names its file too (sent as RFC 5987 ``filename*``).
+    name = slugify(conversation.title, allow_unicode=True)[:60].strip("-") or "conversation"
     return f"{name}-{conversation.created_at:%Y-%m-%d}"
 
 

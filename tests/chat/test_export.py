@@ -44,8 +44,9 @@ def test_markdown_download(logged_in_client, answered):
     assert response.status_code == 200
     assert response["Content-Type"] == "text/markdown; charset=utf-8"
     disposition = response["Content-Disposition"]
-    assert disposition.startswith("attachment; filename=")
-    assert f"ubergabe-q3-plan-{answered.created_at:%Y-%m-%d}.md" in disposition
+    assert disposition == (
+        f"attachment; filename*=utf-8''%C3%BCbergabe-q3-plan-{answered.created_at:%Y-%m-%d}.md"
+    )
     text = response.content.decode()
     assert text.startswith("# Übergabe: Q3 plan\n")
     assert "### User · " in text and "What is 6*7? Use ```backticks``` freely." in text
@@ -60,7 +61,7 @@ def test_json_download(logged_in_client, answered):
     response = logged_in_client.get(url(answered), {"format": "json"})
     assert response.status_code == 200
     assert response["Content-Type"] == "application/json"
-    assert response["Content-Disposition"].endswith('.json"')
+    assert response["Content-Disposition"].endswith(".json")
     data = json.loads(response.content)
     assert data["format"] == "fimone.conversation/1"
     assert data["conversation"]["id"] == str(answered.id)
@@ -69,6 +70,18 @@ def test_json_download(logged_in_client, answered):
                      ("assistant", "done", False)]  # fmt: skip
     assert all("html" not in m for m in data["messages"])
     assert data["messages"][2]["steps"][1]["result"] == "42 ```` four ticks"
+
+
+def test_file_names_keep_chinese_and_fall_back_for_symbols(logged_in_client, user):
+    chinese = services.conversation_create(owner=user, title="项目 预算")
+    symbols = services.conversation_create(owner=user, title="???")
+    day = f"{chinese.created_at:%Y-%m-%d}"
+    response = logged_in_client.get(url(chinese))
+    assert response["Content-Disposition"].endswith(
+        "%E9%A1%B9%E7%9B%AE-%E9%A2%84%E7%AE%97-" + day + ".md"
+    )
+    response = logged_in_client.get(url(symbols), {"format": "json"})
+    assert response["Content-Disposition"] == f'attachment; filename="conversation-{day}.json"'
 
 
 def test_someone_elses_conversation_is_404(logged_in_client, foreign_conversation):
