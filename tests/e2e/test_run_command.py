@@ -141,3 +141,30 @@ def test_bin_run_prints_the_generated_password_only_on_first_start(tmp_path):
         assert "password" not in second.lower()
         status, _ = Browser(base_url).get("/accounts/login/")
         assert status == 200
+
+
+def test_bin_run_cleans_uploads_and_hands_sigterm_to_daphne_which_drains(tmp_path):
+    """RO.1: a SIGTERM sent to bin/run's own pid (not its group) reaches daphne, which
+    drains (its log says so) and exits; the start-up ran cleanup_uploads."""
+    port = free_port()
+    env = server_env(tmp_path / "data", {"FIMONE_PORT": str(port)})
+    log_path = tmp_path / "run.log"
+    with log_path.open("w+") as log:
+        process = subprocess.Popen(
+            ["bash", "bin/run"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/accounts/login/", process)
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) is not None
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+    output = log_path.read_text()
+    assert "unsent upload(s) older than 24 hours" in output
+    assert "draining: 0 run(s) running" in output and "drained" in output
