@@ -15,6 +15,7 @@ from datetime import datetime
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 
 from chat.models import Message, SearchDocument
 from chat.search_text import Term, query_terms
@@ -100,7 +101,10 @@ def _sqlite_ranked(scope, terms, *, match_all):
         return f'"{" ".join(term.words)}"' + ("*" if term.prefix else "")
 
     match = (" AND " if match_all else " OR ").join(phrase(t) for t in terms)
-    scope_sql, scope_params = scope.values("id").query.sql_with_params()
+    # The scope, checked per full-text hit (a primary-key lookup each) rather than listed
+    # whole: a rare word costs 1 ms instead of 57 over 22,000 texts (bench/search.py).
+    in_scope = scope.filter(id=RawSQL("hits.id", ())).values("id")
+    scope_sql, scope_params = in_scope.query.sql_with_params()
     # Plain SQL: the ORM has no FTS5 MATCH or bm25(). bm25() is lower for better matches.
     # The full-text matches are computed first, then kept if in scope: given both at once,
     # SQLite runs the MATCH once per row of the scope instead (seconds, not milliseconds,
@@ -108,7 +112,7 @@ def _sqlite_ranked(scope, terms, *, match_all):
     sql = (
         f"WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25({FTS_TABLE}) AS score "  # noqa: S608
         f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s) "
-        f"SELECT id, -score FROM hits WHERE id IN ({scope_sql}) ORDER BY score LIMIT %s"
+        f"SELECT id, -score FROM hits WHERE EXISTS ({scope_sql}) ORDER BY score LIMIT %s"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [match, *scope_params, CANDIDATES])
