@@ -8,6 +8,7 @@ makes it the only one. A window per socket would be reset by simply reconnecting
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 import uuid
@@ -78,12 +79,20 @@ def clock() -> float:
     return time.time()
 
 
+def _deployment() -> str:
+    """User ids are per database: two deployments sharing one Redis count apart."""
+    db = settings.DATABASES["default"]
+    where = f"{db.get('HOST', '')}:{db.get('PORT', '')}:{db.get('NAME', '')}"
+    return hashlib.sha256(where.encode()).hexdigest()[:12]
+
+
 async def frame_allowed(user_id: int) -> bool:
     """Count one frame of ``user_id``; False once they exceed the limit (refused frames
     count too, so hammering does not pay)."""
     window = settings.FIMONE_WS_RATE_WINDOW_SECONDS
+    key = f"{_deployment()}:{user_id}"
     try:
-        count = await _window().hit(str(user_id), now=clock(), window=window)
+        count = await _window().hit(key, now=clock(), window=window)
     except Exception:
         # Redis unreachable: the channel layer is failing too, and refusing every frame
         # would add nothing; let the frame through and say so.

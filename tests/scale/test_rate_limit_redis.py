@@ -33,10 +33,11 @@ async def test_frame_allowed_counts_in_redis_when_redis_is_the_layer(redis_serve
     settings.FIMONE_WS_RATE_WINDOW_SECONDS = 60.0
     rate_limit.reset()
     client = Redis.from_url(redis_server.url)
+    key = f"{rate_limit.KEY_PREFIX}{rate_limit._deployment()}:7"
     try:
-        await client.delete(rate_limit.KEY_PREFIX + "7")
+        await client.delete(key)
         assert [await rate_limit.frame_allowed(7) for _ in range(3)] == [True, True, False]
-        assert await client.zcard(rate_limit.KEY_PREFIX + "7") == 3
+        assert await client.zcard(key) == 3
     finally:
         rate_limit.reset()
         await client.aclose()
