@@ -1,10 +1,13 @@
-"""Admin for per-model budgets: budgets, calibration, one active model per role."""
+"""Admin for model configurations: budgets, calibration, provider profile, one active model
+per role."""
 
 from django.contrib import admin, messages
 from django.db import models
 from django.db.models import QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest
 
+from contextmgmt import profiles
 from contextmgmt.calibration import reset_calibration
 from contextmgmt.models import ModelConfig
 
@@ -21,6 +24,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
         "window",
         "input_budget",
         "calibration",
+        "provider_profile",
     )
     search_fields = ("name", "model")
     readonly_fields = (
@@ -28,6 +32,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
         "effective_budget",
         "token_ratio",
         "token_ratio_samples",
+        "refused",
         "created_at",
         "updated_at",
     )
@@ -54,9 +59,28 @@ class ModelConfigAdmin(admin.ModelAdmin):
                 ),
             },
         ),
+        (
+            "Provider profile",
+            {
+                "fields": (
+                    "provider_profile",
+                    "profile_auto",
+                    "token_limit_param",
+                    "send_temperature",
+                    "stream_usage",
+                    "reasoning_field",
+                    "refused",
+                ),
+                "description": (
+                    "What this endpoint accepts. Detected from the base URL and the endpoint's "
+                    "answers while automatic; editing a setting turns detection off. A "
+                    "parameter the endpoint refuses is left out from then on and listed here."
+                ),
+            },
+        ),
         ("History", {"fields": ("created_at", "updated_at")}),
     )
-    actions = ("reset_calibration_action",)
+    actions = ("reset_calibration_action", "read_from_endpoint_action")
     # Endpoints are HTTPS unless the admin types http:// (local vLLM, Ollama).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
@@ -89,6 +113,42 @@ class ModelConfigAdmin(admin.ModelAdmin):
         if not obj.token_ratio_samples:
             return "not calibrated"
         return f"{obj.token_ratio:.3f} ({obj.token_ratio_samples})"
+
+    @admin.display(description="refused parameters")
+    def refused(self, obj: ModelConfig) -> str:
+        if not obj.refused_params:
+            return "none"
+        return "; ".join(
+            f"{r.get('param')} ({r.get('at', '')[:19]}): {r.get('message', '')}"
+            for r in obj.refused_params
+        )
+
+    def save_model(
+        self, request: HttpRequest, obj: ModelConfig, form: ModelForm, change: bool
+    ) -> None:
+        edited = set(form.changed_data)
+        if edited & {"provider_profile", *profiles.PROFILE_FIELDS} and "profile_auto" not in edited:
+            obj.profile_auto = False  # the admin's own settings win over detection
+        elif obj.profile_auto and (not change or edited & {"base_url", "model", "profile_auto"}):
+            profiles.detect_profile(obj)
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Read context size from the endpoint")
+    def read_from_endpoint_action(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for row in queryset:
+            found, changed = profiles.read_from_endpoint(row)
+            if found.context_size is None:
+                self.message_user(request, f"{row.name}: {found.source}.", messages.WARNING)
+                continue
+            output = (
+                f", max output {row.max_output_tokens:,}" if "max_output_tokens" in changed else ""
+            )
+            note = f" {found.note}" if found.note else ""
+            self.message_user(
+                request,
+                f"{row.name}: context size {row.context_size:,}{output} ({found.source}).{note}",
+                messages.SUCCESS,
+            )
 
     @admin.action(description="Reset calibration")
     def reset_calibration_action(self, request: HttpRequest, queryset: QuerySet) -> None:

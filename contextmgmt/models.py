@@ -1,4 +1,4 @@
-"""Per-model budgets, editable in the admin (docs/architecture.md)."""
+"""Per-model budgets and provider profiles, editable in the admin (docs/architecture.md)."""
 
 import re
 
@@ -41,6 +41,42 @@ class ModelConfig(models.Model):
     # Calibration: provider-reported input tokens / fimone's estimate, running.
     token_ratio = models.FloatField(default=1.0)
     token_ratio_samples = models.PositiveIntegerField(default=0)
+    # The provider profile (contextmgmt.core.providers): what this endpoint accepts and where its
+    # reasoning text arrives. Detected from the base URL and the endpoint's answers while
+    # ``profile_auto`` is on; an admin who edits it turns detection off.
+    provider_profile = models.CharField(
+        "provider profile", max_length=40, blank=True, default="openai_compatible"
+    )
+    profile_auto = models.BooleanField(
+        "detect automatically",
+        default=True,
+        help_text="Refine the settings below from the base URL and the endpoint's answers.",
+    )
+    token_limit_param = models.CharField(
+        "token-limit parameter",
+        max_length=24,
+        choices=[("max_tokens", "max_tokens"), ("max_completion_tokens", "max_completion_tokens")],
+        default="max_tokens",
+    )
+    send_temperature = models.BooleanField("may send temperature", default=True)
+    stream_usage = models.BooleanField(
+        "accepts stream_options (usage in streams)",
+        default=True,
+        help_text="Off: streamed usage is estimated and marked so.",
+    )
+    reasoning_field = models.CharField(
+        "reasoning text arrives in",
+        max_length=24,
+        blank=True,
+        choices=[
+            ("", "either field (not seen yet)"),
+            ("reasoning_content", "reasoning_content"),
+            ("reasoning", "reasoning"),
+        ],
+        default="",
+    )
+    # Parameters the endpoint refused with a 400, newest last: [{param, message, at}].
+    refused_params = models.JSONField("refused parameters", default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

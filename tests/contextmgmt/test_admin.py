@@ -18,6 +18,13 @@ def form_data(**overrides) -> dict:
         "context_size": "128000",
         "max_output_tokens": "16000",
         "supports_vision": "on",
+        # The provider profile as a new row's form shows it (unchanged: detection applies).
+        "provider_profile": "openai_compatible",
+        "profile_auto": "on",
+        "token_limit_param": "max_tokens",
+        "send_temperature": "on",
+        "stream_usage": "on",
+        "reasoning_field": "",
     }
     data.update(overrides)
     return {k: v for k, v in data.items() if v is not None}

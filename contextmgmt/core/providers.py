@@ -1,0 +1,146 @@
+"""Provider profiles: how one OpenAI-compatible endpoint differs from the others.
+
+The "OpenAI-compatible" servers disagree on a few request parameters and on where reasoning
+text arrives. A ``ProviderProfile`` records, per endpoint:
+
+- ``token_limit_param``: ``max_tokens`` or ``max_completion_tokens`` (OpenAI's reasoning
+  models refuse the former);
+- ``send_temperature``: whether a temperature may be sent (the same models refuse any value
+  but the default);
+- ``stream_usage``: whether ``stream_options.include_usage`` is accepted (older vLLM,
+  llama.cpp builds and some gateways refuse it or send no usage in streams);
+- ``reasoning_field``: the delta field carrying reasoning text (``reasoning_content`` for
+  DeepSeek, vLLM and llama.cpp, ``reasoning`` for Ollama and OpenRouter; blank: read both).
+
+Plain Python: the LLM client adapts its requests with it, the admin shows and edits it.
+A profile starts from the base URL and model name (``detect``), is refined by what the
+endpoint answers (``unsupported_parameter`` reads a 400 that names a refused parameter), and
+is stored per model configuration so the admin sees and can correct it. README "Connecting
+a model" lists the profiles that are tested.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+TokenLimitParam = Literal["max_tokens", "max_completion_tokens"]
+ReasoningField = Literal["", "reasoning_content", "reasoning"]
+REASONING_FIELDS: tuple[str, ...] = ("reasoning_content", "reasoning")
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderProfile:
+    name: str = "openai_compatible"
+    token_limit_param: TokenLimitParam = "max_tokens"
+    send_temperature: bool = True
+    stream_usage: bool = True
+    reasoning_field: ReasoningField = ""
+
+    def adapt(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` for ``chat.completions.create`` as this endpoint accepts them."""
+        out = dict(kwargs)
+        if "max_tokens" in out and self.token_limit_param == "max_completion_tokens":
+            out["max_completion_tokens"] = out.pop("max_tokens")
+        if not self.send_temperature:
+            out.pop("temperature", None)
+        if not self.stream_usage:
+            out.pop("stream_options", None)
+        return out
+
+    def without(self, param: str) -> ProviderProfile | None:
+        """This profile after the endpoint refused ``param``; None if that changes nothing."""
+        if param == "max_tokens" and self.token_limit_param == "max_tokens":
+            return dataclasses.replace(self, token_limit_param="max_completion_tokens")
+        if param == "max_completion_tokens" and self.token_limit_param != "max_tokens":
+            return dataclasses.replace(self, token_limit_param="max_tokens")
+        if param == "temperature" and self.send_temperature:
+            return dataclasses.replace(self, send_temperature=False)
+        if param in ("stream_options", "include_usage") and self.stream_usage:
+            return dataclasses.replace(self, stream_usage=False)
+        return None
+
+    def settings(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# The profiles fimone is tested against (tests/support/scripted_server.py reproduces each).
+PROFILES: dict[str, ProviderProfile] = {
+    p.name: p
+    for p in (
+        ProviderProfile("openai_compatible"),
+        ProviderProfile("openai", token_limit_param="max_completion_tokens"),
+        ProviderProfile(
+            "openai_reasoning", token_limit_param="max_completion_tokens", send_temperature=False
+        ),
+        ProviderProfile("vllm", reasoning_field="reasoning_content"),
+        ProviderProfile("llamacpp", reasoning_field="reasoning_content"),
+        ProviderProfile("ollama", stream_usage=False, reasoning_field="reasoning"),
+        ProviderProfile("deepseek", reasoning_field="reasoning_content"),
+        ProviderProfile("openrouter", reasoning_field="reasoning"),
+        ProviderProfile("gateway_no_stream_usage", stream_usage=False),
+    )
+}
+
+# OpenAI's reasoning families: o1, o3, o4-mini, gpt-5… (chat models: gpt-4o, gpt-4.1).
+_OPENAI_REASONING = re.compile(r"^(?:o\d|gpt-5)", re.IGNORECASE)
+OLLAMA_PORT = 11434
+
+
+def detect(base_url: str, model: str = "") -> ProviderProfile:
+    """The profile a base URL (and model name) points to; the generic one when unknown."""
+    parts = urlsplit(base_url or "")
+    host = (parts.hostname or "").lower()
+    if host == "api.openai.com" or host.endswith(".openai.azure.com"):
+        return PROFILES["openai_reasoning" if _OPENAI_REASONING.match(model) else "openai"]
+    if host == "api.deepseek.com":
+        return PROFILES["deepseek"]
+    if host.endswith("openrouter.ai"):
+        return PROFILES["openrouter"]
+    if parts.port == OLLAMA_PORT or "ollama" in host:
+        return PROFILES["ollama"]
+    return PROFILES["openai_compatible"]
+
+
+def detect_from_models(payload: Any, base: ProviderProfile) -> ProviderProfile:
+    """Refine ``base`` by a ``GET /v1/models`` body: vLLM, llama.cpp and Ollama say who they
+    are in ``owned_by``."""
+    entries = payload.get("data") if isinstance(payload, dict) else None
+    if base.name != "openai_compatible" or not isinstance(entries, list):
+        return base
+    owners = {e.get("owned_by") for e in entries if isinstance(e, dict)}
+    if "vllm" in owners:
+        return PROFILES["vllm"]
+    if "llamacpp" in owners:
+        return PROFILES["llamacpp"]
+    if "library" in owners:  # Ollama lists its library models so
+        return PROFILES["ollama"]
+    return base
+
+
+# How servers name a refused parameter: OpenAI's ``param`` field and "Unsupported
+# parameter: 'max_tokens'…", vLLM/pydantic's "stream_options: Extra inputs are not
+# permitted", gateways' "unknown field `temperature`" or "temperature is not supported".
+_KNOWN_PARAMS = ("max_completion_tokens", "max_tokens", "temperature", "stream_options")
+_REFUSAL = re.compile(
+    r"unsupported (?:parameter|value)|not supported|extra (?:inputs|fields) (?:are )?not "
+    r"permitted|unknown (?:field|parameter)|unrecognized|not allowed|does not support",
+    re.IGNORECASE,
+)
+
+
+def unsupported_parameter(message: str, param: str | None, sent: dict[str, Any]) -> str | None:
+    """The request parameter a 400 refused, when it names one we sent and may leave out."""
+    if param:
+        name = param.split(".")[0]
+        if name in _KNOWN_PARAMS and name in sent:
+            return name
+    if not message or not _REFUSAL.search(message):
+        return None
+    for name in _KNOWN_PARAMS:  # longest first: max_completion_tokens before max_tokens
+        if name in sent and re.search(rf"\b{name}\b", message):
+            return name
+    return None

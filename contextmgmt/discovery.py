@@ -1,0 +1,172 @@
+"""Reading a model's context window (and output limit) from the endpoint that serves it.
+
+Nothing in the chat-completions API says how long a model's context is; several servers say
+it elsewhere. What is read from where (README "Connecting a model" has the same table):
+
+- ``GET /v1/models``: vLLM ``max_model_len``; OpenRouter, Together and others
+  ``context_length`` (OpenRouter's ``top_provider.max_completion_tokens`` for the output);
+  Groq ``context_window`` and ``max_completion_tokens``; LM Studio ``max_context_length``;
+- llama.cpp: ``GET /props`` ``default_generation_settings.n_ctx`` (the window the server was
+  started with), else ``/v1/models`` ``meta.n_ctx_train``;
+- Ollama: ``POST /api/show`` — the model's ``num_ctx`` parameter when set, else
+  ``model_info["<arch>.context_length"]`` (Ollama itself may serve a shorter window, its
+  ``OLLAMA_CONTEXT_LENGTH``: the note says so).
+
+Plain HTTP with a short timeout; called from the admin, never from a run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from contextmgmt.core.providers import ProviderProfile, detect, detect_from_models
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_SECONDS = 5.0
+_MODELS_CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
+_MODELS_OUTPUT_KEYS = ("max_completion_tokens", "max_output_tokens")
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What the endpoint said; ``context_size`` None when it said nothing usable."""
+
+    context_size: int | None
+    max_output_tokens: int | None
+    source: str  # e.g. "GET /v1/models max_model_len"; or why nothing was found
+    profile: ProviderProfile
+    note: str = ""
+
+
+def discover(
+    base_url: str, model: str, api_key: str = "", *, timeout: float = TIMEOUT_SECONDS
+) -> Discovery:
+    """Ask the endpoint at ``base_url`` about ``model``; never raises for the endpoint's fault."""
+    profile = detect(base_url, model)
+    if urlsplit(base_url).scheme not in ("http", "https"):
+        return Discovery(
+            None, None, "could not read the context size (no http(s) base URL)", profile
+        )
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    models_url = base_url.rstrip("/") + "/models"
+    tried: list[str] = []
+    payload = _get_json(models_url, headers, timeout, tried)
+    profile = detect_from_models(payload, profile)
+    entry = _entry(payload, model)
+
+    if profile.name == "ollama":
+        found = _ollama(_root(base_url), model, timeout, tried)
+        if found:
+            return Discovery(*found, profile=profile, note=OLLAMA_NOTE)
+    if profile.name == "llamacpp":
+        props = _get_json(_root(base_url) + "/props", headers, timeout, tried)
+        n_ctx = _positive(_dig(props, "default_generation_settings", "n_ctx"))
+        if n_ctx:
+            return Discovery(n_ctx, None, "GET /props default_generation_settings.n_ctx", profile)
+    if entry is not None:
+        for key in _MODELS_CONTEXT_KEYS:
+            size = _positive(entry.get(key))
+            if size:
+                output = _output_limit(entry)
+                return Discovery(size, output, f"GET /v1/models {key}", profile)
+        n_ctx_train = _positive(_dig(entry, "meta", "n_ctx_train"))
+        if n_ctx_train:
+            return Discovery(n_ctx_train, None, "GET /v1/models meta.n_ctx_train", profile)
+    why = "; ".join(tried) if tried else "the endpoint reports no context length"
+    if entry is None and payload is not None:
+        why = f"model {model!r} is not in GET /v1/models" if model else why
+    return Discovery(None, None, f"could not read the context size ({why})", profile)
+
+
+OLLAMA_NOTE = (
+    "Ollama serves a model with its own context window (OLLAMA_CONTEXT_LENGTH, or num_ctx in "
+    "the Modelfile); if that is smaller, set the smaller figure here."
+)
+
+
+def _ollama(root: str, model: str, timeout: float, tried: list[str]):
+    shown = _post_json(root + "/api/show", {"model": model}, timeout, tried)
+    if not isinstance(shown, dict):
+        return None
+    match = re.search(r"^\s*num_ctx\s+(\d+)", str(shown.get("parameters") or ""), re.MULTILINE)
+    if match:
+        return int(match.group(1)), None, "POST /api/show parameters num_ctx"
+    info = shown.get("model_info") or {}
+    for key, value in info.items() if isinstance(info, dict) else ():
+        if key.endswith(".context_length") and _positive(value):
+            return int(value), None, f"POST /api/show model_info {key}"
+    return None
+
+
+def _output_limit(entry: dict[str, Any]) -> int | None:
+    for key in _MODELS_OUTPUT_KEYS:
+        value = _positive(entry.get(key)) or _positive(_dig(entry, "top_provider", key))
+        if value:
+            return value
+    return None
+
+
+def _entry(payload: Any, model: str) -> dict[str, Any] | None:
+    entries = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(entries, list):
+        return None
+    entries = [e for e in entries if isinstance(e, dict)]
+    for entry in entries:
+        if entry.get("id") == model:
+            return entry
+    # A server that serves one model (llama.cpp, a vLLM instance) answers to any name.
+    return entries[0] if len(entries) == 1 else None
+
+
+def _root(base_url: str) -> str:
+    """``http://host:11434/v1`` → ``http://host:11434`` (native APIs live at the root)."""
+    parts = urlsplit(base_url.rstrip("/"))
+    path = re.sub(r"/v1$", "", parts.path)
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _positive(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return int(value)
+
+
+def _get_json(url: str, headers: dict[str, str], timeout: float, tried: list[str]) -> Any:
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - http(s) checked
+    return _fetch(request, timeout, tried)
+
+
+def _post_json(url: str, body: dict[str, Any], timeout: float, tried: list[str]) -> Any:
+    data = json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST")  # noqa: S310
+    return _fetch(request, timeout, tried)
+
+
+def _fetch(request: urllib.request.Request, timeout: float, tried: list[str]) -> Any:
+    what = f"{request.get_method()} {urlsplit(request.full_url).path}"
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            return json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        tried.append(f"{what}: HTTP {err.code}")
+    except (urllib.error.URLError, TimeoutError, OSError) as err:
+        tried.append(f"{what}: {getattr(err, 'reason', err)}")
+    except ValueError:
+        tried.append(f"{what}: not JSON")
+    log.info("context discovery: %s", tried[-1])
+    return None

@@ -1,0 +1,122 @@
+"""Provider profiles stored on ModelConfig: detection, remembered refusals, discovery.
+
+The profile itself is plain Python (``contextmgmt.core.providers``); this module keeps it on
+the model configuration row. The LLM client reports what it learns through the registry
+(``remember_refusal``, ``remember_observation``); the admin shows it and reads context
+sizes from the endpoint (``read_from_endpoint``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from contextmgmt.core.budget import MIN_INPUT_BUDGET, SYSTEM_PROMPT_RESERVE
+from contextmgmt.core.providers import ProviderProfile, detect
+from contextmgmt.discovery import Discovery, discover
+from contextmgmt.models import ModelConfig
+
+log = logging.getLogger(__name__)
+
+PROFILE_FIELDS = ("token_limit_param", "send_temperature", "stream_usage", "reasoning_field")
+KEPT_REFUSALS = 10
+
+
+def profile_of(row: ModelConfig) -> ProviderProfile:
+    return ProviderProfile(
+        name=row.provider_profile or "openai_compatible",
+        token_limit_param=row.token_limit_param,  # type: ignore[arg-type]
+        send_temperature=row.send_temperature,
+        stream_usage=row.stream_usage,
+        reasoning_field=row.reasoning_field,  # type: ignore[arg-type]
+    )
+
+
+def set_profile(row: ModelConfig, profile: ProviderProfile) -> None:
+    """Copy ``profile`` onto ``row`` (not saved)."""
+    row.provider_profile = profile.name
+    for name in PROFILE_FIELDS:
+        setattr(row, name, getattr(profile, name))
+
+
+def endpoint_of(row: ModelConfig) -> tuple[str, str]:
+    """(base URL, API key) the row's model is called at: its own, else the environment's."""
+    fast = row.role == ModelConfig.Role.FAST
+    base_url = row.base_url or (fast and settings.FAST_LLM_BASE_URL) or settings.LLM_BASE_URL
+    api_key = (fast and settings.FAST_LLM_API_KEY) or settings.LLM_API_KEY
+    if row.api_key_env:
+        api_key = os.environ.get(row.api_key_env, "")
+    return base_url, api_key
+
+
+def detect_profile(row: ModelConfig) -> None:
+    """The profile the base URL and model name point to, onto ``row`` (not saved)."""
+    base_url, _ = endpoint_of(row)
+    set_profile(row, detect(base_url, row.model))
+
+
+@transaction.atomic
+def remember_refusal(
+    *, model_config_id: int, param: str, message: str, profile: ProviderProfile
+) -> None:
+    """The endpoint refused ``param`` (a 400): keep the adapted profile and say why.
+
+    A refusal is a fact about the endpoint, so it is kept even when an admin set the
+    profile by hand; the admin sees it under "refused parameters".
+    """
+    row = ModelConfig.objects.select_for_update().filter(pk=model_config_id).first()
+    if row is None:
+        return
+    set_profile(row, dataclasses.replace(profile, name=row.provider_profile))
+    entry = {"param": param, "message": message[:300], "at": timezone.now().isoformat()}
+    row.refused_params = [*row.refused_params, entry][-KEPT_REFUSALS:]
+    row.save(update_fields=[*PROFILE_FIELDS, "refused_params", "updated_at"])
+    log.warning("model %r refused parameter %s; left out from now on", row.name, param)
+
+
+def remember_observation(*, model_config_id: int, profile: ProviderProfile) -> None:
+    """What the endpoint's answers showed (e.g. where reasoning arrives), while auto."""
+    row = ModelConfig.objects.filter(pk=model_config_id, profile_auto=True).first()
+    if row is None or profile_of(row) == dataclasses.replace(profile, name=row.provider_profile):
+        return
+    set_profile(row, dataclasses.replace(profile, name=row.provider_profile))
+    row.save(update_fields=[*PROFILE_FIELDS, "updated_at"])
+    log.info("model %r: provider profile refined from its answers: %s", row.name, profile)
+
+
+def read_from_endpoint(row: ModelConfig) -> tuple[Discovery, list[str]]:
+    """Ask the endpoint for the context size (and output limit) and store what it says.
+
+    Returns the discovery and the names of the fields changed. A reported output limit that
+    would leave too little input is not taken (the context size alone is).
+    """
+    base_url, api_key = endpoint_of(row)
+    found = discover(base_url, row.model, api_key)
+    changed: list[str] = []
+    if found.context_size is None:
+        return found, changed
+    if row.profile_auto and found.profile.name != row.provider_profile:
+        set_profile(row, found.profile)
+        changed += ["provider_profile", *PROFILE_FIELDS]
+    row.context_size = found.context_size
+    changed.append("context_size")
+    output = found.max_output_tokens or row.max_output_tokens
+    if _leaves_input(found.context_size, output):
+        if output != row.max_output_tokens:
+            row.max_output_tokens = output
+            changed.append("max_output_tokens")
+    else:
+        # Keep a quarter of the window for the answer, as a sane default for a small model.
+        row.max_output_tokens = max(1, found.context_size // 4)
+        changed.append("max_output_tokens")
+    row.save(update_fields=[*changed, "updated_at"])
+    return found, changed
+
+
+def _leaves_input(context_size: int, max_output: int) -> bool:
+    return context_size - max_output - SYSTEM_PROMPT_RESERVE >= MIN_INPUT_BUDGET

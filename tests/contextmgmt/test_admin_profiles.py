@@ -1,0 +1,125 @@
+"""ModelConfig admin, provider profile: detected from the base URL, edited by hand, shown."""
+
+import pytest
+from django.urls import reverse
+
+from contextmgmt import profiles
+from contextmgmt.core.providers import PROFILES
+from contextmgmt.models import ModelConfig
+
+pytestmark = pytest.mark.django_db
+
+ADD_URL = "admin:contextmgmt_modelconfig_add"
+
+
+def form(**overrides) -> dict:
+    data = {
+        "name": "Model",
+        "model": "gpt-4o",
+        "role": "main",
+        "base_url": "",
+        "api_key_env": "",
+        "context_size": "128000",
+        "max_output_tokens": "16000",
+        "provider_profile": "openai_compatible",
+        "profile_auto": "on",
+        "token_limit_param": "max_tokens",
+        "send_temperature": "on",
+        "stream_usage": "on",
+        "reasoning_field": "",
+    }
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def change_url(row: ModelConfig) -> str:
+    return reverse("admin:contextmgmt_modelconfig_change", args=[row.pk])
+
+
+@pytest.mark.parametrize(
+    ("base_url", "model", "expected"),
+    [
+        ("https://api.openai.com/v1", "o3-mini", "openai_reasoning"),
+        ("https://api.openai.com/v1", "gpt-4o", "openai"),
+        ("https://api.deepseek.com", "deepseek-reasoner", "deepseek"),
+        ("http://127.0.0.1:11434/v1", "llama3.2", "ollama"),
+        ("http://10.1.2.3:8000/v1", "Qwen/Qwen3-8B", "openai_compatible"),
+    ],
+)
+def test_a_new_model_gets_the_profile_its_base_url_points_to(
+    admin_client, base_url, model, expected
+):
+    response = admin_client.post(reverse(ADD_URL), form(base_url=base_url, model=model))
+    assert response.status_code == 302
+    row = ModelConfig.objects.get()
+    assert profiles.profile_of(row) == PROFILES[expected]
+    assert row.profile_auto
+
+
+def test_the_reasoning_profile_is_what_the_form_then_shows(admin_client):
+    admin_client.post(reverse(ADD_URL), form(base_url="https://api.openai.com/v1", model="o1"))
+    row = ModelConfig.objects.get()
+    assert (row.token_limit_param, row.send_temperature) == ("max_completion_tokens", False)
+    page = admin_client.get(change_url(row)).content.decode()
+    assert 'value="max_completion_tokens" selected' in page
+    assert "Refused parameters" in page
+
+
+def test_an_edited_setting_wins_over_detection_and_turns_it_off(admin_client):
+    admin_client.post(reverse(ADD_URL), form(base_url="http://127.0.0.1:11434/v1"))
+    row = ModelConfig.objects.get()
+    assert not row.stream_usage  # Ollama's compatibility layer sends no usage in streams
+    edited = form(base_url="http://127.0.0.1:11434/v1", provider_profile="ollama")
+    edited.update(stream_usage="on", reasoning_field="reasoning")
+    assert admin_client.post(change_url(row), edited).status_code == 302
+    row.refresh_from_db()
+    assert row.stream_usage and not row.profile_auto
+    # A later base-URL change no longer re-detects: the admin's settings stay.
+    edited.update(base_url="https://api.openai.com/v1")
+    edited.pop("profile_auto", None)
+    admin_client.post(change_url(row), edited)
+    row.refresh_from_db()
+    assert (row.provider_profile, row.stream_usage) == ("ollama", True)
+
+
+def test_turning_detection_back_on_detects_again(admin_client):
+    row = ModelConfig.objects.create(
+        name="M", model="o3", base_url="https://api.openai.com/v1", profile_auto=False
+    )
+    data = form(base_url=row.base_url, model="o3")
+    assert admin_client.post(change_url(row), data).status_code == 302
+    row.refresh_from_db()
+    assert row.profile_auto and row.provider_profile == "openai_reasoning"
+
+
+def test_a_remembered_refusal_is_listed_on_the_change_page(admin_client):
+    row = ModelConfig.objects.create(name="M", model="o3", base_url="http://127.0.0.1:9/v1")
+    adapted = PROFILES["openai_compatible"].without("max_tokens")
+    profiles.remember_refusal(
+        model_config_id=row.pk,
+        param="max_tokens",
+        message="Unsupported parameter: 'max_tokens' is not supported with this model.",
+        profile=adapted,
+    )
+    row.refresh_from_db()
+    assert row.token_limit_param == "max_completion_tokens"
+    assert [r["param"] for r in row.refused_params] == ["max_tokens"]
+    page = admin_client.get(change_url(row)).content.decode()
+    assert "max_tokens (" in page and "is not supported with this model" in page
+
+
+def read_from_endpoint(admin_client, row: ModelConfig) -> str:
+    response = admin_client.post(
+        reverse("admin:contextmgmt_modelconfig_changelist"),
+        {"action": "read_from_endpoint_action", "_selected_action": [row.pk]},
+        follow=True,
+    )
+    row.refresh_from_db()
+    return response.content.decode()
+
+
+def test_an_unreachable_endpoint_is_said_so(admin_client):
+    row = ModelConfig.objects.create(name="Gone", model="m", base_url="http://127.0.0.1:9/v1")
+    page = read_from_endpoint(admin_client, row)
+    assert "could not read the context size" in page and "GET /v1/models" in page
+    assert row.context_size == 128_000
