@@ -17,7 +17,7 @@ import pytest
 from tests.scale.test_two_processes import messages_in_db, new_conversation
 from tests.scale.ws_client import Socket
 from tests.support.live_server import start_live_server
-from tests.support.scripted_server import Reply, ScriptedServer
+from tests.support.scripted_server import Reply, ScriptedServer, tool_calls
 
 pytestmark = [pytest.mark.scale, pytest.mark.slow]
 
@@ -99,3 +99,31 @@ async def test_restarting_a_process_mid_run_loses_no_run(two_processes, model):
     stored = messages_in_db(b, running) + messages_in_db(b, waiting)
     assert {m["status"] for m in stored} == {"done"}, stored
     assert [m["role"] for m in stored].count("assistant") == 3
+
+
+async def test_deleting_through_b_stops_the_run_in_a(two_processes, model):
+    """RO.3 across processes: the delete reaches the run's control channel in A."""
+    a, b = two_processes
+    conversation = new_conversation(a)
+    # A model that streams slowly and then asks for a tool, again and again.
+    looping = tool_calls(
+        ("calculator", {"expression": "1+1"}), content="still thinking " * 20, chunk_delay=0.1
+    )
+    model.default = looping
+    on_a, on_b = await Socket.open(a, conversation, "A"), await Socket.open(b, conversation, "B")
+    try:
+        await on_a.send(type="message", content="Go on forever.")
+        await on_a.wait_type("answer.delta")
+        await asyncio.to_thread(b.api, "DELETE", f"/api/conversations/{conversation}/")
+        calls_at_delete = len(model.requests)
+        for sock in (on_a, on_b):
+            gone = await sock.wait_type("error")
+            assert gone["code"] == "not_found"
+        # Unstopped, the loop would make a call every ~2 s (each streams for 2 s).
+        await asyncio.sleep(5)
+        assert len(model.requests) <= calls_at_delete + 1  # at most the call in flight
+    finally:
+        model.default = Reply(content="Scripted answer.")
+        await on_a.close()
+        await on_b.close()
+    assert messages_in_db(a, conversation) == []
