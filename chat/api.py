@@ -84,6 +84,8 @@ def conversation_json(conversation: Conversation) -> dict[str, Any]:
         "id": str(conversation.id),
         "title": conversation.title,
         "mode": conversation.mode,
+        # The picked main model (a ModelConfig id), or null for the configured default.
+        "model_config": conversation.model_config_id,
         "created_at": conversation.created_at.isoformat(),
         "updated_at": conversation.updated_at.isoformat(),
     }

@@ -17,6 +17,16 @@ class Conversation(models.Model):
     )
     title = models.CharField(max_length=200, blank=True, default="")
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.REACT)
+    # The main model this conversation's runs use; empty: the configured default (the
+    # active main ModelConfig, the environment's model, or the offline model).
+    model_config = models.ForeignKey(
+        "contextmgmt.ModelConfig",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name="model",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -51,10 +51,18 @@ def _llm_info(role: str) -> dict[str, Any]:
     }
 
 
-def _budget_info(role: str) -> dict[str, Any]:
-    from contextmgmt.budget import resolve_budget
+def _picked_llm_info(model_config_id: int | None) -> dict[str, Any]:
+    row = None if model_config_id is None else selectors.model_choice(model_config_id)
+    if row is None:
+        return _llm_info("main")
+    return {"model": row["model"], "source": "db", "offline": False}
 
-    budget = resolve_budget(role)
+
+def _budget_info(role: str, model_config_id: int | None = None) -> dict[str, Any]:
+    """The budget of ``role``, or of the main model a conversation picked."""
+    from contextmgmt.budget import budget_for_config, resolve_budget
+
+    budget = resolve_budget(role) if model_config_id is None else budget_for_config(model_config_id)
     usable = int(budget.usable_input_tokens)
     return {
         "usable_input_tokens": usable,
@@ -109,6 +117,9 @@ def index(request: HttpRequest, conversation_id: str | None = None) -> HttpRespo
         "conversationId": str(conversation_id) if conversation_id else None,
         "llm": {"main": main, "fast": fast},
         "offline": main["offline"] or fast["offline"],
+        # The model picker: the configured default (offline when nothing is configured)
+        # and every main ModelConfig a conversation may pick instead.
+        "models": selectors.model_choices(),
         "maxUploadBytes": settings.FIMONE_MAX_UPLOAD_BYTES,
     }
     context = {"ui_config": config, "offline": config["offline"], "llm": config["llm"]}
@@ -119,14 +130,15 @@ def index(request: HttpRequest, conversation_id: str | None = None) -> HttpRespo
 def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     """How full the usable input budget is for this conversation's next run (the gauge)."""
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
-    # History loads against the main budget in both modes; DAG steps use the fast one.
-    budget = _budget_info("main")
+    # History loads against the main budget in both modes (the conversation's own pick of
+    # main model, if any); DAG steps use the fast one.
+    budget = _budget_info("main", conversation.model_config_id)
     used, count, summarised = _history_tokens(conversation, budget["effective_input_tokens"])
     limit = max(1, budget["effective_input_tokens"])
     return JsonResponse(
         {
             "mode": conversation.mode,
-            "llm": _llm_info("main"),
+            "llm": _picked_llm_info(conversation.model_config_id),
             "budget": budget,
             "fast_budget": _budget_info("fast"),
             "used_tokens": used,

@@ -14,6 +14,7 @@ from django.db.models import Q, QuerySet
 
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.models import Attachment, Conversation, Message
+from contextmgmt.models import ModelConfig
 
 MAX_PAGE_SIZE = 200
 MAX_ATTACHMENTS_PER_MESSAGE = 16
@@ -145,3 +146,18 @@ def _as_uuid(value) -> uuid.UUID | None:
         return uuid.UUID(value)
     except ValueError:
         return None
+
+
+def model_choices() -> list[dict]:
+    """The main models a conversation may pick: every main-role ModelConfig, the active one
+    (the default for conversations that pick none) first."""
+    rows = ModelConfig.objects.filter(role=ModelConfig.Role.MAIN).order_by("-is_active", "name")
+    return [
+        {"id": row.pk, "name": row.name, "model": row.model, "active": row.is_active}
+        for row in rows
+    ]
+
+
+def model_choice(model_config_id: int) -> dict | None:
+    """One pickable main model (as ``model_choices`` lists it), or None when gone."""
+    return next((m for m in model_choices() if m["id"] == model_config_id), None)

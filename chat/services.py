@@ -23,6 +23,7 @@ from chat import search_index
 from chat.errors import InvalidInput
 from chat.models import Attachment, Conversation, Message
 from chat.uploads import display_name, read_limited, validate_image
+from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +40,23 @@ FINISH_STATUSES = {
 # --- conversations -------------------------------------------------------------------------
 
 
+class Unset:
+    """The type of ``UNSET``: a keyword argument that was not given (None means "clear")."""
+
+
+UNSET = Unset()
+
+
 @transaction.atomic
-def conversation_create(*, owner, title: str = "", mode: str = "react") -> Conversation:
-    conversation = Conversation(owner=owner, title=_clean_title(title), mode=_clean_mode(mode))
+def conversation_create(
+    *, owner, title: str = "", mode: str = "react", model_config_id: int | None = None
+) -> Conversation:
+    conversation = Conversation(
+        owner=owner,
+        title=_clean_title(title),
+        mode=_clean_mode(mode),
+        model_config_id=_clean_model_config(model_config_id),
+    )
     conversation.save()
     search_index.index_title(conversation=conversation, fresh=True)
     return conversation
@@ -49,9 +64,17 @@ def conversation_create(*, owner, title: str = "", mode: str = "react") -> Conve
 
 @transaction.atomic
 def conversation_update(
-    *, conversation: Conversation, title: str | None = None, mode: str | None = None
+    *,
+    conversation: Conversation,
+    title: str | None = None,
+    mode: str | None = None,
+    model_config_id: int | None | Unset = UNSET,
 ) -> Conversation:
+    """Rename, switch mode or pick the model (``model_config_id=None``: the default)."""
     fields = ["updated_at"]
+    if not isinstance(model_config_id, Unset):
+        conversation.model_config_id = _clean_model_config(model_config_id)
+        fields.append("model_config")
     if title is not None:
         conversation.title = _clean_title(title)
         fields.append("title")
@@ -303,6 +326,17 @@ def _check_storable(text: str, what: str) -> None:
             f"The {what} contains characters that cannot be stored "
             "(a NUL byte or an unpaired surrogate).",
         )
+
+
+def _clean_model_config(value: Any) -> int | None:
+    """A main-role ModelConfig id the user may pick, or None (the default model)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput("invalid_model", "model_config must be a model's id or null.")
+    if not ModelConfig.objects.filter(pk=value, role=ModelConfig.Role.MAIN).exists():
+        raise InvalidInput("invalid_model", "No such model to choose.")
+    return value
 
 
 def _clean_mode(mode: Any) -> str:

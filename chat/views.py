@@ -36,6 +36,7 @@ def conversations(request: HttpRequest) -> HttpResponse:
         owner=request.user,
         title=body.get("title") or "",
         mode=body.get("mode") or "react",
+        model_config_id=body.get("model_config"),
     )
     return JsonResponse(conversation_json(conversation), status=201)
 
@@ -49,7 +50,10 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
     if request.method == "PATCH":
         body = read_json(request)
         conversation = services.conversation_update(
-            conversation=conversation, title=body.get("title"), mode=body.get("mode")
+            conversation=conversation,
+            title=body.get("title"),
+            mode=body.get("mode"),
+            model_config_id=body.get("model_config", services.UNSET),
         )
     return JsonResponse(conversation_json(conversation))
 

@@ -68,14 +68,22 @@ def _checked_usable(role: str, context_size: int, max_output_tokens: int, source
     return usable
 
 
+_BUDGET_FIELDS = ("id", "context_size", "max_output_tokens", "token_ratio", "token_ratio_samples")
+
+
 def _from_db(role: BudgetRole) -> Budget | None:
-    row = (
-        ModelConfig.objects.filter(role=role, is_active=True)
-        .only("id", "context_size", "max_output_tokens", "token_ratio", "token_ratio_samples")
-        .first()
-    )
-    if row is None:
-        return None
+    row = ModelConfig.objects.filter(role=role, is_active=True).only(*_BUDGET_FIELDS).first()
+    return None if row is None else _row_budget(row, role)
+
+
+def budget_for_config(config_id: int) -> Budget:
+    """The budget of one main-role ModelConfig row, active or not (a conversation's pick);
+    the main role's budget when the row is gone."""
+    row = ModelConfig.objects.filter(pk=config_id, role="main").only(*_BUDGET_FIELDS).first()
+    return resolve_budget("main") if row is None else _row_budget(row, "main")
+
+
+def _row_budget(row: ModelConfig, role: BudgetRole) -> Budget:
     return Budget(
         role=role,
         context_size=row.context_size,

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from chat.recall import recall_search_for
-from contextmgmt.budget import Budget
+from contextmgmt.budget import Budget, budget_for_config
 from contextmgmt.budget import resolve_budget as resolve_configured_budget
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.db_memory import DbMemory
 from fimone.agent import AgentContext, AgentOutcome, Tool, default_tools, run_dag, run_react
 from fimone.llm import get_llm as registry_llm
+from fimone.llm.registry import get_llm_for_config
 
 Engine = Callable[[AgentContext], Awaitable[AgentOutcome]]
 
@@ -37,10 +38,14 @@ def engine_for(mode: str) -> Engine:
 @dataclass(frozen=True)
 class RunDeps:
     """A run's collaborators. ``get_llm`` / ``resolve_budget`` take a role (``main``,
-    ``fast``); ``make_memory`` takes DbMemory's keyword arguments."""
+    ``fast``), ``get_model_llm`` / ``resolve_model_budget`` the ModelConfig id a
+    conversation picked as its main model; ``make_memory`` takes DbMemory's keyword
+    arguments."""
 
     get_llm: Callable[[str], LLM] = registry_llm
     resolve_budget: Callable[[str], Budget] = resolve_configured_budget
+    get_model_llm: Callable[[int], LLM] = get_llm_for_config
+    resolve_model_budget: Callable[[int], Budget] = budget_for_config
     make_memory: Callable[..., BaseMemory] = DbMemory
     engine_for: Callable[[str], Engine] = engine_for
     make_tools: Callable[..., list[Tool]] = make_tools

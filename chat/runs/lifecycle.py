@@ -380,7 +380,10 @@ async def _finish(run: Run) -> None:
         outcome = run.work.result()
         status = "done"
     content = outcome.answer if outcome is not None else "".join(run.answer_parts)
-    usage = usage_totals(run.answer_usage, run.compaction_usage)
+    usage: dict[str, Any] = dict(usage_totals(run.answer_usage, run.compaction_usage))
+    if run.prepared is not None:
+        # Which model answered, for the usage card (a conversation may pick its model).
+        usage["model"] = str(getattr(run.prepared.main, "model_name", "") or "")
     extra: dict[str, Any] = {
         "elapsed_ms": _elapsed_ms(run),
         "query_id": run.query_message_id,

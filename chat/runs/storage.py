@@ -51,6 +51,8 @@ class OpenedRun:
     # Other user messages this run answers (a follow-up run: the earlier leftovers, which
     # it reads as history). Settled with the query at the run's end.
     also_answers: tuple[int, ...] = ()
+    # The main model the conversation picked (a ModelConfig id), None for the default.
+    model_config_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,13 @@ def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> Opene
         conversation=conversation, content=content, attachments=attachments, run_id=run_id
     )
     answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
-    return OpenedRun(run_id=run_id, query=query, answer_id=answer.pk, mode=mode)
+    return OpenedRun(
+        run_id=run_id,
+        query=query,
+        answer_id=answer.pk,
+        mode=mode,
+        model_config_id=conversation.model_config_id,
+    )
 
 
 @transaction.atomic
@@ -125,6 +133,7 @@ def open_follow_up(
         answer_id=answer.pk,
         mode=mode,
         also_answers=tuple(also_answers),
+        model_config_id=conversation.model_config_id,
     )
 
 
@@ -181,7 +190,12 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
     # settled with this run's end like any run's.
     services.user_messages_reopen(conversation_id=conversation.pk, ids=[query.pk, *follow_up_ids])
     return OpenedRun(
-        run_id=run_id, query=query, answer_id=answer.pk, mode=mode, follow_up_ids=follow_up_ids
+        run_id=run_id,
+        query=query,
+        answer_id=answer.pk,
+        mode=mode,
+        follow_up_ids=follow_up_ids,
+        model_config_id=conversation.model_config_id,
     )
 
 
@@ -225,7 +239,13 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         successor = query.pk if message.role == Message.Role.USER else answer.pk
         metadata = {**(message.metadata or {}), "superseded_by": successor}
         Message.objects.filter(pk=message.pk).update(metadata=metadata)
-    return OpenedRun(run_id=run_id, query=query, answer_id=answer.pk, mode=mode)
+    return OpenedRun(
+        run_id=run_id,
+        query=query,
+        answer_id=answer.pk,
+        mode=mode,
+        model_config_id=conversation.model_config_id,
+    )
 
 
 def _question_of(failed: Message) -> Message | None:
@@ -272,6 +292,10 @@ def _input_tokens(budget: Budget) -> int:
 def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
     """Models, budgets, the query as the agent sees it and the history (sync)."""
     main, fast, main_budget, fast_budget = _models_and_budgets(deps)
+    picked = opened.model_config_id
+    if picked is not None:
+        # The conversation's own choice of main model (the model picker).
+        main, main_budget = deps.get_model_llm(picked), deps.resolve_model_budget(picked)
     vision = supports_vision(main)
     query = query_message(opened.query, vision=vision)
     follow_ups = ()

@@ -96,25 +96,7 @@ def resolve_spec(role: Role = "main") -> LLMSpec:
     }
     row = _active_row(role)
     if row is not None:
-        _, env_base_url, env_key = _env_endpoint(role)
-        api_key = env_key
-        if row.api_key_env:
-            api_key = os.environ.get(row.api_key_env, "")
-            if not api_key:
-                log.warning(
-                    "ModelConfig %r names API key variable %s, which is not set",
-                    row.name,
-                    row.api_key_env,
-                )
-        return LLMSpec(
-            role=role,
-            source="db",
-            model=row.model,
-            base_url=row.base_url or env_base_url,
-            api_key=api_key,
-            supports_vision=row.supports_vision,
-            **limits,
-        )
+        return _row_spec(row, role, limits)
     if role == "fast" and not _fast_env_configured():
         return resolve_spec("main")  # fast not configured: the main model does the fast work
     model, base_url, api_key = _env_endpoint(role)
@@ -130,6 +112,29 @@ def resolve_spec(role: Role = "main") -> LLMSpec:
         )
     return LLMSpec(
         role=role, source="offline", model=OFFLINE_MODEL_NAME, supports_vision=False, **limits
+    )
+
+
+def _row_spec(row, role: str, limits: dict[str, Any]) -> LLMSpec:
+    """The spec of a ModelConfig row (blank endpoint or key: the environment's)."""
+    _, env_base_url, env_key = _env_endpoint(role)
+    api_key = env_key
+    if row.api_key_env:
+        api_key = os.environ.get(row.api_key_env, "")
+        if not api_key:
+            log.warning(
+                "ModelConfig %r names API key variable %s, which is not set",
+                row.name,
+                row.api_key_env,
+            )
+    return LLMSpec(
+        role=role,
+        source="db",
+        model=row.model,
+        base_url=row.base_url or env_base_url,
+        api_key=api_key,
+        supports_vision=row.supports_vision,
+        **limits,
     )
 
 
@@ -153,9 +158,33 @@ def build_llm(spec: LLMSpec) -> LLM:
     )
 
 
+def _limits() -> dict[str, Any]:
+    from django.conf import settings
+
+    return {
+        "timeout": float(settings.LLM_TIMEOUT_SECONDS),
+        "max_retries": int(settings.LLM_MAX_RETRIES),
+    }
+
+
+def get_llm_for_config(config_id: int) -> LLM:
+    """The LLM of one main-role ModelConfig row, active or not: a conversation's pick.
+    An id that is gone (deleted since) gives the main role's default."""
+    from contextmgmt.models import ModelConfig
+
+    row = ModelConfig.objects.filter(pk=config_id, role="main").first()
+    if row is None:
+        return get_llm("main")
+    return _shared(_row_spec(row, "main", _limits()))
+
+
 def get_llm(role: Role = "main") -> LLM:
     """The LLM for ``role`` ("main" or "fast"), by the precedence of the module docstring."""
-    spec = resolve_spec(role)
+    return _shared(resolve_spec(role))
+
+
+def _shared(spec: LLMSpec) -> LLM:
+    """One LLM object per distinct spec."""
     key = (
         spec.source == "offline",
         spec.model,

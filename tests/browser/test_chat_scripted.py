@@ -379,3 +379,46 @@ def test_code_blocks_are_highlighted_with_a_copy_button_each(
     expect(page.locator(".msg-assistant pre code.language-python span.tok-k").first).to_be_visible()
     copy_buttons = page.locator(".msg-assistant").get_by_role("button", name="Copy this code")
     expect(copy_buttons).to_have_count(2)
+
+
+SEED_MAIN_MODELS = """
+from contextmgmt.models import ModelConfig
+ModelConfig.objects.create(name="Big model", model="big-1", role="main", is_active=True)
+ModelConfig.objects.create(name="Small model", model="small-1", role="main")
+"""
+
+
+@pytest.mark.parametrize(("viewport", "scheme"), [("desktop", "light"), ("phone", "dark")])
+def test_a_model_picked_for_a_conversation_answers_and_shows_on_the_usage_card(
+    new_page, live_daphne, scripted_server, viewport, scheme
+):
+    from tests.browser.conftest import DESKTOP, PHONE
+
+    live_daphne.manage_shell(SEED_MAIN_MODELS)
+    page = new_page(viewport=DESKTOP if viewport == "desktop" else PHONE, color_scheme=scheme)
+    login(page, live_daphne)
+    picker = page.get_by_label("Model for this conversation")
+    expect(picker.locator("option")).to_have_text(["Default: Big model", "Small model (small-1)"])
+
+    picker.select_option(label="Small model (small-1)")
+    scripted_server.enqueue("Answered by the small model.")
+    send(page, "Who answers?")
+    wait_done(page)
+    assert scripted_server.requests[-1]["model"] == "small-1"
+    card = page.locator(".msg-assistant .usage-card")
+    expect(card.locator(".usage-model")).to_have_text("small-1")
+    assert "Model: small-1" in card.get_attribute("title")
+    screenshot(page, f"ux-model-picker-{viewport}-{scheme}")
+
+    page.reload()
+    expect(page.get_by_label("Model for this conversation")).to_have_value(re.compile(r"^\d+$"))
+    expect(page.locator(".msg-assistant .usage-card .usage-model")).to_have_text("small-1")
+
+    # Back to the default: the next answer comes from the active main model.
+    with page.expect_response(lambda r: r.request.method == "PATCH"):
+        page.get_by_label("Model for this conversation").select_option(label="Default: Big model")
+    scripted_server.enqueue("Answered by the big model.")
+    send(page, "And now?")
+    wait_done(page, 2)
+    assert scripted_server.requests[-1]["model"] == "big-1"
+    expect(page.locator(".msg-assistant .usage-card .usage-model").last).to_have_text("big-1")

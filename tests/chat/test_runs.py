@@ -90,6 +90,7 @@ async def test_events_in_order_and_everything_persisted(socket, conversation, en
         "output_tokens": usage.output_tokens,
         "compaction_input_tokens": 0,
         "compaction_output_tokens": 0,
+        "model": "fake-main",  # which model answered, for the usage card
     }
     assert "<strong>world</strong>" in done["html"]
     assert isinstance(done["elapsed_ms"], int) and done["elapsed_ms"] >= 0
@@ -161,6 +162,7 @@ async def test_usage_totals_include_compaction_calls(socket, conversation, engin
         "output_tokens": main.output_tokens + compact.output_tokens,
         "compaction_input_tokens": compact.input_tokens,
         "compaction_output_tokens": compact.output_tokens,
+        "model": done["usage"]["model"],
     }
     reply = (await messages_of(conversation))[-1]
     assert reply.metadata["usage"] == done["usage"]

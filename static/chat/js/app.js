@@ -3,7 +3,7 @@
 // the frames are described in docs/protocol.md.
 
 import { api, loginUrl } from "./api.js";
-import { Gauge, setUpOfflineNote, toast } from "./chrome.js";
+import { Gauge, ModelPicker, setUpOfflineNote, toast } from "./chrome.js";
 import { Composer } from "./composer.js";
 import { placeDivider } from "./history.js";
 import { el } from "./render.js";
@@ -40,6 +40,7 @@ class ChatApp {
     });
     this.composer.onModeChange((mode) => this.changeMode(mode));
     this.gauge = new Gauge();
+    this.modelPicker = new ModelPicker(config, (id) => this.changeModel(id));
     this.runs = new RunController({
       messagesEl: this.messagesEl,
       emptyState: this.emptyState,
@@ -97,6 +98,7 @@ class ChatApp {
     this.creating = null;
     this.titleEl.textContent = "New chat";
     document.title = "fimone — chat";
+    this.modelPicker.value = null;
     this.gauge.hide();
     this.sidebar.select(null);
     if (push && window.location.pathname !== "/") history.pushState({}, "", "/");
@@ -136,6 +138,7 @@ class ChatApp {
     this.titleEl.textContent = conversation.title || "New chat";
     document.title = `${conversation.title || "New chat"} — fimone`;
     this.composer.mode = conversation.mode;
+    this.modelPicker.value = conversation.model_config;
     this.sidebar.upsert(conversation);
     this.sidebar.select(conversation.id);
   }
@@ -143,7 +146,8 @@ class ChatApp {
   ensureConversation() {
     if (this.conversation) return Promise.resolve(this.conversation.id);
     if (!this.creating) {
-      this.creating = api.createConversation({ mode: this.composer.mode }).then((conversation) => {
+      const fields = { mode: this.composer.mode, model_config: this.modelPicker.value };
+      this.creating = api.createConversation(fields).then((conversation) => {
         this.setConversation(conversation);
         this.sidebar.upsert(conversation, { toTop: true });
         history.pushState({}, "", `/c/${encodeURIComponent(conversation.id)}/`);
@@ -186,6 +190,18 @@ class ChatApp {
       this.conversation = await api.updateConversation(this.conversation.id, { mode });
     } catch (err) {
       this.toast(`Could not switch mode: ${err.message}`);
+    }
+  }
+
+  // The pick is stored on the conversation; a new chat takes it when it is created.
+  async changeModel(id) {
+    if (!this.conversation) return;
+    try {
+      this.conversation = await api.updateConversation(this.conversation.id, { model_config: id });
+      this.refreshGauge();
+    } catch (err) {
+      this.modelPicker.value = this.conversation.model_config;
+      this.toast(`Could not switch the model: ${err.message}`);
     }
   }
 

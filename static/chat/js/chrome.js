@@ -23,6 +23,36 @@ export function setUpOfflineNote(onHidden) {
   });
 }
 
+// The model a conversation uses: the configured default (the active main model, the
+// environment's, or the offline model) or another main model an admin configured.
+export class ModelPicker {
+  constructor({ llm, models }, onChange) {
+    this.select = document.getElementById("model-picker");
+    const main = llm?.main || {};
+    const active = (models || []).find((m) => m.active);
+    const defaultName = main.offline ? `${main.model} (offline)` : active ? active.name : main.model;
+    this.select.replaceChildren(
+      el("option", { value: "", text: `Default: ${defaultName}` }),
+      ...(models || [])
+        .filter((m) => !m.active)
+        .map((m) => el("option", { value: String(m.id), text: `${m.name} (${m.model})` })),
+    );
+    this.select.disabled = this.select.options.length < 2;
+    this.select.addEventListener("change", () => onChange(this.value));
+  }
+
+  // A ModelConfig id, or null for the default.
+  get value() {
+    return this.select.value ? Number(this.select.value) : null;
+  }
+
+  set value(id) {
+    const wanted = id === null || id === undefined ? "" : String(id);
+    // A pick that is no longer offered (deleted, or now the active default) shows as default.
+    this.select.value = [...this.select.options].some((o) => o.value === wanted) ? wanted : "";
+  }
+}
+
 // How full the model's usable input budget is for this conversation; details on click.
 export class Gauge {
   constructor() {

@@ -97,7 +97,7 @@ export function offerEdit(node, onSend) {
   if (!bubble) return;
   const button = el(
     "button",
-    { type: "button", class: "copy-btn btn-edit", "aria-label": "Edit and resend this message" },
+    { type: "button", class: "text-btn btn-edit", "aria-label": "Edit and resend this message" },
     icon("edit"),
     " Edit",
   );
@@ -427,7 +427,9 @@ export class AssistantView {
     const tin = Number(usage.input_tokens) || 0;
     const tout = Number(usage.output_tokens) || 0;
     // Totals include compaction calls; the tooltip splits them out.
+    const model = usage.model ? String(usage.model) : "";
     const tip =
+      (model ? `Model: ${model}\n` : "") +
       `Answer: ${(tin - cin).toLocaleString()} in / ${(tout - cout).toLocaleString()} out\n` +
       `Compaction: ${cin.toLocaleString()} in / ${cout.toLocaleString()} out` +
       (elapsedMs ? `\nTime: ${(elapsedMs / 1000).toFixed(1)} s` : "");
@@ -448,6 +450,8 @@ export class AssistantView {
       el("span", { class: "usage-total", text: `${formatK(tin)} in / ${formatK(tout)} out` }),
       cin || cout ? el("span", { class: "sep", text: "·" }) : null,
       cin || cout ? el("span", { text: `incl. ${formatK(cin + cout)} compaction` }) : null,
+      model ? el("span", { class: "sep", text: "·" }) : null,
+      model ? el("span", { class: "usage-model", text: model }) : null,
     );
     this.footer.querySelector(".usage-wrap")?.remove();
     this.actions.prepend(el("span", { class: "usage-wrap" }, card, detail));
@@ -497,7 +501,7 @@ export class AssistantView {
     this.actions.append(
       el("button", {
         type: "button",
-        class: "copy-btn btn-regenerate",
+        class: "text-btn btn-regenerate",
         text: "Regenerate",
         "aria-label": "Regenerate this answer",
         onclick: (event) => {
