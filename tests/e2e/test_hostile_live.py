@@ -164,15 +164,13 @@ def _delete(server, conversation_id: str) -> int:
 
 
 async def test_deleting_a_conversation_mid_run_stops_the_run(scripted_daphne, scripted_server):
-    # A model that keeps talking and calling a tool, slowly: the run would go on for minutes.
-    scripted_server.default = tool_calls(
-        ("calculator", {"expression": "1+1"}), content="let me compute " * 10, chunk_delay=0.1
-    )
+    # A model that takes half a second to ask for a tool, again and again.
+    scripted_server.default = tool_calls(("calculator", {"expression": "1+1"}), delay=0.5)
     cid = scripted_daphne.api("POST", "/api/conversations/", {})["id"]
     ws, other_tab = await connect(scripted_daphne, cid), await connect(scripted_daphne, cid)
     try:
         await ws.send(json.dumps({"type": "message", "content": "go on forever"}))
-        await until(ws, "answer.delta")
+        await until(ws, "step")
         assert _delete(scripted_daphne, cid) == 204
         deleted_at = time.monotonic()
         calls_at_delete = len(scripted_server.requests)
@@ -185,7 +183,7 @@ async def test_deleting_a_conversation_mid_run_stops_the_run(scripted_daphne, sc
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 4404
             # Whatever was in flight at the 204 came first; the close is the last word.
             assert time.monotonic() - deleted_at < 10
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(3.0)  # unstopped, the loop would call the model every ~0.5 s
         assert len(scripted_server.requests) <= calls_at_delete + 1
     finally:
         await ws.close()

@@ -105,22 +105,20 @@ async def test_deleting_through_b_stops_the_run_in_a(two_processes, model):
     """RO.3 across processes: the delete reaches the run's control channel in A."""
     a, b = two_processes
     conversation = new_conversation(a)
-    # A model that streams slowly and then asks for a tool, again and again.
-    looping = tool_calls(
-        ("calculator", {"expression": "1+1"}), content="still thinking " * 20, chunk_delay=0.1
-    )
+    # A model that takes half a second to ask for a tool, again and again.
+    looping = tool_calls(("calculator", {"expression": "1+1"}), delay=0.5)
     model.default = looping
     on_a, on_b = await Socket.open(a, conversation, "A"), await Socket.open(b, conversation, "B")
     try:
         await on_a.send(type="message", content="Go on forever.")
-        await on_a.wait_type("answer.delta")
+        await on_a.wait_type("step")
         await asyncio.to_thread(b.api, "DELETE", f"/api/conversations/{conversation}/")
         calls_at_delete = len(model.requests)
         for sock in (on_a, on_b):
             gone = await sock.wait_type("error")
             assert gone["code"] == "not_found"
-        # Unstopped, the loop would make a call every ~2 s (each streams for 2 s).
-        await asyncio.sleep(5)
+        # Unstopped, the loop would make a call every ~0.5 s.
+        await asyncio.sleep(3)
         assert len(model.requests) <= calls_at_delete + 1  # at most the call in flight
     finally:
         model.default = Reply(content="Scripted answer.")
