@@ -24,7 +24,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
         "window",
         "input_budget",
         "calibration",
-        "provider_profile",
+        "profile",
     )
     search_fields = ("name", "model")
     readonly_fields = (
@@ -96,17 +96,22 @@ class ModelConfigAdmin(admin.ModelAdmin):
     def role_name(self, obj: ModelConfig) -> str:
         return obj.role
 
-    @admin.display(description="context / output", ordering="context_size")
+    @admin.display(description="context / out", ordering="context_size")
     def window(self, obj: ModelConfig) -> str:
         return f"{obj.context_size:,} / {obj.max_output_tokens:,}"
 
-    @admin.display(description="input (effective)")
+    @admin.display(description="input")
     def input_budget(self, obj: ModelConfig) -> str:
         invalid = _unless_invalid(obj)
         if invalid:
             return invalid
         usable, effective = obj.usable_input_tokens, obj.effective_input_tokens
         return f"{usable:,}" if usable == effective else f"{usable:,} ({effective:,})"
+
+    @admin.display(description="profile", ordering="provider_profile")
+    def profile(self, obj: ModelConfig) -> str:
+        # "openai_compatible" wraps at its underscore: the column stays narrow.
+        return obj.provider_profile.replace("_", "_\u200b")
 
     @admin.display(description="ratio (samples)")
     def calibration(self, obj: ModelConfig) -> str:
