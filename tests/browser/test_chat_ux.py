@@ -209,3 +209,47 @@ def test_regenerate_the_newest_answer_and_edit_the_last_question(open_page, scre
     expect(page.locator(".msg-assistant .answer").last).to_contain_text("56")
     expect(page.get_by_role("button", name="Regenerate this answer")).to_have_count(1)
     expect(page.get_by_role("button", name="Edit and resend this message")).to_have_count(1)
+
+
+SEED_COMPACTED_RUN = """
+from django.contrib.auth import get_user_model
+from chat.models import Conversation, Message
+u = get_user_model().objects.get(username={username!r})
+c = Conversation.objects.create(owner=u, title="Compacted run")
+Message.objects.create(conversation=c, role="user", kind="query", status="done",
+    content="Summarise the logs")
+steps = [
+    {{"kind": "compact", "scope": "iteration", "strategy": "truncate", "seq": 1,
+     "original_count": 30, "compacted_count": 12, "tokens_before": 9100, "tokens_after": 3900}},
+    {{"kind": "compact", "scope": "step", "step_id": "s2", "strategy": "llm", "seq": 2,
+     "original_count": 8, "compacted_count": 2, "tokens_before": 5200, "tokens_after": 1200}},
+    {{"kind": "compact", "scope": "planner", "strategy": "llm", "seq": 3,
+     "original_count": 40, "compacted_count": 3, "tokens_before": 20000, "tokens_after": 15000}},
+]
+usage = {{"input_tokens": 1, "output_tokens": 1}}
+Message.objects.create(conversation=c, role="assistant", kind="answer", status="done",
+    content="Done.", metadata={{"steps": steps, "usage": usage}})
+print(c.id)
+"""
+
+
+@pytest.mark.parametrize(("screen", "scheme"), [("desktop", "light"), ("phone", "dark")])
+def test_compaction_notes_use_plain_words(open_page, live_daphne, screen, scheme):
+    conversation_id = live_daphne.manage_shell(
+        SEED_COMPACTED_RUN.format(username=live_daphne.username)
+    ).split()[-1]
+    page = open_page(screen, scheme)
+    page.goto(f"{live_daphne.base_url}/c/{conversation_id}/")
+    notes = page.locator(".msg-assistant .step-note")
+    expect(notes).to_have_text(
+        [
+            "Context shortened (oldest parts left out) before the next model call: "
+            "9.1k → 3.9k tokens",
+            "Context summarised for step s2: 5.2k → 1.2k tokens",
+            "Context summarised for planning: 20.0k → 15.0k tokens",
+        ]
+    )
+    text = " ".join(notes.all_inner_texts())
+    for internal in ("truncate", "iteration", "for this", "llm"):
+        assert internal not in text, internal
+    screenshot(page, f"ux-compaction-notes-{screen}-{scheme}")
