@@ -215,7 +215,7 @@ def test_conversations_new_rename_and_delete(logged_in_page):
     page = logged_in_page  # a native confirm() would fail the test: delete asks in the page
     send(page, "First conversation")
     wait_done(page)
-    page.get_by_role("button", name="New chat").click()
+    page.get_by_role("button", name="New chat", exact=True).click()
     expect(page).to_have_url(re.compile(r"/$"))
     expect(page.locator("#empty-state")).to_be_visible()
     send(page, "Second conversation")
