@@ -397,8 +397,8 @@ class SnapshotGate:
         if not self.waiting:
             return True
         kind = event.get("type")
-        if kind == "answer.delta":
-            return False
+        if kind in ("answer.delta", "answer.retract"):
+            return False  # the snapshot's text already holds (or lacks) it
         if kind in self._OPENING:
             self.open()
         return True

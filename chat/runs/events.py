@@ -26,10 +26,12 @@ from .record import dag_with_html, step_result_html
 
 logger = logging.getLogger(__name__)
 
-# How long answer deltas may wait to be merged into one event. Short enough to read as
+# How long streamed deltas may wait to be merged into one event. Short enough to read as
 # live streaming, long enough that a zero-latency model sends a handful of events, not
-# hundreds.
+# hundreds. The first delta after a quiet spell goes out at once (time to first token).
 DELTA_FLUSH_SECONDS = 0.025
+# Streamed text events, merged while they wait: the answer, and a DAG step's progress.
+DELTA_EVENTS = ("answer.delta", "dag.step.delta")
 
 
 def conversation_group(conversation_id: Any) -> str:
@@ -42,13 +44,21 @@ def control_group(conversation_id: Any) -> str:
     return f"chatrun.{conversation_id}"
 
 
+def take_back(text: str, retract: dict) -> str:
+    """``text`` without the characters an ``answer.retract`` moved into a step."""
+    chars = max(0, int(retract.get("chars") or 0))
+    return text[: max(0, len(text) - chars)]
+
+
 class EventPublisher:
     """Publishes run events to a conversation's sockets, in order.
 
-    ``answer.delta`` texts are buffered for at most ``flush_seconds`` and sent as one event;
-    any other event flushes the buffer first, so no event overtakes text streamed before it.
-    ``on_event`` sees every event as the engine emitted it (the run keeps its partial answer
-    and compaction facts from there).
+    Streamed text (``answer.delta``, ``dag.step.delta``) is throttled: a delta after a quiet
+    spell goes out at once, later ones are buffered for at most ``flush_seconds`` and sent
+    merged (consecutive deltas of the same stream become one event). Any other event flushes
+    the buffer first, so no event overtakes text streamed before it. ``on_event`` sees every
+    event as the engine emitted it (the run keeps its partial answer and compaction facts
+    from there).
     """
 
     def __init__(
@@ -67,29 +77,42 @@ class EventPublisher:
         # Sees every event but the deltas as it goes out (the run's RunRecord), in the same
         # step as the group send: a snapshot taken from it plus later events is exact.
         self._on_sent = on_sent
-        self._buffer: list[str] = []
+        # Waiting deltas, in order: [event type, payload without text, text parts].
+        self._buffer: list[tuple[str, dict, list[str]]] = []
         # Answer text already sent to the group: what a socket joining now has missed.
         self.published_text: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timed_flush: asyncio.Task | None = None
+        self._quiet_after = 0.0  # loop time before which a delta waits to be merged
         self._lock = asyncio.Lock()
 
     async def __call__(self, event_type: str, payload: dict) -> None:
         if self.on_event is not None:
             self.on_event(event_type, payload)
-        if event_type == "answer.delta":
+        if event_type in DELTA_EVENTS:
             text = payload.get("text") or ""
             if text:
-                self._buffer.append(text)
-                if self._timer is None:
-                    loop = asyncio.get_running_loop()
+                self._buffer_delta(event_type, payload, text)
+                loop = asyncio.get_running_loop()
+                if self._timer is None and loop.time() >= self._quiet_after:
+                    await self.flush()
+                elif self._timer is None:
                     self._timer = loop.call_later(self._flush_seconds, self._flush_soon)
             return
         await self.flush()
         async with self._lock:
             if self._on_sent is not None:
                 self._on_sent(event_type, payload)
+            if event_type == "answer.retract":
+                self.published_text[:] = [take_back("".join(self.published_text), payload)]
             await self._send(event_type, payload)
+
+    def _buffer_delta(self, event_type: str, payload: dict, text: str) -> None:
+        key = {k: v for k, v in payload.items() if k != "text"}
+        if self._buffer and self._buffer[-1][:2] == (event_type, key):
+            self._buffer[-1][2].append(text)
+        else:
+            self._buffer.append((event_type, key, [text]))
 
     def _flush_soon(self) -> None:
         self._timer = None
@@ -102,13 +125,16 @@ class EventPublisher:
         async with self._lock:
             if not self._buffer:
                 return
-            text = "".join(self._buffer)
-            self._buffer.clear()
-            # Recorded in the same step in which the group's members are read (no await in
-            # between), so a socket joining the group gets each piece exactly once: in the
-            # snapshot (run.active) or as an event.
-            self.published_text.append(text)
-            await self._send("answer.delta", {"text": text})
+            pending, self._buffer = self._buffer, []
+            self._quiet_after = asyncio.get_running_loop().time() + self._flush_seconds
+            for event_type, key, parts in pending:
+                text = "".join(parts)
+                if event_type == "answer.delta":
+                    # Recorded in the same step in which the group's members are read (no
+                    # await in between), so a socket joining the group gets each piece
+                    # exactly once: in the snapshot (run.active) or as an event.
+                    self.published_text.append(text)
+                await self._send(event_type, {**key, "text": text})
 
     async def send_snapshot(self, channel: str, snapshot: dict) -> None:
         """``run.active`` to one socket of another process: under the send lock,

@@ -29,7 +29,7 @@ from django.conf import settings
 from chat.models import Message
 from chat.runs import control, storage
 from chat.runs.deps import RunDeps
-from chat.runs.events import EventPublisher, control_group, failure_of
+from chat.runs.events import EventPublisher, control_group, failure_of, take_back
 from chat.runs.metering import MeteredLLM, usage_totals
 from chat.runs.record import RunRecord
 from chat.runs.registry import registry
@@ -87,6 +87,7 @@ class Run:
     interrupted: bool = False  # stopped by the server's drain, not by the user
     finishing: bool = False
     answer_parts: list[str] = field(default_factory=list)
+    answer_version: int = 0  # moves with every change of the answer text
     history_compaction: dict | None = None
     local_injections: int = 0  # follow-ups stored by this process for this run
     answer_usage: Usage = field(default_factory=Usage)
@@ -139,6 +140,11 @@ class Run:
     def on_event(self, event_type: str, payload: dict) -> None:
         if event_type == "answer.delta":
             self.answer_parts.append(payload.get("text") or "")
+            self.answer_version += 1
+        elif event_type == "answer.retract":
+            # The text moved into the step: the answer keeps what is left (docs/protocol.md).
+            self.answer_parts[:] = [take_back("".join(self.answer_parts), payload)]
+            self.answer_version += 1
 
     def snapshot(self) -> dict | None:
         """The run as a socket joining now needs it (the ``run.active`` event): ids, mode,
@@ -339,11 +345,11 @@ async def _checkpoint(run: Run) -> None:
     saved, recorded = 0, 0
     while not run.work.done():
         await asyncio.sleep(CHECKPOINT_SECONDS)
-        if run.finishing or (len(run.answer_parts), run.record.version) == (saved, recorded):
+        if run.finishing or (run.answer_version, run.record.version) == (saved, recorded):
             continue
         # Steps and plan only when they moved (a JSON merge costs a read).
         record = run.record.as_metadata() if run.record.version != recorded else None
-        saved, recorded = len(run.answer_parts), run.record.version
+        saved, recorded = run.answer_version, run.record.version
         try:
             await database_sync_to_async(storage.save_progress)(
                 message_id=run.assistant_message_id,

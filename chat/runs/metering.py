@@ -22,7 +22,8 @@ class MeteredLLM:
         self._inner = inner
         self.model_name = getattr(inner, "model_name", "unknown")
         self.usage = usage if usage is not None else Usage()
-        # (estimated, reported) input tokens of chat() calls, for the budget calibration.
+        # (estimated, reported) input tokens of calls whose provider reported its usage, for
+        # the budget calibration (an estimate compared with itself would teach nothing).
         self.estimated_input = 0
         self.reported_input = 0
 
@@ -31,28 +32,35 @@ class MeteredLLM:
 
     async def chat(self, messages, *, tools=None, **opts) -> LLMResult:
         result = await self._inner.chat(messages, tools=tools, **opts)
-        self.usage.add(result.usage)
-        if result.usage.input_tokens > 0:
-            self.estimated_input += estimate_messages_tokens(messages) + _tools_tokens(tools)
-            self.reported_input += result.usage.input_tokens
+        self._count(result.usage, messages, tools)
         return result
 
     async def stream_chat(self, messages, *, tools=None, **opts) -> AsyncIterator[StreamChunk]:
         async for chunk in self._inner.stream_chat(messages, tools=tools, **opts):
             if chunk.usage is not None:
-                self.usage.add(chunk.usage)
+                self._count(chunk.usage, messages, tools)
             yield chunk
+
+    def _count(self, usage: Usage, messages, tools) -> None:
+        self.usage.add(usage)
+        if usage.input_tokens > 0 and not usage.estimated:
+            self.estimated_input += estimate_messages_tokens(messages) + _tools_tokens(tools)
+            self.reported_input += usage.input_tokens
 
 
 def _tools_tokens(tools: list[dict] | None) -> int:
     return estimate_tokens(json.dumps(tools)) if tools else 0
 
 
-def usage_totals(answer: Usage, compaction: Usage) -> dict[str, int]:
-    """The ``done`` usage: totals include compaction calls, which are also split out."""
-    return {
+def usage_totals(answer: Usage, compaction: Usage) -> dict[str, Any]:
+    """The ``done`` usage: totals include compaction calls, which are also split out;
+    ``estimated: true`` when some call's figure is fimone's count, not the provider's."""
+    totals: dict[str, Any] = {
         "input_tokens": answer.input_tokens + compaction.input_tokens,
         "output_tokens": answer.output_tokens + compaction.output_tokens,
         "compaction_input_tokens": compaction.input_tokens,
         "compaction_output_tokens": compaction.output_tokens,
     }
+    if answer.estimated or compaction.estimated:
+        totals["estimated"] = True
+    return totals

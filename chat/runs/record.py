@@ -68,7 +68,8 @@ class RunRecord:
     assistant message's metadata by ``as_metadata()``:
 
     - ``steps``: tool calls, tool results and thoughts (``kind``, ``iteration``, ``name``,
-      ``arguments`` / ``result`` / ``text``, ``step_id`` inside a DAG step), and compaction
+      ``arguments`` / ``result`` / ``text``, ``step_id`` inside a DAG step; the text an
+      ``answer.retract`` moved out of the answer is a thought), and compaction
       notes (``kind: "compact"`` with the event's counts); ``steps_omitted`` counts the
       entries left out in the middle of a long run;
     - ``dag``: ``rounds`` (``round``, ``fallback``, ``steps`` with ``id``, ``task``,
@@ -101,6 +102,11 @@ class RunRecord:
                 "iteration": payload.get("iteration"),
             }
             entry.update({k: _clip(payload[k]) for k in _STEP_FIELDS if k in payload})
+            self._step(entry)
+        elif event_type == "answer.retract":
+            # Text that streamed as answer but preceded a tool call: the step's thought.
+            entry = {"kind": "thought", "iteration": payload.get("iteration")}
+            entry.update({k: _clip(payload[k]) for k in ("text", "step_id") if k in payload})
             self._step(entry)
         elif event_type == "compact" and payload.get("scope") != "history":
             entry = {"kind": "compact"}

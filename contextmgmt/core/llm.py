@@ -1,7 +1,9 @@
-"""The LLM protocol the core and the engines call (DESIGN §2).
+"""The LLM protocol the core and the engines call.
 
-The core only ever calls ``chat()``; the engines also stream answers with ``stream_chat()``.
-Every call's usage is accounted to the run, compaction calls included (SPEC RU.2).
+The core only ever calls ``chat()``; the engines stream every call whose text can reach the
+user with ``stream_chat()``. Every call's usage is accounted to the run, compaction calls
+included. ``ToolCallAssembler`` turns streamed tool-call deltas into complete ``ToolCall``s,
+whatever shape the provider streams them in (see docs/protocol.md, "Streaming").
 """
 
 from __future__ import annotations
@@ -15,22 +17,39 @@ from .messages import ChatMessage, ToolCall
 
 @dataclass(slots=True)
 class Usage:
+    """Token counts of one call or a total.
+
+    ``estimated`` is True when (part of) the figure is fimone's own count because the
+    provider reported none (no usage in a stream, a server that rejects ``stream_options``,
+    the offline model). It does not take part in equality: two usages are equal when their
+    counts are; a sum is estimated when any part of it was.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    estimated: bool = field(default=False, compare=False)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
+            self.estimated or other.estimated,
         )
 
     def add(self, other: Usage) -> None:
         """Accumulate in place (a run's running total)."""
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.estimated = self.estimated or other.estimated
 
-    def as_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+        if self.estimated:
+            out["estimated"] = True
+        return out
 
 
 @dataclass(slots=True)
@@ -40,17 +59,94 @@ class LLMResult:
 
 
 @dataclass(slots=True)
+class ToolCallDelta:
+    """A piece of a streamed tool call, as providers send it.
+
+    ``index`` says which of the reply's calls the piece belongs to; some providers leave it
+    out (then ``id`` or the order decides). ``arguments`` is a fragment of the JSON text.
+    """
+
+    index: int | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(slots=True)
 class StreamChunk:
     """One piece of a streamed reply.
 
-    ``text`` is a content delta; ``tool_calls`` is set on the final chunk when the model
-    called tools (assembled from the deltas); ``usage`` is set on the final chunk.
+    ``text`` is a content delta; ``tool_call_deltas`` are tool-call pieces as they arrive.
+    The final chunk carries ``finish_reason``, ``usage`` and, when the model called tools,
+    the complete ``tool_calls`` (an implementation that streams no deltas, like the
+    offline model, sends its calls whole there).
     """
 
     text: str = ""
+    tool_call_deltas: list[ToolCallDelta] | None = None
     tool_calls: list[ToolCall] | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+
+
+class ToolCallAssembler:
+    """Complete tool calls from streamed deltas.
+
+    Handles parallel calls, arguments split over many chunks, a whole call in one chunk,
+    and providers that send no ``index``: a delta without one continues the call whose
+    ``id`` it names, starts a new call when it names a new ``id``, and otherwise continues
+    the latest call. A delta whose ``index`` is taken by a complete call with another
+    ``id`` starts a new call too (servers that number every parallel call 0).
+    """
+
+    def __init__(self) -> None:
+        self._calls: list[list[str]] = []  # [id, name, arguments], in arrival order
+        self._by_index: dict[int, int] = {}
+        self._by_id: dict[str, int] = {}
+
+    def add(self, delta: ToolCallDelta) -> None:
+        slot = self._slot(delta)
+        call = self._calls[slot]
+        if delta.id:
+            call[0] = delta.id
+            self._by_id[delta.id] = slot
+        if delta.name:
+            call[1] = delta.name
+        if delta.arguments:
+            call[2] += delta.arguments
+
+    def _slot(self, delta: ToolCallDelta) -> int:
+        if delta.id and delta.id in self._by_id:
+            return self._by_id[delta.id]
+        if delta.index is not None:
+            slot = self._by_index.get(delta.index)
+            if slot is not None and not (delta.id and self._calls[slot][0]):
+                return slot
+            slot = self._new()
+            self._by_index[delta.index] = slot
+            return slot
+        if delta.id or not self._calls:
+            return self._new()
+        return len(self._calls) - 1
+
+    def _new(self) -> int:
+        self._calls.append(["", "", ""])
+        return len(self._calls) - 1
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def calls(self) -> list[ToolCall] | None:
+        """The calls so far; a call without an id gets ``call_<n>``, empty arguments ``{}``.
+
+        Raises ``LLMBadResponse`` for a call that never got a function name.
+        """
+        out = []
+        for n, (call_id, name, arguments) in enumerate(self._calls):
+            if not name:
+                raise LLMBadResponse("a tool call without a function name")
+            out.append(ToolCall(id=call_id or f"call_{n}", name=name, arguments=arguments or "{}"))
+        return out or None
 
 
 @runtime_checkable
@@ -87,7 +183,12 @@ class LLMRateLimited(LLMError):
 
 
 class LLMUnavailable(LLMError):
-    """Connection refused, 5xx after retries, a cut-off stream."""
+    """Connection refused, 5xx after retries, an error reported inside a stream."""
+
+
+class StreamCutOff(LLMUnavailable):
+    """A stream that stopped before the reply finished (no finish reason): the connection
+    dropped, or the body ended early. The text received so far is not a complete answer."""
 
 
 class LLMBadResponse(LLMError):

@@ -4,14 +4,19 @@ Framework-free: no Django, no ORM. The chat layer hands in an ``AgentContext`` (
 budgets, loaded history, the query, an event sink, an injection queue, a tool registry)
 and gets an ``AgentOutcome`` back.
 
-Events sent through ``ctx.sink(name, payload)`` (the websocket frames of docs/protocol.md):
+Events sent through ``ctx.sink(name, payload)`` (docs/protocol.md):
 - ``step {iteration, kind: "tool_call" | "tool_result" | "thought", name, arguments | result
   | text, call_id}`` — inside a DAG step also ``step_id``; previews cut at 2,000 chars;
 - ``compact {scope: "iteration" | "planner" | "step", strategy, original_count,
   compacted_count, tokens_before, tokens_after}`` (+ ``step_id`` for scope "step");
-- ``answer.delta {text}`` — the user-facing answer only (never a DAG step's result);
+- ``answer.delta {text}`` — streamed as the model writes, from every ReAct iteration and the
+  DAG's synthesis (never a DAG step's text);
+- ``answer.retract {iteration, chars, text}`` — the last ``chars`` characters of the streamed
+  answer were the model's thinking before a tool call (or before it read a follow-up): they
+  leave the answer and become the step's thought ``text`` (cut at 2,000 chars);
 - ``dag.plan {steps: [{id, task, depends_on}], round, fallback}``,
   ``dag.step {id, status: "running" | "done" | "error", round, result? | error?}``,
+  ``dag.step.delta {id, round, text}`` (a running step's text as it streams),
   ``dag.analysis {achieved, confidence, reason}`` (``achieved`` None: unreadable verdict or
   failed checker call),
   ``dag.replan {round}`` (1 for the first re-plan).

@@ -1,7 +1,9 @@
 """LLM calls as the engines make them: with an optional timeout and usage accounting.
 
-``chat_once`` is the non-streaming call of tool iterations (SPEC RR.2); ``stream_text``
-streams an answer, handing each text delta to a callback. A timeout becomes
+``stream_reply`` is the call of every ReAct iteration (and DAG step): it streams, with
+tools, handing each text delta to a callback as it arrives, and returns the whole reply
+with its tool calls. ``chat_once`` is the non-streaming call whose text never reaches the
+user as such (the DAG's planner and analyser, which answer JSON). A timeout becomes
 ``LLMTimeout``; every other ``LLMError`` and cancellation propagate unchanged.
 
 Time limits (a hung provider must not keep a user waiting for minutes): ``time_limit``
@@ -20,8 +22,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT
-from contextmgmt.core.llm import LLM, LLMResult, LLMTimeout, Usage
-from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.llm import LLM, LLMResult, LLMTimeout, ToolCallAssembler, Usage
+from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 
 
@@ -43,7 +45,7 @@ async def chat_once(
 
 def compact_limit(time_limit: float | None) -> float | None:
     """The bound on a compaction call: the guard's own default, or the run's per-call
-    limit when that is shorter (a compaction that fails falls back to truncation, R3.7)."""
+    limit when that is shorter (a compaction that fails falls back to truncation)."""
     if time_limit is None:
         return DEFAULT_COMPACT_TIMEOUT
     return min(DEFAULT_COMPACT_TIMEOUT, time_limit)
@@ -62,22 +64,32 @@ def stream_limit_for(time_limit: float | None, stream_limit: float | None = None
     return None if time_limit is None else time_limit * STREAM_LIMIT_FACTOR
 
 
-async def stream_text(
+async def stream_reply(
     llm: LLM,
     messages: list[ChatMessage],
     *,
     on_text: Callable[[str], Awaitable[None]],
+    tools: list[dict[str, Any]] | None = None,
     time_limit: float | None = None,
     stream_limit: float | None = None,
-) -> tuple[str, Usage]:
-    """Stream a tool-free answer; ``time_limit`` bounds the wait for each chunk and
-    ``stream_limit`` (default: ``stream_limit_for(time_limit)``) the whole stream."""
+) -> LLMResult:
+    """Stream one reply, handing each text delta to ``on_text`` as it arrives, and return
+    the whole reply: its text, the tool calls assembled from the streamed deltas (or sent
+    whole on the final chunk) and its usage.
+
+    ``time_limit`` bounds the wait for each chunk and ``stream_limit`` (default:
+    ``stream_limit_for(time_limit)``) the whole stream. A provider error mid-stream
+    propagates after the text before it went to ``on_text``.
+    """
     loop = asyncio.get_running_loop()
     total = stream_limit_for(time_limit, stream_limit)
     deadline = None if total is None else loop.time() + total
-    stream: AsyncIterator[Any] = aiter(llm.stream_chat(messages))
+    stream: AsyncIterator[Any] = aiter(llm.stream_chat(messages, tools=tools))
     parts: list[str] = []
+    assembler = ToolCallAssembler()
+    whole_calls: list[ToolCall] | None = None
     usage: Usage | None = None
+    finish_reason: str | None = None
     try:
         while True:
             wait = time_limit
@@ -104,14 +116,42 @@ async def stream_text(
             if chunk.text:
                 parts.append(chunk.text)
                 await on_text(chunk.text)
+            for delta in chunk.tool_call_deltas or ():
+                assembler.add(delta)
+            if chunk.tool_calls:
+                whole_calls = list(chunk.tool_calls)
             if chunk.usage is not None:
                 usage = chunk.usage
+            if chunk.finish_reason:
+                finish_reason = chunk.finish_reason
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):
                 await aclose()
     text = "".join(parts)
-    if usage is None:  # a server that sends no usage: count it rather than report zero
-        usage = Usage(estimate_messages_tokens(messages), estimate_tokens(text))
-    return text, usage
+    calls = whole_calls or assembler.calls()
+    if usage is None:  # an LLM that sent no usage: count it rather than report zero
+        usage = Usage(estimate_messages_tokens(messages), estimate_tokens(text), estimated=True)
+    message = ChatMessage(
+        role="assistant",
+        content=text if text or not calls else None,
+        tool_calls=calls,
+        metadata={"finish_reason": finish_reason},
+    )
+    return LLMResult(message=message, usage=usage)
+
+
+async def stream_text(
+    llm: LLM,
+    messages: list[ChatMessage],
+    *,
+    on_text: Callable[[str], Awaitable[None]],
+    time_limit: float | None = None,
+    stream_limit: float | None = None,
+) -> tuple[str, Usage]:
+    """Stream a tool-free answer: its text and usage (``stream_reply`` without tools)."""
+    result = await stream_reply(
+        llm, messages, on_text=on_text, time_limit=time_limit, stream_limit=stream_limit
+    )
+    return result.message.text(), result.usage

@@ -1,19 +1,20 @@
-"""DAG mode (SPEC RD.1–RD.6): plan, run steps as parallel sub-agents, analyse, re-plan, answer.
+"""DAG mode: plan, run steps as parallel sub-agents, analyse, re-plan, answer.
 
 1. The loaded history becomes a ``Previous conversation:`` text; with the current request it
-   forms the enriched query, summarised with ``planner_input`` when over 16K tokens (RD.1-2).
+   forms the enriched query, summarised with ``planner_input`` when over 16K tokens.
 2. The planner (main LLM) gets exactly two messages — system + enriched query, no guard —
    and returns a JSON plan, validated; an invalid plan is re-asked once with the error, a
    failed call (any LLMError but an auth error) asked once more; after two failures the
-   plan is a single step doing the whole request (RD.3).
+   plan is a single step doing the whole request.
 3. Steps run as memory-less ReAct sub-agents on the fast LLM, each with its own
-   ContextGuard on the fast budget (R5.3, RD.4), as soon as their dependencies are done,
+   ContextGuard on the fast budget, as soon as their dependencies are done,
    at most ``max_parallel`` at a time. A failed step fails the steps depending on it; the
-   others go on. Sub-agents do not stream to the user; their tool calls are reported as
-   ``step`` events tagged with ``step_id``.
+   others go on. A sub-agent's text is not the answer: it streams as the step's progress
+   (``dag.step.delta {id, round, text}``, shown live in the plan); its tool calls and
+   thoughts are ``step`` events tagged with ``step_id``.
 4. The analyser (main LLM) sees each result cut at 10K characters and returns a JSON
-   verdict (RD.5); not achieved with confidence below the threshold → re-plan with results
-   cut at 500 characters (RD.6), at most ``max_replans`` times. A checker that fails (an
+   verdict; not achieved with confidence below the threshold → re-plan with results
+   cut at 500 characters, at most ``max_replans`` times. A checker that fails (an
    LLMError but an auth error, or an unreadable reply) is no evidence either way: the
    verdict is unknown, no re-plan, and the answer is still written from the step results.
 5. The final answer is streamed from the main LLM (``stream_chat``) with every round's
@@ -28,7 +29,7 @@ Every LLM call honours ``ctx.llm_timeout`` (fimone.agent.calls), compaction call
 once a main-model call has timed out, the run makes no optional call to it (no re-asked
 plan, no analyser): a hung provider costs the user one wait, not one per phase.
 
-Follow-ups injected during a run (RP.1) are taken at the start of each round and before the
+Follow-ups injected during a run are taken at the start of each round and before the
 final answer; they join the request the planner, analyser and final answer see.
 Cancelling the run cancels every running step (a TaskGroup: no orphan task).
 """
@@ -101,7 +102,7 @@ class DagRun:
         self.compaction_usage = Usage()
         self.compactions: list[dict[str, Any]] = []
         self.followups: list[ChatMessage] = []
-        # History + current request (RD.2); shrunk again after a provider overflow.
+        # History + current request; shrunk again after a provider overflow.
         self.enriched = ""
         self.compact_timeout = compact_limit(ctx.llm_timeout)
         self.main_timed_out = False  # a main-model call timed out in this run
@@ -160,8 +161,8 @@ class DagRun:
         return compacted
 
     def _planner_input_limit(self) -> int:
-        """16K tokens (RD.2) — or less when the main model's budget is small, since the
-        planner has no guard in front of it (RD.3)."""
+        """16K tokens — or less when the main model's budget is small, since the
+        planner has no guard in front of it."""
         share = int(self.ctx.main_budget * MAIN_INPUT_SHARE)
         return max(1, min(self.config.planner_input_tokens, share))
 
@@ -249,7 +250,7 @@ class DagRun:
                 async with slots:
                     await self._step_event(step, number, "running")
                     try:
-                        outcome = await self._run_step(step, outcomes, by_id)
+                        outcome = await self._run_step(step, number, outcomes, by_id)
                     except Exception as exc:  # a step's failure is reported; others go on
                         outcome = StepOutcome("error", error=f"{type(exc).__name__}: {exc}")
             outcomes[step.id] = outcome
@@ -265,7 +266,7 @@ class DagRun:
         return outcomes
 
     async def _run_step(
-        self, step: Step, outcomes: dict[str, StepOutcome], by_id: dict[str, Step]
+        self, step: Step, number: int, outcomes: dict[str, StepOutcome], by_id: dict[str, Step]
     ) -> StepOutcome:
         ctx = self.ctx
         guard = ContextGuard(
@@ -288,6 +289,10 @@ class DagRun:
         if context.text:
             messages.append(ChatMessage(role="user", content=context.text))
         messages.append(ChatMessage(role="user", content=f"Your task: {step.task}", pinned=True))
+
+        async def progress(text: str) -> None:
+            await ctx.sink("dag.step.delta", {"id": step.id, "round": number, "text": text})
+
         loop = ReactLoop(
             LoopConfig(
                 llm=ctx.fast_llm,
@@ -300,6 +305,7 @@ class DagRun:
                 llm_stream_timeout=ctx.llm_stream_timeout,
                 scope="step",
                 stream=False,
+                on_progress=progress,
                 injections=None,
                 event_extra={"step_id": step.id},
             )

@@ -1,23 +1,25 @@
-"""The ReAct iteration loop, shared by ReAct mode and every DAG step's sub-agent (SPEC RR).
+"""The ReAct iteration loop, shared by ReAct mode and every DAG step's sub-agent.
 
-Each iteration: drain injected follow-ups (RP.1) → prune old bulky tool results → the
-ContextGuard with the loop's own budget (R3.1) → one non-streaming ``chat()`` with the tools
-(RR.2) → run the requested tools (concurrently when the model asks for several).
+Each iteration: drain injected follow-ups → prune old bulky tool results → the
+ContextGuard with the loop's own budget → one *streaming* call with the tools → run the
+requested tools (concurrently when the model asks for several).
 
-How the final answer is produced (RR.2, decided here): when the model answers without
-calling a tool, that non-streaming reply already *is* the complete answer. Asking the model
-a second time through ``stream_chat()`` would pay for the whole context again, make the user
-wait for the answer twice, and could give a different answer than the one the loop accepted.
-So the loop streams that text as ``answer.delta`` events itself. ``stream_chat()`` is used
-whenever the answer still has to be written: the tool-free reply was empty, or the
-iteration limit was reached (then the model gets a note to answer with what it has, and the
-answer opens with an honest "I stopped after N steps…"). The DAG's final synthesis always
-streams (fimone/agent/dag.py).
+Every call streams, and its text goes out as it arrives (docs/protocol.md, "Streaming"):
+in ReAct mode as ``answer.delta``; inside a DAG step as ``dag.step.delta`` (the plan shows
+the step's progress live). The iteration whose reply calls no tool *is* the answer: nothing
+is asked twice. When a reply turns out to call a tool after writing some text — or a
+follow-up arrived while it wrote, so it is no longer the answer — that text was the step's
+reasoning, not the answer: ``answer.retract {iteration, chars, text}`` tells the client to
+take the last ``chars`` characters back out of the answer and show ``text`` in the step as
+a thought. A second, tool-free call writes the answer only when the tool-free reply was
+empty, or when the iteration limit was reached (then the model gets a note to answer with
+what it has, and the answer opens with an honest "I stopped after N steps…").
 
-A provider ``ContextOverflow`` (our estimate said it fits, the provider disagreed) triggers
-one forced compaction to half the estimated size and one retry; a second overflow
-propagates. Other LLM errors and cancellation propagate; compaction failures never do (the
-guard falls back to truncation, R3.7).
+A provider ``ContextOverflow`` (our estimate said it fits, the provider disagreed) before
+any text was shown triggers one forced compaction to half the estimated size and one retry;
+a second overflow propagates. Other LLM errors (a stream cut off or failing mid-way
+included) and cancellation propagate, after the text received so far went out; compaction
+failures never do (the guard falls back to truncation).
 """
 
 from __future__ import annotations
@@ -33,14 +35,13 @@ from contextmgmt.core.llm import LLM, ContextOverflow, LLMResult, Usage
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
 
-from .calls import chat_once, stream_text
+from .calls import stream_reply
 from .context import EventSink, InjectionQueue
 from .prompts import LIMIT_NOTE, limit_preface
 from .pruning import prune_tool_results
 from .tools import ToolRegistry
 
 PREVIEW_CHARS = 2_000
-REPLAY_CHUNK_CHARS = 1_000
 NO_ANSWER = "I could not produce an answer this time. Please try again or rephrase."
 
 
@@ -63,10 +64,13 @@ class LoopConfig:
     scope: str = "iteration"
     # Stream the answer to the user as answer.delta (ReAct); a DAG step does not.
     stream: bool = True
+    # Where a loop that does not stream its answer sends its text as it arrives (a DAG
+    # step's progress); None drops it.
+    on_progress: Callable[[str], Awaitable[None]] | None = None
     injections: InjectionQueue | None = None
     # Added to every step/compact event (a DAG step's id).
     event_extra: dict[str, Any] = field(default_factory=dict)
-    # The guard's compaction hint (R3.5): the loop's own reasoning chain by default.
+    # The guard's compaction hint: the loop's own reasoning chain by default.
     hint: str = "react_iteration"
 
 
@@ -94,31 +98,73 @@ class ReactLoop:
             if cfg.injections is not None:
                 messages.extend(cfg.injections.drain())
             messages = await self._fit(messages)
-            result, messages = await self._call(
-                messages, lambda m: chat_once(cfg.llm, m, tools=tools, time_limit=cfg.llm_timeout)
-            )
-            reply = result.message
-            if not reply.tool_calls:
+            reply, shown = await self._reply(messages, tools)
+            messages = reply.messages
+            if not reply.message.tool_calls:
                 late = cfg.injections.drain() if cfg.injections is not None else []
                 if late:
                     # A follow-up arrived while the model wrote: it must see the follow-up
-                    # before anything reaches the user.
-                    messages.append(_as_assistant(reply))
+                    # first, so what it wrote was thinking, not the answer.
+                    await self._retract(iteration, reply.message, shown)
+                    messages.append(_as_assistant(reply.message))
                     messages.extend(late)
                     if iteration < cfg.max_iterations:
                         continue
                     answer = await self.write_answer(messages, note=None)
                     return self._result(answer or NO_ANSWER, "done", iteration, messages)
-                answer = reply.text().strip()
-                if answer:
-                    await self._replay(answer)
-                else:
+                answer = reply.message.text().strip()
+                if not answer:
                     answer = await self.write_answer(messages, note=None)
                 return self._result(answer or NO_ANSWER, "done", iteration, messages)
-            messages = await self._act(iteration, reply, messages)
+            await self._retract(iteration, reply.message, shown)
+            messages = await self._act(iteration, reply.message, messages)
         answer = await self.write_answer(messages, note=LIMIT_NOTE.format(steps=cfg.max_iterations))
         answer = limit_preface(cfg.max_iterations) + answer
         return self._result(answer, "limit", cfg.max_iterations, messages)
+
+    async def _reply(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]] | None
+    ) -> tuple[_Reply, int]:
+        """One streamed call; its text goes out as it arrives. Returns the reply (with the
+        messages it was made on) and how many characters of it were streamed as answer."""
+        cfg = self.cfg
+        shown = 0
+
+        async def on_text(text: str) -> None:
+            nonlocal shown
+            if cfg.stream:
+                shown += len(text)
+                await cfg.sink("answer.delta", {"text": text})
+            elif cfg.on_progress is not None:
+                await cfg.on_progress(text)
+
+        async def streamed(m: list[ChatMessage]) -> LLMResult:
+            return await stream_reply(
+                cfg.llm,
+                m,
+                on_text=on_text,
+                tools=tools,
+                time_limit=cfg.llm_timeout,
+                stream_limit=cfg.llm_stream_timeout,
+            )
+
+        # Never retry once the user has seen part of a reply.
+        result, messages = await self._call(messages, streamed, can_retry=lambda: shown == 0)
+        return _Reply(result.message, messages), shown
+
+    async def _retract(self, iteration: int, reply: ChatMessage, shown: int) -> None:
+        """Move the text streamed as answer into the step, as a thought."""
+        if not shown:
+            return
+        await self.cfg.sink(
+            "answer.retract",
+            {
+                "iteration": iteration,
+                "chars": shown,
+                "text": preview(reply.text().strip()),
+                **self.cfg.event_extra,
+            },
+        )
 
     # --- context --------------------------------------------------------------------
 
@@ -177,7 +223,8 @@ class ReactLoop:
             for i, tc in enumerate(reply.tool_calls or [])
         ]
         messages.append(_as_assistant(reply, calls))
-        if reply.text().strip():
+        if reply.text().strip() and not cfg.stream:
+            # A streamed thought was already moved into the step by answer.retract.
             await self._event(iteration, "thought", text=preview(reply.text().strip()))
         for tc in calls:
             await self._event(
@@ -198,52 +245,27 @@ class ReactLoop:
 
     # --- answers --------------------------------------------------------------------
 
-    async def _replay(self, answer: str) -> None:
-        if not self.cfg.stream:
-            return
-        for start in range(0, len(answer), REPLAY_CHUNK_CHARS):
-            await self.cfg.sink(
-                "answer.delta", {"text": answer[start : start + REPLAY_CHUNK_CHARS]}
-            )
-
     async def write_answer(self, messages: list[ChatMessage], *, note: str | None) -> str:
-        """Have the model write the answer without tools (streamed when the loop streams)."""
+        """Have the model write the answer without tools, streamed as it arrives."""
         cfg = self.cfg
         if note is not None:
             messages.append(ChatMessage(role="system", content=note))
         messages[:] = await self._fit(messages)
         if note is not None and cfg.stream:
             await cfg.sink("answer.delta", {"text": limit_preface(cfg.max_iterations)})
-        if not cfg.stream:
-            result, _ = await self._call(
-                messages, lambda m: chat_once(cfg.llm, m, time_limit=cfg.llm_timeout)
-            )
-            return result.message.text().strip()
-        sent = False
-
-        async def on_text(text: str) -> None:
-            nonlocal sent
-            sent = True
-            await cfg.sink("answer.delta", {"text": text})
-
-        async def streamed(m: list[ChatMessage]) -> tuple[str, Usage]:
-            return await stream_text(
-                cfg.llm,
-                m,
-                on_text=on_text,
-                time_limit=cfg.llm_timeout,
-                stream_limit=cfg.llm_stream_timeout,
-            )
-
-        # Never retry once the user has seen part of an answer.
-        (text, usage), _ = await self._call(messages, streamed, can_retry=lambda: not sent)
-        self.usage.add(usage)
-        return text.strip()
+        reply, _ = await self._reply(messages, None)
+        return reply.message.text().strip()
 
     def _result(
         self, answer: str, status: Literal["done", "limit"], iterations: int, messages: list
     ) -> LoopResult:
         return LoopResult(answer, status, iterations, self.usage, self.compactions, messages)
+
+
+@dataclass
+class _Reply:
+    message: ChatMessage
+    messages: list[ChatMessage]  # what the call was made on (compacted after an overflow)
 
 
 def _as_assistant(reply: ChatMessage, calls: list[ToolCall] | None = None) -> ChatMessage:

@@ -16,7 +16,9 @@ decides by the messages it is given:
 - otherwise it answers plainly from the tool results and what it was given, and says that
   it is fimone's offline model, in the user's language (``offline_phrases``).
 
-Usage is the fimone estimator's count (there is no provider to report one).
+Usage is the fimone estimator's count, marked ``estimated`` (there is no provider to report
+one). ``stream_chat`` streams like a provider: the answer in word-sized pieces, and a tool
+decision as whole calls on the final chunk.
 
 Answers are rendered as Markdown by the UI: what they quote (the user's words, expressions,
 tool results, the headers around DAG step results) is escaped or set as inline code
@@ -271,7 +273,9 @@ class OfflineLLM:
         return _text(compose_answer(messages))
 
     def _usage(self, messages: list[ChatMessage], reply: ChatMessage) -> Usage:
-        return Usage(estimate_messages_tokens(messages), estimate_message_tokens(reply))
+        return Usage(
+            estimate_messages_tokens(messages), estimate_message_tokens(reply), estimated=True
+        )
 
     async def chat(
         self,

@@ -1,15 +1,25 @@
-"""An LLM on any OpenAI-compatible endpoint, through the ``openai`` SDK (issue 4, DESIGN §6, §7).
+"""An LLM on any OpenAI-compatible endpoint, through the ``openai`` SDK's public API.
 
 Retries (429, 5xx, connection errors) and timeouts are the SDK's own (``max_retries``,
 ``timeout``); this module only builds requests from ``ChatMessage.to_openai()`` (so fimone's
-own fields — pinned, injected, metadata — never reach the wire), assembles replies and
-streamed deltas, accounts usage, and maps SDK errors to the exceptions of
+own fields — pinned, injected, metadata — never reach the wire), turns replies and streamed
+deltas into fimone's types, accounts usage, and maps SDK errors to the exceptions of
 ``contextmgmt.core.llm``. No Django here: the registry passes the configuration in.
+
+Every request is built in one place, ``_request``; ``_create`` sends it through
+``client.chat.completions.create``.
+
+Streaming asks for usage in the last chunk (``stream_options.include_usage``). Several
+OpenAI-compatible servers refuse that field with a 400 naming it: the call is then made once
+more without it, the endpoint is remembered (per base URL, for the life of the process) so
+later calls leave it out from the start, and the usage of such calls is fimone's estimate,
+marked ``estimated``. A stream that stops before its finish reason is ``StreamCutOff``, never
+a silently short answer.
 
 Tool-call arguments that are not valid JSON are returned as the model wrote them, not
 raised: the ToolRegistry answers them with an "arguments are not valid JSON" tool result the
-model reads and corrects, exactly as with an in-process model (issue 9). When such a call
-goes back to a provider in the conversation, its arguments are wrapped in a JSON object
+model reads and corrects, exactly as with an in-process model. When such a call goes back to
+a provider in the conversation, its arguments are wrapped in a JSON object
 (``INVALID_ARGUMENTS_KEY``): several servers parse the arguments of earlier calls (vLLM's
 chat templates, Anthropic-compatible proxies) and would refuse the whole request.
 """
@@ -21,11 +31,12 @@ import json
 import re
 import threading
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
+import httpx2
 import openai
-from openai import AsyncOpenAI, AsyncStream
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai import AsyncOpenAI
 
 from contextmgmt.core.llm import (
     ContextOverflow,
@@ -37,12 +48,16 @@ from contextmgmt.core.llm import (
     LLMTimeout,
     LLMUnavailable,
     StreamChunk,
+    StreamCutOff,
+    ToolCallAssembler,
+    ToolCallDelta,
     Usage,
 )
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
 from .options import check_opts
+from .sse import sse_data
 
 # What providers say when a request is longer than the model's window (OpenAI, vLLM,
 # llama.cpp, Ollama, Anthropic-compatible proxies word it differently).
@@ -55,10 +70,18 @@ _OVERFLOW = re.compile(
 _NO_KEY = "no-key-configured"
 # An earlier tool call whose arguments were not JSON goes back as {KEY: "<raw text>"}.
 INVALID_ARGUMENTS_KEY = "unparsed_arguments"
-# What ``chat.completions.create`` posts to, and how it authenticates (a bearer key).
-_CHAT_PATH = "/chat/completions"
-_AUTH = {"bearer_auth": True}
-_CHUNKS = AsyncStream[ChatCompletionChunk]
+# Endpoints (base URLs) that refused ``stream_options``: asked without it from then on.
+_NO_STREAM_OPTIONS: set[str] = set()
+_NO_STREAM_OPTIONS_LOCK = threading.Lock()
+
+
+def refuses_stream_options(base_url: str | None) -> bool:
+    return (base_url or "") in _NO_STREAM_OPTIONS
+
+
+def _remember_no_stream_options(base_url: str | None) -> None:
+    with _NO_STREAM_OPTIONS_LOCK:
+        _NO_STREAM_OPTIONS.add(base_url or "")
 
 
 class OpenAIChatLLM:
@@ -134,31 +157,43 @@ class OpenAIChatLLM:
                 kwargs[name] = opts[name]
         if stream:
             kwargs["stream"] = True
-            kwargs["stream_options"] = {"include_usage": True}
+            if not refuses_stream_options(self.base_url):
+                kwargs["stream_options"] = {"include_usage": True}
         return kwargs
 
-    async def _post(self, kwargs: dict[str, Any]) -> Any:
-        """``chat.completions.create(**kwargs)`` without its request transform.
+    async def _create(self, kwargs: dict[str, Any], *, raw: bool = False) -> Any:
+        """``chat.completions.create`` with the bulky, already-wire-shaped parts (messages,
+        tools) in its documented ``extra_body``, which goes into the JSON body as it is.
 
-        ``create`` walks the whole request through the SDK's TypedDict transform (aliases,
-        dates, base64 files), which is the identity for what ``_request`` builds (plain wire
-        dicts from ``to_openai()``; a test pins that) yet cost ~40 % of a server's CPU per run
-        with a long history. The same client method ``create`` ends in, with the same
-        options, so retries, timeouts, auth, errors and parsing stay the SDK's own.
+        ``create`` walks its typed parameters through the SDK's TypedDict transform; for the
+        plain wire dicts ``_request`` builds (``to_openai()``) that transform is the identity,
+        yet it cost ~4 ms of CPU per call with a 20-message history and the tool schemas —
+        more than the rest of a run together. Everything else (model, stream,
+        stream_options, max_tokens, …) goes through ``create`` as usual. ``raw``: the
+        SDK's ``with_streaming_response`` context manager (see ``fimone.llm.sse``).
         """
-        body = dict(kwargs)
-        options: dict[str, Any] = {"security": _AUTH}
-        if "timeout" in body:
-            options["timeout"] = body.pop("timeout")
-        stream = bool(body.get("stream"))
-        return await self._client().post(
-            _CHAT_PATH,
-            body=body,
-            cast_to=ChatCompletion,
-            options=options,
-            stream=stream,
-            stream_cls=_CHUNKS,
-        )
+        params = dict(kwargs)
+        body = {"messages": params.pop("messages")}
+        if "tools" in params:
+            body["tools"] = params.pop("tools")
+        completions = self._client().chat.completions
+        if raw:
+            return completions.with_streaming_response.create(
+                messages=[], extra_body=body, **params
+            )
+        return await completions.create(messages=[], extra_body=body, **params)
+
+    async def _open_stream(self, kwargs: dict[str, Any], stack: AsyncExitStack) -> Any:
+        """The raw streaming response; a refused ``stream_options`` is dropped once and
+        remembered for the endpoint."""
+        try:
+            return await stack.enter_async_context(await self._create(kwargs, raw=True))
+        except openai.APIStatusError as err:
+            if "stream_options" not in kwargs or not _names_stream_options(err):
+                raise
+        _remember_no_stream_options(self.base_url)
+        retry = {k: v for k, v in kwargs.items() if k != "stream_options"}
+        return await stack.enter_async_context(await self._create(retry, raw=True))
 
     async def chat(
         self,
@@ -169,7 +204,7 @@ class OpenAIChatLLM:
     ) -> LLMResult:
         kwargs = self._request(messages, tools, opts, stream=False)
         try:
-            response = await self._post(kwargs)
+            response = await self._create(kwargs)
         except (openai.OpenAIError, ValueError) as err:
             raise map_error(err) from err
         choices = getattr(response, "choices", None)
@@ -199,43 +234,79 @@ class OpenAIChatLLM:
     ) -> AsyncIterator[StreamChunk]:
         kwargs = self._request(messages, tools, opts, stream=True)
         text: list[str] = []
-        partial_calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
+        calls = ToolCallAssembler()
         usage: Usage | None = None
         finish_reason: str | None = None
         saw_choice = False
+        started = False  # the provider answered: a broken connection now is a cut-off
         try:
-            stream = await self._post(kwargs)
-            async with stream:
-                async for chunk in stream:
-                    usage = _usage(getattr(chunk, "usage", None)) or usage
-                    for choice in chunk.choices or []:
-                        if choice.index != 0:
+            async with AsyncExitStack() as stack:
+                response = await self._open_stream(kwargs, stack)
+                started = True
+                async for chunk in sse_data(response):
+                    usage = _usage_of(chunk.get("usage")) or usage
+                    for choice in chunk.get("choices") or ():
+                        if choice.get("index", 0) != 0:
                             continue
                         saw_choice = True
-                        delta = choice.delta
-                        for tc in (delta.tool_calls if delta else None) or []:
-                            call = partial_calls.setdefault(tc.index, ["", "", ""])
-                            call[0] = tc.id or call[0]
-                            if tc.function is not None:
-                                call[1] = tc.function.name or call[1]
-                                call[2] += tc.function.arguments or ""
-                        if choice.finish_reason:
-                            finish_reason = choice.finish_reason
-                        if delta and delta.content:
-                            text.append(delta.content)
-                            yield StreamChunk(text=delta.content)
+                        if choice.get("finish_reason"):
+                            finish_reason = choice["finish_reason"]
+                        out = _stream_chunk(choice.get("delta"))
+                        if out is None:
+                            continue
+                        for delta in out.tool_call_deltas or ():
+                            calls.add(delta)
+                        if out.text:
+                            text.append(out.text)
+                        yield out
+        except (httpx2.TimeoutException, openai.APITimeoutError) as err:
+            raise LLMTimeout("the model did not answer in time") from err
+        except (httpx2.TransportError, openai.APIConnectionError) as err:
+            if started:
+                raise StreamCutOff(
+                    "the model's stream was cut off before the reply was complete"
+                ) from err
+            raise map_error(err) from err
         except (openai.OpenAIError, ValueError) as err:
             raise map_error(err) from err
         if not saw_choice:
             raise LLMBadResponse("the model's stream carried no choices")
         if finish_reason is None:
-            # The connection closed cleanly but the reply never finished: a cut-off stream.
-            raise LLMUnavailable("the model's stream ended before the reply was complete")
-        calls = _parse_tool_calls([tuple(partial_calls[i]) for i in sorted(partial_calls)])
-        if usage is None:  # a server that ignores stream_options.include_usage
-            reply = ChatMessage(role="assistant", content="".join(text), tool_calls=calls)
+            # The body ended cleanly but the reply never finished: a cut-off stream.
+            raise StreamCutOff("the model's stream ended before the reply was complete")
+        tool_calls = calls.calls()
+        if usage is None:  # no usage sent, or stream_options refused by this endpoint
+            reply = ChatMessage(role="assistant", content="".join(text), tool_calls=tool_calls)
             usage = _estimate(messages, reply)
-        yield StreamChunk(tool_calls=calls, usage=usage, finish_reason=finish_reason)
+        yield StreamChunk(tool_calls=tool_calls, usage=usage, finish_reason=finish_reason)
+
+
+def _stream_chunk(delta: Any) -> StreamChunk | None:
+    """One wire delta as a ``StreamChunk`` (text and tool-call pieces), or None if empty."""
+    if not isinstance(delta, dict):
+        return None
+    deltas = []
+    for tc in delta.get("tool_calls") or ():
+        function = tc.get("function") or {}
+        deltas.append(
+            ToolCallDelta(
+                index=tc.get("index"),
+                id=tc.get("id"),
+                name=function.get("name"),
+                arguments=function.get("arguments") or "",
+            )
+        )
+    content = delta.get("content")
+    if not content and not deltas:
+        return None
+    return StreamChunk(text=content or "", tool_call_deltas=deltas or None)
+
+
+def _names_stream_options(err: openai.APIStatusError) -> bool:
+    """A 400/422 whose message or body names ``stream_options``: the field is refused."""
+    if err.status_code not in (400, 422):
+        return False
+    return any("stream_options" in s for s in (err.message, str(err.body or "")) if s)
 
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
@@ -275,8 +346,16 @@ def _usage(wire: Any) -> Usage | None:
     return Usage(int(wire.prompt_tokens or 0), int(wire.completion_tokens or 0))
 
 
+def _usage_of(wire: Any) -> Usage | None:
+    """Usage from a streamed chunk's JSON."""
+    if not isinstance(wire, dict) or wire.get("prompt_tokens") is None:
+        return None
+    return Usage(int(wire["prompt_tokens"] or 0), int(wire.get("completion_tokens") or 0))
+
+
 def _estimate(messages: list[ChatMessage], reply: ChatMessage) -> Usage:
-    return Usage(estimate_messages_tokens(messages), estimate_message_tokens(reply))
+    """fimone's count, for a provider that reported none (marked estimated)."""
+    return Usage(estimate_messages_tokens(messages), estimate_message_tokens(reply), estimated=True)
 
 
 def _says_overflow(err: openai.APIError) -> bool:

@@ -144,15 +144,16 @@ async def test_injection_reaches_the_engine_at_its_next_iteration(
     async def tool_call_after_follow_up(messages):
         return ws_fake_llm.tool_call("current_time", "{}")
 
-    original_chat = ws_fake_llm.chat
+    original_stream = ws_fake_llm.stream_chat
 
-    async def chat(messages, *, tools=None, **opts):
+    async def stream_chat(messages, *, tools=None, **opts):
         if not first_call.is_set():
             first_call.set()
             await injected_ready.wait()
-        return await original_chat(messages, tools=tools, **opts)
+        async for chunk in original_stream(messages, tools=tools, **opts):
+            yield chunk
 
-    ws_fake_llm.chat = chat
+    ws_fake_llm.stream_chat = stream_chat
     ws_fake_llm.enqueue(ws_fake_llm.tool_call("current_time", "{}"), "Done, and it rhymes.")
     await send(socket, type="message", content="write a poem")
     await events_until(socket, "run.started")

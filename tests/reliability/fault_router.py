@@ -7,8 +7,9 @@ would see it:
   load-time history compaction (DbMemory), ``react_iteration`` the ReAct guard's;
 - the DAG planner's system prompt asks for a "JSON plan", the analyser's for a "JSON
   verdict", a step's sub-agent starts with ``STEP_SYSTEM``;
-- a ``stream_chat`` call is the streamed answer (RR.2);
-- any other ``chat`` call that offers tools is the ReAct tool loop.
+- any other call that offers tools is the ReAct tool loop (streamed since RS.1);
+- a tool-free ``stream_chat`` call is an answer written after the loop (after an empty
+  tool-free reply, at the iteration limit, or the DAG's synthesis).
 
 The first ``fault_calls`` calls at the chosen site get the fault; everything else gets a
 canned, well-formed reply for its site. Transport faults are real HTTP: the call goes through
@@ -62,10 +63,10 @@ def classify(method: str, messages: list[ChatMessage], tools: Any) -> str:
         return "analyser"
     if system.startswith(STEP_SYSTEM):
         return "step"
-    if method == "stream_chat":
-        return "answer_stream"
     if tools:
         return "tool_loop"
+    if method == "stream_chat":
+        return "answer_stream"
     return "other"
 
 
@@ -184,7 +185,7 @@ class FaultRouter:
             async for chunk in self.sdk_llm.stream_chat(messages, tools=tools, **opts):
                 yield chunk
             return
-        text = canned(site, stream_the_answer=False)
-        for word in text.split(" "):
+        text = canned(site, stream_the_answer=self.stream_the_answer)
+        for word in text.split(" ") if text else []:
             yield StreamChunk(text=word + " ")
         yield StreamChunk(usage=Usage(100, 10), finish_reason="stop")

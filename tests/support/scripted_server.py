@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible HTTP server on loopback, for tests and benchmarks (issue 4).
+"""A scripted OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
 
 Real HTTP, so the code under test goes through the real ``openai`` SDK: its retries, timeouts,
 SSE parsing and error classes. ``POST /v1/chat/completions`` answers from a queue of scripted
@@ -19,6 +19,17 @@ Standalone (benchmarks, a daphne subprocess pointed at it through ``LLM_BASE_URL
     python -m tests.support.scripted_server --port 8765 [--delay S] [--chunk-delay S] [--text T]
 
 Replies that the SDK retries (5xx, 429) carry ``retry-after-ms: 1`` so retry tests stay fast.
+
+Streams look like real providers' (``Reply`` fields): ``first_chunk_delay`` (headers at once,
+then the prompt-processing pause before the first delta) and ``chunk_delay`` between deltas;
+tool calls with their arguments in 7-character fragments or whole in one chunk
+(``tool_chunks="whole"``), with or without ``index`` (``tool_index=False``); usage in the last
+chunk only (when asked with ``stream_options``) or not at all (``usage=None``). A server can
+refuse ``stream_options`` with a 400 naming it (``reject_stream_options = True``, as several
+OpenAI-compatible servers do). ``hold=threading.Event()`` stops a stream after
+``hold_after`` content deltas until the test sets the event, so a test can prove something
+happened while the provider was still streaming. ``on_first_content(body, t)`` is called
+with ``time.perf_counter()`` right after a stream's first content delta is written.
 """
 
 from __future__ import annotations
@@ -58,7 +69,12 @@ class Reply:
     usage: tuple[int, int] | str | None = "auto"
     finish_reason: str | None = None
     delay: float = 0.0  # seconds before the response starts ("slow")
+    first_chunk_delay: float = 0.0  # streaming: seconds between the headers and the first delta
     chunk_delay: float = 0.0  # seconds between streamed chunks
+    tool_chunks: str = "split"  # "split": arguments in fragments; "whole": one chunk per call
+    tool_index: bool = True  # False: tool-call deltas carry no "index" (some providers)
+    hold: threading.Event | None = None  # streaming: wait for it after hold_after deltas
+    hold_after: int = 1
     status: int = 200
     error: dict[str, Any] | None = None  # the error body of a non-200 reply
     headers: dict[str, str] = field(default_factory=dict)
@@ -140,6 +156,13 @@ def stream_error(message: str = "The scripted stream failed.", partial: str = "P
     return Reply(content=partial, error=error, fault="stream_error")
 
 
+def held(reply: Reply | str, release: threading.Event, *, after: int = 1) -> Reply:
+    """``reply`` streamed up to ``after`` content deltas, the rest once ``release`` is set."""
+    base = _as_reply(reply)
+    base.hold, base.hold_after = release, after
+    return base
+
+
 def malformed() -> Reply:
     return Reply(fault="malformed")
 
@@ -170,6 +193,10 @@ class ScriptedServer:
         self.queue: list[Reply] = []
         self.requests: list[dict[str, Any]] = []  # JSON bodies, in arrival order
         self.request_headers: list[dict[str, str]] = []
+        # Like several OpenAI-compatible servers: a 400 naming ``stream_options``.
+        self.reject_stream_options = False
+        # Called as on_first_content(body, time.perf_counter()) after a first content delta.
+        self.on_first_content: Any = None
         self._lock = threading.Lock()
         self._abort = threading.Event()  # wakes slow replies on reset()/stop()
         self._httpd = _HTTPServer(("127.0.0.1", port), _Handler)
@@ -195,6 +222,8 @@ class ScriptedServer:
             self.queue.clear()
             self.requests.clear()
             self.request_headers.clear()
+            self.reject_stream_options = False
+            self.on_first_content = None
             self._abort.set()
             self._abort = threading.Event()
 
@@ -281,6 +310,14 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay and abort.wait(reply.delay):
             self.close_connection = True  # reset()/stop() while sleeping: just hang up
             return
+        if body.get("stream_options") is not None and self.server.scripted.reject_stream_options:
+            # vLLM-style wording; the reply stays queued for the request without the field.
+            with self.server.scripted._lock:
+                self.server.scripted.queue.insert(0, reply)
+            message = "Unrecognized request argument supplied: stream_options"
+            error = {"message": message, "type": "invalid_request_error"}
+            self._send_json(400, {"error": error | {"param": "stream_options", "code": None}})
+            return
         try:
             if reply.status != 200:
                 self._send_json(reply.status, {"error": reply.error or {}}, reply.headers)
@@ -331,13 +368,31 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in reply.headers.items():
             self.send_header(k, v)
         self.end_headers()
-        model = self.server.scripted.model
+        self.wfile.flush()
+        scripted = self.server.scripted
+        model = scripted.model
+        first = True
+        content_sent = 0
 
         def event(choices: list[dict[str, Any]], **extra: Any) -> None:
-            if reply.chunk_delay and abort.wait(reply.chunk_delay):
+            nonlocal first
+            wait = reply.first_chunk_delay if first else reply.chunk_delay
+            first = False
+            if wait and abort.wait(wait):
                 raise _Aborted
             payload = _envelope("chat.completion.chunk", body, model, choices) | extra
             self._chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+        def content(piece: str) -> None:
+            nonlocal content_sent
+            if reply.hold is not None and content_sent == reply.hold_after:
+                while not reply.hold.wait(0.05):
+                    if abort.is_set():
+                        raise _Aborted
+            event([{"index": 0, "delta": {"content": piece}}])
+            content_sent += 1
+            if content_sent == 1 and scripted.on_first_content is not None:
+                scripted.on_first_content(body, time.perf_counter())
 
         try:
             if reply.fault == "no_choices":
@@ -349,7 +404,7 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.fault == "malformed":
                 self._chunk(b'data: {"choices": [{"delta": {"content": "bro\n\n')
             for piece in _pieces(reply.content or ""):
-                event([{"index": 0, "delta": {"content": piece}}])
+                content(piece)
             if reply.fault == "cut_off":
                 self.wfile.flush()
                 self.close_connection = True  # no terminating chunk: the body is incomplete
@@ -364,17 +419,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._chunk(b"")  # a clean end of body, but no finish_reason and no [DONE]
                 return
             for index, call in enumerate(reply.tool_calls):
-                head = {
-                    "index": index,
-                    "id": call["id"],
-                    "type": "function",
-                    "function": {"name": call["name"], "arguments": ""},
-                }
-                event([{"index": 0, "delta": {"tool_calls": [head]}}])
-                args = call["arguments"]
-                for start in range(0, len(args), 7):  # arguments arrive in fragments
-                    frag = {"index": index, "function": {"arguments": args[start : start + 7]}}
-                    event([{"index": 0, "delta": {"tool_calls": [frag]}}])
+                for delta in _tool_deltas(index, call, reply):
+                    event([{"index": 0, "delta": {"tool_calls": [delta]}}])
             event([{"index": 0, "delta": {}, "finish_reason": reply.resolved_finish_reason()}])
             usage = _usage(body, reply)
             if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
@@ -416,6 +462,26 @@ def _wire_call(call: dict[str, Any]) -> dict[str, Any]:
         "type": "function",
         "function": {"name": call["name"], "arguments": call["arguments"]},
     }
+
+
+def _tool_deltas(index: int, call: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
+    """The streamed pieces of one tool call: a head with id and name, then the arguments
+    in fragments (or everything in one piece); ``index`` left out if the reply says so."""
+    args = call["arguments"]
+    head = {"id": call["id"], "type": "function", "function": {"name": call["name"]}}
+    if reply.tool_chunks == "whole":
+        head["function"]["arguments"] = args
+        deltas = [head]
+    else:
+        head["function"]["arguments"] = ""
+        # Fragments carry no id, as OpenAI sends them.
+        deltas = [head] + [
+            {"function": {"arguments": args[start : start + 7]}} for start in range(0, len(args), 7)
+        ]
+    if reply.tool_index:
+        for delta in deltas:
+            delta["index"] = index
+    return deltas
 
 
 def _envelope(obj: str, body: dict[str, Any], model: str, choices: list) -> dict[str, Any]:
@@ -490,8 +556,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--text", default=DEFAULT_TEXT, help="the reply to every request")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
+    parser.add_argument(
+        "--first-chunk-delay", type=float, default=0.0, help="seconds before a stream's first delta"
+    )
     args = parser.parse_args(argv)
-    default = Reply(content=args.text, delay=args.delay, chunk_delay=args.chunk_delay)
+    default = Reply(
+        content=args.text,
+        delay=args.delay,
+        first_chunk_delay=args.first_chunk_delay,
+        chunk_delay=args.chunk_delay,
+    )
     server = ScriptedServer(port=args.port, default=default).start()
     print(f"scripted OpenAI-compatible server on {server.base_url}", flush=True)
     try:

@@ -40,7 +40,9 @@ async def test_deltas_are_merged_and_never_overtaken():
     await publish("answer.delta", {"text": "!"})
     await publish("done", {"message_id": 7})
     assert events(layer) == [
-        {"type": "answer.delta", "text": "Hello world"},
+        # The first delta goes out at once (time to first token), the rest merged.
+        {"type": "answer.delta", "text": "Hel"},
+        {"type": "answer.delta", "text": "lo world"},
         {"type": "step", "iteration": 2, "kind": "thought"},
         {"type": "answer.delta", "text": "!"},
         {"type": "done", "message_id": 7},
@@ -59,6 +61,42 @@ async def test_buffered_text_is_sent_by_the_timer_without_another_event():
             break
         await asyncio.sleep(0)
     assert events(layer) == [{"type": "answer.delta", "text": "streaming"}]
+
+
+async def test_a_retract_follows_the_text_it_takes_back_and_trims_the_published_text():
+    layer = RecordingLayer()
+    recorded = []
+    publish = EventPublisher(
+        layer, "c1", flush_seconds=3600, on_sent=lambda t, p: recorded.append(t)
+    )
+    for piece in ["Let me ", "check. "]:
+        await publish("answer.delta", {"text": piece})
+    await publish("answer.retract", {"iteration": 1, "chars": 14, "text": "Let me check."})
+    await publish("answer.delta", {"text": "It is 42."})
+    await publish.flush()
+    assert [e["type"] for e in events(layer)] == [
+        "answer.delta",
+        "answer.delta",
+        "answer.retract",
+        "answer.delta",
+    ]
+    assert "".join(publish.published_text) == "It is 42."  # what a joining socket gets
+    assert recorded == ["answer.retract"]  # the record sees it (as the step's thought)
+
+
+async def test_dag_step_progress_is_merged_per_step():
+    layer = RecordingLayer()
+    publish = EventPublisher(layer, "c1", flush_seconds=3600)
+    await publish("answer.delta", {"text": "x"})  # the first text goes out at once
+    for step, piece in [("s1", "a"), ("s1", "b"), ("s2", "c"), ("s1", "d")]:
+        await publish("dag.step.delta", {"id": step, "round": 0, "text": piece})
+    await publish.flush()
+    assert events(layer)[1:] == [
+        {"type": "dag.step.delta", "id": "s1", "round": 0, "text": "ab"},
+        {"type": "dag.step.delta", "id": "s2", "round": 0, "text": "c"},
+        {"type": "dag.step.delta", "id": "s1", "round": 0, "text": "d"},
+    ]
+    assert publish.published_text == ["x"]  # step progress is not the answer
 
 
 async def test_empty_deltas_send_nothing():
@@ -94,8 +132,16 @@ def test_order_and_text_survive_any_interleaving(script):
                     expected.append([item])
                 await publish("answer.delta", {"text": item})
         await publish.flush()
-        got = [e["text"] if e["type"] == "answer.delta" else e["type"] for e in events(layer)]
-        return got, ["".join(x) if isinstance(x, list) else x for x in expected]
+        got: list = []
+        for e in events(layer):  # text events in a row read as one text
+            if e["type"] != "answer.delta":
+                got.append(e["type"])
+            elif got and isinstance(got[-1], list):
+                got[-1].append(e["text"])
+            else:
+                got.append([e["text"]])
+        joined = ["".join(x) if isinstance(x, list) else x for x in got]
+        return joined, ["".join(x) if isinstance(x, list) else x for x in expected]
 
     got, want = asyncio.run(run())
     assert got == want
@@ -114,8 +160,24 @@ async def test_metered_llm_counts_chat_and_stream_usage():
     assert shared.output_tokens == result.usage.output_tokens + streamed.output_tokens
     assert llm.model_name == "m1"
     assert llm.calls is fake.calls  # everything else is forwarded
-    assert llm.reported_input == result.usage.input_tokens  # chat() calls only
+    # Every call the provider reported usage for is a calibration sample, streams included.
+    assert llm.reported_input == result.usage.input_tokens + streamed.input_tokens
     assert llm.estimated_input > 0
+
+
+async def test_estimated_usage_is_counted_but_never_a_calibration_sample():
+    class EstimatingLLM(FakeLLM):
+        async def chat(self, messages, *, tools=None, **opts):
+            result = await super().chat(messages, tools=tools, **opts)
+            result.usage.estimated = True
+            return result
+
+    llm = MeteredLLM(EstimatingLLM().enqueue("one"))
+    await llm.chat([ChatMessage(role="user", content="x" * 800)])
+    assert llm.usage.input_tokens > 0 and llm.usage.estimated
+    assert (llm.estimated_input, llm.reported_input) == (0, 0)
+    totals = usage_totals(llm.usage, Usage())
+    assert totals["estimated"] is True
 
 
 def test_usage_totals_include_compaction():

@@ -265,3 +265,17 @@ def test_a_step_result_is_rendered_as_sanitised_markdown():
     assert dag_with_html(dag)["rounds"][0]["steps"][0]["result_html"] == "<p><code>x</code></p>\n"
     assert "result_html" not in dag["rounds"][0]["steps"][0]  # the stored record is untouched
     assert dag_with_html(None) is None
+
+
+def test_text_taken_back_from_the_answer_is_kept_as_the_steps_thought():
+    """RS.1: after a reload the pre-tool text shows in its step, not in the answer."""
+    record = RunRecord()
+    record("answer.delta", {"text": "Let me check."})
+    record("answer.retract", {"iteration": 1, "chars": 13, "text": "Let me check."})
+    record("step", {"iteration": 1, "kind": "tool_call", "name": "calculator"})
+    record("dag.step.delta", {"id": "s1", "round": 0, "text": "progress"})
+    steps = record.as_metadata()["steps"]
+    assert [(s["kind"], s["iteration"], s.get("text")) for s in steps] == [
+        ("thought", 1, "Let me check."),
+        ("tool_call", 1, None),
+    ]

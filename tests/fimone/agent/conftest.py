@@ -25,7 +25,15 @@ class RecordedEvents:
         return [name for name, _ in self.items]
 
     def answer_text(self) -> str:
-        return "".join(p["text"] for p in self.of("answer.delta"))
+        """The answer as a client shows it: deltas appended, retracted text taken back."""
+        text = ""
+        for name, payload in self.items:
+            if name == "answer.delta":
+                text += payload["text"]
+            elif name == "answer.retract":
+                assert text.endswith(payload["text"].strip()) or payload["chars"] > len(text) / 2
+                text = text[: len(text) - payload["chars"]]
+        return text
 
 
 class SpyGuard(ContextGuard):

@@ -167,7 +167,7 @@ class GatedLLM(FakeLLM):
         self.gate = asyncio.Event()
         self.log: list[str] = []
 
-    async def chat(self, messages, *, tools=None, **opts):
+    async def _next(self, method, messages, tools, opts):
         task = task_of(messages)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -178,7 +178,7 @@ class GatedLLM(FakeLLM):
         self.in_flight -= 1
         self.log.append(f"end {task}")
         self.queue = [f"done {task}"]
-        return await super().chat(messages, tools=tools, **opts)
+        return await super()._next(method, messages, tools, opts)
 
 
 async def test_independent_steps_run_concurrently(build_context):
@@ -420,7 +420,8 @@ async def test_unreadable_verdict_does_not_replan(build_context, events):
 
 
 async def test_steps_use_the_fast_budget_and_the_answer_the_main_one(build_context, spy_guards):
-    """R5.3: step guards run on the fast LLM's budget; the final answer on the main one."""
+    """R5.3: step guards run on the fast LLM's budget; the final answer on the main one.
+    RS.1: step sub-agents stream; planner and analyser (JSON) do not."""
     llm = main_llm(TWO_STEP_PLAN, verdict(True, 0.9), "ok")
     fast = FakeLLM(default=worker)
     ctx = build_context(llm, fast_llm=fast, main_budget=50_000, fast_budget=7_000)
@@ -433,7 +434,7 @@ async def test_steps_use_the_fast_budget_and_the_answer_the_main_one(build_conte
         assert {(c["budget"], c["hint"]) for c in guard.checks} == {(7_000, "react_iteration")}
     assert final_guard.budget == 50_000
     assert [(c["budget"], c["hint"]) for c in final_guard.checks] == [(50_000, "step_dependency")]
-    assert {c.method for c in fast.calls} == {"chat"} and len(fast.calls) == 2
+    assert {c.method for c in fast.calls} == {"stream_chat"} and len(fast.calls) == 2
     assert [c.method for c in llm.calls] == ["chat", "chat", "stream_chat"]
 
 
@@ -469,7 +470,7 @@ async def test_cancellation_cancels_every_step(build_context):
     both = asyncio.Event()
 
     class StuckLLM(FakeLLM):
-        async def chat(self, messages, *, tools=None, **opts):
+        async def _next(self, method, messages, tools, opts):
             started.append(task_of(messages))
             if len(started) == 2:
                 both.set()

@@ -1,4 +1,4 @@
-"""ReAct engine (issue 6; SPEC RR, RP, R3.1) with the scripted FakeLLM."""
+"""ReAct engine (SPEC RR, RP, R3.1, RS.1) with the scripted FakeLLM."""
 
 from __future__ import annotations
 
@@ -7,25 +7,28 @@ import json
 
 import pytest
 
-from contextmgmt.core.llm import ContextOverflow, LLMUnavailable
+from contextmgmt.core.guard import ContextGuard
+from contextmgmt.core.llm import ContextOverflow, LLMTimeout, LLMUnavailable
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.prompts import compact_prompt
 from contextmgmt.core.tokens import estimate_messages_tokens
 from fimone.agent import Tool, ToolRegistry, default_tools, run_react
+from fimone.agent.loop import LoopConfig, ReactLoop
 from fimone.agent.prompts import LIMIT_NOTE, REACT_SYSTEM, limit_preface
 from tests.support.fake_llm import FakeLLM, Hang, _estimate
 
 
 class HangingLLM(FakeLLM):
-    """chat() never returns; ``entered`` is set once a call is in flight."""
+    """A stream that never yields; ``entered`` is set once a call is in flight."""
 
     def __init__(self) -> None:
         super().__init__()
         self.entered = asyncio.Event()
 
-    async def chat(self, messages, *, tools=None, **opts):
+    async def stream_chat(self, messages, *, tools=None, **opts):
         self.entered.set()
         await asyncio.Event().wait()
+        yield  # pragma: no cover - never reached
 
 
 def calc(llm: FakeLLM, expression: str, call_id: str) -> ChatMessage:
@@ -96,16 +99,66 @@ async def test_parallel_tool_calls_in_one_reply_all_get_results(build_context):
     ]
 
 
-async def test_thought_text_is_reported(build_context, events):
+async def test_text_before_a_tool_call_streams_then_moves_into_the_step(build_context, events):
+    """RS.1: the pre-tool text streams as it comes, then answer.retract moves it into the
+    step as a thought; the answer holds only the answer."""
     reply = calc(FakeLLM(), "2**8", "t1")
     reply.content = "I will compute the power."
-    llm = FakeLLM().enqueue(reply, "256")
+    llm = FakeLLM().enqueue(reply, "It is 256.")
+    outcome = await run_react(build_context(llm))
+    names = events.names()
+    first_retract = names.index("answer.retract")
+    assert "answer.delta" in names[:first_retract]
+    assert names[first_retract + 1] == "step"  # the tool call comes after the move
+    assert events.of("answer.retract") == [
+        {
+            "iteration": 1,
+            "chars": len("I will compute the power."),
+            "text": "I will compute the power.",
+        }
+    ]
+    assert [s["kind"] for s in events.of("step")] == ["tool_call", "tool_result"]
+    assert events.answer_text() == outcome.answer == "It is 256."
+
+
+async def test_a_tool_call_without_text_retracts_nothing(build_context, events):
+    llm = FakeLLM().enqueue(calc(FakeLLM(), "2**8", "t1"), "256.")
     await run_react(build_context(llm))
+    assert events.of("answer.retract") == []
+
+
+async def test_a_step_sub_agent_reports_its_thought_as_a_step(build_context, events):
+    """Inside a DAG step nothing streams as answer: the thought is a plain step event."""
+    reply = calc(FakeLLM(), "2**8", "t1")
+    reply.content = "I will compute the power."
+    progress: list[str] = []
+
+    async def on_progress(text: str) -> None:
+        progress.append(text)
+
+    ctx = build_context(FakeLLM().enqueue(reply, "256"))
+    loop = ReactLoop(
+        LoopConfig(
+            llm=ctx.llm,
+            guard=ContextGuard(budget=60_000),
+            budget=60_000,
+            tools=ctx.tools,
+            sink=events,
+            stream=False,
+            on_progress=on_progress,
+            event_extra={"step_id": "s1"},
+        )
+    )
+    result = await loop.run([ChatMessage(role="user", content="2**8?", pinned=True)])
+    assert result.answer == "256"
+    assert "".join(progress) == "I will compute the power.256"
     assert events.of("step")[0] == {
         "iteration": 1,
         "kind": "thought",
         "text": "I will compute the power.",
+        "step_id": "s1",
     }
+    assert "answer.delta" not in events.names() and "answer.retract" not in events.names()
 
 
 async def test_tool_result_preview_in_events_is_cut(build_context, events):
@@ -117,20 +170,22 @@ async def test_tool_result_preview_in_events_is_cut(build_context, events):
     assert llm.calls[1].messages[-1].content == "x" * 5_000  # the model gets it whole
 
 
-async def test_complete_answer_is_replayed_without_a_second_call(build_context, events):
-    """RR.2 decision: a tool-free reply is the answer; it is streamed as answer.delta
-    without asking the model again."""
+async def test_the_tool_free_reply_is_the_streamed_answer_asked_once(build_context, events):
+    """RS.1: the iteration that answers without tools is the answer, streamed as it came
+    (word by word here), never asked for a second time."""
     llm = FakeLLM().enqueue("Paris is the capital of France.")
     outcome = await run_react(build_context(llm, query="Capital of France?"))
-    assert [c.method for c in llm.calls] == ["chat"]
+    assert [c.method for c in llm.calls] == ["stream_chat"]
+    assert llm.calls[0].tools  # with the tools: the model could have called one
+    assert len(events.of("answer.delta")) == 6
     assert events.answer_text() == outcome.answer == "Paris is the capital of France."
 
 
-async def test_empty_reply_is_synthesised_by_streaming(build_context, events):
-    """RR.2: when the answer still has to be written, stream_chat() writes it."""
+async def test_empty_reply_is_written_by_a_tool_free_stream(build_context, events):
+    """An empty tool-free reply is no answer: one more streamed call without tools."""
     llm = FakeLLM().enqueue(calc(FakeLLM(), "6*7", "c1"), "", "The result is 42 exactly.")
     outcome = await run_react(build_context(llm))
-    assert [c.method for c in llm.calls] == ["chat", "chat", "stream_chat"]
+    assert [c.method for c in llm.calls] == ["stream_chat"] * 3
     assert llm.calls[2].tools is None
     deltas = [p["text"] for p in events.of("answer.delta")]
     assert len(deltas) == 5  # word by word, as the model streamed it
@@ -248,8 +303,6 @@ async def test_other_llm_errors_propagate(build_context):
 
 
 async def test_llm_timeout_becomes_llm_timeout_error(build_context):
-    from contextmgmt.core.llm import LLMTimeout
-
     llm = FakeLLM().enqueue(Hang())
     with pytest.raises(LLMTimeout):
         await run_react(build_context(llm, llm_timeout=0.01))
@@ -317,6 +370,10 @@ async def test_injection_arriving_while_the_model_answers_is_not_lost(build_cont
     assert [(m.role, m.text()) for m in sent[-2:]] == [
         ("assistant", "Draft answer."),
         ("user", "And in German?"),
+    ]
+    # The draft was shown while it streamed, then moved into the step as a thought.
+    assert events.of("answer.retract") == [
+        {"iteration": 1, "chars": len("Draft answer."), "text": "Draft answer."}
     ]
     assert events.answer_text() == "Final answer, auch auf Deutsch."
 
