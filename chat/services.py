@@ -1,9 +1,9 @@
-"""Writes of the chat layer: conversations, the message lifecycle, attachments (DESIGN §3).
+"""Writes of the chat layer: conversations, the message lifecycle, attachments.
 
-Every function is keyword-only and transactional. The chat layer owns persistence (SPEC
-R4.2): a user message is stored ``pending`` before any LLM call, the assistant message is
-started ``running`` and finished with usage and compaction facts, so a failed or cancelled
-run never loses what the user typed.
+Every function is keyword-only and transactional. The chat layer owns persistence: a user
+message is stored ``pending`` before any LLM call, the assistant message is started
+``running`` and finished with usage and compaction facts, so a failed or cancelled run never
+loses what the user typed. Which user messages a run's end settles: docs/protocol.md.
 """
 
 from __future__ import annotations
@@ -90,8 +90,9 @@ def conversation_update(
 
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
-    """Delete the conversation, its messages and attachments; the files follow on commit
-    (``chat.signals``, the same for the admin and for cascades)."""
+    """Delete the conversation, its messages and attachments. On commit its files are
+    removed, its run is stopped and its sockets are closed (``chat.signals``; the same for
+    the admin and for cascades)."""
     conversation.delete()
 
 
