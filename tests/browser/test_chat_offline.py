@@ -1,4 +1,4 @@
-"""The chat UI on the built-in offline model: what a person sees and can do (issue 8).
+"""The chat UI on the built-in offline model: what a person sees and can do.
 
 SPEC RU.2 (usage card), the offline note, DAG live plan, images, XSS, narrow screens,
 keyboard use, the conversation list. Scripted-LLM scenarios (streaming, stop, errors,

@@ -1,4 +1,4 @@
-"""/api/conversations/ and /api/conversations/<id>/ (DESIGN §4): CRUD, validation, owner-only."""
+"""/api/conversations/ and /api/conversations/<id>/: CRUD, validation, owner-only."""
 
 from __future__ import annotations
 

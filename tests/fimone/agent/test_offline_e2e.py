@@ -1,4 +1,4 @@
-"""The offline model drives ReAct and DAG runs end to end (issue 6 "Must show")."""
+"""The offline model drives ReAct and DAG runs end to end (RD.1, RR)."""
 
 from __future__ import annotations
 

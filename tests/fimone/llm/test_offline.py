@@ -1,4 +1,4 @@
-"""The offline model's behaviours (issue 4, DESIGN §6): deterministic, honest, drives every path."""
+"""The offline model's behaviours: deterministic, honest, drives every path."""
 
 from __future__ import annotations
 
@@ -357,7 +357,7 @@ async def test_after_the_tool_result_it_answers_with_it(offline_llm):
     ]
     result = await offline_llm.chat(messages, tools=TOOLS)
     assert result.message.tool_calls is None
-    assert "`6*7` = 42" in result.message.content  # inline code: Markdown keeps the * (issue 9)
+    assert "`6*7` = 42" in result.message.content  # inline code: Markdown keeps the *
     assert "fimone's offline model" in result.message.content
 
 
