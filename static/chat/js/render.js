@@ -212,6 +212,21 @@ export class AssistantView {
     this.answer.textContent = this.text;
   }
 
+  // ``answer.retract``: the last ``chars`` characters (code points) streamed were the
+  // model's thinking before a tool call; they leave the answer and become a thought of the
+  // step (docs/protocol.md, "Streaming").
+  retract(frame) {
+    const chars = Array.from(this.text);
+    const keep = Math.max(0, chars.length - (Number(frame.chars) || 0));
+    this.text = chars.slice(0, keep).join("");
+    if (this.text) this.answer.textContent = this.text;
+    else {
+      this.answer.classList.remove("streaming");
+      this.thinking(); // the run goes on: the tool runs next
+    }
+    if (frame.text) this.addStep({ kind: "thought", iteration: frame.iteration, text: frame.text, step_id: frame.step_id });
+  }
+
   setFinal({ html, content }) {
     this.node.removeAttribute("aria-busy");
     this.answer.classList.remove("streaming");
@@ -367,11 +382,28 @@ export class AssistantView {
     this.verdictLine = null;
   }
 
+  // ``dag.step.delta``: a running step's text as its model writes it.
+  planProgress(frame) {
+    const entry = this.planSteps?.get(String(frame.id));
+    if (!entry || !frame.text) return;
+    if (!entry.progress) {
+      entry.progress = el("div", { class: "plan-progress", "aria-live": "off" });
+      entry.row.append(entry.progress);
+    }
+    entry.progress.textContent += frame.text;
+    entry.progress.scrollTop = entry.progress.scrollHeight; // the newest lines in view
+  }
+
   planStep(frame) {
     if (!this.planSteps) return;
     const entry = this.planSteps.get(String(frame.id));
     if (!entry) return;
     const status = String(frame.status || "pending");
+    if (status !== "running" && entry.progress) {
+      // The result (or the error) replaces the live progress.
+      entry.progress.remove();
+      entry.progress = null;
+    }
     entry.row.className = `plan-step ${status}`;
     entry.pill.className = `pill ${status}`;
     entry.pill.textContent = status;
@@ -428,10 +460,13 @@ export class AssistantView {
     const tout = Number(usage.output_tokens) || 0;
     // Totals include compaction calls; the tooltip splits them out.
     const model = usage.model ? String(usage.model) : "";
+    // Estimated: some call's provider reported no usage, so fimone counted it itself.
+    const approx = usage.estimated ? "~" : "";
     const tip =
       (model ? `Model: ${model}\n` : "") +
       `Answer: ${(tin - cin).toLocaleString()} in / ${(tout - cout).toLocaleString()} out\n` +
       `Compaction: ${cin.toLocaleString()} in / ${cout.toLocaleString()} out` +
+      (usage.estimated ? "\nEstimated: the model did not report (all of) its usage" : "") +
       (elapsedMs ? `\nTime: ${(elapsedMs / 1000).toFixed(1)} s` : "");
     const detail = el("div", { class: "usage-detail", role: "tooltip", hidden: true, text: tip });
     const card = el(
@@ -441,13 +476,13 @@ export class AssistantView {
         class: "usage-card",
         title: tip,
         "aria-expanded": "false",
-        "aria-label": `Token usage: ${formatK(tin)} in, ${formatK(tout)} out. Show details`,
+        "aria-label": `Token usage${usage.estimated ? " (estimated)" : ""}: ${formatK(tin)} in, ${formatK(tout)} out. Show details`,
         onclick: () => {
           detail.hidden = !detail.hidden;
           card.setAttribute("aria-expanded", String(!detail.hidden));
         },
       },
-      el("span", { class: "usage-total", text: `${formatK(tin)} in / ${formatK(tout)} out` }),
+      el("span", { class: "usage-total", text: `${approx}${formatK(tin)} in / ${approx}${formatK(tout)} out` }),
       cin || cout ? el("span", { class: "sep", text: "·" }) : null,
       cin || cout ? el("span", { text: `incl. ${formatK(cin + cout)} compaction` }) : null,
       model ? el("span", { class: "sep", text: "·" }) : null,

@@ -439,6 +439,12 @@ const EVENT_HANDLERS = {
   "answer.delta"(frame) {
     this.viewForEvent()?.appendDelta(frame.text);
   },
+  "answer.retract"(frame) {
+    this.viewForEvent()?.retract(frame);
+  },
+  "dag.step.delta"(frame) {
+    this.viewForEvent()?.planProgress(frame);
+  },
   injected: RunController.prototype.injected,
   done: RunController.prototype.done,
   "run.cancelled": RunController.prototype.cancelled,

@@ -1,0 +1,95 @@
+"""Streaming in the browser (RS.1): text appears while the model is still writing, text the
+model wrote before calling a tool ends up inside the step, and a DAG step's progress shows
+live in the plan. The scripted server holds back the rest of each stream until the test
+releases it, so "while still streaming" is behaviour, not timing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import screenshot, send
+from tests.support.scripted_server import held, text, tool_calls
+
+pytestmark = pytest.mark.browser
+
+PRE_TOOL = "Let me work this out step by step with the calculator. "
+
+
+@pytest.fixture
+def live_daphne_env(scripted_server):
+    return {
+        "LLM_BASE_URL": scripted_server.base_url,
+        "LLM_API_KEY": "sk-scripted",
+        "LLM_MODEL": "scripted-main",
+        "LLM_MAX_RETRIES": "0",
+    }
+
+
+@pytest.fixture
+def release(scripted_server):
+    gate = threading.Event()
+    yield gate
+    gate.set()  # never leave a scripted stream waiting
+
+
+def wait_done(page) -> None:
+    expect(page.locator(".msg-assistant .usage-card")).to_have_count(1)
+    expect(page.locator("#stop")).to_be_hidden()
+
+
+def test_text_shows_while_streaming_and_pre_tool_text_moves_into_the_step(
+    logged_in_page, scripted_server, release
+):
+    page = logged_in_page
+    scripted_server.enqueue(
+        held(tool_calls(("calculator", {"expression": "6*7"}), content=PRE_TOOL), release, after=4),
+        text("Six times seven is **42**."),
+    )
+    send(page, "What is 6*7?")
+
+    answer = page.locator(".msg-assistant .answer")
+    expect(answer).to_contain_text("Let me work this")
+    # The provider is holding the rest of its reply: this text arrived mid-stream.
+    assert not release.is_set()
+    assert "calculator" not in answer.text_content()
+    screenshot(page, "stream-01-text-while-streaming")
+
+    release.set()
+    wait_done(page)
+    thought = page.locator(".msg-assistant .steps .step-thought")
+    expect(thought).to_have_count(1)
+    expect(thought).to_contain_text("Let me work this out step by step with the calculator.")
+    expect(answer).to_have_text("Six times seven is 42.")
+    expect(page.locator(".msg-assistant .steps .step-tool_call")).to_have_count(1)
+    screenshot(page, "stream-02-pre-tool-text-in-the-step")
+
+    page.reload()
+    expect(page.locator(".msg-assistant .steps .step-thought")).to_contain_text("Let me work")
+    expect(page.locator(".msg-assistant .answer")).to_have_text("Six times seven is 42.")
+
+
+def test_a_dag_steps_progress_shows_live_in_the_plan(logged_in_page, scripted_server, release):
+    page = logged_in_page
+    scripted_server.enqueue(
+        '{"steps": [{"id": "s1", "task": "Find the height of Mont Blanc", "depends_on": []}]}',
+        held(text("Looking it up: Mont Blanc is 4,806 metres high."), release, after=3),
+        '{"achieved": true, "confidence": 0.95, "reason": "complete"}',
+        "Mont Blanc is 4,806 m high.",
+    )
+    page.locator("label[for=mode-dag]").click()
+    send(page, "How high is Mont Blanc?")
+
+    progress = page.locator(".plan-step[data-step-id='s1'] .plan-progress")
+    expect(progress).to_contain_text("Looking it up:")
+    assert not release.is_set()
+    expect(page.locator(".plan-step[data-step-id='s1'] .pill")).to_have_text("running")
+    screenshot(page, "stream-03-dag-step-progress")
+
+    release.set()
+    wait_done(page)
+    expect(progress).to_have_count(0)  # the result replaced the live progress
+    expect(page.locator(".msg-assistant .answer")).to_have_text("Mont Blanc is 4,806 m high.")
