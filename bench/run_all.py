@@ -147,6 +147,21 @@ BENCHES = [
             ),
         },
     ),
+    Bench(
+        name="ttft",
+        script="ttft.py",
+        quick_args=["--turns", "5", "--clients", "10", "--client-turns", "1"],
+        figures={
+            "server-added p50 (1 client)": (rf"1 client: server-added ms p50={NUMBER}", "ms", ""),
+            "server-added p95 (1 client)": (
+                rf"1 client: server-added ms .*?p95={NUMBER}",
+                "ms",
+                "<= 10",
+            ),
+            "server-added p50 (paced)": (rf"paced clients .*?p50={NUMBER}", "ms", ""),
+            "server-added p95 (paced)": (rf"paced clients .*?p95={NUMBER}", "ms", "<= 30"),
+        },
+    ),
     _ws_load(50),
     _ws_load(200),
     _ws_load(50, think=5.0),
