@@ -438,6 +438,7 @@ async def test_stream_delivers_tool_calls_on_the_final_chunk(offline_llm):
     assert chunks[0].finish_reason == "tool_calls"
     assert chunks[0].tool_calls[0].name == "calculator"
     assert chunks[0].usage.input_tokens == estimate_messages_tokens(user_turn("What is 2+2?"))
+    assert chunks[0].usage.estimated  # fimone's own count, shown as such (RS.4)
 
 
 async def test_a_request_of_many_parts_still_makes_at_most_three_steps(offline_llm):
