@@ -1,0 +1,161 @@
+"""How real providers differ on the wire, for the scripted server's provider-profile switch.
+
+Each profile is written from the provider's documented wire format:
+
+- ``openai``: the reference; usage in streams only with ``stream_options.include_usage``.
+- ``openai_reasoning`` (o1/o3/o4/gpt-5): refuses ``max_tokens`` ("Unsupported parameter …
+  Use 'max_completion_tokens' instead.") and any temperature but 1 ("Unsupported value …"),
+  both 400 ``invalid_request_error`` with ``param``; usage carries
+  ``completion_tokens_details.reasoning_tokens`` (counted inside ``completion_tokens``); no
+  reasoning text is sent.
+- ``vllm``: ``/v1/models`` entries ``owned_by: "vllm"`` with ``max_model_len``; reasoning
+  text (with a reasoning parser) in ``delta.reasoning_content``.
+- ``llamacpp``: ``/v1/models`` entries ``owned_by: "llamacpp"`` with ``meta.n_ctx_train``;
+  ``GET /props`` ``default_generation_settings.n_ctx``; ``reasoning_content`` with
+  ``--reasoning-format deepseek``.
+- ``ollama`` (its OpenAI compatibility layer): ``stream_options`` ignored, so no usage in
+  streams; a tool call arrives whole in one chunk, without ``index``; reasoning in
+  ``delta.reasoning``; ``POST /api/show`` gives ``model_info["<arch>.context_length"]`` and
+  the Modelfile's ``num_ctx``.
+- ``deepseek`` (deepseek-reasoner): reasoning in ``delta.reasoning_content``, reasoning
+  tokens in usage, and a 400 when an input message carries ``reasoning_content`` (the docs:
+  it must not be sent back).
+- ``gateway_no_stream_usage``: a proxy on an older API version: ``stream_options`` refused
+  ("Unrecognized request argument supplied: stream_options"), so no usage in streams.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+CONTEXT_LENGTH = 32_768  # what every profile reports for its model, where it reports one
+OLLAMA_NUM_CTX = 8_192
+LLAMACPP_N_CTX = 16_384
+
+
+@dataclass(frozen=True)
+class WireProfile:
+    name: str
+    owned_by: str = "system"
+    model_fields: tuple[tuple[str, Any], ...] = ()
+    stream_usage: str = "on_request"  # "on_request" | "never" | "refused"
+    reasoning_field: str = ""  # the delta field carrying reasoning text; "" sends none
+    reasoning_tokens: bool = False  # completion_tokens_details.reasoning_tokens in usage
+    refuses_max_tokens: bool = False
+    default_temperature_only: bool = False
+    whole_tool_calls: bool = False  # one chunk per call, no ``index``
+    refuses_reasoning_input: bool = False
+
+    def models(self, model: str) -> dict[str, Any]:
+        entry = {"id": model, "object": "model", "created": int(time.time())}
+        entry |= {"owned_by": self.owned_by, **dict(self.model_fields)}
+        return {"object": "list", "data": [entry]}
+
+    def refusal(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The 400 error body this provider answers ``body`` with, if it refuses it."""
+        if self.refuses_max_tokens and "max_tokens" in body:
+            return _invalid(
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                "max_tokens",
+                "unsupported_parameter",
+            )
+        temperature = body.get("temperature")
+        if self.default_temperature_only and temperature not in (None, 1, 1.0):
+            return _invalid(
+                f"Unsupported value: 'temperature' does not support {temperature} with this "
+                "model. Only the default (1) value is supported.",
+                "temperature",
+                "unsupported_value",
+            )
+        if self.stream_usage == "refused" and "stream_options" in body:
+            return _invalid("Unrecognized request argument supplied: stream_options", None, None)
+        if self.refuses_reasoning_input and any(
+            "reasoning_content" in m for m in body.get("messages", []) if isinstance(m, dict)
+        ):
+            return _invalid(
+                "The reasoning_content of earlier messages must not be sent back.",
+                "messages",
+                "invalid_request_error",
+            )
+        return None
+
+    def sends_stream_usage(self, body: dict[str, Any]) -> bool:
+        if self.stream_usage != "on_request":
+            return False
+        return bool((body.get("stream_options") or {}).get("include_usage"))
+
+    def usage(self, usage: dict[str, int], reasoning: str | None) -> dict[str, Any]:
+        if not self.reasoning_tokens:
+            return usage
+        thought = len(reasoning or "") // 4 + 8  # hidden reasoning is billed as output
+        return usage | {
+            "completion_tokens": usage["completion_tokens"] + thought,
+            "total_tokens": usage["total_tokens"] + thought,
+            "completion_tokens_details": {"reasoning_tokens": thought},
+        }
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        if self.name == "llamacpp" and path == "/props":
+            return {"default_generation_settings": {"n_ctx": LLAMACPP_N_CTX}, "total_slots": 1}
+        return None
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        if self.name == "ollama" and path == "/api/show":
+            return {
+                "parameters": f'num_ctx                        {OLLAMA_NUM_CTX}\nstop "<|eot_id|>"',
+                "details": {"family": "llama", "parameter_size": "3.2B"},
+                "model_info": {
+                    "general.architecture": "llama",
+                    "llama.context_length": CONTEXT_LENGTH * 4,
+                },
+            }
+        return None
+
+
+def _invalid(message: str, param: str | None, code: str | None) -> dict[str, Any]:
+    return {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+
+
+PROFILES: dict[str, WireProfile] = {
+    p.name: p
+    for p in (
+        WireProfile("openai", owned_by="openai"),
+        WireProfile(
+            "openai_reasoning",
+            owned_by="openai",
+            reasoning_tokens=True,
+            refuses_max_tokens=True,
+            default_temperature_only=True,
+        ),
+        WireProfile(
+            "vllm",
+            owned_by="vllm",
+            model_fields=(("max_model_len", CONTEXT_LENGTH), ("root", "scripted")),
+            reasoning_field="reasoning_content",
+        ),
+        WireProfile(
+            "llamacpp",
+            owned_by="llamacpp",
+            model_fields=(("meta", {"n_ctx_train": CONTEXT_LENGTH, "n_vocab": 128_256}),),
+            reasoning_field="reasoning_content",
+        ),
+        WireProfile(
+            "ollama",
+            owned_by="library",
+            stream_usage="never",
+            reasoning_field="reasoning",
+            whole_tool_calls=True,
+        ),
+        WireProfile(
+            "deepseek",
+            owned_by="deepseek",
+            reasoning_field="reasoning_content",
+            reasoning_tokens=True,
+            refuses_reasoning_input=True,
+        ),
+        WireProfile("gateway_no_stream_usage", stream_usage="refused"),
+    )
+}
