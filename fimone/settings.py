@@ -243,6 +243,9 @@ FAST_LLM_API_KEY = env.str("FAST_LLM_API_KEY", default="")
 FAST_LLM_MODEL = env.str("FAST_LLM_MODEL", default="")
 FAST_LLM_CONTEXT_SIZE = _typed(env.int, "FAST_LLM_CONTEXT_SIZE", default=None)
 FAST_LLM_MAX_OUTPUT_TOKENS = _typed(env.int, "FAST_LLM_MAX_OUTPUT_TOKENS", default=None)
+# A provider profile name (contextmgmt.core.providers.PROFILES); empty: detected.
+LLM_PROVIDER_PROFILE = env.str("LLM_PROVIDER_PROFILE", default="")
+FAST_LLM_PROVIDER_PROFILE = env.str("FAST_LLM_PROVIDER_PROFILE", default="")
 LLM_TIMEOUT_SECONDS = _typed(env.float, "LLM_TIMEOUT_SECONDS", default=120.0)
 LLM_MAX_RETRIES = _typed(env.int, "LLM_MAX_RETRIES", default=2)
 

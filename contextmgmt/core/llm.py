@@ -22,17 +22,21 @@ class Usage:
     ``estimated`` is True when (part of) the figure is fimone's own count because the
     provider reported none (no usage in a stream, a server that rejects ``stream_options``,
     the offline model). It does not take part in equality: two usages are equal when their
-    counts are; a sum is estimated when any part of it was.
+    counts are; a sum is estimated when any part of it was. ``reasoning_tokens`` is the part
+    of ``output_tokens`` a reasoning model spent thinking (billed as output, never shown as
+    answer text).
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
     estimated: bool = field(default=False, compare=False)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
             self.estimated or other.estimated,
         )
 
@@ -40,6 +44,7 @@ class Usage:
         """Accumulate in place (a run's running total)."""
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.reasoning_tokens += other.reasoning_tokens
         self.estimated = self.estimated or other.estimated
 
     def as_dict(self) -> dict[str, Any]:
@@ -47,6 +52,8 @@ class Usage:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
         }
+        if self.reasoning_tokens:
+            out["reasoning_tokens"] = self.reasoning_tokens
         if self.estimated:
             out["estimated"] = True
         return out
@@ -76,13 +83,15 @@ class ToolCallDelta:
 class StreamChunk:
     """One piece of a streamed reply.
 
-    ``text`` is a content delta; ``tool_call_deltas`` are tool-call pieces as they arrive.
+    ``text`` is a content delta; ``reasoning`` a delta of the model's reasoning text (shown
+    apart, never part of the answer or of the history); ``tool_call_deltas`` are tool-call pieces as they arrive.
     The final chunk carries ``finish_reason``, ``usage`` and, when the model called tools,
     the complete ``tool_calls`` (an implementation that streams no deltas, like the
     offline model, sends its calls whole there).
     """
 
     text: str = ""
+    reasoning: str = ""
     tool_call_deltas: list[ToolCallDelta] | None = None
     tool_calls: list[ToolCall] | None = None
     usage: Usage | None = None

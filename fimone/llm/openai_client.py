@@ -54,8 +54,10 @@ from contextmgmt.core.llm import (
     Usage,
 )
 from contextmgmt.core.messages import ChatMessage, ToolCall
+from contextmgmt.core.providers import ProviderProfile
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
+from .endpoint import Endpoint, Learner
 from .options import check_opts
 from .sse import sse_data
 
@@ -98,8 +100,13 @@ class OpenAIChatLLM:
         timeout: float = 120.0,
         max_retries: int = 2,
         supports_vision: bool = True,
+        profile: ProviderProfile | None = None,
+        on_learn: Learner | None = None,
     ) -> None:
         self.model_name = model
+        # What this endpoint accepts (a provider profile): every request is adapted to it, a
+        # parameter the endpoint refuses is retried without and remembered (``Endpoint``).
+        self.endpoint = Endpoint(profile, on_learn)
         self.base_url = base_url or None
         self._api_key = api_key or _NO_KEY
         self.timeout = timeout
@@ -184,16 +191,20 @@ class OpenAIChatLLM:
         return await completions.create(messages=[], extra_body=body, **params)
 
     async def _open_stream(self, kwargs: dict[str, Any], stack: AsyncExitStack) -> Any:
-        """The raw streaming response; a refused ``stream_options`` is dropped once and
-        remembered for the endpoint."""
+        """The raw streaming response, the request adapted to the endpoint's profile; a
+        refused ``stream_options`` is dropped once and remembered for the endpoint."""
+
+        async def open_raw(sent: dict[str, Any]) -> Any:
+            return await stack.enter_async_context(await self._create(sent, raw=True))
+
         try:
-            return await stack.enter_async_context(await self._create(kwargs, raw=True))
+            return await self.endpoint.send(open_raw, kwargs)
         except openai.APIStatusError as err:
             if "stream_options" not in kwargs or not _names_stream_options(err):
                 raise
         _remember_no_stream_options(self.base_url)
         retry = {k: v for k, v in kwargs.items() if k != "stream_options"}
-        return await stack.enter_async_context(await self._create(retry, raw=True))
+        return await self.endpoint.send(open_raw, retry)
 
     async def chat(
         self,
@@ -204,7 +215,7 @@ class OpenAIChatLLM:
     ) -> LLMResult:
         kwargs = self._request(messages, tools, opts, stream=False)
         try:
-            response = await self._create(kwargs)
+            response = await self.endpoint.send(self._create, kwargs)
         except (openai.OpenAIError, ValueError) as err:
             raise map_error(err) from err
         choices = getattr(response, "choices", None)
@@ -216,13 +227,18 @@ class OpenAIChatLLM:
             [(tc.id, tc.function.name, tc.function.arguments) for tc in wire.tool_calls or []]
         )
         content = wire.content
+        metadata: dict[str, Any] = {"finish_reason": choice.finish_reason}
+        reasoning = self.endpoint.reasoning_text(wire)
+        if reasoning:  # shown apart; never sent back (to_openai leaves metadata out)
+            metadata["reasoning"] = reasoning
         message = ChatMessage(
             role="assistant",
             content=content if content is not None or calls else "",
             tool_calls=calls,
-            metadata={"finish_reason": choice.finish_reason},
+            metadata=metadata,
         )
         usage = _usage(getattr(response, "usage", None)) or _estimate(messages, message)
+        await self.endpoint.report()
         return LLMResult(message=message, usage=usage)
 
     async def stream_chat(
@@ -233,6 +249,7 @@ class OpenAIChatLLM:
         **opts: Any,
     ) -> AsyncIterator[StreamChunk]:
         kwargs = self._request(messages, tools, opts, stream=True)
+        asked_usage = "stream_options" in self.endpoint.profile.adapt(kwargs)
         text: list[str] = []
         calls = ToolCallAssembler()
         usage: Usage | None = None
@@ -251,6 +268,9 @@ class OpenAIChatLLM:
                         saw_choice = True
                         if choice.get("finish_reason"):
                             finish_reason = choice["finish_reason"]
+                        reasoning = self.endpoint.reasoning_text(choice.get("delta"))
+                        if reasoning:  # apart from the answer, never part of ``text``
+                            yield StreamChunk(reasoning=reasoning)
                         out = _stream_chunk(choice.get("delta"))
                         if out is None:
                             continue
@@ -276,8 +296,11 @@ class OpenAIChatLLM:
             raise StreamCutOff("the model's stream ended before the reply was complete")
         tool_calls = calls.calls()
         if usage is None:  # no usage sent, or stream_options refused by this endpoint
+            if asked_usage and self.endpoint.profile.stream_usage:
+                self.endpoint.saw_no_stream_usage()  # asked, and it sent none: ask no more
             reply = ChatMessage(role="assistant", content="".join(text), tool_calls=tool_calls)
             usage = _estimate(messages, reply)
+        await self.endpoint.report()
         yield StreamChunk(tool_calls=tool_calls, usage=usage, finish_reason=finish_reason)
 
 
@@ -343,14 +366,23 @@ def _parse_tool_calls(raw: list[tuple[str, str, str]]) -> list[ToolCall] | None:
 def _usage(wire: Any) -> Usage | None:
     if wire is None or getattr(wire, "prompt_tokens", None) is None:
         return None
-    return Usage(int(wire.prompt_tokens or 0), int(wire.completion_tokens or 0))
+    details = getattr(wire, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", None) or 0
+    return Usage(int(wire.prompt_tokens or 0), int(wire.completion_tokens or 0), int(reasoning))
 
 
 def _usage_of(wire: Any) -> Usage | None:
-    """Usage from a streamed chunk's JSON."""
+    """Usage from a streamed chunk's JSON (reasoning tokens: OpenAI's and DeepSeek's
+    ``completion_tokens_details.reasoning_tokens``, part of the completion tokens)."""
     if not isinstance(wire, dict) or wire.get("prompt_tokens") is None:
         return None
-    return Usage(int(wire["prompt_tokens"] or 0), int(wire.get("completion_tokens") or 0))
+    details = wire.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return Usage(
+        int(wire["prompt_tokens"] or 0),
+        int(wire.get("completion_tokens") or 0),
+        int(reasoning or 0),
+    )
 
 
 def _estimate(messages: list[ChatMessage], reply: ChatMessage) -> Usage:

@@ -12,7 +12,12 @@ Sources, first that applies wins:
 3. ``offline`` — fimone's built-in offline model.
 
 The fast role with neither a row nor ``FAST_LLM_*`` settings uses whatever the main role
-uses. ``get_llm`` is sync (it may query the database): async code calls it through
+uses. Each spec carries the endpoint's provider profile: the row's (``contextmgmt.profiles``),
+or for the environment ``LLM_PROVIDER_PROFILE`` / detection from the base URL. What the
+client learns about an endpoint (a refused parameter, where reasoning arrives) is stored on
+the row; for the environment it lasts as long as the process.
+
+``get_llm`` is sync (it may query the database): async code calls it through
 ``sync_to_async``. Django and the models are imported inside the functions, so that importing
 ``fimone.llm`` stays free of Django.
 """
@@ -26,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from contextmgmt.core.llm import LLM
+from contextmgmt.core.providers import PROFILES, ProviderProfile, detect
 
 from .offline import OFFLINE_MODEL_NAME, OfflineLLM
 from .openai_client import OpenAIChatLLM
@@ -48,6 +54,8 @@ class LLMSpec:
     supports_vision: bool = True
     timeout: float = 120.0
     max_retries: int = 2
+    profile: ProviderProfile = ProviderProfile()
+    model_config_id: int | None = None
 
     @property
     def offline(self) -> bool:
@@ -57,6 +65,17 @@ class LLMSpec:
 def _check_role(role: str) -> None:
     if role not in ROLES:
         raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
+
+
+def _env_profile(role: str, base_url: str, model: str) -> ProviderProfile:
+    from django.conf import settings
+
+    name = settings.LLM_PROVIDER_PROFILE
+    if role == "fast" and settings.FAST_LLM_PROVIDER_PROFILE:
+        name = settings.FAST_LLM_PROVIDER_PROFILE
+    if name and name not in PROFILES:
+        log.warning("unknown LLM provider profile %r; detecting it instead", name)
+    return PROFILES.get(name) or detect(base_url, model)
 
 
 def _env_endpoint(role: str) -> tuple[str, str, str]:
@@ -108,6 +127,7 @@ def resolve_spec(role: Role = "main") -> LLMSpec:
             base_url=base_url,
             api_key=api_key,
             supports_vision=True,
+            profile=_env_profile(role, base_url, model),
             **limits,
         )
     return LLMSpec(
@@ -117,6 +137,8 @@ def resolve_spec(role: Role = "main") -> LLMSpec:
 
 def _row_spec(row, role: str, limits: dict[str, Any]) -> LLMSpec:
     """The spec of a ModelConfig row (blank endpoint or key: the environment's)."""
+    from contextmgmt.profiles import profile_of
+
     _, env_base_url, env_key = _env_endpoint(role)
     api_key = env_key
     if row.api_key_env:
@@ -134,6 +156,8 @@ def _row_spec(row, role: str, limits: dict[str, Any]) -> LLMSpec:
         base_url=row.base_url or env_base_url,
         api_key=api_key,
         supports_vision=row.supports_vision,
+        profile=profile_of(row),
+        model_config_id=row.pk,
         **limits,
     )
 
@@ -155,6 +179,8 @@ def build_llm(spec: LLMSpec) -> LLM:
         timeout=spec.timeout,
         max_retries=spec.max_retries,
         supports_vision=spec.supports_vision,
+        profile=spec.profile,
+        on_learn=_learner(spec),
     )
 
 
@@ -178,6 +204,29 @@ def get_llm_for_config(config_id: int) -> LLM:
     return _shared(_row_spec(row, "main", _limits()))
 
 
+def _learner(spec: LLMSpec):
+    """Where the client reports what it learnt about the endpoint: the row, if there is one."""
+    if spec.model_config_id is None:
+        return None
+    config_id = spec.model_config_id
+
+    async def learn(profile: ProviderProfile, param: str | None, message: str) -> None:
+        from asgiref.sync import sync_to_async
+
+        from contextmgmt import profiles
+
+        if param is None:
+            await sync_to_async(profiles.remember_observation)(
+                model_config_id=config_id, profile=profile
+            )
+        else:
+            await sync_to_async(profiles.remember_refusal)(
+                model_config_id=config_id, param=param, message=message, profile=profile
+            )
+
+    return learn
+
+
 def get_llm(role: Role = "main") -> LLM:
     """The LLM for ``role`` ("main" or "fast"), by the precedence of the module docstring."""
     return _shared(resolve_spec(role))
@@ -193,6 +242,8 @@ def _shared(spec: LLMSpec) -> LLM:
         spec.timeout,
         spec.max_retries,
         spec.supports_vision,
+        spec.profile,
+        spec.model_config_id,
     )
     with _cache_lock:
         llm = _cache.get(key)

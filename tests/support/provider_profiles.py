@@ -22,6 +22,8 @@ Each profile is written from the provider's documented wire format:
   it must not be sent back).
 - ``gateway_no_stream_usage``: a proxy on an older API version: ``stream_options`` refused
   ("Unrecognized request argument supplied: stream_options"), so no usage in streams.
+- ``openrouter``: ``/v1/models`` entries with ``context_length`` and
+  ``top_provider.max_completion_tokens``; reasoning in ``delta.reasoning``.
 """
 
 from __future__ import annotations
@@ -157,5 +159,17 @@ PROFILES: dict[str, WireProfile] = {
             refuses_reasoning_input=True,
         ),
         WireProfile("gateway_no_stream_usage", stream_usage="refused"),
+        WireProfile(
+            "openrouter",
+            owned_by="",
+            model_fields=(
+                ("context_length", CONTEXT_LENGTH),
+                (
+                    "top_provider",
+                    {"context_length": CONTEXT_LENGTH, "max_completion_tokens": 8_192},
+                ),
+            ),
+            reasoning_field="reasoning",
+        ),
     )
 }

@@ -30,6 +30,12 @@ OpenAI-compatible servers do). ``hold=threading.Event()`` stops a stream after
 ``hold_after`` content deltas until the test sets the event, so a test can prove something
 happened while the provider was still streaming. ``on_first_content(body, t)`` is called
 with ``time.perf_counter()`` right after a stream's first content delta is written.
+
+``profile`` (``ScriptedServer(profile=…)``, ``server.use_profile(…)`` or ``--profile``)
+switches the wire behaviour to one provider's: what it refuses, where its reasoning text
+(``Reply.reasoning``) and usage arrive, how it streams tool calls, what ``/v1/models`` and
+its native APIs report (``tests/support/provider_profiles.py``). The default, ``openai``, is
+OpenAI's chat API.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+from tests.support.provider_profiles import PROFILES, WireProfile
 
 DEFAULT_TEXT = "This is the scripted server's default reply."
 OVERFLOW_MESSAGE = (
@@ -65,6 +73,7 @@ class Reply:
     """
 
     content: str | None = DEFAULT_TEXT
+    reasoning: str | None = None  # sent only by profiles that stream reasoning text
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage: tuple[int, int] | str | None = "auto"
     finish_reason: str | None = None
@@ -186,10 +195,16 @@ class ScriptedServer:
     """A threaded HTTP server on 127.0.0.1; a context manager, or ``start()``/``stop()``."""
 
     def __init__(
-        self, *, port: int = 0, default: Reply | str | None = DEFAULT_TEXT, model: str = "scripted"
+        self,
+        *,
+        port: int = 0,
+        default: Reply | str | None = DEFAULT_TEXT,
+        model: str = "scripted",
+        profile: str = "openai",
     ) -> None:
         self.default: Reply | str | None = default
         self.model = model
+        self.profile: WireProfile = PROFILES[profile]
         self.queue: list[Reply] = []
         self.requests: list[dict[str, Any]] = []  # JSON bodies, in arrival order
         self.request_headers: list[dict[str, str]] = []
@@ -216,9 +231,15 @@ class ScriptedServer:
             self.queue.extend(_as_reply(r) for r in replies)
         return self
 
+    def use_profile(self, name: str) -> ScriptedServer:
+        self.profile = PROFILES[name]
+        return self
+
     def reset(self) -> None:
-        """Empty the queue and the request log; abort replies still sleeping."""
+        """Empty the queue and the request log; abort replies still sleeping; back to the
+        ``openai`` profile."""
         with self._lock:
+            self.profile = PROFILES["openai"]
             self.queue.clear()
             self.requests.clear()
             self.request_headers.clear()
@@ -255,9 +276,14 @@ class ScriptedServer:
         with self._lock:
             self.requests.append(body)
             self.request_headers.append(headers)
+            refusal = self.profile.refusal(body)
+            if refusal is not None:  # refused before any reply is used up, as a provider does
+                return Reply(content=None, status=400, error=refusal), self._abort
             reply = self.queue.pop(0) if self.queue else None
             if reply is None and self.default is not None:
                 reply = _as_reply(self.default)
+            if reply is not None and self.profile.whole_tool_calls:
+                reply.tool_chunks, reply.tool_index = "whole", False
             return reply, self._abort
 
 
@@ -280,9 +306,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # quiet: tests and benchmarks read the request log instead
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        if self.path.rstrip("/") == "/v1/models":
-            model = self.server.scripted.model
-            self._send_json(200, {"object": "list", "data": [{"id": model, "object": "model"}]})
+        scripted = self.server.scripted
+        path = self.path.rstrip("/")
+        found = scripted.profile.models(scripted.model) if path == "/v1/models" else None
+        found = found or scripted.profile.get(path)
+        if found is not None:
+            self._send_json(200, found)
         else:
             self._send_json(404, {"error": {"message": "not found", "code": "not_found"}})
 
@@ -290,7 +319,11 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
         if self.path.rstrip("/") != "/v1/chat/completions":
-            self._send_json(404, {"error": {"message": "not found", "code": "not_found"}})
+            native = self.server.scripted.profile.post(self.path.rstrip("/"), _json_or_empty(raw))
+            if native is not None:
+                self._send_json(200, native)
+            else:
+                self._send_json(404, {"error": {"message": "not found", "code": "not_found"}})
             return
         try:
             body = json.loads(raw or b"{}")
@@ -345,6 +378,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        profile = self.server.scripted.profile
+        if reply.reasoning and profile.reasoning_field:
+            message[profile.reasoning_field] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [_wire_call(c) for c in reply.tool_calls]
         choices = (
@@ -353,7 +389,7 @@ class _Handler(BaseHTTPRequestHandler):
             else [{"index": 0, "message": message, "finish_reason": reply.resolved_finish_reason()}]
         )
         out = _envelope("chat.completion", body, self.server.scripted.model, choices)
-        usage = _usage(body, reply)
+        usage = _usage(body, reply, profile)
         if usage is not None:
             out["usage"] = usage
         self._send_json(200, out, reply.headers)
@@ -371,6 +407,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         scripted = self.server.scripted
         model = scripted.model
+        profile = scripted.profile
         first = True
         content_sent = 0
 
@@ -396,11 +433,16 @@ class _Handler(BaseHTTPRequestHandler):
 
         try:
             if reply.fault == "no_choices":
-                event([], usage=_usage(body, reply))
+                event([], usage=_usage(body, reply, profile))
                 self._chunk(b"data: [DONE]\n\n")
                 self._chunk(b"")
                 return
             event([{"index": 0, "delta": {"role": "assistant", "content": ""}}])
+            if reply.reasoning and profile.reasoning_field:
+                # Reasoning models think first, in their own delta field, then answer.
+                for piece in _pieces(reply.reasoning):
+                    field_name = profile.reasoning_field
+                    event([{"index": 0, "delta": {field_name: piece, "content": None}}])
             if reply.fault == "malformed":
                 self._chunk(b'data: {"choices": [{"delta": {"content": "bro\n\n')
             for piece in _pieces(reply.content or ""):
@@ -422,8 +464,8 @@ class _Handler(BaseHTTPRequestHandler):
                 for delta in _tool_deltas(index, call, reply):
                     event([{"index": 0, "delta": {"tool_calls": [delta]}}])
             event([{"index": 0, "delta": {}, "finish_reason": reply.resolved_finish_reason()}])
-            usage = _usage(body, reply)
-            if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+            usage = _usage(body, reply, profile)
+            if usage is not None and profile.sends_stream_usage(body):
                 event([], usage=usage)
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")  # the terminating zero-length chunk
@@ -494,7 +536,15 @@ def _envelope(obj: str, body: dict[str, Any], model: str, choices: list) -> dict
     }
 
 
-def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int] | None:
+def _json_or_empty(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _usage(body: dict[str, Any], reply: Reply, profile: WireProfile) -> dict[str, Any] | None:
     if reply.usage is None:
         return None
     if reply.usage == "auto":
@@ -504,11 +554,12 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int] | None:
         completion += sum(len(c["arguments"]) // 4 + 1 for c in reply.tool_calls)
     else:
         prompt, completion = reply.usage
-    return {
+    usage = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    return profile.usage(usage, reply.reasoning)
 
 
 def _pieces(content: str) -> list[str]:
@@ -559,6 +610,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--first-chunk-delay", type=float, default=0.0, help="seconds before a stream's first delta"
     )
+    parser.add_argument("--profile", default="openai", choices=sorted(PROFILES))
     args = parser.parse_args(argv)
     default = Reply(
         content=args.text,
@@ -566,7 +618,7 @@ def main(argv: list[str] | None = None) -> None:
         first_chunk_delay=args.first_chunk_delay,
         chunk_delay=args.chunk_delay,
     )
-    server = ScriptedServer(port=args.port, default=default).start()
+    server = ScriptedServer(port=args.port, default=default, profile=args.profile).start()
     print(f"scripted OpenAI-compatible server on {server.base_url}", flush=True)
     try:
         while True:

@@ -184,7 +184,7 @@ async def test_a_server_without_usage_gets_the_estimate(scripted_server, llm_on_
     messages = conversation()
     result = await llm_on_scripted_server.chat(messages)
     assert result.usage == Usage(
-        estimate_messages_tokens(messages), estimate_message_tokens(result.message)
+        estimate_messages_tokens(messages), estimate_message_tokens(result.message), estimated=True
     )
 
 
@@ -315,7 +315,7 @@ async def test_stream_without_usage_falls_back_to_the_estimate(
     joined, chunks = await collect(llm_on_scripted_server.stream_chat(messages))
     reply = ChatMessage(role="assistant", content=joined)
     assert chunks[-1].usage == Usage(
-        estimate_messages_tokens(messages), estimate_message_tokens(reply)
+        estimate_messages_tokens(messages), estimate_message_tokens(reply), estimated=True
     )
 
 
