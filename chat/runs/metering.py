@@ -54,13 +54,17 @@ def _tools_tokens(tools: list[dict] | None) -> int:
 
 def usage_totals(answer: Usage, compaction: Usage) -> dict[str, Any]:
     """The ``done`` usage: totals include compaction calls, which are also split out;
-    ``estimated: true`` when some call's figure is fimone's count, not the provider's."""
+    ``estimated: true`` when some call's figure is fimone's count, not the provider's;
+    ``reasoning_tokens`` (part of the output) when the model reported any."""
     totals: dict[str, Any] = {
         "input_tokens": answer.input_tokens + compaction.input_tokens,
         "output_tokens": answer.output_tokens + compaction.output_tokens,
         "compaction_input_tokens": compaction.input_tokens,
         "compaction_output_tokens": compaction.output_tokens,
     }
-    if answer.estimated or compaction.estimated:
+    reasoning = answer.reasoning_tokens + compaction.reasoning_tokens
+    if reasoning:  # part of the output tokens, shown apart
+        totals["reasoning_tokens"] = reasoning
+    if answer.estimated or compaction.estimated:  # some call's usage was fimone's count
         totals["estimated"] = True
     return totals

@@ -69,6 +69,7 @@ async def stream_reply(
     messages: list[ChatMessage],
     *,
     on_text: Callable[[str], Awaitable[None]],
+    on_reasoning: Callable[[str], Awaitable[None]] | None = None,
     tools: list[dict[str, Any]] | None = None,
     time_limit: float | None = None,
     stream_limit: float | None = None,
@@ -113,6 +114,8 @@ async def stream_reply(
                 raise LLMTimeout(
                     f"{llm.model_name} stopped streaming for {time_limit:g} seconds"
                 ) from None
+            if chunk.reasoning and on_reasoning is not None:
+                await on_reasoning(chunk.reasoning)  # shown apart, never part of the reply
             if chunk.text:
                 parts.append(chunk.text)
                 await on_text(chunk.text)

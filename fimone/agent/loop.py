@@ -129,6 +129,14 @@ class ReactLoop:
         messages it was made on) and how many characters of it were streamed as answer."""
         cfg = self.cfg
         shown = 0
+        thought = False
+
+        async def on_reasoning(text: str) -> None:
+            # The model's reasoning: to the user apart from the answer (ReAct only).
+            nonlocal thought
+            if cfg.stream:
+                thought = True
+                await cfg.sink("reasoning.delta", {"text": text})
 
         async def on_text(text: str) -> None:
             nonlocal shown
@@ -143,13 +151,16 @@ class ReactLoop:
                 cfg.llm,
                 m,
                 on_text=on_text,
+                on_reasoning=on_reasoning,
                 tools=tools,
                 time_limit=cfg.llm_timeout,
                 stream_limit=cfg.llm_stream_timeout,
             )
 
         # Never retry once the user has seen part of a reply.
-        result, messages = await self._call(messages, streamed, can_retry=lambda: shown == 0)
+        result, messages = await self._call(
+            messages, streamed, can_retry=lambda: shown == 0 and not thought
+        )
         return _Reply(result.message, messages), shown
 
     async def _retract(self, iteration: int, reply: ChatMessage, shown: int) -> None:

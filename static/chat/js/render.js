@@ -205,6 +205,7 @@ export class AssistantView {
   appendDelta(text) {
     if (!text) return;
     if (!this.answer.classList.contains("streaming")) {
+      this.endReasoning();
       this.answer.classList.add("streaming");
       this.answer.replaceChildren();
     }
@@ -228,6 +229,7 @@ export class AssistantView {
   }
 
   setFinal({ html, content }) {
+    this.endReasoning();
     this.node.removeAttribute("aria-busy");
     this.answer.classList.remove("streaming");
     this.source = content ?? this.text;
@@ -330,6 +332,30 @@ export class AssistantView {
       this.steps.hidden = false;
       this.steps.append(item);
     }
+  }
+
+  // ---- reasoning ("thinking"): the model's own reasoning text, collapsed, never the answer ----
+  appendReasoning(text) {
+    if (!text) return;
+    if (!this.reasoning) {
+      this.reasoningText = el("div", { class: "reasoning-text" });
+      this.reasoningLabel = el("span", { text: "Thinking…" });
+      this.reasoning = el(
+        "details",
+        { class: "reasoning" },
+        el("summary", {}, this.reasoningLabel),
+        this.reasoningText,
+      );
+      this.answer.before(this.reasoning);
+      this.reasoningSource = "";
+    }
+    this.reasoningSource += text;
+    this.reasoningText.textContent = this.reasoningSource;
+  }
+
+  // The thinking is over once the answer starts or the run ends.
+  endReasoning() {
+    if (this.reasoningLabel) this.reasoningLabel.textContent = "Thinking";
   }
 
   addNote(text) {
@@ -458,13 +484,15 @@ export class AssistantView {
     const cout = Number(usage.compaction_output_tokens) || 0;
     const tin = Number(usage.input_tokens) || 0;
     const tout = Number(usage.output_tokens) || 0;
-    // Totals include compaction calls; the tooltip splits them out.
     const model = usage.model ? String(usage.model) : "";
-    // Estimated: some call's provider reported no usage, so fimone counted it itself.
+    const reasoning = Number(usage.reasoning_tokens) || 0;
+    // A provider that sends no usage is counted by fimone: said so, and marked "~".
     const approx = usage.estimated ? "~" : "";
+    // Totals include compaction calls and reasoning; the tooltip splits them out.
     const tip =
       (model ? `Model: ${model}\n` : "") +
       `Answer: ${(tin - cin).toLocaleString()} in / ${(tout - cout).toLocaleString()} out\n` +
+      (reasoning ? `Reasoning: ${reasoning.toLocaleString()} of the output tokens\n` : "") +
       `Compaction: ${cin.toLocaleString()} in / ${cout.toLocaleString()} out` +
       (usage.estimated ? "\nEstimated: the model did not report (all of) its usage" : "") +
       (elapsedMs ? `\nTime: ${(elapsedMs / 1000).toFixed(1)} s` : "");
@@ -476,13 +504,17 @@ export class AssistantView {
         class: "usage-card",
         title: tip,
         "aria-expanded": "false",
-        "aria-label": `Token usage${usage.estimated ? " (estimated)" : ""}: ${formatK(tin)} in, ${formatK(tout)} out. Show details`,
+        "aria-label":
+          `Token usage${usage.estimated ? " (estimated)" : ""}: ${formatK(tin)} in, ${formatK(tout)} out` +
+          `${reasoning ? `, ${formatK(reasoning)} of it reasoning` : ""}. Show details`,
         onclick: () => {
           detail.hidden = !detail.hidden;
           card.setAttribute("aria-expanded", String(!detail.hidden));
         },
       },
       el("span", { class: "usage-total", text: `${approx}${formatK(tin)} in / ${approx}${formatK(tout)} out` }),
+      reasoning ? el("span", { class: "sep", text: "·" }) : null,
+      reasoning ? el("span", { class: "usage-reasoning", text: `${formatK(reasoning)} reasoning` }) : null,
       cin || cout ? el("span", { class: "sep", text: "·" }) : null,
       cin || cout ? el("span", { text: `incl. ${formatK(cin + cout)} compaction` }) : null,
       model ? el("span", { class: "sep", text: "·" }) : null,

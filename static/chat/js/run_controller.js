@@ -445,6 +445,10 @@ const EVENT_HANDLERS = {
   "dag.step.delta"(frame) {
     this.viewForEvent()?.planProgress(frame);
   },
+  // The model's reasoning text: shown apart from the answer, collapsed.
+  "reasoning.delta"(frame) {
+    this.viewForEvent()?.appendReasoning(frame.text);
+  },
   injected: RunController.prototype.injected,
   done: RunController.prototype.done,
   "run.cancelled": RunController.prototype.cancelled,
