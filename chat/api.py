@@ -128,6 +128,7 @@ def message_json(message: Message) -> dict[str, Any]:
         "steps": metadata.get("steps") or [],
         "steps_omitted": metadata.get("steps_omitted", 0),
         "dag": dag_with_html(metadata.get("dag")),
+        "reasoning": metadata.get("reasoning") or "",
         # A retried answer points at its successor, which points back (websocket ``retry``).
         "superseded_by": metadata.get("superseded_by"),
         "retry_of": metadata.get("retry_of"),

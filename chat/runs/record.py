@@ -18,6 +18,9 @@ RECORD_TEXT_CHARS = 2_000
 RECORD_MAX_STEPS = 50  # the first half and the newest half are kept, the middle counted
 RECORD_MAX_ROUNDS = 6
 RECORD_MAX_PLAN_STEPS = 20
+# The model's reasoning text kept with the answer (shown collapsed on reload); the start of
+# it is kept, the rest counted.
+RECORD_MAX_REASONING_CHARS = 20_000
 _STEP_FIELDS = ("name", "arguments", "result", "text", "call_id", "step_id")
 _COMPACT_FIELDS = (
     "scope",
@@ -88,6 +91,8 @@ class RunRecord:
         self._omitted = 0
         self._rounds: list[dict] = []
         self._replans: list[dict] = []
+        self._reasoning: list[str] = []
+        self._reasoning_chars = 0
 
     def __call__(self, event_type: str, payload: dict) -> None:
         try:
@@ -124,6 +129,13 @@ class RunRecord:
                     "confidence": payload.get("confidence"),
                     "reason": _clip(payload.get("reason")),
                 }
+        elif event_type == "reasoning.delta":
+            text = str(payload.get("text") or "")
+            room = RECORD_MAX_REASONING_CHARS - self._reasoning_chars
+            if not text or room <= 0:
+                return
+            self._reasoning.append(text[:room])
+            self._reasoning_chars += min(len(text), room)
         elif event_type == "dag.replan":
             self._replans.append({"seq": self._next(), "round": payload.get("round")})
             del self._replans[:-RECORD_MAX_ROUNDS]
@@ -203,4 +215,6 @@ class RunRecord:
                 ],
                 "replans": [dict(r) for r in self._replans],
             }
+        if self._reasoning:
+            metadata["reasoning"] = "".join(self._reasoning)
         return metadata

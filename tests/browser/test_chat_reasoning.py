@@ -49,3 +49,12 @@ def test_thinking_is_shown_apart_and_collapsed_with_its_tokens(logged_in_page, s
     expect(card.locator(".usage-reasoning")).to_have_text(re.compile(r"^\d+\.\dk reasoning$"))
     expect(card).to_have_attribute("title", re.compile(r"Reasoning: \d+ of the output tokens"))
     screenshot(page, "30-reasoning")
+
+    # After a reload the thinking is still there, collapsed, and still apart from the answer.
+    page.reload()
+    answer = page.locator(".msg-assistant")
+    expect(answer.locator(".answer")).to_have_text("Hello there!")
+    thinking = answer.locator("details.reasoning")
+    expect(thinking).not_to_have_attribute("open", "")
+    thinking.locator("summary").click()
+    expect(thinking.locator(".reasoning-text")).to_have_text(THOUGHT + THOUGHT)

@@ -35,7 +35,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
     const view = new AssistantView({ id: message.id, onRetry: (v) => retry(query?.message, v) });
     views.set(String(message.id), view);
     nodes.push(view.node);
-    // Steps and plan as they were shown live (or so far, for a running answer).
+    // Steps, plan and thinking as they were shown live (or so far, for a running answer).
     replayRecord(view, message);
     const canRetry = message === newestAnswer && RETRYABLE.has(message.status);
     if (message.status === "running") {

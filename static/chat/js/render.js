@@ -372,6 +372,8 @@ export class AssistantView {
     this.planSteps = null;
     this.verdictLine = null;
     this.lastVerdict = null;
+    this.reasoning?.remove();
+    this.reasoning = null;
   }
 
   // ---- DAG live plan ----

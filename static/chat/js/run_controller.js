@@ -265,8 +265,8 @@ export class RunController {
     }
     if (!view) return;
     view.setStatus(null);
-    if (frame.steps || frame.dag) {
-      // The steps and plan so far (history may show an older checkpoint of them).
+    if (frame.steps || frame.dag || frame.reasoning) {
+      // The steps, plan and thinking so far (history may show an older checkpoint of them).
       view.clearTrace();
       replayRecord(view, frame);
     }

@@ -67,6 +67,10 @@ export function replayRecord(view, record) {
     events.push([replan.seq, "dag.replan", replan]);
   }
   events.sort((a, b) => (Number(a[0]) || 0) - (Number(b[0]) || 0));
+  if (record.reasoning) {
+    view.appendReasoning(record.reasoning);
+    view.endReasoning();
+  }
   const run = { replanRound: 0 };
   for (const [, type, frame] of events) {
     if (type === "omitted") {
