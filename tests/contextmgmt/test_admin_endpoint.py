@@ -1,0 +1,119 @@
+"""ModelConfig admin against a live endpoint (the scripted server in a provider profile):
+a refused parameter learnt and shown, the context size read from what the server reports."""
+
+import pytest
+
+from django.urls import reverse
+
+from contextmgmt.core.messages import ChatMessage
+from contextmgmt.models import ModelConfig
+
+pytestmark = pytest.mark.django_db
+
+
+def change_url(row: ModelConfig) -> str:
+    return reverse("admin:contextmgmt_modelconfig_change", args=[row.pk])
+
+
+def read_from_endpoint(admin_client, row: ModelConfig) -> str:
+    """Run the admin action on ``row``; the page it leads to (with its messages)."""
+    response = admin_client.post(
+        reverse("admin:contextmgmt_modelconfig_changelist"),
+        {"action": "read_from_endpoint_action", "_selected_action": [row.pk]},
+        follow=True,
+    )
+    row.refresh_from_db()
+    return response.content.decode()
+
+
+# --- learnt from the endpoint's answers ------------------------------------------------------
+
+
+def endpoint_row(scripted_server, **fields) -> ModelConfig:
+    values = {
+        "name": "Scripted",
+        "model": "scripted",
+        "role": "main",
+        "base_url": scripted_server.base_url,
+        "is_active": True,
+        "context_size": 128_000,
+        "max_output_tokens": 64_000,
+    }
+    values.update(fields)
+    return ModelConfig.objects.create(**values)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_refused_parameter_is_retried_remembered_and_shown(scripted_server, admin_user):
+    from asgiref.sync import sync_to_async
+    from django.test import Client
+
+    from fimone.llm import get_llm
+
+    scripted_server.use_profile("gateway_no_stream_usage").enqueue("Hello.")
+    row = await sync_to_async(endpoint_row)(scripted_server)
+    llm = await sync_to_async(get_llm)("main")
+    chunks = [c async for c in llm.stream_chat([ChatMessage(role="user", content="Hi")])]
+    assert "".join(c.text for c in chunks) == "Hello." and chunks[-1].usage.estimated
+    await llm.aclose()
+
+    await sync_to_async(row.refresh_from_db)()
+    assert row.stream_usage is False
+    assert [r["param"] for r in row.refused_params] == ["stream_options"]
+    # The next LLM built from the row sends no stream_options at all.
+    scripted_server.enqueue("Again.")
+    again = await sync_to_async(get_llm)("main")
+    _ = [c async for c in again.stream_chat([ChatMessage(role="user", content="Hi")])]
+    await again.aclose()
+    assert "stream_options" not in scripted_server.requests[-1]
+    assert len(scripted_server.requests) == 3  # refused, retried, then right first time
+
+    def change_page() -> str:
+        client = Client()
+        client.force_login(admin_user)
+        return client.get(change_url(row)).content.decode()
+
+    page = await sync_to_async(change_page)()
+    assert "Unrecognized request argument supplied: stream_options" in page
+
+
+# --- context discovery -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("profile", "context", "source", "detected"),
+    [
+        ("vllm", 32_768, "GET /v1/models max_model_len", "vllm"),
+        ("llamacpp", 16_384, "GET /props default_generation_settings.n_ctx", "llamacpp"),
+        ("ollama", 8_192, "POST /api/show parameters num_ctx", "ollama"),
+    ],
+)
+def test_the_context_size_is_read_from_the_endpoint(
+    admin_client, scripted_server, profile, context, source, detected
+):
+    scripted_server.use_profile(profile)
+    row = endpoint_row(scripted_server)
+    page = read_from_endpoint(admin_client, row)
+    assert row.context_size == context
+    assert source in page
+    assert row.provider_profile == detected
+    # The default 64,000 output would not fit the window: a quarter of it is kept instead.
+    assert row.max_output_tokens == context // 4
+    assert row.usable_input_tokens > 0
+
+
+def test_a_reported_output_limit_is_taken_too(admin_client, scripted_server):
+    scripted_server.use_profile("openrouter")
+    row = endpoint_row(scripted_server)
+    page = read_from_endpoint(admin_client, row)
+    assert (row.context_size, row.max_output_tokens) == (32_768, 8_192)
+    assert "GET /v1/models context_length" in page and "max output 8,192" in page
+
+
+def test_an_endpoint_that_reports_nothing_is_said_so_and_nothing_changes(
+    admin_client, scripted_server
+):
+    row = endpoint_row(scripted_server)  # the OpenAI profile: /v1/models has no window
+    page = read_from_endpoint(admin_client, row)
+    assert "could not read the context size" in page
+    assert (row.context_size, row.max_output_tokens) == (128_000, 64_000)
