@@ -2,7 +2,6 @@
 a refused parameter learnt and shown, the context size read from what the server reports."""
 
 import pytest
-
 from django.urls import reverse
 
 from contextmgmt.core.messages import ChatMessage
