@@ -84,7 +84,8 @@ class StreamChunk:
     """One piece of a streamed reply.
 
     ``text`` is a content delta; ``reasoning`` a delta of the model's reasoning text (shown
-    apart, never part of the answer or of the history); ``tool_call_deltas`` are tool-call pieces as they arrive.
+    apart, never part of the answer or of the history); ``tool_call_deltas`` are tool-call
+    pieces as they arrive.
     The final chunk carries ``finish_reason``, ``usage`` and, when the model called tools,
     the complete ``tool_calls`` (an implementation that streams no deltas, like the
     offline model, sends its calls whole there).
