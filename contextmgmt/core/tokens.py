@@ -1,30 +1,41 @@
-"""Heuristic token estimation (SPEC R2.1, RT.1) — no tokenizer library, one C-level pass.
+"""Token estimation by character class, without a tokenizer library.
 
-The rule, for text:
-    tokens = floor(ascii_chars / 4 + other_chars / 1.5), at least 1 when the text is non-empty
-
-computed exactly in integers as ``(3 * ascii + 8 * other) // 12``, so 400 ASCII letters are
-100 tokens and 10 CJK characters are 6 (10 / 1.5 = 6.67, floored). Floor-with-a-floor-of-1 is
-the rounding the issue's examples fix; the 4-token per-message overhead absorbs the fraction.
+A text's tokens are a weighted sum of counts of character classes (``CLASSES``): ASCII
+lower- and upper-case letters, digits, punctuation, double quotes, spaces, newlines and
+other control characters; characters inside long base64/hex-like runs (an extra charge on
+top of their letters and digits); and, for every other script, characters by Unicode block
+(Latin accents, Greek, Cyrillic, Hebrew, Arabic, Indic and Thai, CJK, kana, Hangul,
+symbols, emoji, …). ``BASE_WEIGHTS`` were fitted against the o200k_base tokenizer
+(``bench/token_fit.py`` on ``bench/token_corpus``; accuracy per kind of text in
+``docs/tokens.md``). At least 1 token for non-empty text.
 
 A message adds 4 tokens of overhead, 765 per image part, and counts its tool calls' names
-and JSON arguments as content (they are sent and billed like text). Characters are code
-points (``len(str)``); every non-ASCII code point counts at the 1.5 rate.
+and JSON arguments as text (they are sent and billed like text).
 
-Speed: ``str.isascii()`` is O(1) for most strings (CPython records it at creation), and the
-ASCII count of a non-ASCII string comes from ``encode("ascii", "ignore")``, a C loop. No
-per-character Python code runs.
+Speed: no Python code runs per character. The text's UTF-8 bytes are mapped to class bytes
+with one ``bytes.translate``; each class is then counted by deleting it (``_peel``);
+non-ASCII characters are counted by the lead bytes of their UTF-8 sequences, which name
+the Unicode block. Long base64-like runs are looked for (``bytes.find``) only when the text
+has enough capitals and digits to hold one. Counting runs of letters, digits or
+punctuation (what a BPE pre-tokenizer splits on) was tried and did not improve the fit
+against o200k_base (mean |ln ratio| 0.054 with, 0.056 without), so it is not paid for.
 
-Per-message estimates are cached on the message (a private, non-compared slot) and reused
-while the message's ``content`` and ``tool_calls`` are the same objects with the same tool
-calls. The core treats messages as values: it builds new ones rather than editing in place,
-and so should callers. List content (parts) is re-estimated on every call — it is short text
-plus images, cheaper to recount than to fingerprint.
+Per-message class counts and tokens are cached on the message (a private, non-compared
+slot) and reused while the message's ``content`` and ``tool_calls`` are the same objects
+with the same tool calls, and the weights are the same object. The core treats messages
+as values: it builds new ones rather than editing in place, and so should callers. List
+content (parts) is re-estimated on every call.
+
+Weights other than the base ones (a model calibrated from its provider's usage reports,
+see ``contextmgmt.calibration``) apply inside ``use_weights(...)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from operator import mul
 from typing import Any
 
 from .messages import ChatMessage
@@ -32,101 +43,328 @@ from .messages import ChatMessage
 IMAGE_TOKENS = 765
 MESSAGE_OVERHEAD = 4
 
-# Twelfths of a token per character: 1/4 token = 3/12, 1/1.5 token = 8/12.
-_ASCII_UNITS = 3
-_OTHER_UNITS = 8
-_UNITS_PER_TOKEN = 12
+# (name, UTF-8 lead bytes) of the non-ASCII classes: the lead byte names the Unicode block.
+_LEAD_BLOCKS = (
+    ("latin_ext", 0xC0, 0xCE),  # U+0080-U+037F: accents, Latin extended, IPA, combining
+    ("greek", 0xCE, 0xD0),  # U+0380-U+03FF
+    ("cyrillic", 0xD0, 0xD5),  # U+0400-U+053F
+    ("hebrew_armenian", 0xD5, 0xD8),  # U+0540-U+05FF
+    ("arabic", 0xD8, 0xE0),  # U+0600-U+07FF (and Syriac, Thaana, N'Ko)
+    ("indic_thai", 0xE0, 0xE1),  # U+0800-U+0FFF
+    ("other_scripts", 0xE1, 0xE2),  # U+1000-U+1FFF: Georgian, Khmer, Vietnamese letters…
+    ("symbols", 0xE2, 0xE3),  # U+2000-U+2FFF: typographic punctuation, arrows, math
+    ("cjk_punct_kana", 0xE3, 0xE4),  # U+3000-U+3FFF
+    ("cjk", 0xE4, 0xEA),  # U+4000-U+9FFF
+    ("hangul", 0xEA, 0xEE),  # U+A000-U+DFFF
+    ("fullwidth", 0xEE, 0xF0),  # U+E000-U+FFFF: private use, fullwidth forms, selectors
+    ("astral", 0xF0, 0x100),  # U+10000 and up: emoji, rare CJK
+)
+CLASSES: tuple[str, ...] = (
+    "lower",  # a-z
+    "upper",  # A-Z
+    "digit",
+    "punct",  # ASCII punctuation and symbols but the double quote
+    "quote",  # " (JSON, code: it seldom merges with its neighbours)
+    "space",
+    "newline",
+    "other_space",  # tabs and other ASCII control characters
+    "encoded",  # characters in base64/hex-like runs of 20 or more
+    *(name for name, _, _ in _LEAD_BLOCKS),
+)
+N_CLASSES = len(CLASSES)
+
+# Tokens per unit of each class, fitted against o200k_base (bench/token_fit.py prints these).
+BASE_WEIGHTS: tuple[float, ...] = (
+    0.272,  # lower
+    0.641,  # upper
+    0.692,  # digit
+    0.257,  # punct
+    1.0,  # quote
+    0.0,  # space
+    0.998,  # newline
+    0.0,  # other_space
+    0.213,  # encoded
+    1.167,  # latin_ext
+    0.408,  # greek
+    0.338,  # cyrillic
+    0.457,  # hebrew_armenian
+    0.405,  # arabic
+    0.409,  # indic_thai
+    0.12,  # other_scripts
+    3.0,  # symbols
+    0.783,  # cjk_punct_kana
+    0.732,  # cjk
+    0.817,  # hangul
+    1.96,  # fullwidth
+    1.416,  # astral
+)
+
+# Class byte of every UTF-8 byte: an ASCII class, a continuation byte, or 0x80 + the index
+# of a lead byte's block.
+_ASCII_CLASS_BYTES = {
+    "lower": 0x01,
+    "upper": 0x02,
+    "digit": 0x03,
+    "punct": 0x04,
+    "quote": 0x05,
+    "space": 0x06,
+    "newline": 0x07,
+    "other_space": 0x08,
+}
+_CONT = 0x7F
 
 
-def _text_units(text: str) -> int:
-    """Twelfths of a token in ``text`` (exact integer arithmetic, no rounding yet)."""
-    n = len(text)
+def _class_of_byte(i: int) -> int:
+    if i >= 0x80:
+        if i < 0xC0:
+            return _CONT
+        return next(0x80 + k for k, (_, lo, hi) in enumerate(_LEAD_BLOCKS) if lo <= i < hi)
+    ch = chr(i)
+    name = (
+        "lower"
+        if "a" <= ch <= "z"
+        else "upper"
+        if "A" <= ch <= "Z"
+        else "digit"
+        if ch.isdigit()
+        else "space"
+        if ch == " "
+        else "quote"
+        if ch == '"'
+        else "newline"
+        if ch in "\r\n"
+        else "punct"
+        if ch.isprintable()
+        else "other_space"
+    )
+    return _ASCII_CLASS_BYTES[name]
+
+
+_BYTE_CLASS = bytes(_class_of_byte(i) for i in range(256))
+
+# (class index, class byte), commonest first (see _peel).
+_ASCII_CODES = tuple(
+    (CLASSES.index(name), bytes([_ASCII_CLASS_BYTES[name]]))
+    for name in ("lower", "space", "punct", "upper", "digit", "newline", "quote", "other_space")
+)
+_LEAD_CODES = tuple(
+    (CLASSES.index(name), bytes([0x80 + [n for n, _, _ in _LEAD_BLOCKS].index(name)]))
+    for name in ("latin_ext", "cyrillic", "cjk", "cjk_punct_kana", "fullwidth", "symbols")
+    + ("arabic", "hangul", "greek", "hebrew_armenian", "indic_thai", "other_scripts", "astral")
+)
+_ALL_CODES = {codes: b"".join(code for _, code in codes) for codes in (_ASCII_CODES, _LEAD_CODES)}
+_I_LOWER, _I_UPPER, _I_DIGIT, _I_ENCODED = (
+    CLASSES.index(name) for name in ("lower", "upper", "digit", "encoded")
+)
+
+# Base64/hex-like runs: 20 or more ASCII letters and digits, with digits and non-digits.
+# Base64's "+" and "/" (1 character in 32) cut it into runs that are mostly longer than 20;
+# counting them in would join paths and key=value pairs into false runs.
+_ENCODED_MIN = 20
+_ENCODED_MAP = bytes(0x78 if chr(i).isascii() and chr(i).isalnum() else 0x20 for i in range(256))
+_ENCODED_NEEDLE = b"x" * _ENCODED_MIN
+_DIGITS = b"0123456789"
+
+
+def _encoded_chars(data: bytes) -> int:
+    """Characters in runs that look like base64 or hex (C-speed search, a loop per run)."""
+    runs = data.translate(_ENCODED_MAP)
+    pos = runs.find(_ENCODED_NEEDLE)
+    total = 0
+    while pos >= 0:
+        end = runs.find(b" ", pos + _ENCODED_MIN)
+        if end < 0:
+            end = len(runs)
+        run = data[pos:end]
+        non_digits = len(run.translate(None, _DIGITS))
+        if 0 < non_digits < len(run):
+            total += end - pos
+        pos = runs.find(_ENCODED_NEEDLE, end)
+    return total
+
+
+_PEEL_MIN = 256
+
+
+def _peel(buf: bytes, codes: tuple[tuple[int, bytes], ...], counts: list[int]) -> bytes:
+    """Count each code by deleting it: every pass runs over what the previous ones left, so
+    the commonest classes (deleted first) make the rest cheap. Returns what is left.
+
+    Short buffers are counted in place: there, the cost is the calls, not the bytes."""
+    if len(buf) < _PEEL_MIN:
+        for index, code in codes:
+            counts[index] += buf.count(code)
+        return buf.translate(None, _ALL_CODES[codes])
+    for index, code in codes:
+        rest = buf.translate(None, code)
+        counts[index] += len(buf) - len(rest)
+        buf = rest
+        if not buf:
+            break
+    return buf
+
+
+def text_counts(text: str) -> list[int]:
+    """The class counts of ``text``, in the order of ``CLASSES``."""
+    counts = [0] * N_CLASSES
+    if not text:
+        return counts
+    data = text.encode("utf-8", "surrogatepass")
+    cls = data.translate(_BYTE_CLASS)
     if text.isascii():
-        return _ASCII_UNITS * n
-    ascii_count = len(text.encode("ascii", "ignore"))
-    return _ASCII_UNITS * ascii_count + _OTHER_UNITS * (n - ascii_count)
+        _peel(cls, _ASCII_CODES, counts)
+    else:
+        # Drop continuation bytes: each non-ASCII character is left as its lead byte.
+        left = _peel(cls.translate(None, b"\x7f"), _ASCII_CODES, counts)
+        if left:
+            _peel(left, _LEAD_CODES, counts)
+    # Base64 and hex are dense in capitals or digits; prose and code are not.
+    lower = counts[_I_LOWER]
+    if (counts[_I_UPPER] + counts[_I_DIGIT]) * 4 >= lower and len(data) >= _ENCODED_MIN:
+        counts[_I_ENCODED] = _encoded_chars(data)
+    return counts
 
 
-def _units_to_tokens(units: int) -> int:
-    if units <= 0:
-        return 0
-    return max(1, units // _UNITS_PER_TOKEN)
+_weights: ContextVar[tuple[float, ...]] = ContextVar("token_weights", default=BASE_WEIGHTS)
 
 
-def _parts_units_and_images(parts: Iterable[Any]) -> tuple[int, int]:
-    """(text units, image count) of a list of OpenAI content parts."""
-    units = 0
+def current_weights() -> tuple[float, ...]:
+    return _weights.get()
+
+
+@contextmanager
+def use_weights(weights: tuple[float, ...] | None) -> Iterator[None]:
+    """Estimate with ``weights`` (one per class) inside the block; None keeps the current."""
+    if weights is None:
+        yield
+        return
+    if len(weights) != N_CLASSES:
+        raise ValueError(f"expected {N_CLASSES} weights, got {len(weights)}")
+    token = _weights.set(tuple(weights))
+    try:
+        yield
+    finally:
+        _weights.reset(token)
+
+
+def tokens_of_counts(counts: Iterable[int], weights: tuple[float, ...] | None = None) -> int:
+    """The weighted sum, rounded; at least 1 when any character was counted."""
+    w = _weights.get() if weights is None else weights
+    value = sum(map(mul, counts, w))
+    tokens = int(value + 0.5)
+    if tokens < 1 and any(counts):
+        return 1
+    return tokens
+
+
+def _add(total: list[int], counts: list[int]) -> None:
+    for i, n in enumerate(counts):
+        if n:
+            total[i] += n
+
+
+def _parts_counts_and_images(parts: Iterable[Any]) -> tuple[list[int], int]:
+    """(class counts, image count) of a list of OpenAI content parts."""
+    total = [0] * N_CLASSES
     images = 0
     for part in parts:
         if not isinstance(part, dict):
             continue
-        kind = part.get("type")
-        if kind == "image_url":
+        if part.get("type") == "image_url":
             images += 1
         else:
             # "text" parts, and any other part carrying text, count as text.
             text = part.get("text")
             if isinstance(text, str):
-                units += _text_units(text)
-    return units, images
+                _add(total, text_counts(text))
+    return total, images
+
+
+def _content_counts(content: Any) -> tuple[list[int], int]:
+    if content is None:
+        return [0] * N_CLASSES, 0
+    if isinstance(content, str):
+        return text_counts(content), 0
+    if isinstance(content, list):
+        return _parts_counts_and_images(content)
+    return text_counts(str(content)), 0
 
 
 def estimate_tokens(content: Any) -> int:
-    """Tokens of a message's content: a string, a list of parts, or None (R2.1).
+    """Tokens of a message's content: a string, a list of parts, or None.
 
     0 for empty content; at least 1 for any non-empty text; 765 per image part.
     """
-    if content is None:
-        return 0
-    if isinstance(content, str):
-        return _units_to_tokens(_text_units(content))
-    if isinstance(content, list):
-        units, images = _parts_units_and_images(content)
-        return _units_to_tokens(units) + IMAGE_TOKENS * images
-    return _units_to_tokens(_text_units(str(content)))
+    counts, images = _content_counts(content)
+    return tokens_of_counts(counts) + IMAGE_TOKENS * images
 
 
-def _compute_message_tokens(msg: ChatMessage) -> int:
-    content = msg.content
-    images = 0
-    if content is None:
-        units = 0
-    elif isinstance(content, str):
-        units = _text_units(content)
-    elif isinstance(content, list):
-        units, images = _parts_units_and_images(content)
-    else:
-        units = _text_units(str(content))
+def message_counts(msg: ChatMessage) -> tuple[list[int], int]:
+    """(class counts, images) of everything the message sends: content and tool calls."""
+    counts, images = _content_counts(msg.content)
     if msg.tool_calls:
         for call in msg.tool_calls:
-            units += _text_units(call.name) + _text_units(call.arguments)
-    return MESSAGE_OVERHEAD + _units_to_tokens(units) + IMAGE_TOKENS * images
+            _add(counts, text_counts(call.name))
+            _add(counts, text_counts(call.arguments))
+    return counts, images
 
 
 def estimate_message_tokens(msg: ChatMessage) -> int:
-    """4 overhead + content + tool-call names and arguments + 765 per image (R2.1), cached."""
+    """4 overhead + content + tool-call names and arguments + 765 per image, cached."""
     content = msg.content
     calls = msg.tool_calls
+    weights = _weights.get()
     cache = msg._token_cache
     if cache is not None and cache[0] is content and cache[1] is calls:
         if calls is None or cache[2] == tuple(calls):
-            return cache[3]
-    tokens = _compute_message_tokens(msg)
+            if cache[5] is weights:
+                return cache[3]
+            tokens = MESSAGE_OVERHEAD + tokens_of_counts(cache[4], weights)
+            msg._token_cache = (*cache[:3], tokens, cache[4], weights)
+            return tokens
+    counts, images = message_counts(msg)
+    tokens = MESSAGE_OVERHEAD + tokens_of_counts(counts, weights) + IMAGE_TOKENS * images
     if content is None or isinstance(content, str):
-        msg._token_cache = (content, calls, None if calls is None else tuple(calls), tokens)
+        snapshot = None if calls is None else tuple(calls)
+        msg._token_cache = (content, calls, snapshot, tokens, counts, weights)
     return tokens
 
 
 def estimate_messages_tokens(messages: Iterable[ChatMessage]) -> int:
     """Sum of :func:`estimate_message_tokens` over a conversation."""
     total = 0
+    weights = _weights.get()
     for msg in messages:
-        content = msg.content
-        calls = msg.tool_calls
         cache = msg._token_cache
         # Inlined cache hit: the guard's in-budget fast path runs through here every turn.
-        if cache is not None and cache[0] is content and calls is None and cache[1] is None:
+        if (
+            cache is not None
+            and cache[0] is msg.content
+            and cache[1] is None
+            and msg.tool_calls is None
+            and cache[5] is weights
+        ):
             total += cache[3]
         else:
             total += estimate_message_tokens(msg)
+    return total
+
+
+def messages_counts(messages: Iterable[ChatMessage]) -> list[int]:
+    """Class counts of a conversation's text (what a usage report is compared against).
+
+    Images and per-message overheads are not classes; ``calibration`` accounts for them.
+    """
+    total = [0] * N_CLASSES
+    for msg in messages:
+        cache = msg._token_cache
+        if (
+            cache is not None
+            and cache[0] is msg.content
+            and cache[1] is msg.tool_calls
+            and (msg.tool_calls is None or cache[2] == tuple(msg.tool_calls))
+        ):
+            _add(total, cache[4])
+        else:
+            _add(total, message_counts(msg)[0])
     return total

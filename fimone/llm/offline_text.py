@@ -232,5 +232,10 @@ def extractive_summary(transcript: str, max_tokens: int | None = None) -> str:
         # Nothing fits whole: a clipped version of the best sentence beats an empty summary.
         best = ranked[0]
         room = max(8, (max_tokens * 3 // 2 if lang == "zh" else max_tokens * 4) - 8)
-        chosen = [Unit(best.order, best.role, _clip(best.text, room))]
+        clipped = Unit(best.order, best.role, _clip(best.text, room))
+        # Characters per token vary with the kind of text (digits cost more than letters).
+        while room > 8 and estimate_tokens(_line(clipped, lang)) > max_tokens:
+            room = max(8, room * 3 // 4)
+            clipped = Unit(best.order, best.role, _clip(best.text, room))
+        chosen = [clipped]
     return "\n".join(_line(u, lang) for u in sorted(chosen, key=lambda u: u.order))

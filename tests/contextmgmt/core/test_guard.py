@@ -154,9 +154,9 @@ def query_and_injections(injected_sizes, query_size=40):
 
 
 def test_pinned_cap_unpins_injected_oldest_first_r3_8():
-    msgs = query_and_injections([400, 400, 400])  # each injected: 104 tokens; query 14
+    msgs = query_and_injections([400, 400, 400])  # each injected: 113 tokens; query 15
     snapshot = copy.deepcopy(msgs)
-    out, unpinned = apply_pinned_cap(msgs, budget=400)  # cap 200; pinned 326
+    out, unpinned = apply_pinned_cap(msgs, budget=400)  # cap 200; pinned 354
     assert unpinned == 2
     assert [m.pinned for m in out if m.role == "user"] == [False, False, True, True]
     assert out[1].injected and not out[1].pinned and out[1] is not msgs[1]
@@ -173,13 +173,16 @@ def test_pinned_cap_never_unpins_the_current_query_r3_8():
 
 def test_pinned_cap_leaves_pinned_within_half_the_budget_alone_r3_8():
     msgs = query_and_injections([400])
-    out, unpinned = apply_pinned_cap(msgs, budget=2 * estimate_message_tokens(msgs[1]) + 28)
+    pinned = estimate_message_tokens(msgs[1]) + estimate_message_tokens(msgs[-1])
+    out, unpinned = apply_pinned_cap(msgs, budget=2 * pinned)  # exactly at the 50% cap
     assert out is msgs and unpinned == 0
+    out, unpinned = apply_pinned_cap(msgs, budget=2 * pinned - 2)  # one token over it
+    assert unpinned == 1
 
 
 async def test_guard_applies_the_pinned_cap_before_truncating_rp_2():
     guard = ContextGuard(budget=240)
-    msgs = query_and_injections([400, 400, 400])  # 354 tokens, 326 of them pinned
+    msgs = query_and_injections([400, 400, 400])  # 383 tokens, 354 of them pinned
     out = await guard.check_and_compact(msgs)
     # Two oldest injections unpinned (cap 120) and then truncated away; the newest and the
     # query stay pinned. Without the cap all four pinned messages would be kept.

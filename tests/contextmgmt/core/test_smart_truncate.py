@@ -4,16 +4,18 @@ import copy
 
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tokens import estimate_messages_tokens
+from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
 from .builders import assistant, problems, system, tool_round, user
 
-# Every message below costs 13 tokens: 36 ASCII chars = 9, plus 4 overhead.
-T = 13
-
 
 def text36(tag: str) -> str:
-    return tag.ljust(36, ".")
+    """36 characters: the tag, a bar, lower-case filler (so that every tag costs the same)."""
+    return (tag + "|").ljust(36, "z")
+
+
+# What one text36 message costs (checked for every tag below).
+T = estimate_message_tokens(user(text36("sys")))
 
 
 def history_with_query() -> list[ChatMessage]:
@@ -30,7 +32,28 @@ def history_with_query() -> list[ChatMessage]:
 
 
 def contents(messages):
-    return [m.content.rstrip(".") if isinstance(m.content, str) else m.content for m in messages]
+    return [m.content.split("|")[0] if isinstance(m.content, str) else m.content for m in messages]
+
+
+def test_every_text36_message_costs_t():
+    tags = [
+        "sys",
+        "u0",
+        "a0",
+        "u1",
+        "a1",
+        "u2",
+        "a2",
+        "query",
+        "old",
+        "old-a",
+        "r1",
+        "r2",
+        "u",
+        "a",
+        "done",
+    ]
+    assert {estimate_message_tokens(user(text36(tag))) for tag in tags} == {T}
 
 
 def test_within_budget_keeps_everything_as_a_new_list_r2_2():
@@ -41,7 +64,7 @@ def test_within_budget_keeps_everything_as_a_new_list_r2_2():
 
 def test_keeps_system_and_pinned_then_the_newest_suffix_that_fits_r2_2():
     msgs = history_with_query()
-    # system + query = 26; room 39 = three messages: a1, u2, a2 — but a1 would lead.
+    # system + query = 2T; room 3T = three messages: a1, u2, a2 — but a1 would lead.
     out = CompactUtils.smart_truncate(msgs, 5 * T)
     assert contents(out) == ["sys", "u2", "a2", "query"]
     assert estimate_messages_tokens(out) == 4 * T

@@ -1,59 +1,197 @@
-"""Token estimation (SPEC R2.1, RT.1): exact values of the documented heuristic."""
+"""Token estimation by character class (SPEC RK.1, R2.1's image/overhead/floor rules)."""
 
 import copy
-import math
-from fractions import Fraction
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextmgmt.core import tokens
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import (
+    BASE_WEIGHTS,
+    CLASSES,
     estimate_message_tokens,
     estimate_messages_tokens,
     estimate_tokens,
+    messages_counts,
+    text_counts,
+    tokens_of_counts,
+    use_weights,
 )
 
 from .builders import IMAGE_PART
 
+# Code point ranges of the non-ASCII classes, written out independently of the lead-byte
+# table the estimator uses.
+BLOCKS = [
+    (0x80, 0x380, "latin_ext"),
+    (0x380, 0x400, "greek"),
+    (0x400, 0x540, "cyrillic"),
+    (0x540, 0x600, "hebrew_armenian"),
+    (0x600, 0x800, "arabic"),
+    (0x800, 0x1000, "indic_thai"),
+    (0x1000, 0x2000, "other_scripts"),
+    (0x2000, 0x3000, "symbols"),
+    (0x3000, 0x4000, "cjk_punct_kana"),
+    (0x4000, 0xA000, "cjk"),
+    (0xA000, 0xE000, "hangul"),
+    (0xE000, 0x10000, "fullwidth"),
+    (0x10000, 0x110000, "astral"),
+]
+ENCODED_RUN = re.compile(r"[A-Za-z0-9]{20,}")
+
+
+def reference_counts(text: str) -> dict[str, int]:
+    """The class counts, one character at a time (the definition the fast passes meet)."""
+    counts = dict.fromkeys(CLASSES, 0)
+    for ch in text:
+        o = ord(ch)
+        if "a" <= ch <= "z":
+            counts["lower"] += 1
+        elif "A" <= ch <= "Z":
+            counts["upper"] += 1
+        elif "0" <= ch <= "9":
+            counts["digit"] += 1
+        elif ch == '"':
+            counts["quote"] += 1
+        elif ch == " ":
+            counts["space"] += 1
+        elif ch in "\r\n":
+            counts["newline"] += 1
+        elif o < 0x20 or o == 0x7F:
+            counts["other_space"] += 1
+        elif o < 0x80:
+            counts["punct"] += 1
+        else:
+            counts[next(name for lo, hi, name in BLOCKS if lo <= o < hi)] += 1
+    dense = (counts["upper"] + counts["digit"]) * 4 >= counts["lower"]
+    if dense and len(text.encode("utf-8", "surrogatepass")) >= 20:
+        counts["encoded"] = sum(
+            len(run)
+            for run in ENCODED_RUN.findall(text)
+            if not run.isdigit() and any(c.isdigit() for c in run)
+        )
+    return counts
+
+
+def named(text: str) -> dict[str, int]:
+    return {name: n for name, n in zip(CLASSES, text_counts(text), strict=True) if n}
+
+
+def test_ascii_classes_rk_1():
+    assert named('Hello, "World" 42!\n\tok') == {
+        "lower": 10,
+        "upper": 2,
+        "digit": 2,
+        "punct": 2,
+        "quote": 2,
+        "space": 2,
+        "newline": 1,
+        "other_space": 1,
+    }
+
 
 @pytest.mark.parametrize(
-    ("content", "expected"),
+    ("char", "name"),
     [
-        ("a" * 400, 100),  # R2.1: ASCII 4 chars/token
-        ("中" * 10, 6),  # R2.1: non-ASCII 1.5 chars/token, floored (6.67 → 6)
-        ("日本語の文章です" * 3, 16),  # 24 CJK chars / 1.5
-        ("Привет", 4),  # Cyrillic is non-ASCII: 6 / 1.5
-        ("ab", 1),  # R2.1: at least 1 for non-empty content (2/4 = 0.5)
-        ("x", 1),
-        ("", 0),  # empty → 0
-        (None, 0),
-        ("a" * 12 + "中" * 3, 5),  # mixed: 12/4 + 3/1.5 = 3 + 2
-        ("abc中", 1),  # 3/4 + 1/1.5 = 1.42 → 1 (floor of the sum, not of each part)
+        ("é", "latin_ext"),
+        ("Ω", "greek"),
+        ("Ж", "cyrillic"),
+        ("א", "hebrew_armenian"),
+        ("ع", "arabic"),
+        ("क", "indic_thai"),
+        ("ა", "other_scripts"),  # Georgian
+        ("ệ", "other_scripts"),  # Vietnamese letters live in Latin Extended Additional
+        ("—", "symbols"),
+        ("の", "cjk_punct_kana"),
+        ("中", "cjk"),
+        ("한", "hangul"),
+        ("，", "fullwidth"),
+        ("😀", "astral"),
     ],
 )
-def test_estimate_tokens_text_r2_1(content, expected):
-    assert estimate_tokens(content) == expected
-    assert CompactUtils.estimate_tokens(content) == expected
+def test_every_script_is_counted_by_its_unicode_block_rk_1(char, name):
+    assert named(char * 3 + " x") == {name: 3, "space": 1, "lower": 1}
 
 
-def test_estimate_tokens_mixed_floor_of_sum_r2_1():
-    # "Grüße": 3 ASCII (G, r, e) + 2 non-ASCII (ü, ß): 3/4 + 2/1.5 = 2.08 → 2
-    assert estimate_tokens("Grüße") == 2
+@pytest.mark.parametrize(
+    ("text", "encoded"),
+    [
+        ("aGVsbG8gd29ybGQgdGhpcyBpcyBhIHRlc3Q0MTIz", 40),  # base64
+        ("sha256 " + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", 64),
+        ("abcdefghijklmnopqrstuvwxyzABCD", 0),  # a long word without digits
+        ("12345678901234567890123456789012", 0),  # a long number
+        ("abc123DEF456", 0),  # mixed, but shorter than 20
+    ],
+)
+def test_base64_and_hex_like_runs_rk_1(text, encoded):
+    assert text_counts(text)[CLASSES.index("encoded")] == encoded
 
 
-def test_estimate_tokens_image_parts_cost_765_each_r2_1():
-    parts = [{"type": "text", "text": "a" * 40}, IMAGE_PART, IMAGE_PART]
-    assert estimate_tokens(parts) == 10 + 2 * 765
-    assert estimate_tokens([IMAGE_PART]) == 765
+def test_encoded_runs_are_not_looked_for_in_plain_prose():
+    # A 24-character token with digits, drowned in lower-case prose: not dense enough to
+    # hold base64, so the search (a pass over the text) is skipped.
+    text = "the quick brown fox jumps over the lazy dog " * 5 + "v2ab34cd56ef78gh90ijklmn"
+    assert text_counts(text)[CLASSES.index("encoded")] == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_fast_counts_match_the_per_character_definition_rk_1(text):
+    assert dict(zip(CLASSES, text_counts(text), strict=True)) == reference_counts(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), min_size=300, max_size=3000))
+def test_long_texts_take_the_same_counts_as_short_ones(text):
+    # Long buffers are counted by deletion, short ones in place: both must agree.
+    assert dict(zip(CLASSES, text_counts(text), strict=True)) == reference_counts(text)
+
+
+def test_lone_surrogates_are_counted_not_raised():
+    assert named("a\ud800b") == {"lower": 2, "hangul": 1}
+
+
+def test_estimate_is_the_rounded_weighted_sum_rk_1():
+    text = 'The budget is 12,500 EUR; "approved" — Привет 上下文 😀'
+    value = sum(w * n for w, n in zip(BASE_WEIGHTS, text_counts(text), strict=True))
+    assert estimate_tokens(text) == int(value + 0.5)
+    assert CompactUtils.estimate_tokens(text) == estimate_tokens(text)
+
+
+@pytest.mark.parametrize("text", ["x", " ", "\t", ".", "0", "中"])
+def test_at_least_one_token_for_any_non_empty_text_r2_1(text):
+    assert estimate_tokens(text) >= 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(min_size=1, max_size=50))
+def test_non_empty_text_is_never_free(text):
+    assert estimate_tokens(text) >= 1
+
+
+def test_empty_content_is_free():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens(None) == 0
     assert estimate_tokens([]) == 0
     assert estimate_tokens([{"type": "text", "text": ""}]) == 0
 
 
+def test_image_parts_cost_765_each_r2_1():
+    text = "a" * 40
+    parts = [{"type": "text", "text": text}, IMAGE_PART, IMAGE_PART]
+    assert estimate_tokens(parts) == estimate_tokens(text) + 2 * 765
+    assert estimate_tokens([IMAGE_PART]) == 765
+
+
 def test_message_overhead_is_4_r2_1():
-    assert estimate_message_tokens(ChatMessage(role="user", content="a" * 400)) == 104
+    text = "a" * 400
+    assert estimate_message_tokens(ChatMessage(role="user", content=text)) == (
+        4 + estimate_tokens(text)
+    )
     assert estimate_message_tokens(ChatMessage(role="assistant", content=None)) == 4
     assert estimate_message_tokens(ChatMessage(role="user", content="")) == 4
 
@@ -61,11 +199,21 @@ def test_message_overhead_is_4_r2_1():
 def test_tool_call_names_and_arguments_count_as_content_r2_1():
     msg = ChatMessage(
         role="assistant",
-        content="a" * 8,  # 2 tokens
+        content="a" * 8,
         tool_calls=[ToolCall(id="c1", name="search", arguments='{"q": "weather"}')],
     )
-    # "search" (6) + '{"q": "weather"}' (16) + 8 content chars = 30 ASCII → 7 (+4 overhead)
-    assert estimate_message_tokens(msg) == 4 + 30 // 4
+    counts = [
+        a + b + c
+        for a, b, c in zip(
+            text_counts("a" * 8),
+            text_counts("search"),
+            text_counts('{"q": "weather"}'),
+            strict=True,
+        )
+    ]
+    assert estimate_message_tokens(msg) == 4 + tokens_of_counts(counts)
+    assert estimate_message_tokens(msg) > 4 + estimate_tokens("a" * 8)
+    assert messages_counts([msg]) == counts
 
 
 def test_messages_total_is_the_sum_r2_1():
@@ -73,30 +221,42 @@ def test_messages_total_is_the_sum_r2_1():
         ChatMessage(role="system", content="a" * 40),
         ChatMessage(role="user", content=[{"type": "text", "text": "中" * 3}, IMAGE_PART]),
     ]
-    assert estimate_messages_tokens(msgs) == (4 + 10) + (4 + 2 + 765)
-    assert CompactUtils.estimate_messages_tokens(msgs) == estimate_messages_tokens(msgs)
+    expected = (4 + estimate_tokens("a" * 40)) + (4 + estimate_tokens("中" * 3) + 765)
+    assert estimate_messages_tokens(msgs) == expected
+    assert CompactUtils.estimate_messages_tokens(msgs) == expected
+
+
+def test_a_cached_estimate_is_not_recounted(monkeypatch):
+    msg = ChatMessage(role="user", content="some text " * 50)
+    first = estimate_message_tokens(msg)
+    calls = []
+    monkeypatch.setattr(tokens, "text_counts", lambda text: calls.append(text) or [0])
+    assert estimate_message_tokens(msg) == first
+    assert estimate_messages_tokens([msg, msg]) == 2 * first
+    assert calls == []
 
 
 def test_cached_estimate_follows_content_reassignment():
     msg = ChatMessage(role="user", content="a" * 400)
-    assert estimate_message_tokens(msg) == 104
+    assert estimate_message_tokens(msg) == 4 + estimate_tokens("a" * 400)
     msg.content = "a" * 800
-    assert estimate_message_tokens(msg) == 204
-    assert estimate_messages_tokens([msg]) == 204
+    assert estimate_message_tokens(msg) == 4 + estimate_tokens("a" * 800)
+    assert estimate_messages_tokens([msg]) == 4 + estimate_tokens("a" * 800)
     msg.tool_calls = [ToolCall(id="c", name="f" * 4, arguments="{}" * 2)]
-    assert estimate_messages_tokens([msg]) == 4 + (800 + 8) // 4
+    with_one = estimate_messages_tokens([msg])
+    assert with_one > 4 + estimate_tokens("a" * 800)
     msg.tool_calls.append(ToolCall(id="d", name="g" * 4, arguments="{}" * 2))
-    assert estimate_message_tokens(msg) == 4 + (800 + 16) // 4
+    assert estimate_message_tokens(msg) > with_one
     msg.tool_calls = None
-    assert estimate_messages_tokens([msg]) == 204
+    assert estimate_messages_tokens([msg]) == 4 + estimate_tokens("a" * 800)
 
 
 def test_list_content_is_recounted_after_in_place_edit():
     parts = [{"type": "text", "text": "a" * 40}]
     msg = ChatMessage(role="user", content=parts)
-    assert estimate_message_tokens(msg) == 14
+    before = estimate_message_tokens(msg)
     parts.append(IMAGE_PART)
-    assert estimate_message_tokens(msg) == 14 + 765
+    assert estimate_message_tokens(msg) == before + 765
 
 
 def test_cache_is_invisible_to_equality_repr_and_copies():
@@ -108,14 +268,35 @@ def test_cache_is_invisible_to_equality_repr_and_copies():
     assert estimate_message_tokens(copy.deepcopy(a)) == estimate_message_tokens(b)
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.text(max_size=300))
-def test_estimate_matches_the_per_character_definition_r2_1(text):
-    ascii_chars = sum(1 for c in text if ord(c) < 128)
-    other = len(text) - ascii_chars
-    exact = Fraction(ascii_chars, 4) + Fraction(other) / Fraction(3, 2)
-    expected = 0 if not text else max(1, math.floor(exact))
-    assert estimate_tokens(text) == expected
+def test_other_weights_apply_inside_use_weights_and_the_cache_follows():
+    msg = ChatMessage(role="user", content="Привет, мир! " * 20)
+    base = estimate_message_tokens(msg)
+    doubled = tuple(2 * w for w in BASE_WEIGHTS)
+    with use_weights(doubled):
+        assert estimate_message_tokens(msg) == 4 + tokens_of_counts(
+            text_counts(msg.content), doubled
+        )
+        assert estimate_messages_tokens([msg]) > base
+        assert estimate_tokens(msg.content) == tokens_of_counts(text_counts(msg.content), doubled)
+    assert estimate_message_tokens(msg) == base
+    assert estimate_messages_tokens([msg]) == base
+    with use_weights(None):
+        assert estimate_message_tokens(msg) == base
+
+
+def test_use_weights_wants_one_weight_per_class():
+    with pytest.raises(ValueError), use_weights((1.0, 2.0)):
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_character_counts_add_up_under_concatenation(a, b):
+    encoded = CLASSES.index("encoded")
+    joined = text_counts(a + b)
+    for i, (x, y) in enumerate(zip(text_counts(a), text_counts(b), strict=True)):
+        if i != encoded:
+            assert joined[i] == x + y
 
 
 @settings(max_examples=100, deadline=None)

@@ -236,11 +236,30 @@ def history_with_enriched_length(query: str, length: int) -> list[ChatMessage]:
     return [ChatMessage(role="user", content="h" * (length - len(base) + 1))]
 
 
+def shortest_enriched_length_over(query: str, tokens: int) -> int:
+    """The fewest characters for which the enriched query is estimated above ``tokens``."""
+
+    def estimate(length: int) -> int:
+        history = history_with_enriched_length(query, length)
+        return estimate_tokens(enriched_query(format_history(history), query))
+
+    lo, hi = tokens, tokens * 8
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if estimate(mid) > tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 @pytest.mark.parametrize("over", [False, True])
 async def test_planner_input_limit_is_16k_tokens(build_context, events, over):
     """RD.2: an enriched query of exactly 16,000 tokens goes as it is; 16,001 is summarised."""
     query = "Now plan the launch."
-    length = PLANNER_INPUT_TOKENS * 4 + (4 if over else 3)  # ASCII: 4 chars per token
+    # One more "h" costs less than a token: the last length at 16,000 and the first above.
+    first_over = shortest_enriched_length_over(query, PLANNER_INPUT_TOKENS)
+    length = first_over if over else first_over - 1
     history = history_with_enriched_length(query, length)
     enriched = enriched_query(format_history(history), query)
     assert len(enriched) == length
