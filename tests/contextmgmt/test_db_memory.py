@@ -20,7 +20,7 @@ from PIL import Image
 from chat.history import load_history
 from chat.models import Attachment, Conversation, Message
 from chat.summaries import summary_latest, summary_save
-from contextmgmt.core.compact import CompactUtils
+from contextmgmt.core.compact import DEFAULT_WINDOW_TOKENS, CompactUtils
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.db_memory import DbMemory, StoredSummary
@@ -258,7 +258,7 @@ def test_unknown_malformed_and_foreign_file_ids_degrade_to_notes(conversation, o
 
 
 def long_conversation(conversation, turns: int, words: int = 30, tag: str = "") -> list[Message]:
-    """``turns`` question/answer pairs of ~90 tokens each, then the current query."""
+    """``turns`` question/answer pairs (about 85 tokens each at 30 words), then the query."""
     rows = []
     for i in range(turns):
         rows.append(say(conversation, "user", f"{tag}Q{i}: " + "lorem ipsum " * words))
@@ -298,11 +298,12 @@ def test_without_compact_llm_history_is_smart_truncated(conversation):
 
 @pytest.mark.django_db
 def test_with_compact_llm_history_is_summarised_and_a_summary_offered(conversation):
-    rows = long_conversation(conversation, turns=20)
+    rows = long_conversation(conversation, turns=20, words=45)
     llm = FakeLLM(default="The user asked twenty questions about lorem ipsum.")
     memory = DbMemory(conversation.id, max_tokens=600, compact_llm=llm, keep_recent=4)
     messages = load(memory)
     # More than one compactor window (4,000 tokens by default): summarised in rounds (RF.1).
+    assert memory.tokens_before > DEFAULT_WINDOW_TOKENS
     assert len(llm.calls) == memory.result.summary_calls > 1
     assert memory.was_compacted and memory.strategy == "llm"
     assert messages[0].is_summary
