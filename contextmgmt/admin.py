@@ -6,9 +6,10 @@ from django.db import models
 from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
+from django.utils.html import format_html_join
 
 from contextmgmt import profiles
-from contextmgmt.calibration import reset_calibration
+from contextmgmt.calibration import describe_weights, reset_calibration
 from contextmgmt.models import ModelConfig
 
 
@@ -33,6 +34,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
         "token_ratio",
         "token_ratio_samples",
         "refused",
+        "class_weights",
         "created_at",
         "updated_at",
     )
@@ -52,10 +54,17 @@ class ModelConfigAdmin(admin.ModelAdmin):
         (
             "Calibration",
             {
-                "fields": ("token_ratio", "token_ratio_samples", "effective_budget"),
+                "fields": (
+                    "token_ratio",
+                    "token_ratio_samples",
+                    "class_weights",
+                    "effective_budget",
+                ),
                 "description": (
-                    "Ratio of the provider's reported input tokens to fimone's estimate, "
-                    "learnt from real calls. Above 1 it shrinks the effective budget."
+                    "Learnt from the provider's usage reports (the last 50 runs): tokens per "
+                    "character class for this model's tokenizer, which fimone then estimates "
+                    "with; the ratio compares the reported tokens with the base estimate "
+                    "(o200k_base) over those reports. Reset forgets both."
                 ),
             },
         ),
@@ -112,6 +121,15 @@ class ModelConfigAdmin(admin.ModelAdmin):
     def profile(self, obj: ModelConfig) -> str:
         # "openai_compatible" wraps at its underscore: the column stays narrow.
         return obj.provider_profile.replace("_", "_\u200b")
+
+    @admin.display(description="class weights (vs base)")
+    def class_weights(self, obj: ModelConfig) -> str:
+        moved = describe_weights(obj.token_weights)
+        if not moved:
+            return "base weights" if not obj.token_weights else "base weights (fitted)"
+        return format_html_join(
+            ", ", "{}: {} (×{})", ((n, f"{w:.3f}", f"{r:.2f}") for n, w, r in moved)
+        )
 
     @admin.display(description="ratio (samples)")
     def calibration(self, obj: ModelConfig) -> str:

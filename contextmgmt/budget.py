@@ -1,9 +1,9 @@
 """Resolve a role's token budget: ModelConfig row > environment > defaults.
 
 The arithmetic (reserve, floor) lives in ``contextmgmt.core.budget``; this module only
-decides where the two inputs come from, and applies the per-model calibration ratio
-(``contextmgmt.calibration``) so that a model whose tokenizer counts more than fimone's
-heuristic does not overflow. Sync: it may hit the database; call it through
+decides where the two inputs come from, and carries the model's calibrated class weights
+(``contextmgmt.calibration``), which a run estimates with, so that a model whose tokenizer
+counts more than fimone's estimate does not overflow. Sync: it may hit the database; call it through
 ``sync_to_async`` from async code.
 """
 
@@ -15,6 +15,7 @@ from typing import Literal
 
 from django.conf import settings
 
+from contextmgmt.calibration import weights_of
 from contextmgmt.core.budget import (
     DEFAULT_CONTEXT_SIZE,
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -42,10 +43,14 @@ class Budget:
     token_ratio: float = 1.0
     token_ratio_samples: int = 0
     model_config_id: int | None = None
+    # Class weights fitted to this model's usage reports; None: the base weights.
+    token_weights: tuple[float, ...] | None = None
 
     @property
     def effective_input_tokens(self) -> int:
         """The budget in fimone-estimated tokens: shrunk when the provider counts more."""
+        if self.token_weights is not None:
+            return self.usable_input_tokens  # the estimate itself is calibrated
         return effective_input_tokens(self.usable_input_tokens, self.token_ratio)
 
 
@@ -68,7 +73,14 @@ def _checked_usable(role: str, context_size: int, max_output_tokens: int, source
     return usable
 
 
-_BUDGET_FIELDS = ("id", "context_size", "max_output_tokens", "token_ratio", "token_ratio_samples")
+_BUDGET_FIELDS = (
+    "id",
+    "context_size",
+    "max_output_tokens",
+    "token_ratio",
+    "token_ratio_samples",
+    "token_weights",
+)
 
 
 def _from_db(role: BudgetRole) -> Budget | None:
@@ -95,6 +107,7 @@ def _row_budget(row: ModelConfig, role: BudgetRole) -> Budget:
         token_ratio=row.token_ratio,
         token_ratio_samples=row.token_ratio_samples,
         model_config_id=row.pk,
+        token_weights=weights_of(row.token_weights),
     )
 
 

@@ -1,70 +1,171 @@
-"""Token-count calibration per ModelConfig ("calibrated budgets").
+"""Per-class token calibration per ModelConfig, learnt from the provider's usage reports.
 
-After an LLM call the caller knows two numbers for the same request: fimone's heuristic
-estimate and the provider's reported input tokens. Their ratio, kept as a
-bounded running average on the ModelConfig row, shrinks that model's effective budget
-(``Budget.effective_input_tokens``) when its tokenizer counts more than the heuristic.
+Each report is a sample: the class counts of what was sent (``tokens.CLASSES``; see
+``docs/tokens.md``), the tokens fimone adds that are not text (per-message overhead,
+images, at their fixed rates) and the input tokens the provider billed. The most recent
+``WINDOW`` samples of a model are kept in ``TokenSample`` rows; after each one the model's
+class weights are refitted (relative least squares, ``contextmgmt.core.tokens_fit``):
 
-The update is a single UPDATE with F() expressions, so two processes recording at once
-never lose each other's sample (no read-modify-write in Python).
+- a class the samples hold little of stays near its base weight (a ridge towards the base
+  weights that scales with the evidence), so a JSON-heavy conversation that says nothing
+  about English leaves English where it was;
+- samples the first fit misses by far more than the rest (a provider bug, a cached-prompt
+  discount, a truncated request) are dropped before the second fit;
+- no weight goes below ``FLOOR`` x its base weight, nor above ``CEILING`` x it.
+
+The floor: o200k_base, which the base weights were fitted to, has one of the largest
+vocabularies in use (200k), so other tokenizers (Llama, Qwen, Claude, Mistral) count as
+many tokens or more for the same text; a model that seems to count much fewer is more
+likely a provider reporting fewer tokens than it read (cached prompts) than a leaner
+tokenizer. Allowing 20 % below the base also covers the base weights' own error on the
+kinds of text they over-count most (English and German about +12 %, see docs/tokens.md).
+
+Concurrency: a sample is an INSERT and a counter UPDATE with an F() expression (two
+processes recording at once both keep theirs); the refit reads the latest window and
+writes the weights with one UPDATE, so the weights are always a fit of a recent window,
+and the next sample's refit includes any sample a concurrent refit missed.
 """
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
-from django.db.models import F, FloatField, Value
-from django.db.models.functions import Cast, Greatest, Least
+import math
+from collections.abc import Sequence
 
-from contextmgmt.models import ModelConfig
+from contextmgmt.core.tokens import BASE_WEIGHTS, CLASSES, N_CLASSES
+from contextmgmt.core.tokens_fit import fit_weights
 
-RATIO_MIN = 0.5
-RATIO_MAX = 3.0
-# The first WINDOW samples are averaged equally; after that each new sample weighs 1/WINDOW
-# (an exponential moving average), so the ratio follows a provider that changes tokenizer.
-WINDOW = 20
-# Tiny requests give noisy ratios (per-message overheads dominate): ignore them.
-MIN_ESTIMATED_TOKENS = 100
+WINDOW = 50
+FLOOR = 0.8
+CEILING = 4.0
+# Tiny requests give noisy samples (the fixed overheads dominate): ignore them.
+MIN_REPORTED_TOKENS = 100
+# How strongly the fit holds each class to its base weight, relative to the samples'
+# evidence about that class.
+PRIOR_STRENGTH = 0.003
+# A sample whose first-fit error is this many times the median error (and above 5 %) is an
+# outlier.
+OUTLIER_FACTOR = 4.0
 
 
-def clamp_ratio(ratio: float) -> float:
-    return min(RATIO_MAX, max(RATIO_MIN, ratio))
+def weights_of(stored: Sequence[float] | None) -> tuple[float, ...] | None:
+    """A model's stored weights as the estimator takes them; None = the base weights."""
+    if not stored or len(stored) != N_CLASSES:
+        return None
+    return tuple(float(w) for w in stored)
 
 
-def record_usage(*, model_config_id: int, estimated_tokens: int, reported_tokens: int) -> bool:
-    """Fold one (estimate, reported) pair into the model's running ratio.
+def fit_samples(samples: Sequence[tuple[Sequence[int], int, int]]) -> list[float]:
+    """Class weights for (counts, fixed tokens, reported tokens) samples, within the bounds."""
+    usable = [
+        (counts, reported - fixed)
+        for counts, fixed, reported in samples
+        if reported - fixed > 0 and any(counts)
+    ]
+    lower = [FLOOR * w for w in BASE_WEIGHTS]
+    upper = [max(CEILING * w, 0.05) for w in BASE_WEIGHTS]
+    if not usable:
+        return list(BASE_WEIGHTS)
+
+    def fit(rows):
+        return fit_weights(
+            rows,
+            lower=lower,
+            upper=upper,
+            prior=BASE_WEIGHTS,
+            prior_strength=PRIOR_STRENGTH,
+            relative_prior=True,
+        )
+
+    weights = fit(usable)
+    errors = [abs(math.log(max(_dot(c, weights), 1e-9) / y)) for c, y in usable]
+    median = sorted(errors)[len(errors) // 2]
+    limit = max(0.05, OUTLIER_FACTOR * median)
+    kept = [row for row, error in zip(usable, errors, strict=True) if error <= limit]
+    if len(kept) < len(usable) and kept:
+        weights = fit(kept)
+    return weights
+
+
+def _dot(counts: Sequence[int], weights: Sequence[float]) -> float:
+    return sum(c * w for c, w in zip(counts, weights, strict=True))
+
+
+def record_usage(
+    *, model_config_id: int, counts: Sequence[int], fixed_tokens: int, reported_tokens: int
+) -> bool:
+    """Store one usage report and refit the model's weights.
 
     Returns whether the sample was used (False for tiny or nonsensical samples, or a
     ModelConfig that no longer exists). Sync; from async code use ``arecord_usage``.
     """
-    if estimated_tokens < MIN_ESTIMATED_TOKENS or reported_tokens <= 0:
+    from django.db import IntegrityError
+    from django.db.models import F
+
+    from contextmgmt.models import ModelConfig, TokenSample
+
+    if reported_tokens < MIN_REPORTED_TOKENS or len(counts) != N_CLASSES or not any(counts):
         return False
-    # One outlier (a provider bug, a cached prompt discount) must not swing the budget.
-    sample = clamp_ratio(reported_tokens / estimated_tokens)
-    ratio = F("token_ratio")
-    weight = Cast(Least(F("token_ratio_samples") + 1, Value(WINDOW)), FloatField())
-    new_ratio = Least(
-        Greatest(ratio + (Value(sample) - ratio) / weight, Value(RATIO_MIN)),
-        Value(RATIO_MAX),
-        output_field=FloatField(),
+    if not ModelConfig.objects.filter(pk=model_config_id).exists():
+        return False
+    try:
+        TokenSample.objects.create(
+            model_config_id=model_config_id,
+            counts=[int(c) for c in counts],
+            fixed_tokens=int(fixed_tokens),
+            reported_tokens=int(reported_tokens),
+        )
+    except IntegrityError:  # the ModelConfig was deleted
+        return False
+    # Every sample is counted (one atomic UPDATE), the window holds the latest WINDOW.
+    ModelConfig.objects.filter(pk=model_config_id).update(
+        token_ratio_samples=F("token_ratio_samples") + 1
     )
-    updated = ModelConfig.objects.filter(pk=model_config_id).update(
-        token_ratio=new_ratio, token_ratio_samples=F("token_ratio_samples") + 1
+    recent = TokenSample.objects.filter(model_config_id=model_config_id).order_by("-id")
+    rows = list(recent.values_list("id", "counts", "fixed_tokens", "reported_tokens")[:WINDOW])
+    if len(rows) == WINDOW:
+        recent.filter(id__lt=rows[-1][0]).delete()
+    samples = [(c, f, r) for _, c, f, r in rows if isinstance(c, list) and len(c) == N_CLASSES]
+    weights = fit_samples(samples)
+    base = sum(_dot(c, BASE_WEIGHTS) + f for c, f, _ in samples)
+    reported = sum(r for _, _, r in samples)
+    ModelConfig.objects.filter(pk=model_config_id).update(
+        token_weights=[round(w, 4) for w in weights],
+        # How this model's tokenizer compares with o200k_base on its recent traffic.
+        token_ratio=reported / base if base else 1.0,
     )
-    return updated == 1
+    return True
 
 
 async def arecord_usage(
-    *, model_config_id: int, estimated_tokens: int, reported_tokens: int
+    *, model_config_id: int, counts: Sequence[int], fixed_tokens: int, reported_tokens: int
 ) -> bool:
+    from asgiref.sync import sync_to_async
+
     return await sync_to_async(record_usage)(
         model_config_id=model_config_id,
-        estimated_tokens=estimated_tokens,
+        counts=counts,
+        fixed_tokens=fixed_tokens,
         reported_tokens=reported_tokens,
     )
 
 
 def reset_calibration(*, model_config_ids: list[int]) -> int:
-    """Forget what was learnt: ratio 1.0, no samples. Returns the number of rows reset."""
+    """Forget what was learnt: base weights, no samples. Returns the number of rows reset."""
+    from contextmgmt.models import ModelConfig, TokenSample
+
+    TokenSample.objects.filter(model_config_id__in=model_config_ids).delete()
     return ModelConfig.objects.filter(pk__in=model_config_ids).update(
-        token_ratio=1.0, token_ratio_samples=0
+        token_weights=[], token_ratio=1.0, token_ratio_samples=0
     )
+
+
+def describe_weights(stored: Sequence[float] | None) -> list[tuple[str, float, float]]:
+    """(class, weight, weight / base) of the classes whose weight moved, for the admin."""
+    weights = weights_of(stored)
+    if weights is None:
+        return []
+    return [
+        (name, w, w / base if base else 0.0)
+        for name, w, base in zip(CLASSES, weights, BASE_WEIGHTS, strict=True)
+        if abs(w - base) > 1e-3
+    ]

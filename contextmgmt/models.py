@@ -38,7 +38,11 @@ class ModelConfig(models.Model):
     max_output_tokens = models.PositiveIntegerField(default=64_000)
     supports_vision = models.BooleanField(default=True)
     is_active = models.BooleanField("active", default=False)
-    # Calibration: provider-reported input tokens / fimone's estimate, running.
+    # Calibration (contextmgmt.calibration): the class weights fitted to this model's usage
+    # reports (empty: the base weights); the reported tokens / the base estimate over the
+    # samples it was fitted to, and how many samples that was. A ratio without weights is
+    # a running ratio learnt before weights were (it still shrinks the budget).
+    token_weights = models.JSONField(default=list, blank=True)
     token_ratio = models.FloatField(default=1.0)
     token_ratio_samples = models.PositiveIntegerField(default=0)
     # The provider profile (contextmgmt.core.providers): what this endpoint accepts and where its
@@ -99,7 +103,8 @@ class ModelConfig(models.Model):
     @property
     def effective_input_tokens(self) -> int:
         """The usable budget after calibration (see contextmgmt.calibration)."""
-        return effective_input_tokens(self.usable_input_tokens, self.token_ratio)
+        ratio = 1.0 if self.token_weights else self.token_ratio
+        return effective_input_tokens(self.usable_input_tokens, ratio)
 
     def budget_errors(self) -> dict[str, str]:
         """What is wrong with the context size and max output (empty when they make sense).
@@ -151,3 +156,21 @@ class ModelConfig(models.Model):
                 )
         if errors:
             raise ValidationError(errors)
+
+
+class TokenSample(models.Model):
+    """One provider usage report: class counts of what was sent, and the billed tokens."""
+
+    model_config = models.ForeignKey(
+        ModelConfig, on_delete=models.CASCADE, related_name="token_samples"
+    )
+    counts = models.JSONField()  # one count per contextmgmt.core.tokens.CLASSES entry
+    fixed_tokens = models.PositiveIntegerField()  # message overheads and images
+    reported_tokens = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["model_config", "-id"], name="token_sample_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.reported_tokens} tokens reported for {self.model_config_id}"

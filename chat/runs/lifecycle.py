@@ -35,7 +35,7 @@ from chat.runs.record import RunRecord
 from chat.runs.registry import registry
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tokens import estimate_message_tokens
+from contextmgmt.core.tokens import activate_weights, estimate_message_tokens
 from fimone.agent import AgentContext, InjectionQueue
 
 logger = logging.getLogger(__name__)
@@ -278,6 +278,8 @@ async def _supervise(run: Run, layer) -> None:
 async def _work(run: Run):
     prepared = await database_sync_to_async(storage.prepare)(run.opened, run.deps)
     run.prepared = prepared
+    # This task estimates tokens as the main model counts them (its calibrated weights).
+    activate_weights(prepared.main_weights)
     for message in prepared.follow_ups:
         run.injections.put_nowait(message)
     main = MeteredLLM(prepared.main, run.answer_usage)
@@ -400,7 +402,7 @@ async def _finish(run: Run) -> None:
     if outcome is not None:
         extra.update(iterations=outcome.iterations, outcome=outcome.status)
     calibration = [
-        (config_id, llm.estimated_input, llm.reported_input)
+        (config_id, llm.input_counts, llm.fixed_input, llm.reported_input)
         for llm, config_id in run.metered
         if config_id is not None and llm.reported_input > 0
     ]

@@ -8,7 +8,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
-from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
+from contextmgmt.core.tokens import (
+    N_CLASSES,
+    estimate_messages_tokens,
+    estimate_tokens,
+    usage_sample,
+)
 
 
 class MeteredLLM:
@@ -22,10 +27,14 @@ class MeteredLLM:
         self._inner = inner
         self.model_name = getattr(inner, "model_name", "unknown")
         self.usage = usage if usage is not None else Usage()
-        # (estimated, reported) input tokens of calls whose provider reported its usage, for
-        # the budget calibration (an estimate compared with itself would teach nothing).
+        # Input tokens of calls whose provider reported its usage, as estimated and as
+        # reported, and the class counts and fixed tokens of what those calls sent: one
+        # calibration sample per run and model (an estimate compared with itself would
+        # teach nothing).
         self.estimated_input = 0
         self.reported_input = 0
+        self.input_counts = [0] * N_CLASSES
+        self.fixed_input = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -44,12 +53,14 @@ class MeteredLLM:
     def _count(self, usage: Usage, messages, tools) -> None:
         self.usage.add(usage)
         if usage.input_tokens > 0 and not usage.estimated:
-            self.estimated_input += estimate_messages_tokens(messages) + _tools_tokens(tools)
+            tools_json = json.dumps(tools) if tools else ""
+            self.estimated_input += estimate_messages_tokens(messages) + (
+                estimate_tokens(tools_json) if tools_json else 0
+            )
             self.reported_input += usage.input_tokens
-
-
-def _tools_tokens(tools: list[dict] | None) -> int:
-    return estimate_tokens(json.dumps(tools)) if tools else 0
+            counts, fixed = usage_sample(messages, tools_json)
+            self.input_counts = [a + b for a, b in zip(self.input_counts, counts, strict=True)]
+            self.fixed_input += fixed
 
 
 def usage_totals(answer: Usage, compaction: Usage) -> dict[str, Any]:

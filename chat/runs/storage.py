@@ -65,6 +65,7 @@ class PreparedRun:
     fast_tokens: int
     main_config_id: int | None  # the ModelConfig rows, for the calibration samples
     fast_config_id: int | None
+    main_weights: tuple[float, ...] | None  # the main model's calibrated token weights
     vision: bool
     query: ChatMessage  # pinned, images inline
     history: LoadedHistory  # read in the same thread hop; the memory fits it to the budget
@@ -309,6 +310,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         fast_tokens=_input_tokens(fast_budget),
         main_config_id=getattr(main_budget, "model_config_id", None),
         fast_config_id=getattr(fast_budget, "model_config_id", None),
+        main_weights=getattr(main_budget, "token_weights", None),
         vision=vision,
         query=dataclasses.replace(query, injected=False),  # the run's current query
         history=load_history(opened.query.conversation_id, vision=vision),
@@ -368,12 +370,15 @@ def persist_finish(
     return render_markdown(content) if content else ""
 
 
-def _record_calibration(samples: list[tuple[int, int, int]]) -> None:
-    """Teach the budget how this model's tokenizer compares with the estimate."""
-    for config_id, estimated, reported in samples:
+def _record_calibration(samples: list[tuple[int, list[int], int, int]]) -> None:
+    """Teach the estimate how this model's tokenizer counts each class of text."""
+    for config_id, counts, fixed, reported in samples:
         try:
             record_usage(
-                model_config_id=config_id, estimated_tokens=estimated, reported_tokens=reported
+                model_config_id=config_id,
+                counts=counts,
+                fixed_tokens=fixed,
+                reported_tokens=reported,
             )
         except Exception:  # calibration is advisory; it must never fail a run
             logger.warning("calibration sample for ModelConfig %s failed", config_id, exc_info=True)

@@ -232,6 +232,16 @@ def current_weights() -> tuple[float, ...]:
     return _weights.get()
 
 
+def activate_weights(weights: tuple[float, ...] | None) -> None:
+    """Estimate with ``weights`` for the rest of the current context (an asyncio task's own:
+    a run's task calls this once with its model's weights). None keeps the current."""
+    if weights is None:
+        return
+    if len(weights) != N_CLASSES:
+        raise ValueError(f"expected {N_CLASSES} weights, got {len(weights)}")
+    _weights.set(tuple(weights))
+
+
 @contextmanager
 def use_weights(weights: tuple[float, ...] | None) -> Iterator[None]:
     """Estimate with ``weights`` (one per class) inside the block; None keeps the current."""
@@ -368,3 +378,28 @@ def messages_counts(messages: Iterable[ChatMessage]) -> list[int]:
         else:
             _add(total, message_counts(msg)[0])
     return total
+
+
+def usage_sample(messages: Iterable[ChatMessage], extra_text: str = "") -> tuple[list[int], int]:
+    """What a usage report is compared against: the class counts of the messages' text (and
+    ``extra_text``, e.g. the tools' JSON) and the tokens that are not text (per-message
+    overheads and images, at their fixed rates)."""
+    counts = [0] * N_CLASSES
+    fixed = 0
+    for msg in messages:
+        cache = msg._token_cache
+        if (
+            cache is not None
+            and cache[0] is msg.content
+            and cache[1] is msg.tool_calls
+            and (msg.tool_calls is None or cache[2] == tuple(msg.tool_calls))
+        ):
+            _add(counts, cache[4])
+            fixed += MESSAGE_OVERHEAD
+        else:
+            message, images = message_counts(msg)
+            _add(counts, message)
+            fixed += MESSAGE_OVERHEAD + IMAGE_TOKENS * images
+    if extra_text:
+        _add(counts, text_counts(extra_text))
+    return counts, fixed

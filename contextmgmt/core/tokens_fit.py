@@ -24,6 +24,7 @@ def fit_weights(
     prior: Sequence[float] | None = None,
     prior_strength: float | Sequence[float] = 0.0,
     sample_weights: Sequence[float] | None = None,
+    relative_prior: bool = False,
     sweeps: int = 400,
 ) -> list[float]:
     """Weights ``w`` minimising sum_i v_i (x_i . w / y_i - 1)^2 + penalty, within bounds.
@@ -32,6 +33,11 @@ def fit_weights(
     strength_j * A_jj * (w_j - prior_j)^2, A_jj being how much the samples say about class
     j: a ridge that scales with the evidence, so that a class the samples barely contain
     stays near its prior, and one they do not contain at all keeps it.
+
+    With ``relative_prior`` the penalty is instead strength_j * n * ((w_j - prior_j) /
+    prior_j)^2 (n samples): moving any weight by the same fraction costs the same, so the
+    fit explains an error by the classes that make up most of the samples rather than by
+    rare ones (correlated classes otherwise trade weight freely).
     """
     m = len(lower)
     hi = list(upper) if upper is not None else [float("inf")] * m
@@ -56,11 +62,15 @@ def fit_weights(
         else [float(s) for s in prior_strength]
     )
     if prior is not None:
+        n = sum(1 for _, real in samples if real > 0)
         for j in range(m):
             if strengths[j] <= 0:
                 continue
-            # A class absent from the samples keeps its prior exactly.
-            s = strengths[j] * (a[j][j] + 1e-9)
+            if relative_prior:
+                s = strengths[j] * n / max(prior[j], 0.05) ** 2
+            else:
+                # A class absent from the samples keeps its prior exactly.
+                s = strengths[j] * (a[j][j] + 1e-9)
             a[j][j] += s
             b[j] += s * prior[j]
     w = [min(max(start[j], lower[j]), hi[j]) for j in range(m)]

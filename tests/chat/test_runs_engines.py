@@ -235,9 +235,10 @@ async def test_iteration_compaction_is_forwarded_and_counted(
 
 
 async def test_run_teaches_the_budget_calibration(socket, ws_fake_llm):
-    """Each run reports (estimated, provider-reported) input tokens of its main
-    model's calls; the ModelConfig row's running ratio learns from it."""
-    from contextmgmt.models import ModelConfig
+    """RK.2: each run reports the class counts of what its main model was sent and the
+    provider-reported input tokens; the ModelConfig row's class weights learn from it."""
+    from contextmgmt.core.tokens import CLASSES
+    from contextmgmt.models import ModelConfig, TokenSample
 
     row = await ModelConfig.objects.acreate(
         name="Main", model="fake-main", role="main", is_active=True
@@ -248,6 +249,43 @@ async def test_run_teaches_the_budget_calibration(socket, ws_fake_llm):
     await row.arefresh_from_db()
     assert row.token_ratio_samples == 1
     assert 0.5 <= row.token_ratio <= 3.0
+    assert len(row.token_weights) == len(CLASSES)
+    sample = await TokenSample.objects.aget(model_config=row)
+    assert sample.counts[CLASSES.index("upper")] >= 60  # "Explain the plan. " * 60 was sent
+    assert sample.reported_tokens > 0 and sample.fixed_tokens > 0
+
+
+@pytest.mark.parametrize("calibrated", [False, True])
+async def test_a_run_estimates_with_its_models_calibrated_weights(
+    socket, conversation, ws_fake_llm, run_deps, calibrated
+):
+    """RK.2: history that fits the budget by the base weights is compacted when the main
+    model's calibrated weights say its tokenizer counts twice as much."""
+    from asgiref.sync import sync_to_async
+
+    from contextmgmt.budget import Budget
+    from contextmgmt.core.tokens import BASE_WEIGHTS
+
+    budget = Budget(
+        role="main",
+        context_size=40_000,
+        max_output_tokens=4_000,
+        usable_input_tokens=8_000,
+        source="db",
+        token_weights=tuple(2 * w for w in BASE_WEIGHTS) if calibrated else None,
+    )
+    run_deps.use(resolve_budget=lambda role: budget)
+    await sync_to_async(history_just_under)(conversation, 5_000)
+    ws_fake_llm.default = "[Conversation summary] Turns 0-3 discussed words and numbers 12345."
+    await send(socket, type="message", content="What next?")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    history = [e for e in of_type(events, "compact") if e["scope"] == "history"]
+    if not calibrated:
+        assert history == []
+    else:
+        (compact,) = history
+        assert compact["tokens_before"] > 8_000  # 5,000 base-weight tokens counted twice
 
 
 async def test_dag_replan_is_forwarded(socket, ws_fake_llm):

@@ -134,6 +134,38 @@ def test_reset_calibration_action(admin_client, calibrated_model):
 
 
 @pytest.mark.django_db
+def test_learnt_class_weights_are_shown_and_reset_rk_2(admin_client, calibrated_model):
+    from contextmgmt.calibration import record_usage
+    from contextmgmt.core.tokens import BASE_WEIGHTS, text_counts
+    from contextmgmt.models import TokenSample
+
+    counts = text_counts("Контекстное окно конечно, история занимает бюджет. " * 40)
+    base = sum(c * w for c, w in zip(counts, BASE_WEIGHTS, strict=True))
+    for _ in range(5):  # a model that counts Cyrillic 1.5 times as o200k_base does
+        record_usage(
+            model_config_id=calibrated_model.pk,
+            counts=counts,
+            fixed_tokens=4,
+            reported_tokens=round(base * 1.5) + 4,
+        )
+    page = admin_client.get(
+        reverse("admin:contextmgmt_modelconfig_change", args=[calibrated_model.pk])
+    ).content.decode()
+    assert "cyrillic: " in page and "Learnt from the provider" in page
+    admin_client.post(
+        reverse("admin:contextmgmt_modelconfig_changelist"),
+        {"action": "reset_calibration_action", "_selected_action": [calibrated_model.pk]},
+    )
+    calibrated_model.refresh_from_db()
+    assert calibrated_model.token_weights == []
+    assert not TokenSample.objects.filter(model_config=calibrated_model).exists()
+    page = admin_client.get(
+        reverse("admin:contextmgmt_modelconfig_change", args=[calibrated_model.pk])
+    ).content.decode()
+    assert "base weights" in page and "cyrillic: " not in page
+
+
+@pytest.mark.django_db
 def test_admin_requires_staff(client, user):
     client.force_login(user)
     response = client.get(reverse("admin:contextmgmt_modelconfig_changelist"))

@@ -303,3 +303,24 @@ def test_character_counts_add_up_under_concatenation(a, b):
 @given(st.text(max_size=200), st.text(max_size=200))
 def test_estimate_is_monotone_under_concatenation(a, b):
     assert estimate_tokens(a + b) >= max(estimate_tokens(a), estimate_tokens(b))
+
+
+async def test_weights_activated_in_a_task_stay_in_that_task():
+    import asyncio
+
+    from contextmgmt.core.tokens import activate_weights, current_weights
+
+    doubled = tuple(2 * w for w in BASE_WEIGHTS)
+    text = "Привет, мир! " * 20
+
+    async def run_with(weights):
+        activate_weights(weights)
+        await asyncio.sleep(0)
+        return estimate_tokens(text)
+
+    calibrated, plain = await asyncio.gather(
+        asyncio.create_task(run_with(doubled)), asyncio.create_task(run_with(None))
+    )
+    assert calibrated == tokens_of_counts(text_counts(text), doubled)
+    assert plain == estimate_tokens(text)
+    assert current_weights() == BASE_WEIGHTS
