@@ -40,8 +40,8 @@ class ModelConfig(models.Model):
     is_active = models.BooleanField("active", default=False)
     # Calibration (contextmgmt.calibration): the class weights fitted to this model's usage
     # reports (empty: the base weights); the reported tokens / the base estimate over the
-    # samples it was fitted to, and how many samples that was. A ratio without weights is
-    # a running ratio learnt before weights were (it still shrinks the budget).
+    # samples they were fitted to; how many samples were recorded in all. A ratio without
+    # weights was learnt before weights existed (it still shrinks the budget).
     token_weights = models.JSONField(default=list, blank=True)
     token_ratio = models.FloatField(default=1.0)
     token_ratio_samples = models.PositiveIntegerField(default=0)

@@ -152,7 +152,7 @@ _LEAD_CODES = tuple(
     for name in ("latin_ext", "cyrillic", "cjk", "cjk_punct_kana", "fullwidth", "symbols")
     + ("arabic", "hangul", "greek", "hebrew_armenian", "indic_thai", "other_scripts", "astral")
 )
-_ALL_CODES = {codes: b"".join(code for _, code in codes) for codes in (_ASCII_CODES, _LEAD_CODES)}
+_ASCII_ALL = b"".join(code for _, code in _ASCII_CODES)
 _I_LOWER, _I_UPPER, _I_DIGIT, _I_ENCODED = (
     CLASSES.index(name) for name in ("lower", "upper", "digit", "encoded")
 )
@@ -186,15 +186,18 @@ def _encoded_chars(data: bytes) -> int:
 _PEEL_MIN = 256
 
 
-def _peel(buf: bytes, codes: tuple[tuple[int, bytes], ...], counts: list[int]) -> bytes:
+def _peel(
+    buf: bytes, codes: tuple[tuple[int, bytes], ...], counts: list[int], rest_of: bytes = b""
+) -> bytes:
     """Count each code by deleting it: every pass runs over what the previous ones left, so
-    the commonest classes (deleted first) make the rest cheap. Returns what is left.
+    the commonest classes (deleted first) make the rest cheap. Returns what is left when
+    ``rest_of`` (all the codes) is given.
 
     Short buffers are counted in place: there, the cost is the calls, not the bytes."""
     if len(buf) < _PEEL_MIN:
         for index, code in codes:
             counts[index] += buf.count(code)
-        return buf.translate(None, _ALL_CODES[codes])
+        return buf.translate(None, rest_of) if rest_of else b""
     for index, code in codes:
         rest = buf.translate(None, code)
         counts[index] += len(buf) - len(rest)
@@ -215,7 +218,7 @@ def text_counts(text: str) -> list[int]:
         _peel(cls, _ASCII_CODES, counts)
     else:
         # Drop continuation bytes: each non-ASCII character is left as its lead byte.
-        left = _peel(cls.translate(None, b"\x7f"), _ASCII_CODES, counts)
+        left = _peel(cls.translate(None, b"\x7f"), _ASCII_CODES, counts, _ASCII_ALL)
         if left:
             _peel(left, _LEAD_CODES, counts)
     # Base64 and hex are dense in capitals or digits; prose and code are not.
