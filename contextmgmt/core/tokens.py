@@ -153,6 +153,7 @@ _LEAD_CODES = tuple(
     + ("arabic", "hangul", "greek", "hebrew_armenian", "indic_thai", "other_scripts", "astral")
 )
 _ASCII_ALL = b"".join(code for _, code in _ASCII_CODES)
+_LEAD_INDEX = {code[0]: index for index, code in _LEAD_CODES}
 _I_LOWER, _I_UPPER, _I_DIGIT, _I_ENCODED = (
     CLASSES.index(name) for name in ("lower", "upper", "digit", "encoded")
 )
@@ -219,8 +220,12 @@ def text_counts(text: str) -> list[int]:
     else:
         # Drop continuation bytes: each non-ASCII character is left as its lead byte.
         left = _peel(cls.translate(None, b"\x7f"), _ASCII_CODES, counts, _ASCII_ALL)
-        if left:
+        if len(left) >= _PEEL_MIN:
             _peel(left, _LEAD_CODES, counts)
+        else:
+            # A short text holds one or two scripts: count only the blocks present.
+            for code in set(left):
+                counts[_LEAD_INDEX[code]] += left.count(code)
     # Base64 and hex are dense in capitals or digits; prose and code are not.
     lower = counts[_I_LOWER]
     if (counts[_I_UPPER] + counts[_I_DIGIT]) * 4 >= lower and len(data) >= _ENCODED_MIN:
