@@ -90,8 +90,10 @@ BENCHES = [
         name="tokens",
         script="tokens.py",
         figures={
-            "throughput": (rf"throughput: {NUMBER} MB/s", "MB/s", ">= 100"),
-            "per 60-char message": (rf"60-char messages: {NUMBER} µs", "µs", "<= 2"),
+            "accuracy, mean abs ln ratio": (rf"fimone {NUMBER} \(target", "", "<= 0.10"),
+            "mixed throughput": (rf"mixed \(.*?\): fimone {NUMBER} MB/s", "MB/s", ">= 150"),
+            "non-ASCII throughput": (rf"non-ASCII \(\d+ files\): {NUMBER} MB/s", "MB/s", ""),
+            "per 60-char message": (rf"60-character messages: {NUMBER} µs", "µs", ""),
         },
     ),
     Bench(
