@@ -135,7 +135,7 @@ def test_key_facts_prefer_the_one_of_a_kind_over_templated_values_rf_5():
         "The invoice number is INV-2024-0042 and the dashboard is https://d.example.com/x1.",
         *(f"probe {i}: host 10.1.{i}.{i + 3} answered in {i + 100}.5 ms" for i in range(30)),
     ]
-    text, (missing, appended) = append_key_facts("Probes ran.", sources, max_tokens=20)
+    text, (missing, appended) = append_key_facts("Probes ran.", sources, max_tokens=30)
     line = text.split(KEY_FACTS_LABEL, 1)[1]
     assert line.split("; ")[:2] == [" https://d.example.com/x1", "INV-2024-0042"]
     assert missing > appended >= 2
