@@ -238,4 +238,12 @@ def extractive_summary(transcript: str, max_tokens: int | None = None) -> str:
             room = max(8, room * 3 // 4)
             clipped = Unit(best.order, best.role, _clip(best.text, room))
         chosen = [clipped]
-    return "\n".join(_line(u, lang) for u in sorted(chosen, key=lambda u: u.order))
+
+    def joined() -> str:
+        return "\n".join(_line(u, lang) for u in sorted(chosen, key=lambda u: u.order))
+
+    # Line estimates are rounded one by one: the whole can come out a token or two above
+    # their sum. Drop the least informative lines until it fits.
+    while len(chosen) > 1 and estimate_tokens(joined()) > max_tokens:
+        chosen.pop()
+    return joined()
