@@ -139,13 +139,12 @@ def install_scripted_engine(run_deps: RunDepsOverride) -> ScriptedEngine:
 
 
 def history_just_under(conversation, tokens: int) -> None:
-    """Eight stored turns whose estimate is exactly ``tokens`` (the SPEC R2.1 estimator): DbMemory
+    """Eight stored turns whose estimate is exactly ``tokens``: DbMemory
     loads them all, and a system prompt on top pushes the first iteration over budget."""
     from chat import services
     from contextmgmt.core.messages import ChatMessage
     from contextmgmt.core.tokens import estimate_messages_tokens
 
-    texts = [f"Turn {i}: " + "words and numbers 12345 " * 90 for i in range(8)]
     roles = ["user", "assistant"] * 4
 
     def estimate(ts):
@@ -153,6 +152,15 @@ def history_just_under(conversation, tokens: int) -> None:
             [ChatMessage(role=r, content=t) for r, t in zip(roles, ts, strict=True)]
         )
 
+    def turns(repeat):
+        return [f"Turn {i}: " + "words and numbers 12345 " * repeat for i in range(8)]
+
+    # The fewest repetitions that reach ``tokens``, then the last turn trimmed a character
+    # at a time (each costs less than a token, so the estimate meets ``tokens`` exactly).
+    repeat = 1
+    while estimate(turns(repeat)) < tokens:
+        repeat += 1
+    texts = turns(repeat)
     while estimate(texts) > tokens:
         texts[-1] = texts[-1][:-1]
     assert estimate(texts) == tokens
