@@ -116,6 +116,11 @@ def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(running_app):
         "max_output_tokens": "8000",
         "supports_vision": "on",
         "is_active": "on",
+        # The provider profile as the add form shows it (a browser submits the defaults).
+        "profile_auto": "on",
+        "token_limit_param": "max_tokens",
+        "send_temperature": "on",
+        "stream_usage": "on",
     }
     status, url, body = browser.post_form("/admin/contextmgmt/modelconfig/add/", fields)
     assert url.endswith("/admin/contextmgmt/modelconfig/"), body[:2000]

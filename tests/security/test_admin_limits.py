@@ -32,6 +32,11 @@ def form(**overrides) -> dict:
         "context_size": "128000",
         "max_output_tokens": "16000",
         "is_active": "on",
+        # The provider profile as the add form shows it (a browser submits the defaults).
+        "profile_auto": "on",
+        "token_limit_param": "max_tokens",
+        "send_temperature": "on",
+        "stream_usage": "on",
     }
     data.update(overrides)
     return data
