@@ -29,6 +29,9 @@ from .prompts import compact_prompt
 WINDOW_MARGIN = 0.9
 # Never ask for a summary shorter than this (a cap below it says nothing useful).
 MIN_CAP_TOKENS = 32
+# Sources of more characters than this are split and fact-checked in a worker thread, so
+# that the event loop serving every other socket is not held for the whole computation.
+OFF_LOOP_CHARS = 60_000
 # A transcript piece is never smaller than this, however small the window.
 MIN_PIECE_TOKENS = 256
 # Separators a long text is split on, largest first.
@@ -261,7 +264,8 @@ def _fact_source(msg: ChatMessage) -> str:
 class _Rounds:
     """One summarising job: its calls share the LLM, hint, timeout and the tally."""
 
-    def __init__(self, llm: Any, hint: str, timeout: float | None) -> None:
+    def __init__(self, llm: Any, hint: str, timeout: float | None, off_loop: bool) -> None:
+        self.off_loop = off_loop
         self.llm = llm
         self.hint = hint
         self.timeout = timeout
@@ -297,6 +301,13 @@ class _Rounds:
         return body
 
 
+    async def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, in a worker thread when the job is large."""
+        if self.off_loop:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        return fn(*args, **kwargs)
+
+
 class _EmptySummary(Exception):
     pass
 
@@ -321,16 +332,16 @@ async def summarise_rounds(
     two messages: system = the hint's prompt with the cap, user = a transcript piece.
     """
     cap = max(1, max_summary_tokens - tokens.estimate_tokens(SUMMARY_PREFIX + "\n") - 1)
-    job = _Rounds(llm, hint, timeout)
+    sources = [_fact_source(m) for m in messages]
+    job = _Rounds(llm, hint, timeout, off_loop=sum(map(len, sources)) > OFF_LOOP_CHARS)
     job.outcome.cap = max_summary_tokens
     piece_tokens = None
     if window_tokens is not None:
         piece_tokens = max(
             MIN_PIECE_TOKENS, int(window_tokens * WINDOW_MARGIN) - _prompt_tokens(hint, cap)
         )
-    sources = [_fact_source(m) for m in messages]
     try:
-        pieces = transcript_pieces(messages, piece_tokens)
+        pieces = await job.run(transcript_pieces, messages, piece_tokens)
         job.outcome.pieces = len(pieces)
         job.outcome.rounds = 1
         if len(pieces) == 1:
