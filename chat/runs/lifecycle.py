@@ -35,14 +35,12 @@ from chat.runs.record import RunRecord
 from chat.runs.registry import registry
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tokens import activate_weights, estimate_message_tokens
+from contextmgmt.core.tokens import activate_weights
 from fimone.agent import AgentContext, InjectionQueue
+from fimone.agent.react import history_budget
 
 logger = logging.getLogger(__name__)
 
-# A query that leaves less than this for history still gets this much (the guard
-# compacts per iteration anyway).
-MIN_HISTORY_TOKENS = 2_000
 # While an answer streams, its text so far is saved this often (only when it changed), so
 # a server crash or a reload keeps what the user already saw. Short runs never wait this
 # long: they write nothing extra.
@@ -287,11 +285,12 @@ async def _work(run: Run):
     compact = MeteredLLM(prepared.fast, run.compaction_usage)
     run.metered = [(main, prepared.main_config_id), (fast, prepared.fast_config_id)]
 
+    tools = run.deps.make_tools(run.conversation_id, before_id=run.query_message_id)
     memory = run.deps.make_memory(
         conversation_id=run.conversation_id,
-        max_tokens=max(
-            MIN_HISTORY_TOKENS, prepared.main_tokens - estimate_message_tokens(prepared.query)
-        ),
+        # Counted as the engine will send it (system prompt, tool schemas, the query), so a
+        # history fitted here is not compacted again by the guard on the first call.
+        max_tokens=history_budget(prepared.main_tokens, query=prepared.query, tools=tools),
         compact_llm=compact,
         vision=prepared.vision,
         loaded=prepared.history,
@@ -319,7 +318,7 @@ async def _work(run: Run):
         query=prepared.query,
         sink=run.publisher,
         injections=run.injections,
-        tools=run.deps.make_tools(run.conversation_id, before_id=run.query_message_id),
+        tools=tools,
         # Our own bound on every model call: the SDK's timeout counts per attempt and per
         # read, so with retries a hung provider could otherwise hold a user for minutes.
         llm_timeout=settings.LLM_TIMEOUT_SECONDS,

@@ -9,15 +9,46 @@ unpinned: only the current query and this run's injected follow-ups are pinned.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.tokens import estimate_message_tokens, estimate_tokens
 
 from .calls import compact_limit
 from .context import AgentContext, AgentOutcome, earlier_turns
 from .loop import LoopConfig, ReactLoop
 from .prompts import REACT_SYSTEM
+from .tools import ToolRegistry
+
+# Below this the loaded history gets no less (the guard compacts per iteration anyway).
+MIN_HISTORY_TOKENS = 2_000
+
+
+def tool_schema_tokens(tools: ToolRegistry | None) -> int:
+    """Tokens of the tool schemas sent with every call (outside the messages)."""
+    schemas = tools.openai_tools() if tools is not None else []
+    return estimate_tokens(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
+
+
+def message_budget(main_budget: int, tools: ToolRegistry | None) -> int:
+    """What the messages of one call may take: the budget less the tool schemas."""
+    return max(1, main_budget - tool_schema_tokens(tools))
+
+
+def history_budget(
+    main_budget: int,
+    *,
+    query: ChatMessage,
+    tools: ToolRegistry | None,
+    system_prompt: str | None = None,
+) -> int:
+    """Tokens the loaded history may take so that the first call fits as it is sent:
+    the budget less the system prompt, the tool schemas and the current query."""
+    system = ChatMessage(role="system", content=system_prompt or REACT_SYSTEM)
+    fixed = estimate_message_tokens(system) + estimate_message_tokens(query)
+    return max(MIN_HISTORY_TOKENS, message_budget(main_budget, tools) - fixed)
 
 
 def build_react_messages(ctx: AgentContext) -> list[ChatMessage]:
@@ -38,16 +69,18 @@ def compaction_usage_of(guard: ContextGuard) -> Usage:
 
 
 async def run_react(ctx: AgentContext) -> AgentOutcome:
+    # The tool schemas go with every call: the messages get the rest of the budget.
+    budget = message_budget(ctx.main_budget, ctx.tools)
     guard = ContextGuard(
         compact_llm=ctx.compact_llm,
-        budget=ctx.main_budget,
+        budget=budget,
         compact_timeout=compact_limit(ctx.llm_timeout),
     )
     loop = ReactLoop(
         LoopConfig(
             llm=ctx.llm,
             guard=guard,
-            budget=ctx.main_budget,
+            budget=budget,
             tools=ctx.tools,
             sink=ctx.sink,
             max_iterations=ctx.max_iterations,

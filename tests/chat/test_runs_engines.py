@@ -10,6 +10,7 @@ import asyncio
 import json
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from chat.models import Message
 from chat.runs.registry import registry
@@ -20,7 +21,7 @@ from tests.support.runs import (
     answer_text,
     connect,
     events_until,
-    history_just_under,
+    history_filling_the_load_budget,
     of_type,
     send,
 )
@@ -200,27 +201,13 @@ async def test_model_error_becomes_an_error_event(socket, conversation, ws_fake_
 async def test_iteration_compaction_is_forwarded_and_counted(
     socket, conversation, ws_fake_llm, run_deps
 ):
-    """History that just fits the load budget, plus the engine's system prompt, does not fit:
-    the engine's guard compacts (scope iteration) and its LLM call counts as compaction."""
-    from asgiref.sync import sync_to_async
-
-    from contextmgmt.budget import Budget
-    from contextmgmt.core.messages import ChatMessage
-    from contextmgmt.core.tokens import estimate_message_tokens
-
-    budget = Budget(
-        role="main",
-        context_size=12_000,
-        max_output_tokens=4_000,
-        usable_input_tokens=4_000,
-        source="env",
-    )
-    run_deps.use(resolve_budget=lambda role: budget)
+    """History that fills the load budget fits the first call as it is sent (RF.3); a tool
+    round grows it past the budget: the engine's guard compacts (scope iteration) and its
+    LLM call counts as compaction."""
+    await _iteration_budget(run_deps)
     query = "What next?"
-    # DbMemory gets the budget minus the query: leave it 20 tokens of room, so it loads
-    # everything; the system prompt alone is far more than 20 tokens.
-    query_tokens = estimate_message_tokens(ChatMessage(role="user", content=query))
-    await sync_to_async(history_just_under)(conversation, 4_000 - query_tokens - 20)
+    await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
+    ws_fake_llm.enqueue(ws_fake_llm.tool_call("calculator", '{"expression": "6*7"}'))
     ws_fake_llm.default = "[Conversation summary] Turns 0-3 discussed words and numbers 12345."
     await send(socket, type="message", content=query)
     events = await events_until(socket, "done", "error")
@@ -232,6 +219,36 @@ async def test_iteration_compaction_is_forwarded_and_counted(
     usage = events[-1]["usage"]
     assert usage["compaction_input_tokens"] > 0
     assert usage["input_tokens"] > usage["compaction_input_tokens"]
+
+
+async def test_a_history_fitted_at_load_is_not_compacted_on_the_first_call_rf_3(
+    socket, conversation, ws_fake_llm, run_deps
+):
+    """The history budget counts the system prompt, the tool schemas and the query as the
+    engine sends them: a history that fills it reaches the model whole, uncompacted."""
+    await _iteration_budget(run_deps)
+    query = "What next?"
+    await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
+    ws_fake_llm.default = "Next, the numbers."
+    await send(socket, type="message", content=query)
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    assert of_type(events, "compact") == []
+    main_calls = [c for c in ws_fake_llm.calls if c.tools]
+    assert len(main_calls[0].messages) == 1 + 8 + 1  # system, the whole history, the query
+
+
+async def _iteration_budget(run_deps) -> None:
+    from contextmgmt.budget import Budget
+
+    budget = Budget(
+        role="main",
+        context_size=12_000,
+        max_output_tokens=4_000,
+        usable_input_tokens=4_000,
+        source="env",
+    )
+    run_deps.use(resolve_budget=lambda role: budget)
 
 
 async def test_run_teaches_the_budget_calibration(socket, ws_fake_llm):

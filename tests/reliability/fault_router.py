@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
-from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.prompts import COMPACTOR_INTRO, hint_of
 from fimone.agent.prompts import STEP_SYSTEM
 from tests.support import scripted_server as scripted
@@ -144,6 +144,9 @@ class FaultRouter:
         self.stream_the_answer = stream_the_answer
         self.faults_left = fault_calls
         self.sites_seen: list[str] = []
+        # A history fitted at load is not compacted again on the first call (RF.3): the
+        # guard compacts once a tool round has grown the conversation past the budget.
+        self.tool_round_first = site == "iteration_compaction"
 
     def _take_fault(self, site: str) -> bool:
         if site != self.site or self.faults_left <= 0:
@@ -173,6 +176,11 @@ class FaultRouter:
             await self._inprocess_fault()
             self._queue_transport(site)
             return await self.sdk_llm.chat(messages, tools=tools, **opts)
+        if site == "tool_loop" and self.tool_round_first:
+            self.tool_round_first = False
+            call = ToolCall(id="call_grow", name="calculator", arguments='{"expression": "6*7"}')
+            reply_message = ChatMessage(role="assistant", content=None, tool_calls=[call])
+            return LLMResult(message=reply_message, usage=Usage(100, 10))
         reply = canned(site, stream_the_answer=self.stream_the_answer)
         return LLMResult(message=ChatMessage(role="assistant", content=reply), usage=Usage(100, 10))
 

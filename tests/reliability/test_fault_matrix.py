@@ -28,8 +28,6 @@ from asgiref.sync import sync_to_async
 from chat import services
 from chat.models import Message
 from contextmgmt.budget import Budget
-from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tokens import estimate_message_tokens
 from fimone.llm.openai_client import OpenAIChatLLM
 from tests.reliability.fault_router import (
     ANSWER,
@@ -43,7 +41,7 @@ from tests.support.runs import (
     answer_text,
     connect,
     events_until,
-    history_just_under,
+    history_filling_the_load_budget,
     of_type,
     send,
 )
@@ -125,8 +123,7 @@ def tiny_budget(run_deps):
 async def _conversation(user, site: str, query: str):
     conversation = await sync_to_async(services.conversation_create)(owner=user, title="faults")
     if site == "iteration_compaction":
-        query_tokens = estimate_message_tokens(ChatMessage(role="user", content=query))
-        await sync_to_async(history_just_under)(conversation, BUDGET - query_tokens - 20)
+        await sync_to_async(history_filling_the_load_budget)(conversation, query, BUDGET)
     else:
         await sync_to_async(_long_history)(conversation)
     return conversation

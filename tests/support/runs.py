@@ -170,3 +170,20 @@ def history_just_under(conversation, tokens: int) -> None:
             conversation=conversation, run_id=f"h{i}", mode="react"
         )
         services.assistant_message_finish(message=reply, content=texts[i + 1])
+
+
+def history_filling_the_load_budget(conversation, query: str, main_budget: int) -> int:
+    """Stored turns taking exactly what the run leaves history for ``query`` (the budget
+    less the engine's system prompt, tool schemas and the query): DbMemory loads them all
+    and the first call fits; one tool round more does not. Returns that history budget."""
+    from chat.runs.deps import make_tools
+    from contextmgmt.core.messages import ChatMessage
+    from fimone.agent.react import history_budget
+
+    tokens = history_budget(
+        main_budget,
+        query=ChatMessage(role="user", content=query),
+        tools=make_tools(conversation.id, before_id=0),
+    )
+    history_just_under(conversation, tokens)
+    return tokens

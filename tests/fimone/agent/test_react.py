@@ -11,7 +11,7 @@ from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import ContextOverflow, LLMTimeout, LLMUnavailable
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.prompts import compact_prompt
-from contextmgmt.core.tokens import estimate_messages_tokens
+from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 from fimone.agent import Tool, ToolRegistry, default_tools, run_react
 from fimone.agent.loop import LoopConfig, ReactLoop
 from fimone.agent.prompts import LIMIT_NOTE, REACT_SYSTEM, limit_preface
@@ -217,7 +217,8 @@ async def test_custom_system_prompt(build_context):
 
 
 async def test_guard_runs_every_iteration_with_main_budget_and_hint(build_context, spy_guards):
-    """R3.1: the guard is called at the top of every iteration, react_iteration, main budget."""
+    """R3.1: the guard is called at the top of every iteration, react_iteration, main budget
+    less the tool schemas sent beside the messages (RF.3)."""
     compact = FakeLLM()
     llm = FakeLLM().enqueue(
         calc(FakeLLM(), "1+1", "a"), calc(FakeLLM(), "2+2", "b"), calc(FakeLLM(), "3+3", "c"), "6"
@@ -225,9 +226,11 @@ async def test_guard_runs_every_iteration_with_main_budget_and_hint(build_contex
     ctx = build_context(llm, main_budget=30_000, fast_budget=5_000, compact_llm=compact)
     await run_react(ctx)
     (guard,) = spy_guards
-    assert guard.budget == 30_000 and guard.compact_llm is compact
+    schemas = estimate_tokens(json.dumps(ctx.tools.openai_tools(), ensure_ascii=False))
+    assert schemas > 0
+    assert guard.budget == 30_000 - schemas and guard.compact_llm is compact
     assert [c["hint"] for c in guard.checks] == ["react_iteration"] * 4
-    assert [c["budget"] for c in guard.checks] == [30_000] * 4
+    assert [c["budget"] for c in guard.checks] == [30_000 - schemas] * 4
     assert [c["count"] for c in guard.checks] == [2, 4, 6, 8]
 
 
