@@ -36,9 +36,18 @@ KEY_FACTS_MAX_TOKENS = 150
 # (kind, weight, pattern) in priority order: where two could match at the same place the
 # earlier wins, and what a match covers is not looked at again, so a number inside a URL
 # or an identifier is not extracted a second time.
+_UNITS = (
+    "%|‰|°[CF]|[kMGTP]i?B|B|bytes?|bits?|[mµn]?s|sec(?:onds?)?|min(?:utes?)?|h|hours?|days?"
+    "|weeks?|months?|years?|k?m|cm|mm|kg|g|mg|t|tons?|lbs?|l|ml|km/h|mph|W|kW|kWh|V|A|[kMG]?Hz"
+    "|EUR|USD|GBP|CHF|JPY|CNY|RMB|euros?|dollars?|rpm|rps|qps|cores?|vCPUs?|nodes?|replicas?"
+    "|attempts?|retries|requests?|rows?|items?|users?|pieces?|pcs|parcels?|pallets?|crates?"
+    "|boxes|seats?|people|nights?"
+)
+_CJK_UNITS = "万元|元|块|个|件|台|箱|公斤|千克|克|米|公里|天|小时|分钟|秒|人|次"
+_UNIT = r"(?: ?(?:" + _UNITS + r")(?![\w/])| ?(?:" + _CJK_UNITS + r"))"
 _GROUPED = r"\d{1,3}(?:[,\u00a0\u202f]\d{3})+(?:\.\d+)?%?"  # 1,234,567.89
 _PATTERNS: list[tuple[str, int, str]] = [
-    ("url", 6, r"\bhttps?://[^\s<>\"'`]+"),
+    ("url", 6, r"\b[a-z][a-z0-9+.-]{1,15}://[^\s<>\"'`]+"),
     ("email", 5, r"\b[\w.+-]++@[\w-]+(?:\.[\w-]+)+\b"),
     (
         "path",
@@ -48,6 +57,8 @@ _PATTERNS: list[tuple[str, int, str]] = [
         r"|(?:[\w.-]++/)+[\w-]++\.[A-Za-z0-9]{1,8})",  # dir/file.ext
     ),
     ("code", 4, r"`(?P<code>[^`\n]{2,60})`"),
+    # A setting as written: max_connections=400, LOG_LEVEL=debug.
+    ("setting", 5, r"\b[A-Za-z_][\w.-]*=[^\s,;'\"`]+"),
     ("date", 4, r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?\b"),
     ("version", 4, r"\bv?\d+(?:\.\d+){2,}\b"),
     # Letters and digits mixed (INV-2024-0042, a1b2c3, sha 3f9c2e1, gpt-4o), or snake_case.
@@ -57,14 +68,16 @@ _PATTERNS: list[tuple[str, int, str]] = [
         r"\b(?=[A-Za-z_-]*+\d)(?=[0-9_-]*+[A-Za-z])[A-Za-z0-9][\w-]*[A-Za-z0-9]\b"
         r"|\b[a-z][a-z0-9]*+(?:_[a-z0-9]+)+\b",
     ),
-    ("time", 3, r"\b\d{1,2}:\d{2}(?::\d{2})?\b"),
+    ("time", 3, r"\b\d{1,2}:\d{2}(?::\d{2})?\b(?: ?(?:UTC|GMT|CES?T|[PEJ][SD]?T)\b)?"),
     # Plain integers below 100 ("3 steps", "item 12") are everywhere and rarely the point;
-    # with a currency sign, a decimal point or a percent sign any number counts.
+    # with a currency sign, a decimal point, a percent sign or a unit any number counts,
+    # and the unit is part of the fact ("412.5 kg", "8000 元").
     (
         "number",
         2,
         r"(?:[$€£¥][-+]?(?:" + _GROUPED + r"|\d+(?:\.\d+)?%?)"
-        r"|(?<![\w.])[-+]?(?:" + _GROUPED + r"|\d+\.\d+%?|\d+%|\d{3,}))(?!\w)",
+        r"|(?<![\w.])[-+]?(?:" + _GROUPED + r"|\d+\.\d+%?|\d+%|\d{3,}|\d+(?=" + _UNIT + r")))"
+        r"(?!\w)(?:" + _UNIT + r")?",
     ),
 ]
 
@@ -75,9 +88,9 @@ _PRIORITY = {kind: i for i, (kind, _, _) in enumerate(_PATTERNS)}
 # Which kinds can start with which character: a scan tries only those (the engine's cost is
 # per alternative tried, and most places in a text start no fact).
 _DIGIT_LED = ("email", "path", "date", "version", "identifier", "time", "number")
-_LETTER_LED = ("url", "email", "path", "version", "identifier")
+_LETTER_LED = ("url", "email", "path", "setting", "version", "identifier")
 # Kinds that need a character the text may not have at all: left out of its scan then.
-_NEEDS = {"url": "://", "email": "@", "code": "`"}
+_NEEDS = {"url": "://", "email": "@", "code": "`", "setting": "="}
 
 
 def _alternatives(kinds: tuple[str, ...], branch: str) -> str:
@@ -223,6 +236,8 @@ def _scan(text: str) -> tuple[tuple[str, str, str], ...]:
         kind = kind_of[group]
         if kind == "url":
             value = value.rstrip(".,;:!?)]}>")
+        elif kind == "path" or kind == "setting":
+            value = value.rstrip(".,;:!?)]}>") or value
         elif kind == "code":
             value = value.strip()
             if not value:

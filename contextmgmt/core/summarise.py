@@ -300,7 +300,6 @@ class _Rounds:
         self.outcome.facts_missing, self.outcome.facts_appended = missing, appended
         return body
 
-
     async def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, in a worker thread when the job is large."""
         if self.off_loop:

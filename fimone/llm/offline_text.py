@@ -84,7 +84,7 @@ def transcript_units(transcript: str) -> list[Unit]:
         body = body.strip()
         if body.startswith(SUMMARY_PREFIX):
             role, body = "summary", body[len(SUMMARY_PREFIX) :]
-        templates = repeated_templates(body) if role != "summary" else set()
+        templates = repeated_templates(body)
         for line in body.splitlines():
             templated = bool(templates) and template_of(line) in templates
             line = _BULLET.sub("", line).strip()
@@ -127,6 +127,7 @@ _DATE = re.compile(
     r"|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b|\b\d{1,2}:\d{2}\b"
 )
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}")
+_FULL_NAME = re.compile(r"(?<!^)(?<![.!?] )\b[A-Z][a-z]+ [A-Z][a-z]{2,}\b")  # Amelia Novak
 _DECISION = re.compile(
     r"\b(?:decid\w*|agree\w*|approv\w*|chose|choose|settled|confirm\w*|deadline|budget)\b"
     r"|决定|同意|批准|确认|预算|截止|约定|entschieden|vereinbart|Budget|Frist",
@@ -144,30 +145,54 @@ _FILLER = re.compile(
     r"|你好|您好|谢谢|好的|嗯|再见|hallo|danke|gut)\b[\s!.,。！，]*$",
     re.IGNORECASE,
 )
-_ROLE_BONUS = {"summary": 4.0, "user": 1.5, "tool": 0.5, "assistant": 0.0, "system": 0.5}
+_ROLE_BONUS = {"user": 1.5, "tool": 0.5, "assistant": 0.0, "system": 0.5}
+# A line of an earlier summary is scored as what it quotes ("User: …"), plus this: it was
+# judged worth keeping once already. Its Key facts line carries what the summariser lost.
+_SUMMARY_BONUS = 1.0
+_KEY_FACTS_BONUS = 8.0
+_QUOTED = {label.casefold(): role for labels in LABELS.values() for role, label in labels.items()}
+_QUOTE = re.compile(r"^([^\W\d_]{1,12})[:：]\s*")
+
+
+def _quoted_role(text: str) -> str:
+    """The role a summary line quotes ("User: …" → user); "summary" if none."""
+    match = _QUOTE.match(text)
+    return _QUOTED.get(match.group(1).casefold(), "summary") if match else "summary"
 
 
 def score(unit: Unit) -> float:
     """How much hard information a sentence carries (negative: filler, never kept)."""
     text = unit.text
+    role = unit.role
+    bonus = 0.0
+    if role == "summary":
+        if text.startswith("Key facts:"):
+            return _KEY_FACTS_BONUS + 3.0 * min(text.count(";") + 1, 5)
+        role, bonus = _quoted_role(text), _SUMMARY_BONUS
+        text = _QUOTE.sub("", text, count=1) if role != "summary" else text
     if _FILLER.match(text):
         return -1.0
     quantities = len(_QUANTITY.findall(text))
     numbers = max(0, len(_NUMBER.findall(text)) - quantities)
-    value = _ROLE_BONUS.get(unit.role, 0.0)
+    value = bonus + _ROLE_BONUS.get(role, 0.0)
     value += 4.0 * min(quantities, 3)
     value += 1.0 * min(numbers, 3)
     value += 5.0 * min(len(_URL.findall(text)), 2)
     value += 3.0 * min(len(_PATH.findall(text)) + len(_IDENT.findall(text)), 3)
     value += 3.0 * min(len(_DATE.findall(text)), 2)
     value += 1.0 * min(len(_NAME.findall(text)), 3)
+    value += 3.0 * min(len(_FULL_NAME.findall(text)), 2)
     value += 2.5 * bool(_DECISION.search(text))
     if _CONSTRAINT.search(text):
-        value += 3.0 if unit.role in ("user", "summary") else 1.0
+        value += 3.0 if role in ("user", "summary") else 1.0
     value += min(len(text) / 80.0, 1.0)
     if unit.templated:
         value = min(value, 0.5)  # one of a log's many lines: kept only if room is left
     return value
+
+
+def _speaker(unit: Unit) -> str:
+    return _quoted_role(unit.text) if unit.role == "summary" else unit.role
 
 
 def scores(units: list[Unit]) -> dict[int, float]:
@@ -183,7 +208,7 @@ def scores(units: list[Unit]) -> dict[int, float]:
         if value > 0 and seen[shape] > 2:
             if unit.templated:
                 value = -1.0
-            elif unit.role in ("assistant", "tool"):  # the user's own words are never noise
+            elif _speaker(unit) in ("assistant", "tool"):  # the user's words are never noise
                 value = min(value, 0.5)
         out[unit.order] = value
     return out
@@ -208,7 +233,14 @@ def extractive_summary(transcript: str, max_tokens: int | None = None) -> str:
     """
     lang = detect_language(transcript)
     units = [
-        Unit(u.order, u.role, _clip(u.text), u.templated) for u in transcript_units(transcript)
+        # A Key facts line is a list of facts: clipping it would drop the last ones.
+        Unit(
+            u.order,
+            u.role,
+            u.text if u.text.startswith("Key facts:") else _clip(u.text),
+            u.templated,
+        )
+        for u in transcript_units(transcript)
     ]
     if max_tokens is None:
         max_tokens = min(max(estimate_tokens(transcript) // 3, 120), 1500)

@@ -34,7 +34,14 @@ from contextmgmt.core.tokens import estimate_tokens
         ("at 14:30 sharp", "14:30", "time"),
         ("total $1,249.90 due", "$1,249.90", "number"),
         ("growth 12.5% yoy", "12.5%", "number"),
-        ("we have 4096 rows", "4096", "number"),
+        ("we have 4096 rows", "4096 rows", "number"),
+        ("it weighs 412.5 kg", "412.5 kg", "number"),
+        ("keep 4 attempts", "4 attempts", "number"),
+        ("每月 8000 元。", "8000 元", "number"),
+        ("meet at 14:30 UTC", "14:30 UTC", "time"),
+        ("copy to s3://bk/nightly/ now", "s3://bk/nightly/", "url"),
+        ("set max_connections=400 first", "max_connections=400", "setting"),
+        ("read /srv/app/stage.yaml.", "/srv/app/stage.yaml", "path"),
     ],
 )
 def test_extracts_each_kind_of_fact(text, fact, kind):

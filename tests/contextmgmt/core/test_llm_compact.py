@@ -172,13 +172,15 @@ async def test_key_facts_line_restores_numbers_the_summary_dropped():
     result = await CompactUtils.llm_compact(msgs, llm, max_tokens=2000)
     summary = summary_of(result).content
     key_facts = summary.split("Key facts: ", 1)[1]
-    assert key_facts.split("; ")[:4] == [
+    # Numbers keep their unit (RF.5).
+    assert key_facts.split("; ")[:5] == [
         "https://shop.example.com/track/58213",
         "2025-02-14",
         "ORD-58213",
-        "1,249.90",
+        "3 parcels",
+        "1,249.90 EUR",
     ]
-    assert (result.facts_missing, result.facts_appended) == (4, 4)
+    assert (result.facts_missing, result.facts_appended) == (5, 5)
 
 
 async def test_faithful_summary_gets_no_key_facts_line():
