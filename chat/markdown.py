@@ -10,6 +10,7 @@ itself (a prompt-injected model could otherwise leak conversation data in an ima
 
 from __future__ import annotations
 
+import asyncio
 import re
 from functools import lru_cache
 from html import escape
@@ -103,3 +104,15 @@ def render_markdown(text: str) -> str:
         link_rel="noopener noreferrer",
         strip_comments=True,
     )
+
+
+# Longer answers are rendered in a worker thread: rendering and sanitising a very long
+# answer takes tens of milliseconds, during which the event loop would serve no socket.
+OFF_LOOP_CHARS = 20_000
+
+
+async def render_markdown_async(text: str) -> str:
+    """:func:`render_markdown` from async code, off the event loop when ``text`` is long."""
+    if len(text) > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(render_markdown, text)
+    return render_markdown(text)

@@ -22,7 +22,7 @@ from contextmgmt.core.llm import (
     LLMUnavailable,
 )
 
-from .record import dag_with_html, step_result_html
+from .record import dag_with_html, step_result_html_async
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ class EventPublisher:
 
     async def _send(self, event_type: str, payload: dict) -> None:
         if event_type == "dag.step":
-            payload = step_result_html(payload)
+            payload = await step_result_html_async(payload)
         await self._layer.group_send(
             self._group, {"type": "chat.event", "event": {"type": event_type, **payload}}
         )

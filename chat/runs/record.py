@@ -8,7 +8,7 @@ import logging
 from collections import deque
 from typing import Any
 
-from chat.markdown import render_markdown
+from chat.markdown import render_markdown, render_markdown_async
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,14 @@ def step_result_html(step: dict) -> dict:
     if not isinstance(result, str) or not result:
         return step
     return {**step, "result_html": render_markdown(result)}
+
+
+async def step_result_html_async(step: dict) -> dict:
+    """:func:`step_result_html` without holding the event loop for a long result."""
+    result = step.get("result")
+    if not isinstance(result, str) or not result:
+        return step
+    return {**step, "result_html": await render_markdown_async(result)}
 
 
 def dag_with_html(dag: dict | None) -> dict | None:

@@ -95,3 +95,12 @@ def test_a_span_class_that_is_not_a_token_class_is_removed():
     assert _keep_attribute("span", "class", "tok-kd") == "tok-kd"
     assert _keep_attribute("span", "class", "evil overlay") is None
     assert _keep_attribute("span", "class", "language-python") is None
+
+
+async def test_a_long_answer_renders_the_same_off_the_event_loop():
+    from chat.markdown import OFF_LOOP_CHARS, render_markdown, render_markdown_async
+
+    long = "\n\n".join(f"Paragraph **{i}** with `code` and <b>raw</b>." for i in range(900))
+    assert len(long) > OFF_LOOP_CHARS
+    assert await render_markdown_async(long) == render_markdown(long)
+    assert await render_markdown_async("*short*") == render_markdown("*short*")
