@@ -164,6 +164,59 @@ BENCHES = [
             "server-added p95 (paced)": (rf"paced clients .*?p95={NUMBER}", "ms", "<= 30"),
         },
     ),
+    Bench(
+        name="compaction",
+        script="compaction.py",
+        quick_args=["--calls", "5"],
+        figures={
+            "500 msgs, one call, cold": (
+                r"window 60,000, terse summariser: CPU per call cold median ([0-9.]+) ms",
+                "ms CPU",
+                "<= 15",
+            ),
+            "500 msgs, one call, warm": (
+                r"window 60,000, terse summariser: .*?warm median ([0-9.]+) ms",
+                "ms CPU",
+                "",
+            ),
+            "500 msgs, in rounds, cold": (
+                r"window 8,000, terse summariser: CPU per call cold median ([0-9.]+) ms",
+                "ms CPU",
+                "",
+            ),
+        },
+    ),
+    Bench(
+        name="loop_stall",
+        script="loop_stall.py",
+        quick_args=["--clients", "10", "--turns", "1", "--messages", "500"],
+        figures={
+            "largest stall, chat only": (
+                r"chat only: .*?largest stall since start ([0-9.]+)",
+                "ms",
+                "<= 20",
+            ),
+            "largest stall, + compaction": (
+                r"chat \+ long compaction: .*?largest stall since start ([0-9.]+)",
+                "ms",
+                "<= 20",
+            ),
+        },
+        timeout=1200,
+    ),
+    Bench(
+        name="fidelity",
+        script="fidelity.py",
+        quick_args=["--turns", "60"],
+        figures={
+            "keeps-all 8K": (r"\s8,000 keeps-all\s+(\d+)/", "/50", "50"),
+            "keeps-all 24K": (r"24,000 keeps-all\s+(\d+)/", "/50", "50"),
+            "offline 8K": (r"\s8,000 offline\s+(\d+)/", "/50", ">= 40"),
+            "offline 24K": (r"24,000 offline\s+(\d+)/", "/50", ">= 40"),
+            "recall 8K": (r"\s8,000 recall finds (\d+)/", "/50", "50"),
+        },
+        timeout=1800,
+    ),
     _ws_load(50),
     _ws_load(200),
     _ws_load(50, think=5.0),
