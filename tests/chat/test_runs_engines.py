@@ -22,6 +22,7 @@ from tests.support.runs import (
     connect,
     events_until,
     history_filling_the_load_budget,
+    history_just_under,
     of_type,
     send,
 )

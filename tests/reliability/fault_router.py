@@ -193,6 +193,11 @@ class FaultRouter:
             async for chunk in self.sdk_llm.stream_chat(messages, tools=tools, **opts):
                 yield chunk
             return
+        if site == "tool_loop" and self.tool_round_first:
+            self.tool_round_first = False
+            call = ToolCall(id="call_grow", name="calculator", arguments='{"expression": "6*7"}')
+            yield StreamChunk(tool_calls=[call], usage=Usage(100, 10), finish_reason="tool_calls")
+            return
         text = canned(site, stream_the_answer=self.stream_the_answer)
         for word in text.split(" ") if text else []:
             yield StreamChunk(text=word + " ")
