@@ -345,12 +345,18 @@ def test_conversation_deleted_elsewhere_is_left_cleanly(logged_in_page, live_dap
     conversation_id = page.url.rstrip("/").rsplit("/", 1)[-1]
     live_daphne.api("DELETE", f"/api/conversations/{conversation_id}/")
 
-    send(page, "Anyone there?")
-
+    # The server closes the conversation's sockets (4404): the page says so at once and
+    # leaves the deleted conversation, before the user types anything more (RO.3).
     expect(page.locator(".toast")).to_have_text("This conversation was deleted.")
     expect(page).to_have_url(re.compile(r"/$"))
     expect(page.locator("#conversation-list .conv-item")).to_have_count(0)
     expect(page.locator("#empty-state")).to_be_visible()
+
+    # What the user sends next is not lost: it starts a new conversation.
+    send(page, "Anyone there?")
+    wait_done(page)
+    expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
+    assert conversation_id not in page.url
 
 
 def test_dark_colour_scheme_follows_the_system(new_page, live_daphne):
