@@ -1,4 +1,4 @@
-"""Compaction cost with and without persisted summaries (issue 5).
+"""Compaction cost with and without persisted summaries.
 
 A scripted conversation (default 200 turns) in which each user turn dictates one fact
 ("code-N = V") overflows a small history budget. Each turn is one request: the user

@@ -1,4 +1,4 @@
-"""DbMemory load time and query count: 2,000 messages with 20 images (issue 5).
+"""DbMemory load time and query count: 2,000 messages with 20 images.
 
 Builds one conversation in a fresh SQLite database (temporary FIMONE_DATA_DIR), then
 times ``DbMemory.get_messages()`` — the whole load: summary lookup, message query,

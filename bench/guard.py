@@ -1,4 +1,4 @@
-"""ContextGuard fast path (SPEC R3.3; issue 3 target: repeated check <= 200 µs).
+"""ContextGuard fast path (target: repeated check <= 200 µs).
 
 Run from the repo root:  .venv/bin/python bench/guard.py
 

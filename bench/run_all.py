@@ -1,4 +1,4 @@
-"""Run every benchmark in bench/ and print one table of the key figures (issue 9).
+"""Run every benchmark in bench/ and print one table of the key figures.
 
     .venv/bin/python bench/run_all.py [--quick] [--only NAME ...] [--json]
 

@@ -1,4 +1,4 @@
-"""Websocket load benchmark (issue 7): N concurrent clients against a real daphne.
+"""Websocket load benchmark: N concurrent clients against a real daphne.
 
     .venv/bin/python bench/ws_load.py [--clients 50] [--turns 5] [--mode react]
 
@@ -16,7 +16,7 @@ each sending ``--turns`` messages one after another. Prints:
   messages (a turn stored twice, a run answered twice) and garbled streams (the streamed
   text is not exactly the model's reply: a dropped or repeated ``answer.delta``).
 
-Targets (issue 7): p95 overhead <= 50 ms at 50 clients, 0 lost, 0 duplicated. Traffic goes
+Targets: p95 overhead <= 50 ms at 50 clients, 0 lost, 0 duplicated. Traffic goes
 to 127.0.0.1 only; every wait is bounded, so the benchmark always ends by itself.
 """
 

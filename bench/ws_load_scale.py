@@ -1,4 +1,4 @@
-"""Websocket load against several daphne processes on PostgreSQL + Redis (issue 10).
+"""Websocket load against several daphne processes on PostgreSQL + Redis.
 
     .venv/bin/python bench/ws_load_scale.py [--processes 2] [--clients 50] [--turns 5]
 

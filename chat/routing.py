@@ -1,4 +1,4 @@
-"""Websocket routes (DESIGN §5); asgi.py wraps them in origin validation and session auth."""
+"""Websocket routes; asgi.py wraps them in origin validation and session auth."""
 
 from django.urls import path
 

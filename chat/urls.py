@@ -1,4 +1,4 @@
-"""Routes of the chat app: the page at ``/`` and the JSON API of DESIGN §4."""
+"""Routes of the chat app: the page at ``/`` and the JSON API (docs/protocol.md)."""
 
 from django.urls import path
 

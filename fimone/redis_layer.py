@@ -1,4 +1,4 @@
-"""channels-redis without one way of losing messages (issue 10, DESIGN §8).
+"""channels-redis without one way of losing messages.
 
 All channels of one process share a single Redis list in channels-redis; whichever of the
 process's pending ``receive()`` calls holds the layer's receive lock pops messages for all

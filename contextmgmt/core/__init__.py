@@ -1,4 +1,4 @@
-"""fimone's context-management core: plain Python, no Django (DESIGN §1–§2).
+"""fimone's context-management core: plain Python, no Django (docs/architecture.md).
 
 Import the submodules (``contextmgmt.core.guard`` …) or these re-exports.
 """

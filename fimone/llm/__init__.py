@@ -1,4 +1,4 @@
-"""fimone's LLM layer (issue 4, DESIGN §2, §6): every model call goes through here.
+"""fimone's LLM layer: every model call goes through here.
 
 - ``get_llm(role)`` / ``describe_llm(role)`` — the registry (ModelConfig row > settings >
   offline); sync, may query the database.

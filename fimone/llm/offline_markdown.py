@@ -1,4 +1,4 @@
-"""Markdown-safe text for the offline model's answers (issue 9).
+"""Markdown-safe text for the offline model's answers.
 
 The UI renders answers as Markdown (CommonMark + tables + strikethrough). The offline model
 quotes what it was given — the user's words, expressions, recalled passages, tool results —

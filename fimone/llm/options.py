@@ -1,4 +1,4 @@
-"""Per-call options every fimone LLM accepts (DESIGN §2): the same set, checked the same way."""
+"""Per-call options every fimone LLM accepts: the same set, checked the same way."""
 
 from __future__ import annotations
 
