@@ -31,6 +31,7 @@ built with).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -175,50 +176,42 @@ async def edit_and_resend(*, user, conversation_id, message_id: int, content: st
     Raises ``ChatError`` (``bad_message_id``, ``not_editable``, ``run_active`` and the
     message errors of ``submit_message``) and ``Conversation.DoesNotExist``. Returns
     ``{"run_id", "message_id", "assistant_message_id"}``."""
-    received = time.perf_counter()
-    layer = get_channel_layer()
-    async with registry.lock(conversation_id):
-        await _ensure_idle(layer, conversation_id)
-        try:
-            opened = await database_sync_to_async(storage.open_edit)(
-                user=user,
-                conversation_id=conversation_id,
-                message_id=message_id,
-                content=content,
-                run_id=uuid.uuid4().hex,
-            )
-        except control.RunBusy as exc:
-            raise ChatError(
-                "run_active", "An answer is being written: wait or stop it first."
-            ) from exc
-        await lifecycle.launch(
-            layer,
-            opened,
+    return await _answer_anew(
+        conversation_id,
+        functools.partial(
+            storage.open_edit,
+            user=user,
             conversation_id=conversation_id,
-            deps=deps.current(),
-            received=received,
-            edit_of=message_id,
-        )
-    return {
-        "run_id": opened.run_id,
-        "message_id": opened.query.pk,
-        "assistant_message_id": opened.answer_id,
-    }
+            message_id=message_id,
+            content=content,
+        ),
+        edit_of=message_id,
+    )
 
 
 async def _answer_again(*, user, conversation_id, message_id: int, any_status: bool) -> dict:
+    return await _answer_anew(
+        conversation_id,
+        functools.partial(
+            storage.open_retry,
+            user=user,
+            conversation_id=conversation_id,
+            message_id=message_id,
+            any_status=any_status,
+        ),
+        retry_of=message_id,
+    )
+
+
+async def _answer_anew(conversation_id, open_run, **launch_extra) -> dict:
+    """A new run for a question already asked (retry, regenerate, edit): only while the
+    conversation is idle; ``open_run(run_id=…)`` stores what the run needs."""
     received = time.perf_counter()
     layer = get_channel_layer()
     async with registry.lock(conversation_id):
         await _ensure_idle(layer, conversation_id)
         try:
-            opened = await database_sync_to_async(storage.open_retry)(
-                user=user,
-                conversation_id=conversation_id,
-                message_id=message_id,
-                run_id=uuid.uuid4().hex,
-                any_status=any_status,
-            )
+            opened = await database_sync_to_async(open_run)(run_id=uuid.uuid4().hex)
         except control.RunBusy as exc:
             raise ChatError(
                 "run_active", "An answer is being written: wait or stop it first."
@@ -229,7 +222,7 @@ async def _answer_again(*, user, conversation_id, message_id: int, any_status: b
             conversation_id=conversation_id,
             deps=deps.current(),
             received=received,
-            retry_of=message_id,
+            **launch_extra,
         )
     return {
         "run_id": opened.run_id,
