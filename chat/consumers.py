@@ -172,16 +172,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_error("bad_message_id", "message_id must be an answer's id.")
             return
         again = runs.regenerate_answer if regenerate else runs.retry_answer
-        try:
-            await again(user=self.user, conversation_id=self.conversation_id, message_id=message_id)
-        except Conversation.DoesNotExist:
-            await self.send_error("not_found", "This conversation no longer exists.")
-            await self.close(code=CLOSE_NOT_FOUND)
-        except ChatError as exc:
-            await self.send_error(exc.code, exc.message)
-        except Exception:
-            logger.exception("could not retry in %s", self.conversation_id)
-            await self.send_error("server_error", "The retry could not be started; try again.")
+        await self._start_again(
+            again(user=self.user, conversation_id=self.conversation_id, message_id=message_id),
+            failure="The retry could not be started; try again.",
+        )
 
     async def on_edit(self, frame: dict) -> None:
         """``{"type": "edit", "message_id": <newest question's id>, "content": "…"}``."""
@@ -193,21 +187,28 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if problem:
             await self.send_error(*problem)
             return
-        try:
-            await runs.edit_and_resend(
+        await self._start_again(
+            runs.edit_and_resend(
                 user=self.user,
                 conversation_id=self.conversation_id,
                 message_id=message_id,
                 content=frame["content"],
-            )
+            ),
+            failure="The edit could not be sent; try again.",
+        )
+
+    async def _start_again(self, starting, *, failure: str) -> None:
+        """Await a retry / regenerate / edit; its refusals become ``error`` frames."""
+        try:
+            await starting
         except Conversation.DoesNotExist:
             await self.send_error("not_found", "This conversation no longer exists.")
             await self.close(code=CLOSE_NOT_FOUND)
         except ChatError as exc:
             await self.send_error(exc.code, exc.message)
         except Exception:
-            logger.exception("could not edit in %s", self.conversation_id)
-            await self.send_error("server_error", "The edit could not be sent; try again.")
+            logger.exception("could not answer again in %s", self.conversation_id)
+            await self.send_error("server_error", failure)
 
     async def on_cancel(self) -> None:
         try:
