@@ -157,7 +157,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             else:
                 await self.send_error(exc.code, exc.message)
         except Exception:
-            # E.g. the database is locked or gone: say so, and keep the socket (RU.3).
+            # E.g. the database is locked or gone: say so, and keep the socket.
             logger.exception("could not take a message for %s", self.conversation_id)
             await self.send_error(
                 "server_error", "The message could not be taken right now; send it again."

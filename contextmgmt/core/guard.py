@@ -13,7 +13,7 @@
    fault falls back to ``smart_truncate`` silently and is recorded in ``last``.
 
 ``last`` holds the CompactResult of the latest call; ``usage`` the cumulative usage of the
-guard's compaction calls (accounted to the run, RU.2).
+guard's compaction calls (accounted to the run's usage).
 """
 
 from __future__ import annotations
