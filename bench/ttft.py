@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 
 import websockets  # noqa: E402
 
+from bench.ws_load import create_conversations, percentile  # noqa: E402
 from tests.support import scripted_server as scripted  # noqa: E402
 from tests.support.live_server import start_live_server  # noqa: E402
 
@@ -82,24 +83,6 @@ async def client(server, conversation_id: str, index: int, turns: int, think: fl
                     elif event["type"] in ("done", "error"):
                         break
     return seen
-
-
-def create_conversations(server, count: int) -> list[str]:
-    out = server.manage_shell(
-        "import json\n"
-        "from django.contrib.auth import get_user_model\n"
-        "from chat.models import Conversation\n"
-        f"user = get_user_model().objects.get(username={server.username!r})\n"
-        f"rows = [Conversation(owner=user) for _ in range({count})]\n"
-        "rows = Conversation.objects.bulk_create(rows)\n"
-        "print(json.dumps([str(c.id) for c in rows]))\n"
-    )
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 async def phase(server, conversations: list[str], turns: int, think: float) -> list[float]:
