@@ -144,7 +144,9 @@ def test_pictures_are_not_arithmetic_and_a_broken_preview_stays_in_its_tile(
     broken.write_bytes(b"this is not a picture at all")
     page.locator("#file-input").set_input_files(str(broken))
     tile = page.locator("#attachment-tray .thumb").last
+    expect(tile).not_to_have_class(re.compile(r"\buploading\b"))  # its upload has settled
     expect(tile.locator(".img-broken")).to_have_text("No preview")
+    expect(tile.locator(".img-broken")).to_be_visible()
     inner, outer = tile.locator(".img-broken").bounding_box(), tile.bounding_box()
     assert inner["x"] >= outer["x"] - 1 and inner["y"] >= outer["y"] - 1
     assert inner["x"] + inner["width"] <= outer["x"] + outer["width"] + 1

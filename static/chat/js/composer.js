@@ -175,27 +175,38 @@ export class Composer {
   }
 
   renderTray() {
-    this.tray.replaceChildren(
-      ...this.items.map((item, index) => {
-        const name = item.file.name || `image ${index + 1}`;
-        const stateText = { uploading: "Uploading…", failed: "Failed" }[item.state];
-        return el(
-          "li",
-          { class: `thumb ${item.state}`, title: item.error || name },
-          imageOrNotice({ src: item.previewUrl, alt: `Image to send: ${name}` }, "No preview"),
-          stateText ? el("span", { class: "thumb-state", text: stateText }) : null,
-          el("button", {
-            type: "button",
-            class: "remove",
-            "aria-label": `Remove ${name}`,
-            text: "×",
-            onclick: () => this.remove(item),
-          }),
-        );
-      }),
-    );
+    this.tray.replaceChildren(...this.items.map((item, index) => this.tile(item, index)));
     this.tray.hidden = this.items.length === 0;
     this.refresh();
+  }
+
+  // Each image keeps one tile for its whole life: re-rendering the tray only updates its
+  // state, so a preview is decoded once and a "No preview" notice is not rebuilt (and lost
+  // for a moment) whenever another upload finishes.
+  tile(item, index) {
+    const name = item.file.name || `image ${index + 1}`;
+    if (!item.tile) {
+      item.stateNode = el("span", { class: "thumb-state" });
+      item.tile = el(
+        "li",
+        {},
+        imageOrNotice({ src: item.previewUrl, alt: `Image to send: ${name}` }, "No preview"),
+        item.stateNode,
+        el("button", {
+          type: "button",
+          class: "remove",
+          "aria-label": `Remove ${name}`,
+          text: "×",
+          onclick: () => this.remove(item),
+        }),
+      );
+    }
+    const stateText = { uploading: "Uploading…", failed: "Failed" }[item.state];
+    item.tile.className = `thumb ${item.state}`;
+    item.tile.title = item.error || name;
+    item.stateNode.textContent = stateText || "";
+    item.stateNode.hidden = !stateText;
+    return item.tile;
   }
 
   submit() {
