@@ -9,7 +9,8 @@ symbols, emoji, …). ``BASE_WEIGHTS`` were fitted against the o200k_base tokeni
 (``bench/token_fit.py`` on ``bench/token_corpus``; accuracy per kind of text in
 ``docs/tokens.md``). At least 1 token for non-empty text.
 
-A message adds 4 tokens of overhead, 765 per image part, and counts its tool calls' names
+A message adds 4 tokens of overhead, an image part what the provider's tile rule says for
+its size (``image_tokens``; 765 when the size is unknown), and counts its tool calls' names
 and JSON arguments as text (they are sent and billed like text).
 
 Speed: no Python code runs per character. The text's UTF-8 bytes are mapped to class bytes
@@ -38,9 +39,10 @@ from contextvars import ContextVar
 from operator import mul
 from typing import Any
 
+from .image_tokens import FLAT_IMAGE_TOKENS, image_part_tokens
 from .messages import ChatMessage
 
-IMAGE_TOKENS = 765
+IMAGE_TOKENS = FLAT_IMAGE_TOKENS  # an image whose size is unknown
 MESSAGE_OVERHEAD = 4
 
 # (name, UTF-8 lead bytes) of the non-ASCII classes: the lead byte names the Unicode block.
@@ -282,14 +284,14 @@ def _add(total: list[int], counts: list[int]) -> None:
 
 
 def _parts_counts_and_images(parts: Iterable[Any]) -> tuple[list[int], int]:
-    """(class counts, image count) of a list of OpenAI content parts."""
+    """(class counts, image tokens) of a list of OpenAI content parts."""
     total = [0] * N_CLASSES
     images = 0
     for part in parts:
         if not isinstance(part, dict):
             continue
         if part.get("type") == "image_url":
-            images += 1
+            images += image_part_tokens(part)
         else:
             # "text" parts, and any other part carrying text, count as text.
             text = part.get("text")
@@ -311,14 +313,15 @@ def _content_counts(content: Any) -> tuple[list[int], int]:
 def estimate_tokens(content: Any) -> int:
     """Tokens of a message's content: a string, a list of parts, or None.
 
-    0 for empty content; at least 1 for any non-empty text; 765 per image part.
+    0 for empty content; at least 1 for any non-empty text; an image part by its size.
     """
     counts, images = _content_counts(content)
-    return tokens_of_counts(counts) + IMAGE_TOKENS * images
+    return tokens_of_counts(counts) + images
 
 
 def message_counts(msg: ChatMessage) -> tuple[list[int], int]:
-    """(class counts, images) of everything the message sends: content and tool calls."""
+    """(class counts, image tokens) of everything the message sends: content and tool
+    calls."""
     counts, images = _content_counts(msg.content)
     if msg.tool_calls:
         for call in msg.tool_calls:
@@ -328,7 +331,7 @@ def message_counts(msg: ChatMessage) -> tuple[list[int], int]:
 
 
 def estimate_message_tokens(msg: ChatMessage) -> int:
-    """4 overhead + content + tool-call names and arguments + 765 per image, cached."""
+    """4 overhead + content + tool-call names and arguments + its images, cached."""
     content = msg.content
     calls = msg.tool_calls
     weights = _weights.get()
@@ -341,7 +344,7 @@ def estimate_message_tokens(msg: ChatMessage) -> int:
             msg._token_cache = (*cache[:3], tokens, cache[4], weights)
             return tokens
     counts, images = message_counts(msg)
-    tokens = MESSAGE_OVERHEAD + tokens_of_counts(counts, weights) + IMAGE_TOKENS * images
+    tokens = MESSAGE_OVERHEAD + tokens_of_counts(counts, weights) + images
     if content is None or isinstance(content, str):
         snapshot = None if calls is None else tuple(calls)
         msg._token_cache = (content, calls, snapshot, tokens, counts, weights)
@@ -407,7 +410,7 @@ def usage_sample(messages: Iterable[ChatMessage], extra_text: str = "") -> tuple
         else:
             message, images = message_counts(msg)
             _add(counts, message)
-            fixed += MESSAGE_OVERHEAD + IMAGE_TOKENS * images
+            fixed += MESSAGE_OVERHEAD + images
     if extra_text:
         _add(counts, text_counts(extra_text))
     return counts, fixed
