@@ -30,9 +30,16 @@ export class ModelPicker {
     this.select = document.getElementById("model-picker");
     const main = llm?.main || {};
     const active = (models || []).find((m) => m.active);
-    const defaultName = main.offline ? `${main.model} (offline)` : active ? active.name : main.model;
+    const defaultName = main.offline
+      ? interpolate(gettext("%(model)s (offline)"), { model: main.model }, true)
+      : active
+        ? active.name
+        : main.model;
     this.select.replaceChildren(
-      el("option", { value: "", text: `Default: ${defaultName}` }),
+      el("option", {
+        value: "",
+        text: interpolate(gettext("Default: %(model)s"), { model: defaultName }, true),
+      }),
       ...(models || [])
         .filter((m) => !m.active)
         .map((m) => el("option", { value: String(m.id), text: `${m.name} (${m.model})` })),
@@ -92,32 +99,61 @@ export class Gauge {
       meter.optimum = info.summarised ? 100 : 0;
       gauge.classList.toggle("summarised", Boolean(info.summarised));
       document.getElementById("gauge-label").textContent = info.summarised
-        ? "History summarised to fit"
-        : "Context";
+        ? gettext("History summarised to fit")
+        : gettext("Context");
       document.getElementById("gauge-text").textContent =
         `${formatK(info.used_tokens)} / ${formatK(limit)}`;
-      const model = info.llm.offline ? `${info.llm.model} (offline)` : info.llm.model;
+      const model = info.llm.offline
+        ? interpolate(gettext("%(model)s (offline)"), { model: info.llm.model }, true)
+        : info.llm.model;
+      const number = (n) => n.toLocaleString(document.documentElement.lang || undefined);
       const detail = [
-        `Model: ${model}`,
-        `Usable input budget: ${limit.toLocaleString()} tokens ` +
-          `(${info.budget.context_size.toLocaleString()} context − ` +
-          `${info.budget.max_output_tokens.toLocaleString()} output − 4,000 reserve; ` +
-          `from ${info.budget.source})`,
-        `History: about ${info.used_tokens.toLocaleString()} tokens in ${info.message_count} messages`,
-        `DAG steps use the fast model's budget: ${info.fast_budget.usable_input_tokens.toLocaleString()} tokens`,
+        interpolate(gettext("Model: %(model)s"), { model }, true),
+        interpolate(
+          gettext(
+            "Usable input budget: %(limit)s tokens (%(context)s context − %(output)s output − " +
+              "%(reserve)s reserve; from %(source)s)",
+          ),
+          {
+            limit: number(limit),
+            context: number(info.budget.context_size),
+            output: number(info.budget.max_output_tokens),
+            reserve: number(4000),
+            source: info.budget.source,
+          },
+          true,
+        ),
+        interpolate(
+          ngettext(
+            "History: about %(tokens)s tokens in %(count)s message",
+            "History: about %(tokens)s tokens in %(count)s messages",
+            info.message_count,
+          ),
+          { tokens: number(info.used_tokens), count: info.message_count },
+          true,
+        ),
+        interpolate(
+          gettext("DAG steps use the fast model's budget: %(tokens)s tokens"),
+          { tokens: number(info.fast_budget.usable_input_tokens) },
+          true,
+        ),
         info.summarised
-          ? "Older messages are summarised so the conversation fits the model's context; " +
-            "recent ones are kept word for word. This is normal for a long conversation."
+          ? gettext(
+              "Older messages are summarised so the conversation fits the model's context; " +
+                "recent ones are kept word for word. This is normal for a long conversation.",
+            )
           : "",
-        info.will_compact ? "The next answer will summarise older messages to fit." : "",
+        info.will_compact ? gettext("The next answer will summarise older messages to fit.") : "",
       ].filter(Boolean).join("\n");
       gauge.title = detail;
       this.detail.textContent = detail;
-      const state = info.summarised ? " (history summarised to fit)" : "";
-      gauge.setAttribute(
-        "aria-label",
-        `Context used: ${info.percent}% of the ${model} budget${state}. Show details`,
-      );
+      const label = info.summarised
+        ? gettext(
+            "Context used: %(percent)s% of the %(model)s budget (history summarised to fit). " +
+              "Show details",
+          )
+        : gettext("Context used: %(percent)s% of the %(model)s budget. Show details");
+      gauge.setAttribute("aria-label", interpolate(label, { percent: info.percent, model }, true));
       gauge.hidden = false;
     } catch (err) {
       this.hide();
