@@ -5,6 +5,13 @@ messages themselves, and the tool results of earlier runs, are still in the data
 in its full-text index (``chat.search``), so the agent can look them up by any of their
 words. Each passage is a verbatim slice of the stored text around the first match, with
 its date and the message it came from.
+
+What a result costs the model is its characters, not its count: a text said several times
+(a question asked again, a stock reply) is quoted once, and short passages leave room for
+more of them — up to ``limit`` full passages' worth of characters. Otherwise a key word
+that also names a topic discussed all along (twenty short "what about the dashboard?"
+turns) would fill every slot with the same few lines and push out the one message that
+stated the detail, longer because it holds the detail.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from chat.search import Hit, search
 from chat.search_text import Term, query_terms, snippet_bounds
 
 PASSAGE_CHARS = 600
+# However short the passages, at most this many times ``limit`` of them.
+MAX_PASSAGES_PER_LIMIT = 3
 
 # Words that say "look back" rather than what to look for.
 STOPWORDS = frozenset(
@@ -36,22 +45,41 @@ def recall_terms(query: str) -> list[Term]:
 def recall_passages(
     *, conversation_id, query: str, limit: int = 5, before_id: int | None = None
 ) -> list[str]:
-    """Up to ``limit`` passages matching ``query``, best first (sync: ORM)."""
+    """Distinct passages matching ``query``, best first, within ``limit`` full passages'
+    worth of characters (at most ``MAX_PASSAGES_PER_LIMIT × limit``) (sync)."""
     terms = recall_terms(query)
     if not terms or limit <= 0:
         return []
+    most = limit * MAX_PASSAGES_PER_LIMIT
     hits = search(
         query=terms,
         conversation_id=conversation_id,
         kinds=(SearchDocument.Kind.MESSAGE, SearchDocument.Kind.TOOL),
         # The run's own query ("what did I say about X?") would only find itself.
         before_message_id=before_id,
-        limit=limit,
+        # Repeats are dropped below: ask for enough to fill the budget anyway.
+        limit=most * 4,
     )
-    return [passage_of(hit, terms) for hit in hits]
+    copies: dict[str, int] = {}
+    distinct: list[Hit] = []
+    for hit in hits:
+        key = hit.document.terms
+        if key not in copies:
+            distinct.append(hit)
+        copies[key] = copies.get(key, 0) + 1
+    room = limit * PASSAGE_CHARS
+    passages: list[str] = []
+    for hit in distinct[:most]:
+        passage = passage_of(hit, terms, copies=copies[hit.document.terms])
+        cost = min(len(passage), PASSAGE_CHARS)  # a full passage costs one slot
+        if cost > room:
+            break
+        passages.append(passage)
+        room -= cost
+    return passages
 
 
-def passage_of(hit: Hit, terms: list[Term]) -> str:
+def passage_of(hit: Hit, terms: list[Term], *, copies: int = 1) -> str:
     document = hit.document
     text = document.body
     start, end = snippet_bounds(text, terms, PASSAGE_CHARS)
@@ -64,6 +92,8 @@ def passage_of(hit: Hit, terms: list[Term]) -> str:
     else:
         role = hit.message.role if hit.message else "message"
         source = f"{role} ({when}, message #{document.message_id})"
+    if copies > 1:
+        source += f" [said {copies} times]"
     return f"{source}: {prefix}{snippet}{suffix}"
 
 

@@ -97,11 +97,45 @@ def test_chinese_is_found_by_its_pairs(conversation):
     assert "我们的预算是三万元。" in passage
 
 
-def test_limit_and_empty_query(conversation):
+def test_limit_counts_full_passages_worth_of_characters(conversation):
+    long_tail = " and more words after it" * 40  # each passage is cut at PASSAGE_CHARS
     for i in range(5):
-        say(conversation, f"note {i} about apples")
+        say(conversation, f"note {i} about apples{long_tail}")
     assert len(recall_passages(conversation_id=conversation.id, query="apples", limit=3)) == 3
     assert recall_passages(conversation_id=conversation.id, query="   ") == []
+
+
+def test_short_passages_leave_room_for_more_up_to_three_per_limit(conversation):
+    for i in range(12):
+        say(conversation, f"note {i} about apples")
+    passages = recall_passages(conversation_id=conversation.id, query="apples", limit=3)
+    assert len(passages) == 9
+
+
+def test_a_text_said_many_times_is_quoted_once_with_its_count(conversation):
+    for _ in range(4):
+        say(conversation, "What about the dashboard layout?")
+    passages = recall_passages(conversation_id=conversation.id, query="dashboard")
+    assert len(passages) == 1
+    assert "[said 4 times]" in passages[0]
+
+
+def test_a_detail_stated_once_is_found_among_many_short_mentions_of_its_key_word(conversation):
+    """RF.4: the one longer message holding the detail is not pushed out by repeats."""
+    asks = [
+        "What are the risks with the dashboard?",
+        "Can you summarise the dashboard?",
+        "Is there anything we forgot regarding the dashboard?",
+        "How would you explain the dashboard to a new team member?",
+        "Could you draft three bullet points about the dashboard?",
+        "Who owns the dashboard now?",
+    ]
+    say(conversation, "The latency dashboard lives at https://grafana.example.com/d/x7?orgId=2.")
+    for _ in range(3):
+        for ask in asks:
+            say(conversation, ask)
+    passages = recall_passages(conversation_id=conversation.id, query="dashboard")
+    assert any("https://grafana.example.com/d/x7?orgId=2" in p for p in passages)
 
 
 @pytest.mark.django_db(transaction=True)
