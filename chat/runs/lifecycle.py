@@ -33,11 +33,12 @@ from chat.runs.events import EventPublisher, control_group, failure_of, take_bac
 from chat.runs.metering import MeteredLLM, usage_totals
 from chat.runs.record import RunRecord
 from chat.runs.registry import registry
+from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import activate_weights
 from fimone.agent import AgentContext, InjectionQueue
-from fimone.agent.react import history_budget
+from fimone.agent.history_room import history_room
 
 logger = logging.getLogger(__name__)
 
@@ -286,11 +287,19 @@ async def _work(run: Run):
     run.metered = [(main, prepared.main_config_id), (fast, prepared.fast_config_id)]
 
     tools = run.deps.make_tools(run.conversation_id, before_id=run.query_message_id)
+    # Counted as the engine will send it (system prompt, tool schemas, the query and the
+    # follow-ups it starts with), so a history fitted here is not compacted again on the
+    # first call (fimone.agent.history_room).
+    room = history_room(
+        run.mode,
+        prepared.main_tokens,
+        query=prepared.query,
+        tools=tools,
+        follow_ups=prepared.follow_ups,
+    )
     memory = run.deps.make_memory(
         conversation_id=run.conversation_id,
-        # Counted as the engine will send it (system prompt, tool schemas, the query), so a
-        # history fitted here is not compacted again by the guard on the first call.
-        max_tokens=history_budget(prepared.main_tokens, query=prepared.query, tools=tools),
+        max_tokens=room.load,
         compact_llm=compact,
         vision=prepared.vision,
         loaded=prepared.history,
@@ -301,8 +310,21 @@ async def _work(run: Run):
         # This run's own messages (a follow-up typed while history loaded) are not history.
         if (m.metadata.get("id") or 0) < run.query_message_id
     ]
-    if memory.was_compacted:
-        run.history_compaction = _history_facts(memory)
+    facts = _history_facts(memory) if memory.was_compacted else None
+    if room.squeezed:
+        # This request's own content leaves less room than usual: its copy is cut, the
+        # fitted history (and any summary to store) stays as an ordinary request has it.
+        cut = CompactUtils.cut_for_request(history, room.send)
+        if [id(m) for m in cut] != [id(m) for m in history]:
+            history = cut
+            facts = {
+                **(facts or _history_facts(memory, strategy="truncate")),
+                "compacted_count": len(cut),
+                "tokens_after": CompactUtils.estimate_messages_tokens(cut),
+                "cut_for_request": True,
+            }
+    if facts is not None:
+        run.history_compaction = facts
         await run.publisher("compact", {"scope": "history", **run.history_compaction})
         summary = getattr(memory, "new_summary", None)
         if summary is not None:
@@ -326,8 +348,10 @@ async def _work(run: Run):
     return await run.deps.engine_for(run.mode)(ctx)
 
 
-def _history_facts(memory) -> dict:
-    strategy = getattr(memory, "strategy", None) or getattr(memory.result, "strategy", "llm")
+def _history_facts(memory, strategy: str | None = None) -> dict:
+    strategy = (
+        strategy or getattr(memory, "strategy", None) or getattr(memory.result, "strategy", "llm")
+    )
     facts = {
         # A reused stored summary was written by the LLM on an earlier load.
         "strategy": "llm" if strategy == "summary" else strategy,

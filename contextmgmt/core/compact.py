@@ -12,6 +12,7 @@ objects (untouched) plus, for llm_compact, one new summary message.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -172,6 +173,34 @@ class CompactUtils:
         If system + pinned alone exceed ``max_tokens`` they are still all returned.
         """
         return _flatten(_smart_truncate_units(_units(list(messages)), max_tokens))
+
+    @staticmethod
+    def cut_for_request(messages: list[ChatMessage], max_tokens: int) -> list[ChatMessage]:
+        """A copy of a fitted history cut to ``max_tokens`` for one request, no LLM call.
+
+        A summary is clipped to at most half of ``max_tokens`` (left out when that is too
+        little to be worth reading), then the newest whole units that fit are kept
+        (smart_truncate). Nothing here is meant to be stored: it is the view of a request
+        whose own content leaves the history less room than usual.
+        """
+        if tokens.estimate_messages_tokens(messages) <= max_tokens:
+            return list(messages)
+        room = max_tokens // 2 - tokens.MESSAGE_OVERHEAD
+        out: list[ChatMessage] = []
+        for msg in messages:
+            if msg.is_summary:
+                if room < MIN_SUMMARY_TOKENS:
+                    continue
+                if tokens.estimate_message_tokens(msg) > max_tokens // 2:
+                    # Marked: a summary of this copy must not be stored in place of the
+                    # whole one.
+                    msg = dataclasses.replace(
+                        msg,
+                        content=clip_to_tokens(msg.text(), room),
+                        metadata={**msg.metadata, "clipped": True},
+                    )
+            out.append(msg)
+        return CompactUtils.smart_truncate(out, max_tokens)
 
     @staticmethod
     async def llm_compact(

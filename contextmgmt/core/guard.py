@@ -10,7 +10,9 @@
 3. Over budget → injected pinned messages are unpinned oldest-first while pinned content
    exceeds half the budget (the current query stays pinned), then LLM compaction
    with the hint's prompt, or ``smart_truncate`` without a compaction LLM. Any LLM
-   fault falls back to ``smart_truncate`` silently and is recorded in ``last``.
+   fault falls back to ``smart_truncate`` silently and is recorded in ``last``. When
+   only system prompts and pinned messages remain, nothing can shrink: the messages go
+   as they are (strategy "none").
 
 ``last`` holds the CompactResult of the latest call; ``usage`` the cumulative usage of the
 guard's compaction calls (accounted to the run's usage).
@@ -91,6 +93,10 @@ def apply_pinned_cap(messages: list[ChatMessage], budget: int) -> tuple[list[Cha
     return out, unpinned
 
 
+def _compactable(msg: ChatMessage) -> bool:
+    return not msg.pinned and (msg.role != "system" or msg.is_summary)
+
+
 class ContextGuard:
     def __init__(
         self,
@@ -162,6 +168,11 @@ class ContextGuard:
                 return work
 
         work, _ = apply_pinned_cap(work, budget)
+        if not any(_compactable(m) for m in work):
+            # Only the system prompt and pinned messages (the query): nothing to shrink, so
+            # no compaction — the call goes as it is and the provider has the last word.
+            self.last = CompactResult(work, "none", n, n, tokens_before, total, oversized_cut=cut)
+            return work
         if self.compact_llm is not None:
             result = await CompactUtils.llm_compact(
                 work,

@@ -37,6 +37,7 @@ Cancelling the run cancels every running step (a TaskGroup: no orphan task).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ from .calls import chat_once, compact_limit
 from .context import AgentContext, AgentOutcome, earlier_turns
 from .dag_context import (
     DEPENDENCY_CHARS,
+    HISTORY_HEADER,
     MAIN_INPUT_SHARE,
     PLANNER_INPUT_TOKENS,
     StepOutcome,
@@ -81,6 +83,37 @@ class DagConfig:
     max_parallel: int = 4
     max_steps: int = MAX_STEPS
     planner_input_tokens: int = PLANNER_INPUT_TOKENS
+
+
+def planner_input_limit(main_budget: int, limit: int = PLANNER_INPUT_TOKENS) -> int:
+    """The enriched query's limit: 16K tokens — or less when the main model's budget is
+    small, since the planner has no guard in front of it."""
+    return max(1, min(limit, int(main_budget * MAIN_INPUT_SHARE)))
+
+
+# The history reaches the planner as text ("User: …" lines), whose estimate can differ a
+# little from the messages' own (labels instead of per-message overhead, an image as
+# "[1 image]"): the history budget keeps this share of the limit in hand.
+HISTORY_TEXT_MARGIN = 0.03
+
+
+def history_budget(
+    main_budget: int,
+    *,
+    query: ChatMessage,
+    tools: ToolRegistry | None = None,
+    follow_ups: Sequence[ChatMessage] = (),
+) -> int:
+    """Tokens the loaded history may take so that the planner's input (the enriched query:
+    history text, the current request and the follow-ups the run starts with) is not
+    summarised again. 0 when nothing is left. Tools do not go to the planner."""
+    request = enriched_query(HISTORY_HEADER, query.text())
+    if follow_ups:
+        extra = "\n".join(f"- {m.text()}" for m in follow_ups)
+        request = f"{request}\n\nFollow-ups the user sent meanwhile:\n{extra}"
+    limit = planner_input_limit(main_budget)
+    room = limit - int(limit * HISTORY_TEXT_MARGIN) - estimate_tokens(request)
+    return max(0, room)
 
 
 async def run_dag(ctx: AgentContext, config: DagConfig | None = None) -> AgentOutcome:
@@ -161,10 +194,7 @@ class DagRun:
         return compacted
 
     def _planner_input_limit(self) -> int:
-        """16K tokens — or less when the main model's budget is small, since the
-        planner has no guard in front of it."""
-        share = int(self.ctx.main_budget * MAIN_INPUT_SHARE)
-        return max(1, min(self.config.planner_input_tokens, share))
+        return planner_input_limit(self.ctx.main_budget, self.config.planner_input_tokens)
 
     async def _shrink_request(self) -> None:
         """After a provider overflow: the history part summarised to half the request's

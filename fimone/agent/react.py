@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 
 from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import Usage
@@ -21,9 +22,6 @@ from .context import AgentContext, AgentOutcome, earlier_turns
 from .loop import LoopConfig, ReactLoop
 from .prompts import REACT_SYSTEM
 from .tools import ToolRegistry
-
-# Below this the loaded history gets no less (the guard compacts per iteration anyway).
-MIN_HISTORY_TOKENS = 2_000
 
 
 def tool_schema_tokens(tools: ToolRegistry | None) -> int:
@@ -43,12 +41,14 @@ def history_budget(
     query: ChatMessage,
     tools: ToolRegistry | None,
     system_prompt: str | None = None,
+    follow_ups: Sequence[ChatMessage] = (),
 ) -> int:
-    """Tokens the loaded history may take so that the first call fits as it is sent:
-    the budget less the system prompt, the tool schemas and the current query."""
+    """Tokens the loaded history may take so that the first call fits as it is sent: the
+    budget less the system prompt, the tool schemas, the current query and the follow-ups
+    the run starts with (all of them go into the first call). 0 when nothing is left."""
     system = ChatMessage(role="system", content=system_prompt or REACT_SYSTEM)
-    fixed = estimate_message_tokens(system) + estimate_message_tokens(query)
-    return max(MIN_HISTORY_TOKENS, message_budget(main_budget, tools) - fixed)
+    fixed = sum(estimate_message_tokens(m) for m in (system, query, *follow_ups))
+    return max(0, message_budget(main_budget, tools) - fixed)
 
 
 def build_react_messages(ctx: AgentContext) -> list[ChatMessage]:

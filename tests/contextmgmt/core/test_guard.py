@@ -198,3 +198,14 @@ async def test_repeated_checks_reuse_cached_estimates():
     msgs[3].content = "changed " * 2000  # reassigned content is re-estimated
     await guard.check_and_compact(msgs)
     assert guard.last.tokens_before == estimate_messages_tokens(copy.deepcopy(msgs))
+
+
+async def test_nothing_but_system_and_the_query_over_budget_is_sent_as_it_is_rf_3():
+    """A query bigger than the budget leaves nothing to compact: no compaction is counted
+    and no LLM is asked."""
+    fake = FakeLLM()
+    guard = ContextGuard(compact_llm=fake, budget=100)
+    msgs = [system(), user("a long paste " * 200, pinned=True)]
+    out = await guard.check_and_compact(msgs)
+    assert out == msgs and guard.last.strategy == "none" and guard.compactions == 0
+    assert fake.calls == []

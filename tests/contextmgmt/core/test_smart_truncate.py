@@ -6,7 +6,7 @@ from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
-from .builders import assistant, problems, system, tool_round, user
+from .builders import assistant, chat_history, problems, system, tool_round, user
 
 
 def text36(tag: str) -> str:
@@ -131,3 +131,23 @@ def test_input_is_not_mutated_design_2():
     CompactUtils.smart_truncate(msgs, 3 * T)
     assert msgs == snapshot
     assert [m.pinned for m in msgs] == [m.pinned for m in snapshot]
+
+
+def test_cut_for_request_clips_the_summary_to_half_and_keeps_the_newest_turns_rf_3():
+    from contextmgmt.core.messages import SUMMARY_PREFIX
+
+    summary = ChatMessage(
+        role="system",
+        content=f"{SUMMARY_PREFIX}\n" + "The budget is 48,500 EUR. " * 80,
+        metadata={"summary_id": 3},
+    )
+    history = [summary] + chat_history(6)[1:]
+    out = CompactUtils.cut_for_request(history, 300)
+    assert estimate_messages_tokens(out) <= 300
+    assert out[0].is_summary and out[0].metadata["clipped"] is True
+    assert estimate_message_tokens(out[0]) <= 150
+    assert out[-1] is history[-1] and out[1].role == "user"
+    assert summary.metadata == {"summary_id": 3}  # the caller's message is untouched
+    assert CompactUtils.cut_for_request(history, 10**6) == history
+    # Too little room for a summary worth reading: it is left out of this request's copy.
+    assert not any(m.is_summary for m in CompactUtils.cut_for_request(history, 60))

@@ -1,0 +1,52 @@
+"""How much of a request's budget the loaded history gets, as each engine sends it.
+
+ReAct sends the system prompt, the tool schemas, the history, the query and the follow-ups
+the run starts with in its first call; DAG sends the history as text with the request to
+the planner, under the planner's own limit. What is left is ``send``: a history of that
+size reaches the first call without being compacted again (docs/architecture.md,
+"Compaction").
+
+``load`` is what DbMemory fits the history to, and what a summary it persists is written
+for. Usually the two are equal. When the current request leaves less than half of what an
+ordinary one would (a 20,000-character paste), the history is still fitted — and any new
+summary written — at the ordinary size, and only this request's copy is cut to ``send``
+without an LLM call: one big paste must not shrink the summary every later request
+starts from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextmgmt.core.messages import ChatMessage
+
+from .dag import history_budget as dag_history_budget
+from .react import history_budget as react_history_budget
+from .tools import ToolRegistry
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRoom:
+    send: int  # what the first call leaves for history (tokens, may be 0)
+    load: int  # what the history is fitted, and summaries are written, to
+
+    @property
+    def squeezed(self) -> bool:
+        """Whether this request's copy of the history must be cut below ``load``."""
+        return self.send < self.load
+
+
+def history_room(
+    mode: str,
+    main_budget: int,
+    *,
+    query: ChatMessage,
+    tools: ToolRegistry | None,
+    follow_ups: Sequence[ChatMessage] = (),
+) -> HistoryRoom:
+    budget_of = dag_history_budget if mode == "dag" else react_history_budget
+    send = budget_of(main_budget, query=query, tools=tools, follow_ups=follow_ups)
+    ordinary = budget_of(main_budget, query=ChatMessage(role="user", content=""), tools=tools)
+    load = send if send * 2 >= ordinary else ordinary
+    return HistoryRoom(send=send, load=max(1, load))
