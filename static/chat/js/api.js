@@ -24,7 +24,7 @@ async function request(method, url, { json, body } = {}) {
   try {
     response = await fetch(url, { method, headers, body, credentials: "same-origin" });
   } catch (err) {
-    throw new ApiError(0, "network", "The server cannot be reached. Check your connection.");
+    throw new ApiError(0, "network", gettext("The server cannot be reached. Check your connection."));
   }
   if (response.status === 204) return null;
   let data = null;
@@ -39,7 +39,8 @@ async function request(method, url, { json, body } = {}) {
     throw new ApiError(
       response.status,
       error.code || `http_${response.status}`,
-      error.message || `The server answered ${response.status}.`,
+      error.message ||
+        interpolate(gettext("The server answered %(status)s."), { status: response.status }, true),
     );
   }
   return data;

@@ -70,7 +70,7 @@ class ChatApp {
     try {
       this.sidebar.set(await api.listConversations(), config.conversationId);
     } catch (err) {
-      this.toast(`Could not load your conversations: ${err.message}`);
+      this.toast(interpolate(gettext("Could not load your conversations: %(reason)s"), { reason: err.message }, true));
     }
     if (config.conversationId) await this.open(config.conversationId, { push: false });
     else this.newChat({ push: false });
@@ -96,7 +96,7 @@ class ChatApp {
     this.reset();
     this.conversation = null;
     this.creating = null;
-    this.titleEl.textContent = "New chat";
+    this.titleEl.textContent = gettext("New chat");
     document.title = "fimone — chat";
     this.modelPicker.value = null;
     this.gauge.hide();
@@ -122,11 +122,11 @@ class ChatApp {
     } catch (err) {
       if (token !== this.loadToken) return;
       if (err.status === 404) {
-        this.toast("That conversation does not exist any more.");
+        this.toast(gettext("That conversation does not exist any more."));
         this.sidebar.removeItem(id);
         return this.newChat();
       }
-      this.toast(`Could not load the conversation: ${err.message}`);
+      this.toast(interpolate(gettext("Could not load the conversation: %(reason)s"), { reason: err.message }, true));
     }
     this.connect();
     this.refreshGauge();
@@ -135,8 +135,8 @@ class ChatApp {
 
   setConversation(conversation) {
     this.conversation = conversation;
-    this.titleEl.textContent = conversation.title || "New chat";
-    document.title = `${conversation.title || "New chat"} — fimone`;
+    this.titleEl.textContent = conversation.title || gettext("New chat");
+    document.title = `${conversation.title || gettext("New chat")} — fimone`;
     this.composer.mode = conversation.mode;
     this.modelPicker.value = conversation.model_config;
     this.sidebar.upsert(conversation);
@@ -169,7 +169,7 @@ class ChatApp {
       if (this.conversation?.id === id) this.setConversation(conversation);
     } catch (err) {
       this.sidebar.render();
-      this.toast(`Could not rename: ${err.message}`);
+      this.toast(interpolate(gettext("Could not rename: %(reason)s"), { reason: err.message }, true));
     }
   }
 
@@ -177,11 +177,11 @@ class ChatApp {
     try {
       await api.deleteConversation(id);
     } catch (err) {
-      if (err.status !== 404) return this.toast(`Could not delete: ${err.message}`);
+      if (err.status !== 404) return this.toast(interpolate(gettext("Could not delete: %(reason)s"), { reason: err.message }, true));
     }
     this.sidebar.removeItem(id);
     if (this.conversation?.id === id) this.newChat();
-    this.toast("Conversation deleted.");
+    this.toast(gettext("Conversation deleted."));
   }
 
   async changeMode(mode) {
@@ -189,7 +189,7 @@ class ChatApp {
     try {
       this.conversation = await api.updateConversation(this.conversation.id, { mode });
     } catch (err) {
-      this.toast(`Could not switch mode: ${err.message}`);
+      this.toast(interpolate(gettext("Could not switch mode: %(reason)s"), { reason: err.message }, true));
     }
   }
 
@@ -201,7 +201,7 @@ class ChatApp {
       this.refreshGauge();
     } catch (err) {
       this.modelPicker.value = this.conversation.model_config;
-      this.toast(`Could not switch the model: ${err.message}`);
+      this.toast(interpolate(gettext("Could not switch the model: %(reason)s"), { reason: err.message }, true));
     }
   }
 
@@ -234,7 +234,7 @@ class ChatApp {
     return el("button", {
       type: "button",
       class: "btn load-more",
-      text: "Show earlier messages",
+      text: gettext("Show earlier messages"),
       onclick: () => this.loadEarlier(),
     });
   }
@@ -270,7 +270,7 @@ class ChatApp {
       }
     } catch (err) {
       button.disabled = false;
-      this.toast(`Could not load earlier messages: ${err.message}`);
+      this.toast(interpolate(gettext("Could not load earlier messages: %(reason)s"), { reason: err.message }, true));
     }
   }
 
@@ -287,7 +287,9 @@ class ChatApp {
     this.scrollToEnd(true);
     this.ensureConversation()
       .then(() => this.transmit(frame))
-      .catch((err) => this.runs.failLocalRun(`Could not start the conversation: ${err.message}`));
+      .catch((err) =>
+        this.runs.failLocalRun(interpolate(gettext("Could not start the conversation: %(reason)s"), { reason: err.message }, true)),
+      );
     return true;
   }
 
@@ -302,7 +304,7 @@ class ChatApp {
     if (frame.type === "message") this.lastMessageFrame = frame;
     if (this.socket?.send(frame)) return;
     this.outbox.push(frame); // sent when the socket (re)opens
-    this.setConnection("Connecting… your message will be sent as soon as the server answers.");
+    this.setConnection(gettext("Connecting… your message will be sent as soon as the server answers."));
   }
 
   stop() {
@@ -333,10 +335,18 @@ class ChatApp {
 
   onSocketStatus(state, detail) {
     if (state === "reconnecting" && detail.draining) {
-      this.setConnection("The server is restarting; your message will be sent again in a moment.");
+      this.setConnection(
+        gettext("The server is restarting; your message will be sent again in a moment."),
+      );
     } else if (state === "reconnecting") {
-      const seconds = detail.delay ? ` in ${Math.ceil(detail.delay / 1000)} s` : "";
-      this.setConnection(`Connection lost. Reconnecting${seconds}…`, "error");
+      const text = detail.delay
+        ? interpolate(
+            gettext("Connection lost. Reconnecting in %(seconds)s s…"),
+            { seconds: Math.ceil(detail.delay / 1000) },
+            true,
+          )
+        : gettext("Connection lost. Reconnecting…");
+      this.setConnection(text, "error");
       // A refused handshake looks like a network error: every few tries, ask the API
       // whether we are still logged in (401 → login page) and the conversation exists.
       if (detail.delay && detail.attempt % 3 === 0) this.checkStillWelcome();
@@ -361,7 +371,7 @@ class ChatApp {
 
   conversationGone() {
     const id = this.conversation?.id;
-    this.toast("This conversation was deleted.");
+    this.toast(gettext("This conversation was deleted."));
     if (id) this.sidebar.removeItem(id);
     this.newChat();
   }
@@ -404,10 +414,12 @@ class ChatApp {
         // Sent as the connection died, never reached the server: nothing typed is lost.
         this.composer.prompt.value = unconfirmed.content;
         this.composer.refresh();
-        this.toast("Your last message did not reach the server. It is back in the box: send it again.");
+        this.toast(
+          gettext("Your last message did not reach the server. It is back in the box: send it again."),
+        );
       }
     } catch (err) {
-      this.toast(`Could not refresh the conversation: ${err.message}`);
+      this.toast(interpolate(gettext("Could not refresh the conversation: %(reason)s"), { reason: err.message }, true));
     }
     this.flushOutbox();
     this.refreshGauge();

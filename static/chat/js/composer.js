@@ -100,8 +100,8 @@ export class Composer {
     this.stopBtn.hidden = !running;
     this.stopBtn.disabled = false;
     this.prompt.placeholder = running
-      ? "Add a follow-up — the agent sees it at its next step…"
-      : "Message fimone…";
+      ? gettext("Add a follow-up — the agent sees it at its next step…")
+      : gettext("Message fimone…");
     this.refresh();
   }
 
@@ -132,11 +132,20 @@ export class Composer {
   async addFiles(files) {
     for (const file of files) {
       if (!IMAGE_TYPES.has(file.type)) {
-        this.toast(`${file.name || "That file"} is not a PNG, JPEG, WebP or GIF image.`);
+        this.toast(
+          file.name
+            ? interpolate(gettext("%(name)s is not a PNG, JPEG, WebP or GIF image."), { name: file.name }, true)
+            : gettext("That file is not a PNG, JPEG, WebP or GIF image."),
+        );
         continue;
       }
       if (file.size > this.maxUploadBytes) {
-        this.toast(`${file.name || "The image"} is larger than ${Math.round(this.maxUploadBytes / 1048576)} MB.`);
+        const size = Math.round(this.maxUploadBytes / 1048576);
+        this.toast(
+          file.name
+            ? interpolate(gettext("%(name)s is larger than %(size)s MB."), { name: file.name, size }, true)
+            : interpolate(gettext("The image is larger than %(size)s MB."), { size }, true),
+        );
         continue;
       }
       const item = {
@@ -162,7 +171,7 @@ export class Composer {
     } catch (err) {
       item.state = "failed";
       item.error = err.message;
-      this.toast(`Upload failed: ${err.message}`);
+      this.toast(interpolate(gettext("Upload failed: %(reason)s"), { reason: err.message }, true));
     }
     if (this.items.includes(item)) this.renderTray();
   }
@@ -184,24 +193,30 @@ export class Composer {
   // state, so a preview is decoded once and a "No preview" notice is not rebuilt (and lost
   // for a moment) whenever another upload finishes.
   tile(item, index) {
-    const name = item.file.name || `image ${index + 1}`;
+    const name = item.file.name || interpolate(gettext("image %(number)s"), { number: index + 1 }, true);
     if (!item.tile) {
       item.stateNode = el("span", { class: "thumb-state" });
       item.tile = el(
         "li",
         {},
-        imageOrNotice({ src: item.previewUrl, alt: `Image to send: ${name}` }, "No preview"),
+        imageOrNotice(
+          {
+            src: item.previewUrl,
+            alt: interpolate(gettext("Image to send: %(name)s"), { name }, true),
+          },
+          gettext("No preview"),
+        ),
         item.stateNode,
         el("button", {
           type: "button",
           class: "remove",
-          "aria-label": `Remove ${name}`,
+          "aria-label": interpolate(gettext("Remove %(name)s"), { name }, true),
           text: "×",
           onclick: () => this.remove(item),
         }),
       );
     }
-    const stateText = { uploading: "Uploading…", failed: "Failed" }[item.state];
+    const stateText = { uploading: gettext("Uploading…"), failed: gettext("Failed") }[item.state];
     item.tile.className = `thumb ${item.state}`;
     item.tile.title = item.error || name;
     item.stateNode.textContent = stateText || "";
@@ -211,7 +226,7 @@ export class Composer {
 
   submit() {
     if (this.sendBtn.disabled) {
-      if (this.items.some((i) => i.state === "uploading")) this.toast("Images are still uploading…");
+      if (this.items.some((i) => i.state === "uploading")) this.toast(gettext("Images are still uploading…"));
       return;
     }
     const content = this.prompt.value.trim();

@@ -45,7 +45,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
     } else {
       view.setFinal({ html: message.html, content: message.content });
       if (message.kind === "error" || message.status === "error") {
-        view.setError(message.error?.message || "The agent could not finish this answer.", {
+        view.setError(message.error?.message || gettext("The agent could not finish this answer."), {
           retry: canRetry,
         });
       } else {

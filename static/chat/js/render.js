@@ -44,8 +44,8 @@ export function formatK(tokens) {
   return `${((Number(tokens) || 0) / 1000).toFixed(1)}k`;
 }
 
-function plural(n, word) {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
+function messages(n) {
+  return interpolate(ngettext("%(count)s message", "%(count)s messages", n), { count: n }, true);
 }
 
 // ---- user messages -----------------------------------------------------------------------
@@ -57,9 +57,12 @@ export function userMessage({ id, content, images = [], injected = false }) {
         { class: "msg-images" },
         ...images.map((img) => {
           const full = img.url || (img.file_id ? attachmentUrl(img.file_id) : img.previewUrl);
-          const link = el("a", { href: full, target: "_blank", rel: "noopener", title: "Open the full image" });
+          const link = el("a", { href: full, target: "_blank", rel: "noopener", title: gettext("Open the full image") });
           link.append(
-            imageOrNotice({ src: img.previewUrl || full, alt: "Attached image", loading: "lazy" }, "Image unavailable"),
+            imageOrNotice(
+              { src: img.previewUrl || full, alt: gettext("Attached image"), loading: "lazy" },
+              gettext("Image unavailable"),
+            ),
           );
           return link;
         }),
@@ -67,8 +70,10 @@ export function userMessage({ id, content, images = [], injected = false }) {
     : null;
   const node = el(
     "article",
-    { class: `msg msg-user${injected ? " injected" : ""}`, "aria-label": "You" },
-    injected ? el("div", { class: "msg-tag", text: "Follow-up, sent while the agent was working" }) : null,
+    { class: `msg msg-user${injected ? " injected" : ""}`, "aria-label": gettext("You") },
+    injected
+      ? el("div", { class: "msg-tag", text: gettext("Follow-up, sent while the agent was working") })
+      : null,
     imageList,
     content ? el("div", { class: "bubble", text: content }) : null,
   );
@@ -97,12 +102,12 @@ export function offerEdit(node, onSend) {
   if (!bubble) return;
   const button = el(
     "button",
-    { type: "button", class: "text-btn btn-edit", "aria-label": "Edit and resend this message" },
+    { type: "button", class: "text-btn btn-edit", "aria-label": gettext("Edit and resend this message") },
     icon("edit"),
-    " Edit",
+    ` ${gettext("Edit")}`,
   );
   button.addEventListener("click", () => {
-    const box = el("textarea", { class: "edit-box", "aria-label": "Edit your message", rows: "3" });
+    const box = el("textarea", { class: "edit-box", "aria-label": gettext("Edit your message"), rows: "3" });
     box.value = bubble.textContent;
     const close = () => editor.replaceWith(bubble, button);
     const send = () => {
@@ -125,8 +130,8 @@ export function offerEdit(node, onSend) {
       el(
         "div",
         { class: "edit-actions" },
-        el("button", { type: "button", class: "btn", text: "Cancel", onclick: close }),
-        el("button", { type: "button", class: "btn btn-send-edit", text: "Send", onclick: send }),
+        el("button", { type: "button", class: "btn", text: gettext("Cancel"), onclick: close }),
+        el("button", { type: "button", class: "btn btn-send-edit", text: gettext("Send"), onclick: send }),
       ),
     );
     bubble.replaceWith(editor);
@@ -149,22 +154,47 @@ export function summarizedCount(facts) {
 
 export function compactDivider(facts) {
   const { summarized } = summarizedCount(facts);
-  const text =
+  const text = interpolate(
     facts.strategy === "truncate"
-      ? `Earlier context (${plural(summarized, "message")}) was left out to fit the model's context`
-      : `Earlier context (${plural(summarized, "message")}) was summarized by AI`;
-  const tip = `${plural(Number(facts.original_count) || 0, "message")} → ${plural(
-    Number(facts.compacted_count) || 0,
-    "message",
-  )}, ${formatK(facts.tokens_before)} → ${formatK(facts.tokens_after)} tokens`;
+      ? gettext("Earlier context (%(messages)s) was left out to fit the model's context")
+      : gettext("Earlier context (%(messages)s) was summarized by AI"),
+    { messages: messages(summarized) },
+    true,
+  );
+  const tip = interpolate(
+    gettext("%(before)s → %(after)s, %(tokens_before)s → %(tokens_after)s tokens"),
+    {
+      before: messages(Number(facts.original_count) || 0),
+      after: messages(Number(facts.compacted_count) || 0),
+      tokens_before: formatK(facts.tokens_before),
+      tokens_after: formatK(facts.tokens_after),
+    },
+    true,
+  );
   return el("div", { class: "compact-divider", role: "separator", title: tip, "aria-label": text }, text);
 }
 
 // ---- assistant messages --------------------------------------------------------------------
 
-const STEP_LABEL = { tool_call: "Tool call", tool_result: "Result", thought: "Thought" };
+const STEP_LABEL = {
+  tool_call: gettext("Tool call"),
+  tool_result: gettext("Result"),
+  thought: gettext("Thought"),
+};
 // Inside a DAG step the step's own outcome is its one "Result": its tools say what they did.
-const PLAN_STEP_LABEL = { tool_call: "Called", tool_result: "Returned", thought: "Thought" };
+const PLAN_STEP_LABEL = {
+  tool_call: gettext("Called"),
+  tool_result: gettext("Returned"),
+  thought: gettext("Thought"),
+};
+// What a DAG step's status pill says.
+const STEP_STATUS = {
+  pending: gettext("pending"),
+  running: gettext("running"),
+  done: gettext("done"),
+  failed: gettext("failed"),
+  skipped: gettext("skipped"),
+};
 
 export class AssistantView {
   constructor({ id = null, onRetry = null } = {}) {
@@ -176,7 +206,7 @@ export class AssistantView {
     this.footer = el("div", { class: "msg-footer" }, this.actions);
     this.node = el(
       "article",
-      { class: "msg msg-assistant", "aria-label": "Assistant" },
+      { class: "msg msg-assistant", "aria-label": gettext("Assistant") },
       el("div", { class: "who-line" }, el("span", { class: "avatar", "aria-hidden": "true", text: "f" }), "fimone"),
       this.steps,
       this.answer,
@@ -197,7 +227,13 @@ export class AssistantView {
   thinking() {
     this.node.setAttribute("aria-busy", "true");
     this.answer.replaceChildren(
-      el("span", { class: "thinking", role: "status", "aria-label": "Working" }, el("span"), el("span"), el("span")),
+      el(
+        "span",
+        { class: "thinking", role: "status", "aria-label": gettext("Working") },
+        el("span"),
+        el("span"),
+        el("span"),
+      ),
     );
   }
 
@@ -249,16 +285,16 @@ export class AssistantView {
       const button = el("button", {
         type: "button",
         class: "code-copy",
-        text: "Copy",
-        "aria-label": "Copy this code",
+        text: gettext("Copy"),
+        "aria-label": gettext("Copy this code"),
         onclick: async () => {
           try {
             await navigator.clipboard.writeText(code.textContent);
-            button.textContent = "Copied";
+            button.textContent = gettext("Copied");
           } catch (err) {
-            button.textContent = "Copy failed";
+            button.textContent = gettext("Copy failed");
           }
-          setTimeout(() => (button.textContent = "Copy"), 1500);
+          setTimeout(() => (button.textContent = gettext("Copy")), 1500);
         },
       });
       const block = el("div", { class: "code-block" });
@@ -274,16 +310,16 @@ export class AssistantView {
     const button = el("button", {
       type: "button",
       class: "copy-btn",
-      text: "Copy",
-      "aria-label": "Copy the answer",
+      text: gettext("Copy"),
+      "aria-label": gettext("Copy the answer"),
       onclick: async () => {
         try {
           await navigator.clipboard.writeText(this.source);
-          button.textContent = "Copied";
+          button.textContent = gettext("Copied");
         } catch (err) {
-          button.textContent = "Copy failed";
+          button.textContent = gettext("Copy failed");
         }
-        setTimeout(() => (button.textContent = "Copy"), 1500);
+        setTimeout(() => (button.textContent = gettext("Copy")), 1500);
       },
     });
     this.actions.append(button);
@@ -301,10 +337,10 @@ export class AssistantView {
     let title = "";
     let body = "";
     if (kind === "tool_call") {
-      title = frame.name || "tool";
+      title = frame.name || gettext("tool");
       body = frame.arguments || "";
     } else if (kind === "tool_result") {
-      title = frame.name || "tool";
+      title = frame.name || gettext("tool");
       body = frame.result ?? frame.content ?? "";
     } else {
       title = (frame.text || "").split("\n")[0];
@@ -312,7 +348,10 @@ export class AssistantView {
     }
     const where = frame.step_id;
     const planEntry = where !== undefined ? this.planSteps?.get(String(where)) : null;
-    const prefix = where !== undefined && !planEntry ? `Step ${where} · ` : "";
+    const prefix =
+      where !== undefined && !planEntry
+        ? interpolate(gettext("Step %(step)s · "), { step: where }, true)
+        : "";
     const item = el(
       "details",
       { class: `step step-${kind}` },
@@ -339,7 +378,7 @@ export class AssistantView {
     if (!text) return;
     if (!this.reasoning) {
       this.reasoningText = el("div", { class: "reasoning-text" });
-      this.reasoningLabel = el("span", { text: "Thinking…" });
+      this.reasoningLabel = el("span", { text: gettext("Thinking…") });
       this.reasoning = el(
         "details",
         { class: "reasoning" },
@@ -355,7 +394,7 @@ export class AssistantView {
 
   // The thinking is over once the answer starts or the run ends.
   endReasoning() {
-    if (this.reasoningLabel) this.reasoningLabel.textContent = "Thinking";
+    if (this.reasoningLabel) this.reasoningLabel.textContent = gettext("Thinking");
   }
 
   addNote(text) {
@@ -383,7 +422,7 @@ export class AssistantView {
     this.planSteps = new Map();
     for (const step of steps) {
       const deps = Array.isArray(step.depends_on) ? step.depends_on : [];
-      const pill = el("span", { class: "pill pending", text: "pending" });
+      const pill = el("span", { class: "pill pending", text: STEP_STATUS.pending });
       const activity = el("div", { class: "steps plan-activity", hidden: true });
       const row = el(
         "li",
@@ -391,7 +430,16 @@ export class AssistantView {
         el("span", { class: "sid", text: String(step.id) }),
         el("span", { class: "task", text: step.task || "" }),
         pill,
-        deps.length ? el("span", { class: "deps", text: `after ${deps.map((d) => `#${d}`).join(", ")}` }) : null,
+        deps.length
+          ? el("span", {
+              class: "deps",
+              text: interpolate(
+                gettext("after %(steps)s"),
+                { steps: deps.map((d) => `#${d}`).join(", ") },
+                true,
+              ),
+            })
+          : null,
         activity,
       );
       this.planSteps.set(String(step.id), { row, pill, activity });
@@ -400,10 +448,21 @@ export class AssistantView {
     const head = el(
       "div",
       { class: "plan-head" },
-      el("span", { text: `Plan · ${plural(steps.length, "step")}` }),
-      round ? el("span", { class: "round", text: `re-plan round ${round}` }) : null,
+      el("span", {
+        text: interpolate(
+          ngettext("Plan · %(count)s step", "Plan · %(count)s steps", steps.length),
+          { count: steps.length },
+          true,
+        ),
+      }),
+      round
+        ? el("span", {
+            class: "round",
+            text: interpolate(gettext("re-plan round %(round)s"), { round }, true),
+          })
+        : null,
     );
-    const box = el("section", { class: "plan", "aria-label": "Execution plan" }, head, list);
+    const box = el("section", { class: "plan", "aria-label": gettext("Execution plan") }, head, list);
     if (this.planBox) this.planBox.replaceWith(box);
     else this.node.insertBefore(box, this.steps);
     this.planBox = box;
@@ -434,7 +493,7 @@ export class AssistantView {
     }
     entry.row.className = `plan-step ${status}`;
     entry.pill.className = `pill ${status}`;
-    entry.pill.textContent = status;
+    entry.pill.textContent = STEP_STATUS[status] || status;
     const detail = frame.result ?? frame.error ?? frame.summary;
     if (detail) {
       entry.row.querySelector(":scope > details.step-result")?.remove();
@@ -446,7 +505,7 @@ export class AssistantView {
         body.textContent = String(detail);
       }
       entry.row.append(
-        el("details", { class: "step-result" }, el("summary", { text: frame.error ? "Error" : "Result" }), body),
+        el("details", { class: "step-result" }, el("summary", { text: frame.error ? gettext("Error") : gettext("Result") }), body),
       );
     }
   }
@@ -454,17 +513,19 @@ export class AssistantView {
   analysis(frame) {
     if (!this.planBox) return;
     const confidence = Number(frame.confidence);
-    const pct =
-      frame.confidence !== null && Number.isFinite(confidence)
-        ? ` (confidence ${Math.round(confidence * 100)}%)`
-        : "";
-    let text = "Analyser: no readable verdict";
+    const known = frame.confidence !== null && Number.isFinite(confidence);
+    const values = { percent: Math.round(confidence * 100) };
+    let text = gettext("Analyser: no readable verdict");
     let tone = "not-achieved";
     if (frame.achieved === true) {
-      text = `Analyser: goal achieved${pct}`;
+      text = known
+        ? interpolate(gettext("Analyser: goal achieved (confidence %(percent)s%)"), values, true)
+        : gettext("Analyser: goal achieved");
       tone = "achieved";
     } else if (frame.achieved === false) {
-      text = `Analyser: goal not achieved${pct}`;
+      text = known
+        ? interpolate(gettext("Analyser: goal not achieved (confidence %(percent)s%)"), values, true)
+        : gettext("Analyser: goal not achieved");
     }
     const reason = frame.reason || frame.reasoning;
     this.lastVerdict = { text, reason };
@@ -491,13 +552,41 @@ export class AssistantView {
     // A provider that sends no usage is counted by fimone: said so, and marked "~".
     const approx = usage.estimated ? "~" : "";
     // Totals include compaction calls and reasoning; the tooltip splits them out.
-    const tip =
-      (model ? `Model: ${model}\n` : "") +
-      `Answer: ${(tin - cin).toLocaleString()} in / ${(tout - cout).toLocaleString()} out\n` +
-      (reasoning ? `Reasoning: ${reasoning.toLocaleString()} of the output tokens\n` : "") +
-      `Compaction: ${cin.toLocaleString()} in / ${cout.toLocaleString()} out` +
-      (usage.estimated ? "\nEstimated: the model did not report (all of) its usage" : "") +
-      (elapsedMs ? `\nTime: ${(elapsedMs / 1000).toFixed(1)} s` : "");
+    const number = (n) => n.toLocaleString(document.documentElement.lang || undefined);
+    const tip = [
+      model ? interpolate(gettext("Model: %(model)s"), { model }, true) : "",
+      interpolate(
+        gettext("Answer: %(in)s in / %(out)s out"),
+        { in: number(tin - cin), out: number(tout - cout) },
+        true,
+      ),
+      reasoning
+        ? interpolate(
+            gettext("Reasoning: %(tokens)s of the output tokens"),
+            { tokens: number(reasoning) },
+            true,
+          )
+        : "",
+      interpolate(
+        gettext("Compaction: %(in)s in / %(out)s out"),
+        { in: number(cin), out: number(cout) },
+        true,
+      ),
+      usage.estimated ? gettext("Estimated: the model did not report (all of) its usage") : "",
+      elapsedMs
+        ? interpolate(gettext("Time: %(seconds)s s"), { seconds: (elapsedMs / 1000).toFixed(1) }, true)
+        : "",
+    ]
+      .filter(Boolean)
+      .join("\n");
+    const ariaValues = { in: formatK(tin), out: formatK(tout), reasoning: formatK(reasoning) };
+    const ariaFormat = usage.estimated
+      ? reasoning
+        ? gettext("Token usage (estimated): %(in)s in, %(out)s out, %(reasoning)s of it reasoning. Show details")
+        : gettext("Token usage (estimated): %(in)s in, %(out)s out. Show details")
+      : reasoning
+        ? gettext("Token usage: %(in)s in, %(out)s out, %(reasoning)s of it reasoning. Show details")
+        : gettext("Token usage: %(in)s in, %(out)s out. Show details");
     const detail = el("div", { class: "usage-detail", role: "tooltip", hidden: true, text: tip });
     const card = el(
       "button",
@@ -506,19 +595,33 @@ export class AssistantView {
         class: "usage-card",
         title: tip,
         "aria-expanded": "false",
-        "aria-label":
-          `Token usage${usage.estimated ? " (estimated)" : ""}: ${formatK(tin)} in, ${formatK(tout)} out` +
-          `${reasoning ? `, ${formatK(reasoning)} of it reasoning` : ""}. Show details`,
+        "aria-label": interpolate(ariaFormat, ariaValues, true),
         onclick: () => {
           detail.hidden = !detail.hidden;
           card.setAttribute("aria-expanded", String(!detail.hidden));
         },
       },
-      el("span", { class: "usage-total", text: `${approx}${formatK(tin)} in / ${approx}${formatK(tout)} out` }),
+      el("span", {
+        class: "usage-total",
+        text: interpolate(
+          gettext("%(in)s in / %(out)s out"),
+          { in: approx + formatK(tin), out: approx + formatK(tout) },
+          true,
+        ),
+      }),
       reasoning ? el("span", { class: "sep", text: "·" }) : null,
-      reasoning ? el("span", { class: "usage-reasoning", text: `${formatK(reasoning)} reasoning` }) : null,
+      reasoning
+        ? el("span", {
+            class: "usage-reasoning",
+            text: interpolate(gettext("%(tokens)s reasoning"), { tokens: formatK(reasoning) }, true),
+          })
+        : null,
       cin || cout ? el("span", { class: "sep", text: "·" }) : null,
-      cin || cout ? el("span", { text: `incl. ${formatK(cin + cout)} compaction` }) : null,
+      cin || cout
+        ? el("span", {
+            text: interpolate(gettext("incl. %(tokens)s compaction"), { tokens: formatK(cin + cout) }, true),
+          })
+        : null,
       model ? el("span", { class: "sep", text: "·" }) : null,
       model ? el("span", { class: "usage-model", text: model }) : null,
     );
@@ -531,9 +634,9 @@ export class AssistantView {
     this.footer.querySelector(".status-badge")?.remove();
     this.footer.querySelector(".status-retry")?.remove();
     const labels = {
-      cancelled: "Stopped",
-      interrupted: "Interrupted — the server restarted during this answer",
-      running: "Still running…",
+      cancelled: gettext("Stopped"),
+      interrupted: gettext("Interrupted — the server restarted during this answer"),
+      running: gettext("Still running…"),
     };
     if (!labels[status]) return;
     this.footer.append(el("span", { class: "status-badge", text: labels[status] }));
@@ -544,8 +647,8 @@ export class AssistantView {
     return el("button", {
       class: `btn btn-retry ${extraClass}`.trim(),
       type: "button",
-      text: "Retry",
-      "aria-label": "Retry: answer the same question again",
+      text: gettext("Retry"),
+      "aria-label": gettext("Retry: answer the same question again"),
       onclick: () => this.onRetry(this),
     });
   }
@@ -554,7 +657,7 @@ export class AssistantView {
   retrying(busy) {
     for (const button of this.footer.querySelectorAll(".btn-retry")) {
       button.disabled = busy;
-      button.textContent = busy ? "Retrying…" : "Retry";
+      button.textContent = busy ? gettext("Retrying…") : gettext("Retry");
     }
   }
 
@@ -571,8 +674,8 @@ export class AssistantView {
       el("button", {
         type: "button",
         class: "text-btn btn-regenerate",
-        text: "Regenerate",
-        "aria-label": "Regenerate this answer",
+        text: gettext("Regenerate"),
+        "aria-label": gettext("Regenerate this answer"),
         onclick: (event) => {
           event.currentTarget.disabled = true;
           onRegenerate(this);
@@ -593,7 +696,12 @@ export class AssistantView {
     const box = el(
       "div",
       { class: "error-box", role: "alert" },
-      el("div", { class: "error-text" }, el("strong", { text: "Something went wrong. " }), message || "The agent failed."),
+      el(
+        "div",
+        { class: "error-text" },
+        el("strong", { text: `${gettext("Something went wrong.")} ` }),
+        message || gettext("The agent failed."),
+      ),
       retry && this.onRetry ? this.retryButton() : null,
     );
     this.footer.append(box);

@@ -71,12 +71,12 @@ export class RunController {
 
   editQuestion(node, content) {
     if (this.run) {
-      this.host.toast("Wait for the current answer, or stop it first.");
+      this.host.toast(gettext("Wait for the current answer, or stop it first."));
       return false;
     }
     const sent = this.host.sendFrame({ type: "edit", message_id: Number(node.dataset.messageId), content });
     if (!sent) {
-      this.host.toast("Not connected: cannot send the edit right now.");
+      this.host.toast(gettext("Not connected: cannot send the edit right now."));
       return false;
     }
     this.pendingEdit = node;
@@ -85,10 +85,10 @@ export class RunController {
   }
 
   regenerate(view) {
-    if (this.run || this.pendingRetry) return this.host.toast("Wait for the current answer, or stop it first.");
+    if (this.run || this.pendingRetry) return this.host.toast(gettext("Wait for the current answer, or stop it first."));
     if (!this.host.sendFrame({ type: "regenerate", message_id: Number(view.id) })) {
       this.offerEditAndRegenerate();
-      return this.host.toast("Not connected: cannot regenerate right now.");
+      return this.host.toast(gettext("Not connected: cannot regenerate right now."));
     }
     this.pendingRetry = view;
   }
@@ -148,11 +148,11 @@ export class RunController {
   // on the stored question, which takes the failed answer's place (see ``run.started``).
   // A message the server never took is simply sent again.
   retry(query, view) {
-    if (this.run) return this.host.toast("Wait for the current answer, or stop it first.");
+    if (this.run) return this.host.toast(gettext("Wait for the current answer, or stop it first."));
     if (view?.id) {
       if (this.pendingRetry) return;
       if (!this.host.sendFrame({ type: "retry", message_id: Number(view.id) })) {
-        return this.host.toast("Not connected: cannot retry right now.");
+        return this.host.toast(gettext("Not connected: cannot retry right now."));
       }
       this.pendingRetry = view;
       view.retrying(true);
@@ -174,7 +174,7 @@ export class RunController {
       return;
     }
     if (!this.host.sendFrame({ type: "cancel" })) {
-      this.host.toast("Not connected: cannot stop right now.");
+      this.host.toast(gettext("Not connected: cannot stop right now."));
       return;
     }
     this.composer.setStopping();
@@ -341,7 +341,7 @@ export class RunController {
       this.pendingRetry.retrying(false);
       this.pendingRetry = null;
       this.offerEditAndRegenerate();
-      this.host.toast(frame.message || "That answer cannot be retried.");
+      this.host.toast(frame.message || gettext("That answer cannot be retried."));
       return;
     }
     if (this.pendingEdit) {
@@ -349,7 +349,7 @@ export class RunController {
       this.pendingEdit.classList.remove("editing");
       this.pendingEdit = null;
       this.offerEditAndRegenerate();
-      this.host.toast(frame.message || "The edit could not be sent.");
+      this.host.toast(frame.message || gettext("The edit could not be sent."));
       return;
     }
     if (frame.code === "no_active_run" && this.run) {
@@ -370,7 +370,7 @@ export class RunController {
       this.endRun();
       return;
     }
-    this.host.toast(frame.message || "The server refused that.");
+    this.host.toast(frame.message || gettext("The server refused that."));
   }
 
   // ---- helpers -------------------------------------------------------------------------

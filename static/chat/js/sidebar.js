@@ -28,7 +28,7 @@ function exportUrl(id, format) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function titleOf(conversation) {
-  return conversation.title || "New chat";
+  return conversation.title || gettext("New chat");
 }
 
 export class Sidebar {
@@ -135,10 +135,10 @@ export class Sidebar {
           {
             type: "button",
             class: "icon-btn conv-export",
-            "aria-label": `Export “${title}”`,
+            "aria-label": interpolate(gettext("Export “%(title)s”"), { title }, true),
             "aria-haspopup": "menu",
             "aria-expanded": "false",
-            title: "Export",
+            title: gettext("Export"),
             onclick: (event) => this.toggleExportMenu(event.currentTarget, conversation),
           },
           downloadIcon(),
@@ -148,8 +148,8 @@ export class Sidebar {
           {
             type: "button",
             class: "icon-btn conv-rename",
-            "aria-label": `Rename “${title}”`,
-            title: "Rename",
+            "aria-label": interpolate(gettext("Rename “%(title)s”"), { title }, true),
+            title: gettext("Rename"),
             onclick: () => this.startRename(li, conversation),
           },
           icon("edit"),
@@ -159,8 +159,8 @@ export class Sidebar {
           {
             type: "button",
             class: "icon-btn conv-delete",
-            "aria-label": `Delete “${title}”`,
-            title: "Delete",
+            "aria-label": interpolate(gettext("Delete “%(title)s”"), { title }, true),
+            title: gettext("Delete"),
             onclick: () => this.confirmDelete(conversation),
           },
           icon("trash"),
@@ -176,7 +176,7 @@ export class Sidebar {
       type: "text",
       value: conversation.title || "",
       maxlength: "200",
-      "aria-label": "New title",
+      "aria-label": gettext("New title"),
     });
     let done = false;
     const finish = async (save) => {
@@ -215,14 +215,21 @@ export class Sidebar {
       dialog.remove();
       if (confirmed) this.onDelete(conversation.id);
     };
-    const cancel = el("button", { type: "button", class: "btn", text: "Cancel", onclick: () => close(false) });
+    const cancel = el("button", { type: "button", class: "btn", text: gettext("Cancel"), onclick: () => close(false) });
     dialog.append(
-      el("p", { id: "confirm-text", text: `Delete “${titleOf(conversation)}”? This cannot be undone.` }),
+      el("p", {
+        id: "confirm-text",
+        text: interpolate(
+          gettext("Delete “%(title)s”? This cannot be undone."),
+          { title: titleOf(conversation) },
+          true,
+        ),
+      }),
       el(
         "div",
         { class: "confirm-actions" },
         cancel,
-        el("button", { type: "button", class: "btn btn-danger", text: "Delete", onclick: () => close(true) }),
+        el("button", { type: "button", class: "btn btn-danger", text: gettext("Delete"), onclick: () => close(true) }),
       ),
     );
     dialog.addEventListener("cancel", (event) => {
@@ -271,12 +278,12 @@ export class Sidebar {
         href: exportUrl(conversation.id, format),
         download: "",
         text: label,
-        "aria-label": `${label}: “${title}”`,
+        "aria-label": interpolate(gettext("%(action)s: “%(title)s”"), { action: label, title }, true),
         onclick: () => this.closeExportMenu(),
       });
     this.exportMenu.replaceChildren(
-      item("markdown", "Download as Markdown"),
-      item("json", "Download as JSON"),
+      item("markdown", gettext("Download as Markdown")),
+      item("json", gettext("Download as JSON")),
     );
     const box = button.getBoundingClientRect();
     this.exportMenu.style.top = `${Math.round(box.bottom + 4)}px`;
@@ -302,8 +309,8 @@ export class Sidebar {
       id: "conversation-search",
       class: "conv-search-input",
       type: "search",
-      placeholder: "Search conversations",
-      "aria-label": "Search conversations",
+      placeholder: gettext("Search conversations"),
+      "aria-label": gettext("Search conversations"),
       "aria-controls": "search-results",
       autocomplete: "off",
       maxlength: "200",
@@ -313,7 +320,7 @@ export class Sidebar {
     this.searchResults = el("ul", {
       id: "search-results",
       class: "search-results",
-      "aria-label": "Search results",
+      "aria-label": gettext("Search results"),
       hidden: true,
     });
     const form = el(
@@ -387,15 +394,23 @@ export class Sidebar {
       if (token !== this.searchToken) return;
       this.showSearch(true);
       this.searchResults.replaceChildren();
-      this.searchStatus.textContent = `Search failed: ${err.message}`;
+      this.searchStatus.textContent = interpolate(
+        gettext("Search failed: %(reason)s"),
+        { reason: err.message },
+        true,
+      );
       return;
     }
     if (token !== this.searchToken) return; // a newer query is on its way
     this.showSearch(true);
     const results = data.results || [];
     this.searchStatus.textContent = results.length
-      ? `${results.length} match${results.length === 1 ? "" : "es"}`
-      : "No matches";
+      ? interpolate(
+          ngettext("%(count)s match", "%(count)s matches", results.length),
+          { count: results.length },
+          true,
+        )
+      : gettext("No matches");
     this.searchResults.replaceChildren(...results.map((result) => this.searchItem(result)));
   }
 
@@ -406,9 +421,14 @@ export class Sidebar {
       snippet.append(marked ? el("mark", { text }) : document.createTextNode(text));
     }
     const where =
-      result.kind === "title" ? "Title" : result.kind === "tool" ? `Tool result · ${result.label}`
-        : result.role === "assistant" ? "Answer" : "You";
-    const when = new Date(result.created_at).toLocaleDateString();
+      result.kind === "title"
+        ? gettext("Title")
+        : result.kind === "tool"
+          ? interpolate(gettext("Tool result · %(tool)s"), { tool: result.label }, true)
+          : result.role === "assistant"
+            ? gettext("Answer")
+            : gettext("You");
+    const when = new Date(result.created_at).toLocaleDateString(document.documentElement.lang);
     const href = `/c/${encodeURIComponent(conversation.id)}/` +
       (result.message_id ? `#message-${result.message_id}` : "");
     const link = el(

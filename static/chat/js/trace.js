@@ -5,19 +5,36 @@
 
 import { formatK } from "./render.js";
 
+// One whole sentence per case, so that each language can word it naturally.
+const SHORTENED = {
+  planner: gettext("Context shortened (oldest parts left out) for planning: %(before)s → %(after)s tokens"),
+  step: gettext("Context shortened (oldest parts left out) for step %(step)s: %(before)s → %(after)s tokens"),
+  any_step: gettext("Context shortened (oldest parts left out) for a step: %(before)s → %(after)s tokens"),
+  iteration: gettext(
+    "Context shortened (oldest parts left out) before the next model call: %(before)s → %(after)s tokens",
+  ),
+  fit: gettext("Context shortened (oldest parts left out) to fit: %(before)s → %(after)s tokens"),
+};
+const SUMMARISED = {
+  planner: gettext("Context summarised for planning: %(before)s → %(after)s tokens"),
+  step: gettext("Context summarised for step %(step)s: %(before)s → %(after)s tokens"),
+  any_step: gettext("Context summarised for a step: %(before)s → %(after)s tokens"),
+  iteration: gettext("Context summarised before the next model call: %(before)s → %(after)s tokens"),
+  fit: gettext("Context summarised to fit: %(before)s → %(after)s tokens"),
+};
+
 export const TRACE_HANDLERS = {
   // In the user's words: what was shortened, for which part of the work, and how.
   compact(view, frame) {
-    const where =
-      {
-        planner: "for planning",
-        step: frame.step_id !== undefined ? `for step ${frame.step_id}` : "for a step",
-        iteration: "before the next model call",
-      }[frame.scope] || "to fit";
-    const how = frame.strategy === "truncate" ? "shortened (oldest parts left out)" : "summarised";
-    view.addNote(
-      `Context ${how} ${where}: ${formatK(frame.tokens_before)} → ${formatK(frame.tokens_after)} tokens`,
-    );
+    const scope =
+      frame.scope === "step" && frame.step_id === undefined ? "any_step" : frame.scope;
+    const texts = frame.strategy === "truncate" ? SHORTENED : SUMMARISED;
+    const values = {
+      step: frame.step_id,
+      before: formatK(frame.tokens_before),
+      after: formatK(frame.tokens_after),
+    };
+    view.addNote(interpolate(texts[scope] || texts.fit, values, true));
   },
 
   step(view, frame) {
@@ -39,8 +56,20 @@ export const TRACE_HANDLERS = {
   "dag.replan"(view, frame, run) {
     run.replanRound = frame.round;
     // The new plan replaces the old one on screen; keep why it was not enough.
-    const why = view.lastVerdict?.reason ? ` (${view.lastVerdict.reason})` : "";
-    view.addNote(`Goal not reached yet${why}: re-planning, round ${frame.round}…`);
+    const why = view.lastVerdict?.reason;
+    view.addNote(
+      why
+        ? interpolate(
+            gettext("Goal not reached yet (%(reason)s): re-planning, round %(round)s…"),
+            { reason: why, round: frame.round },
+            true,
+          )
+        : interpolate(
+            gettext("Goal not reached yet: re-planning, round %(round)s…"),
+            { round: frame.round },
+            true,
+          ),
+    );
   },
 };
 
@@ -74,7 +103,18 @@ export function replayRecord(view, record) {
   const run = { replanRound: 0 };
   for (const [, type, frame] of events) {
     if (type === "omitted") {
-      view.addNote(`… ${Number(frame.count) || 0} more steps of this run were not kept`);
+      const count = Number(frame.count) || 0;
+      view.addNote(
+        interpolate(
+          ngettext(
+            "… %(count)s more step of this run was not kept",
+            "… %(count)s more steps of this run were not kept",
+            count,
+          ),
+          { count },
+          true,
+        ),
+      );
     } else if (!(type === "compact" && frame.scope === "history")) {
       TRACE_HANDLERS[type](view, frame, run);
     }
