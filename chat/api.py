@@ -13,6 +13,7 @@ from typing import Any
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from chat.errors import ChatError, InvalidInput
 from chat.json_input import parse_json
@@ -38,7 +39,7 @@ def api_view(*methods: str) -> Callable:
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if not request.user.is_authenticated:
                 # 401, not a redirect to the login page: API clients cannot follow that.
-                response = error_response("not_authenticated", "Log in first.", 401)
+                response = error_response("not_authenticated", gettext("Log in first."), 401)
                 response["WWW-Authenticate"] = 'Session realm="fimone"'
                 return response
             if request.method not in allowed:
@@ -52,7 +53,7 @@ def api_view(*methods: str) -> Callable:
             except ChatError as exc:
                 return error_response(exc.code, exc.message, exc.status)
             except ObjectDoesNotExist:
-                return error_response("not_found", "Not found.", 404)
+                return error_response("not_found", gettext("Not found."), 404)
 
         return wrapper
 
@@ -65,7 +66,7 @@ def read_json(request: HttpRequest) -> dict[str, Any]:
         return {}
     data = parse_json(request.body)
     if not isinstance(data, dict):
-        raise InvalidInput("invalid_json", "The request body must be a JSON object.")
+        raise InvalidInput("invalid_json", gettext("The request body must be a JSON object."))
     return data
 
 

@@ -30,10 +30,13 @@ import logging
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext
 
 from chat import frames, rate_limit, runs
 from chat.errors import AttachmentNotFound, ChatError
 from chat.json_input import parse_json
+from chat.languages import language_from_scope
 from chat.models import Conversation
 from chat.selectors import conversation_get
 
@@ -81,13 +84,21 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def dispatch(self, message) -> None:
+        # Everything this socket says, and every run it starts (a task inherits the
+        # context), speaks the user's interface language.
+        if not hasattr(self, "language"):
+            self.language = language_from_scope(self.scope)
+        with translation.override(self.language):
+            await self._dispatch(message)
+
+    async def _dispatch(self, message) -> None:
         # Run events need no database connection: skip the base class's per-message
         # close_old_connections() thread hop on this hot path.
         if message.get("type") == "chat.event":
             await self.chat_event(message)
         elif message.get("type") == runs.CONVERSATION_DELETED:
             # Deleted by any path (API, admin, a deleted user): this socket has nothing left.
-            await self.send_error("not_found", "This conversation was deleted.")
+            await self.send_error("not_found", gettext("This conversation was deleted."))
             await self.close(code=CLOSE_NOT_FOUND)
         else:
             await super().dispatch(message)
@@ -100,8 +111,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if not await rate_limit.frame_allowed(self.user.pk):
             await self.send_error(
                 "rate_limited",
-                f"Too many messages: at most {settings.FIMONE_WS_RATE_LIMIT} every "
-                f"{settings.FIMONE_WS_RATE_WINDOW_SECONDS:g} seconds.",
+                gettext("Too many messages: at most %(count)d every %(seconds)s seconds.")
+                % {
+                    "count": settings.FIMONE_WS_RATE_LIMIT,
+                    "seconds": f"{settings.FIMONE_WS_RATE_WINDOW_SECONDS:g}",
+                },
             )
             return
         if text_data is None:
@@ -149,7 +163,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             )
         except Conversation.DoesNotExist:
             # Deleted (or given away) since the socket opened.
-            await self.send_error("not_found", "This conversation no longer exists.")
+            await self.send_error("not_found", gettext("This conversation no longer exists."))
             await self.close(code=CLOSE_NOT_FOUND)
         except ChatError as exc:
             if isinstance(exc, AttachmentNotFound) or exc.code in _ATTACHMENT_CODES:
@@ -160,7 +174,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             # E.g. the database is locked or gone: say so, and keep the socket.
             logger.exception("could not take a message for %s", self.conversation_id)
             await self.send_error(
-                "server_error", "The message could not be taken right now; send it again."
+                "server_error",
+                gettext("The message could not be taken right now; send it again."),
             )
 
     async def on_retry(self, frame: dict, *, regenerate: bool = False) -> None:
@@ -174,7 +189,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         again = runs.regenerate_answer if regenerate else runs.retry_answer
         await self._start_again(
             again(user=self.user, conversation_id=self.conversation_id, message_id=message_id),
-            failure="The retry could not be started; try again.",
+            failure=gettext("The retry could not be started; try again."),
         )
 
     async def on_edit(self, frame: dict) -> None:
@@ -194,7 +209,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 message_id=message_id,
                 content=frame["content"],
             ),
-            failure="The edit could not be sent; try again.",
+            failure=gettext("The edit could not be sent; try again."),
         )
 
     async def _start_again(self, starting, *, failure: str) -> None:
@@ -202,7 +217,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         try:
             await starting
         except Conversation.DoesNotExist:
-            await self.send_error("not_found", "This conversation no longer exists.")
+            await self.send_error("not_found", gettext("This conversation no longer exists."))
             await self.close(code=CLOSE_NOT_FOUND)
         except ChatError as exc:
             await self.send_error(exc.code, exc.message)
@@ -215,10 +230,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             cancelled = await runs.cancel_active_run(conversation_id=self.conversation_id)
         except Exception:
             logger.exception("could not cancel the run of %s", self.conversation_id)
-            await self.send_error("server_error", "The run could not be stopped; try again.")
+            await self.send_error(
+                "server_error", gettext("The run could not be stopped; try again.")
+            )
             return
         if not cancelled:
-            await self.send_error("no_active_run", "There is no run to cancel.")
+            await self.send_error("no_active_run", gettext("There is no run to cancel."))
 
     # --- server -> client ----------------------------------------------------------------
 
@@ -254,12 +271,16 @@ def _message_problem(frame: dict) -> tuple[str, str] | None:
     if not isinstance(attachments, list) or not all(isinstance(a, str) for a in attachments):
         return "bad_attachment", "attachments must be a list of file ids."
     if len(attachments) > MAX_ATTACHMENTS:
-        return "bad_attachment", f"At most {MAX_ATTACHMENTS} attachments per message."
+        return "bad_attachment", gettext("At most %(count)d attachments per message.") % {
+            "count": MAX_ATTACHMENTS
+        }
     if not isinstance(content, str) or (not content.strip() and not attachments):
-        return "content_missing", "The message needs some text (or an image)."
+        return "content_missing", gettext("The message needs some text (or an image).")
     limit = settings.FIMONE_WS_MAX_CONTENT_CHARS
     if len(content) > limit:
-        return "content_too_long", f"The message is longer than {limit} characters."
+        return "content_too_long", gettext("The message is longer than %(limit)d characters.") % {
+            "limit": limit
+        }
     mode = frame.get("mode")
     if mode is not None and mode not in runs.MODES:
         return "bad_mode", f"Unknown mode {mode!r}; use 'react' or 'dag'."

@@ -21,6 +21,8 @@ import json
 import logging
 from typing import Any
 
+from django.utils.translation import gettext
+
 logger = logging.getLogger(__name__)
 
 # Half of daphne's 1 MiB: room for anything a proxy adds, and no single huge paint.
@@ -88,7 +90,9 @@ def _truncated(event: dict[str, Any], max_bytes: int) -> str:
         {
             "type": "error",
             "code": "frame_too_large",
-            "message": "An update was too large to send; reload the conversation to see it.",
+            "message": gettext(
+                "An update was too large to send; reload the conversation to see it."
+            ),
         }
     )
 

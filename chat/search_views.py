@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.translation import gettext
 
 from chat.api import api_view, conversation_json, query_int
 from chat.errors import InvalidInput
@@ -23,7 +24,10 @@ PER_CONVERSATION = 3  # hits of one conversation shown under it, so others still
 def search_view(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "")
     if len(query) > MAX_QUERY_CHARS:
-        raise InvalidInput("query_too_long", f"Search for at most {MAX_QUERY_CHARS} characters.")
+        raise InvalidInput(
+            "query_too_long",
+            gettext("Search for at most %(limit)d characters.") % {"limit": MAX_QUERY_CHARS},
+        )
     limit = query_int(request, "limit", default=20)
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput("invalid_limit", f"limit must be between 1 and {MAX_LIMIT}.")

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
+from django.utils.translation import gettext
 
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.models import Attachment, Conversation, Message
@@ -99,13 +100,17 @@ def attachments_for_ids(
     for raw in file_ids:
         pk = _as_uuid(raw)
         if pk is None:
-            raise AttachmentNotFound("attachment_not_found", f"Unknown attachment {raw!r}.")
+            raise AttachmentNotFound(
+                "attachment_not_found",
+                gettext("Unknown attachment %(id)s.") % {"id": repr(raw)},
+            )
         if pk not in wanted:
             wanted.append(pk)
     if len(wanted) > MAX_ATTACHMENTS_PER_MESSAGE:
         raise InvalidInput(
             "too_many_attachments",
-            f"At most {MAX_ATTACHMENTS_PER_MESSAGE} attachments per message.",
+            gettext("At most %(count)d attachments per message.")
+            % {"count": MAX_ATTACHMENTS_PER_MESSAGE},
         )
     if not wanted:
         return []
@@ -115,7 +120,9 @@ def attachments_for_ids(
     }
     for pk in wanted:
         if pk not in found:
-            raise AttachmentNotFound("attachment_not_found", f"Unknown attachment '{pk}'.")
+            raise AttachmentNotFound(
+                "attachment_not_found", gettext("Unknown attachment %(id)s.") % {"id": f"'{pk}'"}
+            )
     return [found[pk] for pk in wanted]
 
 

@@ -18,6 +18,7 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from chat import search_index
 from chat.errors import InvalidInput
@@ -110,15 +111,15 @@ def user_message_create(
 ) -> Message:
     """Persist what the user typed, pinned and ``pending`` until its run finishes."""
     if not isinstance(content, str):
-        raise InvalidInput("invalid_content", "The message content must be text.")
+        raise InvalidInput("invalid_content", gettext("The message content must be text."))
     _check_storable(content, "message")
     if not content.strip() and not attachments:
-        raise InvalidInput("empty_message", "The message is empty.")
+        raise InvalidInput("empty_message", gettext("The message is empty."))
     for attachment in attachments:
         # Selectors already scope ids to the owner; this guards direct callers.
         if attachment.conversation_id != conversation.pk:
             raise InvalidInput(
-                "attachment_mismatch", "An attachment belongs to another conversation."
+                "attachment_mismatch", gettext("An attachment belongs to another conversation.")
             )
     message = Message.objects.create(
         conversation=conversation,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.uploadedfile import UploadedFile
 from django.utils.text import get_valid_filename
+from django.utils.translation import gettext
 from PIL import Image, UnidentifiedImageError
 
 from chat.errors import UploadRejected
@@ -57,7 +58,7 @@ def read_limited(uploaded_file: UploadedFile, *, max_bytes: int) -> bytes:
 def validate_image(data: bytes, *, max_pixels: int) -> ValidatedImage:
     """Check that ``data`` is a complete PNG/JPEG/WebP/GIF within ``max_pixels``."""
     if not data:
-        raise UploadRejected("empty_file", "The file is empty.")
+        raise UploadRejected("empty_file", gettext("The file is empty."))
     formats = list(ALLOWED_FORMATS)
     # Pillow warns (DecompressionBombWarning) above its own limit and raises above twice
     # that; turning warnings into errors makes both a rejection instead of a log line.
@@ -69,7 +70,7 @@ def validate_image(data: bytes, *, max_pixels: int) -> ValidatedImage:
             with Image.open(io.BytesIO(data), formats=formats) as image:
                 width, height = image.size
                 if width <= 0 or height <= 0:
-                    raise UploadRejected("invalid_image", "The image has no pixels.")
+                    raise UploadRejected("invalid_image", gettext("The image has no pixels."))
                 if width * height > max_pixels:
                     raise _too_many_pixels(width, height, max_pixels)
                 fmt = image.format
@@ -84,17 +85,21 @@ def validate_image(data: bytes, *, max_pixels: int) -> ValidatedImage:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
             raise UploadRejected(
-                "image_too_large", "The image has too many pixels.", status=413
+                "image_too_large", gettext("The image has too many pixels."), status=413
             ) from exc
         except UnidentifiedImageError as exc:
             raise UploadRejected(
-                "unsupported_type", "The file is not a PNG, JPEG, WebP or GIF image."
+                "unsupported_type", gettext("The file is not a PNG, JPEG, WebP or GIF image.")
             ) from exc
         except (OSError, SyntaxError, ValueError, EOFError) as exc:
             # Pillow reports corrupt and truncated data through these.
-            raise UploadRejected("invalid_image", "The image is damaged or incomplete.") from exc
+            raise UploadRejected(
+                "invalid_image", gettext("The image is damaged or incomplete.")
+            ) from exc
     if fmt not in ALLOWED_FORMATS:  # defensive: open(formats=…) already restricts this
-        raise UploadRejected("unsupported_type", "The file is not a PNG, JPEG, WebP or GIF image.")
+        raise UploadRejected(
+            "unsupported_type", gettext("The file is not a PNG, JPEG, WebP or GIF image.")
+        )
     return ValidatedImage(
         data=data,
         mime_type=ALLOWED_FORMATS[fmt],
@@ -117,13 +122,16 @@ def display_name(client_name: str | None) -> str:
 
 def _too_large(max_bytes: int) -> UploadRejected:
     return UploadRejected(
-        "file_too_large", f"The file is larger than {max_bytes:,} bytes.", status=413
+        "file_too_large",
+        gettext("The file is larger than %(limit)s bytes.") % {"limit": f"{max_bytes:,}"},
+        status=413,
     )
 
 
 def _too_many_pixels(width: int, height: int, max_pixels: int) -> UploadRejected:
     return UploadRejected(
         "image_too_large",
-        f"The image is {width}x{height} pixels; the limit is {max_pixels:,} pixels.",
+        gettext("The image is %(width)d×%(height)d pixels; the limit is %(limit)s pixels.")
+        % {"width": width, "height": height, "limit": f"{max_pixels:,}"},
         status=413,
     )

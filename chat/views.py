@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
+from django.utils.translation import gettext
 from django.views import defaults
 
 from chat import selectors, services
@@ -90,7 +91,7 @@ def attachment_file(request: HttpRequest, file_id: str) -> HttpResponse:
     try:
         handle = attachment.file.open("rb")
     except OSError:
-        return error_response("file_missing", "The file is no longer stored.", 404)
+        return error_response("file_missing", gettext("The file is no longer stored."), 404)
     # The extension follows the verified content type, whatever the client called the file.
     stem = PurePath(attachment.original_name).stem or str(attachment.id)
     filename = f"{stem}.{_EXTENSIONS.get(attachment.mime_type, 'bin')}"
@@ -113,29 +114,31 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     if isinstance(exception, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return error_response(
-            "body_too_large", f"The request body is larger than {limit:,} bytes.", 413
+            "body_too_large",
+            gettext("The request body is larger than %(limit)s bytes.") % {"limit": f"{limit:,}"},
+            413,
         )
     if isinstance(exception, TooManyFieldsSent | TooManyFilesSent):
-        return error_response("too_many_fields", "The request has too many fields.", 400)
+        return error_response("too_many_fields", gettext("The request has too many fields."), 400)
     if isinstance(exception, MultiPartParserError):
         return error_response(
             "invalid_multipart",
             "The multipart body cannot be read (a missing or bad boundary?).",
             400,
         )
-    return error_response("bad_request", "The request cannot be read.", 400)
+    return error_response("bad_request", gettext("The request cannot be read."), 400)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if not _is_api(request):
         return defaults.page_not_found(request, exception)
-    return error_response("not_found", "Not found.", 404)
+    return error_response("not_found", gettext("Not found."), 404)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if not _is_api(request):
         return defaults.server_error(request)
-    return error_response("server_error", "Something went wrong on the server.", 500)
+    return error_response("server_error", gettext("Something went wrong on the server."), 500)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

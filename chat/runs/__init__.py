@@ -40,6 +40,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.utils.translation import gettext
 
 from chat import drain
 from chat.errors import ChatError
@@ -135,7 +136,9 @@ async def submit_message(
                 received=received,
             )
             return {"run_id": opened.run_id, "message_id": opened.query.pk, "injected": False}
-    raise ChatError("run_busy", "The conversation is busy right now; send the message again.")
+    raise ChatError(
+        "run_busy", gettext("The conversation is busy right now; send the message again.")
+    )
 
 
 async def retry_answer(*, user, conversation_id, message_id: int) -> dict:
@@ -165,7 +168,7 @@ async def _ensure_idle(layer, conversation_id) -> None:
     if active is None and not control.is_single_process(layer):
         active = await control.remote_run(layer, conversation_id=conversation_id)
     if active is not None:
-        raise ChatError("run_active", "An answer is being written: wait or stop it first.")
+        raise ChatError("run_active", gettext("An answer is being written: wait or stop it first."))
     _refuse_while_draining()
 
 
@@ -214,7 +217,7 @@ async def _answer_anew(conversation_id, open_run, **launch_extra) -> dict:
             opened = await database_sync_to_async(open_run)(run_id=uuid.uuid4().hex)
         except control.RunBusy as exc:
             raise ChatError(
-                "run_active", "An answer is being written: wait or stop it first."
+                "run_active", gettext("An answer is being written: wait or stop it first.")
             ) from exc
         await lifecycle.launch(
             layer,
@@ -237,7 +240,9 @@ def _refuse_while_draining() -> None:
     if drain.is_draining():
         raise ChatError(
             "server_draining",
-            "This server is restarting and takes no new answers; reconnect and send again.",
+            gettext(
+                "This server is restarting and takes no new answers; reconnect and send again."
+            ),
         )
 
 

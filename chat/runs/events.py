@@ -12,6 +12,8 @@ import asyncio
 import logging
 from typing import Any
 
+from django.utils.translation import gettext, gettext_lazy
+
 from contextmgmt.core.llm import (
     ContextOverflow,
     LLMAuthError,
@@ -159,16 +161,21 @@ class EventPublisher:
 
 # --- failures --------------------------------------------------------------------------------
 
-_FAILURES: list[tuple[type[BaseException], str, str]] = [
-    (ContextOverflow, "context_overflow", "The conversation is too long for the model."),
-    (LLMTimeout, "llm_timeout", "The model did not answer in time."),
-    (LLMRateLimited, "llm_rate_limited", "The model is rate limited right now."),
-    (LLMUnavailable, "llm_unavailable", "The model could not be reached."),
-    (LLMBadResponse, "llm_bad_response", "The model sent a malformed response."),
-    (LLMAuthError, "llm_auth", "The model refused fimone's credentials."),
-    (LLMError, "llm_error", "The model call failed."),
+# Lazy: the message is written in the language of the run (the socket that started it).
+_FAILURES: list[tuple[type[BaseException], str, Any]] = [
+    (
+        ContextOverflow,
+        "context_overflow",
+        gettext_lazy("The conversation is too long for the model."),
+    ),
+    (LLMTimeout, "llm_timeout", gettext_lazy("The model did not answer in time.")),
+    (LLMRateLimited, "llm_rate_limited", gettext_lazy("The model is rate limited right now.")),
+    (LLMUnavailable, "llm_unavailable", gettext_lazy("The model could not be reached.")),
+    (LLMBadResponse, "llm_bad_response", gettext_lazy("The model sent a malformed response.")),
+    (LLMAuthError, "llm_auth", gettext_lazy("The model refused fimone's credentials.")),
+    (LLMError, "llm_error", gettext_lazy("The model call failed.")),
 ]
-_RETRY_HINT = " Your message is saved; use Retry to ask again."
+_WITH_RETRY_HINT = gettext_lazy("%(problem)s Your message is saved; use Retry to ask again.")
 
 
 def failure_of(exc: BaseException) -> dict[str, str]:
@@ -176,6 +183,7 @@ def failure_of(exc: BaseException) -> dict[str, str]:
     for kind, code, text in _FAILURES:
         if isinstance(exc, kind):
             detail = str(exc).strip()
-            message = f"{text} ({detail[:300]})" if detail else text
-            return {"code": code, "message": message + _RETRY_HINT}
-    return {"code": "internal_error", "message": "Something went wrong." + _RETRY_HINT}
+            message = f"{text} ({detail[:300]})" if detail else str(text)
+            return {"code": code, "message": str(_WITH_RETRY_HINT) % {"problem": message}}
+    problem = gettext("Something went wrong.")
+    return {"code": "internal_error", "message": str(_WITH_RETRY_HINT) % {"problem": problem}}

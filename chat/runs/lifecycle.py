@@ -25,6 +25,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.utils.translation import gettext, gettext_lazy
 
 from chat.models import Message
 from chat.runs import control, storage
@@ -47,11 +48,10 @@ logger = logging.getLogger(__name__)
 # long: they write nothing extra.
 CHECKPOINT_SECONDS = 2.0
 # What sockets are told about a run the server's shutdown stopped (chat.drain).
-INTERRUPTED = {
-    "code": "interrupted",
-    "message": "The server restarted during this answer. Your message is saved; use Retry "
-    "to ask again.",
-}
+# Lazy: written in the run's language when the run ends.
+INTERRUPTED_MESSAGE = gettext_lazy(
+    "The server restarted during this answer. Your message is saved; use Retry to ask again."
+)
 
 
 class TrackedInjections(InjectionQueue):
@@ -396,7 +396,7 @@ async def _finish(run: Run) -> None:
     outcome, failure = None, None
     if run.work.cancelled() and run.interrupted:
         status = "interrupted"
-        failure = dict(INTERRUPTED)
+        failure = {"code": "interrupted", "message": str(INTERRUPTED_MESSAGE)}
     elif run.work.cancelled():
         status = "cancelled"
     elif run.work.exception() is not None:
@@ -451,7 +451,10 @@ async def _finish(run: Run) -> None:
         logger.exception("run %s: could not persist the answer", run.run_id)
         if failure is None:
             status = "error"
-            failure = {"code": "persist_failed", "message": "The answer could not be saved."}
+            failure = {
+                "code": "persist_failed",
+                "message": gettext("The answer could not be saved."),
+            }
     ids = {"message_id": run.assistant_message_id, "run_id": run.run_id}
     if status == "done":
         await run.publisher(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from chat import selectors, services
 from chat.errors import ChatError
@@ -148,15 +149,15 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         conversation=conversation, pk=message_id, role=Message.Role.ASSISTANT
     ).first()
     if failed is None:
-        raise ChatError("bad_message_id", "No answer with that id in this conversation.")
+        raise ChatError("bad_message_id", gettext("No answer with that id in this conversation."))
     metadata = dict(failed.metadata or {})
     statuses = (*RETRYABLE_STATUSES, Message.Status.DONE) if any_status else RETRYABLE_STATUSES
     if failed.status not in statuses or metadata.get("superseded_by"):
         raise ChatError(
             "not_retryable",
-            "Only a finished answer can be regenerated."
+            gettext("Only a finished answer can be regenerated.")
             if any_status
-            else "Only a failed, stopped or interrupted answer can be retried.",
+            else gettext("Only a failed, stopped or interrupted answer can be retried."),
         )
     newest = (
         Message.objects.filter(conversation=conversation, role=Message.Role.ASSISTANT)
@@ -165,10 +166,10 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         .first()
     )
     if newest != failed.pk:
-        raise ChatError("not_retryable", "Only the newest answer can be retried.")
+        raise ChatError("not_retryable", gettext("Only the newest answer can be retried."))
     query = _question_of(failed)
     if query is None:
-        raise ChatError("not_retryable", "The question of that answer is no longer there.")
+        raise ChatError("not_retryable", gettext("The question of that answer is no longer there."))
     # RunBusy (nothing stored) when a run started since the caller looked.
     control.claim_conversation(conversation_id=conversation.pk)
     mode = metadata.get("mode") or conversation.mode
@@ -210,7 +211,7 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         conversation=conversation, pk=message_id, role=Message.Role.USER, kind=Message.Kind.QUERY
     ).first()
     if old is None or (old.metadata or {}).get("superseded_by"):
-        raise ChatError("bad_message_id", "No question with that id in this conversation.")
+        raise ChatError("bad_message_id", gettext("No question with that id in this conversation."))
     newest = (
         Message.objects.filter(
             conversation=conversation, role=Message.Role.USER, kind=Message.Kind.QUERY
@@ -221,7 +222,7 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         .first()
     )
     if newest != old.pk:
-        raise ChatError("not_editable", "Only your last message can be edited.")
+        raise ChatError("not_editable", gettext("Only your last message can be edited."))
     file_ids = [i["file_id"] for i in (old.metadata or {}).get("images") or []]
     attachments = selectors.attachments_for_ids(
         user=user, conversation=conversation, file_ids=file_ids

@@ -1,0 +1,76 @@
+"""A websocket speaks the user's interface language (chat/languages.py, chat/consumers.py).
+
+The same choice LocaleMiddleware makes for a page: the language switch's cookie, else
+Accept-Language, else English.
+"""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from chat.languages import language_from_scope
+from tests.support.runs import WAIT, next_event, send
+
+
+def scope(cookies=None, accept=None) -> dict:
+    headers = [(b"accept-language", accept.encode())] if accept else []
+    return {"type": "websocket", "cookies": cookies or {}, "headers": headers}
+
+
+@pytest.mark.parametrize(
+    ("cookies", "accept", "language"),
+    [
+        ({}, "zh-CN,zh;q=0.9", "zh-hans"),
+        ({}, "de-AT", "de"),
+        ({}, "fr-FR,en;q=0.5", "en"),
+        ({}, None, "en"),
+        ({"django_language": "de"}, "zh-CN", "de"),  # the switch wins over the browser
+        ({"django_language": "fr"}, "zh-CN", "zh-hans"),  # not offered: ignored
+    ],
+)
+def test_language_from_scope(cookies, accept, language):
+    assert language_from_scope(scope(cookies, accept)) == language
+
+
+async def full_stack_socket(user, conversation, headers) -> WebsocketCommunicator:
+    from fimone.asgi import application
+
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    extra = dict(headers)
+    if b"cookie" in extra:
+        cookie = f"{cookie}; {extra.pop(b'cookie').decode()}"
+    comm = WebsocketCommunicator(
+        application,
+        f"/ws/chat/{conversation.id}/",
+        headers=[
+            (b"origin", b"http://127.0.0.1:8000"),
+            (b"cookie", cookie.encode()),
+            *extra.items(),
+        ],
+    )
+    connected, _ = await comm.connect(timeout=WAIT)
+    assert connected
+    return comm
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({b"accept-language": b"zh-CN,zh;q=0.9"}, "消息需要包含文字（或图片）。"),
+        ({b"cookie": b"django_language=de"}, "Die Nachricht braucht etwas Text (oder ein Bild)."),
+        ({}, "The message needs some text (or an image)."),
+    ],
+)
+async def test_socket_errors_are_in_the_users_language(user, conversation, headers, expected):
+    comm = await full_stack_socket(user, conversation, headers)
+    await send(comm, type="message", content="   ")
+    event = await next_event(comm)
+    assert (event["code"], event["message"]) == ("content_missing", expected)
+    await comm.disconnect()
