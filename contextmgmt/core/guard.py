@@ -126,21 +126,23 @@ class ContextGuard:
         budget = self.budget if budget is None else budget
         limit = self.max_message_chars
 
-        # Fast path: one pass summing cached estimates and checking lengths.
+        # Fast path: one pass summing cached estimates and checking lengths (the cache's
+        # layout is described in tokens.py).
         total = 0
         oversized = False
         weights = tokens.current_weights()
         for msg in messages:
-            content = msg.content
             cache = msg._token_cache
             if (
                 cache is not None
-                and cache[0] is content
-                and cache[1] is msg.tool_calls is None
+                and cache[0] is msg.content
+                and cache[1] is msg.tool_calls
                 and cache[5] is weights
+                and (cache[2] is None or cache[2] == tuple(cache[1]))
+                and (cache[6] is None or cache[6] == tuple(cache[0]))
             ):
                 total += cache[3]
-                if content is not None and len(content) > limit:
+                if cache[8] > limit:
                     oversized = True
             else:
                 total += tokens.estimate_message_tokens(msg)

@@ -36,9 +36,9 @@ class ChatMessage:
     injected: bool = False
     # Never sent to an LLM: db id, created_at, attachment facts, …
     metadata: dict[str, Any] = field(default_factory=dict)
-    # Private: (content, tool_calls, tool_calls snapshot, tokens, class counts, weights) memo
-    # for tokens.py, valid while content/tool_calls are the same objects and the weights the
-    # same. Not compared, not shown, not an argument.
+    # Private: tokens.py's memo of the estimate (its layout is described there), valid while
+    # content/tool_calls are the same objects with the same items. Not compared, not shown,
+    # not an argument.
     _token_cache: tuple[Any, ...] | None = field(
         default=None, init=False, repr=False, compare=False
     )

@@ -25,9 +25,9 @@ was tried and did not improve the fit against o200k_base (mean |ln ratio| 0.054 
 
 Per-message class counts and tokens are cached on the message (a private, non-compared
 slot) and reused while the message's ``content`` and ``tool_calls`` are the same objects
-with the same tool calls, and the weights are the same object. The core treats messages
-as values: it builds new ones rather than editing in place, and so should callers. List
-content (parts) is re-estimated on every call.
+with the same tool calls and parts, and the weights are the same object. The core treats
+messages as values: it builds new ones rather than editing in place, and so should callers
+(a part dict edited in place is not noticed; a part added, removed or replaced is).
 
 Weights other than the base ones (a model calibrated from its provider's usage reports,
 see ``contextmgmt.calibration``) apply inside ``use_weights(...)``.
@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from operator import mul
+from operator import add, mul
 from typing import Any
 
 from .image_tokens import FLAT_IMAGE_TOKENS, image_part_tokens
@@ -186,9 +186,11 @@ def _encoded_chars(data: bytes) -> int:
     return total
 
 
-# Short texts are counted in place (``bytes.count`` per class): there, the cost is the
-# calls, not the bytes. Longer ones are peeled.
+# Short texts are counted in place (``bytes.count`` per class, mapped in C): there, the
+# cost is the calls, not the bytes. Longer ones are peeled.
 _PEEL_MIN = 256
+_ASCII_IN_CLASS_ORDER = tuple(bytes([_ASCII_CLASS_BYTES[name]]) for name in CLASSES[:8])
+_NO_LEADS_NOR_ENCODED = [0] * (1 + len(_LEAD_BLOCKS))
 _CONT_BYTES = bytes(range(0x80, 0xC0))
 _LEAD_ALL = b"".join(code for _, code in _LEAD_CODES)
 # The raw ASCII bytes of each ASCII class, commonest first: ASCII text is peeled straight
@@ -219,30 +221,37 @@ def _peel_leads(leads: bytes, counts: list[int]) -> None:
     as many passes as the text has scripts, whichever they are."""
     while leads:
         code = leads[0]
+        index = _LEAD_INDEX[code]
+        if leads.count(code) == len(leads):  # one script left: no copy needed
+            counts[index] += len(leads)
+            return
         rest = leads.translate(None, bytes((code,)))
-        counts[_LEAD_INDEX[code]] += len(leads) - len(rest)
+        counts[index] += len(leads) - len(rest)
         leads = rest
 
 
 def text_counts(text: str) -> list[int]:
     """The class counts of ``text``, in the order of ``CLASSES``."""
-    counts = [0] * N_CLASSES
     if not text:
-        return counts
+        return [0] * N_CLASSES
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
     if size < _PEEL_MIN:
-        # Continuation bytes go: each non-ASCII character is left as its lead byte's class.
-        cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
-        for index, code in _ASCII_CODES:
-            counts[index] += cls.count(code)
-        if size != len(text):
-            # A short text holds one or two scripts: count only the blocks present.
-            for code in set(cls.translate(None, _ASCII_ALL)):
-                counts[_LEAD_INDEX[code]] += cls.count(code)
+        if size == len(text):
+            cls = data.translate(_BYTE_CLASS)  # no deletion: translate's fast path
+            counts = list(map(cls.count, _ASCII_IN_CLASS_ORDER))
+            counts += _NO_LEADS_NOR_ENCODED
+        else:
+            # Continuation bytes go: each non-ASCII character is left as its lead byte.
+            cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
+            counts = list(map(cls.count, _ASCII_IN_CLASS_ORDER))
+            counts += _NO_LEADS_NOR_ENCODED
+            _peel_leads(cls.translate(None, _ASCII_ALL), counts)
     elif size == len(text):
+        counts = [0] * N_CLASSES
         _peel(data, _ASCII_SETS, counts)
     else:
+        counts = [0] * N_CLASSES
         cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
         if (size - len(text)) * 8 < len(text):
             # Mostly ASCII (accents, a few symbols): the ASCII passes leave the lead bytes.
@@ -304,9 +313,7 @@ def tokens_of_counts(counts: Iterable[int], weights: tuple[float, ...] | None = 
 
 
 def _add(total: list[int], counts: list[int]) -> None:
-    for i, n in enumerate(counts):
-        if n:
-            total[i] += n
+    total[:] = map(add, total, counts)
 
 
 def _parts_counts_and_images(parts: Iterable[Any]) -> tuple[list[int], int]:
@@ -356,24 +363,65 @@ def message_counts(msg: ChatMessage) -> tuple[list[int], int]:
     return counts, images
 
 
+# A message's cache (``ChatMessage._token_cache``) is a tuple:
+#   0 content, 1 tool_calls (the objects), 2 tuple(tool_calls) or None,
+#   3 tokens under 5 weights, 4 class counts, 6 tuple(content) when it is a list or None,
+#   7 the tokens that are not text (overhead and images), 8 its longest text's length.
+# Literal indexes: the guard's in-budget pass reads it for every message on every call.
+
+
+def _cache_of(msg: ChatMessage) -> tuple[Any, ...] | None:
+    """The message's cache if it still describes the message, else None."""
+    cache = msg._token_cache
+    if cache is None or cache[0] is not msg.content or cache[1] is not msg.tool_calls:
+        return None
+    if cache[2] is not None and cache[2] != tuple(cache[1]):
+        return None
+    if cache[6] is not None and cache[6] != tuple(cache[0]):
+        return None
+    return cache
+
+
+def _longest_text(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        lengths = [
+            len(part["text"])
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+        return max(lengths, default=0)
+    return 0
+
+
 def estimate_message_tokens(msg: ChatMessage) -> int:
     """4 overhead + content + tool-call names and arguments + its images, cached."""
+    weights = _weights.get()
+    cache = _cache_of(msg)
+    if cache is not None:
+        if cache[5] is weights:
+            return cache[3]
+        tokens = cache[7] + tokens_of_counts(cache[4], weights)
+        msg._token_cache = (*cache[:3], tokens, cache[4], weights, *cache[6:])
+        return tokens
     content = msg.content
     calls = msg.tool_calls
-    weights = _weights.get()
-    cache = msg._token_cache
-    if cache is not None and cache[0] is content and cache[1] is calls:
-        if calls is None or cache[2] == tuple(calls):
-            if cache[5] is weights:
-                return cache[3]
-            tokens = MESSAGE_OVERHEAD + tokens_of_counts(cache[4], weights)
-            msg._token_cache = (*cache[:3], tokens, cache[4], weights)
-            return tokens
     counts, images = message_counts(msg)
-    tokens = MESSAGE_OVERHEAD + tokens_of_counts(counts, weights) + images
-    if content is None or isinstance(content, str):
-        snapshot = None if calls is None else tuple(calls)
-        msg._token_cache = (content, calls, snapshot, tokens, counts, weights)
+    fixed = MESSAGE_OVERHEAD + images
+    tokens = fixed + tokens_of_counts(counts, weights)
+    if content is None or isinstance(content, (str, list)):
+        msg._token_cache = (
+            content,
+            calls,
+            None if calls is None else tuple(calls),
+            tokens,
+            counts,
+            weights,
+            tuple(content) if isinstance(content, list) else None,
+            fixed,
+            _longest_text(content),
+        )
     return tokens
 
 
@@ -383,13 +431,13 @@ def estimate_messages_tokens(messages: Iterable[ChatMessage]) -> int:
     weights = _weights.get()
     for msg in messages:
         cache = msg._token_cache
-        # Inlined cache hit: the guard's in-budget fast path runs through here every turn.
+        # Inlined cache hit of a plain message (string content, no tool calls).
         if (
             cache is not None
             and cache[0] is msg.content
-            and cache[1] is None
-            and msg.tool_calls is None
+            and cache[1] is msg.tool_calls is None
             and cache[5] is weights
+            and cache[6] is None
         ):
             total += cache[3]
         else:
@@ -402,19 +450,7 @@ def messages_counts(messages: Iterable[ChatMessage]) -> list[int]:
 
     Images and per-message overheads are not classes; ``calibration`` accounts for them.
     """
-    total = [0] * N_CLASSES
-    for msg in messages:
-        cache = msg._token_cache
-        if (
-            cache is not None
-            and cache[0] is msg.content
-            and cache[1] is msg.tool_calls
-            and (msg.tool_calls is None or cache[2] == tuple(msg.tool_calls))
-        ):
-            _add(total, cache[4])
-        else:
-            _add(total, message_counts(msg)[0])
-    return total
+    return usage_sample(messages)[0]
 
 
 def usage_sample(messages: Iterable[ChatMessage], extra_text: str = "") -> tuple[list[int], int]:
@@ -424,15 +460,10 @@ def usage_sample(messages: Iterable[ChatMessage], extra_text: str = "") -> tuple
     counts = [0] * N_CLASSES
     fixed = 0
     for msg in messages:
-        cache = msg._token_cache
-        if (
-            cache is not None
-            and cache[0] is msg.content
-            and cache[1] is msg.tool_calls
-            and (msg.tool_calls is None or cache[2] == tuple(msg.tool_calls))
-        ):
+        cache = _cache_of(msg)
+        if cache is not None:
             _add(counts, cache[4])
-            fixed += MESSAGE_OVERHEAD
+            fixed += cache[7]
         else:
             message, images = message_counts(msg)
             _add(counts, message)

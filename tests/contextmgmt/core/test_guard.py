@@ -209,3 +209,21 @@ async def test_nothing_but_system_and_the_query_over_budget_is_sent_as_it_is_rf_
     out = await guard.check_and_compact(msgs)
     assert out == msgs and guard.last.strategy == "none" and guard.compactions == 0
     assert fake.calls == []
+
+
+async def test_cached_messages_with_parts_and_tool_calls_follow_edits_r3_2():
+    # Estimates of part lists and tool-call messages are cached too; a part or a tool call
+    # added, removed or replaced afterwards is still seen by the in-budget pass.
+    guard = ContextGuard(budget=100_000, max_message_chars=100)
+    msgs = [user("hi"), *tool_round("c1", "search", '{"q": "x"}', "result"), assistant("done")]
+    parts = [{"type": "text", "text": "short"}, IMAGE_PART]
+    msgs.append(ChatMessage(role="user", content=parts))
+    await guard.check_and_compact(msgs)
+    assert all(m._token_cache is not None for m in msgs)
+
+    parts.append({"type": "text", "text": "x" * 150})  # an over-long part, added in place
+    msgs[1].tool_calls.append(msgs[1].tool_calls[0])  # a second tool call, in place
+    out = await guard.check_and_compact(msgs)
+    assert out is not msgs
+    assert out[-1].content[-1]["text"] == "x" * 100 + TRUNCATED_SUFFIX
+    assert guard.last.tokens_before == estimate_messages_tokens(copy.deepcopy(msgs))

@@ -19,6 +19,7 @@ from contextmgmt.core.tokens import (
     messages_counts,
     text_counts,
     tokens_of_counts,
+    usage_sample,
     use_weights,
 )
 
@@ -257,6 +258,30 @@ def test_list_content_is_recounted_after_in_place_edit():
     before = estimate_message_tokens(msg)
     parts.append(IMAGE_PART)
     assert estimate_message_tokens(msg) == before + 765
+
+
+def test_list_content_is_cached_until_a_part_is_added_removed_or_replaced(monkeypatch):
+    parts = [{"type": "text", "text": "a" * 40}, IMAGE_PART]
+    msg = ChatMessage(role="user", content=parts)
+    first = estimate_message_tokens(msg)
+    calls = []
+    real = tokens.text_counts
+    monkeypatch.setattr(tokens, "text_counts", lambda text: calls.append(text) or real(text))
+    assert estimate_message_tokens(msg) == first
+    assert estimate_messages_tokens([msg]) == first
+    assert calls == []
+    parts[0] = {"type": "text", "text": "b" * 400}
+    assert estimate_message_tokens(msg) == 4 + estimate_tokens(parts)
+    parts.pop()
+    assert estimate_message_tokens(msg) == 4 + estimate_tokens("b" * 400)
+
+
+def test_usage_sample_counts_a_cached_messages_images():
+    msg = ChatMessage(role="user", content=[{"type": "text", "text": "hello"}, IMAGE_PART])
+    fresh = usage_sample([msg])
+    estimate_message_tokens(msg)  # now cached
+    assert usage_sample([msg]) == fresh
+    assert fresh[1] == 4 + estimate_tokens([IMAGE_PART])
 
 
 def test_cache_is_invisible_to_equality_repr_and_copies():
