@@ -58,11 +58,14 @@ def _picked_llm_info(model_config_id: int | None) -> dict[str, Any]:
     return {"model": row["model"], "source": "db", "offline": False}
 
 
-def _budget_info(role: str, model_config_id: int | None = None) -> dict[str, Any]:
+def _budget(role: str, model_config_id: int | None = None):
     """The budget of ``role``, or of the main model a conversation picked."""
     from contextmgmt.budget import budget_for_config, resolve_budget
 
-    budget = resolve_budget(role) if model_config_id is None else budget_for_config(model_config_id)
+    return resolve_budget(role) if model_config_id is None else budget_for_config(model_config_id)
+
+
+def _budget_info(budget) -> dict[str, Any]:
     usable = int(budget.usable_input_tokens)
     return {
         "usable_input_tokens": usable,
@@ -132,15 +135,20 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     # History loads against the main budget in both modes (the conversation's own pick of
     # main model, if any); DAG steps use the fast one.
-    budget = _budget_info("main", conversation.model_config_id)
-    used, count, summarised = _history_tokens(conversation, budget["effective_input_tokens"])
+    from contextmgmt.core.tokens import use_weights
+
+    main = _budget("main", conversation.model_config_id)
+    budget = _budget_info(main)
+    # Counted as the run will count it: in the main model's calibrated weights.
+    with use_weights(getattr(main, "token_weights", None)):
+        used, count, summarised = _history_tokens(conversation, budget["effective_input_tokens"])
     limit = max(1, budget["effective_input_tokens"])
     return JsonResponse(
         {
             "mode": conversation.mode,
             "llm": _picked_llm_info(conversation.model_config_id),
             "budget": budget,
-            "fast_budget": _budget_info("fast"),
+            "fast_budget": _budget_info(_budget("fast")),
             "used_tokens": used,
             "message_count": count,
             "percent": round(min(100.0, 100.0 * used / limit), 1),

@@ -283,7 +283,8 @@ async def _work(run: Run):
         run.injections.put_nowait(message)
     main = MeteredLLM(prepared.main, run.answer_usage)
     fast = MeteredLLM(prepared.fast, run.answer_usage)
-    compact = MeteredLLM(prepared.fast, run.compaction_usage)
+    # Compaction summarises with the fast model: its input is sized in that model's tokens.
+    compact = MeteredLLM(prepared.fast, run.compaction_usage, token_weights=prepared.fast_weights)
     run.metered = [(main, prepared.main_config_id), (fast, prepared.fast_config_id)]
 
     tools = run.deps.make_tools(run.conversation_id, before_id=run.query_message_id)

@@ -23,9 +23,18 @@ class MeteredLLM:
     failed or was cancelled half way (its totals, and the usage of a partial answer).
     """
 
-    def __init__(self, inner, usage: Usage | None = None) -> None:
+    def __init__(
+        self,
+        inner,
+        usage: Usage | None = None,
+        *,
+        token_weights: tuple[float, ...] | None = None,
+    ) -> None:
         self._inner = inner
         self.model_name = getattr(inner, "model_name", "unknown")
+        # The model's calibrated class weights: summarising with this LLM sizes its input
+        # in the model's own tokens.
+        self.token_weights = token_weights
         self.usage = usage if usage is not None else Usage()
         # Input tokens of calls whose provider reported its usage, as estimated and as
         # reported, and the class counts and fixed tokens of what those calls sent: one

@@ -67,6 +67,7 @@ class PreparedRun:
     main_config_id: int | None  # the ModelConfig rows, for the calibration samples
     fast_config_id: int | None
     main_weights: tuple[float, ...] | None  # the main model's calibrated token weights
+    fast_weights: tuple[float, ...] | None  # the fast (summarising) model's
     vision: bool
     query: ChatMessage  # pinned, images inline
     history: LoadedHistory  # read in the same thread hop; the memory fits it to the budget
@@ -312,6 +313,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         main_config_id=getattr(main_budget, "model_config_id", None),
         fast_config_id=getattr(fast_budget, "model_config_id", None),
         main_weights=getattr(main_budget, "token_weights", None),
+        fast_weights=getattr(fast_budget, "token_weights", None),
         vision=vision,
         query=dataclasses.replace(query, injected=False),  # the run's current query
         history=load_history(opened.query.conversation_id, vision=vision),

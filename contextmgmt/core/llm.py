@@ -161,6 +161,10 @@ class ToolCallAssembler:
 
 @runtime_checkable
 class LLM(Protocol):
+    """An LLM client. It may also carry ``token_weights``: the class weights its model's
+    tokenizer is estimated with (``tokens.weights_of``); summarising sizes its input with
+    them. Not a protocol member: most clients have none and use the caller's weights."""
+
     model_name: str
 
     async def chat(

@@ -267,6 +267,10 @@ class _Rounds:
     def __init__(self, llm: Any, hint: str, timeout: float | None, off_loop: bool) -> None:
         self.off_loop = off_loop
         self.llm = llm
+        # What is sent is sized in the summariser's own tokens (its model's weights, when
+        # its LLM carries them); caps and summaries stay in the caller's, since a summary
+        # lands in the caller's context.
+        self.window_weights = tokens.weights_of(llm)
         self.hint = hint
         self.timeout = timeout
         self.outcome = SummaryOutcome(None)
@@ -336,11 +340,12 @@ async def summarise_rounds(
     job.outcome.cap = max_summary_tokens
     piece_tokens = None
     if window_tokens is not None:
-        piece_tokens = max(
-            MIN_PIECE_TOKENS, int(window_tokens * WINDOW_MARGIN) - _prompt_tokens(hint, cap)
-        )
+        with tokens.use_weights(job.window_weights):
+            prompt = _prompt_tokens(hint, cap)
+        piece_tokens = max(MIN_PIECE_TOKENS, int(window_tokens * WINDOW_MARGIN) - prompt)
     try:
-        pieces = await job.run(transcript_pieces, messages, piece_tokens)
+        with tokens.use_weights(job.window_weights):  # a worker thread copies the context
+            pieces = await job.run(transcript_pieces, messages, piece_tokens)
         job.outcome.pieces = len(pieces)
         job.outcome.rounds = 1
         if len(pieces) == 1:
@@ -392,10 +397,12 @@ async def _fold(
         blocks = [f"system: {SUMMARY_PREFIX}\n{p}" for p in partials]
         joined = "\n\n".join(blocks)
         job.outcome.rounds += 1
-        if tokens.estimate_tokens(joined) <= piece_tokens:
+        with tokens.use_weights(job.window_weights):
+            fits = tokens.estimate_tokens(joined) <= piece_tokens
+            packed = [] if fits else _pack([b + "\n\n" for b in blocks], piece_tokens)
+        if fits:
             return await job.call(joined, cap, sources)
-        packed = [p.rstrip("\n") for p in _pack([b + "\n\n" for b in blocks], piece_tokens)]
-        pieces = [(p, [p]) for p in packed]
+        pieces = [(p.rstrip("\n"), [p.rstrip("\n")]) for p in packed]
         if len(pieces) >= total:  # did not shrink (estimates): ask for shorter partials
             partial_cap = max(MIN_CAP_TOKENS, partial_cap // 2)
 

@@ -277,6 +277,12 @@ def current_weights() -> tuple[float, ...]:
     return _weights.get()
 
 
+def weights_of(llm: Any) -> tuple[float, ...] | None:
+    """The class weights an LLM object carries for its model (``token_weights``), or None."""
+    weights = getattr(llm, "token_weights", None)
+    return weights if isinstance(weights, tuple) and len(weights) == N_CLASSES else None
+
+
 def activate_weights(weights: tuple[float, ...] | None) -> None:
     """Estimate with ``weights`` for the rest of the current context (an asyncio task's own:
     a run's task calls this once with its model's weights). None keeps the current."""

@@ -147,3 +147,30 @@ def test_gauge_starts_from_the_newest_persisted_summary(
         [ChatMessage(role="assistant", content=recent.content)]
     )
     assert recent_only < after["used_tokens"] < before["used_tokens"] / 10
+
+
+def test_gauge_counts_in_the_picked_models_calibrated_weights_rk_2(logged_in_client, conversation):
+    from contextmgmt.core.tokens import BASE_WEIGHTS, CLASSES, use_weights
+    from contextmgmt.models import ModelConfig
+
+    # A model whose tokenizer was learnt to count Cyrillic twice as dear as o200k_base.
+    cyrillic = CLASSES.index("cyrillic")
+    weights = [w * 2 if i == cyrillic else w for i, w in enumerate(BASE_WEIGHTS)]
+    model = ModelConfig.objects.create(
+        name="Calibrated", model="calibrated-1", role="main", token_weights=weights
+    )
+    conversation.model_config = model
+    conversation.save(update_fields=["model_config"])
+    text = "Контекстное окно конечно, история занимает бюджет. " * 20
+    add_message(conversation, "user", text)
+    add_message(conversation, "assistant", text)
+
+    info = logged_in_client.get(f"/api/conversations/{conversation.id}/context/").json()
+
+    history = [ChatMessage(role="user", content=text), ChatMessage(role="assistant", content=text)]
+    base = CompactUtils.estimate_messages_tokens(history)
+    with use_weights(tuple(weights)):
+        calibrated = CompactUtils.estimate_messages_tokens(history)
+    assert calibrated > base * 1.5
+    assert info["message_count"] == 2
+    assert info["used_tokens"] == calibrated

@@ -143,6 +143,32 @@ async def test_engine_gets_the_configured_per_call_llm_timeout(socket, engine, s
     assert engine.contexts[0].llm_timeout == 7.5
 
 
+async def test_compaction_sizes_its_input_in_the_fast_models_weights_rk_2(socket, engine, run_deps):
+    """RK.2: the run estimates in the main model's weights, and its compaction LLM (the
+    fast model) carries the fast model's, which summarising sizes its input with."""
+    from contextmgmt.core.tokens import BASE_WEIGHTS, current_weights
+
+    main_weights = tuple(1.5 * w for w in BASE_WEIGHTS)
+    fast_weights = tuple(3 * w for w in BASE_WEIGHTS)
+
+    def resolve(role):
+        weights = main_weights if role == "main" else fast_weights
+        return Budget(role, 40_000, 4_000, 20_000, "db", token_weights=weights)
+
+    run_deps.use(resolve_budget=resolve)
+    seen = {}
+
+    async def script(ctx):
+        seen["run"] = current_weights()
+        seen["compact"] = ctx.compact_llm.token_weights
+        return await answer(ctx)
+
+    engine.use(script)
+    await send(socket, type="message", content="question")
+    await events_until(socket, "done")
+    assert seen == {"run": main_weights, "compact": fast_weights}
+
+
 async def test_usage_totals_include_compaction_calls(socket, conversation, engine, ws_fake_llm):
     """RU.2: ``input_tokens`` / ``output_tokens`` are totals; compaction is also split out."""
     ws_fake_llm.enqueue("an answer call", "a compaction call")

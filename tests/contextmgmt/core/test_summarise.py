@@ -123,3 +123,29 @@ def test_pieces_carry_the_fact_sources_of_their_messages():
     assert sources == [m.text() for m in msgs]
     for text, srcs in pieces:
         assert all(FACT.search(s).group() in text for s in srcs)
+
+
+async def test_pieces_are_sized_in_the_summarisers_own_weights_rk_2():
+    # A summariser whose tokenizer counts three times what the caller's does: every call
+    # must fit its window counted its way, while the summary's cap stays in the caller's.
+    from contextmgmt.core.tokens import BASE_WEIGHTS, use_weights
+
+    dear = tuple(3 * w for w in BASE_WEIGHTS)
+    old = []
+    for i in range(30):
+        old += [user(f"Please note FACT-{1000 + i}. " + "Some context. " * 40), assistant("ok")]
+    msgs = [system(), *old, *recent()]
+
+    plain = FakeLLM(default=keeps_every_fact)
+    await CompactUtils.llm_compact(msgs, plain, max_tokens=3_000, window_tokens=6_000)
+    summariser = FakeLLM(default=keeps_every_fact)
+    summariser.token_weights = dear
+    result = await CompactUtils.llm_compact(msgs, summariser, max_tokens=3_000, window_tokens=6_000)
+
+    with use_weights(dear):
+        sent = [estimate_messages_tokens(c.messages) for c in summariser.calls]
+    assert max(sent) <= 6_000
+    assert len(summariser.calls) > len(plain.calls)
+    assert result.tokens_after <= 3_000  # the result is still counted the caller's way
+    summary = next(m for m in result.messages if m.is_summary).text()
+    assert set(FACT.findall(summary)) == {f"FACT-{1000 + i}" for i in range(30)}
