@@ -180,6 +180,7 @@ def scenario(title: str, prompts, tokenizer, held, targets: str) -> None:
     print(f"  {targets}")
     print("  reports " + "".join(f"{kind:>10s}" for kind in EVAL_KINDS))
     used = 0
+    last: dict[str, float] = {}
     for n, prompt in enumerate(prompts, 1):
         if n == 1:
             show(0, errors(BASE_WEIGHTS, held, tokenizer))
@@ -190,8 +191,15 @@ def scenario(title: str, prompts, tokenizer, held, targets: str) -> None:
         )
         if n in CHECKPOINTS:
             row.refresh_from_db()
-            show(n, errors(weights_of(row.token_weights) or BASE_WEIGHTS, held, tokenizer))
+            last = errors(weights_of(row.token_weights) or BASE_WEIGHTS, held, tokenizer)
+            show(n, last)
     print(f"  ({used} of {n} reports used; the model's samples window holds the latest 50)")
+    worst = max(abs(e) for e in last.values())
+    print(
+        f"  {title.split('.')[0]}: after {n} reports english {100 * last['english']:+.1f} %, "
+        f"code {100 * last['code']:+.1f} %, russian {100 * last['russian']:+.1f} %; "
+        f"largest |error| {100 * worst:.1f} %"
+    )
 
 
 def show(n: int, errs: dict[str, float]) -> None:

@@ -107,6 +107,32 @@ BENCHES = [
         },
     ),
     Bench(
+        name="calibration",
+        script="calibration.py",
+        figures={
+            "JSON-heavy: english abs error": (
+                rf"1: after 50 reports english [+-]?{NUMBER}",
+                "%",
+                "<= 10",
+            ),
+            "JSON-heavy: code abs error": (
+                rf"1: after 50 reports .*?code [+-]?{NUMBER}",
+                "%",
+                "<= 10",
+            ),
+            "Cyrillic 1.2x: russian abs error": (
+                rf"3: after 50 reports .*?russian [+-]?{NUMBER}",
+                "%",
+                "<= 5",
+            ),
+            "cl100k: largest kind abs error": (
+                rf"4: after 50 .*?largest \|error\| {NUMBER}",
+                "%",
+                "",
+            ),
+        },
+    ),
+    Bench(
         name="dbmemory",
         script="dbmemory.py",
         quick_args=["--runs", "3"],
