@@ -17,9 +17,15 @@ What is loaded, and why:
   is a question the user edited and sent again (websocket ``edit``), with what followed it;
 - the trailing user message is dropped: it is the current query, which the agent appends
   itself, pinned;
-- images (``metadata["images"]``) become base64 data-URL parts for vision models, a text
-  note ``[image: name, WxH]`` otherwise; an attachment row or file that is missing or
-  unreadable becomes ``[image: name unavailable]``, never an exception.
+- images (``metadata["images"]``) follow the image lifecycle (docs/architecture.md,
+  "Images"): the current query's images and those of the newest ``pixel_turns`` user
+  messages of the history (setting ``FIMONE_IMAGE_PIXEL_TURNS``, default 2) become base64
+  data-URL parts for a vision model; every other image, and every image for a model
+  without vision, becomes its stored description ``[image: name, WxH — description]``
+  (``chat.image_descriptions``); an attachment row or file that is missing or unreadable
+  becomes ``[image: name unavailable]``, never an exception. A history message whose images
+  went as text lists their ids in ``metadata["images_as_text"]`` (a model may describe
+  them better, once: ``chat.image_describer``).
 
 Queries are constant: one for the newest summary, one for the messages, one for all their
 attachments. Sync (ORM, file reads): call it from a thread.
@@ -32,8 +38,10 @@ import logging
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
+from chat.image_descriptions import describe_missing, describe_offline
 from chat.models import Attachment, ContextSummary, Message
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.db_memory import LoadedHistory, StoredSummary
@@ -52,8 +60,15 @@ def load_history(
     vision: bool = True,
     summary: StoredSummary | None = None,
     use_summaries: bool = True,
+    pixel_turns: int | None = None,
 ) -> LoadedHistory:
-    """The newest stored summary (unless given or switched off) and the messages after it."""
+    """The newest stored summary (unless given or switched off) and the messages after it.
+
+    ``pixel_turns``: how many of the newest user messages keep their images as pixels
+    (None: the ``FIMONE_IMAGE_PIXEL_TURNS`` setting).
+    """
+    if pixel_turns is None:
+        pixel_turns = image_pixel_turns()
     if not use_summaries:
         summary = None
     elif summary is None:
@@ -63,9 +78,18 @@ def load_history(
         rows.pop()  # the current query: the agent re-appends it, pinned
     kept = [row for row in rows if _is_context(row)]
     attachments = _attachments_for(conversation_id, [_image_refs(row[6]) for row in kept])
+    describe_missing(attachments.values())
+    users = [i for i, row in enumerate(kept) if row[1] == "user"]
+    as_pixels = set(users[-pixel_turns:]) if vision and pixel_turns > 0 else set()
     return LoadedHistory(
-        messages=[_history_message(row, attachments, vision) for row in kept], summary=summary
+        messages=[_history_message(row, attachments, i in as_pixels) for i, row in enumerate(kept)],
+        summary=summary,
     )
+
+
+def image_pixel_turns() -> int:
+    """How many of the newest earlier turns send their images as pixels (read per call)."""
+    return max(0, int(getattr(settings, "FIMONE_IMAGE_PIXEL_TURNS", 2)))
 
 
 def latest_summary(conversation_id: Any) -> StoredSummary | None:
@@ -106,12 +130,20 @@ def _is_context(row: tuple) -> bool:
     return bool(content) and kind != "error" and status not in _SKIPPED_ASSISTANT_STATUSES
 
 
-def _history_message(row: tuple, attachments: dict[str, Attachment], vision: bool) -> ChatMessage:
+def _history_message(row: tuple, attachments: dict[str, Attachment], pixels: bool) -> ChatMessage:
     msg_id, role, content, _kind, _status, created_at, images = row
+    refs = _image_refs(images)
+    metadata: dict[str, Any] = {"id": msg_id, "created_at": created_at.isoformat()}
+    if refs and not pixels:
+        metadata["images_as_text"] = [
+            str(a.pk)
+            for a in (attachments.get(_normalised(str(r.get("file_id")))) for r in refs)
+            if a is not None
+        ]
     return ChatMessage(
         role=role,
-        content=message_content(content, _image_refs(images), attachments, vision=vision),
-        metadata={"id": msg_id, "created_at": created_at.isoformat()},
+        content=message_content(content, refs, attachments, vision=pixels),
+        metadata=metadata,
     )
 
 
@@ -119,7 +151,8 @@ def _history_message(row: tuple, attachments: dict[str, Attachment], vision: boo
 
 
 def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
-    """A stored user message as the agent sees its query: pinned, images inline."""
+    """A stored user message as the agent sees its query: pinned, its images as pixels
+    (as descriptions for a model without vision)."""
     refs = _image_refs((message.metadata or {}).get("images"))
     attachments = _attachments_for(message.conversation_id, [refs]) if refs else {}
     return ChatMessage(
@@ -138,7 +171,8 @@ def message_content(
     text: str, refs: list[dict], attachments: dict[str, Attachment], *, vision: bool
 ) -> str | list[dict]:
     """A message's text with its images: a plain string when no image is sent inline, else
-    a text part (the text and any notes) followed by the image parts.
+    a text part (the text and any notes) followed by the image parts. ``vision`` False: every
+    image is its description.
 
     ``attachments``: the referenced attachments of the message's conversation by id (see
     ``_attachments_for``); a reference without one is a note, never an error.
@@ -153,9 +187,9 @@ def message_content(
             continue
         name = attachment.original_name or file_id
         if not vision:
-            notes.append(f"[image: {name}, {attachment.width}x{attachment.height}]")
+            notes.append(image_note(attachment))
             continue
-        url = _data_url(attachment)
+        url = data_url(attachment)
         if url is None:
             notes.append(f"[image: {name} unavailable]")
         else:
@@ -164,6 +198,13 @@ def message_content(
     if not images:
         return joined
     return ([{"type": "text", "text": joined}] if joined else []) + images
+
+
+def image_note(attachment: Attachment) -> str:
+    """``[image: name, WxH — description]``: the image as text (described once, stored)."""
+    name = attachment.original_name or str(attachment.pk)
+    description = describe_offline(attachment)
+    return f"[image: {name}, {attachment.width}x{attachment.height} — {description}]"
 
 
 def _image_refs(images: Any) -> list[dict]:
@@ -186,7 +227,14 @@ def _attachments_for(conversation_id: Any, refs_per_message: list[list[dict]]) -
         return {}
     # Scoped to the conversation: a forged file_id cannot pull another user's image.
     found = Attachment.objects.filter(conversation_id=conversation_id, pk__in=ids).only(
-        "id", "file", "mime_type", "original_name", "width", "height"
+        "id",
+        "file",
+        "mime_type",
+        "original_name",
+        "width",
+        "height",
+        "description",
+        "description_source",
     )
     return {str(a.pk): a for a in found}
 
@@ -198,7 +246,7 @@ def _normalised(file_id: str) -> str:
         return file_id
 
 
-def _data_url(attachment: Attachment) -> str | None:
+def data_url(attachment: Attachment) -> str | None:
     try:
         with attachment.file.open("rb") as fh:
             data = fh.read()

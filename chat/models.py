@@ -100,6 +100,12 @@ def attachment_path(instance: "Attachment", filename: str) -> str:
 
 
 class Attachment(models.Model):
+    class DescriptionSource(models.TextChoices):
+        NONE = "", "not described yet"
+        OFFLINE = "offline", "from the file (format, size, colours, text layer)"
+        MODEL = "model", "by the fast model"
+        MODEL_FAILED = "model_failed", "from the file; the fast model failed"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attachments"
@@ -117,6 +123,12 @@ class Attachment(models.Model):
     width = models.PositiveIntegerField()
     height = models.PositiveIntegerField()
     sha256 = models.CharField(max_length=64)
+    # What stands in for the image once it is no longer sent as pixels; written once
+    # (chat.image_descriptions).
+    description = models.TextField(blank=True, default="")
+    description_source = models.CharField(
+        max_length=16, choices=DescriptionSource.choices, blank=True, default=""
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 
 from chat import selectors
 from chat.api import api_view
-from chat.models import Conversation, Message
+from chat.models import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -82,24 +82,28 @@ def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int, 
     run loads.
 
     Loaded exactly as DbMemory loads it (newest stored summary + the messages after it,
-    failed answers left out), but without reading image files: each image is counted at
-    its flat 765 tokens instead, as the estimator counts images.
+    failed answers left out), but without reading image files: every image is counted as
+    its description, and those the next run sends as pixels (the newest pixel turns) also
+    by their size under the tile rule (docs/tokens.md).
     """
-    from chat.history import load_history
+    from chat.history import image_pixel_turns, load_history
+    from chat.models import Attachment
     from contextmgmt.core.compact import CompactUtils
-    from contextmgmt.core.tokens import IMAGE_TOKENS
+    from contextmgmt.core.image_tokens import tile_tokens
     from contextmgmt.db_memory import summary_message
 
     loaded = load_history(conversation.id, vision=False)
     messages = list(loaded.messages)
     if loaded.summary is not None:
         messages.insert(0, summary_message(loaded.summary, max_tokens=budget))
-    ids = [m.metadata["id"] for m in loaded.messages if "id" in m.metadata]
-    images = sum(
-        len(refs) if isinstance(refs, list) else 0
-        for refs in Message.objects.filter(id__in=ids).values_list("metadata__images", flat=True)
+    turns = image_pixel_turns()
+    recent = [m for m in loaded.messages if m.role == "user"][-turns:] if turns else []
+    ids = [i for m in recent for i in m.metadata.get("images_as_text", ())]
+    sizes = Attachment.objects.filter(conversation=conversation, pk__in=ids).values_list(
+        "width", "height"
     )
-    used = CompactUtils.estimate_messages_tokens(messages) + IMAGE_TOKENS * images
+    pixels = sum(tile_tokens(width, height) for width, height in sizes)
+    used = CompactUtils.estimate_messages_tokens(messages) + pixels
     return used, len(loaded.messages), loaded.summary is not None
 
 

@@ -22,6 +22,7 @@ from django.utils.translation import gettext
 
 from chat import search_index
 from chat.errors import InvalidInput
+from chat.image_descriptions import offline_description
 from chat.models import Attachment, Conversation, Message
 from chat.uploads import display_name, read_limited, validate_image
 from contextmgmt.models import ModelConfig
@@ -278,6 +279,9 @@ def attachment_create(
         width=image.width,
         height=image.height,
         sha256=image.sha256,
+        # Once, here: every later request that shows the image as text reuses it.
+        description=offline_description(image.data),
+        description_source=Attachment.DescriptionSource.OFFLINE,
     )
     # The stored name comes from upload_to (owner id + attachment id), never from the client.
     attachment.file.save("upload", ContentFile(image.data), save=False)

@@ -225,6 +225,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = _typed(env.int, "DATA_UPLOAD_MAX_MEMORY_SIZE", def
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 FIMONE_MAX_UPLOAD_BYTES = _typed(env.int, "FIMONE_MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
 FIMONE_MAX_IMAGE_PIXELS = _typed(env.int, "FIMONE_MAX_IMAGE_PIXELS", default=40_000_000)
+# How many of the newest earlier turns send their images as pixels; older images go as
+# their stored description (docs/architecture.md, "Images").
+FIMONE_IMAGE_PIXEL_TURNS = _typed(env.int, "FIMONE_IMAGE_PIXEL_TURNS", default=2)
 
 # Websocket limits.
 FIMONE_WS_MAX_CONTENT_CHARS = _typed(env.int, "FIMONE_WS_MAX_CONTENT_CHARS", default=100_000)

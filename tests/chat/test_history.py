@@ -119,7 +119,9 @@ def test_the_query_and_the_history_show_an_image_alike(
     assert as_query.content == as_history.content
     assert as_query.pinned and not as_history.pinned
     if not vision:
-        assert as_query.content == "what is this?\n[image: cat.png, 32x24]"
+        assert as_query.content == (
+            "what is this?\n[image: cat.png, 32x24 — PNG 32x24; mostly red #c8285a 100%]"
+        )
     elif file_state == "deleted":
         assert as_query.content == "what is this?\n[image: cat.png unavailable]"
     else:

@@ -6,11 +6,15 @@ import json
 import re
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from chat import services
+from chat.history import load_history
 from chat.models import ContextSummary, Message
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import ChatMessage
+from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -112,10 +116,21 @@ def test_gauge_counts_images_and_flags_an_over_budget_history(
     logged_in_client, conversation, small_budget
 ):
     url = f"/api/conversations/{conversation.id}/context/"
-    add_message(conversation, "user", "Look", metadata={"images": [{"file_id": "x"}] * 2})
+    images = [
+        services.attachment_create(
+            owner=conversation.owner,
+            conversation=conversation,
+            uploaded_file=SimpleUploadedFile(name, image_bytes("PNG", size), "image/png"),
+        )
+        for name, size in (("wide.png", (1920, 1080)), ("icon.png", (32, 24)))
+    ]
+    services.user_message_create(conversation=conversation, content="Look", attachments=images)
     add_message(conversation, "assistant", "Two images.")
     with_images = logged_in_client.get(url).json()["used_tokens"]
-    assert with_images >= 2 * 765  # R2.1: 765 tokens per image
+    # RV.4: the newest turns' images by the tile rule (1,105 and 255 tokens), plus the text.
+    described = load_history(conversation.id, vision=False).messages
+    text_only = CompactUtils.estimate_messages_tokens(described)
+    assert with_images == text_only + 1105 + 255
 
     for _ in range(8):
         add_message(conversation, "user", "lorem ipsum " * 600)  # ~1,800 tokens each

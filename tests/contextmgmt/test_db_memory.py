@@ -18,6 +18,7 @@ from django.core.files.base import ContentFile
 from PIL import Image
 
 from chat.history import load_history
+from chat.image_descriptions import offline_description
 from chat.models import Attachment, Conversation, Message
 from chat.summaries import summary_latest, summary_save
 from contextmgmt.core.compact import DEFAULT_WINDOW_TOKENS, CompactUtils
@@ -55,7 +56,11 @@ def png(size=(8, 6), colour=(10, 200, 30)) -> bytes:
     return out.getvalue()
 
 
-def stored_image(conversation, *, name="cat.png", data=None, size=(8, 6)) -> Attachment:
+def stored_image(
+    conversation, *, name="cat.png", data=None, size=(8, 6), described=True
+) -> Attachment:
+    """An attachment as an upload stores it (described, unless ``described`` is False: an
+    image uploaded before descriptions existed)."""
     data = data if data is not None else png(size)
     attachment = Attachment(
         owner=conversation.owner,
@@ -67,6 +72,9 @@ def stored_image(conversation, *, name="cat.png", data=None, size=(8, 6)) -> Att
         height=size[1],
         sha256="0" * 64,
     )
+    if described and data:
+        attachment.description = offline_description(data)
+        attachment.description_source = Attachment.DescriptionSource.OFFLINE
     attachment.file.save("upload", ContentFile(data), save=False)
     attachment.save()
     return attachment
@@ -209,7 +217,9 @@ def test_without_vision_images_become_text_notes(conversation):
     say(conversation, "user", "look", metadata=image_refs(cat))
     say(conversation, "assistant", "ok")
     first = load(DbMemory(conversation.id, BIG, vision=False))[0]
-    assert first.content == "look\n[image: cat.png, 640x480]"
+    assert first.content == (
+        "look\n[image: cat.png, 640x480 — PNG 640x480; mostly green #0ac81e 100%]"
+    )
 
 
 @pytest.mark.django_db
@@ -448,7 +458,10 @@ def bulk_history(conversation, count: int, images: int) -> list[Message]:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("count", "images"), [(10, 0), (10, 2), (2_000, 20)])
-def test_query_count_is_constant(conversation, django_assert_max_num_queries, count, images):
+def test_query_count_is_constant(
+    conversation, django_assert_max_num_queries, settings, count, images
+):
+    settings.FIMONE_IMAGE_PIXEL_TURNS = count  # every image as pixels: each file is read
     bulk_history(conversation, count, images)
     say(conversation, "user", "current")
     memory = DbMemory(conversation.id, BIG, vision=True)
@@ -479,7 +492,8 @@ def test_query_count_is_constant_from_a_stored_summary(conversation, django_asse
 
 
 @pytest.mark.django_db
-def test_all_2000_messages_with_20_images_are_loaded_in_order(conversation):
+def test_all_2000_messages_with_20_images_are_loaded_in_order(conversation, settings):
+    settings.FIMONE_IMAGE_PIXEL_TURNS = 2_000
     bulk_history(conversation, 2_000, 20)
     say(conversation, "user", "current")
     messages = load(DbMemory(conversation.id, BIG))
