@@ -12,6 +12,13 @@ more of them — up to ``limit`` full passages' worth of characters. Otherwise a
 that also names a topic discussed all along (twenty short "what about the dashboard?"
 turns) would fill every slot with the same few lines and push out the one message that
 stated the detail, longer because it holds the detail.
+
+Images are found too: an earlier image (sent before the run's query) whose file name or
+stored description holds a query term, or any when the query asks for an image, picture,
+photo or screenshot — at most ``IMAGE_LIMIT``, best match first, then newest. Each is named
+in the result as ``[image: name, WxH — description]``; for a model that can see images its
+pixels go with the next call (``fimone.agent.tools.RecalledImage``), so an old screenshot
+that only travels as text can be looked at again.
 """
 
 from __future__ import annotations
@@ -20,13 +27,22 @@ from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
 
-from chat.models import SearchDocument
+from chat.history import data_url, image_note
+from chat.models import Attachment, SearchDocument
 from chat.search import Hit, search
-from chat.search_text import Term, query_terms, snippet_bounds
+from chat.search_text import Term, index_text, query_terms, snippet_bounds
+from fimone.agent.tools import RecalledImage
 
 PASSAGE_CHARS = 600
 # However short the passages, at most this many times ``limit`` of them.
 MAX_PASSAGES_PER_LIMIT = 3
+IMAGE_LIMIT = 2
+IMAGES_SCANNED = 200  # the newest images looked at; older ones are not recalled
+# Words that ask for images in general: every earlier image matches them.
+IMAGE_WORDS = frozenset(
+    "image images picture pictures photo photos screenshot screenshots bild bilder foto "
+    "fotos capture imagen imagenes 图片 图像 截图 照片".split()
+)
 
 # Words that say "look back" rather than what to look for.
 STOPWORDS = frozenset(
@@ -43,13 +59,56 @@ def recall_terms(query: str) -> list[Term]:
 
 
 def recall_passages(
-    *, conversation_id, query: str, limit: int = 5, before_id: int | None = None
-) -> list[str]:
+    *,
+    conversation_id,
+    query: str,
+    limit: int = 5,
+    before_id: int | None = None,
+    vision: bool = False,
+) -> list[str | RecalledImage]:
     """Distinct passages matching ``query``, best first, within ``limit`` full passages'
-    worth of characters (at most ``MAX_PASSAGES_PER_LIMIT × limit``) (sync)."""
+    worth of characters (at most ``MAX_PASSAGES_PER_LIMIT × limit``), then up to
+    ``IMAGE_LIMIT`` matching images (with their pixels when ``vision``). Sync: ORM, files."""
     terms = recall_terms(query)
     if not terms or limit <= 0:
         return []
+    passages = _text_passages(conversation_id, terms, limit, before_id)
+    images = recall_images(
+        conversation_id=conversation_id, terms=terms, before_id=before_id, vision=vision
+    )
+    return [*passages, *images]
+
+
+def recall_images(
+    *, conversation_id, terms: list[Term], before_id: int | None, vision: bool
+) -> list[RecalledImage]:
+    """Earlier images of the conversation matching ``terms`` (see the module's docstring)."""
+    rows = Attachment.objects.filter(
+        conversation_id=conversation_id, message__isnull=False
+    ).select_related("message")
+    if before_id is not None:
+        rows = rows.filter(message_id__lt=before_id)
+    rows = rows.exclude(message__metadata__has_key="superseded_by").order_by("-created_at")
+    general = any(len(t.words) == 1 and t.words[0] in IMAGE_WORDS for t in terms)
+    scored = []
+    for attachment in rows[:IMAGES_SCANNED]:
+        note = image_note(attachment)  # describes it first if it never was
+        indexed = index_text(f"{attachment.original_name} {note}")
+        score = sum(1 for t in terms if t.found_in(indexed))
+        if score or general:
+            scored.append((score, attachment.message.created_at, attachment, note))
+    scored.sort(key=lambda s: (s[0], s[1]), reverse=True)
+    found = []
+    for _score, created, attachment, note in scored[:IMAGE_LIMIT]:
+        when = created.strftime("%Y-%m-%d %H:%M")
+        label = f"image sent by the user ({when}, message #{attachment.message_id}): {note}"
+        url = data_url(attachment) if vision else None
+        part = {"type": "image_url", "image_url": {"url": url}} if url else None
+        found.append(RecalledImage(label=label, part=part))
+    return found
+
+
+def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) -> list[str]:
     most = limit * MAX_PASSAGES_PER_LIMIT
     hits = search(
         query=terms,
@@ -98,13 +157,18 @@ def passage_of(hit: Hit, terms: list[Term], *, copies: int = 1) -> str:
 
 
 def recall_search_for(
-    conversation_id, *, before_id: int | None = None
-) -> Callable[[str, int], Awaitable[list[str]]]:
-    """The ``async recall_search(query, limit)`` the agent's ``recall`` tool calls."""
+    conversation_id, *, before_id: int | None = None, vision: bool = False
+) -> Callable[[str, int], Awaitable[list[str | RecalledImage]]]:
+    """The ``async recall_search(query, limit)`` the agent's ``recall`` tool calls;
+    ``vision``: found images come with their pixels."""
 
-    async def recall_search(query: str, limit: int) -> list[str]:
+    async def recall_search(query: str, limit: int) -> list[str | RecalledImage]:
         return await sync_to_async(recall_passages)(
-            conversation_id=conversation_id, query=query, limit=limit, before_id=before_id
+            conversation_id=conversation_id,
+            query=query,
+            limit=limit,
+            before_id=before_id,
+            vision=vision,
         )
 
     return recall_search

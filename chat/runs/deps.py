@@ -26,9 +26,12 @@ from fimone.llm.registry import get_llm_for_config
 Engine = Callable[[AgentContext], Awaitable[AgentOutcome]]
 
 
-def make_tools(conversation_id: Any, *, before_id: int) -> list[Tool]:
-    """The default tools, with ``recall`` searching this conversation's older messages."""
-    return default_tools(recall_search=recall_search_for(conversation_id, before_id=before_id))
+def make_tools(conversation_id: Any, *, before_id: int, vision: bool = False) -> list[Tool]:
+    """The default tools, with ``recall`` searching this conversation's older messages (and
+    images, sent again as pixels when the model can see them: ``vision``)."""
+    return default_tools(
+        recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision)
+    )
 
 
 def engine_for(mode: str) -> Engine:

@@ -17,6 +17,7 @@ checkpoints, the final write and announcement, and follow-up runs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -27,6 +28,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils.translation import gettext, gettext_lazy
 
+from chat import image_describer
 from chat.models import Message
 from chat.runs import control, storage
 from chat.runs.deps import RunDeps
@@ -39,6 +41,7 @@ from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import activate_weights
 from fimone.agent import AgentContext, InjectionQueue
+from fimone.agent.calls import compact_limit
 from fimone.agent.history_room import history_room
 
 logger = logging.getLogger(__name__)
@@ -286,8 +289,11 @@ async def _work(run: Run):
     # Compaction summarises with the fast model: its input is sized in that model's tokens.
     compact = MeteredLLM(prepared.fast, run.compaction_usage, token_weights=prepared.fast_weights)
     run.metered = [(main, prepared.main_config_id), (fast, prepared.fast_config_id)]
+    prepared = run.prepared = await _describe_old_images(run, prepared, compact)
 
-    tools = run.deps.make_tools(run.conversation_id, before_id=run.query_message_id)
+    tools = run.deps.make_tools(
+        run.conversation_id, before_id=run.query_message_id, vision=prepared.vision
+    )
     # Counted as the engine will send it (system prompt, tool schemas, the query and the
     # follow-ups it starts with), so a history fitted here is not compacted again on the
     # first call (fimone.agent.history_room).
@@ -347,6 +353,23 @@ async def _work(run: Run):
         llm_timeout=settings.LLM_TIMEOUT_SECONDS,
     )
     return await run.deps.engine_for(run.mode)(ctx)
+
+
+async def _describe_old_images(
+    run: Run, prepared: storage.PreparedRun, llm: MeteredLLM
+) -> storage.PreparedRun:
+    """Images the history shows as text get the fast model's description once, when it
+    can see images (chat.image_describer); the history is then read again with it."""
+    file_ids = image_describer.images_as_text(prepared.history.messages)
+    if not file_ids or not image_describer.can_describe(prepared.fast):
+        return prepared
+    described = await image_describer.describe_images(
+        llm, file_ids, time_limit=compact_limit(settings.LLM_TIMEOUT_SECONDS)
+    )
+    if not described:
+        return prepared
+    history = await database_sync_to_async(storage.reload_history)(run.opened, prepared)
+    return dataclasses.replace(prepared, history=history)
 
 
 def _history_facts(memory, strategy: str | None = None) -> dict:

@@ -321,6 +321,11 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
     )
 
 
+def reload_history(opened: OpenedRun, prepared: PreparedRun) -> LoadedHistory:
+    """The history read again as ``prepare`` read it (after images got descriptions)."""
+    return load_history(opened.query.conversation_id, vision=prepared.vision)
+
+
 def supports_vision(llm: LLM) -> bool:
     return bool(getattr(llm, "supports_vision", True))
 

@@ -2,7 +2,8 @@
 
 Each iteration: drain injected follow-ups → prune old bulky tool results → the
 ContextGuard with the loop's own budget → one *streaming* call with the tools → run the
-requested tools (concurrently when the model asks for several).
+requested tools (concurrently when the model asks for several); images a tool brought
+back (``recall`` finding an earlier image) follow the tool results as one user message.
 
 Every call streams, and its text goes out as it arrives (docs/protocol.md, "Streaming"):
 in ReAct mode as ``answer.delta``; inside a DAG step as ``dag.step.delta`` (the plan shows
@@ -42,6 +43,7 @@ from .pruning import prune_tool_results
 from .tools import ToolRegistry
 
 PREVIEW_CHARS = 2_000
+_RECALLED_IMAGES = {"type": "text", "text": "[Images brought back by the tool results above]"}
 NO_ANSWER = "I could not produce an answer this time. Please try again or rephrase."
 
 
@@ -241,12 +243,20 @@ class ReactLoop:
             await self._event(
                 iteration, "tool_call", name=tc.name, arguments=preview(tc.arguments), call_id=tc.id
             )
-        results = await asyncio.gather(*(cfg.tools.run(tc.name, tc.arguments) for tc in calls))
-        for tc, text in zip(calls, results, strict=True):
-            messages.append(ChatMessage(role="tool", content=text, tool_call_id=tc.id))
+        results = await asyncio.gather(
+            *(cfg.tools.run_output(tc.name, tc.arguments) for tc in calls)
+        )
+        images: list[dict[str, Any]] = []
+        for tc, output in zip(calls, results, strict=True):
+            messages.append(ChatMessage(role="tool", content=output.text, tool_call_id=tc.id))
+            images.extend(output.images)
             await self._event(
-                iteration, "tool_result", name=tc.name, result=preview(text), call_id=tc.id
+                iteration, "tool_result", name=tc.name, result=preview(output.text), call_id=tc.id
             )
+        if images:
+            # A tool message carries text only: images a tool brought back (recall) reach the
+            # model as a user message right after the results, with the next call.
+            messages.append(ChatMessage(role="user", content=[_RECALLED_IMAGES, *images]))
         return messages
 
     async def _event(self, iteration: int, kind: str, **fields: Any) -> None:

@@ -7,8 +7,11 @@ can correct. Only cancellation propagates.
 
 Built-ins (their names are a contract — the offline model calls them): ``calculator``,
 ``current_time`` and ``recall``. ``recall`` is backed by an injected
-``async recall_search(query, limit) -> list[str]``; the chat layer gives one that searches
-the whole persisted conversation, including what compaction summarised away.
+``async recall_search(query, limit) -> list[str | RecalledImage]``; the chat layer gives one
+that searches the whole persisted conversation, including what compaction summarised away
+and images that are no longer sent: a ``RecalledImage`` is named in the tool's text and its
+pixels go to the model with the next call (``ToolOutput.images``; the loop adds them as a
+user message after the tool results, since a tool message can only carry text).
 """
 
 from __future__ import annotations
@@ -28,8 +31,26 @@ from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 from .calculator import CalculatorError, evaluate, format_number
 from .validation import describe
 
-ToolFunc = Callable[..., Awaitable[str]]
-RecallSearch = Callable[[str, int], Awaitable[list[str]]]
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool's result: its text, and images the model should see with its next call."""
+
+    text: str
+    images: tuple[dict[str, Any], ...] = ()  # OpenAI image_url parts
+
+
+@dataclass(frozen=True)
+class RecalledImage:
+    """An earlier image ``recall`` found: ``label`` names it in the result text; ``part``
+    (an OpenAI image_url part, or None when the model cannot see images) is sent along."""
+
+    label: str
+    part: dict[str, Any] | None = None
+
+
+ToolFunc = Callable[..., Awaitable[str | ToolOutput]]
+RecallSearch = Callable[[str, int], Awaitable[list[str | RecalledImage]]]
 
 DEFAULT_TOOL_TIMEOUT = 20.0
 RECALL_LIMIT = 5
@@ -123,22 +144,28 @@ class ToolRegistry:
 
     async def run(self, name: str, arguments_json: str | None) -> str:
         """Run a tool and return its text; every fault becomes a readable ``Error: …``."""
+        return (await self.run_output(name, arguments_json)).text
+
+    async def run_output(self, name: str, arguments_json: str | None) -> ToolOutput:
+        """Run a tool: its text and any images it brings (see ``run``)."""
         tool = self._tools.get(name)
         if tool is None:
             known = ", ".join(self._tools) or "none"
-            return f"Error: unknown tool {name!r}. Available tools: {known}."
+            return ToolOutput(f"Error: unknown tool {name!r}. Available tools: {known}.")
         try:
             kwargs = _parse_arguments(tool, arguments_json)
         except ValueError as exc:
-            return f"Error: bad arguments for {name}: {exc}"
+            return ToolOutput(f"Error: bad arguments for {name}: {exc}")
         try:
             async with asyncio.timeout(tool.timeout):
                 result = await tool.func(**kwargs)
         except TimeoutError:
-            return f"Error: tool {name} timed out after {tool.timeout:g} seconds."
+            return ToolOutput(f"Error: tool {name} timed out after {tool.timeout:g} seconds.")
         except Exception as exc:  # a tool's own failure is a result the model can read
-            return f"Error: tool {name} failed: {type(exc).__name__}: {exc}"
-        return result if isinstance(result, str) else json.dumps(result, default=str)
+            return ToolOutput(f"Error: tool {name} failed: {type(exc).__name__}: {exc}")
+        if isinstance(result, ToolOutput):
+            return result
+        return ToolOutput(result if isinstance(result, str) else json.dumps(result, default=str))
 
 
 def _parse_arguments(tool: Tool, arguments_json: str | None) -> dict[str, Any]:
@@ -222,22 +249,30 @@ def current_time_tool(clock: Callable[[], datetime] | None = None) -> Tool:
 
 
 def recall_tool(recall_search: RecallSearch, limit: int = RECALL_LIMIT) -> Tool:
-    async def recall(query: str) -> str:
+    async def recall(query: str) -> str | ToolOutput:
         query = query.strip()
         if not query:
             return "Error: give a word or phrase to look for."
-        passages = await recall_search(query, limit)
-        if not passages:
+        found = await recall_search(query, limit)
+        if not found:
             return f"No passage of this conversation matches {query!r}."
-        blocks = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(passages, 1))
-        return f"Passages of this conversation matching {query!r}, quoted exactly:\n\n{blocks}"
+        texts = [f.label if isinstance(f, RecalledImage) else f for f in found]
+        blocks = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(texts, 1))
+        result = f"Passages of this conversation matching {query!r}, quoted exactly:\n\n{blocks}"
+        images = tuple(f.part for f in found if isinstance(f, RecalledImage) and f.part)
+        if not images:
+            return result
+        note = "The image(s) found are attached to this conversation again, after this result."
+        return ToolOutput(f"{result}\n\n{note}", images)
 
     return Tool(
         name="recall",
         description=(
             "Search the whole conversation, including earlier parts that were summarised, "
             "for a word or phrase, and return the matching passages verbatim. Use it when "
-            "the user refers to something said earlier and the exact detail is not in view."
+            "the user refers to something said earlier and the exact detail is not in view. "
+            "Earlier images shown only as [image: …] text are found by their name or "
+            "description, and are shown to you again."
         ),
         parameters={
             "type": "object",

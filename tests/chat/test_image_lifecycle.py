@@ -1,0 +1,228 @@
+"""The image lifecycle (SPEC RV.4): pixels for the current turn and the newest K turns,
+stored descriptions for the rest, described once; recall brings an old image back."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.files.base import ContentFile
+from django.core.files.uploadedfile import SimpleUploadedFile
+from PIL import Image, PngImagePlugin
+
+from chat import image_descriptions, services
+from chat.history import load_history, query_message
+from chat.image_descriptions import offline_description
+from chat.models import Attachment, Message
+from chat.recall import recall_passages
+from fimone.agent.tools import RecalledImage
+from tests.chat.images import image_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+def upload(user, conversation, name: str, data: bytes | None = None) -> Attachment:
+    data = data or image_bytes("PNG")
+    return services.attachment_create(
+        owner=user,
+        conversation=conversation,
+        uploaded_file=SimpleUploadedFile(name, data, content_type="image/png"),
+    )
+
+
+def turns_with_images(user, conversation, count: int) -> list[Attachment]:
+    """``count`` answered turns, each question with one image ``p0.png`` …, then a current
+    question without one."""
+    images = []
+    for i in range(count):
+        image = upload(user, conversation, f"p{i}.png")
+        services.user_message_create(
+            conversation=conversation, content=f"question {i}", attachments=[image]
+        )
+        Message.objects.create(conversation=conversation, role="assistant", content=f"answer {i}")
+        images.append(image)
+    services.user_message_create(conversation=conversation, content="current", attachments=[])
+    return images
+
+
+def pixel_questions(messages) -> list[str]:
+    """The texts of the history messages that carry image parts."""
+    return [m.text() for m in messages if isinstance(m.content, list)]
+
+
+def png_with_text(colour=(20, 40, 160), size=(40, 20)) -> bytes:
+    image = Image.new("RGB", size, colour)
+    for x in range(size[0] // 4):
+        for y in range(size[1]):
+            image.putpixel((x, y), (250, 250, 250))
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Title", "Quarterly revenue")
+    info.add_itxt("Description", "Umsatz Q3 — €1.2M")
+    out = io.BytesIO()
+    image.save(out, format="PNG", pnginfo=info)
+    return out.getvalue()
+
+
+# --- pixels or text ---------------------------------------------------------------------------
+
+
+def test_older_images_go_as_their_description_the_newest_two_turns_as_pixels_rv_4(
+    user, conversation
+):
+    images = turns_with_images(user, conversation, 5)
+    messages = load_history(conversation.pk).messages
+    assert pixel_questions(messages) == ["question 3", "question 4"]
+    oldest = messages[0]
+    assert oldest.content == (
+        "question 0\n[image: p0.png, 32x24 — PNG 32x24; mostly red #c8285a 100%]"
+    )
+    assert oldest.metadata["images_as_text"] == [str(images[0].pk)]
+    assert "images_as_text" not in messages[-2].metadata  # question 4: pixels
+
+
+@pytest.mark.parametrize("pixel_turns", [0, 1, 3, 10])
+def test_the_pixel_turns_setting_is_honoured_rv_4(user, conversation, settings, pixel_turns):
+    settings.FIMONE_IMAGE_PIXEL_TURNS = pixel_turns
+    turns_with_images(user, conversation, 5)
+    pixels = pixel_questions(load_history(conversation.pk).messages)
+    assert pixels == [f"question {i}" for i in range(max(0, 5 - pixel_turns), 5)]
+
+
+def test_the_current_query_keeps_its_pixels_even_with_no_pixel_turns_rv_4(
+    user, conversation, settings
+):
+    settings.FIMONE_IMAGE_PIXEL_TURNS = 0
+    image = upload(user, conversation, "now.png")
+    asked = services.user_message_create(
+        conversation=conversation, content="and this?", attachments=[image]
+    )
+    content = query_message(asked).content
+    assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_without_vision_no_pixels_are_sent_at_all_rv_4(user, conversation):
+    turns_with_images(user, conversation, 3)
+    image = upload(user, conversation, "now.png")
+    asked = services.user_message_create(
+        conversation=conversation, content="and this?", attachments=[image]
+    )
+    history = load_history(conversation.pk, vision=False).messages
+    query = query_message(asked, vision=False)
+    for message in [*history, query]:
+        assert isinstance(message.content, str)
+    assert query.content.startswith("and this?\n[image: now.png, 32x24 — PNG 32x24; mostly red")
+
+
+# --- described once ---------------------------------------------------------------------------
+
+
+def test_an_upload_is_described_once_and_requests_reuse_it(user, conversation, monkeypatch):
+    images = turns_with_images(user, conversation, 4)
+    assert images[0].description_source == "offline"
+    assert images[0].description == "PNG 32x24; mostly red #c8285a 100%"
+
+    def forbidden(data):
+        raise AssertionError("described again")
+
+    monkeypatch.setattr(image_descriptions, "offline_description", forbidden)
+    for _request in range(2):
+        messages = load_history(conversation.pk).messages
+        assert "mostly red #c8285a" in messages[0].text()
+
+
+def test_an_image_stored_before_descriptions_is_described_on_first_use_only(
+    user, conversation, monkeypatch, django_assert_max_num_queries
+):
+    images = turns_with_images(user, conversation, 4)
+    Attachment.objects.filter(pk__in=[i.pk for i in images]).update(
+        description="", description_source=""
+    )
+    calls = []
+    real = image_descriptions.offline_description
+    monkeypatch.setattr(
+        image_descriptions, "offline_description", lambda data: calls.append(1) or real(data)
+    )
+    first = load_history(conversation.pk).messages
+    assert len(calls) == 4
+    assert "— PNG 32x24; mostly red" in first[0].text()
+    with django_assert_max_num_queries(3):  # summary, messages, attachments: no write
+        again = load_history(conversation.pk).messages
+    assert len(calls) == 4
+    assert again[0].content == first[0].content
+
+
+def test_offline_description_names_size_format_colours_and_text_layer_rv_4():
+    data = png_with_text()
+    text = offline_description(data)
+    assert text == (
+        "PNG 40x20; mostly dark blue #1428a0 75%, white #fafafa 25%; text in the file: "
+        '"Title: Quarterly revenue" | "Description: Umsatz Q3 — €1.2M"'
+    )
+    assert offline_description(data) == text  # deterministic
+
+
+def test_offline_description_reads_jpeg_exif_and_comments():
+    exif = Image.Exif()
+    exif[0x010E] = "Receipt, hardware store"  # ImageDescription
+    exif[0x9C9C] = "Paid in cash".encode("utf-16-le")  # XPComment
+    out = io.BytesIO()
+    Image.new("RGB", (30, 10), (240, 220, 30)).save(
+        out, format="JPEG", exif=exif.tobytes(), comment=b"scanned 2026"
+    )
+    text = offline_description(out.getvalue())
+    assert text.startswith("JPEG 30x10; mostly yellow")
+    assert '"scanned 2026" | "Receipt, hardware store" | "Paid in cash"' in text
+
+
+@pytest.mark.parametrize("data", [b"not an image", image_bytes("PNG", noise=True)[:200]])
+def test_an_undecodable_file_gets_a_description_that_says_so(data):
+    assert offline_description(data).startswith("undecodable image (")
+
+
+def test_a_damaged_stored_file_becomes_text_not_an_error(user, conversation):
+    images = turns_with_images(user, conversation, 3)
+    broken = images[0]
+    Attachment.objects.filter(pk=broken.pk).update(description="", description_source="")
+    broken.file.storage.delete(broken.file.name)
+    broken.file.storage.save(broken.file.name, ContentFile(b"garbage bytes"))
+    oldest = load_history(conversation.pk).messages[0]
+    assert "[image: p0.png, 32x24 — undecodable image (13 bytes)" in oldest.text()
+
+
+# --- recall ----------------------------------------------------------------------------------
+
+
+def test_recall_finds_an_old_image_by_its_description_and_brings_its_pixels_rv_4(
+    user, conversation
+):
+    receipt = upload(user, conversation, "receipt.png", png_with_text())
+    services.user_message_create(
+        conversation=conversation, content="keep this", attachments=[receipt]
+    )
+    turns_with_images(user, conversation, 3)
+    current = Message.objects.filter(conversation=conversation).order_by("-id").first()
+
+    found = recall_passages(
+        conversation_id=conversation.pk, query="revenue", before_id=current.pk, vision=True
+    )
+    images = [f for f in found if isinstance(f, RecalledImage)]
+    assert len(images) == 1
+    assert "[image: receipt.png, 40x20 — PNG 40x20; mostly dark blue" in images[0].label
+    assert images[0].part["image_url"]["url"].startswith("data:image/png;base64,")
+
+    blind = recall_passages(
+        conversation_id=conversation.pk, query="revenue", before_id=current.pk, vision=False
+    )
+    assert [f.part for f in blind if isinstance(f, RecalledImage)] == [None]
+
+
+def test_recall_asked_for_a_screenshot_returns_the_newest_images_only_of_this_conversation(
+    user, conversation, foreign_conversation, other_user
+):
+    upload(other_user, foreign_conversation, "secret.png")
+    turns_with_images(user, conversation, 3)
+    found = recall_passages(conversation_id=conversation.pk, query="the screenshot", vision=True)
+    labels = [f.label for f in found if isinstance(f, RecalledImage)]
+    assert len(labels) == 2
+    assert "p2.png" in labels[0] and "p1.png" in labels[1]
+    assert not any("secret" in label for label in labels)

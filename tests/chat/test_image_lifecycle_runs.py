@@ -1,0 +1,163 @@
+"""The image lifecycle on the wire (SPEC RV.4): a websocket run through the real ReAct engine
+and the real openai SDK against tests/support/scripted_server.py; each test asserts what the
+provider received."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from chat import services
+from chat.models import Attachment, Message
+from fimone.llm.openai_client import OpenAIChatLLM
+from tests.chat.images import image_bytes
+from tests.support.runs import connect, events_until, send
+from tests.support.scripted_server import text, tool_calls
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("clean_runs"),
+]
+
+DESCRIBED = "A bar chart of quarterly revenue, titled Q3."
+
+
+@pytest.fixture
+async def socket(user, conversation):
+    comm = await connect(user, conversation.id)
+    yield comm
+    await comm.disconnect()
+
+
+def use_scripted_models(run_deps, scripted_server, *, vision: bool) -> None:
+    def get_llm(role: str) -> OpenAIChatLLM:
+        return OpenAIChatLLM(
+            model=f"scripted-{role}",
+            base_url=scripted_server.base_url,
+            api_key="k",
+            max_retries=0,
+            supports_vision=vision,
+        )
+
+    run_deps.use(get_llm=get_llm)
+
+
+@sync_to_async
+def earlier_turns(user, conversation, count: int) -> list[Attachment]:
+    images = []
+    for i in range(count):
+        image = services.attachment_create(
+            owner=user,
+            conversation=conversation,
+            uploaded_file=SimpleUploadedFile(
+                f"chart{i}.png", image_bytes("PNG"), content_type="image/png"
+            ),
+        )
+        services.user_message_create(
+            conversation=conversation, content=f"look at chart {i}", attachments=[image]
+        )
+        Message.objects.create(conversation=conversation, role="assistant", content=f"seen {i}")
+        images.append(image)
+    return images
+
+
+@sync_to_async
+def upload(user, conversation) -> str:
+    image = services.attachment_create(
+        owner=user,
+        conversation=conversation,
+        uploaded_file=SimpleUploadedFile("now.png", image_bytes("PNG"), content_type="image/png"),
+    )
+    return str(image.pk)
+
+
+def images_in(message: dict) -> int:
+    content = message["content"]
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for part in content if part.get("type") == "image_url")
+
+
+def chat_requests(scripted_server) -> list[dict]:
+    """The engine's calls (the description calls carry no tools and one message)."""
+    return [r for r in scripted_server.requests if len(r["messages"]) > 1]
+
+
+async def test_a_run_sends_current_and_recent_images_as_pixels_older_as_text_rv_4(
+    socket, user, conversation, run_deps, scripted_server
+):
+    use_scripted_models(run_deps, scripted_server, vision=True)
+    images = await earlier_turns(user, conversation, 4)
+    now = await upload(user, conversation)
+    # The fast model describes the two images that now go as text; then the answer.
+    scripted_server.enqueue(text(DESCRIBED), text(DESCRIBED), text("Two charts."))
+    await send(socket, type="message", content="compare", attachments=[now])
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+
+    describe_calls = [r for r in scripted_server.requests if len(r["messages"]) == 1]
+    assert len(describe_calls) == 2
+    assert all(images_in(r["messages"][0]) == 1 for r in describe_calls)
+    [request] = chat_requests(scripted_server)
+    users = [m for m in request["messages"] if m["role"] == "user"]
+    assert [images_in(m) for m in users] == [0, 0, 1, 1, 1]  # chart 0, 1 as text; 2, 3, now
+    assert users[0]["content"] == f"look at chart 0\n[image: chart0.png, 32x24 — {DESCRIBED}]"
+    stored = await Attachment.objects.aget(pk=images[0].pk)
+    assert (stored.description, stored.description_source) == (DESCRIBED, "model")
+
+    # The next request reuses the stored descriptions: no model is asked again.
+    scripted_server.reset()
+    scripted_server.enqueue(text(DESCRIBED), text("Still two charts."))
+    await send(socket, type="message", content="and now?")
+    await events_until(socket, "done", "error")
+    describe_calls = [r for r in scripted_server.requests if len(r["messages"]) == 1]
+    assert len(describe_calls) == 1  # only chart 2, which just aged out of the pixel turns
+    [request] = chat_requests(scripted_server)
+    users = [m for m in request["messages"] if m["role"] == "user"]
+    assert [images_in(m) for m in users] == [0, 0, 0, 1, 1, 0]
+
+
+async def test_without_vision_the_provider_gets_no_pixels_and_no_model_is_asked_rv_4(
+    socket, user, conversation, run_deps, scripted_server
+):
+    use_scripted_models(run_deps, scripted_server, vision=False)
+    await earlier_turns(user, conversation, 3)
+    now = await upload(user, conversation)
+    scripted_server.enqueue(text("Text only."))
+    await send(socket, type="message", content="compare", attachments=[now])
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    [request] = scripted_server.requests
+    assert not any(images_in(m) for m in request["messages"])
+    assert request["messages"][-1]["content"].startswith(
+        "compare\n[image: now.png, 32x24 — PNG 32x24; mostly red"
+    )
+
+
+async def test_recall_brings_an_old_image_back_as_pixels_for_the_next_call_rv_4(
+    socket, user, conversation, run_deps, scripted_server, settings
+):
+    settings.FIMONE_IMAGE_PIXEL_TURNS = 0
+    use_scripted_models(run_deps, scripted_server, vision=True)
+    [old] = await earlier_turns(user, conversation, 1)
+    await Attachment.objects.filter(pk=old.pk).aupdate(
+        description="A receipt from the hardware store", description_source="model"
+    )
+    scripted_server.enqueue(
+        tool_calls(("recall", {"query": "receipt"})), text("It says 12.50 EUR.")
+    )
+    await send(socket, type="message", content="what did the receipt say?")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+
+    first, second = scripted_server.requests
+    assert not any(images_in(m) for m in first["messages"])  # the old image went as text
+    tool_at = next(i for i, m in enumerate(second["messages"]) if m["role"] == "tool")
+    assert "chart0.png" in second["messages"][tool_at]["content"]
+    brought = second["messages"][tool_at + 1]
+    assert brought["role"] == "user" and images_in(brought) == 1
+    assert brought["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert json.dumps(second).count('"type": "image_url"') == 1  # that one only
