@@ -151,6 +151,19 @@ BENCHES = [
         },
     ),
     Bench(
+        name="images",
+        script="images.py",
+        quick_args=["--turns", "20", "--images", "8"],
+        figures={
+            "ratio lifecycle / every image": (
+                r"reference [\d,]+, ratio ([0-9.]+)% \(target",
+                "%",
+                "<= 25",
+            ),
+            "image tokens ratio": (r"of which images .*ratio ([0-9.]+)%", "%", ""),
+        },
+    ),
+    Bench(
         name="compaction_cost",
         script="compaction_cost.py",
         quick_args=["--turns", "40"],
