@@ -259,6 +259,10 @@ FAST_LLM_MODEL = env.str("FAST_LLM_MODEL", default="")
 FAST_LLM_CONTEXT_SIZE = _typed(env.int, "FAST_LLM_CONTEXT_SIZE", default=None)
 FAST_LLM_MAX_OUTPUT_TOKENS = _typed(env.int, "FAST_LLM_MAX_OUTPUT_TOKENS", default=None)
 # A provider profile name (contextmgmt.core.providers.PROFILES); empty: detected.
+# Whether an environment-configured model can see images (a ModelConfig row has its own
+# box); off: it is sent image descriptions, never pixels. Fast: the main value if unset.
+LLM_SUPPORTS_VISION = _typed(env.bool, "LLM_SUPPORTS_VISION", default=True)
+FAST_LLM_SUPPORTS_VISION = _typed(env.bool, "FAST_LLM_SUPPORTS_VISION", default=None)
 LLM_PROVIDER_PROFILE = env.str("LLM_PROVIDER_PROFILE", default="")
 FAST_LLM_PROVIDER_PROFILE = env.str("FAST_LLM_PROVIDER_PROFILE", default="")
 LLM_TIMEOUT_SECONDS = _typed(env.float, "LLM_TIMEOUT_SECONDS", default=120.0)

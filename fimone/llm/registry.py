@@ -92,6 +92,17 @@ def _env_endpoint(role: str) -> tuple[str, str, str]:
     return model, base_url, api_key
 
 
+def _env_vision(role: str) -> bool:
+    """Whether the environment's model for ``role`` can see images (fast: main's if unset)."""
+    from django.conf import settings
+
+    main = bool(getattr(settings, "LLM_SUPPORTS_VISION", True))
+    if role == "fast":
+        fast = getattr(settings, "FAST_LLM_SUPPORTS_VISION", None)
+        return main if fast is None else bool(fast)
+    return main
+
+
 def _fast_env_configured() -> bool:
     from django.conf import settings
 
@@ -126,7 +137,7 @@ def resolve_spec(role: Role = "main") -> LLMSpec:
             model=model or "default",  # llama.cpp and friends ignore the name
             base_url=base_url,
             api_key=api_key,
-            supports_vision=True,
+            supports_vision=_env_vision(role),
             profile=_env_profile(role, base_url, model),
             **limits,
         )

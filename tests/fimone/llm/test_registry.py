@@ -22,6 +22,7 @@ def nothing_configured(settings):
             setattr(settings, f"{prefix}LLM_{field}", "")
     settings.LLM_TIMEOUT_SECONDS = 120.0
     settings.LLM_MAX_RETRIES = 2
+    settings.LLM_SUPPORTS_VISION, settings.FAST_LLM_SUPPORTS_VISION = True, None
     return settings
 
 
@@ -130,6 +131,17 @@ def test_fast_endpoint_of_its_own(main_env_configured):
         "http://fast.example/v1",
         "sk-fast",
     )
+
+
+def test_the_vision_flag_of_environment_models_comes_from_settings_rv_4(main_env_configured):
+    main_env_configured.FAST_LLM_MODEL = "small-model"
+    assert get_llm("main").supports_vision is True  # the default
+    main_env_configured.LLM_SUPPORTS_VISION = False
+    assert get_llm("main").supports_vision is False
+    assert get_llm("fast").supports_vision is False  # fast follows main when unset
+    main_env_configured.FAST_LLM_SUPPORTS_VISION = True
+    assert get_llm("fast").supports_vision is True
+    assert describe_llm("main")["supports_vision"] is False
 
 
 def test_a_settings_change_gives_a_new_llm(main_env_configured):
