@@ -6,17 +6,22 @@ from __future__ import annotations
 import io
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image, PngImagePlugin
 
 from chat import image_descriptions, services
 from chat.history import load_history, query_message
+from chat.image_describer import can_describe, describe_images
 from chat.image_descriptions import offline_description
 from chat.models import Attachment, Message
 from chat.recall import recall_passages
+from contextmgmt.core.llm import LLMUnavailable
 from fimone.agent.tools import RecalledImage
+from fimone.llm.offline import OfflineLLM
 from tests.chat.images import image_bytes
+from tests.support.fake_llm import FakeLLM, Hang
 
 pytestmark = pytest.mark.django_db
 
@@ -226,3 +231,27 @@ def test_recall_asked_for_a_screenshot_returns_the_newest_images_only_of_this_co
     assert len(labels) == 2
     assert "p2.png" in labels[0] and "p1.png" in labels[1]
     assert not any("secret" in label for label in labels)
+
+
+# --- the fast model's description -------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_failed_model_description_keeps_the_offline_one_and_is_not_retried(
+    user, conversation
+):
+    images = await sync_to_async(turns_with_images)(user, conversation, 3)
+    ids = [str(i.pk) for i in images]
+    llm = FakeLLM().enqueue(LLMUnavailable("down"), Hang(), "A red square.")
+    assert await describe_images(llm, ids, time_limit=0.5) == 1
+    rows = {
+        a.original_name: (a.description_source, a.description)
+        async for a in Attachment.objects.filter(pk__in=ids)
+    }
+    # Newest first: p2 failed, p1 timed out, p0 got the model's words.
+    assert rows["p0.png"] == ("model", "A red square.")
+    for name in ("p1.png", "p2.png"):
+        assert rows[name] == ("model_failed", "PNG 32x24; mostly red #c8285a 100%")
+    assert await describe_images(llm, ids, time_limit=0.5) == 0  # nobody is asked again
+    assert len(llm.calls) == 3
+    assert can_describe(OfflineLLM()) is False and can_describe(FakeLLM()) is False

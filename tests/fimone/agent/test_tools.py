@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from fimone.agent.tools import (
+    RecalledImage,
     Tool,
     ToolRegistry,
     calculator_tool,
@@ -188,6 +189,26 @@ async def test_recall_with_no_match_says_so():
 
     result = await ToolRegistry([recall_tool(search)]).run("recall", '{"query": "zebra"}')
     assert result == "No passage of this conversation matches 'zebra'."
+
+
+async def test_recall_names_found_images_and_hands_their_pixels_on_rv_4():
+    part = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+
+    async def search(query, limit):
+        return [
+            "user (2026-01-01 10:00, message #3): the receipt",
+            RecalledImage(
+                label="image sent by the user: [image: r.png, 9x9 — a receipt]", part=part
+            ),
+            RecalledImage(label="image sent by the user: [image: s.png, 9x9 — blind]"),
+        ]
+
+    registry = ToolRegistry([recall_tool(search)])
+    output = await registry.run_output("recall", '{"query": "receipt"}')
+    assert "[2] image sent by the user: [image: r.png, 9x9 — a receipt]" in output.text
+    assert "[3] image sent by the user: [image: s.png" in output.text
+    assert output.images == (part,)  # only the one with pixels
+    assert await registry.run("recall", '{"query": "receipt"}') == output.text
 
 
 def test_default_tools_offer_recall_only_with_a_search():
