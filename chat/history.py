@@ -49,6 +49,7 @@ from contextmgmt.db_memory import LoadedHistory, StoredSummary
 logger = logging.getLogger(__name__)
 
 _SKIPPED_ASSISTANT_STATUSES = ("error", "running")
+_NO_BRACKETS = str.maketrans("[]", "()")
 
 
 # --- the history -----------------------------------------------------------------------------
@@ -203,7 +204,9 @@ def message_content(
 def image_note(attachment: Attachment) -> str:
     """``[image: name, WxH — description]``: the image as text (described once, stored)."""
     name = attachment.original_name or str(attachment.pk)
-    description = describe_offline(attachment)
+    # Brackets inside (a text layer, a model's words) would end the note early for anyone
+    # reading it back (the offline model, the summariser).
+    description = describe_offline(attachment).translate(_NO_BRACKETS)
     return f"[image: {name}, {attachment.width}x{attachment.height} — {description}]"
 
 

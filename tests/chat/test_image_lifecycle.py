@@ -156,6 +156,13 @@ def test_an_image_stored_before_descriptions_is_described_on_first_use_only(
     assert again[0].content == first[0].content
 
 
+def test_brackets_in_a_description_cannot_end_the_note_early(user, conversation):
+    [image] = turns_with_images(user, conversation, 1)
+    Attachment.objects.filter(pk=image.pk).update(description="a [draft] chart]")
+    [question, _answer] = load_history(conversation.pk, pixel_turns=0).messages
+    assert question.text() == "question 0\n[image: p0.png, 32x24 — a (draft) chart)]"
+
+
 def test_offline_description_names_size_format_colours_and_text_layer_rv_4():
     data = png_with_text()
     text = offline_description(data)
