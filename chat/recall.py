@@ -15,7 +15,8 @@ stated the detail, longer because it holds the detail.
 
 Images are found too: an earlier image (sent before the run's query) whose file name or
 stored description holds a query term, or any when the query asks for an image, picture,
-photo or screenshot — at most ``IMAGE_LIMIT``, best match first, then newest. Each is named
+photo or screenshot — at most ``IMAGE_LIMIT``, best match first, then newest; images the
+model already sees as pixels (the newest pixel turns) are not sent again. Each is named
 in the result as ``[image: name, WxH — description]``; for a model that can see images its
 pixels go with the next call (``fimone.agent.tools.RecalledImage``), so an old screenshot
 that only travels as text can be looked at again.
@@ -27,8 +28,8 @@ from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
 
-from chat.history import data_url, image_note
-from chat.models import Attachment, SearchDocument
+from chat.history import data_url, image_note, image_pixel_turns
+from chat.models import Attachment, Message, SearchDocument
 from chat.search import Hit, search
 from chat.search_text import Term, index_text, query_terms, snippet_bounds
 from fimone.agent.tools import RecalledImage
@@ -89,6 +90,9 @@ def recall_images(
     if before_id is not None:
         rows = rows.filter(message_id__lt=before_id)
     rows = rows.exclude(message__metadata__has_key="superseded_by").order_by("-created_at")
+    if vision and before_id is not None:
+        # The model already sees these as pixels (the newest pixel turns): not again.
+        rows = rows.exclude(message_id__in=_pixel_turn_ids(conversation_id, before_id))
     general = any(len(t.words) == 1 and t.words[0] in IMAGE_WORDS for t in terms)
     scored = []
     for attachment in rows[:IMAGES_SCANNED]:
@@ -106,6 +110,19 @@ def recall_images(
         part = {"type": "image_url", "image_url": {"url": url}} if url else None
         found.append(RecalledImage(label=label, part=part))
     return found
+
+
+def _pixel_turn_ids(conversation_id, before_id: int) -> list[int]:
+    turns = image_pixel_turns()
+    if turns <= 0:
+        return []
+    newest = (
+        Message.objects.filter(conversation_id=conversation_id, role="user", pk__lt=before_id)
+        .exclude(metadata__has_key="superseded_by")
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)
+    )
+    return list(newest[:turns])
 
 
 def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) -> list[str]:

@@ -240,6 +240,17 @@ def test_recall_asked_for_a_screenshot_returns_the_newest_images_only_of_this_co
     assert not any("secret" in label for label in labels)
 
 
+def test_recall_does_not_resend_images_the_model_already_sees_as_pixels(user, conversation):
+    turns_with_images(user, conversation, 5)
+    current = Message.objects.filter(conversation=conversation).order_by("-id").first()
+    found = recall_passages(
+        conversation_id=conversation.pk, query="image", before_id=current.pk, vision=True
+    )
+    labels = [f.label for f in found if isinstance(f, RecalledImage)]
+    # p3 and p4 travel as pixels already (the two newest turns): the newest others come.
+    assert ["p2.png" in labels[0], "p1.png" in labels[1]] == [True, True]
+
+
 # --- the fast model's description -------------------------------------------------------------
 
 
