@@ -186,11 +186,9 @@ def _encoded_chars(data: bytes) -> int:
     return total
 
 
-# Short texts are counted in place (``bytes.count`` per class, mapped in C): there, the
-# cost is the calls, not the bytes. Longer ones are peeled.
+# Short texts are counted in place (``bytes.count`` per class): there, the cost is the
+# calls, not the bytes. Longer ones are peeled.
 _PEEL_MIN = 256
-_ASCII_IN_CLASS_ORDER = tuple(bytes([_ASCII_CLASS_BYTES[name]]) for name in CLASSES[:8])
-_NO_LEADS_NOR_ENCODED = [0] * (1 + len(_LEAD_BLOCKS))
 _CONT_BYTES = bytes(range(0x80, 0xC0))
 _LEAD_ALL = b"".join(code for _, code in _LEAD_CODES)
 # The raw ASCII bytes of each ASCII class, commonest first: ASCII text is peeled straight
@@ -237,16 +235,24 @@ def text_counts(text: str) -> list[int]:
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
     if size < _PEEL_MIN:
+        counts = [0] * N_CLASSES
         if size == len(text):
             cls = data.translate(_BYTE_CLASS)  # no deletion: translate's fast path
-            counts = list(map(cls.count, _ASCII_IN_CLASS_ORDER))
-            counts += _NO_LEADS_NOR_ENCODED
+            left = size
         else:
             # Continuation bytes go: each non-ASCII character is left as its lead byte.
             cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
-            counts = list(map(cls.count, _ASCII_IN_CLASS_ORDER))
-            counts += _NO_LEADS_NOR_ENCODED
-            _peel_leads(cls.translate(None, _ASCII_ALL), counts)
+            leads = cls.translate(None, _ASCII_ALL)
+            _peel_leads(leads, counts)
+            left = len(cls) - len(leads)
+        # Commonest first, until every ASCII character is counted: prose seldom needs
+        # more than letters, spaces and punctuation.
+        for index, code in _ASCII_CODES:
+            if not left:
+                break
+            n = cls.count(code)
+            counts[index] = n
+            left -= n
     elif size == len(text):
         counts = [0] * N_CLASSES
         _peel(data, _ASCII_SETS, counts)
@@ -413,6 +419,14 @@ def estimate_message_tokens(msg: ChatMessage) -> int:
         return tokens
     content = msg.content
     calls = msg.tool_calls
+    if calls is None and type(content) is str:  # most messages: one text, nothing else
+        counts = text_counts(content)
+        value = sum(map(mul, counts, weights))
+        tokens = MESSAGE_OVERHEAD + (int(value + 0.5) or (1 if content else 0))
+        msg._token_cache = (
+            content, None, None, tokens, counts, weights, None, MESSAGE_OVERHEAD, len(content)
+        )  # fmt: skip
+        return tokens
     counts, images = message_counts(msg)
     fixed = MESSAGE_OVERHEAD + images
     tokens = fixed + tokens_of_counts(counts, weights)
