@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image, PngImagePlugin
@@ -18,6 +18,7 @@ from chat.image_descriptions import offline_description
 from chat.models import Attachment, Message
 from chat.recall import recall_passages
 from contextmgmt.core.llm import LLMUnavailable
+from contextmgmt.db_memory import DbMemory
 from fimone.agent.tools import RecalledImage
 from fimone.llm.offline import OfflineLLM
 from tests.chat.images import image_bytes
@@ -116,6 +117,30 @@ def test_without_vision_no_pixels_are_sent_at_all_rv_4(user, conversation):
     for message in [*history, query]:
         assert isinstance(message.content, str)
     assert query.content.startswith("and this?\n[image: now.png, 32x24 — PNG 32x24; mostly red")
+
+
+def test_db_memory_fits_a_screenshot_heavy_history_without_compacting_rv_4(
+    user, conversation, settings
+):
+    """Ten 1920x1080 screenshots cost 1,105 tokens each by the tile rule: re-sent, they
+    overflow a 4,000-token budget; under the lifecycle only two travel as pixels."""
+    for i in range(10):
+        shot = upload(user, conversation, f"shot{i}.png", image_bytes("PNG", (1920, 1080)))
+        services.user_message_create(
+            conversation=conversation, content=f"error {i}?", attachments=[shot]
+        )
+        Message.objects.create(conversation=conversation, role="assistant", content="Fixed.")
+    services.user_message_create(conversation=conversation, content="current")
+
+    memory = DbMemory(conversation.pk, 4_000, vision=True)
+    messages = async_to_sync(memory.get_messages)()
+    assert not memory.was_compacted and len(messages) == 20
+    assert 2 * 1105 < memory.tokens_after < 4_000
+
+    settings.FIMONE_IMAGE_PIXEL_TURNS = 10  # the reference behaviour: every image re-sent
+    resent = DbMemory(conversation.pk, 4_000, vision=True)
+    async_to_sync(resent.get_messages)()
+    assert resent.was_compacted and resent.tokens_before > 10 * 1105
 
 
 # --- described once ---------------------------------------------------------------------------
