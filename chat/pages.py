@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET
 
 from chat import selectors
 from chat.api import api_view
+from chat.ledger import compaction_ledger
 from chat.models import Conversation
 
 log = logging.getLogger(__name__)
@@ -160,5 +161,7 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
             "will_compact": used > limit,
             # Older history is already a summary: near-full is the normal state then.
             "summarised": summarised,
+            # What compaction cost and saved in this conversation so far.
+            "ledger": compaction_ledger(conversation=conversation),
         }
     )

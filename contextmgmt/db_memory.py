@@ -94,6 +94,8 @@ def summary_message(summary: StoredSummary, max_tokens: int | None = None) -> Ch
             "covers_through": summary.covers_through_id,
             # What llm_compact folds into the next summary's count.
             "summarized_count": summary.covered_count,
+            # And what the covered messages took, for a summary that folds this one.
+            "covered_tokens": summary.covered_tokens,
         },
     )
 

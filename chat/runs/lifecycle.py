@@ -31,6 +31,7 @@ from django.utils.translation import gettext, gettext_lazy
 from chat import image_describer
 from chat.models import Message
 from chat.runs import control, storage
+from chat.runs.compactions import RunCompactions, ledger_totals
 from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, control_group, failure_of, take_back
 from chat.runs.metering import MeteredLLM, usage_totals
@@ -98,6 +99,8 @@ class Run:
     # Steps and DAG plan as shown live, stored with the answer for a reload.
     record: RunRecord = field(default_factory=RunRecord)
     retry_of: int | None = None  # the failed assistant message this run answers again
+    # The run's compaction ledger and the summaries it may store (set when work starts).
+    compactions: RunCompactions | None = None
 
     @property
     def run_id(self) -> str:
@@ -140,7 +143,9 @@ class Run:
         return sorted(ids)
 
     def on_event(self, event_type: str, payload: dict) -> None:
-        if event_type == "answer.delta":
+        if event_type == "compact" and self.compactions is not None:
+            self.compactions.record(payload)
+        elif event_type == "answer.delta":
             self.answer_parts.append(payload.get("text") or "")
             self.answer_version += 1
         elif event_type == "answer.retract":
@@ -330,10 +335,30 @@ async def _work(run: Run):
                 "tokens_after": CompactUtils.estimate_messages_tokens(cut),
                 "cut_for_request": True,
             }
+    run.compactions = RunCompactions(before_id=run.query_message_id)
+    run.compactions.loaded(history)
     if facts is not None:
+        summary = getattr(memory, "new_summary", None)
+        stored = prepared.history.summary if prepared.history is not None else None
+        if summary is not None:
+            summary.metadata.update(
+                tokens_before=facts["tokens_before"],
+                tokens_after=facts["tokens_after"],
+                cost_input_tokens=facts["cost_input_tokens"],
+                cost_output_tokens=facts["cost_output_tokens"],
+            )
+            facts["summary_id"] = await database_sync_to_async(storage.save_summary)(
+                run.conversation_id, summary
+            )
+        elif stored is not None:
+            facts["summary_id"] = stored.id
         run.history_compaction = facts
         await run.publisher("compact", {"scope": "history", **run.history_compaction})
-        summary = getattr(memory, "new_summary", None)
+
+    async def on_compaction(scope: str, result) -> None:
+        # The engine summarised loaded history: stored like a load-time summary, so the
+        # next request starts from it instead of summarising the same messages again.
+        summary = run.compactions.to_store(scope, result)
         if summary is not None:
             await database_sync_to_async(storage.save_summary)(run.conversation_id, summary)
 
@@ -351,6 +376,7 @@ async def _work(run: Run):
         # Our own bound on every model call: the SDK's timeout counts per attempt and per
         # read, so with retries a hung provider could otherwise hold a user for minutes.
         llm_timeout=settings.LLM_TIMEOUT_SECONDS,
+        on_compaction=on_compaction,
     )
     return await run.deps.engine_for(run.mode)(ctx)
 
@@ -384,6 +410,11 @@ def _history_facts(memory, strategy: str | None = None) -> dict:
         "tokens_before": getattr(memory, "tokens_before", 0),
         "tokens_after": getattr(memory, "tokens_after", 0),
     }
+    # What the load-time compaction itself cost (a reused summary costs nothing now).
+    result = getattr(memory, "result", None)
+    usage = getattr(result, "usage", None) or Usage()
+    facts["cost_input_tokens"] = usage.input_tokens
+    facts["cost_output_tokens"] = usage.output_tokens
     if strategy == "summary":
         facts["reused_summary"] = True
     return facts
@@ -436,6 +467,8 @@ async def _finish(run: Run) -> None:
         status = "done"
     content = outcome.answer if outcome is not None else "".join(run.answer_parts)
     usage: dict[str, Any] = dict(usage_totals(run.answer_usage, run.compaction_usage))
+    if run.compactions is not None and run.compactions.entries:
+        usage.update(ledger_totals(run.compactions.entries))
     if run.prepared is not None:
         # Which model answered, for the usage card (a conversation may pick its model).
         usage["model"] = str(getattr(run.prepared.main, "model_name", "") or "")

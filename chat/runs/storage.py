@@ -337,8 +337,10 @@ def load_injection(message_id: int, *, vision: bool) -> ChatMessage:
 # --- while the run works ---------------------------------------------------------------------
 
 
-def save_summary(conversation_id: Any, summary: NewSummary) -> None:
-    summary_save(conversation_id=conversation_id, **dataclasses.asdict(summary))
+def save_summary(conversation_id: Any, summary: NewSummary) -> int:
+    """Store ``summary``; returns the id of the newest stored summary (this one, or one a
+    concurrent run stored covering as much or more)."""
+    return summary_save(conversation_id=conversation_id, **dataclasses.asdict(summary)).pk
 
 
 def save_progress(*, message_id: int, content: str, record: dict | None = None) -> None:

@@ -14,12 +14,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contextmgmt.core.compact import CompactResult
 from contextmgmt.core.llm import LLM, Usage
 from contextmgmt.core.messages import ChatMessage
 
 from .tools import ToolRegistry
 
 EventSink = Callable[[str, dict], Awaitable[None]]
+# Told of every compaction an engine makes: (scope, result). The chat layer stores a summary
+# of loaded history from it, as it stores a load-time one.
+CompactionHook = Callable[[str, CompactResult], Awaitable[None]]
 
 
 async def discard_events(event: str, payload: dict) -> None:
@@ -91,6 +95,7 @@ class AgentContext:
     llm_timeout: float | None = None
     # Seconds a whole streamed answer may take; None: 5 × llm_timeout (fimone.agent.calls).
     llm_stream_timeout: float | None = None
+    on_compaction: CompactionHook | None = None
 
 
 @dataclass

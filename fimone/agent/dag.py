@@ -191,6 +191,8 @@ class DagRun:
         payload["tokens_before"] = estimate_tokens(text)
         payload["tokens_after"] = estimate_tokens(compacted)
         await self._compacted(payload)
+        if ctx.on_compaction is not None:
+            await ctx.on_compaction("planner", result)
         return compacted
 
     def _planner_input_limit(self) -> int:

@@ -273,5 +273,8 @@ def compact_payload(scope: str, result: CompactResult, **extra: Any) -> dict[str
         "compacted_count": result.compacted_count,
         "tokens_before": result.tokens_before,
         "tokens_after": result.tokens_after,
+        # What the compaction itself cost (its summariser calls): the ledger's debit.
+        "cost_input_tokens": result.usage.input_tokens,
+        "cost_output_tokens": result.usage.output_tokens,
         **extra,
     }

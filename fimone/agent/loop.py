@@ -37,7 +37,7 @@ from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
 
 from .calls import stream_reply
-from .context import EventSink, InjectionQueue
+from .context import CompactionHook, EventSink, InjectionQueue
 from .prompts import LIMIT_NOTE, limit_preface
 from .pruning import prune_tool_results
 from .tools import ToolRegistry
@@ -74,6 +74,7 @@ class LoopConfig:
     event_extra: dict[str, Any] = field(default_factory=dict)
     # The guard's compaction hint: the loop's own reasoning chain by default.
     hint: str = "react_iteration"
+    on_compaction: CompactionHook | None = None
 
 
 @dataclass
@@ -197,10 +198,15 @@ class ReactLoop:
                 "compacted_count": last.compacted_count,
                 "tokens_before": last.tokens_before,
                 "tokens_after": last.tokens_after,
+                # What the compaction itself cost (its summariser calls): the ledger's debit.
+                "cost_input_tokens": last.usage.input_tokens,
+                "cost_output_tokens": last.usage.output_tokens,
                 **cfg.event_extra,
             }
             self.compactions.append(payload)
             await cfg.sink("compact", payload)
+            if cfg.on_compaction is not None:
+                await cfg.on_compaction(cfg.scope, last)
         return list(fitted)
 
     async def _call(

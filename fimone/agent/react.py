@@ -89,6 +89,7 @@ async def run_react(ctx: AgentContext) -> AgentOutcome:
             scope="iteration",
             stream=True,
             injections=ctx.injections,
+            on_compaction=ctx.on_compaction,
         )
     )
     result = await loop.run(build_react_messages(ctx))

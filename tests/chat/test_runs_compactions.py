@@ -1,0 +1,225 @@
+"""A run's compactions (chat/runs/compactions.py, chat/ledger.py): engine summaries of
+loaded history are stored like load-time ones (RF.3), and the compaction ledger."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.test import Client
+
+from chat.ledger import compaction_ledger
+from chat.models import ContextSummary, Message
+from chat.runs.compactions import summary_of_history
+from contextmgmt.core.compact import CompactResult
+from contextmgmt.core.llm import Usage
+from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
+from contextmgmt.core.prompts import hint_of
+from tests.support.runs import (
+    connect,
+    events_until,
+    history_filling_the_load_budget,
+    of_type,
+    send,
+)
+
+SUMMARY = "[Conversation summary] Turns 0-3 discussed words and numbers 12345."
+
+
+async def use_small_budget(run_deps) -> None:
+    from contextmgmt.budget import Budget
+
+    budget = Budget(
+        role="main",
+        context_size=12_000,
+        max_output_tokens=4_000,
+        usable_input_tokens=4_000,
+        source="env",
+    )
+    run_deps.use(resolve_budget=lambda role: budget)
+
+
+def summariser_calls(fake) -> list:
+    return [c for c in fake.calls if hint_of(c.messages[0].text())]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+async def test_a_summary_the_guard_makes_of_loaded_history_is_stored_and_reused_rf_3(
+    user, conversation, ws_fake_llm, run_deps
+):
+    """A tool round pushes a history that filled its budget over it: the guard summarises
+    the older history. That summary is stored like a load-time one, so the next request
+    starts from it and pays no summariser call for the same messages."""
+    await use_small_budget(run_deps)
+    query = "What next?"
+    await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
+    socket = await connect(user, conversation.id)
+    try:
+        ws_fake_llm.enqueue(ws_fake_llm.tool_call("calculator", '{"expression": "6*7"}'))
+        ws_fake_llm.default = SUMMARY
+        await send(socket, type="message", content=query)
+        events = await events_until(socket, "done", "error")
+        assert events[-1]["type"] == "done", events[-1]
+        assert [e["scope"] for e in of_type(events, "compact")] == ["iteration"]
+        assert len(summariser_calls(ws_fake_llm)) == 1
+
+        stored = await ContextSummary.objects.select_related("covers_through").aget(
+            conversation=conversation
+        )
+        history = [
+            m async for m in Message.objects.filter(conversation=conversation).order_by("id")
+        ][:8]
+        covered = [m for m in history if m.pk <= stored.covers_through_id]
+        assert 0 < len(covered) < 8 and stored.covered_count == len(covered)
+        assert stored.content.startswith(SUMMARY_PREFIX)
+        assert stored.metadata["made_by"] == "iteration"
+        assert stored.metadata["cost_input_tokens"] > 0
+
+        ws_fake_llm.calls.clear()
+        ws_fake_llm.default = "Then the numbers."
+        await send(socket, type="message", content="And then?")
+        events = await events_until(socket, "done", "error")
+        assert events[-1]["type"] == "done", events[-1]
+        (history_compact,) = of_type(events, "compact")
+        assert history_compact["reused_summary"] is True
+        assert history_compact["summary_id"] == stored.pk
+        assert summariser_calls(ws_fake_llm) == []
+    finally:
+        await socket.disconnect()
+
+
+def _history(n: int) -> list[ChatMessage]:
+    return [
+        ChatMessage(
+            role="user" if i % 2 == 0 else "assistant",
+            content=f"turn {i}",
+            metadata={"id": 10 + i},
+        )
+        for i in range(n)
+    ]
+
+
+def _result(summarized: list[ChatMessage]) -> CompactResult:
+    summary = ChatMessage(
+        role="system", content=f"{SUMMARY_PREFIX}\nshort", metadata={"summarized_count": 3}
+    )
+    return CompactResult(
+        [summary], "llm", 4, 1, 100, 20, usage=Usage(50, 10), summarized=summarized
+    )
+
+
+def test_a_summary_of_history_only_is_stored_with_what_it_covers():
+    history = _history(4)
+    stored = ChatMessage(
+        role="system",
+        content=f"{SUMMARY_PREFIX}\nolder",
+        metadata={"summarized_count": 6, "covered_tokens": 300},
+    )
+    result = _result([stored, *history[:3]])
+    summary = summary_of_history(result, before_id=99, accepted={id(stored)}, scope="iteration")
+    assert summary is not None
+    assert (summary.covers_through_id, summary.covered_count) == (12, 9)
+    assert summary.metadata["covered_tokens"] > 300
+
+
+def test_a_summary_of_this_runs_own_messages_is_not_stored():
+    history = _history(3)
+    tool = ChatMessage(role="tool", content="42", tool_call_id="c1")
+    assert (
+        summary_of_history(
+            _result([*history, tool]), before_id=99, accepted=set(), scope="iteration"
+        )
+        is None
+    )
+    # A follow-up of this run (stored after the question) is not history either.
+    later = ChatMessage(role="user", content="and?", metadata={"id": 120})
+    assert (
+        summary_of_history(
+            _result([*history, later]), before_id=100, accepted=set(), scope="iteration"
+        )
+        is None
+    )
+
+
+def test_a_summary_folding_a_clipped_or_unknown_summary_is_not_stored():
+    history = _history(2)
+    clipped = ChatMessage(
+        role="system", content=f"{SUMMARY_PREFIX}\nclip …", metadata={"clipped": True}
+    )
+    assert (
+        summary_of_history(
+            _result([clipped, *history]), before_id=99, accepted={id(clipped)}, scope="iteration"
+        )
+        is None
+    )
+    other = ChatMessage(role="system", content=f"{SUMMARY_PREFIX}\nof tool rounds")
+    assert (
+        summary_of_history(
+            _result([other, *history]), before_id=99, accepted=set(), scope="iteration"
+        )
+        is None
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+async def test_the_ledger_lists_each_compaction_its_cost_and_what_it_saved(
+    user, conversation, ws_fake_llm, run_deps
+):
+    await use_small_budget(run_deps)
+    query = "What next?"
+    await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
+    socket = await connect(user, conversation.id)
+    try:
+        ws_fake_llm.enqueue(ws_fake_llm.tool_call("calculator", '{"expression": "6*7"}'))
+        ws_fake_llm.default = SUMMARY
+        await send(socket, type="message", content=query)
+        done = (await events_until(socket, "done", "error"))[-1]
+        assert done["type"] == "done", done
+        usage = done["usage"]
+        (entry,) = usage["compactions"]
+        assert entry["scope"] == "iteration"
+        assert entry["cost_input_tokens"] == usage["compaction_input_tokens"] > 0
+        assert entry["cost_output_tokens"] == usage["compaction_output_tokens"] > 0
+        assert usage["compaction_saved_tokens"] == entry["tokens_before"] - entry["tokens_after"]
+        answer = await Message.objects.aget(pk=done["message_id"])
+        assert answer.metadata["usage"]["compactions"] == usage["compactions"]
+
+        ws_fake_llm.default = "Then the numbers."
+        await send(socket, type="message", content="And then?")
+        second = (await events_until(socket, "done", "error"))[-1]
+        assert second["type"] == "done", second
+        reuse = second["usage"]["compactions"][0]
+        assert reuse["reused_summary"] is True and reuse["cost_input_tokens"] == 0
+    finally:
+        await socket.disconnect()
+
+    ledger = await sync_to_async(compaction_ledger)(conversation=conversation)
+    assert ledger["compactions"] == 1  # the reuse is no new compaction
+    assert ledger["cost_input_tokens"] == usage["compaction_input_tokens"]
+    saved = usage["compaction_saved_tokens"] + second["usage"]["compaction_saved_tokens"]
+    assert ledger["saved_input_tokens"] == saved
+    assert ledger["net_saved_tokens"] == (
+        saved - usage["compaction_input_tokens"] - usage["compaction_output_tokens"]
+    )
+    (line,) = ledger["summaries"]
+    assert line["made_by"] == "iteration" and line["requests"] == 1
+    assert line["net_saved_tokens"] == line["saved_input_tokens"] - line["cost_tokens"]
+
+
+@pytest.mark.django_db
+def test_the_context_gauge_carries_the_ledger_and_hides_others(
+    user, conversation, foreign_conversation
+):
+    client = Client()
+    client.force_login(user)
+    info = client.get(f"/api/conversations/{conversation.id}/context/").json()
+    assert info["ledger"] == {
+        "compactions": 0,
+        "cost_input_tokens": 0,
+        "cost_output_tokens": 0,
+        "saved_input_tokens": 0,
+        "net_saved_tokens": 0,
+        "summaries": [],
+    }
+    assert client.get(f"/api/conversations/{foreign_conversation.id}/context/").status_code == 404
