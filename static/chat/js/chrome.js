@@ -144,6 +144,7 @@ export class Gauge {
             )
           : "",
         info.will_compact ? gettext("The next answer will summarise older messages to fit.") : "",
+        ledgerSummary(info.ledger, number),
       ].filter(Boolean).join("\n");
       gauge.title = detail;
       this.detail.textContent = detail;
@@ -159,4 +160,25 @@ export class Gauge {
       this.hide();
     }
   }
+}
+
+// The conversation's compaction ledger in one line: what compaction cost and saved so far.
+function ledgerSummary(ledger, number) {
+  if (!ledger || !(ledger.compactions || ledger.saved_input_tokens)) return "";
+  return interpolate(
+    ngettext(
+      "Compaction so far: %(count)s compaction cost %(cost)s tokens and saved %(saved)s " +
+        "input tokens (net %(net)s)",
+      "Compaction so far: %(count)s compactions cost %(cost)s tokens and saved %(saved)s " +
+        "input tokens (net %(net)s)",
+      ledger.compactions,
+    ),
+    {
+      count: number(ledger.compactions),
+      cost: number(ledger.cost_input_tokens + ledger.cost_output_tokens),
+      saved: number(ledger.saved_input_tokens),
+      net: number(ledger.net_saved_tokens),
+    },
+    true,
+  );
 }

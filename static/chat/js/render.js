@@ -44,6 +44,43 @@ export function formatK(tokens) {
   return `${((Number(tokens) || 0) / 1000).toFixed(1)}k`;
 }
 
+// The run's compaction ledger, as lines of the usage card's details: each compaction with
+// its tokens before and after and its own cost, then what they saved (docs/architecture.md,
+// "Compaction ledger"). Empty when the run compacted nothing.
+const LEDGER_SCOPES = {
+  history: () => gettext("History at load"),
+  iteration: () => gettext("During the run"),
+  planner: () => gettext("Planner input"),
+  step: () => gettext("DAG step"),
+};
+
+export function ledgerLines(usage) {
+  const entries = Array.isArray(usage.compactions) ? usage.compactions : [];
+  if (!entries.length) return "";
+  const n = (v) => (Number(v) || 0).toLocaleString(document.documentElement.lang || undefined);
+  const lines = entries.map((entry) => {
+    const scope = (LEDGER_SCOPES[entry.scope] || (() => String(entry.scope || "")))();
+    const facts = {
+      scope,
+      before: n(entry.tokens_before),
+      after: n(entry.tokens_after),
+      cost: n((Number(entry.cost_input_tokens) || 0) + (Number(entry.cost_output_tokens) || 0)),
+    };
+    const format = entry.reused_summary
+      ? gettext("%(scope)s: stored summary reused, %(before)s → %(after)s tokens, cost %(cost)s")
+      : gettext("%(scope)s: %(before)s → %(after)s tokens, cost %(cost)s");
+    return interpolate(format, facts, true);
+  });
+  lines.push(
+    interpolate(
+      gettext("Compaction saved %(saved)s input tokens"),
+      { saved: n(usage.compaction_saved_tokens) },
+      true,
+    ),
+  );
+  return lines.join("\n");
+}
+
 function messages(n) {
   return interpolate(ngettext("%(count)s message", "%(count)s messages", n), { count: n }, true);
 }
@@ -572,6 +609,7 @@ export class AssistantView {
         { in: number(cin), out: number(cout) },
         true,
       ),
+      ledgerLines(usage),
       usage.estimated ? gettext("Estimated: the model did not report (all of) its usage") : "",
       elapsedMs
         ? interpolate(gettext("Time: %(seconds)s s"), { seconds: (elapsedMs / 1000).toFixed(1) }, true)
