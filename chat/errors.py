@@ -35,3 +35,10 @@ class AttachmentNotFound(ChatError):
     """A referenced file id is malformed, unknown, or belongs to someone else."""
 
     status = 404
+
+
+class Conflict(ChatError):
+    """The request is well-formed but the object's state refuses it (e.g. a summary that
+    is no longer the one in force)."""
+
+    status = 409

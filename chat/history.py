@@ -1,9 +1,10 @@
 """A conversation's stored messages as the agent reads them.
 
 ``load_history`` is the loader ``contextmgmt.db_memory.DbMemory`` calls (registered in
-``ChatConfig.ready``): the newest stored summary, then the messages after it, as
-``ChatMessage``s. ``query_message`` is one user message as the run's pinned query. Both
-turn attached images into message parts with the one helper, ``message_content``.
+``ChatConfig.ready``): the newest stored summary a user has not discarded, then the
+messages it does not cover, as ``ChatMessage``s. ``query_message`` is one user message as
+the run's pinned query. Both turn attached images into message parts with the one helper,
+``message_content``.
 
 What is loaded, and why:
 
@@ -15,6 +16,9 @@ What is loaded, and why:
   saw and may refer to ("go on"); an answer the user retried or regenerated
   (``metadata["superseded_by"]``) is skipped: its successor answers the same question; so
   is a question the user edited and sent again (websocket ``edit``), with what followed it;
+- a message the user pinned ("keep verbatim") comes with ``pinned=True``, even when the
+  summary covers it (then also ``metadata["covered"]``: DbMemory leaves it out rather than
+  summarising it again when pins exceed their share of the budget);
 - the trailing user message is dropped: it is the current query, which the agent appends
   itself, pinned;
 - images (``metadata["images"]``) follow the image lifecycle (docs/architecture.md,
@@ -39,7 +43,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Case, Q, Value, When
 
 from chat.image_descriptions import describe_missing, describe_offline
 from chat.models import Attachment, ContextSummary, Message
@@ -74,7 +78,7 @@ def load_history(
         summary = None
     elif summary is None:
         summary = latest_summary(conversation_id)
-    rows = _history_rows(conversation_id, through=summary.covers_through_id if summary else None)
+    rows = _history_rows(conversation_id, summary=summary)
     if rows and rows[-1][1] == "user":
         rows.pop()  # the current query: the agent re-appends it, pinned
     kept = [row for row in rows if _is_context(row)]
@@ -94,47 +98,88 @@ def image_pixel_turns() -> int:
 
 
 def latest_summary(conversation_id: Any) -> StoredSummary | None:
+    """The newest summary of the conversation a user has not discarded, or None."""
     found = (
-        ContextSummary.objects.filter(conversation_id=conversation_id)
+        ContextSummary.objects.filter(conversation_id=conversation_id, discarded_at__isnull=True)
         .order_by("-covers_through__created_at", "-covers_through_id", "-id")
-        .values_list("id", "content", "covers_through_id", "covered_count", "metadata")
+        .values_list(
+            "id",
+            "content",
+            "covers_through_id",
+            "covered_count",
+            "metadata",
+            "uncovered_ids",
+            "edited_at",
+        )
         .first()
     )
-    return StoredSummary.from_row(*found) if found else None
+    if not found:
+        return None
+    *fields, uncovered_ids, edited_at = found
+    return StoredSummary.from_row(
+        *fields, uncovered_ids=uncovered_ids, edited=edited_at is not None
+    )
 
 
-def _history_rows(conversation_id: Any, *, through: int | None) -> list[tuple]:
-    """(id, role, content, kind, status, created_at, images) in (created_at, id) order."""
-    rows = (
+def context_rows(conversation_id: Any) -> Any:
+    """The conversation's messages that can be context, as a queryset (no order)."""
+    return (
         Message.objects.filter(conversation_id=conversation_id, role__in=("user", "assistant"))
         .exclude(role="assistant", status="running")
         # Retried answers, and questions edited and sent again with what followed them.
         .exclude(metadata__has_key="superseded_by")
     )
-    if through is not None:
-        # Only what the summary does not cover.
-        covered = Message.objects.filter(pk=through).values("created_at")[:1]
-        rows = rows.filter(Q(created_at__gt=covered) | Q(created_at=covered, id__gt=through))
+
+
+def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[tuple]:
+    """(id, role, content, kind, status, created_at, images, pinned, covered), in
+    (created_at, id) order."""
+    rows = context_rows(conversation_id)
+    if summary is None:
+        rows = rows.annotate(covered=Value(False))
+    else:
+        # What the summary does not cover, and what the user pinned; a pinned message
+        # loaded only for its pin is marked ``covered``.
+        through = summary.covers_through_id
+        at = Message.objects.filter(pk=through).values("created_at")[:1]
+        not_covered = (
+            Q(created_at__gt=at)
+            | Q(created_at=at, id__gt=through)
+            | Q(id__in=list(summary.uncovered_ids))
+        )
+        rows = rows.filter(not_covered | Q(pinned=True)).annotate(
+            covered=Case(When(not_covered, then=Value(False)), default=Value(True))
+        )
     # Only the images key of the metadata: decoding every row's whole JSON (usage, run
     # facts, …) was a third of the load time at 2,000 messages.
     return list(
         rows.order_by("created_at", "id").values_list(
-            "id", "role", "content", "kind", "status", "created_at", "metadata__images"
+            "id",
+            "role",
+            "content",
+            "kind",
+            "status",
+            "created_at",
+            "metadata__images",
+            "pinned",
+            "covered",
         )
     )
 
 
 def _is_context(row: tuple) -> bool:
-    _id, role, content, kind, status, _created, images = row
+    _id, role, content, kind, status, _created, images, _pinned, _covered = row
     if role == "user":
         return bool(content) or bool(_image_refs(images))
     return bool(content) and kind != "error" and status not in _SKIPPED_ASSISTANT_STATUSES
 
 
 def _history_message(row: tuple, attachments: dict[str, Attachment], pixels: bool) -> ChatMessage:
-    msg_id, role, content, _kind, _status, created_at, images = row
+    msg_id, role, content, _kind, _status, created_at, images, pinned, covered = row
     refs = _image_refs(images)
     metadata: dict[str, Any] = {"id": msg_id, "created_at": created_at.isoformat()}
+    if covered:
+        metadata["covered"] = True
     if refs and not pixels:
         metadata["images_as_text"] = [
             str(a.pk)
@@ -144,6 +189,7 @@ def _history_message(row: tuple, attachments: dict[str, Attachment], pixels: boo
     return ChatMessage(
         role=role,
         content=message_content(content, refs, attachments, vision=pixels),
+        pinned=pinned,
         metadata=metadata,
     )
 

@@ -66,6 +66,8 @@ class Message(models.Model):
     content = models.TextField(blank=True, default="")
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.QUERY)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DONE)
+    # The user asked to keep this message verbatim: load-time compaction leaves it out of
+    # the summary while pinned history fits in half the budget (docs/architecture.md).
     pinned = models.BooleanField(default=False)
     # images: [{"file_id", "mime_type"}]; usage; compaction facts; run id; …
     metadata = models.JSONField(default=dict, blank=True)
@@ -152,9 +154,17 @@ class ContextSummary(models.Model):
     covers_through = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
     content = models.TextField()
     covered_count = models.PositiveIntegerField(default=0)
+    # Ids of messages up to ``covers_through`` the summary does NOT cover (pinned ones kept
+    # verbatim, the verbatim tail before a pinned one): they are loaded after it.
+    uncovered_ids = models.JSONField(default=list, blank=True)
     tokens = models.PositiveIntegerField(default=0)
+    # facts_appended / facts_missing (the fact check's lists), covered_tokens, original
+    # (the model's text, once a user edited it), …
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A user's edit is used as it is; a discarded summary is never loaded again.
+    edited_at = models.DateTimeField(null=True, blank=True)
+    discarded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -14,7 +14,9 @@ from django.db.models import Q, QuerySet
 from django.utils.translation import gettext
 
 from chat.errors import AttachmentNotFound, InvalidInput
-from chat.models import Attachment, Conversation, Message
+from chat.history import context_rows
+from chat.models import Attachment, ContextSummary, Conversation, Message
+from chat.summaries import summary_latest
 from contextmgmt.models import ModelConfig
 
 MAX_PAGE_SIZE = 200
@@ -84,6 +86,67 @@ def message_list(
     return message_page(
         conversation=conversation, before_id=before_id, after_id=after_id, limit=limit
     ).messages
+
+
+def message_get(*, conversation: Conversation, message_id) -> Message:
+    """A message of the (already owner-checked) conversation; DoesNotExist otherwise."""
+    if not isinstance(message_id, int) or isinstance(message_id, bool):
+        try:
+            message_id = int(str(message_id))
+        except ValueError:
+            raise Message.DoesNotExist from None
+    return Message.objects.get(pk=message_id, conversation=conversation)
+
+
+def summary_get(*, conversation: Conversation, summary_id) -> ContextSummary:
+    """A summary of the conversation by id, or ``"current"`` for the one in force (the one
+    the next request starts from); DoesNotExist otherwise. Discarded and replaced
+    summaries stay readable by id (an old divider still opens)."""
+    if summary_id == "current":
+        found = summary_latest(conversation_id=conversation.pk)
+        if found is None:
+            raise ContextSummary.DoesNotExist
+        return found
+    try:
+        pk = int(str(summary_id))
+    except ValueError:
+        raise ContextSummary.DoesNotExist from None
+    return ContextSummary.objects.select_related("covers_through").get(
+        pk=pk, conversation=conversation
+    )
+
+
+def summary_is_current(*, summary: ContextSummary) -> bool:
+    current = summary_latest(conversation_id=summary.conversation_id)
+    return current is not None and current.pk == summary.pk
+
+
+def summary_covered_page(
+    *, summary: ContextSummary, after_id: int | None = None, limit: int = 50
+) -> MessagePage:
+    """The messages the summary stands for, oldest first, ``limit`` at a time after the
+    message ``after_id``. They are still stored: only the model's view of them changed."""
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise InvalidInput("invalid_limit", f"limit must be between 1 and {MAX_PAGE_SIZE}.")
+    through = summary.covers_through
+    qs = (
+        context_rows(summary.conversation_id)
+        .filter(
+            Q(created_at__lt=through.created_at)
+            | Q(created_at=through.created_at, id__lte=through.id)
+        )
+        .exclude(id__in=list(summary.uncovered_ids or []))
+        # Never context: failed and empty answers.
+        .exclude(role="assistant", kind=Message.Kind.ERROR)
+        .exclude(role="assistant", content="")
+    )
+    if after_id is not None:
+        cursor = _cursor(summary.conversation, after_id)
+        qs = qs.filter(
+            Q(created_at__gt=cursor.created_at) | Q(created_at=cursor.created_at, id__gt=cursor.id)
+        )
+    rows = list(qs.order_by("created_at", "id")[: limit + 1])
+    return MessagePage(messages=rows[:limit], has_more=len(rows) > limit)
 
 
 def attachments_for_ids(

@@ -16,9 +16,9 @@ from chat.models import ContextSummary, Conversation, Message
 
 
 def summary_latest(*, conversation_id: Any) -> ContextSummary | None:
-    """The newest summary of the conversation (the one covering the most), or None."""
+    """The newest summary of the conversation a user has not discarded, or None."""
     return (
-        ContextSummary.objects.filter(conversation_id=conversation_id)
+        ContextSummary.objects.filter(conversation_id=conversation_id, discarded_at__isnull=True)
         .select_related("covers_through")
         .order_by("-covers_through__created_at", "-covers_through_id", "-id")
         .first()
@@ -34,12 +34,14 @@ def summary_save(
     covered_count: int,
     tokens: int = 0,
     metadata: dict[str, Any] | None = None,
+    uncovered_ids: list[int] | None = None,
 ) -> ContextSummary:
     """Store a summary covering the conversation up to and including ``covers_through_id``.
 
     Two runs of one conversation may both summarise; the conversation row is locked so
     they serialise, and a summary that covers no more than the newest stored one is not
     stored (the newest is returned instead): summaries only ever move forward.
+    ``uncovered_ids``: messages up to ``covers_through_id`` it does not cover.
     """
     if not summary.strip():
         raise ValidationError("A summary must not be empty.")
@@ -53,7 +55,10 @@ def summary_save(
             f"Message {covers_through_id} is not part of conversation {conversation_id}."
         ) from None
     latest = summary_latest(conversation_id=conversation.pk)
-    if latest is not None and _position(latest.covers_through) >= _position(covers_through):
+    if latest is not None and (_position(latest.covers_through), latest.covered_count) >= (
+        _position(covers_through),
+        covered_count,
+    ):
         return latest
     return ContextSummary.objects.create(
         conversation=conversation,
@@ -62,6 +67,7 @@ def summary_save(
         covered_count=covered_count,
         tokens=max(0, tokens),
         metadata=metadata or {},
+        uncovered_ids=[int(i) for i in uncovered_ids or ()],
     )
 
 

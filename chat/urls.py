@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from chat import export, pages, search_views, views
+from chat import export, pages, search_views, summary_views, views
 
 app_name = "chat"
 
@@ -24,6 +24,21 @@ urlpatterns = [
         "api/conversations/<str:conversation_id>/messages/",
         views.conversation_messages,
         name="messages",
+    ),
+    path(
+        "api/conversations/<str:conversation_id>/messages/<str:message_id>/",
+        summary_views.message_detail,
+        name="message",
+    ),
+    path(
+        "api/conversations/<str:conversation_id>/summaries/<str:summary_id>/",
+        summary_views.summary_detail,
+        name="summary",
+    ),
+    path(
+        "api/conversations/<str:conversation_id>/summaries/<str:summary_id>/messages/",
+        summary_views.summary_messages,
+        name="summary_messages",
     ),
     path(
         "api/conversations/<str:conversation_id>/attachments/",

@@ -2,8 +2,14 @@
 
 Read-only: the app that stores the messages owns every write, including the summaries this
 class produces — ``new_summary`` says what to persist, and the next load starts from the
-newest persisted summary plus the messages after it, so a long conversation is not
-re-summarised from scratch on every request.
+newest persisted summary plus the messages it does not cover, so a long conversation is not
+re-summarised from scratch on every request. What a summary covers is taken from the
+messages the summariser actually saw (``CompactResult.summarized``): a pinned message kept
+verbatim in the middle of the history stays uncovered and is loaded again.
+
+Pinned history (a user's "keep verbatim") stays out of the summary while it fits in half
+the budget; beyond that the oldest pins yield first (``pins_yielded``). A summary a user
+edited is used as it is. See docs/architecture.md.
 
 Reading the messages is the storing app's business too: DbMemory calls a history loader
 (``register_history_loader``; chat registers ``chat.history.load_history``) in a thread,
@@ -13,14 +19,15 @@ imports nothing of the app above it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from contextmgmt.core.compact import CompactResult, CompactUtils, clip_to_tokens
-from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT
+from contextmgmt.core.compact import CompactResult, CompactUtils, clip_to_tokens, tool_units
+from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT, PINNED_CAP_SHARE
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
@@ -30,6 +37,8 @@ from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 # new one, it is clipped to a quarter so that the recent messages keep room.
 _SUMMARY_MAX_SHARE = 2
 _SUMMARY_CLIP_SHARE = 4
+# The fact check's lists kept with a summary, for the user to see: the first this many.
+MAX_FACTS_SHOWN = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +50,34 @@ class StoredSummary:
     covered_count: int
     covered_tokens: int = 0
     id: int | None = None
+    # Messages up to covers_through that the summary does not cover (loaded after it).
+    uncovered_ids: tuple[int, ...] = ()
+    # A user wrote this text: it is used as it is.
+    edited: bool = False
 
     @classmethod
     def from_model(cls, row: Any) -> StoredSummary:
         return cls.from_row(
-            row.pk, row.content, row.covers_through_id, row.covered_count, row.metadata
+            row.pk,
+            row.content,
+            row.covers_through_id,
+            row.covered_count,
+            row.metadata,
+            uncovered_ids=row.uncovered_ids,
+            edited=row.edited_at is not None,
         )
 
     @classmethod
     def from_row(
-        cls, pk: int, content: str, covers_through_id: int, covered_count: int, metadata: Any
+        cls,
+        pk: int,
+        content: str,
+        covers_through_id: int,
+        covered_count: int,
+        metadata: Any,
+        *,
+        uncovered_ids: Any = (),
+        edited: bool = False,
     ) -> StoredSummary:
         return cls(
             content=content,
@@ -58,6 +85,8 @@ class StoredSummary:
             covered_count=covered_count,
             covered_tokens=int((metadata or {}).get("covered_tokens", 0)),
             id=pk,
+            uncovered_ids=tuple(int(i) for i in uncovered_ids or () if isinstance(i, int)),
+            edited=edited,
         )
 
 
@@ -70,11 +99,16 @@ class NewSummary:
     covered_count: int
     tokens: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    uncovered_ids: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
 class LoadedHistory:
-    messages: list[ChatMessage]  # after the stored summary, trailing user message dropped
+    """What a loader read: the messages the summary does not cover (in order, the trailing
+    user message dropped) and the summary. A message the user pinned is loaded even when
+    the summary covers it (``pinned=True``, ``metadata["covered"]=True``)."""
+
+    messages: list[ChatMessage]
     summary: StoredSummary | None
 
 
@@ -133,7 +167,10 @@ class DbMemory(BaseMemory):
     (what the ``compact`` event reports); ``strategy`` ("none", "summary" — a stored
     summary was reused, "llm", "truncate"); ``tokens_before`` / ``tokens_after``;
     ``result`` (the CompactResult of a compaction run during this load, else None);
-    ``new_summary`` (a NewSummary to persist, or None when nothing new was summarised).
+    ``new_summary`` (a NewSummary to persist, or None when nothing new was summarised);
+    ``summary_in_use`` / ``summary_edited`` (the stored summary loaded, and whether a user
+    wrote it); ``pins_kept`` / ``pins_yielded`` (ids of pinned history messages kept
+    verbatim, and of those that yielded to the cap, when the history had to be compacted).
     """
 
     def __init__(
@@ -178,6 +215,11 @@ class DbMemory(BaseMemory):
         self.tokens_after = 0
         self.result: CompactResult | None = None
         self.new_summary: NewSummary | None = None
+        # Pinned history: ids kept verbatim, and ids that yielded to the cap (oldest first).
+        self.pins_kept: list[int] = []
+        self.pins_yielded: list[int] = []
+        self.summary_in_use: StoredSummary | None = None  # the stored summary loaded
+        self.summary_edited = False  # it is a user's edit
 
     async def add_message(self, message: ChatMessage) -> None:
         """No-op: the app that stores the messages persists them."""
@@ -198,9 +240,14 @@ class DbMemory(BaseMemory):
             )
         stored = loaded.summary
         history = loaded.messages
+        self.summary_in_use = stored
+        self.summary_edited = stored is not None and stored.edited
         base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
         tokens = CompactUtils.estimate_messages_tokens(base)
-        self.original_count = (stored.covered_count if stored else 0) + len(history)
+        # A pinned message the summary covers as well is counted once.
+        self.original_count = (stored.covered_count if stored else 0) + sum(
+            1 for m in history if not m.metadata.get("covered")
+        )
         self.tokens_before = (stored.covered_tokens if stored else 0) + (
             CompactUtils.estimate_messages_tokens(history) if stored else tokens
         )
@@ -211,6 +258,11 @@ class DbMemory(BaseMemory):
             self.tokens_after = tokens
             return base
 
+        history, self.pins_yielded = cap_pinned_history(history, self.max_tokens)
+        self.pins_kept = [
+            m.metadata.get("id") for m in history if m.pinned and m.metadata.get("id")
+        ]
+        base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
         if self.compact_llm is not None:
             result = await CompactUtils.llm_compact(
                 base,
@@ -240,38 +292,98 @@ class DbMemory(BaseMemory):
         return result.messages
 
 
+def cap_pinned_history(
+    history: list[ChatMessage], max_tokens: int
+) -> tuple[list[ChatMessage], list[int]]:
+    """Pinned history within half the budget: the oldest pinned messages yield first.
+
+    A yielding message the stored summary already covers is left out (the summary holds
+    it); any other joins the messages that may be summarised, unpinned. A tool call and its
+    results yield together. Returns (new list of the caller's messages and unpinned copies,
+    ids of the messages that yielded).
+    """
+    cap = int(max_tokens * PINNED_CAP_SHARE)
+    units = tool_units(history)
+    pinned = sum(_units_tokens(u) for u in units if any(m.pinned for m in u))
+    if pinned <= cap:
+        return list(history), []
+    out: list[ChatMessage] = []
+    yielded: list[int] = []
+    for unit in units:
+        if pinned <= cap or not any(m.pinned for m in unit):
+            out.extend(unit)
+            continue
+        pinned -= _units_tokens(unit)
+        yielded.extend(m.metadata["id"] for m in unit if m.pinned and "id" in m.metadata)
+        for msg in unit:
+            if msg.metadata.get("covered"):
+                continue
+            out.append(
+                dataclasses.replace(msg, pinned=False, metadata=dict(msg.metadata))
+                if msg.pinned
+                else msg
+            )
+    return out, yielded
+
+
+def _units_tokens(unit: list[ChatMessage]) -> int:
+    return CompactUtils.estimate_messages_tokens(unit)
+
+
 def _new_summary(
     stored: StoredSummary | None, history: list[ChatMessage], result: CompactResult
 ) -> NewSummary | None:
-    """The summary in ``result`` and the history prefix it stands for, or None.
+    """What the summary in ``result`` covers, from the messages it actually summarised.
 
-    llm_compact summarises the oldest compactable messages and keeps a suffix verbatim;
-    ``summarized_count`` counts the summarised messages, folded summaries included (ours
-    carries its ``covered_count`` as ``summarized_count``), so the newly covered messages
-    are the first ``summarized_count - covered_count`` of the history.
+    ``result.summarized`` holds the summarised messages themselves (the stored summary
+    folded in among them). The new summary covers what the stored one covered plus those
+    history messages; it covers through the newest of them that lies after the stored
+    summary, and every loaded message up to there it did not summarise (a pinned one kept
+    verbatim, say) is recorded as uncovered, so that the next load brings it back.
     """
     summaries = [m for m in result.messages if m.is_summary]
-    if not summaries:
+    if not summaries or not result.summarized:
         return None
-    already = stored.covered_count if stored else 0
-    newly = result.summarized_count - already
-    if result.summarized_count <= 0:
-        # A core without the count: everything before the first message kept verbatim.
-        kept_ids = {m.metadata.get("id") for m in result.messages if not m.is_summary}
-        newly = next(
-            (i for i, m in enumerate(history) if m.metadata.get("id") in kept_ids), len(history)
-        )
-    covered = history[: max(0, newly)]
-    if not covered:
+    summarised = {id(m) for m in result.summarized}
+    earlier = set(stored.uncovered_ids) if stored else set()
+
+    def before_stored(msg: ChatMessage) -> bool:
+        # Loaded from before the stored summary's end: uncovered by it, or pinned and
+        # already covered.
+        return bool(msg.metadata.get("covered")) or msg.metadata.get("id") in earlier
+
+    newly = [m for m in history if id(m) in summarised and not m.metadata.get("covered")]
+    if not newly or any("id" not in m.metadata for m in newly):
         return None
+    last_after = max(
+        (i for i, m in enumerate(history) if id(m) in summarised and not before_stored(m)),
+        default=-1,
+    )
+    if last_after < 0 and stored is None:
+        return None
+    through = history[last_after].metadata["id"] if last_after >= 0 else stored.covers_through_id
+    uncovered = [
+        m.metadata["id"]
+        for i, m in enumerate(history)
+        if id(m) not in summarised
+        and not m.metadata.get("covered")
+        and "id" in m.metadata
+        and (before_stored(m) or i <= last_after)
+    ]
     text = summaries[-1].text()
+    already = stored.covered_count if stored else 0
     covered_tokens = (stored.covered_tokens if stored else 0) + (
-        CompactUtils.estimate_messages_tokens(covered)
+        CompactUtils.estimate_messages_tokens(newly)
     )
     return NewSummary(
         summary=text,
-        covers_through_id=covered[-1].metadata["id"],
-        covered_count=already + len(covered),
+        covers_through_id=through,
+        covered_count=already + len(newly),
         tokens=CompactUtils.estimate_tokens(text),
-        metadata={"covered_tokens": covered_tokens},
+        metadata={
+            "covered_tokens": covered_tokens,
+            "facts_appended": result.appended_facts[:MAX_FACTS_SHOWN],
+            "facts_missing": result.missing_facts[:MAX_FACTS_SHOWN],
+        },
+        uncovered_ids=uncovered,
     )

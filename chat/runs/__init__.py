@@ -2,7 +2,7 @@
 
 A run, in order (docs/architecture.md draws it):
 
-1. the user message is persisted (``pending``, pinned) and an assistant message started
+1. the user message is persisted (``pending``) and an assistant message started
    (``running``) — before any LLM call, so nothing the user typed is ever lost;
 2. ``run.started`` goes to every socket of the conversation;
 3. models, budgets and the history are read; the history is fitted to the budget (a
@@ -15,7 +15,7 @@ A run, in order (docs/architecture.md draws it):
    with the partial text.
 
 One run per conversation, across server processes (``control``). A ``message`` while a
-run is active is persisted as ``injected`` (pinned), announced with ``injected`` and handed
+run is active is persisted as ``injected``, announced with ``injected`` and handed
 to the run, whose engine takes it at its next iteration; one that arrives too late (while
 the final answer streams) is answered by a follow-up run. Runs belong to the server, not
 to a socket: a closed tab does not stop them, and a client that reconnects catches up

@@ -417,6 +417,14 @@ def _history_facts(memory, strategy: str | None = None) -> dict:
     facts["cost_output_tokens"] = usage.output_tokens
     if strategy == "summary":
         facts["reused_summary"] = True
+    stored = getattr(memory, "summary_in_use", None)
+    if stored is not None and stored.id is not None:
+        facts["summary_id"] = stored.id
+    if getattr(memory, "summary_edited", False):
+        facts["summary_edited"] = True
+    # Pinned messages that had to yield to the cap on pinned history (the UI notes it).
+    if yielded := getattr(memory, "pins_yielded", None):
+        facts["pins_yielded"] = list(yielded)
     return facts
 
 

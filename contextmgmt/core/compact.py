@@ -52,6 +52,8 @@ class CompactResult:
     # Summary fact check: facts of the summarised messages the summary dropped / re-added.
     facts_missing: int = 0
     facts_appended: int = 0
+    missing_facts: list[str] = field(default_factory=list)
+    appended_facts: list[str] = field(default_factory=list)
     # How many messages the new summary stands for (earlier summaries' counts included).
     summarized_count: int = 0
     # Messages cut at max_message_chars by the guard.
@@ -114,6 +116,12 @@ def _units(messages: list[ChatMessage]) -> list[_Unit]:
             units.append(_Unit(i, [msg], valid=msg.role != "tool"))
             i += 1
     return units
+
+
+def tool_units(messages: list[ChatMessage]) -> list[list[ChatMessage]]:
+    """``messages`` grouped as compaction sees them: an assistant message calling tools with
+    the results answering it, or one message; kept, pinned or dropped together."""
+    return [u.messages for u in _units(list(messages))]
 
 
 def _flatten(units: list[_Unit]) -> list[ChatMessage]:
@@ -283,6 +291,8 @@ class CompactUtils:
             usage=outcome.usage,
             facts_missing=outcome.facts_missing,
             facts_appended=outcome.facts_appended,
+            missing_facts=outcome.missing_facts,
+            appended_facts=outcome.appended_facts,
             summarized_count=summary.metadata["summarized_count"],
             summarized=source,
             summary_cap=outcome.cap,

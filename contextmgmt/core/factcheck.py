@@ -355,6 +355,16 @@ def rank_by_distinctiveness(facts: list[Fact]) -> list[Fact]:
     return [facts[i] for i in order]
 
 
+@dataclass(slots=True)
+class KeyFacts:
+    """What the fact check did to one summary: its text after, the facts it found missing
+    (best first) and the ones it appended."""
+
+    text: str
+    missing: list[str]
+    appended: list[str]
+
+
 def append_key_facts(
     summary: str, sources: Iterable[str], *, max_tokens: int = KEY_FACTS_MAX_TOKENS
 ) -> tuple[str, tuple[int, int]]:
@@ -363,9 +373,19 @@ def append_key_facts(
     Returns (text, (facts_missing, facts_appended)); the appended line, separator included,
     stays within ``max_tokens`` tokens. Nothing is appended when nothing is missing.
     """
+    checked = check_key_facts(summary, sources, max_tokens=max_tokens)
+    return checked.text, (len(checked.missing), len(checked.appended))
+
+
+def check_key_facts(
+    summary: str, sources: Iterable[str], *, max_tokens: int = KEY_FACTS_MAX_TOKENS
+) -> KeyFacts:
+    """:func:`append_key_facts` with the facts themselves, so that a user can be shown
+    what the summary dropped and what was put back."""
     missing = missing_facts(summary, sources)
+    found = [f.text for f in missing]
     if not missing or max_tokens <= 0:
-        return summary, (len(missing), 0)
+        return KeyFacts(summary, found, [])
     prefix = f"\n\n{KEY_FACTS_LABEL} "
     separator = "; "
     used = tokens.estimate_tokens(prefix)
@@ -382,5 +402,5 @@ def append_key_facts(
     while chosen and tokens.estimate_tokens(prefix + separator.join(chosen)) > max_tokens:
         chosen.pop()
     if not chosen:
-        return summary, (len(missing), 0)
-    return summary + prefix + separator.join(chosen), (len(missing), len(chosen))
+        return KeyFacts(summary, found, [])
+    return KeyFacts(summary + prefix + separator.join(chosen), found, chosen)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import tokens
-from .factcheck import KEY_FACTS_MAX_TOKENS, append_key_facts
+from .factcheck import KEY_FACTS_MAX_TOKENS, check_key_facts
 from .llm import Usage
 from .messages import SUMMARY_PREFIX, ChatMessage
 from .prompts import compact_prompt
@@ -47,6 +47,9 @@ class SummaryOutcome:
     error: str | None = None
     facts_missing: int = 0
     facts_appended: int = 0
+    # The facts themselves (the final call's check): found missing, best first; appended.
+    missing_facts: list[str] = field(default_factory=list)
+    appended_facts: list[str] = field(default_factory=list)
     calls: int = 0  # summariser calls, folds included
     rounds: int = 0  # 1 = one call; 2 = pieces, then one fold; …
     pieces: int = 0  # pieces of the first round
@@ -300,9 +303,11 @@ class _Rounds:
             self.outcome.trimmed_tokens += tokens.estimate_tokens(text) - tokens.estimate_tokens(
                 body
             )
-        body, (missing, appended) = append_key_facts(body, sources, max_tokens=cap - body_cap - 1)
-        self.outcome.facts_missing, self.outcome.facts_appended = missing, appended
-        return body
+        checked = check_key_facts(body, sources, max_tokens=cap - body_cap - 1)
+        self.outcome.missing_facts, self.outcome.appended_facts = checked.missing, checked.appended
+        self.outcome.facts_missing = len(checked.missing)
+        self.outcome.facts_appended = len(checked.appended)
+        return checked.text
 
     async def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, in a worker thread when the job is large."""
@@ -360,6 +365,7 @@ async def summarise_rounds(
         )
         job.outcome.error = error
         job.outcome.facts_missing = job.outcome.facts_appended = 0
+        job.outcome.missing_facts, job.outcome.appended_facts = [], []
         return job.outcome
     content = f"{SUMMARY_PREFIX}\n{body}"
     # Pieces estimated apart can come to a token more once joined: cut until it fits.

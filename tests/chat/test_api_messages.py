@@ -120,7 +120,7 @@ def test_message_json_carries_html_images_usage_and_compaction(logged_in_client,
 
     assert user_json["role"] == "user" and user_json["kind"] == "query"
     assert user_json["html"] is None  # user text is shown as text, never as HTML
-    assert user_json["pinned"] is True and user_json["status"] == "done"
+    assert user_json["pinned"] is False and user_json["status"] == "done"
     assert user_json["images"] == [
         {"file_id": "f1", "mime_type": "image/png", "url": "/api/attachments/f1/"}
     ]

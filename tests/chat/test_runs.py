@@ -97,7 +97,9 @@ async def test_events_in_order_and_everything_persisted(socket, conversation, en
 
     query, reply = await messages_of(conversation)
     assert started["message_id"] == query.id and done["message_id"] == reply.id
-    assert (query.role, query.kind, query.status, query.pinned) == ("user", "query", "done", True)
+    # Stored unpinned: ``pinned`` is the user's own "keep verbatim" (RV.2); the run's query
+    # is pinned in the engine (ctx.query), not in the table.
+    assert (query.role, query.kind, query.status, query.pinned) == ("user", "query", "done", False)
     assert query.content == "Say hello"
     assert query.metadata["run_id"] == started["run_id"] == done["run_id"]
     assert (reply.role, reply.kind, reply.status) == ("assistant", "answer", "done")
@@ -305,7 +307,7 @@ async def test_message_during_a_run_is_injected_pinned(socket, conversation, eng
     assert events[-1]["type"] == "done"
     query, reply, follow_up = await messages_of(conversation)
     assert injected[0]["message_id"] == follow_up.id
-    assert (follow_up.kind, follow_up.pinned, follow_up.role) == ("injected", True, "user")
+    assert (follow_up.kind, follow_up.pinned, follow_up.role) == ("injected", False, "user")
     assert follow_up.metadata["run_id"] == query.metadata["run_id"]
     assert reply.content == "Also: make it rhyme"
     assert engine.modes == ["react"]  # one run, not two

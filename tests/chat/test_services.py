@@ -75,20 +75,20 @@ class TestConversations:
 
 
 class TestUserMessage:
-    def test_a_query_is_pinned_pending_and_carries_its_run(self, conversation):
+    def test_a_query_is_pending_unpinned_and_carries_its_run(self, conversation):
         message = services.user_message_create(
             conversation=conversation, content="What is 2+2?", run_id="run-1"
         )
         message.refresh_from_db()
         assert (message.role, message.kind, message.status) == ("user", "query", "pending")
-        assert message.pinned is True
+        assert message.pinned is False  # pinned is the user's keep-verbatim (RV.2)
         assert message.metadata == {"images": [], "run_id": "run-1"}
 
-    def test_an_injected_follow_up_is_pinned_and_marked_injected(self, conversation):
+    def test_an_injected_follow_up_is_marked_injected(self, conversation):
         message = services.user_message_create(
             conversation=conversation, content="also check X", injected=True, run_id="run-1"
         )
-        assert (message.kind, message.pinned) == ("injected", True)
+        assert (message.kind, message.pinned) == ("injected", False)
 
     def test_attachments_are_linked_and_listed_in_metadata(
         self, conversation, uploaded_attachments

@@ -15,7 +15,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from chat import services
-from chat.models import Attachment, Conversation, Message
+from chat.models import Attachment, ContextSummary, Conversation, Message
+from chat.summaries import summary_save
 from tests.chat.images import image_bytes
 from tests.security.routes import http_routes, websocket_path, websocket_routes
 
@@ -62,12 +63,20 @@ def alices_things(user):
         conversation=conversation,
         uploaded_file=SimpleUploadedFile("p.png", image_bytes("PNG"), content_type="image/png"),
     )
-    services.user_message_create(
+    message = services.user_message_create(
         conversation=conversation, content=SECRET_TEXT, attachments=[attachment], run_id="r1"
+    )
+    summary = summary_save(
+        conversation_id=conversation.id,
+        summary=f"[Conversation summary]\n{SECRET_TEXT}",
+        covers_through_id=message.pk,
+        covered_count=1,
     )
     return {
         "conversation_id": str(conversation.id),
         "file_id": str(attachment.id),
+        "message_id": str(message.pk),
+        "summary_id": str(summary.pk),
         "object_id": str(conversation.pk),
         "id": str(user.pk),
     }
@@ -77,6 +86,9 @@ def _untouched(values: dict[str, str]) -> None:
     conversation = Conversation.objects.get(pk=values["conversation_id"])
     assert conversation.title == SECRET_TITLE
     assert Message.objects.filter(conversation=conversation, content=SECRET_TEXT).count() == 1
+    assert not Message.objects.filter(conversation=conversation, pinned=True).exists()
+    summary = ContextSummary.objects.get(pk=values["summary_id"])
+    assert summary.content.endswith(SECRET_TEXT) and summary.discarded_at is None
     assert Attachment.objects.filter(pk=values["file_id"]).exists()
 
 

@@ -146,3 +146,18 @@ def test_key_facts_prefer_the_one_of_a_kind_over_templated_values_rf_5():
     line = text.split(KEY_FACTS_LABEL, 1)[1]
     assert line.split("; ")[:2] == [" https://d.example.com/x1", "INV-2024-0042"]
     assert missing > appended >= 2
+
+
+def test_rv1_the_check_names_the_facts_it_found_missing_and_those_it_appended():
+    """What the opened divider shows: the lists behind the counts."""
+    from contextmgmt.core.factcheck import check_key_facts
+
+    sources = ["The budget is 4,200 EUR and the host is db-17.", "Deploy on 2026-03-14."]
+    checked = check_key_facts("The user plans a deploy.", sources, max_tokens=12)
+    text, (missing, appended) = append_key_facts("The user plans a deploy.", sources, max_tokens=12)
+    assert checked.text == text
+    assert (len(checked.missing), len(checked.appended)) == (missing, appended)
+    assert {"4,200 EUR", "db-17", "2026-03-14"} <= set(checked.missing)
+    assert checked.appended and set(checked.appended) <= set(checked.missing)
+    assert all(fact in text for fact in checked.appended)
+    assert len(checked.appended) < len(checked.missing)  # 12 tokens hold only some

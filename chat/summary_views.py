@@ -1,0 +1,81 @@
+"""HTTP API for steering compaction (docs/protocol.md): pins, and the summaries behind the
+"Earlier context was summarized" divider. Thin: selectors read, services write; owner-only
+(another user's conversation, message or summary answers 404); CSRF on every write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from chat import selectors, services
+from chat.api import api_view, message_json, query_int, read_json
+from chat.errors import InvalidInput
+from chat.models import ContextSummary
+
+
+def summary_json(summary: ContextSummary, *, current: bool) -> dict[str, Any]:
+    metadata = summary.metadata or {}
+    return {
+        "id": summary.pk,
+        # Exactly the text the model is given (a user's edit once edited).
+        "content": summary.content,
+        "covered_count": summary.covered_count,
+        "tokens": summary.tokens,
+        "covers_through": summary.covers_through_id,
+        # Messages up to covers_through that stayed verbatim (pins, mostly).
+        "uncovered": list(summary.uncovered_ids or []),
+        "facts_appended": list(metadata.get("facts_appended") or []),
+        "facts_missing": list(metadata.get("facts_missing") or []),
+        "created_at": summary.created_at.isoformat(),
+        "edited": summary.edited_at is not None,
+        "edited_at": summary.edited_at.isoformat() if summary.edited_at else None,
+        # The model's own text, kept when a user edited it.
+        "original": metadata.get("original") if summary.edited_at else None,
+        "discarded": summary.discarded_at is not None,
+        # Whether the next request starts from it (only then can it be edited or discarded).
+        "current": current,
+    }
+
+
+@api_view("GET", "PATCH", "DELETE")
+def summary_detail(request: HttpRequest, conversation_id: str, summary_id: str) -> HttpResponse:
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    summary = selectors.summary_get(conversation=conversation, summary_id=summary_id)
+    if request.method == "DELETE":
+        services.summary_discard(summary=summary)
+        return HttpResponse(status=204)
+    if request.method == "PATCH":
+        body = read_json(request)
+        if "content" not in body:
+            raise InvalidInput("missing_content", "Send the new summary as 'content'.")
+        summary = services.summary_edit(summary=summary, content=body["content"])
+        return JsonResponse(summary_json(summary, current=True))
+    return JsonResponse(
+        summary_json(summary, current=selectors.summary_is_current(summary=summary))
+    )
+
+
+@api_view("GET")
+def summary_messages(request: HttpRequest, conversation_id: str, summary_id: str) -> HttpResponse:
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    summary = selectors.summary_get(conversation=conversation, summary_id=summary_id)
+    page = selectors.summary_covered_page(
+        summary=summary,
+        after_id=query_int(request, "after"),
+        limit=query_int(request, "limit", default=50),
+    )
+    return JsonResponse(
+        {"messages": [message_json(m) for m in page.messages], "has_more": page.has_more}
+    )
+
+
+@api_view("PATCH")
+def message_detail(request: HttpRequest, conversation_id: str, message_id: str) -> HttpResponse:
+    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
+    message = selectors.message_get(conversation=conversation, message_id=message_id)
+    body = read_json(request)
+    if "pinned" not in body:
+        raise InvalidInput("missing_pinned", 'Send {"pinned": true} or {"pinned": false}.')
+    message = services.message_pin_set(message=message, pinned=body["pinned"])
+    return JsonResponse(message_json(message))

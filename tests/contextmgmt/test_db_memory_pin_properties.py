@@ -1,0 +1,137 @@
+"""Properties of DbMemory over random pinned histories (SPEC RV.2, R3.8, R4).
+
+Histories mix plain turns, tool rounds and pins, with or without a stored summary, fitted
+with a summarising LLM or by truncation. Whatever the draw: pinned history is kept verbatim
+unless pins exceed half the budget, and then only the oldest yield, no more than needed;
+tool calls keep their results; the result fits the budget; the caller's messages are not
+touched.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+from asgiref.sync import async_to_sync
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from contextmgmt.core.compact import tool_units
+from contextmgmt.core.guard import PINNED_CAP_SHARE
+from contextmgmt.core.messages import ChatMessage, ToolCall
+from contextmgmt.core.tokens import estimate_messages_tokens
+from contextmgmt.db_memory import DbMemory, LoadedHistory, StoredSummary
+from tests.contextmgmt.core.builders import problems
+from tests.support.fake_llm import FakeLLM
+
+WORDS = ["budget", "4,200", "EUR", "host", "db-17", "deploy", "Friday", "lorem", "ipsum", "x"]
+
+
+@st.composite
+def texts(draw, max_words=80):
+    n = draw(st.integers(1, max_words))
+    return " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=n, max_size=n)))
+
+
+@st.composite
+def histories(draw):
+    ids = itertools.count(1)
+    out: list[ChatMessage] = []
+    for _ in range(draw(st.integers(1, 14))):
+        out.append(
+            ChatMessage(
+                role="user",
+                content=draw(texts()),
+                pinned=draw(st.booleans()),
+                metadata={"id": next(ids)},
+            )
+        )
+        if draw(st.booleans()):
+            call_ids = [f"c{next(ids)}" for _ in range(draw(st.integers(1, 2)))]
+            out.append(
+                ChatMessage(
+                    role="assistant",
+                    content=None,
+                    tool_calls=[ToolCall(c, "search", '{"q": "x"}') for c in call_ids],
+                    pinned=draw(st.booleans()),
+                    metadata={"id": next(ids)},
+                )
+            )
+            for c in call_ids:
+                out.append(
+                    ChatMessage(
+                        role="tool",
+                        content=draw(texts(60)),
+                        tool_call_id=c,
+                        metadata={"id": next(ids)},
+                    )
+                )
+        out.append(
+            ChatMessage(
+                role="assistant",
+                content=draw(texts()),
+                pinned=draw(st.booleans()),
+                metadata={"id": next(ids)},
+            )
+        )
+    summary = None
+    if draw(st.booleans()):
+        summary = StoredSummary(
+            content=f"[Conversation summary]\n{draw(texts(80))}",
+            covers_through_id=0,
+            covered_count=draw(st.integers(1, 30)),
+            id=1,
+        )
+    return LoadedHistory(messages=out, summary=summary)
+
+
+def pinned_units(messages):
+    return [u for u in tool_units(messages) if any(m.pinned for m in u)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    histories(),
+    st.integers(min_value=300, max_value=3_000),
+    st.booleans(),
+    texts(200),
+)
+def test_rv2_pins_under_the_cap_tool_pairs_budget_and_no_mutation(loaded, budget, with_llm, reply):
+    snapshot = copy.deepcopy(loaded)
+    llm = FakeLLM(default=reply) if with_llm else None
+    memory = DbMemory("conv", budget, compact_llm=llm, loaded=loaded)
+    out = async_to_sync(memory.get_messages)()
+    event(f"strategy={memory.strategy} yielded={bool(memory.pins_yielded)}")
+
+    assert loaded == snapshot  # the caller's messages and flags are untouched
+    found = problems(out)
+    first = next((m for m in out if m.role != "system"), None)
+    if first is not None and first.pinned:
+        # A pinned answer whose question was summarised may come first: the user asked
+        # for it verbatim (the current query still follows it in the run).
+        found = [p for p in found if not p.startswith("first non-system")]
+    assert found == []  # no tool call without its results, no orphan result
+    assert estimate_messages_tokens(out) <= budget
+
+    history = loaded.messages
+    units = pinned_units(history)
+    pinned_ids = [m.metadata["id"] for u in units for m in u if m.pinned]
+    cap = int(budget * PINNED_CAP_SHARE)
+    if memory.strategy in ("none", "summary"):
+        assert memory.pins_yielded == []
+        assert all(any(o is m for o in out) for m in history)
+        return
+    # The oldest pins yield first: the yielded ids are a prefix of the pinned ones.
+    assert memory.pins_yielded == pinned_ids[: len(memory.pins_yielded)]
+    yielded_units = [u for u in units if any(m.metadata["id"] in memory.pins_yielded for m in u)]
+    staying = units[len(yielded_units) :]
+    assert estimate_messages_tokens([m for u in staying for m in u]) <= cap
+    if yielded_units:
+        # No more than needed: without the last yield the pins would be over the cap.
+        assert estimate_messages_tokens([m for u in units[len(yielded_units) - 1 :] for m in u]) > (
+            cap
+        )
+    # Every pin that did not yield reaches the model verbatim (the caller's own object).
+    for unit in staying:
+        for m in unit:
+            assert any(o is m for o in out), m.metadata
