@@ -270,11 +270,11 @@ def message_pin_set(*, message: Message, pinned: bool) -> Message:
     """Pin a message ("keep verbatim": load-time compaction leaves it out of the summary
     while pinned history fits in half the budget) or unpin it."""
     if not isinstance(pinned, bool):
-        raise InvalidInput("invalid_pinned", "pinned must be true or false.")
+        raise InvalidInput("invalid_pinned", gettext("pinned must be true or false."))
     if message.role not in (Message.Role.USER, Message.Role.ASSISTANT) or (
         message.kind == Message.Kind.ERROR
     ):
-        raise InvalidInput("not_pinnable", "Only questions and answers can be pinned.")
+        raise InvalidInput("not_pinnable", gettext("Only questions and answers can be pinned."))
     if message.pinned != pinned:
         message.pinned = pinned
         message.save(update_fields=["pinned"])
@@ -286,16 +286,18 @@ def summary_edit(*, summary: ContextSummary, content: Any) -> ContextSummary:
     """Replace the summary in force with the user's text, used as it is from the next
     request on (nothing rewrites it); the model's own text is kept in ``metadata``."""
     if not isinstance(content, str):
-        raise InvalidInput("invalid_content", "The summary must be text.")
+        raise InvalidInput("invalid_content", gettext("The summary must be text."))
     _check_storable(content, "summary")
     text = content.strip()
     if text.startswith(SUMMARY_PREFIX):
         text = text[len(SUMMARY_PREFIX) :].strip()
     if not text:
-        raise InvalidInput("empty_summary", "The summary is empty: discard it instead.")
+        raise InvalidInput("empty_summary", gettext("The summary is empty: discard it instead."))
     if len(text) > SUMMARY_MAX_CHARS:
         raise InvalidInput(
-            "summary_too_long", f"A summary may have at most {SUMMARY_MAX_CHARS:,} characters."
+            "summary_too_long",
+            gettext("A summary may have at most %(count)s characters.")
+            % {"count": f"{SUMMARY_MAX_CHARS:,}"},
         )
     summary = _summary_in_force(summary)
     metadata = dict(summary.metadata or {})
@@ -325,8 +327,10 @@ def _summary_in_force(summary: ContextSummary) -> ContextSummary:
     if current is None or current.pk != summary.pk:
         raise Conflict(
             "summary_not_current",
-            "This summary is no longer the one in use: a newer one replaced it, or it was "
-            "discarded.",
+            gettext(
+                "This summary is no longer the one in use: a newer one replaced it, or it "
+                "was discarded."
+            ),
         )
     return current
 

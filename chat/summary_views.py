@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.translation import gettext
 
 from chat import selectors, services
 from chat.api import api_view, message_json, query_int, read_json
@@ -48,7 +49,7 @@ def summary_detail(request: HttpRequest, conversation_id: str, summary_id: str) 
     if request.method == "PATCH":
         body = read_json(request)
         if "content" not in body:
-            raise InvalidInput("missing_content", "Send the new summary as 'content'.")
+            raise InvalidInput("missing_content", gettext("Send the new summary as 'content'."))
         summary = services.summary_edit(summary=summary, content=body["content"])
         return JsonResponse(summary_json(summary, current=True))
     return JsonResponse(
@@ -76,6 +77,6 @@ def message_detail(request: HttpRequest, conversation_id: str, message_id: str) 
     message = selectors.message_get(conversation=conversation, message_id=message_id)
     body = read_json(request)
     if "pinned" not in body:
-        raise InvalidInput("missing_pinned", 'Send {"pinned": true} or {"pinned": false}.')
+        raise InvalidInput("missing_pinned", gettext('Send {"pinned": true} or {"pinned": false}.'))
     message = services.message_pin_set(message=message, pinned=body["pinned"])
     return JsonResponse(message_json(message))
