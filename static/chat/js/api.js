@@ -92,6 +92,20 @@ export const api = {
     }
   },
 
+  // Steering compaction: pins and the summary behind the divider (``summaryId``: an id or
+  // "current").
+  pinMessage: (id, messageId, pinned) =>
+    request("PATCH", `/api/conversations/${enc(id)}/messages/${enc(messageId)}/`, { json: { pinned } }),
+  getSummary: (id, summaryId) => request("GET", `/api/conversations/${enc(id)}/summaries/${enc(summaryId)}/`),
+  editSummary: (id, summaryId, content) =>
+    request("PATCH", `/api/conversations/${enc(id)}/summaries/${enc(summaryId)}/`, { json: { content } }),
+  discardSummary: (id, summaryId) =>
+    request("DELETE", `/api/conversations/${enc(id)}/summaries/${enc(summaryId)}/`),
+  summaryMessages(id, summaryId, { after = null, limit = 50 } = {}) {
+    const cursor = after === null ? "" : `&after=${enc(after)}`;
+    return request("GET", `/api/conversations/${enc(id)}/summaries/${enc(summaryId)}/messages/?limit=${limit}${cursor}`);
+  },
+
   uploadImage(id, file) {
     const form = new FormData();
     form.append("file", file, file.name || "pasted-image.png");

@@ -9,6 +9,7 @@ import { placeDivider } from "./history.js";
 import { el } from "./render.js";
 import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
+import { setSteeringConversation, watchPins } from "./steering.js";
 import { ChatSocket } from "./socket.js";
 
 const config = JSON.parse(document.getElementById("ui-config").textContent);
@@ -56,6 +57,11 @@ class ChatApp {
         if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
       },
     });
+
+    // Pins and the opened divider talk to the API about the conversation shown.
+    setSteeringConversation(() => this.conversation?.id ?? null);
+    watchPins(this.messagesEl);
+    this.messagesEl.addEventListener("fimone:toast", (event) => this.toast(event.detail));
 
     window.addEventListener("popstate", () => this.open(idFromPath(), { push: false }));
     window.addEventListener("online", () => this.socket?.nudge());

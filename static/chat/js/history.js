@@ -1,7 +1,8 @@
 // Persisted history on the page: message nodes and the compaction divider.
 
 import { replayRecord } from "./trace.js";
-import { AssistantView, compactDivider, summarizedCount, userMessage } from "./render.js";
+import { AssistantView, summarizedCount, userMessage } from "./render.js";
+import { markYieldedPins, summaryDivider } from "./steering.js";
 
 const RETRYABLE = new Set(["error", "cancelled", "interrupted"]);
 
@@ -26,6 +27,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
         images: message.images || [],
         injected: message.kind === "injected",
       });
+      if (message.pinned) node.dataset.pinned = "true";
       nodes.push(node);
       if (message.kind !== "injected") lastQuery = { node, message };
       continue;
@@ -34,6 +36,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
     const query = lastQuery;
     const view = new AssistantView({ id: message.id, onRetry: (v) => retry(query?.message, v) });
     views.set(String(message.id), view);
+    if (message.pinned) view.node.dataset.pinned = "true";
     nodes.push(view.node);
     // Steps, plan and thinking as they were shown live (or so far, for a running answer).
     replayRecord(view, message);
@@ -88,9 +91,10 @@ export function placeDivider(container, facts, queryNode) {
   }
   const { kept } = summarizedCount(facts);
   const anchor = before[Math.max(0, before.length - kept)] || queryNode;
-  const divider = compactDivider(facts);
+  const divider = summaryDivider(facts);
   if (anchor) container.insertBefore(divider, anchor);
   else container.append(divider);
+  markYieldedPins(container, facts.pins_yielded);
 }
 
 function historyFacts(compaction) {
