@@ -142,7 +142,11 @@ def test_rv1_rv2_rv3_pin_open_expand_edit_discard(
 
 @pytest.mark.parametrize(
     ("viewport", "scheme", "name"),
-    [(PHONE, "dark", "dark-phone"), (DESKTOP, "dark", "dark-desktop"), (PHONE, "light", "light-phone")],
+    [
+        (PHONE, "dark", "dark-phone"),
+        (DESKTOP, "dark", "dark-desktop"),
+        (PHONE, "light", "light-phone"),
+    ],
 )
 def test_rv1_divider_panel_and_pins_fit_every_screen(
     chromium, live_daphne, scripted_server, new_page, viewport, scheme, name
@@ -168,7 +172,8 @@ def test_rv1_divider_panel_and_pins_fit_every_screen(
     page.wait_for_function(
         """() => {
             const r = document.querySelector(".summary-panel").getBoundingClientRect();
-            return r.width > 0 && r.left >= 0 && r.right <= document.documentElement.clientWidth + 1;
+            const width = document.documentElement.clientWidth;
+            return r.width > 0 && r.left >= 0 && r.right <= width + 1;
         }"""
     )
     panel.scroll_into_view_if_needed()
