@@ -43,9 +43,7 @@ def open_divider(page):
     return panel
 
 
-def test_rv1_rv2_rv3_pin_open_expand_edit_discard(
-    chromium, live_daphne, scripted_server, new_page
-):
+def test_rv1_rv2_rv3_pin_open_expand_edit_discard(chromium, live_daphne, scripted_server, new_page):
     conversation_id = seed_long_conversation(live_daphne)
     page = new_page(viewport=DESKTOP)
     frames = record_frames(page)
