@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import translation
 from django.utils.translation import gettext
 
 from chat import selectors, services
@@ -32,6 +33,7 @@ from contextmgmt.calibration import record_usage
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.db_memory import LoadedHistory, NewSummary
+from fimone.llm import OfflineLLM
 
 logger = logging.getLogger(__name__)
 
@@ -299,6 +301,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
     if picked is not None:
         # The conversation's own choice of main model (the model picker).
         main, main_budget = deps.get_model_llm(picked), deps.resolve_model_budget(picked)
+    main, fast = _speaking_user_language(main), _speaking_user_language(fast)
     vision = supports_vision(main)
     query = query_message(opened.query, vision=vision)
     follow_ups = ()
@@ -324,6 +327,14 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
 def reload_history(opened: OpenedRun, prepared: PreparedRun) -> LoadedHistory:
     """The history read again as ``prepare`` read it (after images got descriptions)."""
     return load_history(opened.query.conversation_id, vision=prepared.vision)
+
+
+def _speaking_user_language(llm: LLM) -> LLM:
+    """The offline model writes its own sentences in the user's interface language (the
+    run's active language: the socket's) when a request does not show its own."""
+    if isinstance(llm, OfflineLLM):
+        return llm.speaking(translation.get_language() or "en")
+    return llm
 
 
 def supports_vision(llm: LLM) -> bool:

@@ -14,7 +14,8 @@ decides by the messages it is given:
   something said earlier (several at once when the query asks for several); a step's
   "that result" is the value its dependency results end with;
 - otherwise it answers plainly from the tool results and what it was given, and says that
-  it is fimone's offline model, in the user's language (``offline_phrases``).
+  it is fimone's offline model, in the user's language (``offline_phrases``): the
+  request's own, else the interface language it was given (``speaking``).
 
 Usage is the fimone estimator's count, marked ``estimated`` (there is no provider to report
 one). ``stream_chat`` streams like a provider: the answer in word-sized pieces, and a tool
@@ -38,7 +39,7 @@ from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
 from .offline_markdown import escape_markdown, inline_code
-from .offline_phrases import PHRASES, all_notes, phrase
+from .offline_phrases import PHRASES, all_notes, language_of, phrase
 from .offline_plan import make_plan, make_verdict
 from .offline_text import LABELS, detect_language, extractive_summary
 from .offline_tools import decide_tool_calls, resolve_references
@@ -140,10 +141,11 @@ def request_text(message: ChatMessage) -> str:
     return _TASK_PREFIX.sub("", _IMAGE_LABEL.sub(" ", message.text())).strip()
 
 
-def compose_answer(messages: list[ChatMessage]) -> str:
+def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
+    """The plain answer; its own sentences in the request's language, else ``language``."""
     last_user = _last_user_index(messages)
     query = request_text(messages[last_user]) if last_user is not None else ""
-    lang = detect_language(query or " ".join(m.text() for m in messages))
+    lang = detect_language(query or " ".join(m.text() for m in messages), default=language)
     lines: list[str] = []
     if last_user is not None:
         calls = {
@@ -235,11 +237,18 @@ class OfflineLLM:
     offline = True
     supports_vision = False
 
-    def __init__(self, *, model_name: str = OFFLINE_MODEL_NAME) -> None:
+    def __init__(self, *, model_name: str = OFFLINE_MODEL_NAME, language: str = "en") -> None:
         self.model_name = model_name
+        # The user's interface language: what the model's own sentences are written in
+        # when the request itself does not show a language ("3+4").
+        self.language = language_of(language)
 
     def __repr__(self) -> str:
-        return f"OfflineLLM(model={self.model_name!r})"
+        return f"OfflineLLM(model={self.model_name!r}, language={self.language!r})"
+
+    def speaking(self, language: str) -> OfflineLLM:
+        """This model for a user whose interface is in ``language`` (e.g. "zh-hans")."""
+        return OfflineLLM(model_name=self.model_name, language=language)
 
     def reply(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]] | None, opts: dict[str, Any]
@@ -251,9 +260,10 @@ class OfflineLLM:
         if systems and systems[0].lstrip().startswith(COMPACTOR_MARK):
             return _text(extractive_summary(user_text, opts.get("max_tokens")))
         if any("JSON plan" in s for s in systems):
-            return _text(json.dumps(make_plan(user_text), ensure_ascii=False))
+            return _text(json.dumps(make_plan(user_text, self.language), ensure_ascii=False))
         if any("JSON verdict" in s for s in systems):
-            return _text(json.dumps(make_verdict(user_text), ensure_ascii=False))
+            verdict = make_verdict(user_text, self.language)
+            return _text(json.dumps(verdict, ensure_ascii=False))
         last_user = _last_user_index(messages)
         if tools and last_user is not None:
             answered = any(m.role == "tool" for m in messages[last_user + 1 :])
@@ -270,7 +280,7 @@ class OfflineLLM:
                 calls = decide_tool_calls(query, offered, call_prefix=f"call_{len(messages)}")
                 if calls:
                     return ChatMessage(role="assistant", content=None, tool_calls=calls)
-        return _text(compose_answer(messages))
+        return _text(compose_answer(messages, self.language))
 
     def _usage(self, messages: list[ChatMessage], reply: ChatMessage) -> Usage:
         return Usage(

@@ -2,8 +2,10 @@
 
 A Chinese or German user must not get English boilerplate around an answer that is
 otherwise theirs: every sentence the offline model writes on its own is looked up here by
-the language ``detect_language`` found in the user's request. Placeholders are
-``str.format`` fields.
+the language ``detect_language`` found in the user's request, or, when the request does not
+show one ("3+4"), the user's interface language the run was given. A plain table rather than
+Django's gettext: the model is plain Python and answers the same with or without Django.
+Placeholders are ``str.format`` fields.
 """
 
 from __future__ import annotations
@@ -58,7 +60,52 @@ PHRASES: dict[str, dict[str, str]] = {
         "zh": "我得到的信息中的要点：",
     },
     "empty": {"en": "(empty)", "de": "(leer)", "zh": "（空）"},
+    # The planner's and the analyser's own words (DAG mode).
+    "plan_combine": {
+        "en": "Combine the results of s1 and s2 into one answer for the user.",
+        "de": "Die Ergebnisse von s1 und s2 zu einer Antwort für den Nutzer zusammenführen.",
+        "zh": "综合 s1 和 s2 的结果，给出一个完整的回答。",
+    },
+    "plan_gather": {
+        "en": "Collect the facts, figures and tool results needed for: {request}",
+        "de": "Die Fakten, Zahlen und Werkzeugergebnisse sammeln, die dafür nötig sind: {request}",
+        "zh": "收集回答该问题所需的事实、数据和工具结果：{request}",
+    },
+    "plan_answer": {
+        "en": "Write the final answer from what s1 collected.",
+        "de": "Aus dem, was s1 gesammelt hat, die endgültige Antwort schreiben.",
+        "zh": "根据 s1 收集到的信息写出最终回答。",
+    },
+    "verdict_ok": {
+        "en": "every step returned a non-empty result",
+        "de": "jeder Schritt hat ein nicht leeres Ergebnis geliefert",
+        "zh": "每个步骤都返回了非空结果",
+    },
+    "verdict_no_results": {
+        "en": "no step results were given",
+        "de": "es wurden keine Schrittergebnisse übergeben",
+        "zh": "没有收到任何步骤结果",
+    },
+    "verdict_failed": {
+        "en": "step(s) {steps} failed or returned nothing",
+        "de": "Schritt(e) {steps} fehlgeschlagen oder ohne Ergebnis",
+        "zh": "步骤 {steps} 失败或没有结果",
+    },
+    "verdict_missing": {
+        "en": "no result states what was asked: {missing}",
+        "de": "kein Ergebnis nennt, was gefragt war: {missing}",
+        "zh": "结果中缺少所要求的值：{missing}",
+    },
 }
+# How a list of missing figures is joined in each language.
+SEPARATORS = {"en": "; ", "de": "; ", "zh": "；"}
+
+
+def language_of(code: str | None) -> str:
+    """The phrase-table language of a language code ("zh-hans", "de-DE", "en"); English
+    for anything the table does not speak."""
+    short = (code or "").lower().replace("_", "-").split("-", 1)[0]
+    return short if short in ("en", "de", "zh") else "en"
 
 
 def phrase(key: str, lang: str, **fields: object) -> str:

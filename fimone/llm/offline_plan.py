@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from .offline_arith import expected_values
+from .offline_phrases import SEPARATORS, phrase
 from .offline_text import detect_language
 from .offline_tools import BACK_REFERENCE
 
@@ -67,10 +68,11 @@ def request_parts(query: str) -> list[str]:
     return [p for p in parts if len(p) > 1]
 
 
-def make_plan(request_text: str) -> dict[str, Any]:
+def make_plan(request_text: str, language: str = "en") -> dict[str, Any]:
+    """``language``: the user's, for a request that does not show its own (offline_phrases)."""
     query = " ".join(current_request(request_text).split())
     short = query if len(query) <= 300 else query[:299] + "…"
-    zh = detect_language(query) == "zh"
+    lang = detect_language(query, default=language)
     parts = request_parts(query)
     if len(parts) > 2:
         parts = [parts[0], " ".join(parts[1:])]  # at most 3 steps: the rest stays together
@@ -86,23 +88,11 @@ def make_plan(request_text: str) -> dict[str, Any]:
             for i, part in enumerate(parts[:2])
         ]
         # The request is not repeated here: s1 and s2 did its work, s3 only combines.
-        final = (
-            "综合 s1 和 s2 的结果，给出一个完整的回答。"
-            if zh
-            else "Combine the results of s1 and s2 into one answer for the user."
-        )
+        final = phrase("plan_combine", lang)
         steps.append({"id": "s3", "task": final, "depends_on": ["s1", "s2"]})
     else:
-        gather = (
-            f"收集回答该问题所需的事实、数据和工具结果：{short}"
-            if zh
-            else f"Collect the facts, figures and tool results needed for: {short}"
-        )
-        answer = (
-            "根据 s1 收集到的信息写出最终回答。"
-            if zh
-            else "Write the final answer from what s1 collected."
-        )
+        gather = phrase("plan_gather", lang, request=short)
+        answer = phrase("plan_answer", lang)
         steps = [
             {"id": "s1", "task": gather, "depends_on": []},
             {"id": "s2", "task": answer, "depends_on": ["s1"]},
@@ -142,26 +132,26 @@ def missing_values(request: str, results: dict[str, str]) -> list[str]:
     ]
 
 
-def make_verdict(results_text: str) -> dict[str, Any]:
+def make_verdict(results_text: str, language: str = "en") -> dict[str, Any]:
     """Achieved when every step result is non-empty and not an error, and every figure the
-    request asks to compute is stated by some result."""
-    zh = detect_language(results_text) == "zh"
+    request asks to compute is stated by some result. The reason is in the request's
+    language (else ``language``, the user's)."""
+    request = _request_of(results_text)
+    lang = (
+        "zh"
+        if detect_language(results_text) == "zh"
+        else detect_language(request, default=language)
+    )
     results = step_results(results_text)
     bad = sorted(k for k, v in results.items() if not v or _FAILED.search(v))
-    missing = missing_values(_request_of(results_text), results) if results else []
+    missing = missing_values(request, results) if results else []
     achieved = bool(results) and not bad and not missing
-    if zh:
-        reason = "每个步骤都返回了非空结果" if achieved else "有步骤失败或没有结果"
-        if bad:
-            reason = f"步骤 {', '.join(bad)} 失败或没有结果"
-        elif missing:
-            reason = f"结果中缺少所要求的值：{'；'.join(missing)}"
-    elif not results:
-        reason = "no step results were given"
+    if not results:
+        reason = phrase("verdict_no_results", lang)
     elif bad:
-        reason = f"step(s) {', '.join(bad)} failed or returned nothing"
+        reason = phrase("verdict_failed", lang, steps=", ".join(bad))
     elif missing:
-        reason = f"no result states what was asked: {'; '.join(missing)}"
+        reason = phrase("verdict_missing", lang, missing=SEPARATORS[lang].join(missing))
     else:
-        reason = "every step returned a non-empty result"
+        reason = phrase("verdict_ok", lang)
     return {"achieved": achieved, "confidence": 0.9 if achieved else 0.35, "reason": reason}

@@ -25,6 +25,12 @@ _GERMAN = re.compile(
     r"\b(?:und|der|die|das|ist|nicht|ich|wir|mit|für|auf|eine?n?|bitte|danke)\b", re.IGNORECASE
 )
 
+_ENGLISH = re.compile(
+    r"\b(?:the|an?|is|are|was|what|which|who|how|why|when|where|of|and|to|in|for|it|that|"
+    r"this|you|me|my|can|do|does|from|with|then|please|thanks)\b",
+    re.IGNORECASE,
+)
+
 LABELS = {
     "en": {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "Note"},
     "zh": {"user": "用户", "assistant": "助手", "tool": "工具", "system": "备注"},
@@ -32,15 +38,21 @@ LABELS = {
 }
 
 
-def detect_language(text: str) -> str:
-    """``"zh"`` (CJK script dominant), ``"de"`` (German function words) or ``"en"``."""
+def detect_language(text: str, default: str = "en") -> str:
+    """``"zh"`` (CJK script dominant), ``"de"`` (German function words) or ``"en"``.
+
+    ``default``: the language to assume when the text does not show one ("3+4", a name);
+    with another default than English, English too must show in its function words.
+    """
     letters = len(_LETTER.findall(text))
     if letters and len(_CJK.findall(text)) / letters > 0.3:
         return "zh"
     words = max(1, len(text.split()))
     if len(_GERMAN.findall(text)) / words > 0.08:
         return "de"
-    return "en"
+    if default == "en" or len(_ENGLISH.findall(text)) / words > 0.08:
+        return "en"
+    return default
 
 
 # --- transcript parsing ---------------------------------------------------------------------

@@ -12,7 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from chat.languages import language_from_scope
-from tests.support.runs import WAIT, next_event, send
+from tests.support.runs import WAIT, answer_text, events_until, next_event, send
 
 
 def scope(cookies=None, accept=None) -> dict:
@@ -73,4 +73,28 @@ async def test_socket_errors_are_in_the_users_language(user, conversation, heade
     await send(comm, type="message", content="   ")
     event = await next_event(comm)
     assert (event["code"], event["message"]) == ("content_missing", expected)
+    await comm.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+@pytest.mark.parametrize(
+    ("headers", "note"),
+    [
+        ({b"accept-language": b"zh-CN,zh;q=0.9"}, "（这是 fimone 的离线模型给出的回答"),
+        ({b"cookie": b"django_language=de"}, "(Das hat fimones Offline-Modell beantwortet"),
+    ],
+)
+async def test_the_offline_model_answers_in_the_sockets_language(
+    user, conversation, settings, headers, note
+):
+    for name in ("LLM_BASE_URL", "LLM_MODEL", "FAST_LLM_BASE_URL", "FAST_LLM_MODEL"):
+        setattr(settings, name, "")
+    comm = await full_stack_socket(user, conversation, headers)
+    await send(comm, type="message", content="12*7")
+    done = await events_until(comm, "done", "error")
+    assert done[-1]["type"] == "done", done[-1]
+    answer = answer_text(done)
+    assert "84" in answer and note in answer
+    assert "offline model" not in answer
     await comm.disconnect()

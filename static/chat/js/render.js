@@ -230,8 +230,7 @@ const STEP_STATUS = {
   pending: gettext("pending"),
   running: gettext("running"),
   done: gettext("done"),
-  failed: gettext("failed"),
-  skipped: gettext("skipped"),
+  error: gettext("error"),
 };
 
 export class AssistantView {
