@@ -60,6 +60,13 @@ export class ModelPicker {
   }
 }
 
+// Where a budget's figures come from (contextmgmt.budget), as the gauge's details say it.
+const BUDGET_SOURCES = {
+  db: gettext("the admin's model configuration"),
+  env: gettext("the environment"),
+  default: gettext("fimone's defaults"),
+};
+
 // How full the model's usable input budget is for this conversation; details on click.
 export class Gauge {
   constructor() {
@@ -119,7 +126,7 @@ export class Gauge {
             context: number(info.budget.context_size),
             output: number(info.budget.max_output_tokens),
             reserve: number(4000),
-            source: info.budget.source,
+            source: BUDGET_SOURCES[info.budget.source] || info.budget.source,
           },
           true,
         ),
