@@ -45,73 +45,115 @@ def ledger_totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"compactions": entries[:MAX_LEDGER_ENTRIES], "compaction_saved_tokens": saved}
 
 
-def summary_of_history(
-    result: CompactResult, *, before_id: int, accepted: set[int], scope: str
-) -> NewSummary | None:
-    """The summary ``result`` made, as a summary to store, when it stands for loaded
-    history only; else None.
+@dataclass
+class LoadedCoverage:
+    """What a summary the engine makes may stand for: the persisted messages after the
+    stored summary, in order (``messages``), the stored summary's own coverage, and for
+    each summary message the run may fold (by ``id()``) how many of ``messages`` it covers.
 
-    ``accepted`` holds ``id()`` of the summary messages that may be folded into a stored
-    one: those the run loaded (a stored or a load-time summary) and those it stored.
+    A stored summary must cover a contiguous stretch from the start of the conversation:
+    a summary is stored only when the messages it folds and summarises are exactly the
+    next ones after what its folded summaries cover. A history cut for one request leaves
+    gaps, so a summary of such a view is never stored (it would record as summarised
+    messages no summariser saw).
     """
+
+    messages: list[ChatMessage]
+    base_count: int = 0  # messages the stored summary covers (0: none stored)
+    base_tokens: int = 0
+    covers: dict[int, int] = field(default_factory=dict)
+
+
+def summary_of_history(
+    result: CompactResult, *, coverage: LoadedCoverage, scope: str
+) -> tuple[NewSummary, int] | None:
+    """The summary ``result`` made, as a summary to store, and how many of the loaded
+    messages it covers — when it stands for loaded history only, without a gap; else None."""
     if result.strategy != "llm" or not result.summarized:
         return None
     made = [m for m in result.messages if m.is_summary]
     if not made:
         return None
-    covered_count, covered_tokens, through = 0, 0, None
-    for message in result.summarized:
-        if message.is_summary:
-            if id(message) not in accepted or message.metadata.get("clipped"):
-                return None
-            covered_count += int(message.metadata.get("summarized_count") or 0)
-            covered_tokens += int(message.metadata.get("covered_tokens") or 0)
-            continue
-        message_id = message.metadata.get("id")
-        if not isinstance(message_id, int) or message_id >= before_id:
-            return None  # this run's own messages: not history
-        covered_count += 1
-        covered_tokens += estimate_message_tokens(message)
-        through = message_id if through is None else max(through, message_id)
-    if through is None:
+    folded = [m for m in result.summarized if m.is_summary]
+    others = [m for m in result.summarized if not m.is_summary]
+    if any(id(m) not in coverage.covers or m.metadata.get("clipped") for m in folded):
         return None
+    if coverage.base_count and not folded:
+        return None  # the stored summary was not folded in: storing this would lose it
+    start = max((coverage.covers[id(m)] for m in folded), default=0)
+    end = start + len(others)
+    expected = coverage.messages[start:end]
+    if not others or len(expected) != len(others):
+        return None
+    if any(
+        m.metadata.get("id") != e.metadata.get("id") for m, e in zip(others, expected, strict=True)
+    ):
+        return None  # not the next messages in order (this run's own, or a gap)
     text = made[-1].text()
-    return NewSummary(
+    covered_tokens = coverage.base_tokens + sum(
+        estimate_message_tokens(m) for m in coverage.messages[:end]
+    )
+    summary = NewSummary(
         summary=text,
-        covers_through_id=through,
-        covered_count=covered_count,
+        covers_through_id=expected[-1].metadata["id"],
+        covered_count=coverage.base_count + end,
         tokens=estimate_tokens(text),
         metadata={"covered_tokens": covered_tokens, "made_by": scope},
     )
+    return summary, end
 
 
 @dataclass
 class RunCompactions:
-    """What one run's compactions leave behind: the ledger and the summaries it may fold."""
+    """What one run's compactions leave behind: the ledger and the summaries it may store."""
 
-    before_id: int
-    accepted: set[int] = field(default_factory=set)
+    coverage: LoadedCoverage | None = None
     entries: list[dict[str, Any]] = field(default_factory=list)
 
-    def loaded(self, history: list[ChatMessage]) -> None:
-        """The history the engine starts from: its summaries may be folded and stored."""
-        self.accepted.update(id(m) for m in history if m.is_summary)
+    def loaded(
+        self,
+        view: list[ChatMessage],
+        *,
+        messages: list[ChatMessage],
+        stored: Any = None,
+        new_summary: NewSummary | None = None,
+    ) -> None:
+        """The history the engine starts from (``view``), the persisted messages after the
+        stored summary (``messages``), the stored summary and a summary written at load."""
+        coverage = LoadedCoverage(
+            messages=[m for m in messages if isinstance(m.metadata.get("id"), int)],
+            base_count=stored.covered_count if stored is not None else 0,
+            base_tokens=stored.covered_tokens if stored is not None else 0,
+        )
+        ids = [m.metadata["id"] for m in coverage.messages]
+        for message in view:
+            if not message.is_summary or message.metadata.get("clipped"):
+                continue
+            if new_summary is None and "summary_id" in message.metadata:
+                coverage.covers[id(message)] = 0  # the stored summary, as it was loaded
+            elif new_summary is not None and new_summary.covers_through_id in ids:
+                coverage.covers[id(message)] = ids.index(new_summary.covers_through_id) + 1
+        self.coverage = coverage
 
     def record(self, payload: dict[str, Any]) -> None:
         if len(self.entries) < MAX_LEDGER_ENTRIES:
             self.entries.append(ledger_entry(payload))
 
     def to_store(self, scope: str, result: CompactResult) -> NewSummary | None:
-        summary = summary_of_history(
-            result, before_id=self.before_id, accepted=self.accepted, scope=scope
+        if self.coverage is None:
+            return None
+        found = summary_of_history(result, coverage=self.coverage, scope=scope)
+        if found is None:
+            return None
+        summary, covered = found
+        # Its message may be folded into a later one in this run and stored again.
+        for message in result.messages:
+            if message.is_summary:
+                self.coverage.covers[id(message)] = covered
+        summary.metadata.update(
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            cost_input_tokens=result.usage.input_tokens,
+            cost_output_tokens=result.usage.output_tokens,
         )
-        if summary is not None:
-            # Its message may be folded into a later one in this run and stored again.
-            self.accepted.update(id(m) for m in result.messages if m.is_summary)
-            summary.metadata.update(
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                cost_input_tokens=result.usage.input_tokens,
-                cost_output_tokens=result.usage.output_tokens,
-            )
         return summary

@@ -335,8 +335,7 @@ async def _work(run: Run):
                 "tokens_after": CompactUtils.estimate_messages_tokens(cut),
                 "cut_for_request": True,
             }
-    run.compactions = RunCompactions(before_id=run.query_message_id)
-    run.compactions.loaded(history)
+    run.compactions = RunCompactions()
     if facts is not None:
         summary = getattr(memory, "new_summary", None)
         stored = prepared.history.summary if prepared.history is not None else None
@@ -354,6 +353,16 @@ async def _work(run: Run):
             facts["summary_id"] = stored.id
         run.history_compaction = facts
         await run.publisher("compact", {"scope": "history", **run.history_compaction})
+    loaded = prepared.history
+    if loaded is not None:
+        run.compactions.loaded(
+            history,
+            messages=[
+                m for m in loaded.messages if (m.metadata.get("id") or 0) < run.query_message_id
+            ],
+            stored=loaded.summary,
+            new_summary=getattr(memory, "new_summary", None),
+        )
 
     async def on_compaction(scope: str, result) -> None:
         # The engine summarised loaded history: stored like a load-time summary, so the
