@@ -120,6 +120,11 @@ class RunCompactions:
     ) -> None:
         """The history the engine starts from (``view``), the persisted messages after the
         stored summary (``messages``), the stored summary and a summary written at load."""
+        if any(m.pinned or m.metadata.get("covered") for m in messages):
+            # Pinned messages stay outside summaries, wherever they are: the contiguous
+            # coverage below cannot say so, so nothing the engine summarises is stored.
+            self.coverage = None
+            return
         coverage = LoadedCoverage(
             messages=[m for m in messages if isinstance(m.metadata.get("id"), int)],
             base_count=stored.covered_count if stored is not None else 0,

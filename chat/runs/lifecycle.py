@@ -350,7 +350,7 @@ async def _work(run: Run):
                 run.conversation_id, summary
             )
         elif stored is not None:
-            facts["summary_id"] = stored.id
+            facts.setdefault("summary_id", stored.id)
         run.history_compaction = facts
         await run.publisher("compact", {"scope": "history", **run.history_compaction})
     loaded = prepared.history

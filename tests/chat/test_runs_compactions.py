@@ -220,3 +220,13 @@ def test_the_context_gauge_carries_the_ledger_and_hides_others(
         "summaries": [],
     }
     assert client.get(f"/api/conversations/{foreign_conversation.id}/context/").status_code == 404
+
+
+def test_nothing_the_engine_summarises_is_stored_when_the_history_holds_pins():
+    from chat.runs.compactions import RunCompactions
+
+    history = _history(4)
+    history[1] = ChatMessage(role="assistant", content="keep me", pinned=True, metadata={"id": 11})
+    run = RunCompactions()
+    run.loaded(history, messages=history)
+    assert run.to_store("iteration", _result(history[:3])) is None
