@@ -292,7 +292,12 @@ async def _work(run: Run):
     main = MeteredLLM(prepared.main, run.answer_usage)
     fast = MeteredLLM(prepared.fast, run.answer_usage)
     # Compaction summarises with the fast model: its input is sized in that model's tokens.
-    compact = MeteredLLM(prepared.fast, run.compaction_usage, token_weights=prepared.fast_weights)
+    compact = MeteredLLM(
+        prepared.fast,
+        run.compaction_usage,
+        token_weights=prepared.fast_weights,
+        input_window=prepared.fast_tokens,
+    )
     run.metered = [(main, prepared.main_config_id), (fast, prepared.fast_config_id)]
     prepared = run.prepared = await _describe_old_images(run, prepared, compact)
 

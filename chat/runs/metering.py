@@ -29,12 +29,16 @@ class MeteredLLM:
         usage: Usage | None = None,
         *,
         token_weights: tuple[float, ...] | None = None,
+        input_window: int | None = None,
     ) -> None:
         self._inner = inner
         self.model_name = getattr(inner, "model_name", "unknown")
         # The model's calibrated class weights: summarising with this LLM sizes its input
         # in the model's own tokens.
         self.token_weights = token_weights
+        # The model's usable input tokens: one summarising call never sends more, even when
+        # the budget it summarises for (the main model's) is larger.
+        self.input_window = input_window
         self.usage = usage if usage is not None else Usage()
         # Input tokens of calls whose provider reported its usage, as estimated and as
         # reported, and the class counts and fixed tokens of what those calls sent: one

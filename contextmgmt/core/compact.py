@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import tokens
-from .llm import Usage
+from .llm import Usage, input_window_of
 from .messages import ChatMessage
 from .summarise import (  # noqa: F401 — re-exported: callers import them from here
     SummaryOutcome,
@@ -229,8 +229,9 @@ class CompactUtils:
         smart-truncated. Any LLM fault (exception, ``timeout`` seconds passed, empty reply)
         gives a plain smart_truncate with ``strategy="truncate"`` and ``error`` set.
 
-        ``window_tokens`` is the most one summariser call may send (default: ``max_tokens``
-        or 4,000, whichever is larger); more is summarised in rounds, never left out.
+        ``window_tokens`` is the most one summariser call may send (default: the input
+        window the summariser's LLM carries, else ``max_tokens`` or 4,000, whichever is
+        larger); more is summarised in rounds, never left out.
         """
         messages = list(messages)
         before = tokens.estimate_messages_tokens(messages)
@@ -264,7 +265,9 @@ class CompactUtils:
             llm,
             hint=hint,
             max_summary_tokens=summary_tokens,
-            window_tokens=window_tokens or max(max_tokens, DEFAULT_WINDOW_TOKENS),
+            window_tokens=window_tokens
+            or input_window_of(llm)
+            or max(max_tokens, DEFAULT_WINDOW_TOKENS),
             timeout=timeout,
         )
         summary = outcome.summary

@@ -163,7 +163,9 @@ class ToolCallAssembler:
 class LLM(Protocol):
     """An LLM client. It may also carry ``token_weights``: the class weights its model's
     tokenizer is estimated with (``tokens.weights_of``); summarising sizes its input with
-    them. Not a protocol member: most clients have none and use the caller's weights."""
+    them. And ``input_window``: the most input tokens its model takes (``input_window_of``);
+    summarising never sends one call more. Neither is a protocol member: most clients have
+    none and use the caller's weights and budget."""
 
     model_name: str
 
@@ -182,6 +184,14 @@ class LLM(Protocol):
         tools: list[dict[str, Any]] | None = None,
         **opts: Any,
     ) -> AsyncIterator[StreamChunk]: ...
+
+
+def input_window_of(llm: Any) -> int | None:
+    """The input window an LLM object carries for its model (``input_window``), or None."""
+    window = getattr(llm, "input_window", None)
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        return None
+    return window
 
 
 class LLMError(Exception):

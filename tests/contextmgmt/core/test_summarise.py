@@ -149,3 +149,23 @@ async def test_pieces_are_sized_in_the_summarisers_own_weights_rk_2():
     assert result.tokens_after <= 3_000  # the result is still counted the caller's way
     summary = next(m for m in result.messages if m.is_summary).text()
     assert set(FACT.findall(summary)) == {f"FACT-{1000 + i}" for i in range(30)}
+
+
+async def test_a_summariser_with_a_small_window_gets_calls_that_fit_it_rk_2():
+    # The main model's budget is large, the summarising model's input window small: no call
+    # may send more than the summariser takes, and every fact still reaches the summary.
+    old = []
+    for i in range(60):
+        old += [user(f"Please note FACT-{1000 + i}. " + "Some context. " * 40), assistant("ok")]
+    msgs = [system(), *old, *recent()]
+    wide = FakeLLM(default=keeps_every_fact)
+    await CompactUtils.llm_compact(msgs, wide, max_tokens=4_000)
+    assert max(estimate_messages_tokens(c.messages) for c in wide.calls) > 1_500
+
+    narrow = FakeLLM(default=keeps_every_fact)
+    narrow.input_window = 1_500
+    result = await CompactUtils.llm_compact(msgs, narrow, max_tokens=4_000)
+    assert all(estimate_messages_tokens(c.messages) <= 1_500 for c in narrow.calls)
+    assert result.summary_rounds >= 2
+    summary = next(m for m in result.messages if m.is_summary).text()
+    assert set(FACT.findall(summary)) == {f"FACT-{1000 + i}" for i in range(60)}
