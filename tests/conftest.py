@@ -27,6 +27,18 @@ def serving_with_fresh_rate_limits():
     drain.reset()
 
 
+@pytest.fixture(autouse=True)
+def speaking_the_default_language():
+    """Each test starts and ends in the default language: a request with Accept-Language
+    activates its language in the thread that served it, and would otherwise leak it into
+    the next test run on that thread."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="alice", password="pw-alice-123!")
