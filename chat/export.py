@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
+from django.utils.translation import gettext
 
 from chat import selectors
 from chat.api import api_view, conversation_json, message_json
@@ -71,19 +72,22 @@ def conversation_json_export(conversation: Conversation, messages: list[Message]
 
 
 def conversation_markdown(conversation: Conversation, messages: list[Message]) -> str:
-    title = conversation.title or "Untitled conversation"
+    # Headings in the language of the request (the user's interface language).
+    title = conversation.title or gettext("Untitled conversation")
     lines = [
         f"# {_one_line(title)}",
         "",
-        f"- Started: {_when(conversation.created_at)}",
-        f"- Exported: {_when(timezone.now())}",
-        f"- Mode: {conversation.get_mode_display()}",
+        "- " + gettext("Started: %(when)s") % {"when": _when(conversation.created_at)},
+        "- " + gettext("Exported: %(when)s") % {"when": _when(timezone.now())},
+        "- " + gettext("Mode: %(mode)s") % {"mode": conversation.get_mode_display()},
         "",
     ]
     for message in messages:
         metadata = message.metadata or {}
         if message.role == Message.Role.USER:
-            heading = "Follow-up" if message.kind == Message.Kind.INJECTED else "User"
+            heading = (
+                gettext("Follow-up") if message.kind == Message.Kind.INJECTED else gettext("User")
+            )
             lines += ["---", "", f"### {heading} · {_when(message.created_at)}", ""]
             lines += _images(metadata)
             lines += [message.content, ""]
@@ -91,12 +95,14 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
             if metadata.get("superseded_by"):
                 continue
             status = "" if message.status == Message.Status.DONE else f" · {message.status}"
-            lines += ["---", "", f"### Assistant · {_when(message.created_at)}{status}", ""]
+            heading = gettext("Assistant")
+            lines += ["---", "", f"### {heading} · {_when(message.created_at)}{status}", ""]
             lines += _steps(metadata)
-            lines += [message.content or "*(no text)*", ""]
+            lines += [message.content or f"*({gettext('no text')})*", ""]
             error = metadata.get("error")
             if isinstance(error, dict) and error.get("message"):
-                lines += [f"> Error: {_one_line(str(error['message']))}", ""]
+                problem = _one_line(str(error["message"]))
+                lines += ["> " + gettext("Error: %(problem)s") % {"problem": problem}, ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -110,7 +116,8 @@ def _one_line(text: str) -> str:
 
 def _images(metadata: dict[str, Any]) -> list[str]:
     images = [i for i in metadata.get("images") or [] if isinstance(i, dict) and i.get("file_id")]
-    return [f"*Image {i['file_id']} ({i.get('mime_type', '')})*" for i in images] + (
+    image = gettext("Image %(id)s (%(type)s)")
+    return [f"*{image % {'id': i['file_id'], 'type': i.get('mime_type', '')}}*" for i in images] + (
         [""] if images else []
     )
 
@@ -125,9 +132,11 @@ def _steps(metadata: dict[str, Any]) -> list[str]:
         kind = step.get("kind")
         name = _one_line(str(step.get("name") or "tool"))
         if kind == "tool_call":
-            lines += [f"> **Tool call** `{name}`", *_quoted_fence(step.get("arguments"))]
+            call = gettext("**Tool call** %(tool)s") % {"tool": f"`{name}`"}
+            lines += [f"> {call}", *_quoted_fence(step.get("arguments"))]
         elif kind == "tool_result":
-            lines += [f"> **Result** of `{name}`", *_quoted_fence(step.get("result"))]
+            result = gettext("**Result** of %(tool)s") % {"tool": f"`{name}`"}
+            lines += [f"> {result}", *_quoted_fence(step.get("result"))]
     return lines + [""] if lines else []
 
 

@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Conversation(models.Model):
@@ -25,7 +26,7 @@ class Conversation(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        verbose_name="model",
+        verbose_name=_("model"),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -168,8 +169,8 @@ class ContextSummary(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        verbose_name = "context summary"
-        verbose_name_plural = "context summaries"
+        verbose_name = _("context summary")
+        verbose_name_plural = _("context summaries")
         indexes = [models.Index(fields=["conversation", "-id"], name="summary_conv_newest")]
 
     def __str__(self) -> str:

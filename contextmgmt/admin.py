@@ -7,6 +7,8 @@ from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils.html import format_html_join
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from contextmgmt import profiles
 from contextmgmt.calibration import describe_weights, reset_calibration
@@ -40,19 +42,19 @@ class ModelConfigAdmin(admin.ModelAdmin):
     )
     fieldsets = (
         (None, {"fields": ("name", "model", "role", "is_active", "supports_vision")}),
-        ("Endpoint", {"fields": ("base_url", "api_key_env")}),
+        (_("Endpoint"), {"fields": ("base_url", "api_key_env")}),
         (
-            "Token budget",
+            _("Token budget"),
             {
                 "fields": ("context_size", "max_output_tokens", "usable_budget"),
-                "description": (
+                "description": _(
                     "Usable input = context size - max output - 4,000 system-prompt reserve, "
                     "never below 4,000."
                 ),
             },
         ),
         (
-            "Calibration",
+            _("Calibration"),
             {
                 "fields": (
                     "token_ratio",
@@ -60,7 +62,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
                     "class_weights",
                     "effective_budget",
                 ),
-                "description": (
+                "description": _(
                     "Learnt from the provider's usage reports (the last 50 runs): tokens per "
                     "character class for this model's tokenizer, which fimone then estimates "
                     "with; the ratio compares the reported tokens with the base estimate "
@@ -69,7 +71,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Provider profile",
+            _("Provider profile"),
             {
                 "fields": (
                     "provider_profile",
@@ -80,36 +82,36 @@ class ModelConfigAdmin(admin.ModelAdmin):
                     "reasoning_field",
                     "refused",
                 ),
-                "description": (
+                "description": _(
                     "What this endpoint accepts. Detected from the base URL and the endpoint's "
                     "answers while automatic; editing a setting turns detection off. A "
                     "parameter the endpoint refuses is left out from then on and listed here."
                 ),
             },
         ),
-        ("History", {"fields": ("created_at", "updated_at")}),
+        (_("History"), {"fields": ("created_at", "updated_at")}),
     )
     actions = ("reset_calibration_action", "read_from_endpoint_action")
     # Endpoints are HTTPS unless the admin types http:// (local vLLM, Ollama).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
-    @admin.display(description="usable input tokens")
+    @admin.display(description=_("usable input tokens"))
     def usable_budget(self, obj: ModelConfig) -> str:
         return _unless_invalid(obj) or f"{obj.usable_input_tokens:,}"
 
-    @admin.display(description="effective input tokens")
+    @admin.display(description=_("effective input tokens"))
     def effective_budget(self, obj: ModelConfig) -> str:
         return _unless_invalid(obj) or f"{obj.effective_input_tokens:,}"
 
-    @admin.display(description="role", ordering="role")
+    @admin.display(description=_("role"), ordering="role")
     def role_name(self, obj: ModelConfig) -> str:
-        return obj.role
+        return obj.role  # the short code: the column stays narrow
 
-    @admin.display(description="context / out", ordering="context_size")
+    @admin.display(description=_("context / out"), ordering="context_size")
     def window(self, obj: ModelConfig) -> str:
         return f"{obj.context_size:,} / {obj.max_output_tokens:,}"
 
-    @admin.display(description="input")
+    @admin.display(description=_("input"))
     def input_budget(self, obj: ModelConfig) -> str:
         invalid = _unless_invalid(obj)
         if invalid:
@@ -117,30 +119,34 @@ class ModelConfigAdmin(admin.ModelAdmin):
         usable, effective = obj.usable_input_tokens, obj.effective_input_tokens
         return f"{usable:,}" if usable == effective else f"{usable:,} ({effective:,})"
 
-    @admin.display(description="profile", ordering="provider_profile")
+    @admin.display(description=_("profile"), ordering="provider_profile")
     def profile(self, obj: ModelConfig) -> str:
         # "openai_compatible" wraps at its underscore: the column stays narrow.
         return obj.provider_profile.replace("_", "_\u200b")
 
-    @admin.display(description="class weights (vs base)")
+    @admin.display(description=_("class weights (vs base)"))
     def class_weights(self, obj: ModelConfig) -> str:
         moved = describe_weights(obj.token_weights)
         if not moved:
-            return "base weights" if not obj.token_weights else "base weights (fitted)"
+            return (
+                gettext("base weights")
+                if not obj.token_weights
+                else gettext("base weights (fitted)")
+            )
         return format_html_join(
             ", ", "{}: {} (×{})", ((n, f"{w:.3f}", f"{r:.2f}") for n, w, r in moved)
         )
 
-    @admin.display(description="ratio (samples)")
+    @admin.display(description=_("ratio (samples)"))
     def calibration(self, obj: ModelConfig) -> str:
         if not obj.token_ratio_samples:
-            return "not calibrated"
+            return gettext("not calibrated")
         return f"{obj.token_ratio:.3f} ({obj.token_ratio_samples})"
 
-    @admin.display(description="refused parameters")
+    @admin.display(description=_("refused parameters"))
     def refused(self, obj: ModelConfig) -> str:
         if not obj.refused_params:
-            return "none"
+            return gettext("none")
         return "; ".join(
             f"{r.get('param')} ({r.get('at', '')[:19]}): {r.get('message', '')}"
             for r in obj.refused_params
@@ -156,29 +162,37 @@ class ModelConfigAdmin(admin.ModelAdmin):
             profiles.detect_profile(obj)
         super().save_model(request, obj, form, change)
 
-    @admin.action(description="Read context size from the endpoint")
+    @admin.action(description=_("Read context size from the endpoint"))
     def read_from_endpoint_action(self, request: HttpRequest, queryset: QuerySet) -> None:
         for row in queryset:
             found, changed = profiles.read_from_endpoint(row)
             if found.context_size is None:
                 self.message_user(request, f"{row.name}: {found.source}.", messages.WARNING)
                 continue
-            output = (
-                f", max output {row.max_output_tokens:,}" if "max_output_tokens" in changed else ""
-            )
+            if "max_output_tokens" in changed:
+                text = gettext(
+                    "%(name)s: context size %(context)s, max output %(output)s (%(source)s)."
+                )
+            else:
+                text = gettext("%(name)s: context size %(context)s (%(source)s).")
+            text %= {
+                "name": row.name,
+                "context": f"{row.context_size:,}",
+                "output": f"{row.max_output_tokens:,}",
+                "source": found.source,
+            }
             note = f" {found.note}" if found.note else ""
-            self.message_user(
-                request,
-                f"{row.name}: context size {row.context_size:,}{output} ({found.source}).{note}",
-                messages.SUCCESS,
-            )
+            self.message_user(request, text + note, messages.SUCCESS)
 
-    @admin.action(description="Reset calibration")
+    @admin.action(description=_("Reset calibration"))
     def reset_calibration_action(self, request: HttpRequest, queryset: QuerySet) -> None:
         count = reset_calibration(model_config_ids=list(queryset.values_list("pk", flat=True)))
-        self.message_user(
-            request, f"Calibration reset for {count} model configuration(s).", messages.SUCCESS
-        )
+        text = ngettext(
+            "Calibration reset for %(count)d model configuration.",
+            "Calibration reset for %(count)d model configurations.",
+            count,
+        ) % {"count": count}
+        self.message_user(request, text, messages.SUCCESS)
 
 
 def _unless_invalid(obj: ModelConfig) -> str:
@@ -186,5 +200,5 @@ def _unless_invalid(obj: ModelConfig) -> str:
     if obj.pk is None and not obj.context_size:
         return "-"
     if obj.budget_errors():
-        return "not computed: fix the token fields"
+        return gettext("not computed: fix the token fields")
     return ""

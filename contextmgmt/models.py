@@ -5,6 +5,8 @@ import re
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from contextmgmt.core.budget import (
     MIN_INPUT_BUDGET,
@@ -20,24 +22,24 @@ MAX_CONTEXT_SIZE = 10_000_000
 
 class ModelConfig(models.Model):
     class Role(models.TextChoices):
-        MAIN = "main", "Main (ReAct, answers)"
-        FAST = "fast", "Fast (DAG steps, compaction)"
+        MAIN = "main", _("Main (ReAct, answers)")
+        FAST = "fast", _("Fast (DAG steps, compaction)")
 
-    name = models.CharField("display name", max_length=100)
-    model = models.CharField("provider model id", max_length=200)
+    name = models.CharField(_("display name"), max_length=100)
+    model = models.CharField(_("provider model id"), max_length=200)
     role = models.CharField(max_length=8, choices=Role.choices, default=Role.MAIN)
     base_url = models.URLField(max_length=500, blank=True, default="")
     api_key_env = models.CharField(
-        "API key environment variable",
+        _("API key environment variable"),
         max_length=100,
         blank=True,
         default="",
-        help_text="Name of the environment variable that holds the key; never the key itself.",
+        help_text=_("Name of the environment variable that holds the key; never the key itself."),
     )
     context_size = models.PositiveIntegerField(default=128_000)
     max_output_tokens = models.PositiveIntegerField(default=64_000)
     supports_vision = models.BooleanField(default=True)
-    is_active = models.BooleanField("active", default=False)
+    is_active = models.BooleanField(_("active"), default=False)
     # Calibration (contextmgmt.calibration): the class weights fitted to this model's usage
     # reports (empty: the base weights); the reported tokens / the base estimate over the
     # samples they were fitted to; how many samples were recorded in all. A ratio without
@@ -49,44 +51,44 @@ class ModelConfig(models.Model):
     # reasoning text arrives. Detected from the base URL and the endpoint's answers while
     # ``profile_auto`` is on; an admin who edits it turns detection off.
     provider_profile = models.CharField(
-        "provider profile", max_length=40, blank=True, default="openai_compatible"
+        _("provider profile"), max_length=40, blank=True, default="openai_compatible"
     )
     profile_auto = models.BooleanField(
-        "detect automatically",
+        _("detect automatically"),
         default=True,
-        help_text="Refine the settings below from the base URL and the endpoint's answers.",
+        help_text=_("Refine the settings below from the base URL and the endpoint's answers."),
     )
     token_limit_param = models.CharField(
-        "token-limit parameter",
+        _("token-limit parameter"),
         max_length=24,
         choices=[("max_tokens", "max_tokens"), ("max_completion_tokens", "max_completion_tokens")],
         default="max_tokens",
     )
-    send_temperature = models.BooleanField("may send temperature", default=True)
+    send_temperature = models.BooleanField(_("may send temperature"), default=True)
     stream_usage = models.BooleanField(
-        "accepts stream_options (usage in streams)",
+        _("accepts stream_options (usage in streams)"),
         default=True,
-        help_text="Off: streamed usage is estimated and marked so.",
+        help_text=_("Off: streamed usage is estimated and marked so."),
     )
     reasoning_field = models.CharField(
-        "reasoning text arrives in",
+        _("reasoning text arrives in"),
         max_length=24,
         blank=True,
         choices=[
-            ("", "either field (not seen yet)"),
+            ("", _("either field (not seen yet)")),
             ("reasoning_content", "reasoning_content"),
             ("reasoning", "reasoning"),
         ],
         default="",
     )
     # Parameters the endpoint refused with a 400, newest last: [{param, message, at}].
-    refused_params = models.JSONField("refused parameters", default=list, blank=True)
+    refused_params = models.JSONField(_("refused parameters"), default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["role", "name"]
-        verbose_name = "model configuration"
+        verbose_name = _("model configuration")
         constraints = [
             models.UniqueConstraint(
                 fields=["role"], condition=Q(is_active=True), name="one_active_model_per_role"
@@ -114,18 +116,18 @@ class ModelConfig(models.Model):
         """
         errors: dict[str, str] = {}
         if not self.context_size or self.context_size <= 0:
-            errors["context_size"] = "Context size must be a positive number of tokens."
+            errors["context_size"] = gettext("Context size must be a positive number of tokens.")
         elif self.context_size > MAX_CONTEXT_SIZE:
-            errors["context_size"] = (
-                f"{self.context_size:,} tokens is larger than any model's context window "
-                f"(limit {MAX_CONTEXT_SIZE:,}); check for a typo."
-            )
+            errors["context_size"] = gettext(
+                "%(size)s tokens is larger than any model's context window (limit %(limit)s); "
+                "check for a typo."
+            ) % {"size": f"{self.context_size:,}", "limit": f"{MAX_CONTEXT_SIZE:,}"}
         if self.max_output_tokens is None or self.max_output_tokens <= 0:
-            errors["max_output_tokens"] = "Max output tokens must be a positive number."
+            errors["max_output_tokens"] = gettext("Max output tokens must be a positive number.")
         elif self.context_size and self.max_output_tokens >= self.context_size:
-            errors["max_output_tokens"] = (
-                f"Max output tokens must be smaller than the context size ({self.context_size:,})."
-            )
+            errors["max_output_tokens"] = gettext(
+                "Max output tokens must be smaller than the context size (%(size)s)."
+            ) % {"size": f"{self.context_size:,}"}
         elif (
             self.context_size
             and self.context_size - self.max_output_tokens - SYSTEM_PROMPT_RESERVE
@@ -133,27 +135,31 @@ class ModelConfig(models.Model):
         ):
             # The run would clamp this to the floor; an admin gets told instead.
             left = self.context_size - self.max_output_tokens - SYSTEM_PROMPT_RESERVE
-            errors["max_output_tokens"] = (
-                f"Leaves {left:,} input tokens (context {self.context_size:,} - output "
-                f"{self.max_output_tokens:,} - {SYSTEM_PROMPT_RESERVE:,} system-prompt reserve); "
-                f"at least {MIN_INPUT_BUDGET:,} are needed. Lower max output tokens or raise "
-                "the context size."
-            )
+            errors["max_output_tokens"] = gettext(
+                "Leaves %(left)s input tokens (context %(context)s - output %(output)s - "
+                "%(reserve)s system-prompt reserve); at least %(minimum)s are needed. Lower max "
+                "output tokens or raise the context size."
+            ) % {
+                "left": f"{left:,}",
+                "context": f"{self.context_size:,}",
+                "output": f"{self.max_output_tokens:,}",
+                "reserve": f"{SYSTEM_PROMPT_RESERVE:,}",
+                "minimum": f"{MIN_INPUT_BUDGET:,}",
+            }
         return errors
 
     def clean(self) -> None:
         errors = self.budget_errors()
         if self.api_key_env and not ENV_NAME.fullmatch(self.api_key_env):
-            errors["api_key_env"] = (
+            errors["api_key_env"] = gettext(
                 "Give the name of an environment variable (letters, digits, _), not a key."
             )
         if self.is_active:
             clash = ModelConfig.objects.filter(role=self.role, is_active=True).exclude(pk=self.pk)
             if clash.exists():
-                errors["is_active"] = (
-                    f"Another {self.role} model is already active ({clash.first().name}); "
-                    "deactivate it first."
-                )
+                errors["is_active"] = gettext(
+                    "Another %(role)s model is already active (%(name)s); deactivate it first."
+                ) % {"role": self.role, "name": clash.first().name}
         if errors:
             raise ValidationError(errors)
 

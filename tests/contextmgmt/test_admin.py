@@ -126,7 +126,7 @@ def test_reset_calibration_action(admin_client, calibrated_model):
         {"action": "reset_calibration_action", "_selected_action": [calibrated_model.pk]},
         follow=True,
     )
-    assert "Calibration reset for 1 model configuration(s)." in response.content.decode()
+    assert "Calibration reset for 1 model configuration." in response.content.decode()
     calibrated_model.refresh_from_db()
     untouched.refresh_from_db()
     assert (calibrated_model.token_ratio, calibrated_model.token_ratio_samples) == (1.0, 0)

@@ -103,3 +103,49 @@ def test_the_js_catalog_carries_the_translations(client, accept, translated):
     body = response.content.decode()
     assert json.dumps(translated)[1:-1] in body  # the catalog is JSON, non-ASCII escaped
     assert "function gettext" in body or "django.gettext" in body
+
+
+def test_the_admin_speaks_the_users_language(admin_client):
+    page = admin_client.get(
+        "/admin/contextmgmt/modelconfig/add/", HTTP_ACCEPT_LANGUAGE="de"
+    ).content.decode()
+    for text in ("Token-Budget", "Anzeigename", "Anbieterprofil", "Kontextverwaltung"):
+        assert text in page
+    assert "Token budget" not in page
+    listing = admin_client.get("/admin/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "上下文管理" in listing and "模型配置" in listing
+
+
+def test_an_admin_form_error_is_in_the_users_language(admin_client):
+    response = admin_client.post(
+        "/admin/contextmgmt/modelconfig/add/",
+        {
+            "name": "x",
+            "model": "m",
+            "role": "main",
+            "context_size": "8000",
+            "max_output_tokens": "9000",
+            "token_limit_param": "max_tokens",
+            "provider_profile": "openai_compatible",
+        },
+        HTTP_ACCEPT_LANGUAGE="zh-CN",
+    )
+    assert response.status_code == 200  # the form again, with the error
+    assert "最大输出 token 数必须小于上下文大小（8,000）。" in response.content.decode()
+
+
+def test_a_markdown_export_is_headed_in_the_users_language(client, user):
+    from chat import services
+    from chat.models import Message
+
+    conversation = services.conversation_create(owner=user, title="")
+    Message.objects.create(
+        conversation=conversation, role="user", kind="query", status="done", content="12*7"
+    )
+    client.force_login(user)
+    text = client.get(
+        f"/api/conversations/{conversation.id}/export/?format=markdown",
+        HTTP_ACCEPT_LANGUAGE="zh-CN",
+    ).content.decode()
+    assert text.startswith("# 未命名对话\n")
+    assert "- 模式：ReAct" in text and "### 用户 · " in text
