@@ -149,3 +149,20 @@ def test_a_markdown_export_is_headed_in_the_users_language(client, user):
     ).content.decode()
     assert text.startswith("# 未命名对话\n")
     assert "- 模式：ReAct" in text and "### 用户 · " in text
+
+
+def test_the_not_found_page_is_in_the_users_language(client, user):
+    client.force_login(user)
+    response = client.get("/c/not-a-uuid/", HTTP_ACCEPT_LANGUAGE="de")
+    assert response.status_code == 404
+    assert html_lang(response) == "de"
+    assert "Diese Seite gibt es nicht" in response.content.decode()
+
+
+def test_the_server_error_page_renders_alone_in_the_users_language():
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    with translation.override("zh-hans"):
+        page = render_to_string("500.html")
+    assert '<html lang="zh-hans">' in page and "服务器出错了" in page
