@@ -20,7 +20,7 @@ from typing import Any
 from contextmgmt.core.compact import CompactResult
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_tokens
-from contextmgmt.db_memory import NewSummary
+from contextmgmt.db_memory import MAX_FACTS_SHOWN, NewSummary
 
 LEDGER_FIELDS = ("scope", "strategy", "tokens_before", "tokens_after")
 MAX_LEDGER_ENTRIES = 50
@@ -98,7 +98,13 @@ def summary_of_history(
         covers_through_id=expected[-1].metadata["id"],
         covered_count=coverage.base_count + end,
         tokens=estimate_tokens(text),
-        metadata={"covered_tokens": covered_tokens, "made_by": scope},
+        metadata={
+            "covered_tokens": covered_tokens,
+            "made_by": scope,
+            # The fact check's lists, shown when the user opens the summary.
+            "facts_appended": result.appended_facts[:MAX_FACTS_SHOWN],
+            "facts_missing": result.missing_facts[:MAX_FACTS_SHOWN],
+        },
     )
     return summary, end
 

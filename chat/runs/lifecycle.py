@@ -369,12 +369,13 @@ async def _work(run: Run):
             new_summary=getattr(memory, "new_summary", None),
         )
 
-    async def on_compaction(scope: str, result) -> None:
+    async def on_compaction(scope: str, result) -> int | None:
         # The engine summarised loaded history: stored like a load-time summary, so the
         # next request starts from it instead of summarising the same messages again.
         summary = run.compactions.to_store(scope, result)
-        if summary is not None:
-            await database_sync_to_async(storage.save_summary)(run.conversation_id, summary)
+        if summary is None:
+            return None
+        return await database_sync_to_async(storage.save_summary)(run.conversation_id, summary)
 
     ctx = AgentContext(
         llm=main,

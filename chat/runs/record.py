@@ -15,6 +15,9 @@ logger = logging.getLogger(__name__)
 # Bounds of what a run stores about its steps and plan (the live events carry the same
 # previews; a runaway run must not grow a message row without limit).
 RECORD_TEXT_CHARS = 2_000
+# An engine summary kept with the answer's steps, and the fact check's lists with it.
+RECORD_SUMMARY_CHARS = 20_000
+RECORD_MAX_FACTS = 100
 RECORD_MAX_STEPS = 50  # the first half and the newest half are kept, the middle counted
 RECORD_MAX_ROUNDS = 6
 RECORD_MAX_PLAN_STEPS = 20
@@ -31,6 +34,27 @@ _COMPACT_FIELDS = (
     "tokens_after",
     "step_id",
 )
+
+
+def _summary_fields(payload: dict[str, Any]) -> dict[str, Any]:
+    """An engine summary as the opened step shows it after a reload: a stored one by id
+    (the API has its whole text), else its text up to RECORD_SUMMARY_CHARS, and the fact
+    check's lists."""
+    out: dict[str, Any] = {}
+    if isinstance(payload.get("summary_id"), int):
+        out["summary_id"] = payload["summary_id"]
+    if isinstance(payload.get("summary"), str):
+        text = payload["summary"]
+        out["summary"] = text[:RECORD_SUMMARY_CHARS]
+        if len(text) > RECORD_SUMMARY_CHARS:
+            out["summary_clipped"] = True
+    if isinstance(payload.get("summarized_count"), int):
+        out["summarized_count"] = payload["summarized_count"]
+    for key in ("facts_appended", "facts_missing"):
+        facts = payload.get(key)
+        if isinstance(facts, list):
+            out[key] = [str(f)[:200] for f in facts[:RECORD_MAX_FACTS]]
+    return out
 
 
 def _clip(value: Any) -> Any:
@@ -124,6 +148,7 @@ class RunRecord:
         elif event_type == "compact" and payload.get("scope") != "history":
             entry = {"kind": "compact"}
             entry.update({k: _clip(payload[k]) for k in _COMPACT_FIELDS if k in payload})
+            entry.update(_summary_fields(payload))
             self._step(entry)
         elif event_type == "dag.plan":
             self._plan(payload)

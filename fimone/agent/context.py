@@ -22,8 +22,24 @@ from .tools import ToolRegistry
 
 EventSink = Callable[[str, dict], Awaitable[None]]
 # Told of every compaction an engine makes: (scope, result). The chat layer stores a summary
-# of loaded history from it, as it stores a load-time one.
-CompactionHook = Callable[[str, CompactResult], Awaitable[None]]
+# of loaded history from it, as it stores a load-time one, and returns its id (or None).
+CompactionHook = Callable[[str, CompactResult], Awaitable[Any]]
+
+# The fact check's lists shown with a summary: the first this many of each.
+MAX_FACTS_SHOWN = 100
+
+
+def summary_facts(result: CompactResult) -> dict[str, Any]:
+    """What a ``compact`` event carries about an LLM summary, so that the user can open it:
+    the text exactly as the model got it, the facts the fact check put back and those it
+    found missing, and how many messages it stands for."""
+    summary = next((m for m in reversed(result.messages) if m.is_summary), None)
+    return {
+        "summary": summary.text() if summary is not None else "",
+        "summarized_count": result.summarized_count,
+        "facts_appended": result.appended_facts[:MAX_FACTS_SHOWN],
+        "facts_missing": result.missing_facts[:MAX_FACTS_SHOWN],
+    }
 
 
 async def discard_events(event: str, payload: dict) -> None:

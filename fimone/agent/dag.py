@@ -54,7 +54,7 @@ from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_tokens
 
 from .calls import chat_once, compact_limit
-from .context import AgentContext, AgentOutcome, earlier_turns
+from .context import AgentContext, AgentOutcome, earlier_turns, summary_facts
 from .dag_context import (
     DEPENDENCY_CHARS,
     HISTORY_HEADER,
@@ -190,9 +190,14 @@ class DagRun:
         # Measured on the planner's actual input text, the figure the 16K limit applies to.
         payload["tokens_before"] = estimate_tokens(text)
         payload["tokens_after"] = estimate_tokens(compacted)
-        await self._compacted(payload)
+        if result.strategy == "llm":
+            payload.update(summary_facts(result))
         if ctx.on_compaction is not None:
-            await ctx.on_compaction("planner", result)
+            # Told first: a summary it stores is named in the event (the UI opens it).
+            stored = await ctx.on_compaction("planner", result)
+            if stored is not None:
+                payload["summary_id"] = stored
+        await self._compacted(payload)
         return compacted
 
     def _planner_input_limit(self) -> int:

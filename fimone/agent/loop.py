@@ -37,7 +37,7 @@ from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
 
 from .calls import stream_reply
-from .context import CompactionHook, EventSink, InjectionQueue
+from .context import CompactionHook, EventSink, InjectionQueue, summary_facts
 from .prompts import LIMIT_NOTE, limit_preface
 from .pruning import prune_tool_results
 from .tools import ToolRegistry
@@ -203,10 +203,15 @@ class ReactLoop:
                 "cost_output_tokens": last.usage.output_tokens,
                 **cfg.event_extra,
             }
+            if last.strategy == "llm":
+                payload.update(summary_facts(last))
+            if cfg.on_compaction is not None:
+                # Told first: a summary it stores is named in the event (the UI opens it).
+                stored = await cfg.on_compaction(cfg.scope, last)
+                if stored is not None:
+                    payload["summary_id"] = stored
             self.compactions.append(payload)
             await cfg.sink("compact", payload)
-            if cfg.on_compaction is not None:
-                await cfg.on_compaction(cfg.scope, last)
         return list(fitted)
 
     async def _call(

@@ -180,3 +180,77 @@ def test_rv1_divider_panel_and_pins_fit_every_screen(
     expect(panel.get_by_label("Edit the summary")).to_be_visible()
     screenshot(page, f"rv-editing-{name}")
     assert not page.errors
+
+
+SEED_RUN_WITH_ENGINE_SUMMARIES = """
+from django.contrib.auth import get_user_model
+from chat.models import Conversation, Message
+from chat.summaries import summary_save
+u = get_user_model().objects.get(username={username!r})
+c = Conversation.objects.create(owner=u, title="Summaries in a run")
+old = Message.objects.create(conversation=c, role="user", kind="query", status="done",
+    content="Earlier: the budget is 4,200 EUR on host db-17.")
+Message.objects.create(conversation=c, role="assistant", kind="answer", status="done",
+    content="Noted.")
+stored = summary_save(conversation_id=c.id, covers_through_id=old.pk, covered_count=1,
+    summary="[Conversation summary]\\nThe user set a budget.",
+    metadata={{"facts_appended": [], "facts_missing": ["4,200 EUR", "db-17"]}})
+Message.objects.create(conversation=c, role="user", kind="query", status="done",
+    content="Summarise the logs")
+steps = [
+    {{"kind": "compact", "scope": "iteration", "strategy": "llm", "seq": 1,
+     "original_count": 30, "compacted_count": 6, "tokens_before": 9100, "tokens_after": 2100,
+     "summary": "[Conversation summary]\\nThe logs show 3 restarts.\\n\\nKey facts: 03:12 UTC",
+     "summarized_count": 24, "facts_appended": ["03:12 UTC"],
+     "facts_missing": ["03:12 UTC", "pid 4411"]}},
+    {{"kind": "compact", "scope": "planner", "strategy": "llm", "seq": 2,
+     "original_count": 4, "compacted_count": 2, "tokens_before": 20000, "tokens_after": 15000,
+     "summary_id": stored.pk, "summary": stored.content}},
+]
+usage = {{"input_tokens": 1, "output_tokens": 1}}
+Message.objects.create(conversation=c, role="assistant", kind="answer", status="done",
+    content="Done.", metadata={{"steps": steps, "usage": usage}})
+print(c.id)
+"""
+
+
+@pytest.mark.parametrize(("viewport", "scheme"), [(DESKTOP, "light"), (PHONE, "dark")])
+def test_rv1_a_summary_made_during_a_run_opens_from_its_step(
+    chromium, live_daphne, new_page, viewport, scheme
+):
+    conversation_id = live_daphne.manage_shell(
+        SEED_RUN_WITH_ENGINE_SUMMARIES.format(username=live_daphne.username)
+    ).split()[-1]
+    page = new_page(viewport=viewport, color_scheme=scheme)
+    login(page, live_daphne)
+    page.goto(f"{live_daphne.base_url}/c/{conversation_id}/")
+    toggles = page.locator(".msg-assistant .step-note-toggle")
+    expect(toggles).to_have_text(
+        [
+            "Context summarised before the next model call: 9.1k → 2.1k tokens",
+            "Context summarised for planning: 20.0k → 15.0k tokens",
+        ]
+    )
+    # Not stored (it covered this run's tool results): the text the event carried.
+    toggles.first.click()
+    panel = page.locator(".msg-assistant .summary-panel").first
+    expect(panel.locator(".summary-text")).to_have_text(
+        "[Conversation summary]\nThe logs show 3 restarts.\n\nKey facts: 03:12 UTC"
+    )
+    expect(panel.locator(".summary-facts.appended .fact-chip")).to_have_text(["03:12 UTC"])
+    expect(panel.locator(".summary-facts.missing .fact-chip")).to_have_text(["pid 4411"])
+    expect(panel.locator(".summary-meta")).to_contain_text("24 messages")
+    # Stored (it stood for loaded history): opened from the API, like the divider.
+    toggles.last.click()
+    stored = page.locator(".msg-assistant .summary-panel").last
+    expect(stored.locator(".summary-text")).to_have_text(
+        "[Conversation summary]\nThe user set a budget."
+    )
+    expect(stored.locator(".summary-facts.missing .fact-chip")).to_have_text(["4,200 EUR", "db-17"])
+    stored.locator(".covered-toggle").click()
+    expect(stored.locator(".covered-msg")).to_have_count(1)
+    expect(stored.locator(".covered-msg")).to_contain_text("the budget is 4,200 EUR")
+    panel.scroll_into_view_if_needed()
+    name = f"{'phone' if viewport == PHONE else 'desktop'}-{scheme}"
+    screenshot(page, f"rv-run-summary-open-{name}")
+    assert not page.errors

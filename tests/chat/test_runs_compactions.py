@@ -74,6 +74,12 @@ async def test_a_summary_the_guard_makes_of_loaded_history_is_stored_and_reused_
         assert stored.content.startswith(SUMMARY_PREFIX)
         assert stored.metadata["made_by"] == "iteration"
         assert stored.metadata["cost_input_tokens"] > 0
+        # RV.1: the run's step opens onto it: the event names the stored summary and
+        # carries its text as the model got it.
+        (guard_compact,) = of_type(events, "compact")
+        assert guard_compact["summary_id"] == stored.pk
+        assert guard_compact["summary"] == stored.content
+        assert isinstance(guard_compact["facts_missing"], list)
 
         ws_fake_llm.calls.clear()
         ws_fake_llm.default = "Then the numbers."
@@ -124,6 +130,17 @@ def test_a_summary_of_the_next_loaded_messages_is_stored_with_what_it_covers():
     )
     assert (summary.covers_through_id, summary.covered_count, covered) == (12, 9, 3)
     assert summary.metadata["covered_tokens"] > 300
+
+
+def test_rv1_a_stored_engine_summary_keeps_the_fact_checks_lists():
+    """What the opened step shows: the facts put back and those found missing."""
+    history, stored = _history(4), _stored()
+    coverage = LoadedCoverage(history, base_count=6, base_tokens=300, covers={id(stored): 0})
+    result = _result([stored, *history[:3]])
+    result.appended_facts, result.missing_facts = ["12345"], ["12345", "db-17"]
+    summary, _covered = summary_of_history(result, coverage=coverage, scope="iteration")
+    assert summary.metadata["facts_appended"] == ["12345"]
+    assert summary.metadata["facts_missing"] == ["12345", "db-17"]
 
 
 def test_a_summary_of_this_runs_own_messages_is_not_stored():

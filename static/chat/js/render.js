@@ -434,9 +434,10 @@ export class AssistantView {
     if (this.reasoningLabel) this.reasoningLabel.textContent = gettext("Thinking");
   }
 
-  addNote(text) {
+  // ``note``: a text, or a node that draws itself (an openable compaction note).
+  addNote(note) {
     this.steps.hidden = false;
-    this.steps.append(el("div", { class: "step-note", text }));
+    this.steps.append(note instanceof Node ? note : el("div", { class: "step-note", text: note }));
   }
 
   // Forget the steps and plan shown (a fuller record of them is about to be replayed).

@@ -63,6 +63,61 @@ export function summaryDivider(facts) {
   return wrap;
 }
 
+// A compaction the engine made during a run (its steps show it): the note opens like the
+// divider — onto the stored summary when the run stored it (it stood for loaded history
+// only), else onto the text and fact check the event carried.
+export function compactionNote(frame, text) {
+  const panelId = `summary-panel-${++panelSeq}`;
+  const toggle = el(
+    "button",
+    { type: "button", class: "step-note-toggle", "aria-expanded": "false", "aria-controls": panelId },
+    text,
+  );
+  const panel = el("div", {
+    class: "summary-panel",
+    id: panelId,
+    role: "region",
+    "aria-label": gettext("Summary made during this answer"),
+    hidden: true,
+  });
+  let loaded = false;
+  toggle.addEventListener("click", () => {
+    const open = toggle.getAttribute("aria-expanded") !== "true";
+    toggle.setAttribute("aria-expanded", String(open));
+    panel.hidden = !open;
+    if (!open || loaded) return;
+    loaded = true;
+    if (frame.summary_id) loadSummary(panel, frame.summary_id);
+    else renderRunSummary(panel, frame);
+  });
+  return el("div", { class: "step-note openable" }, toggle, panel);
+}
+
+function renderRunSummary(panel, frame) {
+  const count = Number(frame.summarized_count) || 0;
+  const parts = [
+    el(
+      "div",
+      { class: "summary-head" },
+      el("strong", { text: gettext("What the model received instead") }),
+      el("span", {
+        class: "summary-meta",
+        text: interpolate(
+          gettext("stands for %(messages)s: earlier context and this answer's steps above"),
+          { messages: messagesText(count) },
+          true,
+        ),
+      }),
+    ),
+    el("pre", { class: "summary-text", tabindex: "0", text: frame.summary || "" }),
+    frame.summary_clipped
+      ? el("p", { class: "summary-status", text: gettext("Only the start of this summary was kept with the answer.") })
+      : null,
+    factsBlock(frame),
+  ];
+  panel.replaceChildren(...parts.filter(Boolean));
+}
+
 async function loadSummary(panel, summaryId) {
   const conversationId = conversationOf();
   panel.replaceChildren(el("p", { class: "summary-status", role: "status", text: gettext("Loading…") }));

@@ -4,6 +4,7 @@
 // ({replanRound}); only the re-plan counter is read here.
 
 import { formatK } from "./render.js";
+import { compactionNote } from "./steering.js";
 
 // One whole sentence per case, so that each language can word it naturally.
 const SHORTENED = {
@@ -34,7 +35,11 @@ export const TRACE_HANDLERS = {
       before: formatK(frame.tokens_before),
       after: formatK(frame.tokens_after),
     };
-    view.addNote(interpolate(texts[scope] || texts.fit, values, true));
+    const text = interpolate(texts[scope] || texts.fit, values, true);
+    // A summary opens like the divider: its text, the fact check, what it stands for.
+    if (frame.strategy === "llm" && (frame.summary || frame.summary_id)) {
+      view.addNote(compactionNote(frame, text));
+    } else view.addNote(text);
   },
 
   step(view, frame) {
