@@ -92,18 +92,30 @@ def transcript_units(transcript: str) -> list[Unit]:
             end = starts[i + 1].start() if i + 1 < len(starts) else len(transcript)
             blocks.append((m.group(1).lower(), transcript[m.end() : end]))
     units: list[Unit] = []
+    # Summaries being folded (of the pieces of one long log, of earlier rounds) each hold
+    # only a couple of a log's lines — too few for their own block to show the template —
+    # but together as many as the log had: their templates are counted over all of them.
+    summaries = [
+        body.strip()[len(SUMMARY_PREFIX) :]
+        for _, body in blocks
+        if body.strip().startswith(SUMMARY_PREFIX)
+    ]
+    across = repeated_templates("\n".join(summaries)) if len(summaries) > 1 else set()
     for role, body in blocks:
         body = body.strip()
+        templates_across: set[str] = set()
         if body.startswith(SUMMARY_PREFIX):
             role, body = "summary", body[len(SUMMARY_PREFIX) :]
-        templates = repeated_templates(body)
+            templates_across = across
+        templates = repeated_templates(body) | templates_across
         for line in body.splitlines():
             templated = bool(templates) and template_of(line) in templates
             line = _BULLET.sub("", line).strip()
             if role == "summary":
-                # A bullet of an earlier summary is one fact; keep it whole.
+                # A bullet of an earlier summary is one fact; keep it whole. A log line an
+                # earlier summary kept is still a log line.
                 if line:
-                    units.append(Unit(len(units), role, line))
+                    units.append(Unit(len(units), role, line, templated))
                 continue
             for sentence in _SENTENCE_END.split(line):
                 sentence = sentence.strip()
