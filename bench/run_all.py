@@ -253,6 +253,7 @@ BENCHES = [
             "offline 8K": (r"\s8,000 offline\s+(\d+)/", "/50", ">= 40"),
             "offline 24K": (r"24,000 offline\s+(\d+)/", "/50", ">= 40"),
             "recall 8K": (r"\s8,000 recall finds (\d+)/", "/50", "50"),
+            "guard 1st call 8K": (r"\s8,000 keeps-all(?:\s+\S+){5}\s+(\d+)", "", "0"),
         },
         timeout=1800,
     ),
