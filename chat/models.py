@@ -14,10 +14,15 @@ class Conversation(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="conversations",
+        verbose_name=_("owner"),
     )
-    title = models.CharField(max_length=200, blank=True, default="")
-    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.REACT)
+    title = models.CharField(max_length=200, blank=True, default="", verbose_name=_("title"))
+    mode = models.CharField(
+        max_length=8, choices=Mode.choices, default=Mode.REACT, verbose_name=_("mode")
+    )
     # The main model this conversation's runs use; empty: the configured default (the
     # active main ModelConfig, the environment's model, or the offline model).
     model_config = models.ForeignKey(
@@ -28,10 +33,12 @@ class Conversation(models.Model):
         related_name="+",
         verbose_name=_("model"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 
     class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
         ordering = ["-updated_at", "-created_at"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="conv_owner_updated")]
 
@@ -41,40 +48,49 @@ class Conversation(models.Model):
 
 class Message(models.Model):
     class Role(models.TextChoices):
-        USER = "user"
-        ASSISTANT = "assistant"
-        SYSTEM = "system"
-        TOOL = "tool"
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
+        SYSTEM = "system", _("System")
+        TOOL = "tool", _("Tool")
 
     class Kind(models.TextChoices):
-        QUERY = "query"
-        INJECTED = "injected"
-        ANSWER = "answer"
-        ERROR = "error"
+        QUERY = "query", _("Query")
+        INJECTED = "injected", _("Injected")
+        ANSWER = "answer", _("Answer")
+        ERROR = "error", _("Error")
 
     class Status(models.TextChoices):
-        PENDING = "pending"  # a user message whose run has not finished
-        RUNNING = "running"  # an assistant message being produced
-        DONE = "done"
-        ERROR = "error"
-        CANCELLED = "cancelled"
-        INTERRUPTED = "interrupted"  # the server died during the run
+        PENDING = "pending", _("Pending")  # a user message whose run has not finished
+        RUNNING = "running", _("Running")  # an assistant message being produced
+        DONE = "done", _("Done")
+        ERROR = "error", _("Error")
+        CANCELLED = "cancelled", _("Cancelled")
+        INTERRUPTED = "interrupted", _("Interrupted")  # the server died during the run
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="messages"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="messages",
+        verbose_name=_("conversation"),
     )
-    role = models.CharField(max_length=16, choices=Role.choices)
-    content = models.TextField(blank=True, default="")
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.QUERY)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DONE)
+    role = models.CharField(max_length=16, choices=Role.choices, verbose_name=_("role"))
+    content = models.TextField(blank=True, default="", verbose_name=_("content"))
+    kind = models.CharField(
+        max_length=16, choices=Kind.choices, default=Kind.QUERY, verbose_name=_("kind")
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.DONE, verbose_name=_("status")
+    )
     # The user asked to keep this message verbatim: load-time compaction leaves it out of
     # the summary while pinned history fits in half the budget (docs/architecture.md).
-    pinned = models.BooleanField(default=False)
+    pinned = models.BooleanField(default=False, verbose_name=_("pinned"))
     # images: [{"file_id", "mime_type"}]; usage; compaction facts; run id; …
     metadata = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created"))
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         # Creation time, with the autoincrement id as a stable tie-break for equal stamps.
         ordering = ["created_at", "id"]
         indexes = [
@@ -104,37 +120,52 @@ def attachment_path(instance: "Attachment", filename: str) -> str:
 
 class Attachment(models.Model):
     class DescriptionSource(models.TextChoices):
-        NONE = "", "not described yet"
-        OFFLINE = "offline", "from the file (format, size, colours, text layer)"
-        MODEL = "model", "by the fast model"
-        MODEL_FAILED = "model_failed", "from the file; the fast model failed"
+        NONE = "", _("not described yet")
+        OFFLINE = "offline", _("from the file (format, size, colours, text layer)")
+        MODEL = "model", _("by the fast model")
+        MODEL_FAILED = "model_failed", _("from the file; the fast model failed")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attachments"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+        verbose_name=_("owner"),
     )
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="attachments"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="attachments",
+        verbose_name=_("conversation"),
     )
     message = models.ForeignKey(
-        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="attachments"
+        Message,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="attachments",
+        verbose_name=_("message"),
     )
-    file = models.FileField(upload_to=attachment_path, max_length=255)
-    original_name = models.CharField(max_length=255, blank=True, default="")
-    mime_type = models.CharField(max_length=64)
-    size = models.PositiveIntegerField()
-    width = models.PositiveIntegerField()
-    height = models.PositiveIntegerField()
+    file = models.FileField(upload_to=attachment_path, max_length=255, verbose_name=_("file"))
+    original_name = models.CharField(
+        max_length=255, blank=True, default="", verbose_name=_("original name")
+    )
+    mime_type = models.CharField(max_length=64, verbose_name=_("MIME type"))
+    size = models.PositiveIntegerField(verbose_name=_("size"))
+    width = models.PositiveIntegerField(verbose_name=_("width"))
+    height = models.PositiveIntegerField(verbose_name=_("height"))
     sha256 = models.CharField(max_length=64)
     # What stands in for the image once it is no longer sent as pixels; written once
     # (chat.image_descriptions).
-    description = models.TextField(blank=True, default="")
+    description = models.TextField(blank=True, default="", verbose_name=_("description"))
     description_source = models.CharField(
         max_length=16, choices=DescriptionSource.choices, blank=True, default=""
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     class Meta:
+        verbose_name = _("attachment")
+        verbose_name_plural = _("attachments")
         ordering = ["created_at"]
 
     def __str__(self) -> str:
@@ -149,20 +180,23 @@ class ContextSummary(models.Model):
     """A persisted load-time summary: the next load starts from it."""
 
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="summaries"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="summaries",
+        verbose_name=_("conversation"),
     )
     # The newest message the summary covers; messages after it are loaded verbatim.
     covers_through = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
-    content = models.TextField()
-    covered_count = models.PositiveIntegerField(default=0)
+    content = models.TextField(verbose_name=_("content"))
+    covered_count = models.PositiveIntegerField(default=0, verbose_name=_("messages covered"))
     # Ids of messages up to ``covers_through`` the summary does NOT cover (pinned ones kept
     # verbatim, the verbatim tail before a pinned one): they are loaded after it.
     uncovered_ids = models.JSONField(default=list, blank=True)
-    tokens = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(default=0, verbose_name=_("tokens"))
     # facts_appended / facts_missing (the fact check's lists), covered_tokens, original
     # (the model's text, once a user edited it), …
     metadata = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     # A user's edit is used as it is; a discarded summary is never loaded again.
     edited_at = models.DateTimeField(null=True, blank=True)
     discarded_at = models.DateTimeField(null=True, blank=True)

@@ -27,8 +27,10 @@ class ModelConfig(models.Model):
 
     name = models.CharField(_("display name"), max_length=100)
     model = models.CharField(_("provider model id"), max_length=200)
-    role = models.CharField(max_length=8, choices=Role.choices, default=Role.MAIN)
-    base_url = models.URLField(max_length=500, blank=True, default="")
+    role = models.CharField(
+        max_length=8, choices=Role.choices, default=Role.MAIN, verbose_name=_("role")
+    )
+    base_url = models.URLField(max_length=500, blank=True, default="", verbose_name=_("base URL"))
     api_key_env = models.CharField(
         _("API key environment variable"),
         max_length=100,
@@ -36,17 +38,21 @@ class ModelConfig(models.Model):
         default="",
         help_text=_("Name of the environment variable that holds the key; never the key itself."),
     )
-    context_size = models.PositiveIntegerField(default=128_000)
-    max_output_tokens = models.PositiveIntegerField(default=64_000)
-    supports_vision = models.BooleanField(default=True)
+    context_size = models.PositiveIntegerField(default=128_000, verbose_name=_("context size"))
+    max_output_tokens = models.PositiveIntegerField(
+        default=64_000, verbose_name=_("max output tokens")
+    )
+    supports_vision = models.BooleanField(default=True, verbose_name=_("supports images"))
     is_active = models.BooleanField(_("active"), default=False)
     # Calibration (contextmgmt.calibration): the class weights fitted to this model's usage
     # reports (empty: the base weights); the reported tokens / the base estimate over the
     # samples they were fitted to; how many samples were recorded in all. A ratio without
     # weights was learnt before weights existed (it still shrinks the budget).
     token_weights = models.JSONField(default=list, blank=True)
-    token_ratio = models.FloatField(default=1.0)
-    token_ratio_samples = models.PositiveIntegerField(default=0)
+    token_ratio = models.FloatField(default=1.0, verbose_name=_("token ratio"))
+    token_ratio_samples = models.PositiveIntegerField(
+        default=0, verbose_name=_("token ratio samples")
+    )
     # The provider profile (contextmgmt.core.providers): what this endpoint accepts and where its
     # reasoning text arrives. Detected from the base URL and the endpoint's answers while
     # ``profile_auto`` is on; an admin who edits it turns detection off.
@@ -83,12 +89,13 @@ class ModelConfig(models.Model):
     )
     # Parameters the endpoint refused with a 400, newest last: [{param, message, at}].
     refused_params = models.JSONField(_("refused parameters"), default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 
     class Meta:
         ordering = ["role", "name"]
         verbose_name = _("model configuration")
+        verbose_name_plural = _("model configurations")
         constraints = [
             models.UniqueConstraint(
                 fields=["role"], condition=Q(is_active=True), name="one_active_model_per_role"

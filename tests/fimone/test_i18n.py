@@ -114,6 +114,11 @@ def test_the_admin_speaks_the_users_language(admin_client):
     assert "Token budget" not in page
     listing = admin_client.get("/admin/", HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
     assert "上下文管理" in listing and "模型配置" in listing
+    messages = admin_client.get(
+        "/admin/chat/message/", HTTP_ACCEPT_LANGUAGE="zh-CN"
+    ).content.decode()
+    for column in ("对话", "角色", "类型", "状态", "已固定", "创建时间"):
+        assert column in messages
 
 
 def test_an_admin_form_error_is_in_the_users_language(admin_client):
