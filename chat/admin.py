@@ -58,8 +58,16 @@ class AttachmentAdmin(admin.ModelAdmin):
 
 @admin.register(ContextSummary)
 class ContextSummaryAdmin(admin.ModelAdmin):
-    list_display = ("id", "conversation", "covered_count", "tokens", "created_at")
-    list_filter = ("created_at",)
+    list_display = (
+        "id",
+        "conversation",
+        "covered_count",
+        "tokens",
+        "created_at",
+        "edited_at",
+        "discarded_at",
+    )
+    list_filter = ("created_at", "edited_at", "discarded_at")
     search_fields = ("conversation__id", "conversation__title", "content")
     list_select_related = ("conversation",)
     readonly_fields = ("created_at",)
