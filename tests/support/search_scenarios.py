@@ -189,7 +189,28 @@ def every_word_and_a_prefix_for_the_search_box() -> None:
     assert search(query=[Term(("invo",))], owner_id=owner.pk) == []
 
 
+def a_detail_stated_once_is_not_pushed_out_by_repeats_of_its_key_word() -> None:
+    """RF.4: twenty short turns naming a topic do not fill every recall slot; the one
+    longer message that stated the detail (a URL) is among the passages, and a text said
+    several times is quoted once."""
+    conversation = new_conversation()
+    say(conversation, "The latency dashboard lives at https://grafana.example.com/d/x7?orgId=2.")
+    for _ in range(4):
+        for ask in (
+            "What are the risks with the dashboard?",
+            "Can you summarise the dashboard?",
+            "Who owns the dashboard now?",
+            "Could you draft three bullet points about the dashboard?",
+            "Is there anything we forgot regarding the dashboard?",
+        ):
+            say(conversation, ask)
+    found = passages(conversation, "dashboard")
+    assert any("https://grafana.example.com/d/x7?orgId=2" in p for p in found), found
+    assert len(found) == 6 and sum("[said 4 times]" in p for p in found) == 5, found
+
+
 ALL = [
+    a_detail_stated_once_is_not_pushed_out_by_repeats_of_its_key_word,
     every_word_and_a_prefix_for_the_search_box,
     query_syntax_is_never_interpreted,
     old_passage_with_all_terms_beats_newer_ones_with_one,
