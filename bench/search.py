@@ -6,7 +6,8 @@ log-like filler, plus many other conversations of the same owner, then:
 
 - rebuilds the index (``search_index.rebuild``) and prints texts per second;
 - asks ``recall`` for every planted fact by one of its key words and prints how many come
-  back first / in the top 5, with the median and p95 time per query;
+  back first / among its passages (limit 5: five full passages' worth), with the median
+  and p95 time per query;
 - runs two-word search-box queries over all the owner's conversations (median, p95);
 - times storing a user message with the index (``services.user_message_create``) against
   the same row without it (``Message.objects.create``).
@@ -140,7 +141,7 @@ def main() -> None:
             first += bool(found) and sentence in found[0]
             top5 += any(sentence in p for p in found)
         print(f"recall by one key word: {first}/{len(planted)} first, {top5}/{len(planted)} "
-              f"in the top 5; {ms(times)} per query over {args.long:,} messages")  # fmt: skip
+              f"among the passages; {ms(times)} per query over {args.long:,} messages")  # fmt: skip
 
         times, counts = [], []
         for _ in range(50):
