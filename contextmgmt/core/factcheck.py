@@ -15,8 +15,8 @@ Heuristic, by design: a fact counts as present when its normalised text occurs i
 summary as a whole token (``12`` is not "present" in ``2012``; ``1,234`` matches ``1234``).
 
 Cost is linear: one combined pattern scans each source once, and presence is a dictionary
-look-up of the fact's first word among the summary's words. This runs on the event loop
-for every compaction, over every summarised message.
+look-up of the fact's first word among the summary's words. It runs for every compaction,
+over every summarised message (in a worker thread when they are many: ``summarise``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ _UNITS = (
 )
 _CJK_UNITS = "万元|元|块|个|件|台|箱|公斤|千克|克|米|公里|天|小时|分钟|秒|人|次"
 _UNIT = r"(?: ?(?:" + _UNITS + r")(?![\w/])| ?(?:" + _CJK_UNITS + r"))"
-_GROUPED = r"\d{1,3}(?:[,\u00a0\u202f]\d{3})+(?:\.\d+)?%?"  # 1,234,567.89
+_GROUPED = r"\d{1,3}+(?:[,\u00a0\u202f]\d{3})+(?:\.\d+)?%?"  # 1,234,567.89
 _PATTERNS: list[tuple[str, int, str]] = [
     ("url", 6, r"\b[a-z][a-z0-9+.-]{1,15}://[^\s<>\"'`]+"),
     ("email", 5, r"\b[\w.+-]++@[\w-]+(?:\.[\w-]+)+\b"),
@@ -75,8 +75,8 @@ _PATTERNS: list[tuple[str, int, str]] = [
     (
         "number",
         2,
-        r"(?:[$€£¥][-+]?(?:" + _GROUPED + r"|\d+(?:\.\d+)?%?)"
-        r"|(?<![\w.])[-+]?(?:" + _GROUPED + r"|\d+\.\d+%?|\d+%|\d{3,}|\d+(?=" + _UNIT + r")))"
+        r"(?:[$€£¥][-+]?(?:" + _GROUPED + r"|\d++(?:\.\d+)?%?)"
+        r"|(?<![\w.])[-+]?(?:" + _GROUPED + r"|\d++\.\d++%?|\d++%|\d{3,}+|\d++(?=" + _UNIT + r")))"
         r"(?!\w)(?:" + _UNIT + r")?",
     ),
 ]
@@ -89,8 +89,10 @@ _PRIORITY = {kind: i for i, (kind, _, _) in enumerate(_PATTERNS)}
 # per alternative tried, and most places in a text start no fact).
 _DIGIT_LED = ("email", "path", "date", "version", "identifier", "time", "number")
 _LETTER_LED = ("url", "email", "path", "setting", "version", "identifier")
-# Kinds that need a character the text may not have at all: left out of its scan then.
-_NEEDS = {"url": "://", "email": "@", "code": "`", "setting": "="}
+# Every fact that starts with a letter holds, before any white space, one of these (a
+# digit, "_" of snake_case, "=" of a setting, "/" of a path, "@", ":" of a URL or C:\): a
+# plain word is passed over after one possessive scan instead of trying each kind on it.
+_LETTER_LED_GUARD = r"(?=[^\s0-9_=/@:]*+[0-9_=/@:])"
 
 
 def _alternatives(kinds: tuple[str, ...], branch: str) -> str:
@@ -122,24 +124,30 @@ def _scanner(kinds: tuple[str, ...]) -> re.Pattern[str]:
     if digit:
         branches.append(f"(?=[0-9])(?:{_alternatives(digit, 'd')})")
     if letter:
-        branches.append(f"(?=[A-Za-z])(?:{_alternatives(letter, 'l')})")
-    branches.append(f"(?![0-9A-Za-z])(?:{_alternatives(kinds, 'o')})")
+        branches.append(f"(?=[A-Za-z]){_LETTER_LED_GUARD}(?:{_alternatives(letter, 'l')})")
+    # No fact starts with white space: a space after punctuation tries nothing.
+    branches.append(f"(?![0-9A-Za-z\\s])(?:{_alternatives(kinds, 'o')})")
     return re.compile(r"\W(?:" + "|".join(branches) + ")")
 
 
-_SCANNERS: dict[tuple[str, ...], re.Pattern[str]] = {}
+_SCANNERS: dict[tuple[bool, ...], re.Pattern[str]] = {}
 
 
 def _scanner_for(text: str) -> re.Pattern[str]:
-    kinds = tuple(
-        kind
-        for kind, _, _ in _PATTERNS
-        if (kind != "path" or "/" in text or "\\" in text)
-        and (kind not in _NEEDS or _NEEDS[kind] in text)
+    """The scanner of the kinds ``text`` can hold: a URL needs "://", an email "@", a path
+    a slash, a code span a backquote, a setting "="; the others are always tried."""
+    key = (
+        "://" in text,
+        "@" in text,
+        "/" in text or "\\" in text,
+        "`" in text,
+        "=" in text,
     )
-    scanner = _SCANNERS.get(kinds)
+    scanner = _SCANNERS.get(key)
     if scanner is None:
-        scanner = _SCANNERS[kinds] = _scanner(kinds)
+        present = dict(zip(("url", "email", "path", "code", "setting"), key, strict=True))
+        kinds = tuple(kind for kind, _, _ in _PATTERNS if present.get(kind, True))
+        scanner = _SCANNERS[key] = _scanner(kinds)
     return scanner
 
 
@@ -161,6 +169,7 @@ class Fact:
     score: float
     first_seen: int
     source: int = 0  # index of the source it first occurs in
+    key: str = ""  # the normalised text, what presence is checked by
 
 
 def _normalise(text: str) -> str:
@@ -254,6 +263,16 @@ def extract_facts(sources: Iterable[str]) -> list[Fact]:
 
     Lines of a repeated template within one source (a pasted log) are not looked at.
     """
+    return sorted(_distinct_facts(sources), key=_best_first)
+
+
+def _best_first(fact: Fact) -> tuple[float, int, int, int]:
+    # Ties: older source first, then the kinds' priority, then place.
+    return (-fact.score, fact.source, _PRIORITY[fact.kind], fact.first_seen)
+
+
+def _distinct_facts(sources: Iterable[str]) -> list[Fact]:
+    """The facts of :func:`extract_facts`, in the order first seen."""
     found: dict[str, Fact] = {}
     sources = list(sources)
     count = max(len(sources), 1)
@@ -263,14 +282,10 @@ def extract_facts(sources: Iterable[str]) -> list[Fact]:
         for kind, value, key in _occurrences(text):
             fact = found.get(key)
             if fact is None:
-                found[key] = Fact(value, kind, weights[kind] + recency, len(found), index)
+                found[key] = Fact(value, kind, weights[kind] + recency, len(found), index, key)
             elif fact.score < weights[fact.kind] + 3:
                 fact.score += 1.0  # a repeat makes it more likely to matter (capped)
-    # Ties: older source first, then the kinds' priority, then place.
-    priority = _PRIORITY
-    return sorted(
-        found.values(), key=lambda f: (-f.score, f.source, priority[f.kind], f.first_seen)
-    )
+    return list(found.values())
 
 
 _PREFIX = 3  # characters by which the summary's possible fact starts are indexed
@@ -299,9 +314,11 @@ class _Summary:
             # "$1,234.56" is present as "1234.56", "42%" as "42 %" or "42 percent".
             needle = needle.lstrip("$€£¥+-").rstrip("%") or needle
         text = self.text
+        if needle not in text:
+            return False  # most facts a summary dropped: one C substring search
         if not needle[:1].isalnum() and not needle[-1:].isalnum():
             # Punctuation-edged facts ("$5", "12%", URLs) have no word boundary to anchor on.
-            return needle in text or self._whole(needle)
+            return True
         return self._whole(needle)
 
     def _whole(self, needle: str) -> bool:
@@ -337,7 +354,7 @@ def is_present(fact: str, summary: str) -> bool:
 def missing_facts(summary: str, sources: Iterable[str]) -> list[Fact]:
     """Facts of ``sources`` that ``summary`` does not contain, best first."""
     index = _Summary(summary)
-    return [f for f in extract_facts(sources) if not index.contains(f.text)]
+    return [f for f in extract_facts(sources) if not index.contains(f.key, normalised=True)]
 
 
 def rank_by_distinctiveness(facts: list[Fact]) -> list[Fact]:
@@ -347,18 +364,34 @@ def rank_by_distinctiveness(facts: list[Fact]) -> list[Fact]:
     by 1 + log2 of that, so a shape seen once keeps its score and a shape shared by 64
     facts (a log's timestamps) keeps a seventh of it.
     """
-    shapes = [f.text.translate(_SHAPE) for f in facts]
-    common = Counter(shapes)
-    damp = {shape: 1.0 + math.log2(n) for shape, n in common.items()}
+    damped = _damped_scores(facts)
     # ``facts`` comes best first: a stable sort keeps that order among equals.
-    order = sorted(range(len(facts)), key=lambda i: -facts[i].score / damp[shapes[i]])
+    order = sorted(range(len(facts)), key=damped.__getitem__)
     return [facts[i] for i in order]
+
+
+def _damped_scores(facts: list[Fact]) -> list[float]:
+    """Minus each fact's score divided by its shape's commonness (ascending = best)."""
+    shapes = [f.text.translate(_SHAPE) for f in facts]
+    damp = {shape: 1.0 + math.log2(n) for shape, n in Counter(shapes).items()}
+    return [-f.score / damp[shape] for f, shape in zip(facts, shapes, strict=True)]
+
+
+def _ranked_missing(summary: str, sources: Iterable[str]) -> list[Fact]:
+    """``rank_by_distinctiveness(missing_facts(summary, sources))`` with one sort: by the
+    damped score, then in :func:`extract_facts` order (which a stable sort would keep)."""
+    index = _Summary(summary)
+    missing = [f for f in _distinct_facts(sources) if not index.contains(f.key, normalised=True)]
+    damped = _damped_scores(missing)
+    order = sorted(range(len(missing)), key=lambda i: (damped[i], _best_first(missing[i])))
+    return [missing[i] for i in order]
 
 
 @dataclass(slots=True)
 class KeyFacts:
     """What the fact check did to one summary: its text after, the facts it found missing
-    (best first) and the ones it appended."""
+    (the most distinctive first: the order in which they are appended) and the ones it
+    appended."""
 
     text: str
     missing: list[str]
@@ -382,7 +415,7 @@ def check_key_facts(
 ) -> KeyFacts:
     """:func:`append_key_facts` with the facts themselves, so that a user can be shown
     what the summary dropped and what was put back."""
-    missing = missing_facts(summary, sources)
+    missing = _ranked_missing(summary, sources)
     found = [f.text for f in missing]
     if not missing or max_tokens <= 0:
         return KeyFacts(summary, found, [])
@@ -390,7 +423,7 @@ def check_key_facts(
     separator = "; "
     used = tokens.estimate_tokens(prefix)
     chosen: list[str] = []
-    for fact in rank_by_distinctiveness(missing):
+    for fact in missing:
         # Each piece's estimate plus one bounds its share of the joined line's estimate.
         cost = tokens.estimate_tokens(fact.text + separator) + 1
         if used + cost > max_tokens:

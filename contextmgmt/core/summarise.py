@@ -16,11 +16,12 @@ within the same cap.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import tokens
-from .factcheck import KEY_FACTS_MAX_TOKENS, check_key_facts
+from .factcheck import KEY_FACTS_MAX_TOKENS, KeyFacts, check_key_facts
 from .llm import Usage
 from .messages import SUMMARY_PREFIX, ChatMessage
 from .prompts import compact_prompt
@@ -153,6 +154,29 @@ def _prefix_fitting(text: str, max_tokens: int) -> int:
     return lo
 
 
+@functools.lru_cache(maxsize=64)
+def _wrapping_tokens(role: str, has_text: bool, calls: int, weights: tuple[float, ...]) -> int:
+    """Tokens of what :func:`build_transcript` puts around a message's own text and tool
+    calls: the role label, line breaks and the tool-call brackets."""
+    lines = ([""] if has_text else []) + ["[tool call ()]"] * calls
+    return tokens.tokens_of_counts(tokens.text_counts(f"{role}: " + "\n".join(lines)), weights)
+
+
+def _block_tokens(msg: ChatMessage, block: str) -> int:
+    """At least the tokens of ``block``, the transcript line of ``msg``, from the message's
+    cached estimate: the 500 messages of a compaction are not counted a second time.
+
+    Class counts add up, so the text's and the wrapping's tokens, each rounded, come to at
+    most one less than the whole's; one is added. (Only the search for base64-like runs
+    looks at the whole text, and lower-case wrapping makes it less likely.)"""
+    if msg.content is not None and not isinstance(msg.content, str):
+        return tokens.estimate_tokens(block)
+    own = tokens.estimate_message_tokens(msg) - tokens.MESSAGE_OVERHEAD
+    weights = tokens.current_weights()
+    calls = len(msg.tool_calls or ())
+    return own + _wrapping_tokens(msg.role, bool(msg.content), calls, weights) + 1
+
+
 def transcript_pieces(
     messages: list[ChatMessage], max_tokens: int | None
 ) -> list[tuple[str, list[str]]]:
@@ -162,39 +186,44 @@ def transcript_pieces(
     A message is split only when it alone exceeds a piece; its parts are labelled
     "role (part i of n): …" so the summariser knows they belong together.
     """
-    blocks: list[tuple[str, str]] = []  # (block, its fact source)
+    blocks: list[tuple[str, str, int]] = []  # (block, its fact source, its tokens)
     for msg in messages:
         body = transcript_text(msg)
         block = f"{msg.role}: {body}"
-        if max_tokens is None or tokens.estimate_tokens(block) <= max_tokens:
-            blocks.append((block, _fact_source(msg)))
+        if max_tokens is None:
+            blocks.append((block, _fact_source(msg), 0))
+            continue
+        cost = _block_tokens(msg, block)
+        if cost > max_tokens:  # a bound: count afresh before splitting the message
+            cost = tokens.estimate_tokens(block)
+        if cost <= max_tokens:
+            blocks.append((block, _fact_source(msg), cost))
             continue
         label_room = tokens.estimate_tokens(f"{msg.role} (part 999 of 999): ")
         parts = split_text(body, max(1, max_tokens - label_room))
-        blocks.extend(
-            (f"{msg.role} (part {i} of {len(parts)}): {part}", part)
-            for i, part in enumerate(parts, 1)
-        )
+        for i, part in enumerate(parts, 1):
+            labelled = f"{msg.role} (part {i} of {len(parts)}): {part}"
+            blocks.append((labelled, part, tokens.estimate_tokens(labelled)))
     if max_tokens is None:
-        return [("\n\n".join(b for b, _ in blocks), [src for _, src in blocks])]
+        return [("\n\n".join(b for b, _, _ in blocks), [src for _, src, _ in blocks])]
     pieces: list[tuple[str, list[str]]] = []
-    current: list[tuple[str, str]] = []
+    current: list[tuple[str, str, int]] = []
     used = 0
     budget = max_tokens * WINDOW_MARGIN
-    for block, source in blocks:
-        cost = tokens.estimate_tokens(block) + 1
+    for block in blocks:
+        cost = block[2] + 1
         if current and used + cost > budget:
             pieces.append(_piece(current))
             current, used = [], 0
-        current.append((block, source))
+        current.append(block)
         used += cost
     if current:
         pieces.append(_piece(current))
     return pieces
 
 
-def _piece(blocks: list[tuple[str, str]]) -> tuple[str, list[str]]:
-    return "\n\n".join(b for b, _ in blocks), [src for _, src in blocks]
+def _piece(blocks: list[tuple[str, str, int]]) -> tuple[str, list[str]]:
+    return "\n\n".join(b for b, _, _ in blocks), [src for _, src, _ in blocks]
 
 
 # ----------------------------------------------------------------------- the calls
@@ -297,13 +326,12 @@ class _Rounds:
         text = _reply_text(result)
         if not text:
             raise _EmptySummary
-        body = fit_reply(text, body_cap)
-        if body != text:
+        checked, trimmed = await self.run(
+            _fit_and_check, text, body_cap, sources, cap - body_cap - 1
+        )
+        if trimmed is not None:
             self.outcome.overshoots += 1
-            self.outcome.trimmed_tokens += tokens.estimate_tokens(text) - tokens.estimate_tokens(
-                body
-            )
-        checked = check_key_facts(body, sources, max_tokens=cap - body_cap - 1)
+            self.outcome.trimmed_tokens += trimmed
         self.outcome.missing_facts, self.outcome.appended_facts = checked.missing, checked.appended
         self.outcome.facts_missing = len(checked.missing)
         self.outcome.facts_appended = len(checked.appended)
@@ -314,6 +342,18 @@ class _Rounds:
         if self.off_loop:
             return await asyncio.to_thread(fn, *args, **kwargs)
         return fn(*args, **kwargs)
+
+
+def _fit_and_check(
+    text: str, body_cap: int, sources: list[str], facts_room: int
+) -> tuple[KeyFacts, int | None]:
+    """A reply cut back to ``body_cap`` and fact-checked against ``sources``: (the check,
+    the tokens cut or None when it fitted)."""
+    body = fit_reply(text, body_cap)
+    trimmed = None
+    if body != text:
+        trimmed = tokens.estimate_tokens(text) - tokens.estimate_tokens(body)
+    return check_key_facts(body, sources, max_tokens=facts_room), trimmed
 
 
 class _EmptySummary(Exception):

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextmgmt.core import factcheck
 from contextmgmt.core.factcheck import (
     KEY_FACTS_LABEL,
     _normalise,
@@ -13,37 +14,37 @@ from contextmgmt.core.factcheck import (
     extract_facts,
     is_present,
     missing_facts,
+    rank_by_distinctiveness,
 )
 from contextmgmt.core.tokens import estimate_tokens
 
+_KIND_EXAMPLES = [
+    ("see https://example.com/a/b?x=1.", "https://example.com/a/b?x=1", "url"),
+    ("mail ops@example.org now", "ops@example.org", "email"),
+    ("open /srv/app/settings.py", "/srv/app/settings.py", "path"),
+    ("edit src/util/io.py", "src/util/io.py", "path"),
+    (r"on C:\Users\ana\notes.txt", r"C:\Users\ana\notes.txt", "path"),
+    ("call `load_config()` first", "load_config()", "code"),
+    ("due 2025-02-14 please", "2025-02-14", "date"),
+    ("python 3.11.7 installed", "3.11.7", "version"),
+    ("invoice INV-2024-0042 paid", "INV-2024-0042", "identifier"),
+    ("commit 7f3a9c2 merged", "7f3a9c2", "identifier"),
+    ("use max_retries here", "max_retries", "identifier"),
+    ("at 14:30 sharp", "14:30", "time"),
+    ("total $1,249.90 due", "$1,249.90", "number"),
+    ("growth 12.5% yoy", "12.5%", "number"),
+    ("we have 4096 rows", "4096 rows", "number"),
+    ("it weighs 412.5 kg", "412.5 kg", "number"),
+    ("keep 4 attempts", "4 attempts", "number"),
+    ("每月 8000 元。", "8000 元", "number"),
+    ("meet at 14:30 UTC", "14:30 UTC", "time"),
+    ("copy to s3://bk/nightly/ now", "s3://bk/nightly/", "url"),
+    ("set max_connections=400 first", "max_connections=400", "setting"),
+    ("read /srv/app/stage.yaml.", "/srv/app/stage.yaml", "path"),
+]
 
-@pytest.mark.parametrize(
-    ("text", "fact", "kind"),
-    [
-        ("see https://example.com/a/b?x=1.", "https://example.com/a/b?x=1", "url"),
-        ("mail ops@example.org now", "ops@example.org", "email"),
-        ("open /srv/app/settings.py", "/srv/app/settings.py", "path"),
-        ("edit src/util/io.py", "src/util/io.py", "path"),
-        (r"on C:\Users\ana\notes.txt", r"C:\Users\ana\notes.txt", "path"),
-        ("call `load_config()` first", "load_config()", "code"),
-        ("due 2025-02-14 please", "2025-02-14", "date"),
-        ("python 3.11.7 installed", "3.11.7", "version"),
-        ("invoice INV-2024-0042 paid", "INV-2024-0042", "identifier"),
-        ("commit 7f3a9c2 merged", "7f3a9c2", "identifier"),
-        ("use max_retries here", "max_retries", "identifier"),
-        ("at 14:30 sharp", "14:30", "time"),
-        ("total $1,249.90 due", "$1,249.90", "number"),
-        ("growth 12.5% yoy", "12.5%", "number"),
-        ("we have 4096 rows", "4096 rows", "number"),
-        ("it weighs 412.5 kg", "412.5 kg", "number"),
-        ("keep 4 attempts", "4 attempts", "number"),
-        ("每月 8000 元。", "8000 元", "number"),
-        ("meet at 14:30 UTC", "14:30 UTC", "time"),
-        ("copy to s3://bk/nightly/ now", "s3://bk/nightly/", "url"),
-        ("set max_connections=400 first", "max_connections=400", "setting"),
-        ("read /srv/app/stage.yaml.", "/srv/app/stage.yaml", "path"),
-    ],
-)
+
+@pytest.mark.parametrize(("text", "fact", "kind"), _KIND_EXAMPLES)
 def test_extracts_each_kind_of_fact(text, fact, kind):
     facts = {f.text: f.kind for f in extract_facts([text])}
     assert facts == {fact: kind}
@@ -161,3 +162,82 @@ def test_rv1_the_check_names_the_facts_it_found_missing_and_those_it_appended():
     assert checked.appended and set(checked.appended) <= set(checked.missing)
     assert all(fact in text for fact in checked.appended)
     assert len(checked.appended) < len(checked.missing)  # 12 tokens hold only some
+
+
+def _reference_scan(text: str) -> list[tuple[str, str]]:
+    """Every kind tried at every place, in priority order: one alternation, no branch by the
+    first character, no guard, no kind left out for a character the text lacks."""
+    kinds = tuple(kind for kind, _, _ in factcheck._PATTERNS)
+    pattern = re.compile(r"\W(?:" + factcheck._alternatives(kinds, "o") + ")")
+    found = []
+    for match in pattern.finditer(" " + text):
+        group = match.lastgroup
+        value = match.group(group)
+        found.append((group.removesuffix("_o"), value))
+    return found
+
+
+_SCAN_PIECES = [
+    *_TOKENS,
+    *["ab", "Zq", "v1.2.3", "x=1", "a_b", "c9", "@", "://", "/", "C:", "\\", "`", "http"],
+    *["2026-03-01", "10:30", " UTC", "kg", " ms", "元", "é", "中", "Ж", "_", "-", "+", "."],
+    *[" ", "  ", "\n", ",", ";", "(", ")", "~", "=", ":", "$", "€", "1", "07", "999"],
+]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_SCAN_PIECES), max_size=10))
+def test_the_combined_scan_finds_what_each_kind_in_priority_order_finds_rs_3(pieces):
+    _assert_scan_matches_the_reference("".join(pieces))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *(text for text, _, _ in _KIND_EXAMPLES),
+        " ".join(text for text, _, _ in _KIND_EXAMPLES),
+        "See https://x.io/a, ops@x.io; C:\\tmp\\a.txt and `run()` with LOG_LEVEL=debug.",
+        "Order ORD-41 weighs 12.5 kg, €1,200.50 paid 2026-03-01T10:00:00Z; v2.0.1 at 9:30 UTC",
+        "josé@exemple.fr écrit à 10:30; путь ~/data/x.csv и 500 рублей; 交付 8000 元",
+    ],
+)
+def test_the_combined_scan_finds_every_example_the_reference_finds_rs_3(text):
+    _assert_scan_matches_the_reference(text)
+
+
+def _assert_scan_matches_the_reference(text: str) -> None:
+    scanned = [(kind, value) for kind, value, _ in factcheck._scan(text)]
+    reference = [
+        (kind, value) for kind, value in _reference_scan(factcheck.without_repeated_lines(text))
+    ]
+    # _scan trims punctuation after URLs, paths and settings and blanks in code spans.
+    trimmed = []
+    for kind, value in reference:
+        if kind == "url":
+            value = value.rstrip(".,;:!?)]}>")
+        elif kind in ("path", "setting"):
+            value = value.rstrip(".,;:!?)]}>") or value
+        elif kind == "code":
+            value = value.strip()
+            if not value:
+                continue
+        trimmed.append((kind, value))
+    assert scanned == trimmed
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sources=st.lists(
+        st.lists(st.sampled_from([*_SCAN_PIECES, " order ORD-1", " 10.0.0.1", " 10.0.0.2"])).map(
+            "".join
+        ),
+        max_size=6,
+    ),
+    summary=st.lists(st.sampled_from(_SCAN_PIECES), max_size=8).map("".join),
+)
+def test_key_facts_follow_the_distinctiveness_ranking_of_the_missing_facts(sources, summary):
+    ranked = [f.text for f in rank_by_distinctiveness(missing_facts(summary, sources))]
+    text, (missing, appended) = append_key_facts(summary, sources, max_tokens=10_000)
+    assert missing == len(ranked)
+    if appended:
+        assert text.split(f"\n\n{KEY_FACTS_LABEL} ", 1)[1] == "; ".join(ranked)

@@ -6,9 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextmgmt.core.compact import CompactUtils
-from contextmgmt.core.messages import SUMMARY_PREFIX
+from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage, ToolCall
 from contextmgmt.core.prompts import compact_prompt
-from contextmgmt.core.summarise import split_text, transcript_pieces
+from contextmgmt.core.summarise import (
+    _block_tokens,
+    split_text,
+    transcript_pieces,
+    transcript_text,
+)
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 from tests.support.fake_llm import FakeLLM
 
@@ -169,3 +174,25 @@ async def test_a_summariser_with_a_small_window_gets_calls_that_fit_it_rk_2():
     assert result.summary_rounds >= 2
     summary = next(m for m in result.messages if m.is_summary).text()
     assert set(FACT.findall(summary)) == {f"FACT-{1000 + i}" for i in range(60)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    role=st.sampled_from(["user", "assistant", "tool", "system"]),
+    content=st.text(alphabet=st.sampled_from(list('aZ9 .,\n"中éЖ😀_')), max_size=400),
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from(["search", "read_file"]),
+            st.text(alphabet=st.sampled_from(list('{}":, az')), max_size=60),
+        ),
+        max_size=3,
+    ),
+)
+def test_a_transcript_line_is_never_estimated_below_its_own_count(role, content, calls):
+    msg = ChatMessage(
+        role=role,
+        content=content,
+        tool_calls=[ToolCall(f"c{i}", name, args) for i, (name, args) in enumerate(calls)] or None,
+    )
+    block = f"{role}: {transcript_text(msg)}"
+    assert estimate_tokens(block) <= _block_tokens(msg, block) <= estimate_tokens(block) + 2
