@@ -76,8 +76,10 @@ class EventPublisher:
         self._group = conversation_group(conversation_id)
         self._flush_seconds = flush_seconds
         self.on_event = on_event
-        # Sees every event but the deltas as it goes out (the run's RunRecord), in the same
-        # step as the group send: a snapshot taken from it plus later events is exact.
+        # Sees every event but the answer's deltas as it goes out (the run's RunRecord), in
+        # the same step as the group send: a snapshot taken from it plus later events is
+        # exact. A DAG step's merged progress text comes here too (a socket joining mid-step
+        # shows it).
         self._on_sent = on_sent
         # Waiting deltas, in order: [event type, payload without text, text parts].
         self._buffer: list[tuple[str, dict, list[str]]] = []
@@ -136,6 +138,8 @@ class EventPublisher:
                     # await in between), so a socket joining the group gets each piece
                     # exactly once: in the snapshot (run.active) or as an event.
                     self.published_text.append(text)
+                elif self._on_sent is not None:
+                    self._on_sent(event_type, {**key, "text": text})
                 await self._send(event_type, {**key, "text": text})
 
     async def send_snapshot(self, channel: str, snapshot: dict) -> None:

@@ -154,6 +154,9 @@ class RunRecord:
             self._plan(payload)
         elif event_type == "dag.step":
             self._plan_step(payload)
+        elif event_type == "dag.step.delta":
+            if not self._progress(payload):
+                return
         elif event_type == "dag.analysis":
             if self._rounds:
                 self._rounds[-1]["analysis"] = {
@@ -211,18 +214,37 @@ class RunRecord:
         del self._rounds[:-RECORD_MAX_ROUNDS]
 
     def _plan_step(self, payload: dict) -> None:
-        if not self._rounds:
+        step = self._current_step(payload)
+        if step is None:
             return
+        step["seq"] = self._next()
+        step["status"] = str(payload.get("status") or "pending")
+        if step["status"] != "running":
+            step.pop("progress", None)  # the result (or error) takes its place, as live
+        for key in ("result", "error"):
+            step.pop(key, None)
+            if payload.get(key) is not None:
+                step[key] = _clip(payload[key])
+
+    def _progress(self, payload: dict) -> bool:
+        """A running step's streamed text: its newest RECORD_TEXT_CHARS are kept, so that a
+        socket joining mid-step shows what the others see."""
+        step = self._current_step(payload)
+        text = payload.get("text")
+        if step is None or step["status"] != "running" or not isinstance(text, str) or not text:
+            return False
+        progress = step.get("progress", "") + text
+        if len(progress) > RECORD_TEXT_CHARS:
+            progress = "…" + progress[-(RECORD_TEXT_CHARS - 1) :]
+        step["progress"] = progress
+        return True
+
+    def _current_step(self, payload: dict) -> dict | None:
+        """The step of the current plan that a ``dag.step`` event names."""
+        if not self._rounds:
+            return None
         wanted = str(payload.get("id"))
-        for step in self._rounds[-1]["steps"]:
-            if step["id"] == wanted:
-                step["seq"] = self._next()
-                step["status"] = str(payload.get("status") or "pending")
-                for key in ("result", "error"):
-                    step.pop(key, None)
-                    if payload.get(key) is not None:
-                        step[key] = _clip(payload[key])
-                return
+        return next((s for s in self._rounds[-1]["steps"] if s["id"] == wanted), None)
 
     def as_metadata(self) -> dict[str, Any]:
         """The record as assistant-message metadata; empty keys are left out."""

@@ -93,3 +93,40 @@ def test_a_dag_steps_progress_shows_live_in_the_plan(logged_in_page, scripted_se
     wait_done(page)
     expect(progress).to_have_count(0)  # the result replaced the live progress
     expect(page.locator(".msg-assistant .answer")).to_have_text("Mont Blanc is 4,806 m high.")
+
+
+def test_a_reload_mid_dag_step_shows_the_plan_and_the_running_steps_text_so_far(
+    logged_in_page, scripted_server, release
+):
+    page = logged_in_page
+    scripted_server.enqueue(
+        '{"steps": [{"id": "s1", "task": "Find the height of Mont Blanc", "depends_on": []},'
+        ' {"id": "s2", "task": "Convert it to feet", "depends_on": ["s1"]}]}',
+        "Mont Blanc is 4,806 metres high.",
+        held(text("Converting: 4,806 metres are about 15,768 feet."), release, after=3),
+        '{"achieved": true, "confidence": 0.95, "reason": "complete"}',
+        "Mont Blanc is 4,806 m (about 15,768 ft) high.",
+    )
+    page.locator("label[for=mode-dag]").click()
+    send(page, "How high is Mont Blanc in feet?")
+    expect(page.locator(".plan-step[data-step-id='s2'] .plan-progress")).to_contain_text(
+        "Converting: 4,806 metres"
+    )
+
+    page.reload()
+
+    first, second = (page.locator(f".plan-step[data-step-id='{s}']") for s in ("s1", "s2"))
+    expect(first.locator(".pill")).to_have_text("done")
+    expect(first).to_contain_text("4,806 metres high")
+    expect(second.locator(".pill")).to_have_text("running")
+    expect(second.locator(".plan-progress")).to_have_text("Converting: 4,806 metres ")
+    assert not release.is_set()  # the step is still being written: this came from run.active
+    screenshot(page, "stream-04-dag-step-progress-after-reload")
+
+    release.set()
+    wait_done(page)
+    expect(second.locator(".pill")).to_have_text("done")
+    expect(second.locator(".plan-progress")).to_have_count(0)
+    expect(page.locator(".msg-assistant .answer")).to_have_text(
+        "Mont Blanc is 4,806 m (about 15,768 ft) high."
+    )

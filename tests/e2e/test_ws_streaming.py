@@ -61,11 +61,13 @@ class Shown:
                     return event
 
 
-async def open_socket(server, client):
-    conversation = client.api("POST", "/api/conversations/", {})
-    url = f"{server.ws_url}/ws/chat/{conversation['id']}/"
+async def open_socket(server, client, conversation_id=None):
+    """A socket on ``conversation_id``, or on a new conversation."""
+    if conversation_id is None:
+        conversation_id = client.api("POST", "/api/conversations/", {})["id"]
+    url = f"{server.ws_url}/ws/chat/{conversation_id}/"
     ws = await websockets.connect(url, additional_headers=client.ws_headers())
-    return conversation["id"], ws
+    return conversation_id, ws
 
 
 async def send(ws, **frame) -> None:

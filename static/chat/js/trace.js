@@ -52,6 +52,10 @@ export const TRACE_HANDLERS = {
 
   "dag.step"(view, frame) {
     view.planStep(frame);
+    // A record taken mid-step (``run.active``) carries the step's streamed text so far.
+    if (frame.status === "running" && frame.progress) {
+      view.planProgress({ id: frame.id, text: frame.progress });
+    }
   },
 
   "dag.analysis"(view, frame) {

@@ -192,6 +192,10 @@ events = st.one_of(
             {"id": st.sampled_from("abc"), "status": st.sampled_from(["running", "done"])}
         ),
     ),
+    st.tuples(
+        st.just("dag.step.delta"),
+        st.fixed_dictionaries({"id": st.sampled_from("abc"), "text": st.text(max_size=900)}),
+    ),
     st.tuples(st.just("dag.analysis"), st.fixed_dictionaries({"achieved": st.booleans()})),
     st.tuples(st.just("dag.replan"), st.fixed_dictionaries({"round": st.integers(1, 5)})),
 )
@@ -215,6 +219,10 @@ def test_any_event_sequence_gives_bounded_json_with_unique_ordered_seqs(sequence
         if round_["analysis"]:
             seqs.append(round_["analysis"]["seq"])
     assert len(seqs) == len(set(seqs))
+    for round_ in (meta.get("dag") or {}).get("rounds", []):
+        for step in round_["steps"]:
+            assert len(step.get("progress", "")) <= RECORD_TEXT_CHARS
+            assert "progress" not in step or step["status"] == "running"
 
 
 class RecordingLayer:
@@ -279,3 +287,26 @@ def test_text_taken_back_from_the_answer_is_kept_as_the_steps_thought():
         ("thought", 1, "Let me check."),
         ("tool_call", 1, None),
     ]
+
+
+def test_a_running_steps_streamed_text_is_kept_until_its_result_replaces_it():
+    """A socket joining mid-step sees the step's text so far (run.active carries the record)."""
+    record = RunRecord()
+    plan = [{"id": "s1", "task": "Add", "depends_on": []}, {"id": "s2", "task": "Sum up"}]
+    record("dag.plan", {"steps": plan, "round": 0})
+    record("dag.step.delta", {"id": "s1", "round": 0, "text": "not running yet"})
+    record("dag.step", {"id": "s1", "status": "running", "round": 0})
+    version = record.version
+    for piece in ("Adding ", "2 and 2", " gives 4."):
+        record("dag.step.delta", {"id": "s1", "round": 0, "text": piece})
+    record("dag.step.delta", {"id": "s9", "round": 0, "text": "no such step"})
+    assert record.version == version + 3  # a checkpoint stores the progress too
+    steps = record.as_metadata()["dag"]["rounds"][0]["steps"]
+    assert steps[0]["progress"] == "Adding 2 and 2 gives 4."
+    assert "progress" not in steps[1]
+    record("dag.step.delta", {"id": "s1", "round": 0, "text": "x" * (2 * RECORD_TEXT_CHARS)})
+    progress = record.as_metadata()["dag"]["rounds"][0]["steps"][0]["progress"]
+    assert len(progress) == RECORD_TEXT_CHARS and progress.startswith("…x")
+    record("dag.step", {"id": "s1", "status": "done", "round": 0, "result": "4"})
+    done = record.as_metadata()["dag"]["rounds"][0]["steps"][0]
+    assert done["result"] == "4" and "progress" not in done
