@@ -78,14 +78,13 @@ class _Unit:
     start: int  # index of the first message in the input
     messages: list[ChatMessage]
     valid: bool = True
+    # Read several times per unit by a compaction of thousands: computed once.
+    pinned: bool = field(init=False)
+    system: bool = field(init=False)
 
-    @property
-    def pinned(self) -> bool:
-        return any(m.pinned for m in self.messages)
-
-    @property
-    def system(self) -> bool:
-        return self.messages[0].role == "system"
+    def __post_init__(self) -> None:
+        self.pinned = any(m.pinned for m in self.messages)
+        self.system = self.messages[0].role == "system"
 
     @property
     def lead_role(self) -> str:
