@@ -228,17 +228,33 @@ BENCHES = [
     Bench(
         name="loop_stall",
         script="loop_stall.py",
-        quick_args=["--clients", "10", "--turns", "1", "--messages", "500"],
+        quick_args=["--clients", "10", "--turns", "1", "--think", "0.5", "--messages", "500"],
         figures={
-            "largest stall, chat only": (
-                r"chat only: .*?largest stall since start ([0-9.]+)",
+            "largest stall, paced chat": (
+                r"^paced chat: .*?largest stall ([0-9.]+)",
                 "ms",
                 "<= 20",
             ),
-            "largest stall, + compaction": (
-                r"chat \+ long compaction: .*?largest stall since start ([0-9.]+)",
+            "of it loop computing": (
+                r"^paced chat: .*?loop thread computing ([0-9.]+)",
+                "ms",
+                "",
+            ),
+            "largest stall, paced + compaction": (
+                r"^paced chat \+ long compaction: .*?largest stall ([0-9.]+)",
                 "ms",
                 "<= 20",
+            ),
+            "most loop computing, paced + compaction": (
+                r"^paced chat \+ long compaction: .*?most loop-thread computing in a stall "
+                r"([0-9.]+)",
+                "ms",
+                "",
+            ),
+            "largest stall, back to back + compaction": (
+                r"^back-to-back chat \+ long compaction: .*?largest stall ([0-9.]+)",
+                "ms",
+                "",
             ),
         },
         timeout=1200,
@@ -304,7 +320,7 @@ def run(bench: Bench, *, quick: bool, log_dir: Path) -> Outcome:
     )
     figures = {}
     for label, (pattern, _unit, _target) in bench.figures.items():
-        match = re.search(pattern, output)
+        match = re.search(pattern, output, re.MULTILINE)
         figures[label] = match.group(1).replace(",", "") if match else "?"
     return Outcome(bench, code, seconds, output, figures)
 

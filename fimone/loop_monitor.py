@@ -6,6 +6,13 @@ over ``threshold`` are logged at debug level; the largest one is kept for benchm
 with ``report_path`` the figures are written there as JSON about once a second (a bench
 reads the file of a daphne it started).
 
+A stall has three causes: the loop's thread computing (code that should not run on the
+loop), worker threads of this process holding the GIL meanwhile, or the process not
+running at all (the machine's other processes). Each late wake-up also records the CPU time
+the loop's thread and the whole process spent over that interval, so a bench on a busy
+machine can tell them apart. The latest stalls over the threshold are kept with their
+wall-clock time, so a bench can take the largest within each of its phases.
+
 The ASGI application starts one monitor on its first connection when
 ``FIMONE_LOOP_MONITOR_INTERVAL_MS`` is above 0 (see docs/operations.md).
 """
@@ -17,12 +24,17 @@ import contextlib
 import json
 import logging
 import os
+import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 logger = logging.getLogger("fimone.loop")
+
+# Stalls over the threshold kept for the report (the latest ones).
+RECENT_STALLS = 4096
 
 
 class LoopLagMonitor:
@@ -42,8 +54,12 @@ class LoopLagMonitor:
     def reset(self) -> None:
         """Forget what was measured so far (a bench's warm-up)."""
         self.max_stall = 0.0  # seconds
+        self.max_busy = 0.0  # seconds of the loop thread's CPU within one late interval
         self.stalls = 0  # wake-ups later than the threshold
         self.samples = 0
+        # (wall-clock time, stall ms, loop-thread CPU ms, process CPU ms) of the latest late
+        # wake-ups; the CPU figures cover the stall at most.
+        self.recent: deque[tuple[float, ...]] = deque(maxlen=RECENT_STALLS)
 
     @property
     def running(self) -> bool:
@@ -66,29 +82,51 @@ class LoopLagMonitor:
     def figures(self) -> dict[str, Any]:
         return {
             "max_stall_ms": round(self.max_stall * 1000, 3),
+            "max_busy_stall_ms": round(self.max_busy * 1000, 3),
             "stalls_over_threshold": self.stalls,
             "threshold_ms": round(self.threshold * 1000, 3),
             "interval_ms": round(self.interval * 1000, 3),
             "samples": self.samples,
+            "recent_stalls": [list(stall) for stall in self.recent],
         }
 
-    def record(self, late: float) -> None:
-        """Count one wake-up that came ``late`` seconds after it was due."""
+    def record(self, late: float, busy: float | None = None, process: float | None = None) -> None:
+        """Count one wake-up that came ``late`` seconds after it was due; ``busy`` and
+        ``process`` are the CPU time the loop's thread and the whole process spent since the
+        previous wake-up (None: not measured)."""
         self.samples += 1
         if late > self.max_stall:
             self.max_stall = late
         if late > self.threshold:
             self.stalls += 1
-            logger.debug("event loop stalled for %.1f ms", late * 1000)
+            # The CPU of a late interval counts only up to the stall: the rest was the sleep.
+            spent = min(busy, late) if busy is not None else late
+            if spent > self.max_busy:
+                self.max_busy = spent
+            ran = min(process, late) if process is not None else spent
+            self.recent.append(
+                (
+                    round(time.time(), 3),
+                    round(late * 1000, 3),
+                    round(spent * 1000, 3),
+                    round(ran * 1000, 3),
+                )
+            )
+            logger.debug(
+                "event loop stalled for %.1f ms (%.1f ms computing)", late * 1000, spent * 1000
+            )
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         last_report = loop.time()
         while True:
             due = loop.time() + self.interval
+            cpu, process = time.thread_time(), time.process_time()
             await asyncio.sleep(self.interval)
             now = loop.time()
-            self.record(max(0.0, now - due))
+            self.record(
+                max(0.0, now - due), time.thread_time() - cpu, time.process_time() - process
+            )
             if self.report_path is not None and now - last_report >= 1.0:
                 last_report = now
                 self._write_report()

@@ -25,6 +25,26 @@ async def test_a_blocking_call_on_the_loop_is_measured_and_logged(caplog, tmp_pa
     assert figures["max_stall_ms"] >= 50 and figures["samples"] == monitor.samples
 
 
+async def test_a_stall_that_computes_is_told_from_one_that_waits(tmp_path):
+    report = tmp_path / "lag.json"
+    monitor = LoopLagMonitor(interval=0.005, threshold=0.03, report_path=report).start()
+    await asyncio.sleep(0.02)
+    time.sleep(0.08)  # noqa: ASYNC251 — the loop's thread waits (as when descheduled)
+    await asyncio.sleep(0.02)
+    waited = monitor.max_busy
+    end = time.thread_time() + 0.08
+    while time.thread_time() < end:  # the loop's thread computes
+        pass
+    await asyncio.sleep(0.02)
+    await monitor.stop()
+    assert waited < 0.03 <= 0.06 <= monitor.max_busy
+    figures = json.loads(report.read_text())
+    stalls = figures["recent_stalls"]
+    assert len(stalls) == monitor.stalls >= 2
+    assert all(abs(at - time.time()) < 60 and ms >= 30 for at, ms, _, _ in stalls)
+    assert figures["max_busy_stall_ms"] >= 60
+
+
 async def test_a_free_loop_logs_nothing(caplog):
     monitor = LoopLagMonitor(interval=0.005, threshold=0.5).start()
     with caplog.at_level(logging.DEBUG, logger="fimone.loop"):
@@ -36,9 +56,10 @@ async def test_a_free_loop_logs_nothing(caplog):
 
 def test_reset_forgets_the_figures():
     monitor = LoopLagMonitor()
-    monitor.record(0.2)
+    monitor.record(0.2, 0.1)
     monitor.reset()
-    assert (monitor.max_stall, monitor.stalls, monitor.samples) == (0.0, 0, 0)
+    assert (monitor.max_stall, monitor.max_busy, monitor.stalls, monitor.samples) == (0, 0, 0, 0)
+    assert not monitor.recent
 
 
 def test_settings_switch_it_off(settings):
