@@ -19,6 +19,7 @@ imports nothing of the app above it.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT, PINNED_CAP_SHARE
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
+
+# A history longer than this is token-counted in a worker thread before it is fitted.
+COUNT_OFF_LOOP_MESSAGES = 200
 
 # A stored summary is written to a quarter of the budget of its day; if the budget has
 # shrunk since (another model, an admin edit) and the summary takes more than half of the
@@ -240,6 +244,10 @@ class DbMemory(BaseMemory):
             )
         stored = loaded.summary
         history = loaded.messages
+        if len(history) > COUNT_OFF_LOOP_MESSAGES:
+            # Counted once in a worker thread (each message keeps its count): thousands of
+            # messages counted on the loop would hold every other socket meanwhile.
+            await asyncio.to_thread(CompactUtils.estimate_messages_tokens, history)
         self.summary_in_use = stored
         self.summary_edited = stored is not None and stored.edited
         base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
