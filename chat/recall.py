@@ -24,6 +24,7 @@ that only travels as text can be looked at again.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
@@ -89,10 +90,12 @@ def recall_images(
     ).select_related("message")
     if before_id is not None:
         rows = rows.filter(message_id__lt=before_id)
-    rows = rows.exclude(message__metadata__has_key="superseded_by").order_by("-created_at")
+    # A question edited and sent again keeps its images, which stay linked to the first
+    # copy: superseded messages' images are still the user's images here.
+    rows = rows.order_by("-created_at")
     if vision and before_id is not None:
-        # The model already sees these as pixels (the newest pixel turns): not again.
-        rows = rows.exclude(message_id__in=_pixel_turn_ids(conversation_id, before_id))
+        # The model already sees these as pixels (its query, the newest pixel turns).
+        rows = rows.exclude(pk__in=_pixel_turn_images(conversation_id, before_id))
     general = any(len(t.words) == 1 and t.words[0] in IMAGE_WORDS for t in terms)
     scored = []
     for attachment in rows[:IMAGES_SCANNED]:
@@ -112,17 +115,31 @@ def recall_images(
     return found
 
 
-def _pixel_turn_ids(conversation_id, before_id: int) -> list[int]:
-    turns = image_pixel_turns()
-    if turns <= 0:
-        return []
+def _pixel_turn_images(conversation_id, before_id: int) -> list[str]:
+    """Ids of the images sent as pixels anyway: the run's query's (``before_id``) and the
+    newest pixel turns' before it."""
+    turns = image_pixel_turns() + 1
     newest = (
-        Message.objects.filter(conversation_id=conversation_id, role="user", pk__lt=before_id)
+        Message.objects.filter(conversation_id=conversation_id, role="user", pk__lte=before_id)
         .exclude(metadata__has_key="superseded_by")
         .order_by("-created_at", "-id")
-        .values_list("id", flat=True)
+        .values_list("metadata__images", flat=True)
     )
-    return list(newest[:turns])
+    return [
+        str(ref["file_id"])
+        for refs in newest[:turns]
+        if isinstance(refs, list)
+        for ref in refs
+        if isinstance(ref, dict) and _is_uuid(ref.get("file_id"))
+    ]
+
+
+def _is_uuid(value) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) -> list[str]:

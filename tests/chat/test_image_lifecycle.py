@@ -17,6 +17,7 @@ from chat.image_describer import can_describe, describe_images
 from chat.image_descriptions import offline_description
 from chat.models import Attachment, Message
 from chat.recall import recall_passages
+from chat.runs.storage import open_edit
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.db_memory import DbMemory
 from fimone.agent.tools import RecalledImage
@@ -274,6 +275,39 @@ def test_recall_does_not_resend_images_the_model_already_sees_as_pixels(user, co
     labels = [f.label for f in found if isinstance(f, RecalledImage)]
     # p3 and p4 travel as pixels already (the two newest turns): the newest others come.
     assert ["p2.png" in labels[0], "p1.png" in labels[1]] == [True, True]
+
+
+def test_recall_finds_the_image_of_an_edited_question_but_not_the_query_own(user, conversation):
+    receipt = upload(user, conversation, "receipt.png", png_with_text())
+    services.user_message_create(conversation=conversation, content="sum?", attachments=[receipt])
+    Message.objects.create(conversation=conversation, role="assistant", content="12")
+    edited = open_edit(
+        user=user,
+        conversation_id=conversation.pk,
+        message_id=Message.objects.get(content="sum?").pk,
+        content="total?",
+        run_id="r1",
+    )
+
+    # The edited copy is the run's query: its image travels as pixels already.
+    def images(vision: bool) -> list:
+        found = recall_passages(
+            conversation_id=conversation.pk,
+            query="revenue",
+            before_id=edited.query.pk,
+            vision=vision,
+        )
+        return [f for f in found if isinstance(f, RecalledImage)]
+
+    assert len(images(vision=False)) == 1 and images(vision=True) == []
+    services.user_message_create(conversation=conversation, content="later", attachments=[])
+    later = Message.objects.filter(conversation=conversation, content="later").get()
+    found = recall_passages(
+        conversation_id=conversation.pk, query="revenue", before_id=later.pk, vision=False
+    )
+    assert [f.label for f in found if isinstance(f, RecalledImage)][0].endswith(
+        'text in the file: "Title: Quarterly revenue" | "Description: Umsatz Q3 — €1.2M"]'
+    )
 
 
 # --- the fast model's description -------------------------------------------------------------
