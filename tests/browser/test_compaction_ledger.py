@@ -50,4 +50,7 @@ def test_the_usage_card_and_the_gauge_show_the_compaction_ledger(logged_in_page)
     expect(gauge).to_be_visible()
     gauge.click()
     expect(page.locator("#gauge-detail")).to_contain_text("Compaction so far: 1 compaction")
+    # The stored summary's own line: its cost and the request that started from it.
+    expect(page.locator("#gauge-detail")).to_contain_text("Summary of 4 messages: cost")
+    expect(page.locator("#gauge-detail")).to_contain_text("used by 1 request, net")
     screenshot(page, "61-gauge-compaction-ledger")

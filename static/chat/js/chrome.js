@@ -169,9 +169,35 @@ export class Gauge {
   }
 }
 
-// The conversation's compaction ledger in one line: what compaction cost and saved so far.
+// The conversation's compaction ledger: what compaction cost and saved so far, then the
+// newest stored summaries, each with what it cost and what the requests that started from
+// it saved (its net saving over the following requests).
+const LEDGER_SUMMARY_LINES = 3;
+
 function ledgerSummary(ledger, number) {
   if (!ledger || !(ledger.compactions || ledger.saved_input_tokens)) return "";
+  const summaries = (Array.isArray(ledger.summaries) ? ledger.summaries : []).slice(-LEDGER_SUMMARY_LINES);
+  const lines = summaries.map((summary) =>
+    interpolate(
+      ngettext(
+        "Summary of %(count)s messages: cost %(cost)s tokens, used by %(requests)s request, net %(net)s",
+        "Summary of %(count)s messages: cost %(cost)s tokens, used by %(requests)s requests, net %(net)s",
+        summary.requests,
+      ),
+      {
+        count: number(summary.covered_count),
+        cost: number(summary.cost_tokens),
+        requests: number(summary.requests),
+        net: number(summary.net_saved_tokens),
+      },
+      true,
+    ),
+  );
+  return [totalLine(ledger, number), ...lines].join("\n");
+}
+
+// What compaction cost and saved in the whole conversation.
+function totalLine(ledger, number) {
   return interpolate(
     ngettext(
       "Compaction so far: %(count)s compaction cost %(cost)s tokens and saved %(saved)s " +
