@@ -32,6 +32,9 @@ PUBLIC = {
     "healthz": "for load balancers: ok/unavailable of process, database, channel layer",
     "admin:login": "the admin's login form",
     "admin:logout": "logging out is harmless without a session",
+    # The login page speaks the visitor's language too: its switch and its JS strings.
+    "set_language": "sets only the visitor's own language cookie (CSRF-checked POST)",
+    "javascript-catalog": "the interface's translated strings, the same for everyone",
 }
 # Routes about the logged-in user's own things (no id in the URL).
 OWN_PAGES = {
