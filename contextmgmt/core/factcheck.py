@@ -14,9 +14,10 @@ distinctiveness, the kind (URL before a plain number), repetition and recency de
 Heuristic, by design: a fact counts as present when its normalised text occurs in the
 summary as a whole token (``12`` is not "present" in ``2012``; ``1,234`` matches ``1234``).
 
-Cost is linear: one combined pattern scans each source once, and presence is a dictionary
-look-up of the fact's first word among the summary's words. It runs for every compaction,
-over every summarised message (in a worker thread when they are many: ``summarise``).
+Cost is linear: one combined pattern scans each source once, and presence is a substring
+search of the summary (C speed), word boundaries checked only where it occurs. It runs for
+every compaction, over every summarised message (in a worker thread when they are many:
+``summarise``).
 """
 
 from __future__ import annotations
@@ -153,7 +154,6 @@ def _scanner_for(text: str) -> re.Pattern[str]:
 
 _KIND_OF = {f"{kind}_{branch}": kind for kind, _, _ in _PATTERNS for branch in "dlo"}
 _THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)")
-_NON_WORD = re.compile(r"\W")
 # Digits, upper- and lower-case ASCII letters each become one symbol: two facts of the same
 # template ("10.0.3.17" and "10.0.9.21") get the same shape.
 _SHAPE = str.maketrans(
@@ -288,25 +288,18 @@ def _distinct_facts(sources: Iterable[str]) -> list[Fact]:
     return list(found.values())
 
 
-_PREFIX = 3  # characters by which the summary's possible fact starts are indexed
-
-
 class _Summary:
-    """A normalised summary, indexed for whole-token presence checks in O(1) each.
+    """A normalised summary, for whole-token presence checks.
 
-    A fact is present when it occurs with no word character right before or after it. Its
-    occurrence then starts where the summary has a non-word character (or nothing) before:
-    those places are indexed by their first few characters.
+    A fact is present when it occurs with no word character right before or after it. Most
+    facts a summary dropped are not in it at all (one C substring search each); for the
+    others each occurrence is looked at, found by ``str.find``.
     """
 
-    __slots__ = ("text", "starts")
+    __slots__ = ("text",)
 
     def __init__(self, summary: str) -> None:
-        text = self.text = _normalise(summary)
-        starts: dict[str, list[int]] = {}
-        for at in (0, *(m.end() for m in _NON_WORD.finditer(text))):
-            starts.setdefault(text[at : at + _PREFIX], []).append(at)
-        self.starts = starts
+        self.text = _normalise(summary)
 
     def contains(self, fact: str, *, normalised: bool = False) -> bool:
         needle = fact if normalised else _normalise(fact)
@@ -315,7 +308,7 @@ class _Summary:
             needle = needle.lstrip("$€£¥+-").rstrip("%") or needle
         text = self.text
         if needle not in text:
-            return False  # most facts a summary dropped: one C substring search
+            return False
         if not needle[:1].isalnum() and not needle[-1:].isalnum():
             # Punctuation-edged facts ("$5", "12%", URLs) have no word boundary to anchor on.
             return True
@@ -324,26 +317,15 @@ class _Summary:
     def _whole(self, needle: str) -> bool:
         text = self.text
         size = len(needle)
-        if size < _PREFIX:
-            places: Iterable[int] = [i for i in self.starts_of_short(needle)]
-        else:
-            places = self.starts.get(needle[:_PREFIX], ())
-        for at in places:
-            if not text.startswith(needle, at):
-                continue
-            end = at + size
-            after = text[end] if end < len(text) else " "
-            if not (after.isalnum() or after == "_"):
-                return True
-        return False
-
-    def starts_of_short(self, needle: str) -> Iterable[int]:
-        text = self.text
         at = text.find(needle)
         while at >= 0:
-            if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
-                yield at
+            before = text[at - 1] if at else " "
+            end = at + size
+            after = text[end] if end < len(text) else " "
+            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+                return True
             at = text.find(needle, at + 1)
+        return False
 
 
 def is_present(fact: str, summary: str) -> bool:
