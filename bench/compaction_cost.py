@@ -16,33 +16,18 @@ ratio (target <= 20%), and how many of the dictated facts the final context stil
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
-import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+from _django import setup_django  # noqa: E402 — beside this script
+
 FACT = re.compile(r"code-(\d+) = (\d+)")
 STATED = re.compile(r"code-(\d+) (?:=|is) (\d+)")
-
-
-def setup_django() -> str:
-    data_dir = tempfile.mkdtemp(prefix="fimone-bench-")
-    sys.path.insert(0, str(ROOT))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "fimone.settings"
-    os.environ["FIMONE_DATA_DIR"] = data_dir
-    os.environ.setdefault("LOG_LEVEL", "ERROR")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    return data_dir
 
 
 def fact_value(turn: int) -> int:

@@ -12,31 +12,15 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import random
 import shutil
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def setup_django() -> str:
-    data_dir = tempfile.mkdtemp(prefix="fimone-bench-")
-    sys.path.insert(0, str(ROOT))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "fimone.settings"
-    os.environ["FIMONE_DATA_DIR"] = data_dir
-    os.environ.setdefault("LOG_LEVEL", "ERROR")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    return data_dir
+from _django import setup_django  # noqa: E402 — beside this script
 
 
 def noisy_png(width: int, height: int, seed: int) -> bytes:

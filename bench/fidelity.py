@@ -24,35 +24,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _django import setup_django  # noqa: E402
 from _fidelity_script import FACTS, turns  # noqa: E402
-
-
-def setup_django() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fimone.settings")
-    os.environ["FIMONE_DATA_DIR"] = tempfile.mkdtemp(prefix="fimone-fidelity-")
-    os.environ.setdefault("LOG_LEVEL", "ERROR")
-    os.environ["FIMONE_LOOP_MONITOR_INTERVAL_MS"] = "0"
-    os.environ["FIMONE_WS_RATE_LIMIT"] = "1000000"  # one user replays 200 turns quickly
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
 
 # --- the models ---------------------------------------------------------------------------
 
@@ -321,7 +306,11 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[8_000, 24_000])
     parser.add_argument("--verbose", action="store_true", help="list the missing facts")
     args = parser.parse_args()
-    setup_django()
+    setup_django(
+        prefix="fimone-fidelity-",
+        FIMONE_LOOP_MONITOR_INTERVAL_MS="0",
+        FIMONE_WS_RATE_LIMIT="1000000",  # one user replays 200 turns quickly
+    )
     asyncio.run(main_async(args))
 
 

@@ -28,11 +28,11 @@ import io
 import os
 import random
 import shutil
-import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+from _django import setup_django  # noqa: E402 — beside this script
 
 # (kind, width, height, format): what people paste into a chat.
 IMAGE_KINDS = [
@@ -47,21 +47,6 @@ WORDS = (
     "the build fails on the login page after the last deploy because the token expires "
     "early and the retry loop never stops so we should check the config values again"
 ).split()
-
-
-def setup_django() -> str:
-    data_dir = tempfile.mkdtemp(prefix="fimone-bench-")
-    sys.path.insert(0, str(ROOT))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "fimone.settings"
-    os.environ["FIMONE_DATA_DIR"] = data_dir
-    os.environ.setdefault("LOG_LEVEL", "ERROR")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    return data_dir
 
 
 def picture(kind: str, width: int, height: int, fmt: str, seed: int) -> bytes:

@@ -166,7 +166,7 @@ BENCHES = [
     Bench(
         name="compaction_cost",
         script="compaction_cost.py",
-        quick_args=["--turns", "40"],
+        quick_args=["--turns", "120"],
         figures={
             # First block: the ideal extractor; second: the offline model.
             "ratio (extractor)": (

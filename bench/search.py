@@ -18,37 +18,22 @@ log-like filler, plus many other conversations of the same owner, then:
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+from _django import setup_django  # noqa: E402 — beside this script
+
 WORDS = (
     "request worker status latency cache deploy build queue retry timeout region shard "
     "backup replica index token budget summary answer question museum hotel invoice "
     "release schedule meeting report draft review plan office network storage"
 ).split()
 ZH = ["预算", "交付", "仓库", "会议", "报告", "发布", "合同", "客户"]
-
-
-def setup_django() -> str:
-    data_dir = tempfile.mkdtemp(prefix="fimone-bench-")
-    sys.path.insert(0, str(ROOT))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "fimone.settings"
-    os.environ["FIMONE_DATA_DIR"] = data_dir
-    os.environ.setdefault("LOG_LEVEL", "ERROR")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    return data_dir
 
 
 def filler(rng: random.Random) -> str:
