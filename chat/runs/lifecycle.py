@@ -26,6 +26,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.utils import translation
 from django.utils.translation import gettext, gettext_lazy
 
 from chat import image_describer
@@ -392,6 +393,8 @@ async def _work(run: Run):
         # read, so with retries a hung provider could otherwise hold a user for minutes.
         llm_timeout=settings.LLM_TIMEOUT_SECONDS,
         on_compaction=on_compaction,
+        # The socket's language (the run's task inherited it): the engine's own sentences.
+        language=translation.get_language() or "en",
     )
     return await run.deps.engine_for(run.mode)(ctx)
 

@@ -112,6 +112,9 @@ class AgentContext:
     # Seconds a whole streamed answer may take; None: 5 × llm_timeout (fimone.agent.calls).
     llm_stream_timeout: float | None = None
     on_compaction: CompactionHook | None = None
+    # The user's interface language (a code such as "zh-hans"): the few sentences the
+    # engine writes itself (fimone.agent.wording) are in it.
+    language: str = "en"
 
 
 @dataclass

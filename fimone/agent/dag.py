@@ -74,6 +74,7 @@ from .loop import LoopConfig, ReactLoop, preview
 from .plan import MAX_STEPS, PlanError, Step, Verdict, fallback_plan, parse_plan, parse_verdict
 from .prompts import ANALYSER_SYSTEM, PLANNER_SYSTEM, STEP_SYSTEM, SYNTHESIS_SYSTEM
 from .tools import ToolRegistry
+from .wording import say
 
 
 @dataclass
@@ -282,7 +283,8 @@ class DagRun:
                 await finished[dep].wait()
             failed = [d for d in step.depends_on if outcomes[d].status != "done"]
             if failed:
-                outcome = StepOutcome("error", error=f"skipped: step {', '.join(failed)} failed")
+                skipped = say("skipped", self.ctx.language, steps=", ".join(failed))
+                outcome = StepOutcome("error", error=skipped)
             else:
                 async with slots:
                     await self._step_event(step, number, "running")
@@ -344,6 +346,7 @@ class DagRun:
                 stream=False,
                 on_progress=progress,
                 injections=None,
+                language=ctx.language,
                 event_extra={"step_id": step.id},
             )
         )
@@ -380,17 +383,17 @@ class DagRun:
             except LLMAuthError:
                 raise
             except ContextOverflow as exc:
-                reason = f"the checker could not be asked ({type(exc).__name__})"
+                reason = say("checker_unreachable", self.ctx.language, error=type(exc).__name__)
                 if attempt == 0:
                     max_tokens = max(1, estimate_tokens(text) // 2)
                     await self._shrink_request()
                     continue
                 break
             except LLMError as exc:
-                reason = f"the checker could not be asked ({type(exc).__name__})"
+                reason = say("checker_unreachable", self.ctx.language, error=type(exc).__name__)
                 break
             verdict = parse_verdict(result.message.text())
-            reason = "the checker's reply was not a readable verdict"
+            reason = say("checker_unreadable", self.ctx.language)
             break
         if verdict is None:
             payload = {"achieved": None, "confidence": None, "reason": reason}
@@ -438,6 +441,7 @@ class DagRun:
                 llm_stream_timeout=ctx.llm_stream_timeout,
                 scope="iteration",
                 stream=True,
+                language=ctx.language,
                 # The context is step results: keep their data, numbers and conclusions.
                 hint="step_dependency",
             )

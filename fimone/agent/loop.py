@@ -41,11 +41,10 @@ from .context import CompactionHook, EventSink, InjectionQueue, summary_facts
 from .prompts import LIMIT_NOTE, limit_preface
 from .pruning import prune_tool_results
 from .tools import ToolRegistry
+from .wording import say
 
 PREVIEW_CHARS = 2_000
 _RECALLED_IMAGES = {"type": "text", "text": "[Images brought back by the tool results above]"}
-NO_ANSWER = "I could not produce an answer this time. Please try again or rephrase."
-
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     """A result cut for an event (the model still gets the whole text)."""
@@ -74,6 +73,8 @@ class LoopConfig:
     event_extra: dict[str, Any] = field(default_factory=dict)
     # The guard's compaction hint: the loop's own reasoning chain by default.
     hint: str = "react_iteration"
+    # The user's language, for the sentences the loop writes itself (fimone.agent.wording).
+    language: str = "en"
     on_compaction: CompactionHook | None = None
 
 
@@ -114,15 +115,17 @@ class ReactLoop:
                     if iteration < cfg.max_iterations:
                         continue
                     answer = await self.write_answer(messages, note=None)
-                    return self._result(answer or NO_ANSWER, "done", iteration, messages)
+                    no_answer = say("no_answer", cfg.language)
+                    return self._result(answer or no_answer, "done", iteration, messages)
                 answer = reply.message.text().strip()
                 if not answer:
                     answer = await self.write_answer(messages, note=None)
-                return self._result(answer or NO_ANSWER, "done", iteration, messages)
+                no_answer = say("no_answer", cfg.language)
+                return self._result(answer or no_answer, "done", iteration, messages)
             await self._retract(iteration, reply.message, shown)
             messages = await self._act(iteration, reply.message, messages)
         answer = await self.write_answer(messages, note=LIMIT_NOTE.format(steps=cfg.max_iterations))
-        answer = limit_preface(cfg.max_iterations) + answer
+        answer = limit_preface(cfg.max_iterations, cfg.language) + answer
         return self._result(answer, "limit", cfg.max_iterations, messages)
 
     async def _reply(
@@ -284,7 +287,8 @@ class ReactLoop:
             messages.append(ChatMessage(role="system", content=note))
         messages[:] = await self._fit(messages)
         if note is not None and cfg.stream:
-            await cfg.sink("answer.delta", {"text": limit_preface(cfg.max_iterations)})
+            preface = limit_preface(cfg.max_iterations, cfg.language)
+            await cfg.sink("answer.delta", {"text": preface})
         reply, _ = await self._reply(messages, None)
         return reply.message.text().strip()
 

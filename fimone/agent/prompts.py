@@ -6,6 +6,8 @@ The offline model recognises the planner by the phrase "JSON plan" and the analy
 
 from __future__ import annotations
 
+from .wording import say
+
 REACT_SYSTEM = (
     "You are fimone, a careful assistant that can call tools.\n"
     "- Think about what the user needs; call a tool whenever it gives a more reliable "
@@ -34,10 +36,9 @@ LIMIT_NOTE = (
 )
 
 
-def limit_preface(steps: int) -> str:
-    """The honest opening of an answer cut short by the iteration limit."""
-    unit = "step" if steps == 1 else "steps"
-    return f"I stopped after {steps} {unit} without finishing the task. "
+def limit_preface(steps: int, language: str = "en") -> str:
+    """The honest opening of an answer cut short by the iteration limit, in ``language``."""
+    return say("limit_one" if steps == 1 else "limit_many", language, steps=steps)
 
 
 PLANNER_SYSTEM = (

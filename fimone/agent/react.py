@@ -90,6 +90,7 @@ async def run_react(ctx: AgentContext) -> AgentOutcome:
             stream=True,
             injections=ctx.injections,
             on_compaction=ctx.on_compaction,
+            language=ctx.language,
         )
     )
     result = await loop.run(build_react_messages(ctx))
