@@ -7,6 +7,7 @@ a Python module or the static JS without a translation fails here, not in front 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,3 +86,27 @@ def test_committed_catalogs_are_compiled_and_keep_their_placeholders(lang, domai
         subprocess.run(
             ["msgfmt", "--check", "-o", os.devnull, str(po_path)], check=True, capture_output=True
         )
+
+
+# A user-visible string literal in the static JS that does not go through gettext(): an
+# attribute or text property set to a literal, or a literal handed to a function that shows
+# it. Names and symbols are not sentences: a literal needs a word of three letters or more.
+_BARE_JS_STRING = re.compile(
+    r"""(?:\b(?:text|title|placeholder|alt|label)|"aria-label")\s*:\s*(["'`])(?P<a>(?:(?!\1).)*)\1"""
+    r"""|\b(?:toast|setError|addNote|setConnection|failLocalRun)\(\s*(["'`])(?P<b>(?:(?!\3).)*)\3"""
+    r"""|\.(?:textContent|title|placeholder)\s*=\s*(["'`])(?P<c>(?:(?!\5).)*)\5"""
+)
+_NOT_A_SENTENCE = {"fimone"}
+
+
+def test_the_static_js_shows_no_string_without_gettext():
+    bare = []
+    for path in sorted((ROOT / "static").rglob("*.js")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for match in _BARE_JS_STRING.finditer(line):
+                literal = match.group("a") or match.group("b") or match.group("c") or ""
+                shown = re.sub(r"\$\{[^}]*\}", " ", literal)  # a template's expressions
+                words = set(re.findall(r"[A-Za-z]{3,}", shown)) - _NOT_A_SENTENCE
+                if words:
+                    bare.append(f"{path.relative_to(ROOT)}:{number}: {literal}")
+    assert not bare, "wrap these in gettext() (docs/operations.md, Languages):\n" + "\n".join(bare)

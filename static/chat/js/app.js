@@ -103,7 +103,7 @@ class ChatApp {
     this.conversation = null;
     this.creating = null;
     this.titleEl.textContent = gettext("New chat");
-    document.title = "fimone — chat";
+    document.title = gettext("fimone — chat");
     this.modelPicker.value = null;
     this.gauge.hide();
     this.sidebar.select(null);
