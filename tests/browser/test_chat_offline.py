@@ -331,7 +331,7 @@ def test_long_conversation_loads_the_newest_page_then_earlier_ones(logged_in_pag
     more.click()
 
     expect(messages).to_have_count(130)
-    expect(messages.first).to_have_text("Message 0")
+    expect(messages.first.locator(".bubble")).to_have_text("Message 0")
     expect(more).to_have_count(0)
     jump.click()
     expect(jump).to_be_hidden()
