@@ -94,7 +94,7 @@ export function placeDivider(container, facts, queryNode) {
   const divider = summaryDivider(facts);
   if (anchor) container.insertBefore(divider, anchor);
   else container.append(divider);
-  markYieldedPins(container, facts.pins_yielded);
+  markYieldedPins(container, facts.pins_yielded, facts.strategy);
 }
 
 function historyFacts(compaction) {

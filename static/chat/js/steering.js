@@ -370,20 +370,23 @@ export function watchPins(container) {
   }).observe(container, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-message-id"] });
 }
 
-// The pins that had to yield to the cap on the newest load say so.
-export function markYieldedPins(container, ids) {
+// The pins that had to yield to the cap on the newest load say so (summarised, or left out
+// when the history was only shortened).
+export function markYieldedPins(container, ids, strategy = "llm") {
+  const text =
+    strategy === "truncate"
+      ? gettext(
+          "This pin had to yield: pinned messages may fill at most half of the context, so the oldest were left out of the last answer's context.",
+        )
+      : gettext(
+          "This pin had to yield: pinned messages may fill at most half of the context, so the oldest were summarised with the rest for the last answer.",
+        );
   for (const old of container.querySelectorAll(".pin-note")) old.remove();
   for (const id of ids || []) {
     const node = container.querySelector(`.msg[data-message-id="${CSS.escape(String(id))}"]`);
     if (!node || node.dataset.pinned !== "true") continue;
     node.append(
-      el("p", {
-        class: "pin-note",
-        role: "note",
-        text: gettext(
-          "This pin had to yield: pinned messages may fill at most half of the context, so the oldest were summarised with the rest for the last answer.",
-        ),
-      }),
+      el("p", { class: "pin-note", role: "note", text }),
     );
   }
 }
