@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.utils.translation import gettext
 
+from chat import selectors
 from chat.errors import ChatError, InvalidInput
 from chat.json_input import parse_json
 from chat.markdown import render_markdown
@@ -96,13 +97,22 @@ def attachment_url(file_id: str) -> str:
     return reverse("chat:attachment", args=[str(file_id)])
 
 
-def message_json(message: Message) -> dict[str, Any]:
+def messages_json(messages: list[Message], *, conversation: Conversation) -> list[dict[str, Any]]:
+    """A page of messages, their images described (one query for all of them)."""
+    descriptions = selectors.image_descriptions(conversation=conversation, messages=messages)
+    return [message_json(m, descriptions=descriptions) for m in messages]
+
+
+def message_json(message: Message, *, descriptions: dict[str, str] | None = None) -> dict[str, Any]:
     metadata = message.metadata or {}
+    descriptions = descriptions or {}
     images = [
         {
             "file_id": str(image["file_id"]),
             "mime_type": image.get("mime_type", ""),
             "url": attachment_url(image["file_id"]),
+            # What the picture shows, as the model is told (alt text for the UI).
+            "description": descriptions.get(str(image["file_id"]), ""),
         }
         for image in metadata.get("images") or []
         if isinstance(image, dict) and image.get("file_id")
@@ -144,4 +154,5 @@ def attachment_json(attachment: Attachment) -> dict[str, Any]:
         "height": attachment.height,
         "size": attachment.size,
         "url": attachment_url(attachment.id),
+        "description": attachment.description,
     }

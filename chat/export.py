@@ -19,7 +19,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext
 
 from chat import selectors
-from chat.api import api_view, conversation_json, message_json
+from chat.api import api_view, conversation_json, messages_json
 from chat.errors import InvalidInput
 from chat.models import Conversation, Message
 
@@ -57,11 +57,9 @@ def file_stem(conversation: Conversation) -> str:
 
 
 def conversation_json_export(conversation: Conversation, messages: list[Message]) -> str:
-    items = []
-    for message in messages:
-        item = message_json(message)
+    items = messages_json(messages, conversation=conversation)
+    for item in items:
         item.pop("html", None)  # derived from ``content``; the file keeps the source
-        items.append(item)
     document = {
         "format": JSON_FORMAT,
         "exported_at": timezone.now().isoformat(),

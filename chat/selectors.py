@@ -189,6 +189,27 @@ def attachments_for_ids(
     return [found[pk] for pk in wanted]
 
 
+def image_descriptions(
+    *, conversation: Conversation, messages: Iterable[Message]
+) -> dict[str, str]:
+    """What each image of these messages shows, by file id (one query): the stored
+    description, for alt text. Only this conversation's attachments are looked at."""
+    wanted = {
+        pk
+        for message in messages
+        for image in (message.metadata or {}).get("images") or []
+        if isinstance(image, dict) and (pk := _as_uuid(image.get("file_id"))) is not None
+    }
+    if not wanted:
+        return {}
+    rows = (
+        Attachment.objects.filter(conversation=conversation, pk__in=wanted)
+        .exclude(description="")
+        .values_list("pk", "description")
+    )
+    return {str(pk): description for pk, description in rows}
+
+
 def attachment_get(*, user, file_id) -> Attachment:
     pk = _as_uuid(file_id)
     if pk is None or not getattr(user, "is_authenticated", False):

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext
 
 from chat import selectors, services
-from chat.api import api_view, message_json, query_int, read_json
+from chat.api import api_view, message_json, messages_json, query_int, read_json
 from chat.errors import InvalidInput
 from chat.models import ContextSummary
 
@@ -67,7 +67,10 @@ def summary_messages(request: HttpRequest, conversation_id: str, summary_id: str
         limit=query_int(request, "limit", default=50),
     )
     return JsonResponse(
-        {"messages": [message_json(m) for m in page.messages], "has_more": page.has_more}
+        {
+            "messages": messages_json(page.messages, conversation=conversation),
+            "has_more": page.has_more,
+        }
     )
 
 

@@ -17,7 +17,7 @@ from chat.api import (
     attachment_json,
     conversation_json,
     error_response,
-    message_json,
+    messages_json,
     query_int,
     read_json,
 )
@@ -69,7 +69,10 @@ def conversation_messages(request: HttpRequest, conversation_id: str) -> HttpRes
         limit=query_int(request, "limit", default=50),
     )
     return JsonResponse(
-        {"messages": [message_json(m) for m in page.messages], "has_more": page.has_more}
+        {
+            "messages": messages_json(page.messages, conversation=conversation),
+            "has_more": page.has_more,
+        }
     )
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from chat import services
-from chat.models import Message
+from chat.models import Attachment, Message
 
 pytestmark = pytest.mark.django_db
 
@@ -122,7 +122,12 @@ def test_message_json_carries_html_images_usage_and_compaction(logged_in_client,
     assert user_json["html"] is None  # user text is shown as text, never as HTML
     assert user_json["pinned"] is False and user_json["status"] == "done"
     assert user_json["images"] == [
-        {"file_id": "f1", "mime_type": "image/png", "url": "/api/attachments/f1/"}
+        {
+            "file_id": "f1",
+            "mime_type": "image/png",
+            "url": "/api/attachments/f1/",
+            "description": "",
+        }
     ]
 
     assert answer_json["role"] == "assistant" and answer_json["status"] == "done"
@@ -133,3 +138,26 @@ def test_message_json_carries_html_images_usage_and_compaction(logged_in_client,
     assert answer_json["compaction"]["original_count"] == 30
     assert answer_json["run_id"] == "r1" and answer_json["mode"] == "react"
     assert answer_json["created_at"].startswith(str(answer.created_at.year))
+
+
+def test_images_carry_their_stored_description_as_alt_text_rv_4(
+    logged_in_client, user, other_user, conversation, foreign_conversation
+):
+    from tests.chat.test_api_attachments import make_attachment
+
+    mine = make_attachment(user, conversation, name="cat.png")
+    theirs = make_attachment(other_user, foreign_conversation, name="secret.png")
+    Attachment.objects.filter(pk=theirs.pk).update(description="Mallory's secret diagram")
+    message = services.user_message_create(
+        conversation=conversation, content="look", attachments=[mine]
+    )
+    # Metadata naming someone else's file (never written by the app) must not reveal it.
+    images = [*message.metadata["images"], {"file_id": str(theirs.pk), "mime_type": "image/png"}]
+    Message.objects.filter(pk=message.pk).update(metadata={**message.metadata, "images": images})
+
+    listed = logged_in_client.get(messages_url(conversation)).json()["messages"][0]["images"]
+    mine.refresh_from_db()
+    assert mine.description  # written once at upload
+    assert listed[0]["description"] == mine.description
+    assert listed[1]["description"] == ""
+    assert "Mallory" not in str(listed)

@@ -98,7 +98,7 @@ export function userMessage({ id, content, images = [], injected = false }) {
           const link = el("a", { href: full, target: "_blank", rel: "noopener", title: gettext("Open the full image") });
           link.append(
             imageOrNotice(
-              { src: img.previewUrl || full, alt: gettext("Attached image"), loading: "lazy" },
+              { src: img.previewUrl || full, alt: img.description || gettext("Attached image"), loading: "lazy" },
               gettext("Image unavailable"),
             ),
           );
