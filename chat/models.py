@@ -85,7 +85,7 @@ class Message(models.Model):
     # the summary while pinned history fits in half the budget (docs/architecture.md).
     pinned = models.BooleanField(default=False, verbose_name=_("pinned"))
     # images: [{"file_id", "mime_type"}]; usage; compaction facts; run id; …
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created"))
 
     class Meta:
@@ -154,12 +154,16 @@ class Attachment(models.Model):
     size = models.PositiveIntegerField(verbose_name=_("size"))
     width = models.PositiveIntegerField(verbose_name=_("width"))
     height = models.PositiveIntegerField(verbose_name=_("height"))
-    sha256 = models.CharField(max_length=64)
+    sha256 = models.CharField(max_length=64, verbose_name=_("SHA-256"))
     # What stands in for the image once it is no longer sent as pixels; written once
     # (chat.image_descriptions).
     description = models.TextField(blank=True, default="", verbose_name=_("description"))
     description_source = models.CharField(
-        max_length=16, choices=DescriptionSource.choices, blank=True, default=""
+        max_length=16,
+        choices=DescriptionSource.choices,
+        blank=True,
+        default="",
+        verbose_name=_("description source"),
     )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
@@ -186,20 +190,24 @@ class ContextSummary(models.Model):
         verbose_name=_("conversation"),
     )
     # The newest message the summary covers; messages after it are loaded verbatim.
-    covers_through = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    covers_through = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="+", verbose_name=_("covers through")
+    )
     content = models.TextField(verbose_name=_("content"))
     covered_count = models.PositiveIntegerField(default=0, verbose_name=_("messages covered"))
     # Ids of messages up to ``covers_through`` the summary does NOT cover (pinned ones kept
     # verbatim, the verbatim tail before a pinned one): they are loaded after it.
-    uncovered_ids = models.JSONField(default=list, blank=True)
+    uncovered_ids = models.JSONField(
+        default=list, blank=True, verbose_name=_("messages left out of it")
+    )
     tokens = models.PositiveIntegerField(default=0, verbose_name=_("tokens"))
     # facts_appended / facts_missing (the fact check's lists), covered_tokens, original
     # (the model's text, once a user edited it), …
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     # A user's edit is used as it is; a discarded summary is never loaded again.
-    edited_at = models.DateTimeField(null=True, blank=True)
-    discarded_at = models.DateTimeField(null=True, blank=True)
+    edited_at = models.DateTimeField(null=True, blank=True, verbose_name=_("edited"))
+    discarded_at = models.DateTimeField(null=True, blank=True, verbose_name=_("discarded"))
 
     class Meta:
         ordering = ["-created_at", "-id"]

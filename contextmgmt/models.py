@@ -48,7 +48,7 @@ class ModelConfig(models.Model):
     # reports (empty: the base weights); the reported tokens / the base estimate over the
     # samples they were fitted to; how many samples were recorded in all. A ratio without
     # weights was learnt before weights existed (it still shrinks the budget).
-    token_weights = models.JSONField(default=list, blank=True)
+    token_weights = models.JSONField(default=list, blank=True, verbose_name=_("token weights"))
     token_ratio = models.FloatField(default=1.0, verbose_name=_("token ratio"))
     token_ratio_samples = models.PositiveIntegerField(
         default=0, verbose_name=_("token ratio samples")
