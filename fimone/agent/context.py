@@ -47,18 +47,21 @@ async def discard_events(event: str, payload: dict) -> None:
 
 
 def earlier_turns(history: list[ChatMessage]) -> list[ChatMessage]:
-    """The loaded history with pin flags cleared (on copies).
+    """The loaded history as this run carries it (copies where a flag changes).
 
-    Only the current query and this run's injected follow-ups are pinned; a pinned
-    message from an earlier turn would otherwise count as a second "current query" and
-    could never be compacted away.
+    A message the user pinned ("keep verbatim") stays pinned and is marked yieldable
+    (``injected``): like a follow-up, the guard lets it go oldest-first when pinned text
+    passes its 50% cap, and it never counts as a second current query. An earlier
+    follow-up the user did not pin is an ordinary turn now.
     """
-    return [
-        dataclasses.replace(m, pinned=False, injected=False, metadata=dict(m.metadata))
-        if m.pinned or m.injected
-        else m
-        for m in history
-    ]
+    out = []
+    for m in history:
+        if m.pinned and not m.injected:
+            m = dataclasses.replace(m, injected=True, metadata=dict(m.metadata))
+        elif m.injected and not m.pinned:
+            m = dataclasses.replace(m, injected=False, metadata=dict(m.metadata))
+        out.append(m)
+    return out
 
 
 class InjectionQueue:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextmgmt.core.compact import CompactResult, CompactUtils
+from contextmgmt.core.guard import apply_pinned_cap
 from contextmgmt.core.llm import LLM, Usage
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
@@ -128,6 +129,9 @@ async def compact_planner_input(
     """
     request = ChatMessage(role="user", content=query.text(), pinned=True)
     messages = [*history, request]
+    # The user's pins stay verbatim while they take at most half the planner's input;
+    # beyond that the oldest are summarised like any other turn.
+    messages, _ = apply_pinned_cap(messages, max_tokens)
     # The limit applies to the formatted text, whose labels weigh slightly differently from
     # the per-message overhead: aim below the messages' own estimate so that a text over
     # the limit is always summarised, never waved through as "within budget".

@@ -46,6 +46,7 @@ from .wording import say
 PREVIEW_CHARS = 2_000
 _RECALLED_IMAGES = {"type": "text", "text": "[Images brought back by the tool results above]"}
 
+
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     """A result cut for an event (the model still gets the whole text)."""
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit:,} more chars]"

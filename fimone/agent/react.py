@@ -2,8 +2,9 @@
 
 Messages: the system prompt, then the loaded history as it is — including a leading
 ``[Conversation summary]`` system message, so the load-time summary reaches the model
-(FIM One drops it) — then the current query, pinned. History messages are copied
-unpinned: only the current query and this run's injected follow-ups are pinned.
+(FIM One drops it) — then the current query, pinned. A history message the
+user pinned stays pinned but may yield under the guard's cap (``earlier_turns``); only the
+current query never yields.
 """
 
 from __future__ import annotations

@@ -206,8 +206,11 @@ async def test_history_summary_is_kept_and_query_is_pinned(build_context):
     assert sent[1].content == summary.content
     assert sent[-1].content == "What is my dog called?"
     assert sent[-1].pinned and not sent[-1].injected
-    assert not sent[2].pinned  # only this run's query is pinned
-    assert old_query.pinned  # the caller's history is not touched
+    # The user's earlier pin stays verbatim but may yield (like a follow-up): it is not a
+    # second current query.
+    assert sent[2].pinned and sent[2].injected and not sent[2].is_current_query
+    assert [m.is_current_query for m in sent].count(True) == 1
+    assert old_query.pinned and not old_query.injected  # the caller's history is untouched
 
 
 async def test_custom_system_prompt(build_context):
@@ -416,3 +419,34 @@ async def test_unknown_tool_and_bad_arguments_are_results_the_model_reads(build_
     llm = FakeLLM().enqueue(FakeLLM().tool_call("weather", '{"city": "Oslo"}', "w1"), "Sorry.")
     await run_react(build_context(llm))
     assert llm.calls[1].messages[-1].content.startswith("Error: unknown tool 'weather'")
+
+
+async def test_a_users_pin_is_not_summarised_by_the_guard_within_the_run_rv_2(build_context):
+    """A pinned history message stays verbatim through the run's own compactions while pins
+    take at most half the budget; unpinned turns around it are summarised."""
+    pin = ChatMessage(role="user", content="Keep this: the vault code is 7391.", pinned=True)
+    history = [
+        ChatMessage(role="user", content="old: " + "the build fails on the login page " * 120),
+        ChatMessage(role="assistant", content="ok: " + "the retry loop never stops " * 120),
+        pin,
+        ChatMessage(role="assistant", content="Noted."),
+        ChatMessage(role="user", content="more: " + "check the config values again " * 120),
+        ChatMessage(role="assistant", content="fine: " + "the token expires early " * 120),
+    ]
+    llm = FakeLLM().enqueue("The code is 7391.")
+    summariser = FakeLLM(default="Earlier: chatter.")
+    await run_react(
+        build_context(
+            llm,
+            history=history,
+            query="What was the code?",
+            main_budget=3_000,
+            compact_llm=summariser,
+        )
+    )
+
+    assert summariser.calls, "the history had to be compacted"
+    summarised = "\n".join(m.text() for c in summariser.calls for m in c.messages)
+    assert "vault code is 7391" not in summarised
+    sent = llm.calls[0].messages
+    assert any(m.content == pin.content and m.pinned for m in sent)
