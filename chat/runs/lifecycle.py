@@ -450,7 +450,11 @@ async def _checkpoint(run: Run) -> None:
     """Save the partial answer every CHECKPOINT_SECONDS while the engine works."""
     saved, recorded = 0, 0
     while not run.work.done():
-        await asyncio.sleep(CHECKPOINT_SECONDS)
+        # Wakes when the work ends, so the loop ends by itself and is never cancelled: a
+        # cancelled task keeps its exception, whose traceback holds this frame and so the
+        # run, which holds the task; that cycle would keep every finished run (history,
+        # models, answer) alive until a full garbage collection, a pause on the loop.
+        await asyncio.wait({run.work}, timeout=CHECKPOINT_SECONDS)
         if run.finishing or (run.answer_version, run.record.version) == (saved, recorded):
             continue
         # Steps and plan only when they moved (a JSON merge costs a read).
@@ -471,8 +475,9 @@ async def _checkpoint(run: Run) -> None:
 
 async def _finish(run: Run) -> None:
     """Persist the outcome, then tell every socket (``done`` / ``error`` / ``run.cancelled``)."""
-    # The final write comes after any checkpoint in flight (one database thread, in order).
-    run.checkpoints.cancel()
+    # The final write comes after any checkpoint in flight (one database thread, in order);
+    # the checkpoint loop ends as soon as the work is done.
+    await run.checkpoints
     await run.publisher.flush()
     outcome, failure = None, None
     if run.work.cancelled() and run.interrupted:

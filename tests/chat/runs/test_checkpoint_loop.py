@@ -1,0 +1,64 @@
+"""The progress checkpoint loop of a run ends by itself when the work is done (RS.3).
+
+A cancelled task keeps its CancelledError, whose traceback holds the task's frame and so
+the run, which holds the task: a reference cycle that keeps each finished run (history,
+models, answer) alive until a full garbage collection, which then pauses the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from chat.runs import lifecycle
+from fimone.agent.context import AgentOutcome
+from tests.support.runs import WAIT, connect, events_until, install_scripted_engine, send
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("clean_runs", "ws_fake_llm"),
+]
+
+
+@pytest.fixture
+def checkpoint_tasks(monkeypatch) -> list[asyncio.Task]:
+    """The checkpoint task of every run started from now on."""
+    tasks: list[asyncio.Task] = []
+    original = lifecycle._checkpoint
+
+    async def recorded(run):
+        tasks.append(asyncio.current_task())
+        await original(run)
+
+    monkeypatch.setattr(lifecycle, "_checkpoint", recorded)
+    return tasks
+
+
+@pytest.mark.parametrize("checkpoint_seconds", [0.01, 60.0])
+async def test_a_finished_runs_checkpoint_loop_ends_without_being_cancelled_rs_3(
+    user, conversation, run_deps, checkpoint_tasks, monkeypatch, checkpoint_seconds
+):
+    monkeypatch.setattr(lifecycle, "CHECKPOINT_SECONDS", checkpoint_seconds)
+    engine = install_scripted_engine(run_deps)
+    gate = asyncio.Event()
+
+    async def streams_then_waits(ctx):
+        await ctx.sink("answer.delta", {"text": "part one, "})
+        await gate.wait()
+        return AgentOutcome(answer="part one, part two")
+
+    engine.use(streams_then_waits)
+    socket = await connect(user, conversation.id)
+    try:
+        await send(socket, type="message", content="hello")
+        await events_until(socket, "answer.delta")
+        await asyncio.sleep(0.05)  # a few checkpoints (at 10 ms), or the loop mid-wait
+        gate.set()
+        assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    finally:
+        await socket.disconnect()
+    [task] = checkpoint_tasks
+    await asyncio.wait({task}, timeout=WAIT)
+    assert not task.cancelled()
+    assert task.exception() is None
