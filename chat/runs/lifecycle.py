@@ -455,6 +455,8 @@ async def _checkpoint(run: Run) -> None:
         # run, which holds the task; that cycle would keep every finished run (history,
         # models, answer) alive until a full garbage collection, a pause on the loop.
         await asyncio.wait({run.work}, timeout=CHECKPOINT_SECONDS)
+        if run.work.done():
+            return  # the final write saves everything: no checkpoint of a finished run
         if run.finishing or (run.answer_version, run.record.version) == (saved, recorded):
             continue
         # Steps and plan only when they moved (a JSON merge costs a read).
