@@ -25,13 +25,7 @@ DEFAULT_REPLY = "This is the scripted server's default reply."
 
 @pytest.fixture
 def live_daphne_env(scripted_server):
-    return {
-        "LLM_BASE_URL": scripted_server.base_url,
-        "LLM_API_KEY": "sk-scripted",
-        "LLM_MODEL": "scripted-main",
-        "LLM_MAX_RETRIES": "0",
-        "FIMONE_DRAIN_SECONDS": "20",
-    }
+    return scripted_server.daphne_env(FIMONE_DRAIN_SECONDS="20")
 
 
 def long_run_elsewhere(server, started: threading.Event) -> None:

@@ -19,12 +19,7 @@ TRACE_JS = """node => [...node.querySelectorAll(':scope > .plan, :scope > .steps
 
 @pytest.fixture
 def live_daphne_env(scripted_server):
-    return {
-        "LLM_BASE_URL": scripted_server.base_url,
-        "LLM_API_KEY": "sk-scripted",
-        "LLM_MODEL": "scripted-main",
-        "LLM_MAX_RETRIES": "0",
-    }
+    return scripted_server.daphne_env()
 
 
 def wait_done(page, count: int = 1) -> None:

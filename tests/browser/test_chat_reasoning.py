@@ -18,12 +18,7 @@ THOUGHT = "The user wants a greeting. A short, friendly one will do."
 
 @pytest.fixture
 def live_daphne_env(scripted_server):
-    return {
-        "LLM_BASE_URL": scripted_server.base_url,
-        "LLM_API_KEY": "sk-scripted",
-        "LLM_MODEL": "scripted-main",
-        "LLM_MAX_RETRIES": "0",
-    }
+    return scripted_server.daphne_env()
 
 
 def test_thinking_is_shown_apart_and_collapsed_with_its_tokens(logged_in_page, scripted_server):

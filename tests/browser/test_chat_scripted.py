@@ -23,12 +23,7 @@ DEFAULT_REPLY = "This is the scripted server's default reply."
 
 @pytest.fixture
 def live_daphne_env(scripted_server):
-    return {
-        "LLM_BASE_URL": scripted_server.base_url,
-        "LLM_API_KEY": "sk-scripted",
-        "LLM_MODEL": "scripted-main",
-        "LLM_MAX_RETRIES": "0",
-    }
+    return scripted_server.daphne_env()
 
 
 def record_frames(page) -> list[dict]:

@@ -21,12 +21,7 @@ PRE_TOOL = "Let me work this out step by step with the calculator. "
 
 @pytest.fixture
 def live_daphne_env(scripted_server):
-    return {
-        "LLM_BASE_URL": scripted_server.base_url,
-        "LLM_API_KEY": "sk-scripted",
-        "LLM_MODEL": "scripted-main",
-        "LLM_MAX_RETRIES": "0",
-    }
+    return scripted_server.daphne_env()
 
 
 @pytest.fixture

@@ -16,15 +16,11 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def live_daphne_env(scripted_server):
-    return {
-        "LLM_BASE_URL": scripted_server.base_url,
-        "LLM_API_KEY": "sk-scripted",
-        "LLM_MODEL": "scripted-main",
-        "LLM_MAX_RETRIES": "0",
+    return scripted_server.daphne_env(
         # 12,000 context − 4,000 output − 4,000 reserve = 4,000 usable input tokens.
-        "LLM_CONTEXT_SIZE": "12000",
-        "LLM_MAX_OUTPUT_TOKENS": "4000",
-    }
+        LLM_CONTEXT_SIZE="12000",
+        LLM_MAX_OUTPUT_TOKENS="4000",
+    )
 
 
 def test_the_usage_card_and_the_gauge_show_the_compaction_ledger(logged_in_page):

@@ -21,13 +21,9 @@ SMALL_WINDOW = {"LLM_CONTEXT_SIZE": "9000", "LLM_MAX_OUTPUT_TOKENS": "1000"}  # 
 
 @pytest.fixture
 def live_daphne_env(scripted_server):
-    return {
-        "LLM_BASE_URL": scripted_server.base_url,
-        "LLM_API_KEY": "sk-scripted",
-        "LLM_MODEL": "scripted-main",
-        "LLM_MAX_RETRIES": "0",
+    return scripted_server.daphne_env(
         **SMALL_WINDOW,
-    }
+    )
 
 
 def pin_button(message):

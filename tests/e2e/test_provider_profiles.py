@@ -50,14 +50,7 @@ def check_usage(usage: dict, profile, streamed: bool) -> None:
 async def test_react_and_dag_runs_per_provider_profile(live_daphne_factory, scripted_server, name):
     profile = PROFILES[name]
     scripted_server.use_profile(name)
-    server = live_daphne_factory(
-        env={
-            "LLM_BASE_URL": scripted_server.base_url,
-            "LLM_API_KEY": "sk-scripted",
-            "LLM_MODEL": "scripted-model",
-            "LLM_MAX_RETRIES": "0",
-        }
-    )
+    server = live_daphne_factory(env=scripted_server.daphne_env(model="scripted-model"))
     client = Browserless(server)
     client.login()
     conversation = client.api("POST", "/api/conversations/", {})

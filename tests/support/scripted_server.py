@@ -226,6 +226,17 @@ class ScriptedServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def daphne_env(self, model: str = "scripted-main", **extra: str) -> dict[str, str]:
+        """Settings for a live daphne whose main model is this server (no SDK retries, so
+        a scripted fault is seen once); ``extra`` adds or overrides settings."""
+        return {
+            "LLM_BASE_URL": self.base_url,
+            "LLM_API_KEY": "sk-scripted",
+            "LLM_MODEL": model,
+            "LLM_MAX_RETRIES": "0",
+            **extra,
+        }
+
     def enqueue(self, *replies: Reply | str) -> ScriptedServer:
         with self._lock:
             self.queue.extend(_as_reply(r) for r in replies)
