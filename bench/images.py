@@ -15,7 +15,8 @@ Both are counted with the same estimator (``contextmgmt.core.tokens``: text by c
 class, images by the OpenAI tile rule from their real sizes), with a system prompt of
 ~300 tokens and no compaction (a budget large enough for either), so the difference is the
 images alone. Prints every request, the totals and the ratio (target: lifecycle ≤ 25 % of
-reference over the conversation).
+reference over the conversation). Also prints the floor no lifecycle can go under: the
+same requests with the current message's images as pixels and every earlier image dropped.
 
     .venv/bin/python bench/images.py [--turns 50] [--images 20] [--pixel-turns 2]
         [--description-chars N]   # stand-in for model-written descriptions of N chars
@@ -119,6 +120,7 @@ def build_and_measure(turns: int, images: int, description_chars: int | None):
                 _pixel_parts([*lifecycle, query]),
                 _pixel_parts([*reference, query]),
                 estimate_messages_tokens([system, *_text_only([*reference, query])]),
+                estimate_messages_tokens([system, *_text_only(reference), query]),
             )
         )
         Message.objects.create(
@@ -164,7 +166,7 @@ def main() -> None:
         f"{'request':>7} {'img now':>7} {'img so far':>10} {'lifecycle':>10} "
         f"{'reference':>10} {'ratio':>6} {'pixels (lc/ref)':>16}"
     )
-    for request, now, so_far, lifecycle, reference, px_lc, px_ref, _text in rows:
+    for request, now, so_far, lifecycle, reference, px_lc, px_ref, _text, _floor in rows:
         print(
             f"{request:>7} {now:>7} {so_far:>10} {lifecycle:>10,} {reference:>10,} "
             f"{lifecycle / reference:>6.1%} {px_lc:>7}/{px_ref:<8}"
@@ -191,6 +193,12 @@ def main() -> None:
         f"of which images (total minus the same messages without images, {total_text:,}): "
         f"lifecycle {total_lc - total_text:,}, reference {total_ref - total_text:,}, "
         f"ratio {(total_lc - total_text) / (total_ref - total_text):.1%}"
+    )
+    total_floor = sum(r[8] for r in rows)
+    print(
+        f"floor of any lifecycle that sends the current message's images as pixels (the "
+        f"text, and no earlier image at all, not even a description): {total_floor:,}, "
+        f"{total_floor / total_ref:.1%} of reference"
     )
     print(
         f"last request: lifecycle {last[3]:,}, reference {last[4]:,}, "
