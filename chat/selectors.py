@@ -6,9 +6,12 @@ model's ``DoesNotExist`` (views answer 404), so ids of other users' objects leak
 
 from __future__ import annotations
 
+import base64
+import binascii
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Q, QuerySet
 from django.utils.translation import gettext
@@ -32,6 +35,62 @@ class MessagePage:
 def conversation_list(*, user) -> QuerySet[Conversation]:
     """The user's conversations, most recently active first."""
     return Conversation.objects.filter(owner=user).order_by("-updated_at", "-created_at", "-pk")
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    conversations: list[Conversation]  # most recently active first
+    next_cursor: str | None  # pass as ``before`` for the page after this one; None: no more
+
+
+def conversation_page(*, user, before: str | None = None, limit: int = 50) -> ConversationPage:
+    """A page of :func:`conversation_list`, by an opaque cursor.
+
+    The cursor carries the last row's sort key itself (not its id), so a conversation that
+    becomes active while the user scrolls moves to the top without shifting later pages.
+    """
+    if not 1 <= limit <= MAX_PAGE_SIZE:
+        raise InvalidInput("invalid_limit", f"limit must be between 1 and {MAX_PAGE_SIZE}.")
+    qs = conversation_list(user=user)
+    if before:
+        updated_at, created_at, pk = _conversation_cursor_read(before)
+        qs = qs.filter(
+            Q(updated_at__lt=updated_at)
+            | Q(updated_at=updated_at, created_at__lt=created_at)
+            | Q(updated_at=updated_at, created_at=created_at, pk__lt=pk)
+        )
+    rows = list(qs[: limit + 1])
+    page = rows[:limit]
+    more = len(rows) > limit
+    return ConversationPage(
+        conversations=page, next_cursor=_conversation_cursor(page[-1]) if more else None
+    )
+
+
+def _conversation_cursor(conversation: Conversation) -> str:
+    key = "|".join(
+        (
+            conversation.updated_at.isoformat(),
+            conversation.created_at.isoformat(),
+            str(conversation.pk),
+        )
+    )
+    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
+
+
+def _conversation_cursor_read(cursor: str) -> tuple[datetime, datetime, uuid.UUID]:
+    invalid = InvalidInput("invalid_cursor", gettext("The cursor is not one this API gave out."))
+    if len(cursor) > 200:
+        raise invalid
+    try:
+        key = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        updated, created, pk = key.split("|")
+        updated_at, created_at = datetime.fromisoformat(updated), datetime.fromisoformat(created)
+        if updated_at.tzinfo is None or created_at.tzinfo is None:
+            raise ValueError("a naive time")
+        return updated_at, created_at, uuid.UUID(pk)
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise invalid from None
 
 
 def conversation_get(*, user, conversation_id) -> Conversation:

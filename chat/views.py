@@ -30,8 +30,18 @@ _EXTENSIONS = {mime: fmt.lower().replace("jpeg", "jpg") for fmt, mime in ALLOWED
 @api_view("GET", "POST")
 def conversations(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        items = [conversation_json(c) for c in selectors.conversation_list(user=request.user)]
-        return JsonResponse({"conversations": items})
+        page = selectors.conversation_page(
+            user=request.user,
+            before=request.GET.get("before") or None,
+            limit=query_int(request, "limit", default=50),
+        )
+        return JsonResponse(
+            {
+                "conversations": [conversation_json(c) for c in page.conversations],
+                "has_more": page.next_cursor is not None,
+                "next": page.next_cursor,
+            }
+        )
     body = read_json(request)
     conversation = services.conversation_create(
         owner=request.user,

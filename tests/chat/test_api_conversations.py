@@ -152,3 +152,77 @@ class TestAnotherUsersConversation:
         response = logged_in_client.delete(detail_url(foreign_conversation.id))
         assert response.status_code == 404
         assert Conversation.objects.filter(pk=foreign_conversation.pk).exists()
+
+
+def _titles(body) -> list[str]:
+    return [c["title"] for c in body["conversations"]]
+
+
+def test_list_pages_by_cursor_newest_first_without_gaps_or_repeats(logged_in_client, user):
+    for n in range(7):
+        services.conversation_create(owner=user, title=f"c{n}")
+    seen, cursor, pages = [], None, 0
+    while True:
+        params = {"limit": 3, **({"before": cursor} if cursor else {})}
+        body = logged_in_client.get(LIST_URL, params).json()
+        seen += _titles(body)
+        pages += 1
+        assert body["has_more"] is (body["next"] is not None)
+        if not body["has_more"]:
+            break
+        cursor = body["next"]
+    assert pages == 3
+    assert seen == [f"c{n}" for n in reversed(range(7))]
+
+
+def test_list_page_cursor_survives_a_conversation_becoming_active(logged_in_client, user):
+    """A conversation touched while the user scrolls moves to the top; later pages still
+    continue exactly after the last row the client saw."""
+    rows = [services.conversation_create(owner=user, title=f"c{n}") for n in range(6)]
+    first = logged_in_client.get(LIST_URL, {"limit": 2}).json()
+    assert _titles(first) == ["c5", "c4"]
+    services.conversation_update(conversation=rows[0], title="c0, touched")
+    second = logged_in_client.get(LIST_URL, {"limit": 2, "before": first["next"]}).json()
+    assert _titles(second) == ["c3", "c2"]
+    third = logged_in_client.get(LIST_URL, {"limit": 2, "before": second["next"]}).json()
+    assert _titles(third) == ["c1"]
+    assert third["has_more"] is False
+
+
+def test_list_defaults_to_fifty(logged_in_client, user):
+    Conversation.objects.bulk_create([Conversation(owner=user, title=f"c{n}") for n in range(52)])
+    body = logged_in_client.get(LIST_URL).json()
+    assert len(body["conversations"]) == 50
+    assert body["has_more"] is True
+    rest = logged_in_client.get(LIST_URL, {"before": body["next"]}).json()
+    assert len(rest["conversations"]) == 2
+    assert rest["next"] is None
+    ids = {c["id"] for c in body["conversations"]} | {c["id"] for c in rest["conversations"]}
+    assert len(ids) == 52
+
+
+def test_list_page_never_reaches_another_users_conversations(
+    logged_in_client, user, foreign_conversation
+):
+    services.conversation_create(owner=user, title="mine")
+    body = logged_in_client.get(LIST_URL, {"limit": 1}).json()
+    assert _titles(body) == ["mine"]
+    assert body["has_more"] is False
+
+
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        ({"limit": "0"}, "invalid_limit"),
+        ({"limit": "201"}, "invalid_limit"),
+        ({"limit": "ten"}, "invalid_limit"),
+        ({"before": "not-a-cursor"}, "invalid_cursor"),
+        ({"before": "x" * 300}, "invalid_cursor"),
+        # Well-formed base64 of a key with a naive time, and of a key with a bad id.
+        ({"before": "MjAyNi0wMS0wMVQwMDowMDowMHwyMDI2LTAxLTAxVDAwOjAwOjAwfDE"}, "invalid_cursor"),
+    ],
+)
+def test_list_rejects_a_bad_page_request_with_400(logged_in_client, params, code):
+    response = logged_in_client.get(LIST_URL, params)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == code

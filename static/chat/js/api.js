@@ -53,7 +53,12 @@ export function loginUrl() {
 const enc = encodeURIComponent;
 
 export const api = {
-  listConversations: async () => (await request("GET", "/api/conversations/")).conversations || [],
+  // One page of the list, most recently active first; ``next`` (or null) asks for the rest.
+  listConversations: ({ before = null, limit = 50 } = {}) =>
+    request(
+      "GET",
+      `/api/conversations/?limit=${limit}${before === null ? "" : `&before=${enc(before)}`}`,
+    ),
   createConversation: (fields) => request("POST", "/api/conversations/", { json: fields }),
   getConversation: (id) => request("GET", `/api/conversations/${enc(id)}/`),
   updateConversation: (id, fields) =>

@@ -31,6 +31,7 @@ class ChatApp {
       onNew: () => this.newChat(),
       onRename: (id, title) => this.rename(id, title),
       onDelete: (id) => this.remove(id),
+      loadPage: (before) => api.listConversations({ before }),
     });
     this.composer = new Composer({
       onSend: (message) => this.send(message),
@@ -74,7 +75,8 @@ class ChatApp {
     setUpOfflineNote(() => this.composer.focus());
     this.setUpJumpButton();
     try {
-      this.sidebar.set(await api.listConversations(), config.conversationId);
+      const page = await api.listConversations();
+      this.sidebar.set(page.conversations, config.conversationId, page.next);
     } catch (err) {
       this.toast(interpolate(gettext("Could not load your conversations: %(reason)s"), { reason: err.message }, true));
     }

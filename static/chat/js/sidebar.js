@@ -32,17 +32,19 @@ function titleOf(conversation) {
 }
 
 export class Sidebar {
-  constructor({ onOpen, onNew, onRename, onDelete }) {
+  constructor({ onOpen, onNew, onRename, onDelete, loadPage }) {
     this.onOpen = onOpen;
     this.onNew = onNew;
     this.onRename = onRename;
     this.onDelete = onDelete;
+    this.loadPage = loadPage;
     this.list = document.getElementById("conversation-list");
     this.empty = document.getElementById("conversation-empty");
     this.layout = document.getElementById("layout");
     this.toggle = document.getElementById("sidebar-toggle");
     this.conversations = [];
     this.currentId = null;
+    this.setUpOlderPages();
     this.setUpSearch();
     this.setUpExportMenu();
 
@@ -79,10 +81,72 @@ export class Sidebar {
     document.getElementById("scrim").hidden = true;
   }
 
-  set(conversations, currentId) {
+  set(conversations, currentId, next = null) {
     this.conversations = conversations;
     this.currentId = currentId;
+    this.next = next;
     this.render();
+    this.watchMore();
+  }
+
+  // ---- older pages: loaded when "Show older conversations" scrolls into view or is pressed
+
+  setUpOlderPages() {
+    this.next = null;
+    this.loadingMore = false;
+    this.more = el("button", {
+      type: "button",
+      class: "btn conv-more",
+      text: gettext("Show older conversations"),
+      hidden: true,
+      onclick: () => this.loadMore(),
+    });
+    this.list.after(this.more);
+    this.observer =
+      "IntersectionObserver" in window
+        ? new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && this.loadMore(), {
+            root: this.list.closest("nav"),
+            rootMargin: "200px 0px",
+          })
+        : null;
+    this.observer?.observe(this.more);
+  }
+
+  // Observing anew reports the button's current state, so a page that still leaves it in
+  // view (a tall screen) loads the next one too.
+  watchMore() {
+    this.observer?.unobserve(this.more);
+    this.observer?.observe(this.more);
+  }
+
+  async loadMore() {
+    if (this.loadingMore || !this.next || this.searching) return;
+    this.loadingMore = true;
+    this.more.disabled = true;
+    this.more.textContent = gettext("Loading…");
+    const keepFocus = document.activeElement === this.more;
+    try {
+      const page = await this.loadPage(this.next);
+      const known = new Set(this.conversations.map((c) => c.id));
+      this.conversations = [
+        ...this.conversations,
+        ...page.conversations.filter((c) => !known.has(c.id)),
+      ];
+      this.next = page.next;
+    } catch (err) {
+      this.more.textContent = interpolate(
+        gettext("Could not load older conversations: %(reason)s. Try again"),
+        { reason: err.message },
+        true,
+      );
+      this.more.disabled = false;
+      this.loadingMore = false;
+      return;
+    }
+    this.loadingMore = false;
+    this.render();
+    this.watchMore();
+    if (keepFocus) (this.more.hidden ? this.list.querySelector("li:last-child a") : this.more)?.focus();
   }
 
   upsert(conversation, { toTop = false } = {}) {
@@ -106,6 +170,9 @@ export class Sidebar {
   render() {
     this.empty.hidden = this.conversations.length > 0 || this.searching;
     this.list.replaceChildren(...this.conversations.map((c) => this.item(c)));
+    this.more.hidden = !this.next || this.searching;
+    this.more.disabled = this.loadingMore;
+    if (!this.loadingMore) this.more.textContent = gettext("Show older conversations");
   }
 
   item(conversation) {
@@ -371,6 +438,7 @@ export class Sidebar {
   showSearch(on) {
     this.searchResults.hidden = !on;
     this.list.hidden = on;
+    this.more.hidden = on || !this.next;
     if (on) this.empty.hidden = true;
     else {
       this.searchStatus.textContent = "";
