@@ -78,9 +78,9 @@ def _budget_info(budget) -> dict[str, Any]:
     }
 
 
-def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int, bool]:
+def _history_tokens(conversation: Conversation, room: int) -> tuple[int, int, bool]:
     """(estimated tokens, message count, starts from a summary) of the history the next
-    run loads.
+    run loads, before it is fitted to ``room``.
 
     Loaded exactly as DbMemory loads it (newest stored summary + the messages after it,
     failed answers left out), but without reading image files: every image is counted as
@@ -96,7 +96,7 @@ def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int, 
     loaded = load_history(conversation.id, vision=False)
     messages = list(loaded.messages)
     if loaded.summary is not None:
-        messages.insert(0, summary_message(loaded.summary, max_tokens=budget))
+        messages.insert(0, summary_message(loaded.summary, max_tokens=room))
     turns = image_pixel_turns()
     recent = [m for m in loaded.messages if m.role == "user"][-turns:] if turns else []
     ids = [i for m in recent for i in m.metadata.get("images_as_text", ())]
@@ -106,6 +106,15 @@ def _history_tokens(conversation: Conversation, budget: int) -> tuple[int, int, 
     pixels = sum(tile_tokens(width, height) for width, height in sizes)
     used = CompactUtils.estimate_messages_tokens(messages) + pixels
     return used, len(loaded.messages), loaded.summary is not None
+
+
+def _ordinary_request(conversation: Conversation, budget: int):
+    """The next request of this conversation before its question, as its engine sends it."""
+    from chat.runs.deps import make_tools
+    from fimone.agent.history_room import ordinary_request
+
+    tools = make_tools(conversation.id, before_id=0)
+    return ordinary_request(conversation.mode, budget, tools=tools)
 
 
 @require_GET
@@ -146,8 +155,12 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     budget = _budget_info(main)
     # Counted as the run will count it: in the main model's calibrated weights.
     with use_weights(getattr(main, "token_weights", None)):
-        used, count, summarised = _history_tokens(conversation, budget["effective_input_tokens"])
+        request = _ordinary_request(conversation, budget["effective_input_tokens"])
+        history, count, summarised = _history_tokens(conversation, request.room)
     limit = max(1, budget["effective_input_tokens"])
+    # What the request sends (see docs/architecture.md, "Context gauge"): a stored history
+    # larger than its room is fitted to it first, so the figure never passes the budget.
+    used = request.sends(history)
     return JsonResponse(
         {
             "mode": conversation.mode,
@@ -155,10 +168,14 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
             "budget": budget,
             "fast_budget": _budget_info(_budget("fast")),
             "used_tokens": used,
+            # The history as stored (the newest summary and the messages after it) and
+            # the room the request leaves it.
+            "history_tokens": history,
+            "history_room_tokens": request.room,
             "message_count": count,
             "percent": round(min(100.0, 100.0 * used / limit), 1),
-            # Over budget: the next run compacts history before the model sees it.
-            "will_compact": used > limit,
+            # Over its room: the next run compacts history before the model sees it.
+            "will_compact": history > request.room,
             # Older history is already a summary: near-full is the normal state then.
             "summarised": summarised,
             # What compaction cost and saved in this conversation so far.

@@ -12,6 +12,9 @@ ordinary one would (a 20,000-character paste), the history is still fitted — a
 summary written — at the ordinary size, and only this request's copy is cut to ``send``
 without an LLM call: one big paste must not shrink the summary every later request
 starts from.
+
+``ordinary_request`` is the same sum for a request whose question is not known yet (the
+context gauge's): what it sends besides the history, and what it leaves the history.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from contextmgmt.core.messages import ChatMessage
 
 from .dag import history_budget as dag_history_budget
+from .dag import planner_input_limit
 from .react import history_budget as react_history_budget
 from .tools import ToolRegistry
 
@@ -50,3 +54,26 @@ def history_room(
     ordinary = budget_of(main_budget, query=ChatMessage(role="user", content=""), tools=tools)
     load = send if send * 2 >= ordinary else ordinary
     return HistoryRoom(send=send, load=max(1, load))
+
+
+@dataclass(frozen=True, slots=True)
+class OrdinaryRequest:
+    fixed: int  # what the request sends besides the history (an empty question)
+    room: int  # what it leaves the history: a larger history is fitted to this first
+
+    def sends(self, history_tokens: int) -> int:
+        """What the request sends in all, before its question, for a stored history of
+        ``history_tokens``: never more than the engine's limit, as fitting sees to that."""
+        return self.fixed + min(max(0, history_tokens), self.room)
+
+
+def ordinary_request(mode: str, main_budget: int, *, tools: ToolRegistry | None) -> OrdinaryRequest:
+    """The first call of a request with an empty question: for ReAct the system prompt and
+    the tool schemas under the main budget; for DAG the planner's request under its own
+    input limit (its share of the main budget)."""
+    empty = ChatMessage(role="user", content="")
+    if mode == "dag":
+        room = dag_history_budget(main_budget, query=empty)
+        return OrdinaryRequest(fixed=max(0, planner_input_limit(main_budget) - room), room=room)
+    room = react_history_budget(main_budget, query=empty, tools=tools)
+    return OrdinaryRequest(fixed=max(0, main_budget - room), room=room)

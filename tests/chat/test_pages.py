@@ -1,4 +1,4 @@
-"""The chat page and its context gauge (chat/pages.py, issue 8): access, CSP, gauge figures."""
+"""The chat page and its context gauge (chat/pages.py): access, CSP, gauge figures."""
 
 from __future__ import annotations
 
@@ -93,7 +93,10 @@ def test_gauge_counts_the_history_against_the_main_budget(
 ):
     url = f"/api/conversations/{conversation.id}/context/"
     empty = logged_in_client.get(url).json()
-    assert empty["used_tokens"] == 0
+    assert empty["history_tokens"] == 0
+    # Even an empty conversation's request carries the system prompt and tool schemas.
+    fixed = empty["used_tokens"]
+    assert 0 < fixed == small_budget - empty["history_room_tokens"]
     assert empty["budget"]["usable_input_tokens"] == small_budget
     assert empty["budget"]["source"] == "env"
     assert empty["will_compact"] is False
@@ -107,9 +110,10 @@ def test_gauge_counts_the_history_against_the_main_budget(
     expected = CompactUtils.estimate_messages_tokens(
         [ChatMessage(role=role, content=content) for role, content in texts]
     )
-    assert info["used_tokens"] == expected  # error messages are not history
+    assert info["history_tokens"] == expected  # error messages are not history
+    assert info["used_tokens"] == fixed + expected
     assert info["message_count"] == 2
-    assert info["percent"] == round(100 * expected / small_budget, 1)
+    assert info["percent"] == round(100 * (fixed + expected) / small_budget, 1)
 
 
 def test_gauge_counts_images_and_flags_an_over_budget_history(
@@ -126,7 +130,7 @@ def test_gauge_counts_images_and_flags_an_over_budget_history(
     ]
     services.user_message_create(conversation=conversation, content="Look", attachments=images)
     add_message(conversation, "assistant", "Two images.")
-    with_images = logged_in_client.get(url).json()["used_tokens"]
+    with_images = logged_in_client.get(url).json()["history_tokens"]
     # RV.4: the newest turns' images by the tile rule (1,105 and 255 tokens), plus the text.
     described = load_history(conversation.id, vision=False).messages
     text_only = CompactUtils.estimate_messages_tokens(described)
@@ -136,7 +140,9 @@ def test_gauge_counts_images_and_flags_an_over_budget_history(
         add_message(conversation, "user", "lorem ipsum " * 600)  # ~1,800 tokens each
         add_message(conversation, "assistant", "Noted.")
     info = logged_in_client.get(url).json()
-    assert info["used_tokens"] > small_budget
+    assert info["history_tokens"] > small_budget
+    # The next request fits the history to its room first: it sends the whole budget.
+    assert info["used_tokens"] == small_budget
     assert info["percent"] == 100.0
     assert info["will_compact"] is True
 
@@ -161,7 +167,7 @@ def test_gauge_starts_from_the_newest_persisted_summary(
     recent_only = CompactUtils.estimate_messages_tokens(
         [ChatMessage(role="assistant", content=recent.content)]
     )
-    assert recent_only < after["used_tokens"] < before["used_tokens"] / 10
+    assert recent_only < after["history_tokens"] < before["history_tokens"] / 10
 
 
 def test_gauge_counts_in_the_picked_models_calibrated_weights_rk_2(logged_in_client, conversation):
@@ -188,4 +194,4 @@ def test_gauge_counts_in_the_picked_models_calibrated_weights_rk_2(logged_in_cli
         calibrated = CompactUtils.estimate_messages_tokens(history)
     assert calibrated > base * 1.5
     assert info["message_count"] == 2
-    assert info["used_tokens"] == calibrated
+    assert info["history_tokens"] == calibrated

@@ -136,7 +136,7 @@ export class Gauge {
             "History: about %(tokens)s tokens in %(count)s messages",
             info.message_count,
           ),
-          { tokens: number(info.used_tokens), count: info.message_count },
+          { tokens: number(info.history_tokens), count: info.message_count },
           true,
         ),
         interpolate(
