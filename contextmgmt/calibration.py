@@ -8,7 +8,8 @@ class weights are refitted (relative least squares, ``contextmgmt.core.tokens_fi
 
 - a class the samples hold little of stays near its base weight (a ridge towards the base
   weights that scales with the evidence), so a JSON-heavy conversation that says nothing
-  about English leaves English where it was;
+  about English leaves English where it was; the ridge is firmer on the classes tokenizers
+  agree on (ASCII letters, whitespace) than on those they do not (scripts, digits);
 - samples the first fit misses by far more than the rest (a provider bug, a cached-prompt
   discount, a truncated request) are dropped before the second fit;
 - no weight goes below ``FLOOR`` x its base weight, nor above ``CEILING`` x it.
@@ -42,6 +43,19 @@ MIN_REPORTED_TOKENS = 100
 # How strongly the fit holds each class to its base weight, relative to the samples'
 # evidence about that class.
 PRIOR_STRENGTH = 0.003
+# ...scaled per class by how much tokenizers are known to differ on it. ASCII letters and
+# whitespace cost about the same in every large BPE vocabulary, so one report that comes
+# in far above the estimate is much more likely explained by the scripts (Cyrillic, CJK,
+# Arabic, … cost 1.3-2x more in a smaller vocabulary) or by digits and punctuation (some
+# tokenizers split every digit) than by English text. Without this, the first report of a
+# multilingual conversation raised every weight alike and over-counted English by half
+# until a few dozen reports had separated the classes (bench/calibration.py, docs/tokens.md).
+_PRIOR_SCALE = {
+    **dict.fromkeys(("lower", "upper", "space", "newline", "other_space"), 10.0),
+    **dict.fromkeys(("digit", "punct", "quote", "encoded"), 3.0),
+    "latin_ext": 2.0,
+}
+CLASS_PRIOR_STRENGTH = tuple(PRIOR_STRENGTH * _PRIOR_SCALE.get(name, 0.5) for name in CLASSES)
 # A sample whose first-fit error is this many times the median error (and above 5 %) is an
 # outlier.
 OUTLIER_FACTOR = 4.0
@@ -72,7 +86,7 @@ def fit_samples(samples: Sequence[tuple[Sequence[int], int, int]]) -> list[float
             lower=lower,
             upper=upper,
             prior=BASE_WEIGHTS,
-            prior_strength=PRIOR_STRENGTH,
+            prior_strength=CLASS_PRIOR_STRENGTH,
             relative_prior=True,
         )
 

@@ -159,6 +159,29 @@ def test_a_different_tokenizer_converges_within_50_reports_rk_2(fresh_model):
 
 
 @pytest.mark.django_db
+def test_one_report_of_mixed_text_blames_the_script_not_english_rk_2(fresh_model):
+    """A first report far above the estimate, from a prompt of English and Russian, moves
+    the Cyrillic weight, not English: tokenizers differ on scripts, not on ASCII words."""
+    truth = scaled(cyrillic=1.6)  # a smaller vocabulary: Russian costs much more
+    prompt = [
+        ChatMessage(role="system", content=ENGLISH * 6),
+        ChatMessage(role="user", content=RUSSIAN * 12),
+    ]
+    counts, fixed = usage_sample(prompt)
+    assert record_usage(
+        model_config_id=fresh_model.pk,
+        counts=counts,
+        fixed_tokens=fixed,
+        reported_tokens=report(counts, fixed, truth, random.Random(3)),
+    )
+    weights = weights_of(reload(fresh_model).token_weights)
+    english = ratio(ENGLISH * 10, weights, truth)
+    russian = ratio(RUSSIAN * 10, weights, truth)
+    assert 0.95 <= english <= 1.08, english  # one scalar would have raised it by ~25 %
+    assert russian > ratio(RUSSIAN * 10, BASE_WEIGHTS, truth) + 0.15, russian
+
+
+@pytest.mark.django_db
 def test_only_the_latest_window_of_samples_is_kept(fresh_model):
     counts, fixed = usage_sample([ChatMessage(role="user", content=ENGLISH * 10)])
     for i in range(WINDOW + 12):
