@@ -58,9 +58,7 @@ class EventPublisher:
     Streamed text (``answer.delta``, ``dag.step.delta``) is throttled: a delta after a quiet
     spell goes out at once, later ones are buffered for at most ``flush_seconds`` and sent
     merged (consecutive deltas of the same stream become one event). Any other event flushes
-    the buffer first, so no event overtakes text streamed before it. ``on_event`` sees every
-    event as the engine emitted it (the run keeps its partial answer and compaction facts
-    from there).
+    the buffer first, so no event overtakes text streamed before it.
     """
 
     def __init__(
@@ -69,13 +67,11 @@ class EventPublisher:
         conversation_id: Any,
         *,
         flush_seconds: float = DELTA_FLUSH_SECONDS,
-        on_event=None,
         on_sent=None,
     ) -> None:
         self._layer = layer
         self._group = conversation_group(conversation_id)
         self._flush_seconds = flush_seconds
-        self.on_event = on_event
         # Sees every event but the answer's deltas as it goes out (the run's RunRecord), in
         # the same step as the group send: a snapshot taken from it plus later events is
         # exact. A DAG step's merged progress text comes here too (a socket joining mid-step
@@ -91,8 +87,6 @@ class EventPublisher:
         self._lock = asyncio.Lock()
 
     async def __call__(self, event_type: str, payload: dict) -> None:
-        if self.on_event is not None:
-            self.on_event(event_type, payload)
         if event_type in DELTA_EVENTS:
             text = payload.get("text") or ""
             if text:

@@ -20,6 +20,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +90,7 @@ class Run:
     cancel_requested: bool = False
     conversation_deleted: bool = False
     interrupted: bool = False  # stopped by the server's drain, not by the user
+    stopped: bool = False  # the work ended cancelled (by the user, a drain or a shutdown)
     finishing: bool = False
     answer_parts: list[str] = field(default_factory=list)
     answer_version: int = 0  # moves with every change of the answer text
@@ -143,7 +145,16 @@ class Run:
         ids.update(i for i in self.injections.taken_ids if isinstance(i, int))
         return sorted(ids)
 
-    def on_event(self, event_type: str, payload: dict) -> None:
+    async def emit(self, event_type: str, payload: dict) -> None:
+        """The engine's events: kept by the run (its partial answer, its compactions), then
+        published. The run calls its publisher, never the other way round: a publisher
+        holding a method of the run would tie the two in a reference cycle, and every
+        finished run would then wait for a full garbage collection, a pause on the loop
+        (docs/architecture.md)."""
+        self._keep(event_type, payload)
+        await self.publisher(event_type, payload)
+
+    def _keep(self, event_type: str, payload: dict) -> None:
         if event_type == "compact" and self.compactions is not None:
             self.compactions.record(payload)
         elif event_type == "answer.delta":
@@ -199,7 +210,6 @@ async def launch(
         record=record,
         retry_of=retry_of,
     )
-    run.publisher.on_event = run.on_event
     await layer.group_add(control_group(conversation_id), control_channel)
     registry.add(run)
     query = opened.query
@@ -358,7 +368,7 @@ async def _work(run: Run):
         elif stored is not None:
             facts.setdefault("summary_id", stored.id)
         run.history_compaction = facts
-        await run.publisher("compact", {"scope": "history", **run.history_compaction})
+        await run.emit("compact", {"scope": "history", **run.history_compaction})
     loaded = prepared.history
     if loaded is not None:
         run.compactions.loaded(
@@ -386,7 +396,7 @@ async def _work(run: Run):
         fast_budget=prepared.fast_tokens,
         history=history,
         query=prepared.query,
-        sink=run.publisher,
+        sink=run.emit,
         injections=run.injections,
         tools=tools,
         # Our own bound on every model call: the SDK's timeout counts per attempt and per
@@ -481,23 +491,35 @@ async def _finish(run: Run) -> None:
     # the checkpoint loop ends as soon as the work is done.
     await run.checkpoints
     await run.publisher.flush()
+    # The run lets go of its finished work: a task that failed or was cancelled keeps its
+    # exception, whose traceback holds the work's frames and so the run. Held by the run,
+    # that cycle would keep the run's whole graph (history, models, answer) alive until a
+    # full garbage collection, a pause on the loop (docs/architecture.md).
+    work, run.work = run.work, None
+    run.stopped = work.cancelled()
+    exc = _exception_of(work)
     outcome, failure = None, None
-    if run.work.cancelled() and run.interrupted:
+    if run.stopped and run.interrupted:
         status = "interrupted"
         failure = {"code": "interrupted", "message": str(INTERRUPTED_MESSAGE)}
-    elif run.work.cancelled():
+    elif run.stopped:
         status = "cancelled"
-    elif run.work.exception() is not None:
+    elif exc is not None:
         status = "error"
-        exc = run.work.exception()
         failure = failure_of(exc)
         if failure["code"] == "internal_error":
             logger.error("run %s failed", run.run_id, exc_info=exc)
         else:
-            logger.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc)
+            # Strings, not the exception: a record a handler keeps holds nothing of the run.
+            logger.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, str(exc))
     else:
-        outcome = run.work.result()
+        outcome = work.result()
         status = "done"
+    if exc is not None:
+        _release_frames(exc)
+        # Its traceback reaches this frame (where it was raised again): held here, one more
+        # cycle.
+        del exc
     content = outcome.answer if outcome is not None else "".join(run.answer_parts)
     usage: dict[str, Any] = dict(usage_totals(run.answer_usage, run.compaction_usage))
     if run.compactions is not None and run.compactions.entries:
@@ -556,6 +578,31 @@ async def _finish(run: Run) -> None:
         await run.publisher("error", {**ids, **failure})
 
 
+def _exception_of(work: asyncio.Task) -> BaseException | None:
+    """How the work failed: its exception, the cancellation for a cancelled task."""
+    try:
+        return work.exception()
+    except asyncio.CancelledError as cancelled:  # the one the task was cancelled with
+        return cancelled
+
+
+def _release_frames(exc: BaseException) -> None:
+    """Drop the variables of the finished frames an exception's tracebacks hold (after it was
+    logged): an exception kept in a variable of one of its own frames is a reference cycle
+    through that frame, and the frames hold the run. Python 3.11's TaskGroup leaves a
+    cancelled DAG run exactly so (its exit keeps the cancellation and the run's task)."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        pending += [current.__cause__, current.__context__]
+        pending += getattr(current, "exceptions", ())
+
+
 def _elapsed_ms(run: Run) -> int:
     return int((time.perf_counter() - run.started) * 1000)
 
@@ -572,7 +619,7 @@ async def _close(run: Run, layer) -> None:
         registry.remove(run)
         if run.conversation_deleted:
             return
-        stopped = run.cancel_requested or run.work.cancelled()
+        stopped = run.cancel_requested or run.stopped
         if run.local_injections == 0 and control.is_single_process(layer):
             return  # no follow-up was stored for this run: nothing to look up
         try:
