@@ -185,6 +185,13 @@ def test_regenerate_the_newest_answer_and_edit_the_last_question(open_page, scre
     # Only the newest finished answer offers Regenerate; only the last question, Edit.
     expect(page.get_by_role("button", name="Regenerate this answer")).to_have_count(1)
     expect(page.get_by_role("button", name="Edit and resend this message")).to_have_count(1)
+    # The last question's Pin and Edit sit side by side in one row under its bubble.
+    row = page.locator(".msg-user").last.locator(".user-actions")
+    expect(row.locator(".pin-btn")).to_be_visible()
+    expect(row.locator(".btn-edit")).to_be_visible()
+    pin_box = row.locator(".pin-btn").bounding_box()
+    edit_box = row.locator(".btn-edit").bounding_box()
+    assert abs(pin_box["y"] - edit_box["y"]) < 4 and pin_box["x"] < edit_box["x"]
     screenshot(page, f"ux-edit-regenerate-offered-{screen}-{scheme}")
 
     page.get_by_role("button", name="Regenerate this answer").click()

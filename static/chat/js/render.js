@@ -131,6 +131,16 @@ export function imageOrNotice(attrs, notice) {
   return img;
 }
 
+// The row of small buttons under a question (Pin, Edit), created when the first one comes.
+export function userActions(node) {
+  let row = node.querySelector(":scope > .user-actions");
+  if (!row) {
+    row = el("div", { class: "user-actions" });
+    node.append(row);
+  }
+  return row;
+}
+
 // The newest question can be edited and sent again: its bubble becomes a small editor.
 // ``onSend(text)`` returns false when the edit could not be sent (the editor stays).
 export function offerEdit(node, onSend) {
@@ -147,7 +157,10 @@ export function offerEdit(node, onSend) {
   button.addEventListener("click", () => {
     const box = el("textarea", { class: "edit-box", "aria-label": gettext("Edit your message"), rows: "3" });
     box.value = bubble.textContent;
-    const close = () => editor.replaceWith(bubble, button);
+    const close = () => {
+      editor.replaceWith(bubble);
+      userActions(node).append(button);
+    };
     const send = () => {
       const text = box.value.trim();
       if (text && onSend(text) !== false) close();
@@ -177,7 +190,7 @@ export function offerEdit(node, onSend) {
     box.focus();
     box.setSelectionRange(box.value.length, box.value.length);
   });
-  node.append(button);
+  userActions(node).append(button);
 }
 
 // ---- compaction divider ------------------------------------------------------------------

@@ -5,7 +5,7 @@
 // "keep verbatim". Text from the server only ever goes in through textContent.
 
 import { api } from "./api.js";
-import { compactDivider, el, icon } from "./render.js";
+import { compactDivider, el, icon, userActions } from "./render.js";
 
 const SUMMARY_PREFIX = "[Conversation summary]";
 const COVERED_PAGE = 50;
@@ -344,7 +344,7 @@ function offerPin(node) {
     if (!actions) return;
     actions.append(pinButton(node));
   } else {
-    node.append(pinButton(node));
+    userActions(node).prepend(pinButton(node));
   }
   setPinned(node, node.dataset.pinned === "true");
 }
