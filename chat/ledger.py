@@ -1,11 +1,12 @@
 """The compaction ledger of a conversation (a read, scoped by the caller's ownership check).
 
 Every answer's usage holds its compactions (``usage.compactions``: scope, tokens before
-and after, the summariser's own input and output tokens) and the input tokens they took out
-of the next model call (``usage.compaction_saved_tokens``). A stored summary keeps what it
-cost when it was made; every later request that starts from it names it
-(``metadata.compaction.summary_id``) and saves again what it saves — so its net saving is
-the sum over the requests that used it, less its cost, once.
+and after, the summariser's own input and output tokens, and ``saved_tokens``: tokens
+before less after on every later model call of the run that carried it) and their sum
+(``usage.compaction_saved_tokens``). A stored summary keeps what it cost when it was made;
+every later request that starts from it names it (``metadata.compaction.summary_id``) and
+saves again what it saves on its own calls — so its net saving is the sum over the requests
+that used it, less its cost, once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,15 @@ from chat.models import ContextSummary, Conversation, Message
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _history_saving(history: dict[str, Any], entries: list[dict[str, Any]]) -> int:
+    """What a request saved with the history it loaded: on every call that carried it
+    (its ledger entry), else — an answer from before that was kept — on one call."""
+    for entry in entries:
+        if entry.get("scope") == "history" and "saved_tokens" in entry:
+            return max(0, _int(entry["saved_tokens"]))
+    return max(0, _int(history.get("tokens_before")) - _int(history.get("tokens_after")))
 
 
 def compaction_ledger(*, conversation: Conversation) -> dict[str, Any]:
@@ -43,8 +53,7 @@ def compaction_ledger(*, conversation: Conversation) -> dict[str, Any]:
         history = metadata.get("compaction") or {}
         summary_id = history.get("summary_id")
         if isinstance(summary_id, int):
-            saved = _int(history.get("tokens_before")) - _int(history.get("tokens_after"))
-            used_by.setdefault(summary_id, []).append(max(0, saved))
+            used_by.setdefault(summary_id, []).append(_history_saving(history, entries))
     totals["net_saved_tokens"] = (
         totals["saved_input_tokens"] - totals["cost_input_tokens"] - totals["cost_output_tokens"]
     )

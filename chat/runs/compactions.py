@@ -8,12 +8,15 @@ instead of summarising the same messages again. A summary that also covers this 
 tool rounds, or a copy of a summary clipped for one request, is never stored.
 
 The ledger (docs/architecture.md, "Compaction ledger"): per compaction its scope, tokens
-before and after, and its own cost (the summariser's input and output tokens); the run's
-``saved`` is the input tokens its compactions took out of the next model call.
+before and after, its own cost (the summariser's input and output tokens), the later model
+calls of the run that carried it (``calls``) and what it saved on them (``saved_tokens``:
+tokens before less after, once per such call); the run's ``compaction_saved_tokens`` is
+their sum.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,11 +40,23 @@ def ledger_entry(payload: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+# Carried by every later call of the main model: the history (ReAct sends it with every
+# iteration, DAG with the planner's, the analyser's and the answer's request), what the
+# guard of those calls compacted, and the planner's request. A DAG step's compaction is
+# carried by that step's own calls, which cannot be told from its siblings' on the shared
+# fast model: it is counted on one call, the least it saved.
+_STEP_SCOPE = "step"
+
+
+def entry_saving(entry: dict[str, Any]) -> int:
+    """Tokens one compaction took out of each call that carried it."""
+    return max(0, int(entry.get("tokens_before") or 0) - int(entry.get("tokens_after") or 0))
+
+
 def ledger_totals(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a run's usage carries: its compactions and the input tokens they saved."""
-    saved = sum(
-        max(0, int(e.get("tokens_before") or 0) - int(e.get("tokens_after") or 0)) for e in entries
-    )
+    """What a run's usage carries: its compactions and the input tokens they saved, over
+    every later call that carried each one (``saved_tokens``; one call where unknown)."""
+    saved = sum(int(e.get("saved_tokens", entry_saving(e))) for e in entries)
     return {"compactions": entries[:MAX_LEDGER_ENTRIES], "compaction_saved_tokens": saved}
 
 
@@ -115,6 +130,9 @@ class RunCompactions:
 
     coverage: LoadedCoverage | None = None
     entries: list[dict[str, Any]] = field(default_factory=list)
+    # The run's main-model calls so far (None: unknown, each saving counts once).
+    main_calls: Callable[[], int] | None = None
+    _calls_before: list[int | None] = field(default_factory=list)
 
     def loaded(
         self,
@@ -149,6 +167,19 @@ class RunCompactions:
     def record(self, payload: dict[str, Any]) -> None:
         if len(self.entries) < MAX_LEDGER_ENTRIES:
             self.entries.append(ledger_entry(payload))
+            scope = payload.get("scope")
+            known = self.main_calls is not None and scope != _STEP_SCOPE
+            self._calls_before.append(self.main_calls() if known else None)
+
+    def totals(self) -> dict[str, Any]:
+        """``ledger_totals`` of the entries, each with the later main-model calls that
+        carried it (``calls``) and what it saved on them (``saved_tokens``)."""
+        now = self.main_calls() if self.main_calls is not None else 0
+        for entry, before in zip(self.entries, self._calls_before, strict=True):
+            calls = 1 if before is None else now - before
+            entry["calls"] = calls
+            entry["saved_tokens"] = entry_saving(entry) * calls
+        return ledger_totals(self.entries)
 
     def to_store(self, scope: str, result: CompactResult) -> NewSummary | None:
         if self.coverage is None:

@@ -33,7 +33,7 @@ from django.utils.translation import gettext, gettext_lazy
 from chat import image_describer
 from chat.models import Message
 from chat.runs import control, storage
-from chat.runs.compactions import RunCompactions, ledger_totals
+from chat.runs.compactions import RunCompactions
 from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, control_group, failure_of, take_back
 from chat.runs.metering import MeteredLLM, usage_totals
@@ -351,7 +351,7 @@ async def _work(run: Run):
                 "tokens_after": CompactUtils.estimate_messages_tokens(cut),
                 "cut_for_request": True,
             }
-    run.compactions = RunCompactions()
+    run.compactions = RunCompactions(main_calls=lambda: main.call_count)
     if facts is not None:
         summary = getattr(memory, "new_summary", None)
         stored = prepared.history.summary if prepared.history is not None else None
@@ -523,7 +523,7 @@ async def _finish(run: Run) -> None:
     content = outcome.answer if outcome is not None else "".join(run.answer_parts)
     usage: dict[str, Any] = dict(usage_totals(run.answer_usage, run.compaction_usage))
     if run.compactions is not None and run.compactions.entries:
-        usage.update(ledger_totals(run.compactions.entries))
+        usage.update(run.compactions.totals())
     if run.prepared is not None:
         # Which model answered, for the usage card (a conversation may pick its model).
         usage["model"] = str(getattr(run.prepared.main, "model_name", "") or "")

@@ -40,6 +40,8 @@ class MeteredLLM:
         # the budget it summarises for (the main model's) is larger.
         self.input_window = input_window
         self.usage = usage if usage is not None else Usage()
+        # Calls made so far: a compaction saves on every later call that carries it.
+        self.call_count = 0
         # Input tokens of calls whose provider reported its usage, as estimated and as
         # reported, and the class counts and fixed tokens of what those calls sent: one
         # calibration sample per run and model (an estimate compared with itself would
@@ -53,11 +55,13 @@ class MeteredLLM:
         return getattr(self._inner, name)
 
     async def chat(self, messages, *, tools=None, **opts) -> LLMResult:
+        self.call_count += 1
         result = await self._inner.chat(messages, tools=tools, **opts)
         self._count(result.usage, messages, tools)
         return result
 
     async def stream_chat(self, messages, *, tools=None, **opts) -> AsyncIterator[StreamChunk]:
+        self.call_count += 1
         async for chunk in self._inner.stream_chat(messages, tools=tools, **opts):
             if chunk.usage is not None:
                 self._count(chunk.usage, messages, tools)

@@ -247,3 +247,61 @@ def test_nothing_the_engine_summarises_is_stored_when_the_history_holds_pins():
     run = RunCompactions()
     run.loaded(history, messages=history)
     assert run.to_store("iteration", _result(history[:3])) is None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+async def test_a_compaction_inside_a_run_saves_on_every_later_call_of_the_run(
+    user, conversation, ws_fake_llm, run_deps
+):
+    """The guard summarises before the second model call; two more tool rounds and the
+    answer follow, each sent with the summary in place of what it covers: the ledger
+    counts the saving on each of those three calls, not on the next one only."""
+    await use_small_budget(run_deps)
+    query = "What next?"
+    await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
+    script = [
+        ws_fake_llm.tool_call("calculator", '{"expression": "6*7"}', call_id="c1"),
+        ws_fake_llm.tool_call("calculator", '{"expression": "2+2"}', call_id="c2"),
+        ws_fake_llm.tool_call("calculator", '{"expression": "3*3"}', call_id="c3"),
+        "Forty-two, four and nine.",
+    ]
+
+    def reply(messages):
+        return SUMMARY if hint_of(messages[0].text()) else script.pop(0)
+
+    ws_fake_llm.default = reply
+    socket = await connect(user, conversation.id)
+    try:
+        await send(socket, type="message", content=query)
+        done = (await events_until(socket, "done", "error"))[-1]
+        assert not script
+        main_calls = [c for c in ws_fake_llm.calls if not hint_of(c.messages[0].text())]
+        # The next request starts from the stored summary and makes two calls with it.
+        script.extend([ws_fake_llm.tool_call("calculator", '{"expression": "1+1"}'), "Two."])
+        await send(socket, type="message", content="And one plus one?")
+        second = (await events_until(socket, "done", "error"))[-1]
+    finally:
+        await socket.disconnect()
+    assert done["type"] == "done", done
+    assert second["type"] == "done", second
+    usage = done["usage"]
+    (entry,) = usage["compactions"]
+    assert entry["scope"] == "iteration"
+    saving = entry["tokens_before"] - entry["tokens_after"]
+    assert saving > 0
+    assert len(main_calls) == 4
+    # The three calls after the compaction carried its summary.
+    assert [any(m.is_summary for m in c.messages) for c in main_calls] == [False, True, True, True]
+    assert usage["compaction_saved_tokens"] == 3 * saving
+    assert entry["calls"] == 3
+    assert entry["saved_tokens"] == 3 * saving
+    (reuse,) = second["usage"]["compactions"]
+    assert reuse["reused_summary"] is True and reuse["calls"] == 2
+    reuse_saving = reuse["tokens_before"] - reuse["tokens_after"]
+    assert second["usage"]["compaction_saved_tokens"] == 2 * reuse_saving > 0
+    ledger = await sync_to_async(compaction_ledger)(conversation=conversation)
+    assert ledger["saved_input_tokens"] == 3 * saving + 2 * reuse_saving
+    # The stored summary's line: the request that started from it, over both its calls.
+    (line,) = ledger["summaries"]
+    assert line["requests"] == 1 and line["saved_input_tokens"] == 2 * reuse_saving
