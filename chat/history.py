@@ -195,11 +195,7 @@ def _history_message(row: tuple, attachments: dict[str, Attachment], pixels: boo
     if covered:
         metadata["covered"] = True
     if refs and not pixels:
-        metadata["images_as_text"] = [
-            str(a.pk)
-            for a in (attachments.get(_normalised(str(r.get("file_id")))) for r in refs)
-            if a is not None
-        ]
+        metadata["images_as_text"] = [str(a.pk) for a in _referenced(refs, attachments)]
     return ChatMessage(
         role=role,
         content=message_content(content, refs, attachments, vision=pixels),
@@ -216,12 +212,18 @@ def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
     (as descriptions for a model without vision)."""
     refs = _image_refs((message.metadata or {}).get("images"))
     attachments = _attachments_for(message.conversation_id, [refs]) if refs else {}
+    metadata: dict[str, Any] = {"id": message.pk, "created_at": message.created_at.isoformat()}
+    # Whatever goes as pixels, the images as text too: for a part of the run whose model
+    # cannot see (a DAG step on a text-only fast model).
+    notes = [image_note(attachment) for attachment in _referenced(refs, attachments)]
+    if notes:
+        metadata["image_notes"] = notes
     return ChatMessage(
         role="user",
         content=message_content(message.content, refs, attachments, vision=vision),
         pinned=True,
         injected=message.kind == Message.Kind.INJECTED,
-        metadata={"id": message.pk, "created_at": message.created_at.isoformat()},
+        metadata=metadata,
     )
 
 
@@ -268,6 +270,12 @@ def image_note(attachment: Attachment) -> str:
     # reading it back (the offline model, the summariser).
     description = describe_offline(attachment).translate(_NO_BRACKETS)
     return f"[image: {name}, {attachment.width}x{attachment.height} — {description}]"
+
+
+def _referenced(refs: list[dict], attachments: dict[str, Attachment]) -> list[Attachment]:
+    """The attachments the references name that exist, in the references' order."""
+    found = (attachments.get(_normalised(str(ref.get("file_id")))) for ref in refs)
+    return [attachment for attachment in found if attachment is not None]
 
 
 def _image_refs(images: Any) -> list[dict]:

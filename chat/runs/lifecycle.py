@@ -391,6 +391,7 @@ async def _work(run: Run):
     ctx = AgentContext(
         llm=main,
         fast_llm=fast,
+        fast_vision=storage.supports_vision(prepared.fast),
         compact_llm=compact,
         main_budget=prepared.main_tokens,
         fast_budget=prepared.fast_tokens,

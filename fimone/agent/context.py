@@ -118,6 +118,9 @@ class AgentContext:
     # The user's interface language (a code such as "zh-hans"): the few sentences the
     # engine writes itself (fimone.agent.wording) are in it.
     language: str = "en"
+    # Whether the fast model (DAG steps) can see images: if not, a step gets the query's
+    # images as their descriptions (``query.metadata["image_notes"]``).
+    fast_vision: bool = False
 
 
 @dataclass

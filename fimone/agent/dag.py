@@ -51,7 +51,7 @@ from contextmgmt.core.llm import (
     Usage,
 )
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tokens import estimate_tokens
+from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 
 from .calls import chat_once, compact_limit
 from .context import AgentContext, AgentOutcome, earlier_turns, summary_facts
@@ -98,6 +98,17 @@ def planner_input_limit(main_budget: int, limit: int = PLANNER_INPUT_TOKENS) -> 
 HISTORY_TEXT_MARGIN = 0.03
 
 
+def image_parts(message: ChatMessage) -> list[dict[str, Any]]:
+    """The images a message sends as pixels (none when its content is a string)."""
+    if isinstance(message.content, str):
+        return []
+    return [p for p in message.content if p.get("type") == "image_url"]
+
+
+def with_images(text: str, images: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    return [{"type": "text", "text": text}, *images] if images else text
+
+
 def history_budget(
     main_budget: int,
     *,
@@ -113,7 +124,9 @@ def history_budget(
         extra = "\n".join(f"- {m.text()}" for m in follow_ups)
         request = f"{request}\n\nFollow-ups the user sent meanwhile:\n{extra}"
     limit = planner_input_limit(main_budget)
-    room = limit - int(limit * HISTORY_TEXT_MARGIN) - estimate_tokens(request)
+    # The query's images go to the planner with its text.
+    sent = ChatMessage(role="user", content=with_images(request, image_parts(query)))
+    room = limit - int(limit * HISTORY_TEXT_MARGIN) - estimate_messages_tokens([sent])
     return max(0, room)
 
 
@@ -236,7 +249,11 @@ class DagRun:
                     "Reply with the corrected JSON plan only."
                 )
             try:
-                result = await self._chat([system, ChatMessage(role="user", content=content)])
+                # The planner sees the user's images: a plan may depend on what they show.
+                request = ChatMessage(
+                    role="user", content=with_images(content, image_parts(self.ctx.query))
+                )
+                result = await self._chat([system, request])
             except LLMAuthError:
                 raise
             except ContextOverflow:
@@ -327,7 +344,7 @@ class DagRun:
         messages = [ChatMessage(role="system", content=STEP_SYSTEM)]
         if context.text:
             messages.append(ChatMessage(role="user", content=context.text))
-        messages.append(ChatMessage(role="user", content=f"Your task: {step.task}", pinned=True))
+        messages.append(self._task_message(step))
 
         async def progress(text: str) -> None:
             await ctx.sink("dag.step.delta", {"id": step.id, "round": number, "text": text})
@@ -357,6 +374,18 @@ class DagRun:
             self.compaction_usage.add(guard.usage)
             self.compactions.extend(loop.compactions)
         return StepOutcome("done", result=result.answer)
+
+    def _task_message(self, step: Step) -> ChatMessage:
+        """A step's task, with the user's images: as pixels when the fast model can see
+        them, else as their descriptions (a step may be "read the error in the screenshot")."""
+        task = f"Your task: {step.task}"
+        pixels = image_parts(self.ctx.query)
+        if pixels and self.ctx.fast_vision:
+            return ChatMessage(role="user", content=with_images(task, pixels), pinned=True)
+        notes = self.ctx.query.metadata.get("image_notes") or []
+        if notes:
+            task = "\n".join([task, "", "The user's images, described:", *notes])
+        return ChatMessage(role="user", content=task, pinned=True)
 
     async def _step_event(self, step: Step, number: int, status: str, **fields: Any) -> None:
         await self.ctx.sink(
@@ -429,7 +458,11 @@ class DagRun:
                         content=f"Result of step {step.id}{label} ({step.task}):\n{text}",
                     )
                 )
-        messages.append(ChatMessage(role="user", content=request, pinned=True))
+        messages.append(
+            ChatMessage(
+                role="user", content=with_images(request, image_parts(ctx.query)), pinned=True
+            )
+        )
         loop = ReactLoop(
             LoopConfig(
                 llm=ctx.llm,

@@ -161,3 +161,50 @@ async def test_recall_brings_an_old_image_back_as_pixels_for_the_next_call_rv_4(
     assert brought["role"] == "user" and images_in(brought) == 1
     assert brought["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
     assert json.dumps(second).count('"type": "image_url"') == 1  # that one only
+
+
+async def test_a_dag_run_shows_the_image_to_its_planner_steps_and_answer_rv_4(
+    socket, user, conversation, run_deps, scripted_server
+):
+    """The main model sees pixels; the fast model, which cannot, gets each image's
+    description with every step's task."""
+
+    def get_llm(role: str) -> OpenAIChatLLM:
+        return OpenAIChatLLM(
+            model=f"scripted-{role}",
+            base_url=scripted_server.base_url,
+            api_key="k",
+            max_retries=0,
+            supports_vision=role == "main",
+        )
+
+    run_deps.use(get_llm=get_llm)
+    now = await upload(user, conversation)
+    plan = {
+        "steps": [
+            {"id": "s1", "task": "read the chart", "depends_on": []},
+            {"id": "s2", "task": "name its colour", "depends_on": ["s1"]},
+        ]
+    }
+    verdict = {"achieved": True, "confidence": 0.9, "reason": "ok"}
+    scripted_server.enqueue(
+        text(json.dumps(plan)),
+        text("A red chart."),
+        text("Red."),
+        text(json.dumps(verdict)),
+        text("The chart is red."),
+    )
+    await send(socket, type="message", content="What colour?", attachments=[now], mode="dag")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+
+    planner, step1, step2, checker, answer = scripted_server.requests
+    assert planner["model"] == "scripted-main" and images_in(planner["messages"][-1]) == 1
+    for step in (step1, step2):
+        assert step["model"] == "scripted-fast"
+        assert not any(images_in(m) for m in step["messages"])
+        task = step["messages"][-1]["content"]
+        assert task.startswith("Your task: ")
+        assert "[image: now.png, 32x24 — PNG 32x24; mostly red" in task
+    assert not any(images_in(m) for m in checker["messages"])
+    assert answer["model"] == "scripted-main" and images_in(answer["messages"][-1]) == 1
