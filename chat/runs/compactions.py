@@ -5,7 +5,8 @@ A summary the engine makes while it works (the ReAct guard, the DAG planner's in
 stored when it stands for loaded history only — persisted messages older than the run's
 question, and summaries the run loaded or stored — so the next request starts from it
 instead of summarising the same messages again. A summary that also covers this run's own
-tool rounds, or a copy of a summary clipped for one request, is never stored.
+tool rounds, or a copy of a summary clipped for one request, is never stored; nor is the
+half-size summary of an overflow retry, which the engine does not offer.
 
 The ledger (docs/architecture.md, "Compaction ledger"): per compaction its scope, tokens
 before and after, its own cost (the summariser's input and output tokens), the later model
@@ -34,7 +35,7 @@ def ledger_entry(payload: dict[str, Any]) -> dict[str, Any]:
     entry = {k: payload[k] for k in LEDGER_FIELDS if k in payload}
     entry["cost_input_tokens"] = int(payload.get("cost_input_tokens") or 0)
     entry["cost_output_tokens"] = int(payload.get("cost_output_tokens") or 0)
-    for key in ("summary_id", "reused_summary", "cut_for_request"):
+    for key in ("summary_id", "reused_summary", "cut_for_request", "overflow_retry"):
         if payload.get(key) is not None:
             entry[key] = payload[key]
     return entry

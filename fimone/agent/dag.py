@@ -189,8 +189,11 @@ class DagRun:
             return text
         return await self._compact_history(text, limit)
 
-    async def _compact_history(self, text: str, limit: int) -> str:
-        """The enriched query with its history summarised (``planner_input``) to ``limit``."""
+    async def _compact_history(self, text: str, limit: int, *, overflow: bool = False) -> str:
+        """The enriched query with its history summarised (``planner_input``) to ``limit``.
+
+        ``overflow``: the emergency half-size summary after a provider refusal, which
+        serves this run only and is not offered for storing."""
         ctx = self.ctx
         compacted, result = await compact_planner_input(
             earlier_turns(ctx.history),
@@ -206,7 +209,9 @@ class DagRun:
         payload["tokens_after"] = estimate_tokens(compacted)
         if result.strategy == "llm":
             payload.update(summary_facts(result))
-        if ctx.on_compaction is not None:
+        if overflow:
+            payload["overflow_retry"] = True
+        elif ctx.on_compaction is not None:
             # Told first: a summary it stores is named in the event (the UI opens it).
             stored = await ctx.on_compaction("planner", result)
             if stored is not None:
@@ -223,7 +228,7 @@ class DagRun:
         if not self.ctx.history:
             return
         self.enriched = await self._compact_history(
-            self.enriched, max(1, estimate_tokens(self.enriched) // 2)
+            self.enriched, max(1, estimate_tokens(self.enriched) // 2), overflow=True
         )
 
     def _request(self) -> str:

@@ -18,9 +18,11 @@ what it has, and the answer opens with an honest "I stopped after N steps…").
 
 A provider ``ContextOverflow`` (our estimate said it fits, the provider disagreed) before
 any text was shown triggers one forced compaction to half the estimated size and one retry;
-a second overflow propagates. Other LLM errors (a stream cut off or failing mid-way
-included) and cancellation propagate, after the text received so far went out; compaction
-failures never do (the guard falls back to truncation).
+a second overflow propagates. That half-size summary is not offered for storing
+(``on_compaction``): later requests start from one written at the ordinary size. Other
+LLM errors (a stream cut off or failing mid-way included) and cancellation propagate, after
+the text received so far went out; compaction failures never do (the guard falls back to
+truncation).
 """
 
 from __future__ import annotations
@@ -186,8 +188,14 @@ class ReactLoop:
 
     # --- context --------------------------------------------------------------------
 
-    async def _fit(self, messages: list[ChatMessage], budget: int | None = None) -> list:
-        """Prune, then the guard; emit ``compact`` when the guard compacted."""
+    async def _fit(
+        self, messages: list[ChatMessage], budget: int | None = None, *, overflow: bool = False
+    ) -> list:
+        """Prune, then the guard; emit ``compact`` when the guard compacted.
+
+        ``overflow``: an emergency fit to half the size after the provider refused the
+        request. Its summary serves this run only: it is not offered for storing, so the
+        next request starts from a summary written at the ordinary size."""
         cfg = self.cfg
         messages = prune_tool_results(messages)
         fitted = await cfg.guard.check_and_compact(
@@ -209,7 +217,9 @@ class ReactLoop:
             }
             if last.strategy == "llm":
                 payload.update(summary_facts(last))
-            if cfg.on_compaction is not None:
+            if overflow:
+                payload["overflow_retry"] = True
+            elif cfg.on_compaction is not None:
                 # Told first: a summary it stores is named in the event (the UI opens it).
                 stored = await cfg.on_compaction(cfg.scope, last)
                 if stored is not None:
@@ -232,7 +242,7 @@ class ReactLoop:
                 raise
             estimate = estimate_messages_tokens(messages)
             forced = max(1, min(self.cfg.budget, estimate) // 2)
-            messages = await self._fit(messages, budget=forced)
+            messages = await self._fit(messages, budget=forced, overflow=True)
             result = await call(messages)
         if isinstance(result, LLMResult):
             self.usage.add(result.usage)

@@ -305,3 +305,52 @@ async def test_a_compaction_inside_a_run_saves_on_every_later_call_of_the_run(
     # The stored summary's line: the request that started from it, over both its calls.
     (line,) = ledger["summaries"]
     assert line["requests"] == 1 and line["saved_input_tokens"] == 2 * reuse_saving
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+async def test_the_half_size_summary_of_an_overflow_retry_is_not_stored(
+    user, conversation, ws_fake_llm, run_deps
+):
+    """The provider refused a request our estimate said fits: the run summarises to half
+    the size and retries. That summary serves the refused request only; stored, it would
+    be what every later request starts from, at half the ordinary size. The next request
+    summarises at the ordinary size and stores that."""
+    from contextmgmt.core.llm import ContextOverflow
+
+    await use_small_budget(run_deps)
+    query = "What next?"
+    await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
+    script: list = [ContextOverflow("maximum context length exceeded"), "Answered after all."]
+
+    def reply(messages):
+        if hint_of(messages[0].text()):
+            return SUMMARY
+        answer = script.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    ws_fake_llm.default = reply
+    socket = await connect(user, conversation.id)
+    try:
+        await send(socket, type="message", content=query)
+        events = await events_until(socket, "done", "error")
+        assert events[-1]["type"] == "done", events[-1]
+        (compact,) = of_type(events, "compact")
+        assert compact["scope"] == "iteration" and compact["strategy"] == "llm"
+        assert compact["tokens_after"] <= compact["tokens_before"] // 2
+        assert not await ContextSummary.objects.filter(conversation=conversation).aexists()
+        assert compact["overflow_retry"] is True and "summary_id" not in compact
+        (entry,) = events[-1]["usage"]["compactions"]
+        assert entry["overflow_retry"] is True
+
+        script.append("And now in full.")
+        await send(socket, type="message", content="Tell me more, " + "please " * 400)
+        second = await events_until(socket, "done", "error")
+        assert second[-1]["type"] == "done", second[-1]
+    finally:
+        await socket.disconnect()
+    assert [e["scope"] for e in of_type(second, "compact")] == ["history"]
+    stored = await ContextSummary.objects.aget(conversation=conversation)
+    assert stored.metadata.get("made_by", "history") == "history"

@@ -1,4 +1,4 @@
-"""DAG engine under LLM failures (issue 6 follow-up, issue 9; SPEC RD.3, RD.5, RU.3).
+"""DAG engine under LLM failures (SPEC RD.3, RD.5, RU.3).
 
 A failed planner call is asked again, then the one-step fallback plan takes over; a failed or
 unreadable analyser leaves the verdict unknown and the answer is still written from the step
@@ -90,7 +90,7 @@ async def test_a_planner_failing_twice_falls_back_to_one_step(build_context, eve
 
 
 async def test_a_hung_planner_meets_the_run_time_limit_then_the_fallback(build_context, events):
-    """ctx.llm_timeout bounds the planner's call (issue 9). After a whole time limit spent
+    """ctx.llm_timeout bounds the planner's call. After a whole time limit spent
     waiting, the run asks no optional question of that model: no re-asked plan (fallback at
     once), no analyser; the answer is still written from the step's result."""
     llm = FakeLLM().enqueue(Hang(), "Answer.")
@@ -137,16 +137,23 @@ async def test_cancellation_during_the_planner_call_propagates(build_context):
 
 
 async def test_planner_overflow_summarises_the_history_and_retries(build_context, events):
-    """RD.2 + issue 9: the provider refused the request as too long → the history part is
+    """RD.2: the provider refused the request as too long → the history part is
     summarised (planner_input) to half its size, the current request kept, asked again."""
     compactor = FakeLLM(default="Budget lines 0-19 were discussed, 1,000-1,019 EUR.")
     llm = FakeLLM().enqueue(ContextOverflow("maximum context length"), PLAN, VERDICT, "42.")
+    offered = []
+
+    async def on_compaction(scope, result):
+        offered.append(scope)
+        return 7
+
     ctx = build_context(
         llm,
         fast_llm=FakeLLM(default=worker),
         compact_llm=compactor,
         history=long_history(),
         query="Sum the budget lines.",
+        on_compaction=on_compaction,
     )
     outcome = await run_dag(ctx)
 
@@ -155,6 +162,8 @@ async def test_planner_overflow_summarises_the_history_and_retries(build_context
     assert "1,000-1,019 EUR" in retried
     (compact,) = [c for c in events.of("compact") if c["scope"] == "planner"]
     assert compact["strategy"] == "llm" and compact["tokens_after"] <= compact["tokens_before"] // 2
+    # The half-size summary serves this request only: it is not offered for storing.
+    assert offered == [] and compact["overflow_retry"] is True and "summary_id" not in compact
     call = compactor.calls[-1]
     assert call.messages[0].text() == compact_prompt("planner_input", call.opts["max_tokens"])
     assert events.of("dag.plan")[0]["fallback"] is False
