@@ -59,6 +59,7 @@ def resolve_references(query: str, given: str) -> str:
     return BACK_REFERENCE.sub(f" {value} ", query) if value is not None else query
 
 
+MAX_CALCULATIONS = 5
 _DATE_LIKE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}:\d{2}\b")
 _PERCENT_OF = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*of\s*(\d+(?:\.\d+)?)", re.I)
 _FUNC = r"(?:sqrt|log|ln|exp|abs|round|sin|cos|tan|floor|ceil)"
@@ -93,6 +94,13 @@ _RECALL_NOISE = re.compile(
 
 
 def find_expression(query: str) -> str | None:
+    """The query's arithmetic: its longest expression, or None."""
+    found = find_expressions(query)
+    return max(found, key=len) if found else None
+
+
+def find_expressions(query: str) -> list[str]:
+    """Every distinct arithmetic expression in the query, in order ("17*23 and 19*29")."""
     text = _DATE_LIKE.sub(" ", query)
     text = _PERCENT_OF.sub(r"\1/100*\2", text)
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
@@ -102,18 +110,20 @@ def find_expression(query: str) -> str | None:
     text = re.sub(r"(?<=\d)\s*[xX]\s*(?=\d)", "*", text)
     for pattern, op in _WORD_OPS:
         text = pattern.sub(f" {op} ", text)
-    found = max(_EXPRESSION.findall(text), key=len, default=None)
-    if not found:
-        return None
-    expr = re.sub(r"\s+", " ", found.replace("^", "**")).strip()
-    while expr.count("(") > expr.count(")") and expr.startswith("("):
-        expr = expr[1:].strip()
-    while expr.count(")") > expr.count("(") and expr.endswith(")"):
-        expr = expr[:-1].strip()
-    # "-" or "/" alone between two numbers is often a range or a date: ask for intent.
-    if not re.search(r"\*|\+|%|[a-z]\(", expr) and not _CALC_INTENT.search(query):
-        return None
-    return expr
+    intent = _CALC_INTENT.search(query) is not None
+    expressions: list[str] = []
+    for found in _EXPRESSION.findall(text):
+        expr = re.sub(r"\s+", " ", found.replace("^", "**")).strip()
+        while expr.count("(") > expr.count(")") and expr.startswith("("):
+            expr = expr[1:].strip()
+        while expr.count(")") > expr.count("(") and expr.endswith(")"):
+            expr = expr[:-1].strip()
+        # "-" or "/" alone between two numbers is often a range or a date: ask for intent.
+        if not re.search(r"\*|\+|%|[a-z]\(", expr) and not intent:
+            continue
+        if expr not in expressions:
+            expressions.append(expr)
+    return expressions
 
 
 def _recall_query(query: str) -> str:
@@ -129,9 +139,10 @@ def _recall_query(query: str) -> str:
 def decide_tool_calls(query: str, offered: set[str], call_prefix: str) -> list[ToolCall]:
     """The tool calls a query asks for, among the tools offered; several run in parallel."""
     calls: list[tuple[str, dict[str, Any]]] = []
-    expr = find_expression(query) if "calculator" in offered else None
-    if expr:
-        calls.append(("calculator", {"expression": expr}))
+    if "calculator" in offered:
+        # Several calculations asked at once run as parallel calls, a handful at most.
+        for expr in find_expressions(query)[:MAX_CALCULATIONS]:
+            calls.append(("calculator", {"expression": expr}))
     if "current_time" in offered and _TIME_INTENT.search(query):
         calls.append(("current_time", {}))
     if "recall" in offered and _RECALL_INTENT.search(query):

@@ -46,6 +46,14 @@ async def test_react_calculates_with_the_offline_model(offline_context, events):
     assert outcome.usage.input_tokens > 0 and outcome.usage.output_tokens > 0
 
 
+async def test_react_computes_every_calculation_asked_at_once(offline_context, events):
+    outcome = await run_react(offline_context("What is 17*23 and 19*29?"))
+    assert outcome.status == "done"
+    assert "391" in outcome.answer and "551" in outcome.answer
+    calls = [p for p in events.of("step") if p["kind"] == "tool_call"]
+    assert [json.loads(c["arguments"])["expression"] for c in calls] == ["17*23", "19*29"]
+
+
 async def test_react_recalls_an_exact_passage(offline_context, events):
     outcome = await run_react(offline_context("What did I say earlier about the locker?"))
     assert events.of("step")[0]["name"] == "recall"
