@@ -9,8 +9,9 @@ websocket clients and the scripted server run in this process, so their own work
 counted. Every stall over 5 ms is kept with its time, and each phase reports the largest
 within its own time window (warm-up and imports excluded).
 
-For each stall the monitor also records the CPU time daphne's loop thread spent during
-it: a stall the thread spent computing is code on the loop; the rest of a stall is the
+The monitor also records daphne's full garbage collections (how long each took, how many
+objects it freed: cyclic garbage), and for each stall the CPU time daphne's loop thread spent
+during it: a stall the thread spent computing is code on the loop; the rest of a stall is the
 thread not running at all (other processes on a busy machine, or the GIL held by daphne's
 worker threads). Both are printed, with the machine's load average.
 
@@ -90,9 +91,15 @@ def report(path: Path) -> dict:
 def stalls_between(path: Path, started: float, ended: float) -> dict:
     """The largest stall (wall and loop-thread CPU) the monitor saw in [started, ended]."""
     time.sleep(1.5)  # the monitor writes its report about once a second
-    stalls = [s for s in report(path).get("recent_stalls", []) if started <= s[0] <= ended]
+    figures = report(path)
+    stalls = [s for s in figures.get("recent_stalls", []) if started <= s[0] <= ended]
     largest = max(stalls, key=lambda s: s[1], default=[0.0, 0.0, 0.0, 0.0])
+    full = [c for c in figures.get("full_collections", []) if started <= c[0] <= ended]
     return {
+        "full_collections": len(full),
+        "full_max_ms": max((c[1] for c in full), default=0.0),
+        "full_max_cpu": max((c[2] for c in full), default=0.0),
+        "full_max_freed": max((c[3] for c in full), default=0),
         "max": largest[1],
         "max_loop": largest[2],
         "max_process": largest[3],
@@ -134,7 +141,10 @@ def phase_line(name: str, runs: int, wall: float, figures: dict) -> str:
         f"loop thread computing {figures['max_loop']:.1f} ms of it, the process running "
         f"{figures['max_process']:.1f} ms); most loop-thread computing in a stall "
         f"{figures['busy']:.1f} ms; stalls over 20 ms: {figures['over_20']} "
-        f"({figures['over_20_busy']} with over 20 ms computing); load average {figures['load']:.1f}"
+        f"({figures['over_20_busy']} with over 20 ms computing); full garbage collections: "
+        f"{figures['full_collections']}, longest {figures['full_max_ms']:.1f} ms (most CPU "
+        f"{figures['full_max_cpu']:.1f} ms), most objects "
+        f"freed by one {figures['full_max_freed']}; load average {figures['load']:.1f}"
     )
 
 

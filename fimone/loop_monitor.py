@@ -13,6 +13,9 @@ the loop's thread and the whole process spent over that interval, so a bench on 
 machine can tell them apart. The latest stalls over the threshold are kept with their
 wall-clock time, so a bench can take the largest within each of its phases.
 
+Full garbage collections are recorded too (when, how long, how many objects they freed):
+one walks every tracked object, so it is a stall of its own (docs/operations.md).
+
 The ASGI application starts one monitor on its first connection when
 ``FIMONE_LOOP_MONITOR_INTERVAL_MS`` is above 0 (see docs/operations.md).
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -35,6 +39,8 @@ logger = logging.getLogger("fimone.loop")
 
 # Stalls over the threshold kept for the report (the latest ones).
 RECENT_STALLS = 4096
+# Full garbage collections kept for the report (the latest ones).
+RECENT_COLLECTIONS = 1024
 
 
 class LoopLagMonitor:
@@ -60,6 +66,10 @@ class LoopLagMonitor:
         # (wall-clock time, stall ms, loop-thread CPU ms, process CPU ms) of the latest late
         # wake-ups; the CPU figures cover the stall at most.
         self.recent: deque[tuple[float, ...]] = deque(maxlen=RECENT_STALLS)
+        # (wall-clock time, ms, CPU ms of the collecting thread, objects freed) of the latest
+        # full garbage collections.
+        self.collections: deque[tuple[float, ...]] = deque(maxlen=RECENT_COLLECTIONS)
+        self._collection_started: tuple[float, float] | None = None
 
     @property
     def running(self) -> bool:
@@ -69,9 +79,13 @@ class LoopLagMonitor:
         """Start measuring on the running loop (idempotent)."""
         if not self.running:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="loop-lag")
+            if self._on_collection not in gc.callbacks:
+                gc.callbacks.append(self._on_collection)
         return self
 
     async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._on_collection)
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -88,7 +102,24 @@ class LoopLagMonitor:
             "interval_ms": round(self.interval * 1000, 3),
             "samples": self.samples,
             "recent_stalls": [list(stall) for stall in self.recent],
+            "full_collections": [list(c) for c in self.collections],
         }
+
+    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._collection_started = (time.perf_counter(), time.thread_time())
+        elif self._collection_started is not None:
+            (wall, cpu), self._collection_started = self._collection_started, None
+            self.collections.append(
+                (
+                    round(time.time(), 3),
+                    round((time.perf_counter() - wall) * 1000, 3),
+                    round((time.thread_time() - cpu) * 1000, 3),
+                    info.get("collected", 0),
+                )
+            )
 
     def record(self, late: float, busy: float | None = None, process: float | None = None) -> None:
         """Count one wake-up that came ``late`` seconds after it was due; ``busy`` and

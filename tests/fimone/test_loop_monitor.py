@@ -1,6 +1,7 @@
 """The event-loop lag monitor sees a stall, logs it at debug level and reports it."""
 
 import asyncio
+import gc
 import json
 import logging
 import time
@@ -43,6 +44,29 @@ async def test_a_stall_that_computes_is_told_from_one_that_waits(tmp_path):
     assert len(stalls) == monitor.stalls >= 2
     assert all(abs(at - time.time()) < 60 and ms >= 30 for at, ms, _, _ in stalls)
     assert figures["max_busy_stall_ms"] >= 60
+
+
+async def test_full_garbage_collections_are_reported_with_what_they_freed(tmp_path):
+    report = tmp_path / "lag.json"
+    monitor = LoopLagMonitor(interval=0.005, threshold=0.5, report_path=report).start()
+
+    class Node:
+        pass
+
+    for _ in range(100):  # a hundred cycles only a collection frees
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+    del a, b
+    gc.collect()  # generation 2: a full collection
+    gc.collect(0)  # a young one is not reported
+    await monitor.stop()
+    collections = json.loads(report.read_text())["full_collections"]
+    assert collections
+    assert all(abs(at - time.time()) < 60 and ms >= cpu >= 0 for at, ms, cpu, _ in collections)
+    assert max(freed for *_, freed in collections) >= 200
+    count = len(monitor.collections)
+    gc.collect()  # after stop: no longer recorded
+    assert len(monitor.collections) == count
 
 
 async def test_a_free_loop_logs_nothing(caplog):
