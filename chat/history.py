@@ -49,7 +49,7 @@ from django.db.models.fields.json import KT
 
 from chat.image_descriptions import describe_missing, describe_offline
 from chat.models import Attachment, ContextSummary, Message
-from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
 from contextmgmt.db_memory import LoadedHistory, StoredSummary
 
 logger = logging.getLogger(__name__)
@@ -196,12 +196,10 @@ def _history_message(row: tuple, attachments: dict[str, Attachment], pixels: boo
         metadata["covered"] = True
     if refs and not pixels:
         metadata["images_as_text"] = [str(a.pk) for a in _referenced(refs, attachments)]
-    return ChatMessage(
-        role=role,
-        content=message_content(content, refs, attachments, vision=pixels),
-        pinned=pinned,
-        metadata=metadata,
-    )
+    sent, described = message_content(content, refs, attachments, vision=pixels)
+    if described:
+        metadata[IMAGE_NOTES] = described
+    return ChatMessage(role=role, content=sent, pinned=pinned, metadata=metadata)
 
 
 # --- the run's query -------------------------------------------------------------------------
@@ -213,14 +211,16 @@ def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
     refs = _image_refs((message.metadata or {}).get("images"))
     attachments = _attachments_for(message.conversation_id, [refs]) if refs else {}
     metadata: dict[str, Any] = {"id": message.pk, "created_at": message.created_at.isoformat()}
+    sent, described = message_content(message.content, refs, attachments, vision=vision)
     # Whatever goes as pixels, the images as text too: for a part of the run whose model
     # cannot see (a DAG step on a text-only fast model).
-    notes = [image_note(attachment) for attachment in _referenced(refs, attachments)]
-    if notes:
-        metadata["image_notes"] = notes
+    if not vision:
+        described = [image_note(attachment) for attachment in _referenced(refs, attachments)]
+    if described:
+        metadata[IMAGE_NOTES] = described
     return ChatMessage(
         role="user",
-        content=message_content(message.content, refs, attachments, vision=vision),
+        content=sent,
         pinned=True,
         injected=message.kind == Message.Kind.INJECTED,
         metadata=metadata,
@@ -232,16 +232,20 @@ def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
 
 def message_content(
     text: str, refs: list[dict], attachments: dict[str, Attachment], *, vision: bool
-) -> str | list[dict]:
+) -> tuple[str | list[dict], list[str]]:
     """A message's text with its images: a plain string when no image is sent inline, else
     a text part (the text and any notes) followed by the image parts. ``vision`` False: every
     image is its description.
+
+    Also returns each image part's description, in the parts' order: what an endpoint that
+    turns out to refuse images is sent instead (``fimone.llm.vision``).
 
     ``attachments``: the referenced attachments of the message's conversation by id (see
     ``_attachments_for``); a reference without one is a note, never an error.
     """
     notes: list[str] = []
     images: list[dict] = []
+    described: list[str] = []
     for ref in refs:
         file_id = str(ref.get("file_id"))
         attachment = attachments.get(_normalised(file_id))
@@ -257,10 +261,11 @@ def message_content(
             notes.append(f"[image: {name} unavailable]")
         else:
             images.append({"type": "image_url", "image_url": {"url": url}})
+            described.append(image_note(attachment))
     joined = "\n".join([t for t in (text, *notes) if t])
     if not images:
-        return joined
-    return ([{"type": "text", "text": joined}] if joined else []) + images
+        return joined, described
+    return ([{"type": "text", "text": joined}] if joined else []) + images, described
 
 
 def image_note(attachment: Attachment) -> str:

@@ -9,6 +9,9 @@ Role = Literal["system", "user", "assistant", "tool"]
 Content = str | list[dict[str, Any]] | None
 
 SUMMARY_PREFIX = "[Conversation summary]"
+# ``metadata`` key: the message's images as text (``[image: name, WxH — description]``), one
+# per image part in the parts' order, for a model that cannot or will not see the pixels.
+IMAGE_NOTES = "image_notes"
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,7 +119,7 @@ class AgentContext:
     # engine writes itself (fimone.agent.wording) are in it.
     language: str = "en"
     # Whether the fast model (DAG steps) can see images: if not, a step gets the query's
-    # images as their descriptions (``query.metadata["image_notes"]``).
+    # images as their descriptions (``query.metadata[IMAGE_NOTES]``).
     fast_vision: bool = False
 
 

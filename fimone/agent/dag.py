@@ -50,7 +50,7 @@ from contextmgmt.core.llm import (
     LLMTimeout,
     Usage,
 )
-from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 
 from .calls import chat_once, compact_limit
@@ -387,7 +387,7 @@ class DagRun:
         pixels = image_parts(self.ctx.query)
         if pixels and self.ctx.fast_vision:
             return ChatMessage(role="user", content=with_images(task, pixels), pinned=True)
-        notes = self.ctx.query.metadata.get("image_notes") or []
+        notes = self.ctx.query.metadata.get(IMAGE_NOTES) or []
         if notes:
             task = "\n".join([task, "", "The user's images, described:", *notes])
         return ChatMessage(role="user", content=task, pinned=True)

@@ -60,6 +60,7 @@ from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_t
 from .endpoint import Endpoint, Learner
 from .options import check_opts
 from .sse import sse_data
+from .vision import has_pixels, refuses_images, remember_refusal, says_no_images, without_pixels
 
 # What providers say when a request is longer than the model's window (OpenAI, vLLM,
 # llama.cpp, Ollama, Anthropic-compatible proxies word it differently).
@@ -111,7 +112,7 @@ class OpenAIChatLLM:
         self._api_key = api_key or _NO_KEY
         self.timeout = timeout
         self.max_retries = max_retries
-        self.supports_vision = supports_vision
+        self._vision = supports_vision
         # An httpx client is bound to the event loop that first used it: one SDK client per
         # loop (daphne has one; tests and async_to_sync make more).
         self._clients: dict[asyncio.AbstractEventLoop, AsyncOpenAI] = {}
@@ -119,6 +120,24 @@ class OpenAIChatLLM:
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIChatLLM(model={self.model_name!r}, base_url={self.base_url!r})"
+
+    @property
+    def supports_vision(self) -> bool:
+        """Configured to see images, and its endpoint has not refused them (``vision``)."""
+        return self._vision and not refuses_images(self.base_url, self.model_name)
+
+    def _shown(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """The messages as this endpoint takes them: images as text once it refused them."""
+        if refuses_images(self.base_url, self.model_name):
+            return without_pixels(messages)
+        return messages
+
+    def _refused_images(self, err: Exception, messages: list[ChatMessage]) -> bool:
+        """Whether ``err`` refuses the images ``messages`` hold (then remembered)."""
+        if not has_pixels(messages) or not says_no_images(err):
+            return False
+        remember_refusal(self.base_url, self.model_name, getattr(err, "message", str(err)))
+        return True
 
     def _client(self) -> AsyncOpenAI:
         loop = asyncio.get_running_loop()
@@ -213,9 +232,17 @@ class OpenAIChatLLM:
         tools: list[dict[str, Any]] | None = None,
         **opts: Any,
     ) -> LLMResult:
+        messages = self._shown(messages)
         kwargs = self._request(messages, tools, opts, stream=False)
         try:
-            response = await self.endpoint.send(self._create, kwargs)
+            try:
+                response = await self.endpoint.send(self._create, kwargs)
+            except openai.APIStatusError as err:
+                if not self._refused_images(err, messages):
+                    raise
+                messages = without_pixels(messages)
+                kwargs = self._request(messages, tools, opts, stream=False)
+                response = await self.endpoint.send(self._create, kwargs)
         except (openai.OpenAIError, ValueError) as err:
             raise map_error(err) from err
         choices = getattr(response, "choices", None)
@@ -248,6 +275,7 @@ class OpenAIChatLLM:
         tools: list[dict[str, Any]] | None = None,
         **opts: Any,
     ) -> AsyncIterator[StreamChunk]:
+        messages = self._shown(messages)
         kwargs = self._request(messages, tools, opts, stream=True)
         asked_usage = "stream_options" in self.endpoint.profile.adapt(kwargs)
         text: list[str] = []
@@ -258,7 +286,14 @@ class OpenAIChatLLM:
         started = False  # the provider answered: a broken connection now is a cut-off
         try:
             async with AsyncExitStack() as stack:
-                response = await self._open_stream(kwargs, stack)
+                try:
+                    response = await self._open_stream(kwargs, stack)
+                except openai.APIStatusError as err:
+                    if not self._refused_images(err, messages):
+                        raise
+                    messages = without_pixels(messages)
+                    kwargs = self._request(messages, tools, opts, stream=True)
+                    response = await self._open_stream(kwargs, stack)
                 started = True
                 async for chunk in sse_data(response):
                     usage = _usage_of(chunk.get("usage")) or usage

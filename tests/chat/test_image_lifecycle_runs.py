@@ -15,7 +15,7 @@ from chat.models import Attachment, Message
 from fimone.llm.openai_client import OpenAIChatLLM
 from tests.chat.images import image_bytes
 from tests.support.runs import connect, events_until, send
-from tests.support.scripted_server import text, tool_calls
+from tests.support.scripted_server import http_error, text, tool_calls
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -208,3 +208,47 @@ async def test_a_dag_run_shows_the_image_to_its_planner_steps_and_answer_rv_4(
         assert "[image: now.png, 32x24 — PNG 32x24; mostly red" in task
     assert not any(images_in(m) for m in checker["messages"])
     assert answer["model"] == "scripted-main" and images_in(answer["messages"][-1]) == 1
+
+
+async def test_a_model_that_refuses_images_still_answers_from_their_descriptions(
+    socket, user, conversation, run_deps, scripted_server
+):
+    """Configured as able to see, its endpoint refuses image parts: the same call goes again
+    with the description, the run answers, and the next run sends text from the start."""
+
+    def get_llm(role: str) -> OpenAIChatLLM:
+        return OpenAIChatLLM(
+            model=f"refuses-images-{role}",
+            base_url=scripted_server.base_url,
+            api_key="k",
+            max_retries=0,
+            supports_vision=True,
+        )
+
+    llms = {role: get_llm(role) for role in ("main", "fast")}
+    run_deps.use(get_llm=llms.__getitem__)
+    now = await upload(user, conversation)
+    refusal = http_error(
+        400, "Invalid content type. image_url is only supported by certain models."
+    )
+    scripted_server.enqueue(refusal, text("It is red."))
+    await send(socket, type="message", content="What colour?", attachments=[now])
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    refused, answered = scripted_server.requests
+    assert images_in(refused["messages"][-1]) == 1
+    assert answered["messages"][-1]["content"].startswith(
+        "What colour?\n[image: now.png, 32x24 — PNG 32x24; mostly red"
+    )
+
+    scripted_server.reset()
+    scripted_server.enqueue(text("Still red."))
+    await send(socket, type="message", content="And now?")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    # No refusal again: the main model is sent text from the start (the fast model, which
+    # can see, is asked once for a better description of the image that is now text).
+    [request] = chat_requests(scripted_server)
+    assert request["model"] == "refuses-images-main"
+    assert not any(images_in(m) for m in request["messages"])
+    assert all(r["model"] == "refuses-images-fast" for r in scripted_server.requests[:-1])
