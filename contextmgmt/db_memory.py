@@ -173,7 +173,9 @@ class DbMemory(BaseMemory):
     ``result`` (the CompactResult of a compaction run during this load, else None);
     ``new_summary`` (a NewSummary to persist, or None when nothing new was summarised);
     ``summary_in_use`` / ``summary_edited`` (the stored summary loaded, and whether a user
-    wrote it); ``pins_kept`` / ``pins_yielded`` (ids of pinned history messages kept
+    wrote it); ``summarized_count`` (how many messages the summary the model gets stands
+    for — the count the summary itself carries, so that whatever shows it agrees; 0 when
+    there is none); ``pins_kept`` / ``pins_yielded`` (ids of pinned history messages kept
     verbatim, and of those that yielded to the cap, when the history had to be compacted).
     """
 
@@ -223,6 +225,7 @@ class DbMemory(BaseMemory):
         self.pins_kept: list[int] = []
         self.pins_yielded: list[int] = []
         self.summary_in_use: StoredSummary | None = None  # the stored summary loaded
+        self.summarized_count = 0
         self.summary_edited = False  # it is a user's edit
 
     async def add_message(self, message: ChatMessage) -> None:
@@ -262,6 +265,7 @@ class DbMemory(BaseMemory):
         if tokens <= self.max_tokens:
             self.was_compacted = stored is not None
             self.strategy = "summary" if stored else "none"
+            self.summarized_count = stored.covered_count if stored else 0
             self.compacted_count = len(base)
             self.tokens_after = tokens
             return base
@@ -297,6 +301,13 @@ class DbMemory(BaseMemory):
         self.tokens_after = result.tokens_after
         if result.strategy == "llm":
             self.new_summary = _new_summary(stored, history, result)
+            self.summarized_count = (
+                self.new_summary.covered_count
+                if self.new_summary is not None
+                else result.summarized_count
+            )
+        elif stored is not None and any(m.is_summary for m in result.messages):
+            self.summarized_count = stored.covered_count  # truncated around the stored one
         return result.messages
 
 

@@ -436,6 +436,9 @@ def _history_facts(memory, strategy: str | None = None) -> dict:
         "strategy": "llm" if strategy == "summary" else strategy,
         "original_count": memory.original_count,
         "compacted_count": memory.compacted_count,
+        # What the summary the model got stands for, as the summary itself counts it: the
+        # divider shows this figure, so it agrees with the opened summary.
+        "summarized_count": getattr(memory, "summarized_count", 0),
         "tokens_before": getattr(memory, "tokens_before", 0),
         "tokens_after": getattr(memory, "tokens_after", 0),
     }

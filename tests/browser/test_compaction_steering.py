@@ -76,6 +76,11 @@ def test_rv1_rv2_rv3_pin_open_expand_edit_discard(chromium, live_daphne, scripte
     # RV.1: the divider opens onto the summary as the model received it.
     panel = open_divider(page)
     expect(panel.locator(".summary-meta")).to_contain_text("stands for")
+    # One count: the divider says what the opened summary says it stands for.
+    covered = compact["summarized_count"]
+    assert covered > 0
+    expect(page.locator(".compact-divider-toggle")).to_contain_text(f"({covered} messages)")
+    expect(panel.locator(".summary-meta")).to_contain_text(f"{covered} messages")
     expect(panel.locator(".summary-head + .summary-text")).to_have_count(1)  # nothing stray
     expect(panel.locator(".summary-facts, .summary-facts-box").first).to_be_visible()
     panel.scroll_into_view_if_needed()

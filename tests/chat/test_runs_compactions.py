@@ -354,3 +354,42 @@ async def test_the_half_size_summary_of_an_overflow_retry_is_not_stored(
     assert [e["scope"] for e in of_type(second, "compact")] == ["history"]
     stored = await ContextSummary.objects.aget(conversation=conversation)
     assert stored.metadata.get("made_by", "history") == "history"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("clean_runs")
+async def test_the_history_event_counts_what_the_stored_summary_covers_rv_1(
+    user, conversation, ws_fake_llm
+):
+    """The divider's figure comes with the history event: the stored summary's own count,
+    also when a message it covers is pinned and loaded again verbatim."""
+    from chat import services
+
+    def stored_history():
+        rows = []
+        for i in range(4):
+            rows.append(services.user_message_create(conversation=conversation, content=f"Q{i}"))
+            reply = services.assistant_message_start(
+                conversation=conversation, run_id=f"h{i}", mode="react"
+            )
+            services.assistant_message_finish(message=reply, content=f"A{i}")
+            rows.append(reply)
+        ContextSummary.objects.create(
+            conversation=conversation, covers_through=rows[5], content=SUMMARY, covered_count=6
+        )
+        services.message_pin_set(message=rows[2], pinned=True)  # Q1: covered, and pinned
+
+    await sync_to_async(stored_history)()
+    ws_fake_llm.default = "Fine."
+    socket = await connect(user, conversation.id)
+    try:
+        await send(socket, type="message", content="And now?")
+        events = await events_until(socket, "done", "error")
+    finally:
+        await socket.disconnect()
+    assert events[-1]["type"] == "done", events[-1]
+    (history,) = [e for e in of_type(events, "compact") if e["scope"] == "history"]
+    assert history["reused_summary"] is True
+    assert history["summarized_count"] == 6
+    answer = await Message.objects.aget(pk=events[-1]["message_id"])
+    assert answer.metadata["compaction"]["summarized_count"] == 6

@@ -275,3 +275,26 @@ def test_rv3_only_the_summary_in_force_can_be_edited_or_discarded(conversation):
         services.summary_edit(summary=stored, content="too late")
     with pytest.raises(Conflict):
         services.summary_discard(summary=stored)
+
+
+def test_rv1_the_summarized_count_is_the_summarys_own_with_a_covered_pin_loaded_again(
+    conversation,
+):
+    """A pin the summary covers is loaded again verbatim: counting kept messages would
+    take it for one the summary does not stand for. The count is the summary's own."""
+    rows = turns(conversation, 20)
+    ask(conversation)
+    first = DbMemory(conversation.id, 600, compact_llm=FakeLLM(default="Summary one."))
+    load(first)
+    stored = persist(conversation, first)
+    assert first.summarized_count == first.new_summary.covered_count == stored.covered_count
+    answer_current(conversation)
+    services.message_pin_set(message=rows[2], pinned=True)  # covered by the summary
+    ask(conversation, "next question")
+
+    memory = DbMemory(conversation.id, 800, compact_llm=FakeLLM(default="must not be called"))
+    load(memory)
+    assert memory.strategy == "summary"
+    assert memory.summarized_count == stored.covered_count
+    # What kept messages would say: one fewer, the pin counted as kept.
+    assert memory.original_count - (memory.compacted_count - 1) == stored.covered_count - 1

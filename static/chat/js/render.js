@@ -198,7 +198,14 @@ export function offerEdit(node, onSend) {
 export function summarizedCount(facts) {
   const original = Number(facts.original_count) || 0;
   const compacted = Number(facts.compacted_count) || 0;
-  // LLM compaction replaces the old messages with one summary message; truncation drops them.
+  // A summary's count is the one it carries itself (the server sends it), so the divider
+  // says what the opened summary says; the rest of the history follows it verbatim.
+  const own = Number(facts.summarized_count);
+  if (facts.strategy !== "truncate" && Number.isInteger(own) && own > 0) {
+    return { summarized: own, kept: Math.max(0, original - own) };
+  }
+  // Truncation drops old messages; an older answer's facts may lack the summary's count:
+  // an LLM compaction replaces the old messages with one summary message.
   const kept = facts.strategy === "truncate" ? compacted : Math.max(0, compacted - 1);
   return { summarized: Math.max(0, original - kept), kept };
 }
