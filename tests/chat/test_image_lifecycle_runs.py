@@ -32,14 +32,18 @@ async def socket(user, conversation):
     await comm.disconnect()
 
 
-def use_scripted_models(run_deps, scripted_server, *, vision: bool) -> None:
+def use_scripted_models(
+    run_deps, scripted_server, *, vision: bool | set[str], prefix: str = "scripted"
+) -> None:
+    """Every role's model on the scripted server; ``vision``: for all, or the roles that see."""
+
     def get_llm(role: str) -> OpenAIChatLLM:
         return OpenAIChatLLM(
-            model=f"scripted-{role}",
+            model=f"{prefix}-{role}",
             base_url=scripted_server.base_url,
             api_key="k",
             max_retries=0,
-            supports_vision=vision,
+            supports_vision=role in vision if isinstance(vision, set) else vision,
         )
 
     run_deps.use(get_llm=get_llm)
@@ -169,16 +173,7 @@ async def test_a_dag_run_shows_the_image_to_its_planner_steps_and_answer_rv_4(
     """The main model sees pixels; the fast model, which cannot, gets each image's
     description with every step's task."""
 
-    def get_llm(role: str) -> OpenAIChatLLM:
-        return OpenAIChatLLM(
-            model=f"scripted-{role}",
-            base_url=scripted_server.base_url,
-            api_key="k",
-            max_retries=0,
-            supports_vision=role == "main",
-        )
-
-    run_deps.use(get_llm=get_llm)
+    use_scripted_models(run_deps, scripted_server, vision={"main"})
     now = await upload(user, conversation)
     plan = {
         "steps": [
@@ -216,17 +211,7 @@ async def test_a_model_that_refuses_images_still_answers_from_their_descriptions
     """Configured as able to see, its endpoint refuses image parts: the same call goes again
     with the description, the run answers, and the next run sends text from the start."""
 
-    def get_llm(role: str) -> OpenAIChatLLM:
-        return OpenAIChatLLM(
-            model=f"refuses-images-{role}",
-            base_url=scripted_server.base_url,
-            api_key="k",
-            max_retries=0,
-            supports_vision=True,
-        )
-
-    llms = {role: get_llm(role) for role in ("main", "fast")}
-    run_deps.use(get_llm=llms.__getitem__)
+    use_scripted_models(run_deps, scripted_server, vision=True, prefix="refuses-images")
     now = await upload(user, conversation)
     refusal = http_error(
         400, "Invalid content type. image_url is only supported by certain models."
