@@ -34,19 +34,39 @@ from . import tokens
 KEY_FACTS_LABEL = "Key facts:"
 KEY_FACTS_MAX_TOKENS = 150
 
+# Each unit begins with one literal character (the regex engine rejects an alternative on
+# its first character without entering it) and is grouped by it (``_by_first_char``): a
+# number followed by an ordinary word tries a handful of units, not all of them. At most
+# one unit can match at a place (each must end where no letter or "/" follows), so their
+# order does not matter.
+_UNITS = (
+    "%|‰|°[CF]|ki?B|Mi?B|Gi?B|Ti?B|Pi?B|B|bytes?|bits?|ms|µs|ns|s|sec(?:onds?)?|min(?:utes?)?"
+    "|h|hours?|days?|weeks?|months?|years?|km|m|cm|mm|kg|g|mg|t|tons?|lbs?|l|ml|km/h|mph|W|kW"
+    "|kWh|V|A|kHz|MHz|GHz|Hz|EUR|USD|GBP|CHF|JPY|CNY|RMB|euros?|dollars?|rpm|rps|qps|cores?"
+    "|vCPUs?|nodes?|replicas?|attempts?|retries|requests?|rows?|items?|users?|pieces?|pcs"
+    "|parcels?|pallets?|crates?|boxes|seats?|people|nights?"
+)
+_CJK_UNITS = "万元|元|块|个|件|台|箱|公斤|千克|克|米|公里|天|小时|分钟|秒|人|次"
+
+
+def _by_first_char(alternatives: str) -> str:
+    """``a|b|…`` (each starting with a literal character, no ``|`` inside a group) as
+    ``x(?:…)|y(?:…)|…``."""
+    groups: dict[str, list[str]] = {}
+    for alternative in alternatives.split("|"):
+        groups.setdefault(alternative[0], []).append(alternative[1:])
+    return "|".join(re.escape(c) + "(?:" + "|".join(rest) + ")" for c, rest in groups.items())
+
+
+# The space before a unit is taken possessively: no unit starts with one, so giving it
+# back could not make a unit match.
+_UNIT = (
+    r"(?: ?+(?:(?:" + _by_first_char(_UNITS) + r")(?![\w/])|" + _by_first_char(_CJK_UNITS) + "))"
+)
+_GROUPED = r"\d{1,3}+(?:[,\u00a0\u202f]\d{3})+(?:\.\d+)?%?"  # 1,234,567.89
 # (kind, weight, pattern) in priority order: where two could match at the same place the
 # earlier wins, and what a match covers is not looked at again, so a number inside a URL
 # or an identifier is not extracted a second time.
-_UNITS = (
-    "%|‰|°[CF]|[kMGTP]i?B|B|bytes?|bits?|[mµn]?s|sec(?:onds?)?|min(?:utes?)?|h|hours?|days?"
-    "|weeks?|months?|years?|k?m|cm|mm|kg|g|mg|t|tons?|lbs?|l|ml|km/h|mph|W|kW|kWh|V|A|[kMG]?Hz"
-    "|EUR|USD|GBP|CHF|JPY|CNY|RMB|euros?|dollars?|rpm|rps|qps|cores?|vCPUs?|nodes?|replicas?"
-    "|attempts?|retries|requests?|rows?|items?|users?|pieces?|pcs|parcels?|pallets?|crates?"
-    "|boxes|seats?|people|nights?"
-)
-_CJK_UNITS = "万元|元|块|个|件|台|箱|公斤|千克|克|米|公里|天|小时|分钟|秒|人|次"
-_UNIT = r"(?: ?(?:" + _UNITS + r")(?![\w/])| ?(?:" + _CJK_UNITS + r"))"
-_GROUPED = r"\d{1,3}+(?:[,\u00a0\u202f]\d{3})+(?:\.\d+)?%?"  # 1,234,567.89
 _PATTERNS: list[tuple[str, int, str]] = [
     ("url", 6, r"\b[a-z][a-z0-9+.-]{1,15}://[^\s<>\"'`]+"),
     ("email", 5, r"\b[\w.+-]++@[\w-]+(?:\.[\w-]+)+\b"),
@@ -131,12 +151,14 @@ def _scanner(kinds: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"\W(?:" + "|".join(branches) + ")")
 
 
-_SCANNERS: dict[tuple[bool, ...], re.Pattern[str]] = {}
+# Per set of kinds: the scanner, and the kind of each of its groups by group number.
+_SCANNERS: dict[tuple[bool, ...], tuple[re.Pattern[str], tuple[str, ...]]] = {}
 
 
-def _scanner_for(text: str) -> re.Pattern[str]:
-    """The scanner of the kinds ``text`` can hold: a URL needs "://", an email "@", a path
-    a slash, a code span a backquote, a setting "="; the others are always tried."""
+def _scanner_for(text: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """The scanner of the kinds ``text`` can hold (a URL needs "://", an email "@", a path
+    a slash, a code span a backquote, a setting "="; the others are always tried), with
+    the kind of each of its groups by number."""
     key = (
         "://" in text,
         "@" in text,
@@ -144,12 +166,15 @@ def _scanner_for(text: str) -> re.Pattern[str]:
         "`" in text,
         "=" in text,
     )
-    scanner = _SCANNERS.get(key)
-    if scanner is None:
+    found = _SCANNERS.get(key)
+    if found is None:
         present = dict(zip(("url", "email", "path", "code", "setting"), key, strict=True))
-        kinds = tuple(kind for kind, _, _ in _PATTERNS if present.get(kind, True))
-        scanner = _SCANNERS[key] = _scanner(kinds)
-    return scanner
+        scanner = _scanner(tuple(kind for kind, _, _ in _PATTERNS if present.get(kind, True)))
+        kinds = [""] * (scanner.groups + 1)
+        for name, index in scanner.groupindex.items():
+            kinds[index] = _KIND_OF[name]
+        found = _SCANNERS[key] = (scanner, tuple(kinds))
+    return found
 
 
 _KIND_OF = {f"{kind}_{branch}": kind for kind, _, _ in _PATTERNS for branch in "dlo"}
@@ -159,6 +184,10 @@ _THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)")
 _SHAPE = str.maketrans(
     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     "0" * 10 + "A" * 26 + "a" * 26,
+)
+_SHAPE_BYTES = bytes.maketrans(
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    b"0" * 10 + b"A" * 26 + b"a" * 26,
 )
 
 
@@ -182,6 +211,7 @@ def _normalise(text: str) -> str:
 # A line repeated with other numbers at least this often in one message is a log's template.
 REPEATED_LINE_MIN = 3
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+_DIGIT_BYTES = b"0123456789"
 
 
 def template_of(line: str) -> str:
@@ -207,15 +237,22 @@ def without_repeated_lines(text: str) -> str:
     """
     if text.count("\n") < REPEATED_LINE_MIN - 1:
         return text
-    shapes = text.translate(_NO_DIGITS).split("\n")
+    # The templates are taken from the UTF-8 bytes (ASCII digits are single bytes there, so
+    # two lines share a template exactly when their texts do): bytes translate several
+    # times faster than str.
+    shapes = text.encode("utf-8", "surrogatepass").translate(None, _DIGIT_BYTES).split(b"\n")
     counts = Counter(shapes)
-    if max(counts.values()) < REPEATED_LINE_MIN:
+    repeated = {
+        shape
+        for shape, n in counts.items()
+        if n >= REPEATED_LINE_MIN
+        and shape.decode("utf-8", "surrogatepass").strip()  # blank: no template
+    }
+    if not repeated:
         return text
     lines = text.split("\n")
     return "\n".join(
-        line
-        for line, shape in zip(lines, shapes, strict=True)
-        if counts[shape] < REPEATED_LINE_MIN or not shape.strip()
+        [line for line, shape in zip(lines, shapes, strict=True) if shape not in repeated]
     )
 
 
@@ -224,8 +261,14 @@ _CACHED_CHARS = 32_000
 _CACHED = 512
 
 
-def _occurrences(text: str) -> tuple[tuple[str, str, str], ...]:
-    """(kind, value, normalised key) of each fact in ``text``, in order.
+# One fact found in a text: (kind, value, normalised key, what presence searches for, the
+# kind's weight, the value's shape). Everything a fact check needs about it is worked out
+# here once, and cached with the text.
+Occurrence = tuple[str, str, str, str, int, bytes]
+
+
+def _occurrences(text: str) -> tuple[Occurrence, ...]:
+    """The facts of ``text`` (:data:`Occurrence`), in order.
 
     Cached by text: a compaction in rounds checks a message's facts in its round and again
     at the end, and the next compaction of the same conversation meets most of them again.
@@ -235,24 +278,45 @@ def _occurrences(text: str) -> tuple[tuple[str, str, str], ...]:
     return _scan(text)
 
 
-def _scan(text: str) -> tuple[tuple[str, str, str], ...]:
+def _scan(text: str) -> tuple[Occurrence, ...]:
     out = []
-    kind_of = _KIND_OF
     text = without_repeated_lines(text)
-    for match in _scanner_for(text).finditer(" " + text):
-        group = match.lastgroup
+    scanner, kinds = _scanner_for(text)
+    weights = _PATTERN_WEIGHT
+    for match in scanner.finditer(" " + text):
+        # Each kind is one group holding no other: the last group matched is the fact.
+        group = match.lastindex
         value = match.group(group)
-        kind = kind_of[group]
-        if kind == "url":
-            value = value.rstrip(".,;:!?)]}>")
-        elif kind == "path" or kind == "setting":
-            value = value.rstrip(".,;:!?)]}>") or value
-        elif kind == "code":
-            value = value.strip()
+        kind = kinds[group]
+        if kind in _TRIMMED_KINDS:
+            value = _trimmed(value, kind)
             if not value:
                 continue
-        out.append((kind, value, _normalise(value)))
+        key = _normalise(value)
+        needle = _needle(key) if key[:1] in "$€£¥+-" or key[-1:] == "%" else key
+        # From the UTF-8 bytes: two values' shapes are equal exactly when their texts' are.
+        shape = value.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES)
+        out.append((kind, value, key, needle, weights[kind], shape))
     return tuple(out)
+
+
+_TRIMMED_KINDS = frozenset(("url", "path", "setting", "code"))
+_TRAILING = ".,;:!?)]}>"
+
+
+def _trimmed(value: str, kind: str) -> str:
+    """Punctuation after a URL, path or setting cut, a code span stripped ("" if blank)."""
+    if kind == "url":
+        return value.rstrip(_TRAILING)
+    if kind == "code":
+        return value.strip()
+    return value.rstrip(_TRAILING) or value
+
+
+def _needle(key: str) -> str:
+    """What presence looks for: "$1,234.56" is present as "1234.56", "42%" as "42 %" or
+    "42 percent"."""
+    return key.lstrip("$€£¥+-").rstrip("%") or key
 
 
 _cached_occurrences = functools.lru_cache(maxsize=_CACHED)(_scan)
@@ -273,19 +337,36 @@ def _best_first(fact: Fact) -> tuple[float, int, int, int]:
 
 def _distinct_facts(sources: Iterable[str]) -> list[Fact]:
     """The facts of :func:`extract_facts`, in the order first seen."""
-    found: dict[str, Fact] = {}
+    scores, firsts, origins = _tally(sources)
+    return [
+        Fact(first[1], first[0], scores[key], seen, origins[key], key)
+        for seen, (key, first) in enumerate(firsts.items())
+    ]
+
+
+def _tally(
+    sources: Iterable[str],
+) -> tuple[dict[str, float], dict[str, Occurrence], dict[str, int]]:
+    """Each distinct fact of ``sources`` by its key, in the order first seen: its score, its
+    first occurrence and the index of the source that holds it. (Three flat dicts: no
+    object per fact for the garbage collector to walk.)"""
+    scores: dict[str, float] = {}
+    firsts: dict[str, Occurrence] = {}
+    origins: dict[str, int] = {}
     sources = list(sources)
     count = max(len(sources), 1)
-    weights = _PATTERN_WEIGHT
     for index, text in enumerate(sources):
         recency = (index + 1) / count  # 0 < r <= 1, newer is higher
-        for kind, value, key in _occurrences(text):
-            fact = found.get(key)
-            if fact is None:
-                found[key] = Fact(value, kind, weights[kind] + recency, len(found), index, key)
-            elif fact.score < weights[fact.kind] + 3:
-                fact.score += 1.0  # a repeat makes it more likely to matter (capped)
-    return list(found.values())
+        for occurrence in _occurrences(text):
+            key = occurrence[2]
+            score = scores.get(key)
+            if score is None:
+                scores[key] = occurrence[4] + recency
+                firsts[key] = occurrence
+                origins[key] = index
+            elif score < firsts[key][4] + 3:
+                scores[key] = score + 1.0  # a repeat makes it more likely to matter (capped)
+    return scores, firsts, origins
 
 
 class _Summary:
@@ -304,28 +385,25 @@ class _Summary:
     def contains(self, fact: str, *, normalised: bool = False) -> bool:
         needle = fact if normalised else _normalise(fact)
         if needle[:1] in "$€£¥+-" or needle[-1:] == "%":
-            # "$1,234.56" is present as "1234.56", "42%" as "42 %" or "42 percent".
-            needle = needle.lstrip("$€£¥+-").rstrip("%") or needle
-        text = self.text
-        if needle not in text:
-            return False
-        if not needle[:1].isalnum() and not needle[-1:].isalnum():
-            # Punctuation-edged facts ("$5", "12%", URLs) have no word boundary to anchor on.
-            return True
-        return self._whole(needle)
+            needle = _needle(needle)
+        return needle in self.text and _whole_token_in(self.text, needle)
 
-    def _whole(self, needle: str) -> bool:
-        text = self.text
-        size = len(needle)
-        at = text.find(needle)
-        while at >= 0:
-            before = text[at - 1] if at else " "
-            end = at + size
-            after = text[end] if end < len(text) else " "
-            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
-                return True
-            at = text.find(needle, at + 1)
-        return False
+
+def _whole_token_in(text: str, needle: str) -> bool:
+    """Whether ``needle``, known to occur in ``text``, occurs there as a whole token."""
+    if not needle[:1].isalnum() and not needle[-1:].isalnum():
+        # Punctuation-edged facts ("$5", "12%", URLs) have no word boundary to anchor on.
+        return True
+    size = len(needle)
+    at = text.find(needle)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        end = at + size
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
+            return True
+        at = text.find(needle, at + 1)
+    return False
 
 
 def is_present(fact: str, summary: str) -> bool:
@@ -359,14 +437,28 @@ def _damped_scores(facts: list[Fact]) -> list[float]:
     return [-f.score / damp[shape] for f, shape in zip(facts, shapes, strict=True)]
 
 
-def _ranked_missing(summary: str, sources: Iterable[str]) -> list[Fact]:
-    """``rank_by_distinctiveness(missing_facts(summary, sources))`` with one sort: by the
-    damped score, then in :func:`extract_facts` order (which a stable sort would keep)."""
-    index = _Summary(summary)
-    missing = [f for f in _distinct_facts(sources) if not index.contains(f.key, normalised=True)]
-    damped = _damped_scores(missing)
-    order = sorted(range(len(missing)), key=lambda i: (damped[i], _best_first(missing[i])))
-    return [missing[i] for i in order]
+def _ranked_missing(summary: str, sources: Iterable[str]) -> list[str]:
+    """The texts of ``rank_by_distinctiveness(missing_facts(summary, sources))`` with one
+    sort: by the damped score, then in :func:`extract_facts` order (which a stable sort
+    would keep), from what the scan worked out for each fact (no fact objects)."""
+    text = _normalise(summary)
+    scores, firsts, origins = _tally(sources)
+    missing = [
+        first
+        for first in firsts.values()
+        if not (first[3] in text and _whole_token_in(text, first[3]))
+    ]
+    commonness = Counter([first[5] for first in missing])
+    damp = {shape: 1.0 + math.log2(n) for shape, n in commonness.items()}
+    priority = _PRIORITY
+    ranked = []
+    # The key of rank_by_distinctiveness then _best_first; the place among the missing
+    # facts is unique (and in the order first seen), so the text after it only rides along.
+    for place, (kind, value, key, _, _, shape) in enumerate(missing):
+        score = scores[key]
+        ranked.append((-score / damp[shape], -score, origins[key], priority[kind], place, value))
+    ranked.sort()
+    return [entry[5] for entry in ranked]
 
 
 @dataclass(slots=True)
@@ -398,24 +490,23 @@ def check_key_facts(
     """:func:`append_key_facts` with the facts themselves, so that a user can be shown
     what the summary dropped and what was put back."""
     missing = _ranked_missing(summary, sources)
-    found = [f.text for f in missing]
     if not missing or max_tokens <= 0:
-        return KeyFacts(summary, found, [])
+        return KeyFacts(summary, missing, [])
     prefix = f"\n\n{KEY_FACTS_LABEL} "
     separator = "; "
     used = tokens.estimate_tokens(prefix)
     chosen: list[str] = []
     for fact in missing:
         # Each piece's estimate plus one bounds its share of the joined line's estimate.
-        cost = tokens.estimate_tokens(fact.text + separator) + 1
+        cost = tokens.estimate_tokens(fact + separator) + 1
         if used + cost > max_tokens:
             if used >= max_tokens - 2:
                 break  # nothing more can fit
             continue  # a shorter, lower-ranked fact may still fit
-        chosen.append(fact.text)
+        chosen.append(fact)
         used += cost
     while chosen and tokens.estimate_tokens(prefix + separator.join(chosen)) > max_tokens:
         chosen.pop()
     if not chosen:
-        return KeyFacts(summary, found, [])
-    return KeyFacts(summary + prefix + separator.join(chosen), found, chosen)
+        return KeyFacts(summary, missing, [])
+    return KeyFacts(summary + prefix + separator.join(chosen), missing, chosen)
