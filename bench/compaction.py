@@ -81,7 +81,7 @@ async def measure(kind: str, count: int, calls: int, window: int) -> dict[str, f
             # only its objects are alive for the garbage collector to walk.
             messages = mixed_conversation(count)
             if phase == "cold":
-                factcheck._cached_occurrences.cache_clear()
+                factcheck.clear_cache()
             await asyncio.sleep(0.003)  # let the monitor wake between calls
             monitor.reset()  # building the conversation is not the compaction's stall
             started = time.process_time()

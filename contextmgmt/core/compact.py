@@ -77,14 +77,10 @@ class CompactResult:
 class _Unit:
     start: int  # index of the first message in the input
     messages: list[ChatMessage]
-    valid: bool = True
-    # Read several times per unit by a compaction of thousands: computed once.
-    pinned: bool = field(init=False)
-    system: bool = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.pinned = any(m.pinned for m in self.messages)
-        self.system = self.messages[0].role == "system"
+    valid: bool
+    # Read several times per unit by a compaction of thousands: computed once, by _units.
+    pinned: bool
+    system: bool
 
     @property
     def lead_role(self) -> str:
@@ -108,11 +104,13 @@ def _units(messages: list[ChatMessage]) -> list[_Unit]:
                 block.append(messages[j])
                 wanted.discard(messages[j].tool_call_id)
                 j += 1
-            units.append(_Unit(i, block, valid=not wanted))
+            pinned = any(m.pinned for m in block)
+            units.append(_Unit(i, block, not wanted, pinned, False))
             i = j
         else:
             # A tool message here has no call before it: an orphan.
-            units.append(_Unit(i, [msg], valid=msg.role != "tool"))
+            role = msg.role
+            units.append(_Unit(i, [msg], role != "tool", msg.pinned, role == "system"))
             i += 1
     return units
 

@@ -22,10 +22,10 @@ every compaction, over every summarised message (in a worker thread when they ar
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -131,7 +131,7 @@ def _alternatives(kinds: tuple[str, ...], branch: str) -> str:
     return "|".join(out)
 
 
-def _scanner(kinds: tuple[str, ...]) -> re.Pattern[str]:
+def _scanner(kinds: tuple[str, ...], ascii_only: bool = False) -> re.Pattern[str]:
     """One pattern finding every fact of ``kinds``, in priority order at each place.
 
     No fact starts inside a word (each kind begins at a word boundary or after a non-word
@@ -148,7 +148,7 @@ def _scanner(kinds: tuple[str, ...]) -> re.Pattern[str]:
         branches.append(f"(?=[A-Za-z]){_LETTER_LED_GUARD}(?:{_alternatives(letter, 'l')})")
     # No fact starts with white space: a space after punctuation tries nothing.
     branches.append(f"(?![0-9A-Za-z\\s])(?:{_alternatives(kinds, 'o')})")
-    return re.compile(r"\W(?:" + "|".join(branches) + ")")
+    return re.compile(r"\W(?:" + "|".join(branches) + ")", re.ASCII if ascii_only else 0)
 
 
 # Per set of kinds: the scanner, and the kind of each of its groups by group number.
@@ -165,11 +165,20 @@ def _scanner_for(text: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
         "/" in text or "\\" in text,
         "`" in text,
         "=" in text,
+        # On ASCII text the ASCII classes (\w, \s, …) are the same but for \x1c-\x1f (white
+        # space to Unicode), and the regex engine tests them by a table look-up instead of
+        # Unicode database calls for every character.
+        text.isascii()
+        and "\x1c" not in text
+        and "\x1d" not in text
+        and "\x1e" not in text
+        and "\x1f" not in text,
     )
     found = _SCANNERS.get(key)
     if found is None:
-        present = dict(zip(("url", "email", "path", "code", "setting"), key, strict=True))
-        scanner = _scanner(tuple(kind for kind, _, _ in _PATTERNS if present.get(kind, True)))
+        present = dict(zip(("url", "email", "path", "code", "setting"), key[:5], strict=True))
+        kinds = tuple(kind for kind, _, _ in _PATTERNS if present.get(kind, True))
+        scanner = _scanner(kinds, ascii_only=key[5])
         kinds = [""] * (scanner.groups + 1)
         for name, index in scanner.groupindex.items():
             kinds[index] = _KIND_OF[name]
@@ -178,7 +187,9 @@ def _scanner_for(text: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
 
 
 _KIND_OF = {f"{kind}_{branch}": kind for kind, _, _ in _PATTERNS for branch in "dlo"}
-_THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)")
+# A separator between digits and three more; the look behind comes after the separator so
+# that the pattern starts with it (the regex engine then skips other characters in C).
+_THOUSANDS = re.compile(r"[,\u00a0\u202f](?<=\d[,\u00a0\u202f])(?=\d{3}\b)")
 # Digits, upper- and lower-case ASCII letters each become one symbol: two facts of the same
 # template ("10.0.3.17" and "10.0.9.21") get the same shape.
 _SHAPE = str.maketrans(
@@ -268,36 +279,91 @@ Occurrence = tuple[str, str, str, str, int, bytes]
 
 
 def _occurrences(text: str) -> tuple[Occurrence, ...]:
-    """The facts of ``text`` (:data:`Occurrence`), in order.
-
-    Cached by text: a compaction in rounds checks a message's facts in its round and again
-    at the end, and the next compaction of the same conversation meets most of them again.
-    """
-    if len(text) <= _CACHED_CHARS:
-        return _cached_occurrences(text)
-    return _scan(text)
+    """The facts of ``text`` (:data:`Occurrence`), in order."""
+    return _occurrences_of([text])[0]
 
 
-def _scan(text: str) -> tuple[Occurrence, ...]:
-    out = []
-    text = without_repeated_lines(text)
-    scanner, kinds = _scanner_for(text)
-    weights = _PATTERN_WEIGHT
-    for match in scanner.finditer(" " + text):
-        # Each kind is one group holding no other: the last group matched is the fact.
-        group = match.lastindex
-        value = match.group(group)
-        kind = kinds[group]
-        if kind in _TRIMMED_KINDS:
-            value = _trimmed(value, kind)
-            if not value:
-                continue
-        key = _normalise(value)
-        needle = _needle(key) if key[:1] in "$€£¥+-" or key[-1:] == "%" else key
+# Texts' facts by text, least recently used first: a compaction in rounds checks a
+# message's facts in its round and again at the end, and the next compaction of the same
+# conversation meets most of them again. Fact checks run in worker threads: a lock.
+_cache: OrderedDict[str, tuple[Occurrence, ...]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget every text's facts (the benches measure a first compaction with it)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def _occurrences_of(sources: list[str]) -> list[tuple[Occurrence, ...]]:
+    """The facts of each of ``sources``, in order; the texts not cached are scanned
+    together (:func:`_scan`)."""
+    found: list[tuple[Occurrence, ...] | None] = []
+    unseen: dict[str, None] = {}
+    with _cache_lock:
+        for text in sources:
+            occurrences = _cache.get(text)
+            if occurrences is None:
+                unseen[text] = None
+            else:
+                _cache.move_to_end(text)
+            found.append(occurrences)
+    if not unseen:
+        return found  # type: ignore[return-value]
+    scanned = dict(zip(unseen, _scan(list(unseen)), strict=True))
+    with _cache_lock:
+        for text, occurrences in scanned.items():
+            if len(text) <= _CACHED_CHARS:
+                _cache[text] = occurrences
+        while len(_cache) > _CACHED:
+            _cache.popitem(last=False)
+    return [scanned[text] if o is None else o for text, o in zip(sources, found, strict=True)]
+
+
+def _scan(texts: list[str]) -> list[tuple[Occurrence, ...]]:
+    """The facts of each of ``texts``. Each text is scanned on its own; what is worked out
+    for each fact is worked out for all of them at once (a few C calls over their values
+    joined, not a dozen Python steps per fact)."""
+    kinds: list[str] = []
+    values: list[str] = []
+    ends: list[int] = []  # how many values there are after each text
+    for text in texts:
+        text = without_repeated_lines(text)
+        scanner, kinds_by_group = _scanner_for(text)
+        for match in scanner.finditer(" " + text):
+            # Each kind is one group holding no other: the last group matched is the fact.
+            group = match.lastindex
+            kind = kinds_by_group[group]
+            value = match.group(group)
+            if kind in _TRIMMED_KINDS:
+                value = _trimmed(value, kind)
+                if not value:
+                    continue
+            kinds.append(kind)
+            values.append(value)
+        ends.append(len(values))
+    if not values:
+        return [() for _ in texts]
+    # No value holds a line break, and case folding, the thousands separators and shapes go
+    # character by character: all values are done in one go.
+    joined = "\n".join(values)
+    if joined.count("\n") == len(values) - 1:
+        keys = _normalise(joined).split("\n")
         # From the UTF-8 bytes: two values' shapes are equal exactly when their texts' are.
-        shape = value.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES)
-        out.append((kind, value, key, needle, weights[kind], shape))
-    return tuple(out)
+        shapes = joined.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES).split(b"\n")
+    else:  # a kind whose facts can span lines
+        keys = [_normalise(value) for value in values]
+        shapes = [v.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES) for v in values]
+    needles = [_needle(key) if key[:1] in "$€£¥+-" or key[-1:] == "%" else key for key in keys]
+    weights = map(_PATTERN_WEIGHT.__getitem__, kinds)
+    rows = list(zip(kinds, values, keys, needles, weights, shapes, strict=True))
+    out = []
+    start = 0
+    for end in ends:
+        out.append(tuple(rows[start:end]))
+        start = end
+    return out
 
 
 _TRIMMED_KINDS = frozenset(("url", "path", "setting", "code"))
@@ -317,9 +383,6 @@ def _needle(key: str) -> str:
     """What presence looks for: "$1,234.56" is present as "1234.56", "42%" as "42 %" or
     "42 percent"."""
     return key.lstrip("$€£¥+-").rstrip("%") or key
-
-
-_cached_occurrences = functools.lru_cache(maxsize=_CACHED)(_scan)
 
 
 def extract_facts(sources: Iterable[str]) -> list[Fact]:
@@ -355,9 +418,9 @@ def _tally(
     origins: dict[str, int] = {}
     sources = list(sources)
     count = max(len(sources), 1)
-    for index, text in enumerate(sources):
+    for index, occurrences in enumerate(_occurrences_of(sources)):
         recency = (index + 1) / count  # 0 < r <= 1, newer is higher
-        for occurrence in _occurrences(text):
+        for occurrence in occurrences:
             key = occurrence[2]
             score = scores.get(key)
             if score is None:

@@ -162,42 +162,57 @@ def _wrapping_tokens(role: str, has_text: bool, calls: int, weights: tuple[float
     return tokens.tokens_of_counts(tokens.text_counts(f"{role}: " + "\n".join(lines)), weights)
 
 
-def _block_tokens(msg: ChatMessage, block: str) -> int:
+def _block_tokens(
+    msg: ChatMessage, block: str, wrappings: dict[tuple[str, bool, int], int] | None = None
+) -> int:
     """At least the tokens of ``block``, the transcript line of ``msg``, from the message's
     cached estimate: the 500 messages of a compaction are not counted a second time.
 
     Class counts add up, so the text's and the wrapping's tokens, each rounded, come to at
     most one less than the whole's; one is added. (Only the search for base64-like runs
-    looks at the whole text, and lower-case wrapping makes it less likely.)"""
+    looks at the whole text, and lower-case wrapping makes it less likely.)
+
+    ``wrappings`` remembers the wrapping's tokens by (role, has text, calls) for a caller
+    that sizes many messages under the same weights."""
     if msg.content is not None and not isinstance(msg.content, str):
         return tokens.estimate_tokens(block)
     own = tokens.estimate_message_tokens(msg) - tokens.MESSAGE_OVERHEAD
-    weights = tokens.current_weights()
-    calls = len(msg.tool_calls or ())
-    return own + _wrapping_tokens(msg.role, bool(msg.content), calls, weights) + 1
+    shape = (msg.role, bool(msg.content), len(msg.tool_calls or ()))
+    wrapping = wrappings.get(shape) if wrappings is not None else None
+    if wrapping is None:
+        wrapping = _wrapping_tokens(*shape, tokens.current_weights())
+        if wrappings is not None:
+            wrappings[shape] = wrapping
+    return own + wrapping + 1
 
 
 def transcript_pieces(
-    messages: list[ChatMessage], max_tokens: int | None
+    messages: list[ChatMessage], max_tokens: int | None, sources: list[str] | None = None
 ) -> list[tuple[str, list[str]]]:
     """The transcript of ``messages`` in pieces of at most ``max_tokens`` tokens each, with
-    the fact sources of each piece (what its summary must keep).
+    the fact sources of each piece (what its summary must keep). ``sources`` are the
+    messages' fact sources (:func:`_fact_source`) when the caller has them already.
 
     A message is split only when it alone exceeds a piece; its parts are labelled
     "role (part i of n): …" so the summariser knows they belong together.
     """
+    if sources is None:
+        sources = [_fact_source(m) for m in messages]
     blocks: list[tuple[str, str, int]] = []  # (block, its fact source, its tokens)
-    for msg in messages:
-        body = transcript_text(msg)
+    wrappings: dict[tuple[str, bool, int], int] = {}
+    for msg, source in zip(messages, sources, strict=True):
+        content = msg.content
+        # A plain text message is its own transcript text.
+        body = content if isinstance(content, str) and not msg.tool_calls else transcript_text(msg)
         block = f"{msg.role}: {body}"
         if max_tokens is None:
-            blocks.append((block, _fact_source(msg), 0))
+            blocks.append((block, source, 0))
             continue
-        cost = _block_tokens(msg, block)
+        cost = _block_tokens(msg, block, wrappings)
         if cost > max_tokens:  # a bound: count afresh before splitting the message
             cost = tokens.estimate_tokens(block)
         if cost <= max_tokens:
-            blocks.append((block, _fact_source(msg), cost))
+            blocks.append((block, source, cost))
             continue
         label_room = tokens.estimate_tokens(f"{msg.role} (part 999 of 999): ")
         parts = split_text(body, max(1, max_tokens - label_room))
@@ -390,7 +405,7 @@ async def summarise_rounds(
         piece_tokens = max(MIN_PIECE_TOKENS, int(window_tokens * WINDOW_MARGIN) - prompt)
     try:
         with tokens.use_weights(job.window_weights):  # a worker thread copies the context
-            pieces = await job.run(transcript_pieces, messages, piece_tokens)
+            pieces = await job.run(transcript_pieces, messages, piece_tokens, sources)
         job.outcome.pieces = len(pieces)
         job.outcome.rounds = 1
         if len(pieces) == 1:

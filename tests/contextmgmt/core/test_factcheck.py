@@ -182,6 +182,8 @@ _SCAN_PIECES = [
     *["ab", "Zq", "v1.2.3", "x=1", "a_b", "c9", "@", "://", "/", "C:", "\\", "`", "http"],
     *["2026-03-01", "10:30", " UTC", "kg", " ms", "元", "é", "中", "Ж", "_", "-", "+", "."],
     *[" ", "  ", "\n", ",", ";", "(", ")", "~", "=", ":", "$", "€", "1", "07", "999"],
+    # White space to Unicode but not to the ASCII classes an all-ASCII text is scanned with.
+    *["\x1c", "\x1f", "\t", "\x0b"],
 ]
 
 
@@ -199,6 +201,8 @@ def test_the_combined_scan_finds_what_each_kind_in_priority_order_finds_rs_3(pie
         "See https://x.io/a, ops@x.io; C:\\tmp\\a.txt and `run()` with LOG_LEVEL=debug.",
         "Order ORD-41 weighs 12.5 kg, €1,200.50 paid 2026-03-01T10:00:00Z; v2.0.1 at 9:30 UTC",
         "josé@exemple.fr écrit à 10:30; путь ~/data/x.csv и 500 рублей; 交付 8000 元",
+        # All ASCII, with white space to Unicode that the ASCII classes do not count as such.
+        *(f"see https://x.io/a{c}b and max=1{c}x, ab{c}c9" for c in "\x1c\x1d\x1e\x1f"),
         # A lone surrogate (JSON can carry one) in a fact and in a repeated log line.
         "id \ud800-42x at 12:30\n" + "\n".join(f"\ud800 req {i} took {i} ms" for i in range(4)),
     ],
@@ -208,7 +212,7 @@ def test_the_combined_scan_finds_every_example_the_reference_finds_rs_3(text):
 
 
 def _assert_scan_matches_the_reference(text: str) -> None:
-    scanned = [(kind, value) for kind, value, *_ in factcheck._scan(text)]
+    scanned = [(kind, value) for kind, value, *_ in factcheck._scan([text])[0]]
     reference = [
         (kind, value) for kind, value in _reference_scan(factcheck.without_repeated_lines(text))
     ]
