@@ -6,6 +6,8 @@ Screenshots go to test-output/screenshots/layout-*.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
@@ -18,14 +20,16 @@ pytestmark = pytest.mark.browser
 LANDSCAPE_PHONE = {"width": 844, "height": 390}
 LAPTOP = {"width": 1024, "height": 768}
 
-# The note ends above the message list, which keeps at least the note's height, and the
-# first message (the list scrolled to its top) starts below the note.
+# The note ends above the message list with a gap (a list scrolled down is clipped at its
+# top edge: flush against the note, the clipped messages look as if the note covered them),
+# the list keeps at least the note's height, and the first message (the list scrolled to
+# its top) starts below the note.
 NOTE_CLEARS_THE_LIST = """() => {
   const note = document.getElementById('offline-note').getBoundingClientRect();
   const list = document.getElementById('messages');
   const box = list.getBoundingClientRect();
   const first = list.querySelector('.msg').getBoundingClientRect();
-  return note.height > 0 && note.bottom <= box.top && note.bottom <= first.top
+  return note.height > 0 && box.top - note.bottom >= 4 && note.bottom <= first.top
     && box.height >= note.height;
 }"""
 
@@ -106,4 +110,17 @@ def test_the_german_model_picker_label_is_whole_on_a_desktop(german_page, viewpo
     # The rest of the top bar still fits beside it.
     gauge = page.locator("#gauge").bounding_box()
     assert gauge["x"] + gauge["width"] <= viewport["width"], gauge
+    assert not page.errors
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 360, "height": 640}], ids=["390", "360"])
+def test_the_top_bar_fits_a_phone_in_german(german_page, viewport):
+    page = german_page(viewport)
+    gauge = page.locator("#gauge")
+    expect(gauge).to_be_visible()
+    expect(page.locator("#gauge-text")).to_have_text(re.compile(r"/ 60\.0k$"))
+    screenshot(page, f"layout-top-bar-de-{viewport['width']}x{viewport['height']}")
+    for part in ("#sidebar-toggle", ".badge-offline", "#model-picker", "#gauge"):
+        box = page.locator(part).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (part, box)
     assert not page.errors
