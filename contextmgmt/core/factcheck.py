@@ -301,13 +301,14 @@ def _occurrences_of(sources: list[str]) -> list[tuple[Occurrence, ...]]:
     together (:func:`_scan`)."""
     found: list[tuple[Occurrence, ...] | None] = []
     unseen: dict[str, None] = {}
+    cached, used = _cache.get, _cache.move_to_end
     with _cache_lock:
         for text in sources:
-            occurrences = _cache.get(text)
+            occurrences = cached(text)
             if occurrences is None:
                 unseen[text] = None
             else:
-                _cache.move_to_end(text)
+                used(text)
             found.append(occurrences)
     if not unseen:
         return found  # type: ignore[return-value]
@@ -355,7 +356,8 @@ def _scan(texts: list[str]) -> list[tuple[Occurrence, ...]]:
     else:  # a kind whose facts can span lines
         keys = [_normalise(value) for value in values]
         shapes = [v.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES) for v in values]
-    needles = [_needle(key) if key[:1] in "$€£¥+-" or key[-1:] == "%" else key for key in keys]
+    # (A value, and so its key, is never empty.)
+    needles = [_needle(key) if key[0] in "$€£¥+-" or key[-1] == "%" else key for key in keys]
     weights = map(_PATTERN_WEIGHT.__getitem__, kinds)
     rows = list(zip(kinds, values, keys, needles, weights, shapes, strict=True))
     out = []
@@ -418,11 +420,12 @@ def _tally(
     origins: dict[str, int] = {}
     sources = list(sources)
     count = max(len(sources), 1)
+    score_of = scores.get
     for index, occurrences in enumerate(_occurrences_of(sources)):
         recency = (index + 1) / count  # 0 < r <= 1, newer is higher
         for occurrence in occurrences:
             key = occurrence[2]
-            score = scores.get(key)
+            score = score_of(key)
             if score is None:
                 scores[key] = occurrence[4] + recency
                 firsts[key] = occurrence
@@ -514,12 +517,12 @@ def _ranked_missing(summary: str, sources: Iterable[str]) -> list[str]:
     commonness = Counter([first[5] for first in missing])
     damp = {shape: 1.0 + math.log2(n) for shape, n in commonness.items()}
     priority = _PRIORITY
-    ranked = []
     # The key of rank_by_distinctiveness then _best_first; the place among the missing
     # facts is unique (and in the order first seen), so the text after it only rides along.
-    for place, (kind, value, key, _, _, shape) in enumerate(missing):
-        score = scores[key]
-        ranked.append((-score / damp[shape], -score, origins[key], priority[kind], place, value))
+    ranked = [
+        (-scores[key] / damp[shape], -scores[key], origins[key], priority[kind], place, value)
+        for place, (kind, value, key, _, _, shape) in enumerate(missing)
+    ]
     ranked.sort()
     return [entry[5] for entry in ranked]
 
