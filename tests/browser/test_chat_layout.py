@@ -1,5 +1,6 @@
 """Page layout in German, where labels run longest: the offline note leaves the message
-list alone and the model picker shows its whole label on a desktop.
+list alone, the model picker shows its whole label on a desktop, and a phone keeps the
+title and every button on the screen.
 
 Screenshots go to test-output/screenshots/layout-*.
 """
@@ -123,4 +124,11 @@ def test_the_top_bar_fits_a_phone_in_german(german_page, viewport):
     for part in ("#sidebar-toggle", ".badge-offline", "#model-picker", "#gauge"):
         box = page.locator(part).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], (part, box)
+    # The title keeps a readable width, and every button under the answer is on the screen.
+    title = page.locator("#conversation-title").bounding_box()
+    assert title["width"] >= viewport["width"] * 0.5, title
+    actions = page.locator(".msg-assistant .msg-actions").last.locator("button")
+    expect(actions.last).to_be_visible()
+    for box in (b.bounding_box() for b in actions.all()):
+        assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], box
     assert not page.errors
