@@ -112,8 +112,9 @@ _DIGIT_LED = ("email", "path", "date", "version", "identifier", "time", "number"
 _LETTER_LED = ("url", "email", "path", "setting", "version", "identifier")
 # Every fact that starts with a letter holds, before any white space, one of these (a
 # digit, "_" of snake_case, "=" of a setting, "/" of a path, "@", ":" of a URL or C:\): a
-# plain word is passed over after one possessive scan instead of trying each kind on it.
-_LETTER_LED_GUARD = r"(?=[^\s0-9_=/@:]*+[0-9_=/@:])"
+# plain word is passed over after one possessive scan, before any branch is tried (most
+# places a scan stops at are the starts of plain words).
+_PLAIN_WORD_AHEAD = r"(?![A-Za-z][^\s0-9_=/@:]*+(?![0-9_=/@:]))"
 
 
 def _alternatives(kinds: tuple[str, ...], branch: str) -> str:
@@ -145,10 +146,11 @@ def _scanner(kinds: tuple[str, ...], ascii_only: bool = False) -> re.Pattern[str
     if digit:
         branches.append(f"(?=[0-9])(?:{_alternatives(digit, 'd')})")
     if letter:
-        branches.append(f"(?=[A-Za-z]){_LETTER_LED_GUARD}(?:{_alternatives(letter, 'l')})")
+        branches.append(f"(?=[A-Za-z])(?:{_alternatives(letter, 'l')})")
     # No fact starts with white space: a space after punctuation tries nothing.
     branches.append(f"(?![0-9A-Za-z\\s])(?:{_alternatives(kinds, 'o')})")
-    return re.compile(r"\W(?:" + "|".join(branches) + ")", re.ASCII if ascii_only else 0)
+    pattern = r"\W" + _PLAIN_WORD_AHEAD + "(?:" + "|".join(branches) + ")"
+    return re.compile(pattern, re.ASCII if ascii_only else 0)
 
 
 # Per set of kinds: the scanner, and the kind of each of its groups by group number.
