@@ -147,19 +147,26 @@ def _class_of_byte(i: int) -> int:
 _BYTE_CLASS = bytes(_class_of_byte(i) for i in range(256))
 
 # (class index, class byte), commonest first (see _peel).
-_ASCII_CODES = tuple(
-    (CLASSES.index(name), bytes([_ASCII_CLASS_BYTES[name]]))
-    for name in ("lower", "space", "punct", "upper", "digit", "newline", "quote", "other_space")
+Weights = tuple[float, ...]
+_Codes = tuple[tuple[int, bytes], ...]
+
+
+def _ascii_codes(*names: str) -> _Codes:
+    return tuple((CLASSES.index(name), bytes([_ASCII_CLASS_BYTES[name]])) for name in names)
+
+
+_ASCII_CODES = _ascii_codes(
+    "lower", "space", "punct", "upper", "digit", "newline", "quote", "other_space"
 )
+_ASCII_CODES_BUT_SPACE = _ASCII_CODES[:1] + _ASCII_CODES[2:]
 _LEAD_CODES = tuple(
     (CLASSES.index(name), bytes([0x80 + [n for n, _, _ in _LEAD_BLOCKS].index(name)]))
     for name in ("latin_ext", "cyrillic", "cjk", "cjk_punct_kana", "fullwidth", "symbols")
     + ("arabic", "hangul", "greek", "hebrew_armenian", "indic_thai", "other_scripts", "astral")
 )
-_ASCII_ALL = b"".join(code for _, code in _ASCII_CODES)
 _LEAD_INDEX = {code[0]: index for index, code in _LEAD_CODES}
-_I_LOWER, _I_UPPER, _I_DIGIT, _I_ENCODED = (
-    CLASSES.index(name) for name in ("lower", "upper", "digit", "encoded")
+_I_LOWER, _I_UPPER, _I_DIGIT, _I_SPACE, _I_ENCODED = (
+    CLASSES.index(name) for name in ("lower", "upper", "digit", "space", "encoded")
 )
 
 # Base64/hex-like runs: 20 or more ASCII letters and digits, with digits and non-digits.
@@ -190,90 +197,150 @@ def _encoded_chars(data: bytes) -> int:
 # calls, not the bytes. Longer ones are peeled.
 _PEEL_MIN = 256
 _CONT_BYTES = bytes(range(0x80, 0xC0))
-_LEAD_ALL = b"".join(code for _, code in _LEAD_CODES)
+# The class bytes that are not a lead byte's: ASCII classes and continuation bytes.
+_NOT_LEAD = bytes(sorted({c for c in _BYTE_CLASS if c < 0x80}))
+# UTF-8 bytes beyond the first of a character of each block (a block's lead bytes all start
+# sequences of one length).
+_EXTRA_BYTES = {
+    code: 1 if lo < 0xE0 else 2 if lo < 0xF0 else 3
+    for code, (_, lo, _) in enumerate(_LEAD_BLOCKS, 0x80)
+}
 # The raw ASCII bytes of each ASCII class, commonest first: ASCII text is peeled straight
 # from its UTF-8 bytes, without mapping them to class bytes first.
 _ASCII_SETS = tuple(
     (index, bytes(i for i in range(0x80) if _BYTE_CLASS[i] == code[0]))
     for index, code in _ASCII_CODES
 )
+_ASCII_SETS_BUT_SPACE = _ASCII_SETS[:1] + _ASCII_SETS[2:]
 
 
-def _peel(buf: bytes, codes: tuple[tuple[int, bytes], ...], counts: list[int]) -> bytes:
-    """Count each code (a byte, or a set of bytes) by deleting it, and return what is left.
+def _peel(buf: bytes, codes: _Codes, counts: list[int], w: Weights) -> tuple[float, bytes]:
+    """Count each code (a byte, or a set of bytes) by deleting it; add the counts to
+    ``counts`` and return their value under ``w`` and what is left.
 
     Every pass runs over what the previous ones left, so deleting the commonest classes
     first makes the rest cheap; deleting is a branch per byte, which beats one
-    ``bytes.count`` pass per class on the whole text."""
+    ``bytes.count`` pass per class on the whole text. Stops when nothing is left."""
+    value = 0.0
     for index, code in codes:
         rest = buf.translate(None, code)
-        counts[index] += len(buf) - len(rest)
-        buf = rest
-        if not buf:
-            break
-    return buf
+        n = len(buf) - len(rest)
+        if n:
+            counts[index] += n
+            value += n * w[index]
+            buf = rest
+            if not buf:
+                break
+    return value, buf
 
 
-def _peel_leads(leads: bytes, counts: list[int]) -> None:
+def _count_leads(leads: bytes, counts: list[int], w: Weights) -> float:
     """Count lead class bytes by deleting the class of the first one left, until none is:
     as many passes as the text has scripts, whichever they are."""
+    value = 0.0
     while leads:
         code = leads[0]
         index = _LEAD_INDEX[code]
-        if leads.count(code) == len(leads):  # one script left: no copy needed
-            counts[index] += len(leads)
-            return
-        rest = leads.translate(None, bytes((code,)))
-        counts[index] += len(leads) - len(rest)
-        leads = rest
+        n = leads.count(code)
+        counts[index] += n
+        value += n * w[index]
+        if n == len(leads):  # one script left: no copy needed
+            break
+        leads = leads.translate(None, bytes((code,)))
+    return value
+
+
+def _count(text: str, counts: list[int], w: Weights) -> float:
+    """Add the class counts of ``text`` to ``counts``; return their value under ``w``.
+
+    The value is summed as the classes are found, in no set order (``_HALF`` makes that
+    immaterial). A short text's steps are all in this one call: there, the cost is the
+    Python around the C calls, not the bytes."""
+    if not text:
+        return 0.0
+    data = text.encode("utf-8", "surrogatepass")
+    size = len(data)
+    chars = len(text)
+    lower, upper, digit = counts[_I_LOWER], counts[_I_UPPER], counts[_I_DIGIT]
+    if size == chars:
+        if size < _PEEL_MIN:
+            cls = data.translate(_BYTE_CLASS)  # no deletion: translate's fast path
+            value = 0.0
+            left = size
+            for index, code in _ASCII_CODES:
+                n = cls.count(code)
+                if n:
+                    counts[index] += n
+                    value += n * w[index]
+                    left -= n
+                    if not left:
+                        break
+        else:
+            value = _peel(data, _ASCII_SETS, counts, w)[0]
+    elif chars < _PEEL_MIN or (size - chars) * 8 >= chars:
+        # Short, or mostly another script than Latin: one class byte per byte, no deletion
+        # (``translate`` with deletion builds a table per call, a fixed cost that matters on
+        # a short text). A non-ASCII character's lead byte names its block, its
+        # continuation bytes are never counted.
+        cls = data.translate(_BYTE_CLASS)
+        code = cls.lstrip(_NOT_LEAD)[0]  # the first non-ASCII character's block
+        index = _LEAD_INDEX[code]
+        n = cls.count(code)
+        counts[index] += n
+        value = n * w[index]
+        other = n
+        if size - chars > n * _EXTRA_BYTES[code]:
+            # The UTF-8 bytes beyond one per character are more than this block's
+            # characters take: other blocks too.
+            leads = cls.translate(None, _NOT_LEAD + bytes((code,)))
+            value += _count_leads(leads, counts, w)
+            other += len(leads)
+        left = chars - other  # ASCII characters
+        if left:
+            # Next to another script, the ASCII is often nothing but spaces.
+            n = text.count(" ")
+            if n:
+                counts[_I_SPACE] += n
+                value += n * w[_I_SPACE]
+                left -= n
+            if left:
+                for index, code in _ASCII_CODES_BUT_SPACE:
+                    n = cls.count(code)
+                    if n:
+                        counts[index] += n
+                        value += n * w[index]
+                        left -= n
+                        if not left:
+                            break
+    else:
+        # Long and mostly ASCII (accents, a few symbols): continuation bytes go, so each
+        # non-ASCII character is left as its lead byte, and the ASCII passes leave those.
+        cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
+        value, leads = _peel(cls, _ASCII_CODES, counts, w)
+        value += _count_leads(leads, counts, w)
+    # Base64 and hex are dense in capitals or digits, and a run holds a digit; prose and
+    # code seldom are, other scripts seldom have ASCII letters at all.
+    digit = counts[_I_DIGIT] - digit
+    if digit and size >= _ENCODED_MIN:
+        lower = counts[_I_LOWER] - lower
+        if (counts[_I_UPPER] - upper + digit) * 4 >= lower:
+            n = _encoded_chars(data)
+            if n:
+                counts[_I_ENCODED] += n
+                value += n * w[_I_ENCODED]
+    return value
 
 
 def text_counts(text: str) -> list[int]:
     """The class counts of ``text``, in the order of ``CLASSES``."""
-    if not text:
-        return [0] * N_CLASSES
-    data = text.encode("utf-8", "surrogatepass")
-    size = len(data)
-    if size < _PEEL_MIN:
-        counts = [0] * N_CLASSES
-        if size == len(text):
-            cls = data.translate(_BYTE_CLASS)  # no deletion: translate's fast path
-            left = size
-        else:
-            # Continuation bytes go: each non-ASCII character is left as its lead byte.
-            cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
-            leads = cls.translate(None, _ASCII_ALL)
-            _peel_leads(leads, counts)
-            left = len(cls) - len(leads)
-        # Commonest first, until every ASCII character is counted: prose seldom needs
-        # more than letters, spaces and punctuation.
-        for index, code in _ASCII_CODES:
-            if not left:
-                break
-            n = cls.count(code)
-            counts[index] = n
-            left -= n
-    elif size == len(text):
-        counts = [0] * N_CLASSES
-        _peel(data, _ASCII_SETS, counts)
-    else:
-        counts = [0] * N_CLASSES
-        cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
-        if (size - len(text)) * 8 < len(text):
-            # Mostly ASCII (accents, a few symbols): the ASCII passes leave the lead bytes.
-            _peel_leads(_peel(cls, _ASCII_CODES, counts), counts)
-        else:
-            # Mostly another script: ASCII passes over it would delete nothing, so the two
-            # halves are split first.
-            leads = cls.translate(None, _ASCII_ALL)
-            _peel_leads(leads, counts)
-            if len(leads) < len(cls):
-                _peel(cls.translate(None, _LEAD_ALL), _ASCII_CODES, counts)
-    # Base64 and hex are dense in capitals or digits; prose and code are not.
-    lower = counts[_I_LOWER]
-    if (counts[_I_UPPER] + counts[_I_DIGIT]) * 4 >= lower and size >= _ENCODED_MIN:
-        counts[_I_ENCODED] = _encoded_chars(data)
+    counts = [0] * N_CLASSES
+    _count(text, counts, BASE_WEIGHTS)
     return counts
+
+
+# Half a token, and a millionth: a value is summed in different orders on different paths,
+# and a sum that lands exactly on .5 must round the same way on all of them.
+_HALF = 0.5 + 1e-6
 
 
 _weights: ContextVar[tuple[float, ...]] = ContextVar("token_weights", default=BASE_WEIGHTS)
@@ -317,8 +384,8 @@ def use_weights(weights: tuple[float, ...] | None) -> Iterator[None]:
 def tokens_of_counts(counts: Iterable[int], weights: tuple[float, ...] | None = None) -> int:
     """The weighted sum, rounded; at least 1 when any character was counted."""
     w = _weights.get() if weights is None else weights
-    value = sum(map(mul, counts, w))
-    tokens = int(value + 0.5)
+    counts = list(counts)
+    tokens = int(sum(map(mul, counts, w)) + _HALF)
     if tokens < 1 and any(counts):
         return 1
     return tokens
@@ -328,11 +395,18 @@ def _add(total: list[int], counts: list[int]) -> None:
     total[:] = map(add, total, counts)
 
 
-def _parts_counts_and_images(parts: Iterable[Any]) -> tuple[list[int], int]:
-    """(class counts, image tokens) of a list of OpenAI content parts."""
-    total = [0] * N_CLASSES
+def _content_into(content: Any, counts: list[int], w: Weights) -> tuple[float, int]:
+    """Add the class counts of a message's content (a string, a list of OpenAI parts, or
+    None) to ``counts``: (their value under ``w``, image tokens)."""
+    if content is None:
+        return 0.0, 0
+    if isinstance(content, str):
+        return _count(content, counts, w), 0
+    if not isinstance(content, list):
+        return _count(str(content), counts, w), 0
+    value = 0.0
     images = 0
-    for part in parts:
+    for part in content:
         if not isinstance(part, dict):
             continue
         if part.get("type") == "image_url":
@@ -341,18 +415,26 @@ def _parts_counts_and_images(parts: Iterable[Any]) -> tuple[list[int], int]:
             # "text" parts, and any other part carrying text, count as text.
             text = part.get("text")
             if isinstance(text, str):
-                _add(total, text_counts(text))
-    return total, images
+                value += _count(text, counts, w)
+    return value, images
 
 
-def _content_counts(content: Any) -> tuple[list[int], int]:
-    if content is None:
-        return [0] * N_CLASSES, 0
-    if isinstance(content, str):
-        return text_counts(content), 0
-    if isinstance(content, list):
-        return _parts_counts_and_images(content)
-    return text_counts(str(content)), 0
+def _message_into(msg: ChatMessage, counts: list[int], w: Weights) -> tuple[float, int]:
+    """Add the class counts of everything the message sends (content, tool-call names and
+    arguments) to ``counts``: (their value under ``w``, image tokens)."""
+    value, images = _content_into(msg.content, counts, w)
+    if msg.tool_calls:
+        for call in msg.tool_calls:
+            value += _count(call.name, counts, w) + _count(call.arguments, counts, w)
+    return value, images
+
+
+def _text_tokens(value: float, counts: list[int]) -> int:
+    """The rounded value; at least 1 when any character was counted."""
+    tokens = int(value + _HALF)
+    if tokens < 1 and any(counts):
+        return 1
+    return tokens
 
 
 def estimate_tokens(content: Any) -> int:
@@ -360,26 +442,25 @@ def estimate_tokens(content: Any) -> int:
 
     0 for empty content; at least 1 for any non-empty text; an image part by its size.
     """
-    counts, images = _content_counts(content)
-    return tokens_of_counts(counts) + images
+    counts = [0] * N_CLASSES
+    value, images = _content_into(content, counts, _weights.get())
+    return _text_tokens(value, counts) + images
 
 
 def message_counts(msg: ChatMessage) -> tuple[list[int], int]:
     """(class counts, image tokens) of everything the message sends: content and tool
     calls."""
-    counts, images = _content_counts(msg.content)
-    if msg.tool_calls:
-        for call in msg.tool_calls:
-            _add(counts, text_counts(call.name))
-            _add(counts, text_counts(call.arguments))
-    return counts, images
+    counts = [0] * N_CLASSES
+    return counts, _message_into(msg, counts, BASE_WEIGHTS)[1]
 
 
 # A message's cache (``ChatMessage._token_cache``) is a tuple:
 #   0 content, 1 tool_calls (the objects), 2 tuple(tool_calls) or None,
-#   3 tokens under 5 weights, 4 class counts, 6 tuple(content) when it is a list or None,
-#   7 the tokens that are not text (overhead and images), 8 its longest text's length.
-# Literal indexes: the guard's in-budget pass reads it for every message on every call.
+#   3 tokens under 5 weights, 4 class counts (a tuple), 6 tuple(content) when it is a list
+#   or None, 7 the tokens that are not text (overhead and images), 8 its longest text's
+#   length. Literal indexes: the guard's in-budget pass reads it for every message on every
+#   call. Only tuples and atoms, so the garbage collector stops tracking a cache after its
+#   first collection instead of walking every message's cache in each later one.
 
 
 def _cache_of(msg: ChatMessage) -> tuple[Any, ...] | None:
@@ -410,33 +491,36 @@ def _longest_text(content: Any) -> int:
 def estimate_message_tokens(msg: ChatMessage) -> int:
     """4 overhead + content + tool-call names and arguments + its images, cached."""
     weights = _weights.get()
-    cache = _cache_of(msg)
-    if cache is not None:
-        if cache[5] is weights:
-            return cache[3]
-        tokens = cache[7] + tokens_of_counts(cache[4], weights)
-        msg._token_cache = (*cache[:3], tokens, cache[4], weights, *cache[6:])
-        return tokens
+    if msg._token_cache is not None:
+        cache = _cache_of(msg)
+        if cache is not None:
+            if cache[5] is weights:
+                return cache[3]
+            tokens = cache[7] + tokens_of_counts(cache[4], weights)
+            msg._token_cache = (*cache[:3], tokens, cache[4], weights, *cache[6:])
+            return tokens
     content = msg.content
     calls = msg.tool_calls
+    counts = [0] * N_CLASSES
     if calls is None and type(content) is str:  # most messages: one text, nothing else
-        counts = text_counts(content)
-        value = sum(map(mul, counts, weights))
-        tokens = MESSAGE_OVERHEAD + (int(value + 0.5) or (1 if content else 0))
+        tokens = MESSAGE_OVERHEAD + (
+            int(_count(content, counts, weights) + _HALF) or (1 if content else 0)
+        )
         msg._token_cache = (
-            content, None, None, tokens, counts, weights, None, MESSAGE_OVERHEAD, len(content)
+            content, None, None, tokens, tuple(counts), weights, None,
+            MESSAGE_OVERHEAD, len(content),
         )  # fmt: skip
         return tokens
-    counts, images = message_counts(msg)
+    value, images = _message_into(msg, counts, weights)
     fixed = MESSAGE_OVERHEAD + images
-    tokens = fixed + tokens_of_counts(counts, weights)
+    tokens = fixed + _text_tokens(value, counts)
     if content is None or isinstance(content, (str, list)):
         msg._token_cache = (
             content,
             calls,
             None if calls is None else tuple(calls),
             tokens,
-            counts,
+            tuple(counts),
             weights,
             tuple(content) if isinstance(content, list) else None,
             fixed,
@@ -485,9 +569,6 @@ def usage_sample(messages: Iterable[ChatMessage], extra_text: str = "") -> tuple
             _add(counts, cache[4])
             fixed += cache[7]
         else:
-            message, images = message_counts(msg)
-            _add(counts, message)
-            fixed += MESSAGE_OVERHEAD + images
-    if extra_text:
-        _add(counts, text_counts(extra_text))
+            fixed += MESSAGE_OVERHEAD + _message_into(msg, counts, BASE_WEIGHTS)[1]
+    _count(extra_text, counts, BASE_WEIGHTS)
     return counts, fixed
