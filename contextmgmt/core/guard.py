@@ -146,7 +146,11 @@ class ContextGuard:
                     oversized = True
             else:
                 total += tokens.estimate_message_tokens(msg)
-                if _has_oversized(msg, limit):
+                content = msg.content
+                if type(content) is str:
+                    if len(content) > limit:
+                        oversized = True
+                elif content is not None and _has_oversized(msg, limit):
                     oversized = True
         n = len(messages)
         if not oversized and total <= budget:

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from operator import add, mul
+from struct import Struct
 from typing import Any
 
 from .image_tokens import FLAT_IMAGE_TOKENS, image_part_tokens
@@ -195,10 +196,19 @@ def _encoded_chars(data: bytes) -> int:
 
 # Short texts are counted in place (``bytes.count`` per class): there, the cost is the
 # calls, not the bytes. Longer ones are peeled.
-_PEEL_MIN = 256
+_PEEL_MIN = 1024
 _CONT_BYTES = bytes(range(0x80, 0xC0))
-# The class bytes that are not a lead byte's: ASCII classes and continuation bytes.
-_NOT_LEAD = bytes(sorted({c for c in _BYTE_CLASS if c < 0x80}))
+# Per block (its class byte): the class table with every other block's lead bytes mapped
+# to _OTHER, and the UTF-8 bytes that are not another block's lead bytes.
+_OTHER = 0xFF
+_ONE_BLOCK = {
+    code: bytes(c if c < 0x80 or c == code else _OTHER for c in _BYTE_CLASS) for code in _LEAD_INDEX
+}
+_NOT_OTHER_LEADS = {
+    code: bytes(i for i in range(256) if _BYTE_CLASS[i] < 0x80 or _BYTE_CLASS[i] == code)
+    for code in _LEAD_INDEX
+}
+_LATIN_EXT = 0x80 + [name for name, _, _ in _LEAD_BLOCKS].index("latin_ext")
 # UTF-8 bytes beyond the first of a character of each block (a block's lead bytes all start
 # sequences of one length).
 _EXTRA_BYTES = {
@@ -261,41 +271,41 @@ def _count(text: str, counts: list[int], w: Weights) -> float:
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
     chars = len(text)
-    lower, upper, digit = counts[_I_LOWER], counts[_I_UPPER], counts[_I_DIGIT]
-    if size == chars:
-        if size < _PEEL_MIN:
-            cls = data.translate(_BYTE_CLASS)  # no deletion: translate's fast path
-            value = 0.0
-            left = size
-            for index, code in _ASCII_CODES:
-                n = cls.count(code)
-                if n:
-                    counts[index] += n
-                    value += n * w[index]
-                    left -= n
-                    if not left:
-                        break
-        else:
-            value = _peel(data, _ASCII_SETS, counts, w)[0]
-    elif chars < _PEEL_MIN or (size - chars) * 8 >= chars:
+    digit = counts[_I_DIGIT]
+    if size == chars and size < _PEEL_MIN:
+        cls = data.translate(_BYTE_CLASS)  # no deletion: translate's fast path
+        value = 0.0
+        left = size
+        for index, code in _ASCII_CODES:
+            n = cls.count(code)
+            if n:
+                counts[index] += n
+                value += n * w[index]
+                left -= n
+                if not left:
+                    break
+    elif size != chars and (chars < _PEEL_MIN or (size - chars) * 8 >= chars):
         # Short, or mostly another script than Latin: one class byte per byte, no deletion
         # (``translate`` with deletion builds a table per call, a fixed cost that matters on
         # a short text). A non-ASCII character's lead byte names its block, its
-        # continuation bytes are never counted.
-        cls = data.translate(_BYTE_CLASS)
-        code = cls.lstrip(_NOT_LEAD)[0]  # the first non-ASCII character's block
+        # continuation bytes are never counted. The table marks the lead bytes of every
+        # block but one (the first character's, else Latin accents) with _OTHER: when
+        # none is found (a ``memchr``), the text's non-ASCII characters are all of that
+        # block, and their count follows from the UTF-8 length without a pass.
+        first = data[0]
+        code = _BYTE_CLASS[first] if first >= 0xC0 else _LATIN_EXT
+        cls = data.translate(_ONE_BLOCK[code])
         index = _LEAD_INDEX[code]
-        n = cls.count(code)
+        if _OTHER not in cls:
+            n = (size - chars) // _EXTRA_BYTES[code]
+            value = n * w[index]
+            left = chars - n  # ASCII characters
+        else:
+            n = cls.count(code)
+            leads = data.translate(_BYTE_CLASS, _NOT_OTHER_LEADS[code])
+            value = n * w[index] + _count_leads(leads, counts, w)
+            left = chars - n - len(leads)
         counts[index] += n
-        value = n * w[index]
-        other = n
-        if size - chars > n * _EXTRA_BYTES[code]:
-            # The UTF-8 bytes beyond one per character are more than this block's
-            # characters take: other blocks too.
-            leads = cls.translate(None, _NOT_LEAD + bytes((code,)))
-            value += _count_leads(leads, counts, w)
-            other += len(leads)
-        left = chars - other  # ASCII characters
         if left:
             # Next to another script, the ASCII is often nothing but spaces.
             n = text.count(" ")
@@ -313,22 +323,33 @@ def _count(text: str, counts: list[int], w: Weights) -> float:
                         if not left:
                             break
     else:
-        # Long and mostly ASCII (accents, a few symbols): continuation bytes go, so each
-        # non-ASCII character is left as its lead byte, and the ASCII passes leave those.
-        cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
-        value, leads = _peel(cls, _ASCII_CODES, counts, w)
-        value += _count_leads(leads, counts, w)
+        # Long: peeled (deleting the commonest classes first), then the base64 search.
+        lower, upper = counts[_I_LOWER], counts[_I_UPPER]
+        if size == chars:
+            value = _peel(data, _ASCII_SETS, counts, w)[0]
+        else:
+            # Mostly ASCII (accents, a few symbols): continuation bytes go, so each
+            # non-ASCII character is left as its lead byte, and the ASCII passes leave those.
+            cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
+            value, leads = _peel(cls, _ASCII_CODES, counts, w)
+            value += _count_leads(leads, counts, w)
+        digit = counts[_I_DIGIT] - digit
+        if digit and (counts[_I_UPPER] - upper + digit) * 4 >= counts[_I_LOWER] - lower:
+            value += _add_encoded(data, counts, w)
+        return value
     # Base64 and hex are dense in capitals or digits, and a run holds a digit; prose and
-    # code seldom are, other scripts seldom have ASCII letters at all.
+    # code seldom are, other scripts seldom have ASCII letters at all. A short text's
+    # letters are recounted only when it has a digit.
     digit = counts[_I_DIGIT] - digit
-    if digit and size >= _ENCODED_MIN:
-        lower = counts[_I_LOWER] - lower
-        if (counts[_I_UPPER] - upper + digit) * 4 >= lower:
-            n = _encoded_chars(data)
-            if n:
-                counts[_I_ENCODED] += n
-                value += n * w[_I_ENCODED]
+    if digit and size >= _ENCODED_MIN and (cls.count(2) + digit) * 4 >= cls.count(1):
+        value += _add_encoded(data, counts, w)
     return value
+
+
+def _add_encoded(data: bytes, counts: list[int], w: Weights) -> float:
+    n = _encoded_chars(data)
+    counts[_I_ENCODED] += n
+    return n * w[_I_ENCODED]
 
 
 def text_counts(text: str) -> list[int]:
@@ -422,11 +443,34 @@ def _content_into(content: Any, counts: list[int], w: Weights) -> tuple[float, i
 def _message_into(msg: ChatMessage, counts: list[int], w: Weights) -> tuple[float, int]:
     """Add the class counts of everything the message sends (content, tool-call names and
     arguments) to ``counts``: (their value under ``w``, image tokens)."""
-    value, images = _content_into(msg.content, counts, w)
+    content = msg.content
+    value, images = (0.0, 0) if content is None else _content_into(content, counts, w)
     if msg.tool_calls:
         for call in msg.tool_calls:
-            value += _count(call.name, counts, w) + _count(call.arguments, counts, w)
+            value += _count_name(call.name, counts, w) + _count(call.arguments, counts, w)
     return value, images
+
+
+# Tool names recur in every tool-calling message: their counts are kept by name (exact
+# counts, computed once per distinct name; a handful of names in practice, bounded).
+_NAMES: dict[str, tuple[tuple[int, int], ...]] = {}
+_NAMES_LIMIT = 1024
+
+
+def _count_name(name: str, counts: list[int], w: Weights) -> float:
+    found = _NAMES.get(name)
+    if found is None:
+        own = [0] * N_CLASSES
+        _count(name, own, BASE_WEIGHTS)
+        found = tuple((index, n) for index, n in enumerate(own) if n)
+        if len(_NAMES) >= _NAMES_LIMIT:
+            _NAMES.clear()
+        _NAMES[name] = found
+    value = 0.0
+    for index, n in found:
+        counts[index] += n
+        value += n * w[index]
+    return value
 
 
 def _text_tokens(value: float, counts: list[int]) -> int:
@@ -456,11 +500,14 @@ def message_counts(msg: ChatMessage) -> tuple[list[int], int]:
 
 # A message's cache (``ChatMessage._token_cache``) is a tuple:
 #   0 content, 1 tool_calls (the objects), 2 tuple(tool_calls) or None,
-#   3 tokens under 5 weights, 4 class counts (a tuple), 6 tuple(content) when it is a list
-#   or None, 7 the tokens that are not text (overhead and images), 8 its longest text's
-#   length. Literal indexes: the guard's in-budget pass reads it for every message on every
-#   call. Only tuples and atoms, so the garbage collector stops tracking a cache after its
-#   first collection instead of walking every message's cache in each later one.
+#   3 tokens under 5 weights, 4 class counts (packed, ``_UNPACK``), 6 tuple(content) when it
+#   is a list or None, 7 the tokens that are not text (overhead and images), 8 its longest
+#   text's length. Literal indexes: the guard's in-budget pass reads it for every message on
+#   every call. Only tuples and atoms, so the garbage collector stops tracking a cache after
+#   its first collection; the counts are bytes, which it never tracks (22 more items to
+#   visit per message otherwise).
+_COUNTS = Struct(f"{N_CLASSES}q")
+_PACK, _UNPACK = _COUNTS.pack, _COUNTS.unpack
 
 
 def _cache_of(msg: ChatMessage) -> tuple[Any, ...] | None:
@@ -496,7 +543,7 @@ def estimate_message_tokens(msg: ChatMessage) -> int:
         if cache is not None:
             if cache[5] is weights:
                 return cache[3]
-            tokens = cache[7] + tokens_of_counts(cache[4], weights)
+            tokens = cache[7] + tokens_of_counts(_UNPACK(cache[4]), weights)
             msg._token_cache = (*cache[:3], tokens, cache[4], weights, *cache[6:])
             return tokens
     content = msg.content
@@ -507,7 +554,7 @@ def estimate_message_tokens(msg: ChatMessage) -> int:
             int(_count(content, counts, weights) + _HALF) or (1 if content else 0)
         )
         msg._token_cache = (
-            content, None, None, tokens, tuple(counts), weights, None,
+            content, None, None, tokens, _PACK(*counts), weights, None,
             MESSAGE_OVERHEAD, len(content),
         )  # fmt: skip
         return tokens
@@ -520,7 +567,7 @@ def estimate_message_tokens(msg: ChatMessage) -> int:
             calls,
             None if calls is None else tuple(calls),
             tokens,
-            tuple(counts),
+            _PACK(*counts),
             weights,
             tuple(content) if isinstance(content, list) else None,
             fixed,
@@ -566,7 +613,7 @@ def usage_sample(messages: Iterable[ChatMessage], extra_text: str = "") -> tuple
     for msg in messages:
         cache = _cache_of(msg)
         if cache is not None:
-            _add(counts, cache[4])
+            _add(counts, _UNPACK(cache[4]))
             fixed += cache[7]
         else:
             fixed += MESSAGE_OVERHEAD + _message_into(msg, counts, BASE_WEIGHTS)[1]
