@@ -1,6 +1,13 @@
 """ContextGuard fast path (target: repeated check <= 200 µs).
 
-Run from the repo root:  .venv/bin/python bench/guard.py
+Run from the repo root:  .venv/bin/python bench/guard.py [--code DIR]
+
+``--code DIR`` times the ``contextmgmt`` package found in DIR instead of this checkout's, to
+measure another version beside this one (alternate the runs); e.g. the seeds' 4-characters
+rule, the estimator before the character classes:
+
+    mkdir -p /tmp/seeds && git archive 0033229^ contextmgmt | tar -x -C /tmp/seeds
+    .venv/bin/python bench/guard.py --code /tmp/seeds
 
 An in-budget 500-message conversation (system prompt, multilingual turns, tool rounds, a
 few image messages, a pinned query) is checked the way a ReAct loop does it: the first
@@ -10,6 +17,7 @@ per-message estimates. A third figure appends one tool round per call, as an ite
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import random
@@ -18,11 +26,17 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+_parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+_parser.add_argument("--code", help="directory holding the contextmgmt package to time")
+ARGS = _parser.parse_args()
+sys.path.insert(0, ARGS.code or str(Path(__file__).resolve().parents[1]))
 
+from contextmgmt.core import tokens as tokens_module  # noqa: E402
 from contextmgmt.core.guard import ContextGuard  # noqa: E402
 from contextmgmt.core.messages import ChatMessage, ToolCall  # noqa: E402
 from contextmgmt.core.tokens import estimate_messages_tokens  # noqa: E402
+
+CODE = Path(tokens_module.__file__).resolve().parents[2]
 
 BUDGET = 60_000
 WORDS = {
@@ -98,6 +112,7 @@ async def main() -> None:
         growing.append(ChatMessage(role="tool", content="ok " * 20, tool_call_id=cid))
         appended.append(await timed(guard, growing))
 
+    print(f"code: {CODE}")
     print(
         f"conversation: {len(msgs)} messages, {estimate_messages_tokens(msgs):,} tokens "
         f"(budget {BUDGET:,})"

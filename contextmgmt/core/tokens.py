@@ -35,7 +35,8 @@ see ``contextmgmt.calibration``) apply inside ``use_weights(...)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, MutableSequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from operator import add, mul
@@ -149,6 +150,7 @@ _BYTE_CLASS = bytes(_class_of_byte(i) for i in range(256))
 
 # (class index, class byte), commonest first (see _peel).
 Weights = tuple[float, ...]
+Counts = MutableSequence[int]  # a list, or a message's array of 64-bit counts
 _Codes = tuple[tuple[int, bytes], ...]
 
 
@@ -224,7 +226,7 @@ _ASCII_SETS = tuple(
 _ASCII_SETS_BUT_SPACE = _ASCII_SETS[:1] + _ASCII_SETS[2:]
 
 
-def _peel(buf: bytes, codes: _Codes, counts: list[int], w: Weights) -> tuple[float, bytes]:
+def _peel(buf: bytes, codes: _Codes, counts: Counts, w: Weights) -> tuple[float, bytes]:
     """Count each code (a byte, or a set of bytes) by deleting it; add the counts to
     ``counts`` and return their value under ``w`` and what is left.
 
@@ -244,7 +246,7 @@ def _peel(buf: bytes, codes: _Codes, counts: list[int], w: Weights) -> tuple[flo
     return value, buf
 
 
-def _count_leads(leads: bytes, counts: list[int], w: Weights) -> float:
+def _count_leads(leads: bytes, counts: Counts, w: Weights) -> float:
     """Count lead class bytes by deleting the class of the first one left, until none is:
     as many passes as the text has scripts, whichever they are."""
     value = 0.0
@@ -260,7 +262,7 @@ def _count_leads(leads: bytes, counts: list[int], w: Weights) -> float:
     return value
 
 
-def _count(text: str, counts: list[int], w: Weights) -> float:
+def _count(text: str, counts: Counts, w: Weights) -> float:
     """Add the class counts of ``text`` to ``counts``; return their value under ``w``.
 
     The value is summed as the classes are found, in no set order (``_HALF`` makes that
@@ -346,7 +348,7 @@ def _count(text: str, counts: list[int], w: Weights) -> float:
     return value
 
 
-def _add_encoded(data: bytes, counts: list[int], w: Weights) -> float:
+def _add_encoded(data: bytes, counts: Counts, w: Weights) -> float:
     n = _encoded_chars(data)
     counts[_I_ENCODED] += n
     return n * w[_I_ENCODED]
@@ -416,7 +418,7 @@ def _add(total: list[int], counts: list[int]) -> None:
     total[:] = map(add, total, counts)
 
 
-def _content_into(content: Any, counts: list[int], w: Weights) -> tuple[float, int]:
+def _content_into(content: Any, counts: Counts, w: Weights) -> tuple[float, int]:
     """Add the class counts of a message's content (a string, a list of OpenAI parts, or
     None) to ``counts``: (their value under ``w``, image tokens)."""
     if content is None:
@@ -440,7 +442,7 @@ def _content_into(content: Any, counts: list[int], w: Weights) -> tuple[float, i
     return value, images
 
 
-def _message_into(msg: ChatMessage, counts: list[int], w: Weights) -> tuple[float, int]:
+def _message_into(msg: ChatMessage, counts: Counts, w: Weights) -> tuple[float, int]:
     """Add the class counts of everything the message sends (content, tool-call names and
     arguments) to ``counts``: (their value under ``w``, image tokens)."""
     content = msg.content
@@ -457,7 +459,7 @@ _NAMES: dict[str, tuple[tuple[int, int], ...]] = {}
 _NAMES_LIMIT = 1024
 
 
-def _count_name(name: str, counts: list[int], w: Weights) -> float:
+def _count_name(name: str, counts: Counts, w: Weights) -> float:
     found = _NAMES.get(name)
     if found is None:
         own = [0] * N_CLASSES
@@ -473,7 +475,7 @@ def _count_name(name: str, counts: list[int], w: Weights) -> float:
     return value
 
 
-def _text_tokens(value: float, counts: list[int]) -> int:
+def _text_tokens(value: float, counts: Counts) -> int:
     """The rounded value; at least 1 when any character was counted."""
     tokens = int(value + _HALF)
     if tokens < 1 and any(counts):
@@ -499,15 +501,14 @@ def message_counts(msg: ChatMessage) -> tuple[list[int], int]:
 
 
 # A message's cache (``ChatMessage._token_cache``) is a tuple:
-#   0 content, 1 tool_calls (the objects), 2 tuple(tool_calls) or None,
-#   3 tokens under 5 weights, 4 class counts (packed, ``_UNPACK``), 6 tuple(content) when it
-#   is a list or None, 7 the tokens that are not text (overhead and images), 8 its longest
-#   text's length. Literal indexes: the guard's in-budget pass reads it for every message on
-#   every call. Only tuples and atoms, so the garbage collector stops tracking a cache after
-#   its first collection; the counts are bytes, which it never tracks (22 more items to
-#   visit per message otherwise).
-_COUNTS = Struct(f"{N_CLASSES}q")
-_PACK, _UNPACK = _COUNTS.pack, _COUNTS.unpack
+#   0 content, 1 tool_calls (the objects), 2 tuple(tool_calls) or None, 3 tokens under
+#   5 weights, 4 class counts (bytes: ``array.tobytes``, read with ``_UNPACK``),
+#   6 tuple(content) when it is a list or None, 7 the tokens that are not text (overhead and
+#   images), 8 its longest text's length. Literal indexes: the guard's in-budget pass reads
+#   it for every message on every call. Only tuples and atoms: the garbage collector stops
+#   tracking a cache after its first collection, and never tracks the counts' bytes.
+_UNPACK = Struct(f"{N_CLASSES}q").unpack
+_NO_COUNTS = bytes(8 * N_CLASSES)
 
 
 def _cache_of(msg: ChatMessage) -> tuple[Any, ...] | None:
@@ -548,13 +549,13 @@ def estimate_message_tokens(msg: ChatMessage) -> int:
             return tokens
     content = msg.content
     calls = msg.tool_calls
-    counts = [0] * N_CLASSES
+    counts = array("q", _NO_COUNTS)  # packed as the cache keeps them: no conversion
     if calls is None and type(content) is str:  # most messages: one text, nothing else
         tokens = MESSAGE_OVERHEAD + (
             int(_count(content, counts, weights) + _HALF) or (1 if content else 0)
         )
         msg._token_cache = (
-            content, None, None, tokens, _PACK(*counts), weights, None,
+            content, None, None, tokens, counts.tobytes(), weights, None,
             MESSAGE_OVERHEAD, len(content),
         )  # fmt: skip
         return tokens
@@ -567,7 +568,7 @@ def estimate_message_tokens(msg: ChatMessage) -> int:
             calls,
             None if calls is None else tuple(calls),
             tokens,
-            _PACK(*counts),
+            counts.tobytes(),
             weights,
             tuple(content) if isinstance(content, list) else None,
             fixed,
