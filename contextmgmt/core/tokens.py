@@ -162,6 +162,8 @@ _ASCII_CODES = _ascii_codes(
     "lower", "space", "punct", "upper", "digit", "newline", "quote", "other_space"
 )
 _ASCII_CODES_BUT_SPACE = _ASCII_CODES[:1] + _ASCII_CODES[2:]
+_ASCII_CODES_BUT_LOWER_AND_SPACE = _ASCII_CODES[2:]
+_LOWER_BYTE, _UPPER_BYTE = _ASCII_CLASS_BYTES["lower"], _ASCII_CLASS_BYTES["upper"]
 _LEAD_CODES = tuple(
     (CLASSES.index(name), bytes([0x80 + [n for n, _, _ in _LEAD_BLOCKS].index(name)]))
     for name in ("latin_ext", "cyrillic", "cjk", "cjk_punct_kana", "fullwidth", "symbols")
@@ -211,12 +213,24 @@ _NOT_OTHER_LEADS = {
     for code in _LEAD_INDEX
 }
 _LATIN_EXT = 0x80 + [name for name, _, _ in _LEAD_BLOCKS].index("latin_ext")
+
+
 # UTF-8 bytes beyond the first of a character of each block (a block's lead bytes all start
 # sequences of one length).
 _EXTRA_BYTES = {
     code: 1 if lo < 0xE0 else 2 if lo < 0xF0 else 3
     for code, (_, lo, _) in enumerate(_LEAD_BLOCKS, 0x80)
 }
+
+
+def _guess(first: int) -> tuple[bytes, int, int, int]:
+    code = _BYTE_CLASS[first] if first >= 0xC0 else _LATIN_EXT
+    return _ONE_BLOCK[code], _LEAD_INDEX[code], _EXTRA_BYTES[code], code
+
+
+# By a text's first UTF-8 byte: the table marking other blocks than the guessed one, the
+# guessed block's class index, its characters' UTF-8 bytes beyond the first, its class byte.
+_GUESS = tuple(_guess(first) for first in range(256))
 # The raw ASCII bytes of each ASCII class, commonest first: ASCII text is peeled straight
 # from its UTF-8 bytes, without mapping them to class bytes first.
 _ASCII_SETS = tuple(
@@ -268,24 +282,19 @@ def _count(text: str, counts: Counts, w: Weights) -> float:
     The value is summed as the classes are found, in no set order (``_HALF`` makes that
     immaterial). A short text's steps are all in this one call: there, the cost is the
     Python around the C calls, not the bytes."""
-    if not text:
-        return 0.0
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
     chars = len(text)
-    digit = counts[_I_DIGIT]
     if size == chars and size < _PEEL_MIN:
         cls = data.translate(_BYTE_CLASS)  # no deletion: translate's fast path
-        value = 0.0
-        left = size
-        for index, code in _ASCII_CODES:
-            n = cls.count(code)
-            if n:
-                counts[index] += n
-                value += n * w[index]
-                left -= n
-                if not left:
-                    break
+        # Letters and spaces first, then the rest until every character is counted.
+        n = cls.count(_LOWER_BYTE)
+        spaces = text.count(" ")
+        counts[_I_LOWER] += n
+        counts[_I_SPACE] += spaces
+        value = n * w[_I_LOWER] + spaces * w[_I_SPACE]
+        left = size - n - spaces
+        rest = _ASCII_CODES_BUT_LOWER_AND_SPACE
     elif size != chars and (chars < _PEEL_MIN or (size - chars) * 8 >= chars):
         # Short, or mostly another script than Latin: one class byte per byte, no deletion
         # (``translate`` with deletion builds a table per call, a fixed cost that matters on
@@ -294,56 +303,62 @@ def _count(text: str, counts: Counts, w: Weights) -> float:
         # block but one (the first character's, else Latin accents) with _OTHER: when
         # none is found (a ``memchr``), the text's non-ASCII characters are all of that
         # block, and their count follows from the UTF-8 length without a pass.
-        first = data[0]
-        code = _BYTE_CLASS[first] if first >= 0xC0 else _LATIN_EXT
-        cls = data.translate(_ONE_BLOCK[code])
-        index = _LEAD_INDEX[code]
+        table, index, extra, code = _GUESS[data[0]]
+        cls = data.translate(table)
         if _OTHER not in cls:
-            n = (size - chars) // _EXTRA_BYTES[code]
+            n = (size - chars) // extra
             value = n * w[index]
-            left = chars - n  # ASCII characters
+            left = chars - n
         else:
             n = cls.count(code)
             leads = data.translate(_BYTE_CLASS, _NOT_OTHER_LEADS[code])
             value = n * w[index] + _count_leads(leads, counts, w)
             left = chars - n - len(leads)
+        # Next to another script, the ASCII is often nothing but spaces.
+        spaces = text.count(" ")
         counts[index] += n
-        if left:
-            # Next to another script, the ASCII is often nothing but spaces.
-            n = text.count(" ")
-            if n:
-                counts[_I_SPACE] += n
-                value += n * w[_I_SPACE]
-                left -= n
-            if left:
-                for index, code in _ASCII_CODES_BUT_SPACE:
-                    n = cls.count(code)
-                    if n:
-                        counts[index] += n
-                        value += n * w[index]
-                        left -= n
-                        if not left:
-                            break
+        counts[_I_SPACE] += spaces
+        value += spaces * w[_I_SPACE]
+        left -= spaces
+        rest = _ASCII_CODES_BUT_SPACE
     else:
-        # Long: peeled (deleting the commonest classes first), then the base64 search.
-        lower, upper = counts[_I_LOWER], counts[_I_UPPER]
-        if size == chars:
-            value = _peel(data, _ASCII_SETS, counts, w)[0]
-        else:
-            # Mostly ASCII (accents, a few symbols): continuation bytes go, so each
-            # non-ASCII character is left as its lead byte, and the ASCII passes leave those.
-            cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
-            value, leads = _peel(cls, _ASCII_CODES, counts, w)
-            value += _count_leads(leads, counts, w)
-        digit = counts[_I_DIGIT] - digit
-        if digit and (counts[_I_UPPER] - upper + digit) * 4 >= counts[_I_LOWER] - lower:
-            value += _add_encoded(data, counts, w)
+        return _count_long(data, size, chars, counts, w)
+    if not left:
         return value
+    digit = counts[_I_DIGIT]
+    for index, code in rest:
+        n = cls.count(code)
+        if n:
+            counts[index] += n
+            value += n * w[index]
+            left -= n
+            if not left:
+                break
     # Base64 and hex are dense in capitals or digits, and a run holds a digit; prose and
-    # code seldom are, other scripts seldom have ASCII letters at all. A short text's
-    # letters are recounted only when it has a digit.
+    # code seldom are, other scripts seldom have ASCII letters at all.
     digit = counts[_I_DIGIT] - digit
-    if digit and size >= _ENCODED_MIN and (cls.count(2) + digit) * 4 >= cls.count(1):
+    if (
+        digit
+        and size >= _ENCODED_MIN
+        and (cls.count(_UPPER_BYTE) + digit) * 4 >= cls.count(_LOWER_BYTE)
+    ):
+        value += _add_encoded(data, counts, w)
+    return value
+
+
+def _count_long(data: bytes, size: int, chars: int, counts: Counts, w: Weights) -> float:
+    """A long text's counts, peeled (deleting the commonest classes first), and its value."""
+    lower, upper, digit = counts[_I_LOWER], counts[_I_UPPER], counts[_I_DIGIT]
+    if size == chars:
+        value = _peel(data, _ASCII_SETS, counts, w)[0]
+    else:
+        # Mostly ASCII (accents, a few symbols): continuation bytes go, so each non-ASCII
+        # character is left as its lead byte, and the ASCII passes leave those.
+        cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
+        value, leads = _peel(cls, _ASCII_CODES, counts, w)
+        value += _count_leads(leads, counts, w)
+    digit = counts[_I_DIGIT] - digit
+    if digit and (counts[_I_UPPER] - upper + digit) * 4 >= counts[_I_LOWER] - lower:
         value += _add_encoded(data, counts, w)
     return value
 
