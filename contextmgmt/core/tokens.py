@@ -170,6 +170,8 @@ _LEAD_CODES = tuple(
     + ("arabic", "hangul", "greek", "hebrew_armenian", "indic_thai", "other_scripts", "astral")
 )
 _LEAD_INDEX = {code[0]: index for index, code in _LEAD_CODES}
+_ASCII_ALL = b"".join(code for _, code in _ASCII_CODES)
+_LEAD_ALL = b"".join(code for _, code in _LEAD_CODES)
 _I_LOWER, _I_UPPER, _I_DIGIT, _I_SPACE, _I_ENCODED = (
     CLASSES.index(name) for name in ("lower", "upper", "digit", "space", "encoded")
 )
@@ -201,6 +203,7 @@ def _encoded_chars(data: bytes) -> int:
 # Short texts are counted in place (``bytes.count`` per class): there, the cost is the
 # calls, not the bytes. Longer ones are peeled.
 _PEEL_MIN = 1024
+_MIXED_PEEL_MIN = 256  # bytes of a text of several non-ASCII blocks
 _CONT_BYTES = bytes(range(0x80, 0xC0))
 # Per block (its class byte): the class table with every other block's lead bytes mapped
 # to _OTHER, and the UTF-8 bytes that are not another block's lead bytes.
@@ -295,8 +298,8 @@ def _count(text: str, counts: Counts, w: Weights) -> float:
         value = n * w[_I_LOWER] + spaces * w[_I_SPACE]
         left = size - n - spaces
         rest = _ASCII_CODES_BUT_LOWER_AND_SPACE
-    elif size != chars and (chars < _PEEL_MIN or (size - chars) * 8 >= chars):
-        # Short, or mostly another script than Latin: one class byte per byte, no deletion
+    elif size != chars and chars < _PEEL_MIN:
+        # Short: one class byte per byte, no deletion
         # (``translate`` with deletion builds a table per call, a fixed cost that matters on
         # a short text). A non-ASCII character's lead byte names its block, its
         # continuation bytes are never counted. The table marks the lead bytes of every
@@ -309,6 +312,9 @@ def _count(text: str, counts: Counts, w: Weights) -> float:
             n = (size - chars) // extra
             value = n * w[index]
             left = chars - n
+        elif size >= _MIXED_PEEL_MIN:
+            # Several blocks in a longer text: peeling, as a long text, costs fewer passes.
+            return _count_long(data, size, chars, counts, w)
         else:
             n = cls.count(code)
             leads = data.translate(_BYTE_CLASS, _NOT_OTHER_LEADS[code])
@@ -352,11 +358,19 @@ def _count_long(data: bytes, size: int, chars: int, counts: Counts, w: Weights) 
     if size == chars:
         value = _peel(data, _ASCII_SETS, counts, w)[0]
     else:
-        # Mostly ASCII (accents, a few symbols): continuation bytes go, so each non-ASCII
-        # character is left as its lead byte, and the ASCII passes leave those.
+        # Continuation bytes go: each non-ASCII character is left as its lead byte.
         cls = data.translate(_BYTE_CLASS, _CONT_BYTES)
-        value, leads = _peel(cls, _ASCII_CODES, counts, w)
-        value += _count_leads(leads, counts, w)
+        if (size - chars) * 8 < chars:
+            # Mostly ASCII (accents, a few symbols): the ASCII passes leave the lead bytes.
+            value, leads = _peel(cls, _ASCII_CODES, counts, w)
+            value += _count_leads(leads, counts, w)
+        else:
+            # Mostly another script: ASCII passes over it would delete nothing, so the two
+            # halves are split first.
+            leads = cls.translate(None, _ASCII_ALL)
+            value = _count_leads(leads, counts, w)
+            if len(leads) < chars:
+                value += _peel(cls.translate(None, _LEAD_ALL), _ASCII_CODES, counts, w)[0]
     digit = counts[_I_DIGIT] - digit
     if digit and (counts[_I_UPPER] - upper + digit) * 4 >= counts[_I_LOWER] - lower:
         value += _add_encoded(data, counts, w)
