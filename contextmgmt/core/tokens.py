@@ -13,15 +13,17 @@ A message adds 4 tokens of overhead, an image part what the provider's tile rule
 its size (``image_tokens``; 765 when the size is unknown), and counts its tool calls' names
 and JSON arguments as text (they are sent and billed like text).
 
-Speed: no Python code runs per character. Each class is counted by deleting it with
-``bytes.translate`` (``_peel``), commonest first, so later passes run over what is left:
-ASCII text straight from its UTF-8 bytes; other text after one ``translate`` that maps
-bytes to class bytes and drops continuation bytes, so each non-ASCII character is left as
-the lead byte of its UTF-8 sequence, which names the Unicode block. Long base64-like runs
-are looked for (``bytes.find``) only when the text has enough capitals and digits to hold
-one. Counting runs of letters, digits or punctuation (what a BPE pre-tokenizer splits on)
-was tried and did not improve the fit against o200k_base (mean |ln ratio| 0.054 with,
-0.056 without), so it is not paid for.
+Speed: no Python code runs per character, and a short text takes as few C calls as it
+can (``_count``; docs/tokens.md, "The estimate"): ASCII text is mapped to class bytes with
+one ``translate`` and counted with ``bytes.count`` per class, commonest first, until every
+character is counted; other text is mapped so that each non-ASCII character's UTF-8 lead
+byte names its Unicode block, and when one ``memchr`` finds no block but the guessed one,
+that block's count follows from the UTF-8 length. Long texts are peeled (``_peel``): each
+class deleted with ``bytes.translate``, commonest first, so later passes run over what is
+left. Long base64-like runs are looked for (``bytes.find``) only when the text has a digit
+and enough capitals and digits to hold one. Counting runs of letters, digits or
+punctuation (what a BPE pre-tokenizer splits on) was tried and did not improve the fit
+against o200k_base (mean |ln ratio| 0.054 with, 0.056 without), so it is not paid for.
 
 Per-message class counts and tokens are cached on the message (a private, non-compared
 slot) and reused while the message's ``content`` and ``tool_calls`` are the same objects
