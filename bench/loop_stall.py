@@ -17,8 +17,10 @@ worker threads). Both are printed, with the machine's load average.
 
 Phases, each on fresh conversations:
 
-1. paced chat: ``--clients`` clients, ``--turns`` each, ``--think`` s apart on average
-   (people, not a saturation test);
+0. a connection burst: ``--clients`` sockets opened at the same moment, no message sent
+   (what a restart with every browser reconnecting at once looks like), reported apart;
+1. paced chat: ``--clients`` clients arriving spread over one think time, ``--turns`` each,
+   ``--think`` s apart on average (people, not a saturation test);
 2. the same, while one more client sends a message on a conversation of ``--messages``
    stored messages (questions, answers, pasted log excerpts): DbMemory loads it and compacts
    it with the LLM (a 16,000-token budget); how long that request took;
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -127,6 +130,23 @@ async def long_request(server, conversation_id: str, delay: float) -> tuple[floa
                     return time.perf_counter() - started, kinds
 
 
+async def connection_burst(server, conversations: list[str]) -> None:
+    """Every client opens its socket at the same moment (and closes it again)."""
+    async with contextlib.AsyncExitStack() as stack:
+        await asyncio.gather(
+            *(
+                stack.enter_async_context(
+                    websockets.connect(
+                        f"{server.ws_url}/ws/chat/{cid}/",
+                        additional_headers=server.ws_headers(),
+                        open_timeout=60,
+                    )
+                )
+                for cid in conversations
+            )
+        )
+
+
 async def chat_with_compaction(server, conversations, turns, think, long_id):
     (results, _), (seconds, kinds) = await asyncio.gather(
         load(server, conversations, turns, "react", think=think),
@@ -176,6 +196,17 @@ def main() -> None:
     try:
         warm = create_conversations(server, 1)
         asyncio.run(load(server, warm, 1, "react", label="warm-up"))
+        burst = create_conversations(server, args.clients)
+        started = time.time()
+        asyncio.run(connection_burst(server, burst))
+        lines.append(
+            phase_line(
+                f"{args.clients} clients connecting at once (no message)",
+                0,
+                time.time() - started,
+                stalls_between(lag_file, started, time.time()),
+            )
+        )
         for name, think in (("paced chat", args.think), ("back-to-back chat", 0.0)):
             conversations = create_conversations(server, args.clients)
             long_id = long_conversation(server, args.messages)

@@ -111,14 +111,15 @@ async def client(
 ) -> list:
     url = f"{server.ws_url}/ws/chat/{conversation_id}/"
     results = []
+    # People are not synchronised: with --think, clients arrive (open their socket) spread
+    # over one think time and pause 0.5-1.5x it between turns (seeded: the same schedule
+    # every run). Without, all connect at once and send back to back.
+    pace = random.Random(index)
+    if think:
+        await asyncio.sleep(pace.uniform(0, think))
     async with websockets.connect(
         url, additional_headers=server.ws_headers(), max_size=2**22, open_timeout=60
     ) as ws:
-        # People are not synchronised: with --think, clients start spread over one think
-        # time and pause 0.5-1.5x it between turns (seeded: the same schedule every run).
-        pace = random.Random(index)
-        if think:
-            await asyncio.sleep(pace.uniform(0, think))
         for turn in range(turns):
             if think and turn:
                 await asyncio.sleep(think * pace.uniform(0.5, 1.5))
