@@ -20,22 +20,10 @@ from tests.support.runs import (
     history_filling_the_load_budget,
     of_type,
     send,
+    use_small_budget,
 )
 
 SUMMARY = "[Conversation summary] Turns 0-3 discussed words and numbers 12345."
-
-
-async def use_small_budget(run_deps) -> None:
-    from contextmgmt.budget import Budget
-
-    budget = Budget(
-        role="main",
-        context_size=12_000,
-        max_output_tokens=4_000,
-        usable_input_tokens=4_000,
-        source="env",
-    )
-    run_deps.use(resolve_budget=lambda role: budget)
 
 
 def summariser_calls(fake) -> list:
@@ -50,7 +38,7 @@ async def test_a_summary_the_guard_makes_of_loaded_history_is_stored_and_reused_
     """A tool round pushes a history that filled its budget over it: the guard summarises
     the older history. That summary is stored like a load-time one, so the next request
     starts from it and pays no summariser call for the same messages."""
-    await use_small_budget(run_deps)
+    use_small_budget(run_deps)
     query = "What next?"
     await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
     socket = await connect(user, conversation.id)
@@ -180,7 +168,7 @@ def test_a_summary_folding_a_clipped_or_unknown_summary_is_not_stored():
 async def test_the_ledger_lists_each_compaction_its_cost_and_what_it_saved(
     user, conversation, ws_fake_llm, run_deps
 ):
-    await use_small_budget(run_deps)
+    use_small_budget(run_deps)
     query = "What next?"
     await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
     socket = await connect(user, conversation.id)
@@ -257,7 +245,7 @@ async def test_a_compaction_inside_a_run_saves_on_every_later_call_of_the_run(
     """The guard summarises before the second model call; two more tool rounds and the
     answer follow, each sent with the summary in place of what it covers: the ledger
     counts the saving on each of those three calls, not on the next one only."""
-    await use_small_budget(run_deps)
+    use_small_budget(run_deps)
     query = "What next?"
     await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
     script = [
@@ -318,7 +306,7 @@ async def test_the_half_size_summary_of_an_overflow_retry_is_not_stored(
     summarises at the ordinary size and stores that."""
     from contextmgmt.core.llm import ContextOverflow
 
-    await use_small_budget(run_deps)
+    use_small_budget(run_deps)
     query = "What next?"
     await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
     script: list = [ContextOverflow("maximum context length exceeded"), "Answered after all."]

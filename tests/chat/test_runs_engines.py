@@ -25,6 +25,7 @@ from tests.support.runs import (
     history_just_under,
     of_type,
     send,
+    use_small_budget,
 )
 
 pytestmark = [
@@ -205,7 +206,7 @@ async def test_iteration_compaction_is_forwarded_and_counted(
     """History that fills the load budget fits the first call as it is sent (RF.3); a tool
     round grows it past the budget: the engine's guard compacts (scope iteration) and its
     LLM call counts as compaction."""
-    await _iteration_budget(run_deps)
+    use_small_budget(run_deps)
     query = "What next?"
     await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
     ws_fake_llm.enqueue(ws_fake_llm.tool_call("calculator", '{"expression": "6*7"}'))
@@ -227,7 +228,7 @@ async def test_a_history_fitted_at_load_is_not_compacted_on_the_first_call_rf_3(
 ):
     """The history budget counts the system prompt, the tool schemas and the query as the
     engine sends them: a history that fills it reaches the model whole, uncompacted."""
-    await _iteration_budget(run_deps)
+    use_small_budget(run_deps)
     query = "What next?"
     await sync_to_async(history_filling_the_load_budget)(conversation, query, 4_000)
     ws_fake_llm.default = "Next, the numbers."
@@ -237,19 +238,6 @@ async def test_a_history_fitted_at_load_is_not_compacted_on_the_first_call_rf_3(
     assert of_type(events, "compact") == []
     main_calls = [c for c in ws_fake_llm.calls if c.tools]
     assert len(main_calls[0].messages) == 1 + 8 + 1  # system, the whole history, the query
-
-
-async def _iteration_budget(run_deps) -> None:
-    from contextmgmt.budget import Budget
-
-    budget = Budget(
-        role="main",
-        context_size=12_000,
-        max_output_tokens=4_000,
-        usable_input_tokens=4_000,
-        source="env",
-    )
-    run_deps.use(resolve_budget=lambda role: budget)
 
 
 async def test_run_teaches_the_budget_calibration(socket, ws_fake_llm):

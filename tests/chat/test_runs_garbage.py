@@ -20,10 +20,17 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from chat.runs.registry import registry
-from contextmgmt.budget import Budget
 from contextmgmt.core.llm import LLMTimeout
 from tests.support.fake_llm import Hang
-from tests.support.runs import WAIT, connect, events_until, history_just_under, of_type, send
+from tests.support.runs import (
+    WAIT,
+    connect,
+    events_until,
+    history_just_under,
+    of_type,
+    send,
+    use_small_budget,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -194,14 +201,7 @@ async def test_a_dag_run_the_user_stops_mid_step_leaves_no_cycle(
 async def test_a_run_that_compacts_its_history_at_load_leaves_no_cycle(
     socket, conversation, ws_fake_llm, watch, run_deps
 ):
-    budget = Budget(
-        role="main",
-        context_size=12_000,
-        max_output_tokens=4_000,
-        usable_input_tokens=4_000,
-        source="env",
-    )
-    run_deps.use(resolve_budget=lambda role: budget)
+    use_small_budget(run_deps)
     await sync_to_async(history_just_under)(conversation, 9_000)
     ws_fake_llm.default = "[Conversation summary] Turns 0-7 discussed words and numbers."
     events = await run_to_its_end(

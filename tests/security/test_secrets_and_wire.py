@@ -25,12 +25,11 @@ from django.test import Client
 from chat import services
 from chat.models import Message
 from chat.runs.registry import registry as registry_of_runs
-from contextmgmt.budget import Budget
 from contextmgmt.models import ModelConfig
 from fimone.llm import registry
 from tests.chat.images import image_bytes
 from tests.support import scripted_server as scripted
-from tests.support.runs import WAIT, connect, events_until, send
+from tests.support.runs import WAIT, connect, events_until, send, use_small_budget
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_runs")]
 
@@ -72,14 +71,7 @@ def _conversation_with_history(user):
 
 
 async def test_internal_fields_never_reach_the_provider(user, provider, run_deps):
-    budget = Budget(
-        role="main",
-        context_size=12_000,
-        max_output_tokens=4_000,
-        usable_input_tokens=4_000,
-        source="env",
-    )
-    run_deps.use(resolve_budget=lambda role: budget)
+    use_small_budget(run_deps)
     # Slow enough that the follow-up arrives while the run is still calling the model.
     provider.default = scripted.slow(0.4, scripted.text("Noted."))
     conversation = await sync_to_async(_conversation_with_history)(user)

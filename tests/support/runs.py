@@ -138,6 +138,20 @@ def install_scripted_engine(run_deps: RunDepsOverride) -> ScriptedEngine:
     return scripted
 
 
+def use_small_budget(run_deps: RunDepsOverride, *, usable: int = 4_000) -> None:
+    """Every role's budget: a 12,000-token window, 4,000 for output, ``usable`` for input."""
+    from contextmgmt.budget import Budget
+
+    budget = Budget(
+        role="main",
+        context_size=12_000,
+        max_output_tokens=4_000,
+        usable_input_tokens=usable,
+        source="env",
+    )
+    run_deps.use(resolve_budget=lambda role: budget)
+
+
 def history_just_under(conversation, tokens: int) -> None:
     """Eight stored turns whose estimate is exactly ``tokens``: DbMemory
     loads them all, and a system prompt on top pushes the first iteration over budget."""
