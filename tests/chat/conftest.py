@@ -7,6 +7,7 @@ from django.test import Client
 
 from chat import services
 from chat.models import Conversation
+from tests.support.runs import connect
 
 
 @pytest.fixture(autouse=True)
@@ -40,3 +41,11 @@ def csrf_enforcing_client(user) -> Client:
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+async def socket(user, conversation):
+    """An accepted websocket on ``conversation``, as its owner; closed after the test."""
+    comm = await connect(user, conversation.id)
+    yield comm
+    await comm.disconnect()

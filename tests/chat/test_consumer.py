@@ -110,13 +110,6 @@ async def test_foreign_origin_is_refused_at_the_handshake(user, conversation):
 # --- bad frames --------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
-
-
 async def test_invalid_json(socket):
     await socket.send_to(text_data="{not json")
     await assert_error(socket, "invalid_json")

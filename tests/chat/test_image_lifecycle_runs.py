@@ -14,7 +14,7 @@ from chat import services
 from chat.models import Attachment, Message
 from fimone.llm.openai_client import OpenAIChatLLM
 from tests.chat.images import image_bytes
-from tests.support.runs import connect, events_until, send
+from tests.support.runs import events_until, send
 from tests.support.scripted_server import http_error, text, tool_calls
 
 pytestmark = [
@@ -23,13 +23,6 @@ pytestmark = [
 ]
 
 DESCRIBED = "A bar chart of quarterly revenue, titled Q3."
-
-
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
 
 
 def use_scripted_models(

@@ -14,7 +14,6 @@ from chat.search_text import Term
 from contextmgmt.core.llm import LLMUnavailable
 from fimone.agent.context import AgentOutcome
 from tests.support.runs import (
-    connect,
     events_until,
     install_scripted_engine,
     of_type,
@@ -150,13 +149,6 @@ async def test_async_search_for_the_agent(conversation):
 
 
 # --- through real websocket runs: the index as the run path keeps it --------------------
-
-
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -55,13 +55,6 @@ async def messages_of(conversation) -> list[Message]:
     return [m async for m in Message.objects.filter(conversation=conversation).order_by("id")]
 
 
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
-
-
 # --- the happy path ------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from chat import services
 from chat.models import Message
 from chat.runs.registry import registry
 from fimone.agent.context import AgentOutcome
-from tests.support.runs import WAIT, connect, events_until, install_scripted_engine, send
+from tests.support.runs import WAIT, events_until, install_scripted_engine, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -29,13 +29,6 @@ pytestmark = [
 @pytest.fixture
 def engine(run_deps):
     return install_scripted_engine(run_deps)
-
-
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
 
 
 async def answers(ctx):

@@ -19,7 +19,6 @@ from tests.support.fake_llm import Hang
 from tests.support.runs import (
     WAIT,
     answer_text,
-    connect,
     events_until,
     history_filling_the_load_budget,
     history_just_under,
@@ -32,13 +31,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs"),
 ]
-
-
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
 
 
 async def messages_of(conversation) -> list[Message]:

@@ -24,7 +24,6 @@ from contextmgmt.core.llm import LLMTimeout
 from tests.support.fake_llm import Hang
 from tests.support.runs import (
     WAIT,
-    connect,
     events_until,
     history_just_under,
     of_type,
@@ -130,13 +129,6 @@ async def run_to_its_end(socket, conversation, watch: RunWatch, frame: dict, *, 
         assert alive == [], f"still alive: {alive}; cyclic garbage: {garbage}"
         assert not RUN_TYPES & set(garbage), f"cyclic garbage: {garbage}"
     return events
-
-
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
 
 
 @pytest.fixture

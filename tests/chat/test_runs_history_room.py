@@ -11,19 +11,12 @@ from chat.runs.deps import make_tools
 from contextmgmt.core.messages import ChatMessage
 from fimone.agent.history_room import history_room
 from tests.chat.test_runs_engines import dag_router
-from tests.support.runs import connect, events_until, history_just_under, of_type, send
+from tests.support.runs import events_until, history_just_under, of_type, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs"),
 ]
-
-
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
 
 
 def use_budget(run_deps, tokens: int) -> None:

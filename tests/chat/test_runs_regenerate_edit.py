@@ -11,7 +11,7 @@ import pytest
 from chat.models import Message
 from contextmgmt.db_memory import DbMemory
 from fimone.agent.context import AgentOutcome
-from tests.support.runs import answer_text, connect, events_until, install_scripted_engine, send
+from tests.support.runs import answer_text, events_until, install_scripted_engine, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -40,13 +40,6 @@ async def expect_error(socket, code: str) -> dict:
     (frame,) = await events_until(socket, "error")
     assert frame["code"] == code, frame
     return frame
-
-
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
 
 
 @pytest.fixture

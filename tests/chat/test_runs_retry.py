@@ -54,13 +54,6 @@ async def rows(conversation) -> list[Message]:
 
 
 @pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
-
-
-@pytest.fixture
 async def failed_answer(socket, conversation, engine) -> Message:
     """A conversation whose newest answer failed (status error, partial text kept)."""
     await sync_to_async(services.user_message_create)(conversation=conversation, content="Hi")

@@ -47,7 +47,7 @@ async def test_react_and_dag_runs_against_a_real_daphne(live_daphne):
         ("user", "done"),
         ("assistant", "done"),
     ]
-    # Stored unpinned: ``pinned`` is the user's keep-verbatim (RV.2), not the run's query.
+    # Stored unpinned: ``pinned`` is the user's keep-verbatim pin, not the run's query.
     assert stored[0]["content"] == "What is 17*23?" and not stored[0]["pinned"]
     assert stored[1]["metadata"]["usage"] == react[-1]["usage"]
     assert stored[3]["metadata"]["usage"] == dag[-1]["usage"]

@@ -42,13 +42,6 @@ def engine(run_deps):
     return install_scripted_engine(run_deps)
 
 
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
-
-
 async def emits_steps_and_a_plan(ctx):
     await ctx.sink("step", {"iteration": 1, "kind": "thought", "text": "<b>plan</b> first"})
     await ctx.sink("dag.plan", {"steps": [{"id": "s1", "task": "Add", "depends_on": []}]})

@@ -512,7 +512,7 @@ async def test_cancellation_cancels_every_step(build_context):
 
 async def test_pinned_flags_of_earlier_turns_do_not_block_planner_compaction(build_context):
     """A pin over half the planner's input yields: it is summarised or dropped like any other
-    turn, and the request still reaches the planner (RV.2)."""
+    turn, and the request still reaches the planner."""
     history = [
         ChatMessage(role="user", content="stale pinned " + "p" * 80_000, pinned=True),
         ChatMessage(role="assistant", content="ok"),
