@@ -211,11 +211,9 @@ def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
     refs = _image_refs((message.metadata or {}).get("images"))
     attachments = _attachments_for(message.conversation_id, [refs]) if refs else {}
     metadata: dict[str, Any] = {"id": message.pk, "created_at": message.created_at.isoformat()}
-    sent, described = message_content(message.content, refs, attachments, vision=vision)
     # Whatever goes as pixels, the images as text too: for a part of the run whose model
     # cannot see (a DAG step on a text-only fast model).
-    if not vision:
-        described = [image_note(attachment) for attachment in _referenced(refs, attachments)]
+    sent, described = message_content(message.content, refs, attachments, vision=vision)
     if described:
         metadata[IMAGE_NOTES] = described
     return ChatMessage(
@@ -237,8 +235,9 @@ def message_content(
     a text part (the text and any notes) followed by the image parts. ``vision`` False: every
     image is its description.
 
-    Also returns each image part's description, in the parts' order: what an endpoint that
-    turns out to refuse images is sent instead (``fimone.llm.vision``).
+    Also returns the description of each image it could read, in order: with ``vision``
+    exactly one per image part, what an endpoint that turns out to refuse images is sent
+    instead (``fimone.llm.vision``); without, the same notes the text already holds.
 
     ``attachments``: the referenced attachments of the message's conversation by id (see
     ``_attachments_for``); a reference without one is a note, never an error.
@@ -255,6 +254,7 @@ def message_content(
         name = attachment.original_name or file_id
         if not vision:
             notes.append(image_note(attachment))
+            described.append(notes[-1])
             continue
         url = data_url(attachment)
         if url is None:

@@ -66,6 +66,12 @@ class ChatMessage:
             return ""
         return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
 
+    def image_parts(self) -> list[dict[str, Any]]:
+        """The images it sends as pixels (``image_url`` parts); none for string content."""
+        if not isinstance(self.content, list):
+            return []
+        return [p for p in self.content if isinstance(p, dict) and p.get("type") == "image_url"]
+
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI wire form; fimone's own fields (pinned, metadata, …) never leave."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}

@@ -68,10 +68,9 @@ def transcript_text(msg: ChatMessage) -> str:
     text = msg.text()
     if text:
         parts.append(text)
-    if isinstance(msg.content, list):
-        images = sum(1 for p in msg.content if isinstance(p, dict) and p.get("type") == "image_url")
-        if images:
-            parts.append("[image]" if images == 1 else f"[{images} images]")
+    images = len(msg.image_parts())
+    if images:
+        parts.append("[image]" if images == 1 else f"[{images} images]")
     for call in msg.tool_calls or ():
         parts.append(f"[tool call {call.name}({call.arguments})]")
     return "\n".join(parts)

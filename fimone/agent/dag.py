@@ -98,13 +98,6 @@ def planner_input_limit(main_budget: int, limit: int = PLANNER_INPUT_TOKENS) -> 
 HISTORY_TEXT_MARGIN = 0.03
 
 
-def image_parts(message: ChatMessage) -> list[dict[str, Any]]:
-    """The images a message sends as pixels (none when its content is a string)."""
-    if isinstance(message.content, str):
-        return []
-    return [p for p in message.content if p.get("type") == "image_url"]
-
-
 def with_images(text: str, images: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return [{"type": "text", "text": text}, *images] if images else text
 
@@ -125,7 +118,7 @@ def history_budget(
         request = f"{request}\n\nFollow-ups the user sent meanwhile:\n{extra}"
     limit = planner_input_limit(main_budget)
     # The query's images go to the planner with its text.
-    sent = ChatMessage(role="user", content=with_images(request, image_parts(query)))
+    sent = ChatMessage(role="user", content=with_images(request, query.image_parts()))
     room = limit - int(limit * HISTORY_TEXT_MARGIN) - estimate_messages_tokens([sent])
     return max(0, room)
 
@@ -256,7 +249,7 @@ class DagRun:
             try:
                 # The planner sees the user's images: a plan may depend on what they show.
                 request = ChatMessage(
-                    role="user", content=with_images(content, image_parts(self.ctx.query))
+                    role="user", content=with_images(content, self.ctx.query.image_parts())
                 )
                 result = await self._chat([system, request])
             except LLMAuthError:
@@ -384,7 +377,7 @@ class DagRun:
         """A step's task, with the user's images: as pixels when the fast model can see
         them, else as their descriptions (a step may be "read the error in the screenshot")."""
         task = f"Your task: {step.task}"
-        pixels = image_parts(self.ctx.query)
+        pixels = self.ctx.query.image_parts()
         if pixels and self.ctx.fast_vision:
             return ChatMessage(role="user", content=with_images(task, pixels), pinned=True)
         notes = self.ctx.query.metadata.get(IMAGE_NOTES) or []
@@ -465,7 +458,7 @@ class DagRun:
                 )
         messages.append(
             ChatMessage(
-                role="user", content=with_images(request, image_parts(ctx.query)), pinned=True
+                role="user", content=with_images(request, ctx.query.image_parts()), pinned=True
             )
         )
         loop = ReactLoop(

@@ -89,10 +89,9 @@ def _message_line(msg: ChatMessage) -> str:
         body = msg.text()[len(SUMMARY_PREFIX) :].strip()
         return f"Summary of the earlier conversation: {body}"
     text = msg.text()
-    if isinstance(msg.content, list):
-        images = sum(1 for p in msg.content if isinstance(p, dict) and p.get("type") == "image_url")
-        if images:
-            text = f"{text} [{images} image{'s' if images > 1 else ''}]".strip()
+    images = len(msg.image_parts())
+    if images:
+        text = f"{text} [{images} image{'s' if images > 1 else ''}]".strip()
     return f"{_LABELS.get(msg.role, msg.role)}: {text}"
 
 

@@ -63,10 +63,7 @@ def says_no_images(err: BaseException) -> bool:
 
 
 def has_pixels(messages: list[ChatMessage]) -> bool:
-    return any(
-        isinstance(m.content, list) and any(p.get("type") == "image_url" for p in m.content)
-        for m in messages
-    )
+    return any(m.image_parts() for m in messages)
 
 
 def without_pixels(messages: list[ChatMessage]) -> list[ChatMessage]:
@@ -74,9 +71,7 @@ def without_pixels(messages: list[ChatMessage]) -> list[ChatMessage]:
     the message carries none); messages without images are the same objects."""
     out = []
     for message in messages:
-        if not isinstance(message.content, list) or not any(
-            p.get("type") == "image_url" for p in message.content
-        ):
+        if not message.image_parts():
             out.append(message)
             continue
         notes = list(message.metadata.get(IMAGE_NOTES) or [])
