@@ -1,10 +1,11 @@
 """ContextGuard fast path (target: repeated check <= 200 µs).
 
-Run from the repo root:  .venv/bin/python bench/guard.py [--code DIR]
+Run from the repo root:  .venv/bin/python bench/guard.py [--python] [--code DIR]
 
-``--code DIR`` times the ``contextmgmt`` package found in DIR instead of this checkout's, to
-measure another version beside this one (alternate the runs); e.g. the seeds' 4-characters
-rule, the estimator before the character classes:
+``--python`` counts characters with the pure-Python counter (what runs where the C one was
+not built). ``--code DIR`` times the ``contextmgmt`` package found in DIR instead of this
+checkout's, to measure another version beside this one (alternate the runs); e.g. the
+seeds' 4-characters rule, the estimator before the character classes:
 
     mkdir -p /tmp/seeds && git archive 0033229^ contextmgmt | tar -x -C /tmp/seeds
     .venv/bin/python bench/guard.py --code /tmp/seeds
@@ -28,8 +29,13 @@ from pathlib import Path
 
 _parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 _parser.add_argument("--code", help="directory holding the contextmgmt package to time")
+_parser.add_argument(
+    "--python", action="store_true", help="count with the pure-Python counter, not the C one"
+)
 ARGS = _parser.parse_args()
 sys.path.insert(0, ARGS.code or str(Path(__file__).resolve().parents[1]))
+if ARGS.python:
+    sys.modules["contextmgmt.core._charclass"] = None  # type: ignore[assignment]
 
 from contextmgmt.core import tokens as tokens_module  # noqa: E402
 from contextmgmt.core.guard import ContextGuard  # noqa: E402
@@ -112,7 +118,9 @@ async def main() -> None:
         growing.append(ChatMessage(role="tool", content="ok " * 20, tool_call_id=cid))
         appended.append(await timed(guard, growing))
 
-    print(f"code: {CODE}")
+    compiled = getattr(sys.modules.get("contextmgmt.core.charclass"), "COMPILED", None)
+    counter = {True: "compiled (C)", False: "pure Python", None: "no character classes"}
+    print(f"code: {CODE}; counter: {counter[compiled]}")
     print(
         f"conversation: {len(msgs)} messages, {estimate_messages_tokens(msgs):,} tokens "
         f"(budget {BUDGET:,})"
