@@ -208,9 +208,12 @@ charclass_count_into(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     double value;
     if (count_text(args[0], own) < 0 || weigh(own, args[2], &value) < 0) return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
-    if (view.len != (Py_ssize_t)sizeof own) {
+    /* array("q"), or array("l") where a long is 64 bits: anything else would be misread. */
+    int integers = view.itemsize == 8 && view.format != NULL &&
+                   (strcmp(view.format, "q") == 0 || strcmp(view.format, "l") == 0);
+    if (!integers || view.len != (Py_ssize_t)sizeof own) {
         PyBuffer_Release(&view);
         PyErr_Format(PyExc_ValueError, "counts: expected %d 64-bit integers", N_CLASSES);
         return NULL;

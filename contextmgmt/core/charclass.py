@@ -35,6 +35,7 @@ BPE pre-tokenizer splits on) was tried and did not improve the fit against o200k
 
 from __future__ import annotations
 
+import warnings
 from array import array
 from collections.abc import Callable, MutableSequence
 
@@ -386,9 +387,16 @@ try:
     from . import _charclass
 except ImportError:  # not built (no C compiler): the Python counter serves
     _charclass = None
+if _charclass is not None and _charclass.CLASSES != CLASSES:
+    # Built from another version of the classes: its counts would be misread.
+    warnings.warn(
+        "contextmgmt.core._charclass is stale (bin/build-speedups --force rebuilds it); "
+        "counting in Python",
+        RuntimeWarning,
+        stacklevel=1,
+    )
+    _charclass = None
 if _charclass is not None:
-    if _charclass.CLASSES != CLASSES:
-        raise ImportError("_charclass is stale: rebuild it with bin/build-speedups --force")
     count_into = _charclass.count_into
     count_packed = _charclass.count
 

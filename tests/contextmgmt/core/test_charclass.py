@@ -205,6 +205,8 @@ def test_the_compiled_counter_adds_to_the_counts_it_is_given():
         ((b"bytes", array("q", NO_COUNTS), BASE_WEIGHTS), TypeError),
         (("text", [0] * N_CLASSES, BASE_WEIGHTS), TypeError),  # not a buffer
         (("text", array("q", NO_COUNTS[8:]), BASE_WEIGHTS), ValueError),  # one count short
+        (("text", array("d", NO_COUNTS), BASE_WEIGHTS), ValueError),  # 22 floats
+        (("text", bytearray(NO_COUNTS), BASE_WEIGHTS), ValueError),  # 176 bytes
         (("text", array("q", NO_COUNTS), BASE_WEIGHTS[1:]), ValueError),
         (("text", array("q", NO_COUNTS), ("x",) * N_CLASSES), TypeError),
         (("text",), TypeError),
@@ -236,3 +238,21 @@ def test_without_the_compiled_counter_the_estimates_are_the_same():
         [sys.executable, "-c", script, text], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == f"{tokens.estimate_tokens(text)} {tokens.text_counts(text)}"
+
+
+def test_a_compiled_counter_of_other_classes_is_not_used():
+    script = (
+        "import sys, types, warnings\n"
+        "stale = types.ModuleType('contextmgmt.core._charclass')\n"
+        "stale.CLASSES = ('lower', 'upper')\n"
+        "sys.modules['contextmgmt.core._charclass'] = stale\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from contextmgmt.core import charclass\n"
+        "assert not charclass.COMPILED and charclass.count_into is charclass.count_py\n"
+        "print(caught[0].message)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert "stale" in out
