@@ -159,7 +159,7 @@ def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> lis
     # run's whole history) in a reference cycle that only a full collection frees.
     rows = rows.annotate(images_json=KT("metadata__images"))
     return [
-        (*row[:6], _json_or_none(row[6]), *row[7:])
+        (*row[:6], json_or_none(row[6]), *row[7:])
         for row in rows.order_by("created_at", "id").values_list(
             "id",
             "role",
@@ -174,7 +174,7 @@ def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> lis
     ]
 
 
-def _json_or_none(text: str | None) -> Any:
+def json_or_none(text: str | None) -> Any:
     try:
         return json.loads(text) if text else None
     except ValueError:  # not JSON: not a list of images either

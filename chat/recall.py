@@ -28,8 +28,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
+from django.db.models.fields.json import KT
 
-from chat.history import data_url, image_note, image_pixel_turns
+from chat.history import data_url, image_note, image_pixel_turns, json_or_none
 from chat.models import Attachment, Message, SearchDocument
 from chat.search import Hit, search
 from chat.search_text import Term, index_text, query_terms, snippet_bounds
@@ -123,11 +124,14 @@ def _pixel_turn_images(conversation_id, before_id: int) -> list[str]:
         Message.objects.filter(conversation_id=conversation_id, role="user", pk__lte=before_id)
         .exclude(metadata__has_key="superseded_by")
         .order_by("-created_at", "-id")
-        .values_list("metadata__images", flat=True)
+        # The key as an annotation, not "metadata__images" in values_list (see
+        # docs/architecture.md: that name leaves a reference cycle behind).
+        .annotate(images_json=KT("metadata__images"))
+        .values_list("images_json", flat=True)
     )
     return [
         str(ref["file_id"])
-        for refs in newest[:turns]
+        for refs in map(json_or_none, newest[:turns])
         if isinstance(refs, list)
         for ref in refs
         if isinstance(ref, dict) and _is_uuid(ref.get("file_id"))

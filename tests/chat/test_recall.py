@@ -13,6 +13,7 @@ from chat.recall import recall_passages, recall_search_for, recall_terms
 from chat.search_text import Term
 from contextmgmt.core.llm import LLMUnavailable
 from fimone.agent.context import AgentOutcome
+from tests.support.garbage import cycle_collector_off, cyclic_garbage
 from tests.support.runs import (
     events_until,
     install_scripted_engine,
@@ -231,3 +232,15 @@ async def test_an_edited_question_and_its_answer_are_found_only_in_their_new_for
     assert await search("porto", 5) == []
     found = await search("faro ferry", 5)
     assert sorted(p.split(" (")[0] for p in found) == ["assistant", "user"]
+
+
+def test_recalling_images_leaves_no_reference_cycle(conversation):
+    """Reading the newest turns' image ids by their JSON key must not leave Django's
+    field-lookup error (and the frames it holds) for the cycle collector."""
+    question = say(conversation, "What was in the picture?")
+    with cycle_collector_off():
+        recall_passages(
+            conversation_id=conversation.id, query="picture", before_id=question.pk, vision=True
+        )
+        garbage = cyclic_garbage()
+    assert "FieldError" not in garbage, garbage

@@ -10,9 +10,6 @@ switched off, and checks that the run and what it owned are gone once it has end
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
-import gc
 import json
 import weakref
 
@@ -22,6 +19,7 @@ from asgiref.sync import sync_to_async
 from chat.runs.registry import registry
 from contextmgmt.core.llm import LLMTimeout
 from tests.support.fake_llm import Hang
+from tests.support.garbage import cycle_collector_off, cyclic_garbage
 from tests.support.runs import (
     WAIT,
     events_until,
@@ -84,30 +82,6 @@ class RunWatch:
 
     def alive(self) -> list[str]:
         return [name for name, ref in self.refs.items() if ref() is not None]
-
-
-@contextlib.contextmanager
-def cycle_collector_off():
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def cyclic_garbage() -> collections.Counter:
-    """The types the cycle collector finds unreachable now (for the failure message)."""
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        found = collections.Counter(type(o).__qualname__ for o in gc.garbage)
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-    return found
 
 
 async def run_to_its_end(socket, conversation, watch: RunWatch, frame: dict, *, cancel_on=None):
