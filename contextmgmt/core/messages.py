@@ -72,6 +72,22 @@ class ChatMessage:
             return []
         return [p for p in self.content if isinstance(p, dict) and p.get("type") == "image_url"]
 
+    def images_as_text(self) -> str:
+        """Its image parts as text, for a reader that gets text only (a transcript, the DAG
+        planner's history): their notes (``IMAGE_NOTES``, what each shows) when it carries
+        one per image, else a count ("[image]", "[2 images]"); "" without images."""
+        count = len(self.image_parts())
+        if not count:
+            return ""
+        notes = self.metadata.get(IMAGE_NOTES)
+        if (
+            isinstance(notes, list)
+            and len(notes) == count
+            and all(isinstance(note, str) and note for note in notes)
+        ):
+            return "\n".join(notes)
+        return "[image]" if count == 1 else f"[{count} images]"
+
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI wire form; fimone's own fields (pinned, metadata, …) never leave."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}

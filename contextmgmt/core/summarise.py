@@ -68,9 +68,9 @@ def transcript_text(msg: ChatMessage) -> str:
     text = msg.text()
     if text:
         parts.append(text)
-    images = len(msg.image_parts())
+    images = msg.images_as_text()
     if images:
-        parts.append("[image]" if images == 1 else f"[{images} images]")
+        parts.append(images)
     for call in msg.tool_calls or ():
         parts.append(f"[tool call {call.name}({call.arguments})]")
     return "\n".join(parts)

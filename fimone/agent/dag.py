@@ -93,8 +93,9 @@ def planner_input_limit(main_budget: int, limit: int = PLANNER_INPUT_TOKENS) -> 
 
 
 # The history reaches the planner as text ("User: …" lines), whose estimate can differ a
-# little from the messages' own (labels instead of per-message overhead, an image as
-# "[1 image]"): the history budget keeps this share of the limit in hand.
+# little from the messages' own (labels instead of per-message overhead, an image as its
+# description instead of its pixels): the history budget keeps this share of the limit in
+# hand. A history text that still does not fit is summarised (``_enriched_query``).
 HISTORY_TEXT_MARGIN = 0.03
 
 

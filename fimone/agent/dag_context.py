@@ -88,10 +88,7 @@ def _message_line(msg: ChatMessage) -> str:
     if msg.is_summary:
         body = msg.text()[len(SUMMARY_PREFIX) :].strip()
         return f"Summary of the earlier conversation: {body}"
-    text = msg.text()
-    images = len(msg.image_parts())
-    if images:
-        text = f"{text} [{images} image{'s' if images > 1 else ''}]".strip()
+    text = "\n".join(t for t in (msg.text(), msg.images_as_text()) if t)
     return f"{_LABELS.get(msg.role, msg.role)}: {text}"
 
 

@@ -2,12 +2,13 @@
 
 import asyncio
 import copy
+import dataclasses
 
 import pytest
 
 from contextmgmt.core.compact import CompactUtils, build_transcript
 from contextmgmt.core.llm import LLMResult, LLMUnavailable, Usage
-from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
+from contextmgmt.core.messages import IMAGE_NOTES, SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.prompts import COMPACT_PROMPTS, compact_prompt
 from contextmgmt.core.tokens import estimate_messages_tokens
 from tests.support.fake_llm import FakeLLM, Hang
@@ -267,3 +268,17 @@ def test_transcript_marks_images_and_tool_calls():
         'assistant: [tool call vision({"detail":"high"})]\n\n'
         "tool: a cat"
     )
+
+
+def test_transcript_gives_images_their_descriptions_when_the_message_has_one_each():
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    notes = ["[image: a.png, 64x64 — a red square]", "[image: b.png, 64x64 — a blue circle]"]
+    described = ChatMessage(
+        role="user",
+        content=[{"type": "text", "text": "Compare these."}, image, image],
+        metadata={IMAGE_NOTES: notes},
+    )
+    assert build_transcript([described]) == "user: Compare these.\n" + "\n".join(notes)
+    # A note missing for one of the images: the count, never a note put on the wrong image.
+    partly = dataclasses.replace(described, metadata={IMAGE_NOTES: notes[:1]})
+    assert build_transcript([partly]) == "user: Compare these.\n[2 images]"

@@ -102,3 +102,23 @@ def test_the_history_budget_leaves_room_for_the_query_images():
     without = history_budget(60_000, query=plain)
     assert history_budget(60_000, query=with_image) < without - 50
     assert estimate_tokens("What does this error mean?") < 20
+
+
+async def test_the_planner_reads_an_earlier_turns_images_by_their_description(build_context):
+    """A recent turn of the history keeps its images as pixels; the planner gets the history
+    as text, and there each image is what it shows, not a bare count."""
+    earlier = ChatMessage(
+        role="user",
+        content=[{"type": "text", "text": "My backup failed with this."}, PIXELS],
+        metadata={"id": 5, "image_notes": [NOTE]},
+    )
+    answer = ChatMessage(role="assistant", content="Let me look into it.")
+    llm = FakeLLM().enqueue(PLAN, VERDICT, "Free some space.")
+    ctx = build_context(
+        llm, fast_llm=FakeLLM(default="done"), history=[earlier, answer], query="How to fix it?"
+    )
+    await run_dag(ctx)
+
+    planner_input = llm.calls[0].messages[-1].text()
+    assert f"User: My backup failed with this.\n{NOTE}" in planner_input
+    assert "[1 image]" not in planner_input
