@@ -29,7 +29,11 @@ What is loaded, and why:
   (``chat.image_descriptions``); an attachment row or file that is missing or unreadable
   becomes ``[image: name unavailable]``, never an exception. A history message whose images
   went as text lists their ids in ``metadata["images_as_text"]`` (a model may describe
-  them better, once: ``chat.image_describer``).
+  them better, once: ``chat.image_describer``);
+- ``for_count``: the history only to be counted (the context gauge), never sent — each
+  image part carries only the file's leading bytes, which its token estimate reads its size
+  from (``header_url``), and an image never described is described in memory, not stored:
+  counting must not write.
 
 Queries are constant: one for the newest summary, one for the messages, one for all their
 attachments. Sync (ORM, file reads): call it from a thread.
@@ -41,6 +45,7 @@ import base64
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -49,10 +54,13 @@ from django.db.models.fields.json import KT
 
 from chat.image_descriptions import describe_missing, describe_offline
 from chat.models import Attachment, ContextSummary, Message
+from contextmgmt.core.image_tokens import HEADER_BYTES
 from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
 from contextmgmt.db_memory import LoadedHistory, StoredSummary
 
 logger = logging.getLogger(__name__)
+
+UrlOf = Callable[[Attachment], str | None]
 
 _SKIPPED_ASSISTANT_STATUSES = ("error", "running")
 _NO_BRACKETS = str.maketrans("[]", "()")
@@ -68,11 +76,13 @@ def load_history(
     summary: StoredSummary | None = None,
     use_summaries: bool = True,
     pixel_turns: int | None = None,
+    for_count: bool = False,
 ) -> LoadedHistory:
     """The newest stored summary (unless given or switched off) and the messages after it.
 
     ``pixel_turns``: how many of the newest user messages keep their images as pixels
-    (None: the ``FIMONE_IMAGE_PIXEL_TURNS`` setting).
+    (None: the ``FIMONE_IMAGE_PIXEL_TURNS`` setting). ``for_count``: to be estimated, not
+    sent (module docstring): counted as the same history would be, nothing stored.
     """
     if pixel_turns is None:
         pixel_turns = image_pixel_turns()
@@ -85,11 +95,14 @@ def load_history(
         rows.pop()  # the current query: the agent re-appends it, pinned
     kept = [row for row in rows if _is_context(row)]
     attachments = _attachments_for(conversation_id, [_image_refs(row[6]) for row in kept])
-    describe_missing(attachments.values())
+    describe_missing(attachments.values(), store=not for_count)
     users = [i for i, row in enumerate(kept) if row[1] == "user"]
     as_pixels = set(users[-pixel_turns:]) if vision and pixel_turns > 0 else set()
+    url_of = header_url if for_count else data_url
     return LoadedHistory(
-        messages=[_history_message(row, attachments, i in as_pixels) for i, row in enumerate(kept)],
+        messages=[
+            _history_message(row, attachments, i in as_pixels, url_of) for i, row in enumerate(kept)
+        ],
         summary=summary,
     )
 
@@ -188,7 +201,9 @@ def _is_context(row: tuple) -> bool:
     return bool(content) and kind != "error" and status not in _SKIPPED_ASSISTANT_STATUSES
 
 
-def _history_message(row: tuple, attachments: dict[str, Attachment], pixels: bool) -> ChatMessage:
+def _history_message(
+    row: tuple, attachments: dict[str, Attachment], pixels: bool, url_of: UrlOf
+) -> ChatMessage:
     msg_id, role, content, _kind, _status, created_at, images, pinned, covered = row
     refs = _image_refs(images)
     metadata: dict[str, Any] = {"id": msg_id, "created_at": created_at.isoformat()}
@@ -196,7 +211,7 @@ def _history_message(row: tuple, attachments: dict[str, Attachment], pixels: boo
         metadata["covered"] = True
     if refs and not pixels:
         metadata["images_as_text"] = [str(a.pk) for a in _referenced(refs, attachments)]
-    sent, described = message_content(content, refs, attachments, vision=pixels)
+    sent, described = message_content(content, refs, attachments, vision=pixels, url_of=url_of)
     if described:
         metadata[IMAGE_NOTES] = described
     return ChatMessage(role=role, content=sent, pinned=pinned, metadata=metadata)
@@ -229,7 +244,12 @@ def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
 
 
 def message_content(
-    text: str, refs: list[dict], attachments: dict[str, Attachment], *, vision: bool
+    text: str,
+    refs: list[dict],
+    attachments: dict[str, Attachment],
+    *,
+    vision: bool,
+    url_of: UrlOf | None = None,
 ) -> tuple[str | list[dict], list[str]]:
     """A message's text with its images: a plain string when no image is sent inline, else
     a text part (the text and any notes) followed by the image parts. ``vision`` False: every
@@ -240,8 +260,10 @@ def message_content(
     instead (``fimone.llm.vision``); without, the same notes the text already holds.
 
     ``attachments``: the referenced attachments of the message's conversation by id (see
-    ``_attachments_for``); a reference without one is a note, never an error.
+    ``_attachments_for``); a reference without one is a note, never an error. ``url_of``:
+    an image part's URL (``data_url``, the default, or ``header_url`` to count it).
     """
+    url_of = url_of or data_url
     notes: list[str] = []
     images: list[dict] = []
     described: list[str] = []
@@ -256,7 +278,7 @@ def message_content(
             notes.append(image_note(attachment))
             described.append(notes[-1])
             continue
-        url = data_url(attachment)
+        url = url_of(attachment)
         if url is None:
             notes.append(f"[image: {name} unavailable]")
         else:
@@ -323,9 +345,22 @@ def _normalised(file_id: str) -> str:
 
 
 def data_url(attachment: Attachment) -> str | None:
+    """The image file as a base64 data URL; None when it is missing, unreadable or empty."""
+    return _data_url(attachment, -1)
+
+
+def header_url(attachment: Attachment) -> str | None:
+    """A data URL of only the file's leading bytes, for counting: an image part's tokens
+    come from the size in its header (``contextmgmt.core.image_tokens``), so this part is
+    estimated exactly as ``data_url``'s would be, without reading or encoding the pixels;
+    None exactly where ``data_url`` gives None."""
+    return _data_url(attachment, HEADER_BYTES)
+
+
+def _data_url(attachment: Attachment, size: int) -> str | None:
     try:
         with attachment.file.open("rb") as fh:
-            data = fh.read()
+            data = fh.read(size)
     except (OSError, ValueError) as exc:  # missing file, unreadable, no file at all
         logger.warning("attachment %s unreadable: %s", attachment.pk, exc)
         return None

@@ -222,12 +222,12 @@ def describe_offline(attachment: Attachment, data: bytes | None = None, *, store
     return text
 
 
-def describe_missing(attachments: Iterable[Attachment]) -> None:
+def describe_missing(attachments: Iterable[Attachment], *, store: bool = True) -> None:
     """Offline descriptions for images uploaded before descriptions existed: computed
-    once, stored in one query (the next load finds them)."""
+    once, set on the objects and (``store``) stored in one query (the next load finds them)."""
     missing = [a for a in attachments if not a.description_source]
     for attachment in missing:
         describe_offline(attachment, store=False)
     described = [a for a in missing if a.description_source]
-    if described:
+    if described and store:
         Attachment.objects.bulk_update(described, ["description", "description_source"])

@@ -78,33 +78,27 @@ def _budget_info(budget) -> dict[str, Any]:
     }
 
 
-def _history_tokens(conversation: Conversation, room: int) -> tuple[int, int, bool]:
+def _history_tokens(
+    conversation: Conversation, room: int, *, vision: bool
+) -> tuple[int, int, bool]:
     """(estimated tokens, message count, starts from a summary) of the history the next
     run loads, before it is fitted to ``room``.
 
-    Loaded exactly as DbMemory loads it (newest stored summary + the messages after it,
-    failed answers left out), but without reading image files: every image is counted as
-    its description, and those the next run sends as pixels (the newest pixel turns) also
-    by their size under the tile rule (docs/tokens.md).
+    Loaded exactly as the run loads it for DbMemory (newest stored summary + the messages
+    after it, failed answers left out; for a main model that sees, ``vision``, the newest
+    pixel turns' images as pixels, every other image as its description), so each image
+    counts once, as it will be sent: pixels by their size under the tile rule, read from the
+    file's header only (docs/tokens.md), descriptions as text. Nothing is stored.
     """
-    from chat.history import image_pixel_turns, load_history
-    from chat.models import Attachment
+    from chat.history import load_history
     from contextmgmt.core.compact import CompactUtils
-    from contextmgmt.core.image_tokens import tile_tokens
     from contextmgmt.db_memory import summary_message
 
-    loaded = load_history(conversation.id, vision=False)
+    loaded = load_history(conversation.id, vision=vision, for_count=True)
     messages = list(loaded.messages)
     if loaded.summary is not None:
         messages.insert(0, summary_message(loaded.summary, max_tokens=room))
-    turns = image_pixel_turns()
-    recent = [m for m in loaded.messages if m.role == "user"][-turns:] if turns else []
-    ids = [i for m in recent for i in m.metadata.get("images_as_text", ())]
-    sizes = Attachment.objects.filter(conversation=conversation, pk__in=ids).values_list(
-        "width", "height"
-    )
-    pixels = sum(tile_tokens(width, height) for width, height in sizes)
-    used = CompactUtils.estimate_messages_tokens(messages) + pixels
+    used = CompactUtils.estimate_messages_tokens(messages)
     return used, len(loaded.messages), loaded.summary is not None
 
 
@@ -115,6 +109,13 @@ def _ordinary_request(conversation: Conversation, budget: int):
 
     tools = make_tools(conversation.id, before_id=0)
     return ordinary_request(conversation.mode, budget, tools=tools)
+
+
+def _sees_images(conversation: Conversation) -> bool:
+    """Whether the next run's main model is sent pixels, decided as the run decides it."""
+    from chat.runs import deps, storage
+
+    return storage.main_sees_images(conversation.model_config_id, deps.current())
 
 
 @require_GET
@@ -156,7 +157,9 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     # Counted as the run will count it: in the main model's calibrated weights.
     with use_weights(getattr(main, "token_weights", None)):
         request = _ordinary_request(conversation, budget["effective_input_tokens"])
-        history, count, summarised = _history_tokens(conversation, request.room)
+        history, count, summarised = _history_tokens(
+            conversation, request.room, vision=_sees_images(conversation)
+        )
     limit = max(1, budget["effective_input_tokens"])
     # What the request sends (see docs/architecture.md, "Context gauge"): a stored history
     # larger than its room is fitted to it first, so the figure never passes the budget.

@@ -341,6 +341,13 @@ def supports_vision(llm: LLM) -> bool:
     return bool(getattr(llm, "supports_vision", True))
 
 
+def main_sees_images(model_config_id: int | None, deps: RunDeps) -> bool:
+    """Whether the next run of a conversation (its pick of main model, if any) sends images
+    as pixels: ``prepare``'s decision, for the context gauge to count what will be sent."""
+    main = deps.get_llm("main") if model_config_id is None else deps.get_model_llm(model_config_id)
+    return supports_vision(main)
+
+
 def load_injection(message_id: int, *, vision: bool) -> ChatMessage:
     return query_message(Message.objects.get(pk=message_id), vision=vision)
 

@@ -32,6 +32,9 @@ _SHORT_SIDE = 768
 # of the estimate; JPEG sizes sit behind EXIF/ICC segments, so a JPEG may need more.
 _FIRST_CHARS = 4_096
 _JPEG_MAX_CHARS = 262_144
+# The most of a file the size is ever read from: a data URL of only its first HEADER_BYTES
+# bytes (a multiple of 3, so its base64 is a prefix of the whole file's) counts the same.
+HEADER_BYTES = _JPEG_MAX_CHARS // 4 * 3
 
 # Estimates run on every guard check; a data URL's str hash is cached by Python, so this
 # lookup is O(1) after the first. Keyed by (hash, length): no multi-megabyte key kept alive.

@@ -1,18 +1,21 @@
 """The context gauge against what runs really send (chat/pages.py): real websocket runs
-on a scripted LLM, a conversation long enough to be summarised, and the gauge read after
-each run."""
+on a scripted LLM, a conversation long enough to be summarised, or one whose questions
+carry images, and the gauge read before each run."""
 
 from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from chat import services
 from chat.runs.deps import make_tools
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.prompts import hint_of
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 from fimone.agent.react import tool_schema_tokens
+from tests.chat.images import image_bytes
 from tests.support.runs import connect, events_until, of_type, send
 
 pytestmark = [
@@ -87,3 +90,83 @@ async def test_the_gauge_of_a_summarised_conversation_never_passes_the_budget_it
     # and the gauge is full rather than past full.
     assert any(g["history_tokens"] > g["history_room_tokens"] for g in summarised)
     assert all(g["used_tokens"] == BUDGET for g in summarised if g["will_compact"])
+
+
+IMAGE_SIZES = ((1920, 1080), (32, 24), (800, 600), (1170, 2532))
+
+
+@sync_to_async
+def upload(user, conversation, index: int) -> str:
+    image = services.attachment_create(
+        owner=user,
+        conversation=conversation,
+        uploaded_file=SimpleUploadedFile(
+            f"shot{index}.png", image_bytes("PNG", IMAGE_SIZES[index]), content_type="image/png"
+        ),
+    )
+    return str(image.pk)
+
+
+async def runs_with_images_match_the_gauge(user, conversation, llm) -> list[ChatMessage]:
+    """Four runs, each question with its own image: before each, the gauge; each run's first
+    call must send exactly the gauge's figure plus its question. The first calls, in order."""
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    url = f"/api/conversations/{conversation.id}/context/"
+    llm.default = "Seen."
+    empty = estimate_message_tokens(ChatMessage(role="user", content=""))
+    socket = await connect(user, conversation.id)
+    firsts = []
+    try:
+        for i in range(len(IMAGE_SIZES)):
+            gauge = (await sync_to_async(client.get)(url)).json()
+            assert not gauge["will_compact"]
+            image = await upload(user, conversation, i)
+            before = len(llm.calls)
+            await send(socket, type="message", content=f"What is in shot {i}?", attachments=[image])
+            events = await events_until(socket, "done", "error")
+            assert events[-1]["type"] == "done", events[-1]
+            first = llm.calls[before]
+            query = first.messages[-1]
+            assert query.text().startswith(f"What is in shot {i}?")
+            history = sent_tokens(first) - estimate_message_tokens(query) + empty
+            assert history == gauge["used_tokens"], f"run {i}"
+            firsts.append(first)
+    finally:
+        await socket.disconnect()
+    return firsts
+
+
+@pytest.fixture
+def roomy_budget(settings) -> None:
+    # 40,000 context - 4,000 output - 4,000 reserve: four images and their answers fit.
+    settings.LLM_CONTEXT_SIZE = 40_000
+    settings.LLM_MAX_OUTPUT_TOKENS = 4_000
+
+
+def images_sent(call) -> list[int]:
+    """How many image parts each user message of a call sends."""
+    return [len(m.image_parts()) for m in call.messages if m.role == "user"]
+
+
+async def test_the_gauge_counts_a_vision_models_images_as_the_run_sends_them(
+    user, conversation, ws_fake_llm, roomy_budget, settings
+):
+    """For a model that sees, the newest turns' images go as pixels (counted by their size,
+    not also by their description) and older ones as their description: the gauge counts
+    each image once, the way the next run's first call sends it."""
+    settings.FIMONE_IMAGE_PIXEL_TURNS = 2
+    firsts = await runs_with_images_match_the_gauge(user, conversation, ws_fake_llm)
+    # The last run: the oldest image as text, the two after it and the question's as pixels.
+    assert images_sent(firsts[-1]) == [0, 1, 1, 1]
+
+
+async def test_the_gauge_counts_no_pixels_for_a_model_that_cannot_see(
+    user, conversation, ws_fake_llm, roomy_budget
+):
+    """A main model without vision is sent every image as its description, the newest too:
+    the gauge counts descriptions only."""
+    ws_fake_llm.supports_vision = False
+    firsts = await runs_with_images_match_the_gauge(user, conversation, ws_fake_llm)
+    assert not any(any(images_sent(call)) for call in firsts)
+    assert "[image: shot0.png, 1920x1080 — PNG 1920x1080" in firsts[-1].messages[1].text()

@@ -4,6 +4,8 @@ stored descriptions for the rest, described once; recall brings an old image bac
 from __future__ import annotations
 
 import io
+import json
+import random
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -18,7 +20,9 @@ from chat.image_descriptions import offline_description
 from chat.models import Attachment, Message
 from chat.recall import recall_passages
 from chat.runs.storage import open_edit
+from contextmgmt.core.image_tokens import image_part_tokens, tile_tokens
 from contextmgmt.core.llm import LLMUnavailable
+from contextmgmt.core.tokens import estimate_message_tokens
 from contextmgmt.db_memory import DbMemory
 from fimone.agent.tools import RecalledImage
 from fimone.llm.offline import OfflineLLM
@@ -118,6 +122,59 @@ def test_without_vision_no_pixels_are_sent_at_all_rv_4(user, conversation):
     for message in [*history, query]:
         assert isinstance(message.content, str)
     assert query.content.startswith("and this?\n[image: now.png, 32x24 — PNG 32x24; mostly red")
+
+
+def jpeg_with_long_exif(size=(1600, 900)) -> bytes:
+    """A large JPEG whose size sits behind 20 kB of EXIF: past the first bytes a size is
+    read from."""
+    exif = Image.Exif()
+    exif[0x010E] = "x" * 20_000  # ImageDescription
+    out = io.BytesIO()
+    noise = random.Random(0).randbytes(size[0] * size[1] * 3)  # incompressible: a big file
+    Image.frombytes("RGB", size, noise).save(out, format="JPEG", exif=exif.tobytes())
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("vision", [True, False])
+def test_a_history_loaded_for_counting_estimates_as_the_one_sent_and_stores_nothing(
+    user, conversation, settings, django_assert_max_num_queries, vision
+):
+    """The context gauge's load: each image part holds only the file's leading bytes, yet
+    every message is estimated as the history a run sends — a JPEG whose size sits far into
+    the file, a missing file (a note in both), an image never described (described in
+    memory, not stored)."""
+    settings.FIMONE_IMAGE_PIXEL_TURNS = 3
+    turns_with_images(user, conversation, 1)
+    Message.objects.filter(content="current").delete()
+    jpeg = services.attachment_create(
+        owner=user,
+        conversation=conversation,
+        uploaded_file=SimpleUploadedFile("wide.jpg", jpeg_with_long_exif(), "image/jpeg"),
+    )
+    gone = upload(user, conversation, "gone.png")
+    gone.file.storage.delete(gone.file.name)
+    legacy = upload(user, conversation, "legacy.png")
+    Attachment.objects.filter(pk=legacy.pk).update(description="", description_source="")
+    services.user_message_create(
+        conversation=conversation, content="three", attachments=[jpeg, gone, legacy]
+    )
+    Message.objects.create(conversation=conversation, role="assistant", content="seen")
+
+    with django_assert_max_num_queries(3):  # summary, messages, attachments: no write
+        counted = load_history(conversation.pk, vision=vision, for_count=True).messages
+    assert Attachment.objects.get(pk=legacy.pk).description_source == ""
+    sent = load_history(conversation.pk, vision=vision).messages
+
+    assert [m.text() for m in counted] == [m.text() for m in sent]
+    assert [len(m.image_parts()) for m in counted] == [len(m.image_parts()) for m in sent]
+    assert [estimate_message_tokens(m) for m in counted] == [
+        estimate_message_tokens(m) for m in sent
+    ]
+    if vision:
+        assert [len(m.image_parts()) for m in sent] == [1, 0, 2, 0]
+        assert "[image: gone.png unavailable]" in sent[2].text()
+        assert image_part_tokens(sent[2].image_parts()[0]) == tile_tokens(1600, 900)
+        assert len(json.dumps(counted[2].content)) < len(json.dumps(sent[2].content)) / 2
 
 
 def test_db_memory_fits_a_screenshot_heavy_history_without_compacting_rv_4(

@@ -7,16 +7,20 @@ import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from chat import services
 from chat.history import load_history
-from chat.models import ContextSummary, Message
+from chat.models import Attachment, ContextSummary, Message
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import ChatMessage
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db
+
+WRITES = {"INSERT", "UPDATE", "DELETE", "REPLACE"}
 
 
 def ui_config(response) -> dict:
@@ -116,26 +120,93 @@ def test_gauge_counts_the_history_against_the_main_budget(
     assert info["percent"] == round(100 * (fixed + expected) / small_budget, 1)
 
 
-def test_gauge_counts_images_and_flags_an_over_budget_history(
-    logged_in_client, conversation, small_budget
-):
-    url = f"/api/conversations/{conversation.id}/context/"
+def post_images(conversation, *sizes: tuple[int, int]) -> list:
+    """A user message carrying one image of each size, and its answer."""
     images = [
         services.attachment_create(
             owner=conversation.owner,
             conversation=conversation,
-            uploaded_file=SimpleUploadedFile(name, image_bytes("PNG", size), "image/png"),
+            uploaded_file=SimpleUploadedFile(
+                f"{w}x{h}.png", image_bytes("PNG", (w, h)), "image/png"
+            ),
         )
-        for name, size in (("wide.png", (1920, 1080)), ("icon.png", (32, 24)))
+        for w, h in sizes
     ]
     services.user_message_create(conversation=conversation, content="Look", attachments=images)
-    add_message(conversation, "assistant", "Two images.")
-    with_images = logged_in_client.get(url).json()["history_tokens"]
-    # RV.4: the newest turns' images by the tile rule (1,105 and 255 tokens), plus the text.
-    described = load_history(conversation.id, vision=False).messages
-    text_only = CompactUtils.estimate_messages_tokens(described)
-    assert with_images == text_only + 1105 + 255
+    add_message(conversation, "assistant", "Seen.")
+    return images
 
+
+@pytest.fixture
+def seeing_model(settings):
+    settings.LLM_MODEL = "vision-1"  # configured in the environment, able to see by default
+    settings.LLM_SUPPORTS_VISION = True
+
+
+def test_gauge_counts_each_image_once_as_pixels_or_words_as_the_run_sends_it(
+    logged_in_client, conversation, small_budget, seeing_model, settings
+):
+    """For a model that sees, the newest turns' images are counted by their size under the
+    tile rule and not also by their description; older turns' images by their description."""
+    settings.FIMONE_IMAGE_PIXEL_TURNS = 1
+    url = f"/api/conversations/{conversation.id}/context/"
+    post_images(conversation, (800, 600))
+    post_images(conversation, (1920, 1080), (32, 24))
+
+    history = logged_in_client.get(url).json()["history_tokens"]
+
+    # What a run of this model loads and sends: the pixels read from the files.
+    sent = load_history(conversation.id).messages
+    assert [len(m.image_parts()) for m in sent] == [0, 0, 2, 0]
+    assert history == CompactUtils.estimate_messages_tokens(sent)
+    words = load_history(conversation.id, vision=False).messages
+    look, seen = (
+        ChatMessage(role="user", content="Look"),
+        ChatMessage(role="assistant", content="Seen."),
+    )
+    # 1,105 and 255 tokens by the tile rule, and the text without the two descriptions.
+    assert history == CompactUtils.estimate_messages_tokens([*words[:2], look, seen]) + 1105 + 255
+
+
+def test_gauge_counts_only_descriptions_for_a_model_that_cannot_see(
+    logged_in_client, conversation, small_budget, seeing_model, settings
+):
+    settings.LLM_SUPPORTS_VISION = False
+    url = f"/api/conversations/{conversation.id}/context/"
+    post_images(conversation, (1920, 1080), (32, 24))
+
+    history = logged_in_client.get(url).json()["history_tokens"]
+
+    words = load_history(conversation.id, vision=False).messages
+    assert "[image: 1920x1080.png, 1920x1080 — PNG 1920x1080" in words[0].text()
+    assert history == CompactUtils.estimate_messages_tokens(words)
+
+
+def test_reading_the_gauge_writes_nothing_even_for_an_image_never_described(
+    logged_in_client, conversation, small_budget, seeing_model, settings
+):
+    """An image stored before descriptions existed is described for the count, in memory:
+    the run that needs its words stores them, a GET does not."""
+    settings.FIMONE_IMAGE_PIXEL_TURNS = 0
+    url = f"/api/conversations/{conversation.id}/context/"
+    [old] = post_images(conversation, (640, 480))
+    Attachment.objects.filter(pk=old.pk).update(description="", description_source="")
+
+    with CaptureQueriesContext(connection) as queries:
+        history = logged_in_client.get(url).json()["history_tokens"]
+
+    writes = [q["sql"] for q in queries if q["sql"].split()[0].upper() in WRITES]
+    assert writes == []
+    old.refresh_from_db()
+    assert (old.description, old.description_source) == ("", "")
+    # Counted by the words a run would store and send.
+    words = load_history(conversation.id, vision=False).messages
+    assert "PNG 640x480" in words[0].text()
+    assert history == CompactUtils.estimate_messages_tokens(words)
+
+
+def test_gauge_flags_an_over_budget_history(logged_in_client, conversation, small_budget):
+    url = f"/api/conversations/{conversation.id}/context/"
     for _ in range(8):
         add_message(conversation, "user", "lorem ipsum " * 600)  # ~1,800 tokens each
         add_message(conversation, "assistant", "Noted.")
