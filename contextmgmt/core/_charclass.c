@@ -197,16 +197,27 @@ weigh(const int64_t *counts, PyObject *weights, double *value)
     return 0;
 }
 
+/* The arguments' text (first) counted and weighed by their weights (last); -1 with an
+ * exception set, also when there are not ``expected`` arguments. */
+static int
+count_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t expected, const char *usage,
+           int64_t *own, double *value)
+{
+    if (nargs != expected) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (count_text(args[0], own) < 0) return -1;
+    return weigh(own, args[nargs - 1], value);
+}
+
 static PyObject *
 charclass_count_into(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "count_into(text, counts, weights)");
-        return NULL;
-    }
     int64_t own[N_CLASSES];
     double value;
-    if (count_text(args[0], own) < 0 || weigh(own, args[2], &value) < 0) return NULL;
+    if (count_args(args, nargs, 3, "count_into(text, counts, weights)", own, &value) < 0)
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
@@ -227,13 +238,9 @@ charclass_count_into(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 charclass_count(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "count(text, weights)");
-        return NULL;
-    }
     int64_t own[N_CLASSES];
     double value;
-    if (count_text(args[0], own) < 0 || weigh(own, args[1], &value) < 0) return NULL;
+    if (count_args(args, nargs, 2, "count(text, weights)", own, &value) < 0) return NULL;
     PyObject *packed = PyBytes_FromStringAndSize((const char *)own, sizeof own);
     if (packed == NULL) return NULL;
     PyObject *result = PyTuple_New(2);
