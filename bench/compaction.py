@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _mixed import mixed_conversation  # noqa: E402
 
-from contextmgmt.core import factcheck  # noqa: E402
+from contextmgmt.core import factscan  # noqa: E402
 from contextmgmt.core.compact import CompactUtils  # noqa: E402
 from contextmgmt.core.llm import LLMResult, Usage  # noqa: E402
 from contextmgmt.core.messages import ChatMessage  # noqa: E402
@@ -81,7 +81,7 @@ async def measure(kind: str, count: int, calls: int, window: int) -> dict[str, f
             # only its objects are alive for the garbage collector to walk.
             messages = mixed_conversation(count)
             if phase == "cold":
-                factcheck.clear_cache()
+                factscan.clear_cache()
             await asyncio.sleep(0.003)  # let the monitor wake between calls
             monitor.reset()  # building the conversation is not the compaction's stall
             started = time.process_time()

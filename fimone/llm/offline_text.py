@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from contextmgmt.core.factcheck import repeated_templates, template_of
+from contextmgmt.core.factscan import repeated_templates, template_of
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.core.tokens import estimate_tokens
 

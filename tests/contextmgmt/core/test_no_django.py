@@ -14,6 +14,8 @@ MODULES = [
     "contextmgmt.core.tokens",
     "contextmgmt.core.compact",
     "contextmgmt.core.prompts",
+    "contextmgmt.core.factpatterns",
+    "contextmgmt.core.factscan",
     "contextmgmt.core.factcheck",
     "contextmgmt.core.summarise",
     "contextmgmt.core.guard",

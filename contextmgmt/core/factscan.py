@@ -1,0 +1,206 @@
+"""Finding the facts of a text: each text scanned once, what a check needs of each fact
+worked out once, and kept with the text.
+
+A text is scanned with the combined pattern of the kinds it can hold (``factpatterns``);
+lines a message repeats as a template (a pasted log) are left out first (the offline
+summariser, ``fimone.llm.offline_text``, uses the same templates). For each fact
+found, its key (normalised text), what presence searches the summary for, its kind's weight
+and its shape are worked out for all new texts together (a few C calls over their values
+joined), as an :data:`Occurrence`, and kept in a small LRU cache by text, so a
+compaction's later checks and the next compaction of the same conversation only tally and
+rank (``factcheck``). Apart from the check because this is the costly, cached half: the
+check never looks at a source's text again.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter, OrderedDict
+
+from .factpatterns import PATTERN_WEIGHT, scanner_for
+
+# A separator between digits and three more; the look behind comes after the separator so
+# that the pattern starts with it (the regex engine then skips other characters in C).
+_THOUSANDS = re.compile(r"[,\u00a0\u202f](?<=\d[,\u00a0\u202f])(?=\d{3}\b)")
+# Digits, upper- and lower-case ASCII letters each become one symbol: two facts of the same
+# template ("10.0.3.17" and "10.0.9.21") get the same shape.
+SHAPE = str.maketrans(
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "0" * 10 + "A" * 26 + "a" * 26,
+)
+_SHAPE_BYTES = bytes.maketrans(
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    b"0" * 10 + b"A" * 26 + b"a" * 26,
+)
+
+
+def normalise(text: str) -> str:
+    """``text`` as facts are compared: case folded, thousands separators dropped."""
+    text = text.casefold()
+    if "," in text or "\u00a0" in text or "\u202f" in text:
+        text = _THOUSANDS.sub("", text)
+    return text
+
+
+# A line repeated with other numbers at least this often in one message is a log's template.
+REPEATED_LINE_MIN = 3
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+_DIGIT_BYTES = b"0123456789"
+
+
+def template_of(line: str) -> str:
+    """A line with its digits removed: lines of one log template share it."""
+    return line.translate(_NO_DIGITS)
+
+
+def repeated_templates(text: str) -> set[str]:
+    """The templates (:func:`template_of`) that ``text`` repeats on at least
+    ``REPEATED_LINE_MIN`` of its lines (blank lines aside)."""
+    if text.count("\n") < REPEATED_LINE_MIN - 1:
+        return set()
+    counts = Counter(text.translate(_NO_DIGITS).split("\n"))
+    return {shape for shape, n in counts.items() if n >= REPEATED_LINE_MIN and shape.strip()}
+
+
+def without_repeated_lines(text: str) -> str:
+    """``text`` without the lines of a template it repeats with other numbers.
+
+    A pasted log or a tool's listing repeats one template hundreds of times; its values
+    (timestamps, request ids, addresses) are noise a summary is right to drop, and looking
+    at each would cost more than the rest of a compaction.
+    """
+    if text.count("\n") < REPEATED_LINE_MIN - 1:
+        return text
+    # The templates are taken from the UTF-8 bytes (ASCII digits are single bytes there, so
+    # two lines share a template exactly when their texts do): bytes translate several
+    # times faster than str.
+    shapes = text.encode("utf-8", "surrogatepass").translate(None, _DIGIT_BYTES).split(b"\n")
+    counts = Counter(shapes)
+    repeated = {
+        shape
+        for shape, n in counts.items()
+        if n >= REPEATED_LINE_MIN
+        and shape.decode("utf-8", "surrogatepass").strip()  # blank: no template
+    }
+    if not repeated:
+        return text
+    lines = text.split("\n")
+    return "\n".join(
+        [line for line, shape in zip(lines, shapes, strict=True) if shape not in repeated]
+    )
+
+
+# Texts up to this size have their facts cached (at most _CACHED of them).
+_CACHED_CHARS = 32_000
+_CACHED = 512
+
+
+# One fact found in a text: (kind, value, normalised key, what presence searches for, the
+# kind's weight, the value's shape). Everything a fact check needs about it is worked out
+# here once, and cached with the text.
+Occurrence = tuple[str, str, str, str, int, bytes]
+
+
+# Texts' facts by text, least recently used first: a compaction in rounds checks a
+# message's facts in its round and again at the end, and the next compaction of the same
+# conversation meets most of them again. Fact checks run in worker threads: a lock.
+_cache: OrderedDict[str, tuple[Occurrence, ...]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget every text's facts (the benches measure a first compaction with it)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def occurrences_of(sources: list[str]) -> list[tuple[Occurrence, ...]]:
+    """The facts of each of ``sources``, in order; the texts not cached are scanned
+    together (:func:`_scan`)."""
+    found: list[tuple[Occurrence, ...] | None] = []
+    unseen: dict[str, None] = {}
+    cached, used = _cache.get, _cache.move_to_end
+    with _cache_lock:
+        for text in sources:
+            occurrences = cached(text)
+            if occurrences is None:
+                unseen[text] = None
+            else:
+                used(text)
+            found.append(occurrences)
+    if not unseen:
+        return found  # type: ignore[return-value]
+    scanned = dict(zip(unseen, _scan(list(unseen)), strict=True))
+    with _cache_lock:
+        for text, occurrences in scanned.items():
+            if len(text) <= _CACHED_CHARS:
+                _cache[text] = occurrences
+        while len(_cache) > _CACHED:
+            _cache.popitem(last=False)
+    return [scanned[text] if o is None else o for text, o in zip(sources, found, strict=True)]
+
+
+def _scan(texts: list[str]) -> list[tuple[Occurrence, ...]]:
+    """The facts of each of ``texts``. Each text is scanned on its own; what is worked out
+    for each fact is worked out for all of them at once (a few C calls over their values
+    joined, not a dozen Python steps per fact)."""
+    kinds: list[str] = []
+    values: list[str] = []
+    ends: list[int] = []  # how many values there are after each text
+    for text in texts:
+        text = without_repeated_lines(text)
+        scanner, kinds_by_group = scanner_for(text)
+        for match in scanner.finditer(" " + text):
+            # Each kind is one group holding no other: the last group matched is the fact.
+            group = match.lastindex
+            kind = kinds_by_group[group]
+            value = match.group(group)
+            if kind in _TRIMMED_KINDS:
+                value = _trimmed(value, kind)
+                if not value:
+                    continue
+            kinds.append(kind)
+            values.append(value)
+        ends.append(len(values))
+    if not values:
+        return [() for _ in texts]
+    # No value holds a line break, and case folding, the thousands separators and shapes go
+    # character by character: all values are done in one go.
+    joined = "\n".join(values)
+    if joined.count("\n") == len(values) - 1:
+        keys = normalise(joined).split("\n")
+        # From the UTF-8 bytes: two values' shapes are equal exactly when their texts' are.
+        shapes = joined.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES).split(b"\n")
+    else:  # a kind whose facts can span lines
+        keys = [normalise(value) for value in values]
+        shapes = [v.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES) for v in values]
+    # (A value, and so its key, is never empty.)
+    needles = [needle_of(key) if key[0] in "$€£¥+-" or key[-1] == "%" else key for key in keys]
+    weights = map(PATTERN_WEIGHT.__getitem__, kinds)
+    rows = list(zip(kinds, values, keys, needles, weights, shapes, strict=True))
+    out = []
+    start = 0
+    for end in ends:
+        out.append(tuple(rows[start:end]))
+        start = end
+    return out
+
+
+_TRIMMED_KINDS = frozenset(("url", "path", "setting", "code"))
+_TRAILING = ".,;:!?)]}>"
+
+
+def _trimmed(value: str, kind: str) -> str:
+    """Punctuation after a URL, path or setting cut, a code span stripped ("" if blank)."""
+    if kind == "url":
+        return value.rstrip(_TRAILING)
+    if kind == "code":
+        return value.strip()
+    return value.rstrip(_TRAILING) or value
+
+
+def needle_of(key: str) -> str:
+    """What presence looks for: "$1,234.56" is present as "1234.56", "42%" as "42 %" or
+    "42 percent"."""
+    return key.lstrip("$€£¥+-").rstrip("%") or key
