@@ -21,11 +21,13 @@ the final answer streams) is answered by a follow-up run. Runs belong to the ser
 to a socket: a closed tab does not stop them, and a client that reconnects catches up
 through ``run.active`` and the HTTP messages API.
 
-The modules, each using only those after it: ``lifecycle`` (launch, work, finish,
-follow-ups), ``storage`` (the database side), ``control`` (one run per conversation across
-processes), ``registry`` (this process's runs), ``events`` (publishing), ``record`` (steps
-and plan kept for a reload), ``metering`` (usage), ``deps`` (the collaborators a run is
-built with).
+The modules, each using only those after it: ``lifecycle`` (launch, control listener,
+follow-ups), ``work`` (prepare, fit the history, run the engine; checkpoints), ``finish``
+(store the outcome, then announce it), ``state`` (the ``Run`` they share), ``storage`` (the
+database side), ``control`` (one run per conversation across processes), ``registry``
+(this process's runs), ``events`` (publishing), ``record`` (steps and plan kept for a
+reload), ``compactions`` (the run's compaction ledger), ``metering`` (usage), ``deps`` (the
+collaborators a run is built with).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from chat.runs import control, deps, lifecycle, storage
 from chat.runs.control import SnapshotGate
 from chat.runs.events import conversation_group
 from chat.runs.registry import registry
+from chat.runs.state import Run
 from chat.services import messages_mark_interrupted
 
 logger = logging.getLogger(__name__)
@@ -109,7 +112,7 @@ async def submit_message(
                     )
                 except control.RunNotActive:
                     continue  # the other process's run just finished: start one here
-                if isinstance(active, lifecycle.Run):
+                if isinstance(active, Run):
                     active.local_injections += 1
                 await control.announce_injection(
                     layer, conversation_id=conversation_id, run_id=active.run_id, message=message

@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chat import services
 from chat.models import ContextSummary, Message
-from chat.runs import lifecycle
+from chat.runs import work
 from chat.runs.registry import registry
 from contextmgmt.budget import Budget
 from contextmgmt.core.llm import LLMAuthError, LLMUnavailable
@@ -573,7 +573,7 @@ async def test_a_run_left_running_by_a_dead_server_does_not_block_the_conversati
 
 async def test_partial_answer_is_saved_while_it_streams(socket, conversation, engine, monkeypatch):
     """A crash mid-answer keeps what the user saw; a reload shows it (status running)."""
-    monkeypatch.setattr(lifecycle, "CHECKPOINT_SECONDS", 0.01)
+    monkeypatch.setattr(work, "CHECKPOINT_SECONDS", 0.01)
     gate = asyncio.Event()
 
     async def slow_second_half(ctx):

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from chat.runs import lifecycle
+from chat.runs import work
 from fimone.agent.context import AgentOutcome
 from tests.support.runs import WAIT, connect, events_until, install_scripted_engine, send
 
@@ -25,13 +25,13 @@ pytestmark = [
 def checkpoint_tasks(monkeypatch) -> list[asyncio.Task]:
     """The checkpoint task of every run started from now on."""
     tasks: list[asyncio.Task] = []
-    original = lifecycle._checkpoint
+    original = work.checkpoints
 
     async def recorded(run):
         tasks.append(asyncio.current_task())
         await original(run)
 
-    monkeypatch.setattr(lifecycle, "_checkpoint", recorded)
+    monkeypatch.setattr(work, "checkpoints", recorded)
     return tasks
 
 
@@ -39,7 +39,7 @@ def checkpoint_tasks(monkeypatch) -> list[asyncio.Task]:
 async def test_a_finished_runs_checkpoint_loop_ends_without_being_cancelled_rs_3(
     user, conversation, run_deps, checkpoint_tasks, monkeypatch, checkpoint_seconds
 ):
-    monkeypatch.setattr(lifecycle, "CHECKPOINT_SECONDS", checkpoint_seconds)
+    monkeypatch.setattr(work, "CHECKPOINT_SECONDS", checkpoint_seconds)
     engine = install_scripted_engine(run_deps)
     gate = asyncio.Event()
 

@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from chat.models import Message
-from chat.runs import lifecycle
+from chat.runs import work
 from contextmgmt.core.llm import LLMUnavailable
 from fimone.agent.context import AgentOutcome
 from tests.chat.test_runs_engines import dag_router
@@ -141,7 +141,7 @@ async def test_failed_and_cancelled_runs_keep_their_steps(socket, conversation, 
 async def test_progress_checkpoint_stores_the_steps_so_far(
     socket, conversation, engine, monkeypatch
 ):
-    monkeypatch.setattr(lifecycle, "CHECKPOINT_SECONDS", 0.01)
+    monkeypatch.setattr(work, "CHECKPOINT_SECONDS", 0.01)
     gate = asyncio.Event()
 
     async def slow(ctx):

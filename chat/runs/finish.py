@@ -1,0 +1,159 @@
+"""A run's end: store the outcome, then announce it (``done`` / ``error`` /
+``run.cancelled``).
+
+``finish_run`` runs once the work task has ended, whatever its end: it waits for a
+checkpoint in flight, works out the status (done, error, cancelled, interrupted) and the
+text to keep (the answer, or what was streamed), the usage (compaction included) and the
+record, stores them in one write (``storage.persist_finish``) and only then tells the
+sockets. It also lets go of what would keep a finished run alive in a reference cycle (the
+work task, the frames of its exception: docs/architecture.md). Apart from the work because
+it never touches the engine, only what the run kept; leaving the registry and starting
+follow-up runs is ``lifecycle._close``'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import traceback
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.utils.translation import gettext, gettext_lazy
+
+from chat.models import Message
+from chat.runs import storage
+from chat.runs.events import failure_of
+from chat.runs.metering import usage_totals
+from chat.runs.state import Run
+
+logger = logging.getLogger(__name__)
+
+# What sockets are told about a run the server's shutdown stopped (chat.drain).
+# Lazy: written in the run's language when the run ends.
+INTERRUPTED_MESSAGE = gettext_lazy(
+    "The server restarted during this answer. Your message is saved; use Retry to ask again."
+)
+
+
+async def finish_run(run: Run) -> None:
+    """Persist the outcome, then tell every socket (``done`` / ``error`` / ``run.cancelled``)."""
+    # The final write comes after any checkpoint in flight (one database thread, in order);
+    # the checkpoint loop ends as soon as the work is done.
+    await run.checkpoints
+    await run.publisher.flush()
+    # The run lets go of its finished work: a task that failed or was cancelled keeps its
+    # exception, whose traceback holds the work's frames and so the run. Held by the run,
+    # that cycle would keep the run's whole graph (history, models, answer) alive until a
+    # full garbage collection, a pause on the loop (docs/architecture.md).
+    work, run.work = run.work, None
+    run.stopped = work.cancelled()
+    exc = _exception_of(work)
+    outcome, failure = None, None
+    if run.stopped and run.interrupted:
+        status = "interrupted"
+        failure = {"code": "interrupted", "message": str(INTERRUPTED_MESSAGE)}
+    elif run.stopped:
+        status = "cancelled"
+    elif exc is not None:
+        status = "error"
+        failure = failure_of(exc)
+        if failure["code"] == "internal_error":
+            logger.error("run %s failed", run.run_id, exc_info=exc)
+        else:
+            # Strings, not the exception: a record a handler keeps holds nothing of the run.
+            logger.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, str(exc))
+    else:
+        outcome = work.result()
+        status = "done"
+    if exc is not None:
+        _release_frames(exc)
+        # Its traceback reaches this frame (where it was raised again): held here, one more
+        # cycle.
+        del exc
+    content = outcome.answer if outcome is not None else "".join(run.answer_parts)
+    usage: dict[str, Any] = dict(usage_totals(run.answer_usage, run.compaction_usage))
+    if run.compactions is not None and run.compactions.entries:
+        usage.update(run.compactions.totals())
+    if run.prepared is not None:
+        # Which model answered, for the usage card (a conversation may pick its model).
+        usage["model"] = str(getattr(run.prepared.main, "model_name", "") or "")
+    extra: dict[str, Any] = {
+        "elapsed_ms": _elapsed_ms(run),
+        "query_id": run.query_message_id,
+        **run.record.as_metadata(),
+    }
+    if run.retry_of is not None:
+        extra["retry_of"] = run.retry_of
+    if outcome is not None:
+        extra.update(iterations=outcome.iterations, outcome=outcome.status)
+    calibration = [
+        (config_id, llm.input_counts, llm.fixed_input, llm.reported_input)
+        for llm, config_id in run.metered
+        if config_id is not None and llm.reported_input > 0
+    ]
+    html = ""
+    try:
+        html = await database_sync_to_async(storage.persist_finish)(
+            message_id=run.assistant_message_id,
+            content=content,
+            status=status,
+            usage=usage,
+            compaction=run.history_compaction,
+            error=failure,
+            extra=extra,
+            calibration=calibration,
+            answered_ids=run.answered_ids(),
+        )
+    except Message.DoesNotExist:
+        # The conversation was deleted (which cancelled this run, and closed its sockets).
+        logger.info("run %s: its conversation was deleted", run.run_id)
+        run.conversation_deleted = True
+        return
+    except Exception:
+        logger.exception("run %s: could not persist the answer", run.run_id)
+        if failure is None:
+            status = "error"
+            failure = {
+                "code": "persist_failed",
+                "message": gettext("The answer could not be saved."),
+            }
+    ids = {"message_id": run.assistant_message_id, "run_id": run.run_id}
+    if status == "done":
+        await run.publisher(
+            "done", {**ids, "usage": usage, "elapsed_ms": _elapsed_ms(run), "html": html}
+        )
+    elif status == "cancelled":
+        await run.publisher("run.cancelled", ids)
+    else:
+        await run.publisher("error", {**ids, **failure})
+
+
+def _exception_of(work: asyncio.Task) -> BaseException | None:
+    """How the work failed: its exception, the cancellation for a cancelled task."""
+    try:
+        return work.exception()
+    except asyncio.CancelledError as cancelled:  # the one the task was cancelled with
+        return cancelled
+
+
+def _release_frames(exc: BaseException) -> None:
+    """Drop the variables of the finished frames an exception's tracebacks hold (after it was
+    logged): an exception kept in a variable of one of its own frames is a reference cycle
+    through that frame, and the frames hold the run. Python 3.11's TaskGroup leaves a
+    cancelled DAG run exactly so (its exit keeps the cancellation and the run's task)."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        pending += [current.__cause__, current.__context__]
+        pending += getattr(current, "exceptions", ())
+
+
+def _elapsed_ms(run: Run) -> int:
+    return int((time.perf_counter() - run.started) * 1000)

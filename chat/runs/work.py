@@ -1,0 +1,236 @@
+"""A run's work: prepare, fit the history, drive the engine; and, while it works, save
+the streamed text (checkpoints).
+
+``perform`` is the run's work task (``lifecycle.launch`` starts it): it reads models,
+budgets and history (``storage.prepare``), describes old images once, fits the history to
+the room the engine's first call leaves (a ``compact`` event, scope ``history``, when it
+compacted; a new summary is stored), and runs the engine with metered models and the run
+as its sink. Its outcome, or how it failed, is the finish's to store (``finish``).
+``checkpoints`` saves the partial answer while the work runs, so a crash or a reload keeps
+what the user already saw. Apart from the launch and the finish because this is the only
+part that knows the engine and the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.utils import translation
+
+from chat import image_describer
+from chat.runs import storage
+from chat.runs.compactions import RunCompactions
+from chat.runs.metering import MeteredLLM
+from chat.runs.state import Run
+from contextmgmt.core.compact import CompactUtils
+from contextmgmt.core.llm import Usage
+from contextmgmt.core.tokens import activate_weights
+from fimone.agent import AgentContext
+from fimone.agent.calls import compact_limit
+from fimone.agent.history_room import history_room
+
+logger = logging.getLogger(__name__)
+
+# While an answer streams, its text so far is saved this often (only when it changed), so
+# a server crash or a reload keeps what the user already saw. Short runs never wait this
+# long: they write nothing extra.
+CHECKPOINT_SECONDS = 2.0
+
+
+async def perform(run: Run):
+    """The run's work task: prepare, fit the history, run the engine; its result is the
+    engine's outcome, its exception (or cancellation) how the run failed."""
+    prepared = await database_sync_to_async(storage.prepare)(run.opened, run.deps)
+    run.prepared = prepared
+    # This task estimates tokens as the main model counts them (its calibrated weights).
+    activate_weights(prepared.main_weights)
+    for message in prepared.follow_ups:
+        run.injections.put_nowait(message)
+    main = MeteredLLM(prepared.main, run.answer_usage)
+    fast = MeteredLLM(prepared.fast, run.answer_usage)
+    # Compaction summarises with the fast model: its input is sized in that model's tokens.
+    compact = MeteredLLM(
+        prepared.fast,
+        run.compaction_usage,
+        token_weights=prepared.fast_weights,
+        input_window=prepared.fast_tokens,
+    )
+    run.metered = [(main, prepared.main_config_id), (fast, prepared.fast_config_id)]
+    prepared = run.prepared = await _describe_old_images(run, prepared, compact)
+
+    tools = run.deps.make_tools(
+        run.conversation_id, before_id=run.query_message_id, vision=prepared.vision
+    )
+    # Counted as the engine will send it (system prompt, tool schemas, the query and the
+    # follow-ups it starts with), so a history fitted here is not compacted again on the
+    # first call (fimone.agent.history_room).
+    room = history_room(
+        run.mode,
+        prepared.main_tokens,
+        query=prepared.query,
+        tools=tools,
+        follow_ups=prepared.follow_ups,
+    )
+    memory = run.deps.make_memory(
+        conversation_id=run.conversation_id,
+        max_tokens=room.load,
+        compact_llm=compact,
+        vision=prepared.vision,
+        loaded=prepared.history,
+    )
+    history = [
+        m
+        for m in await memory.get_messages()
+        # This run's own messages (a follow-up typed while history loaded) are not history.
+        if (m.metadata.get("id") or 0) < run.query_message_id
+    ]
+    facts = _history_facts(memory) if memory.was_compacted else None
+    if room.squeezed:
+        # This request's own content leaves less room than usual: its copy is cut, the
+        # fitted history (and any summary to store) stays as an ordinary request has it.
+        cut = CompactUtils.cut_for_request(history, room.send)
+        if [id(m) for m in cut] != [id(m) for m in history]:
+            history = cut
+            facts = {
+                **(facts or _history_facts(memory, strategy="truncate")),
+                "compacted_count": len(cut),
+                "tokens_after": CompactUtils.estimate_messages_tokens(cut),
+                "cut_for_request": True,
+            }
+    run.compactions = RunCompactions(main_calls=lambda: main.call_count)
+    if facts is not None:
+        summary = getattr(memory, "new_summary", None)
+        stored = prepared.history.summary if prepared.history is not None else None
+        if summary is not None:
+            summary.metadata.update(
+                tokens_before=facts["tokens_before"],
+                tokens_after=facts["tokens_after"],
+                cost_input_tokens=facts["cost_input_tokens"],
+                cost_output_tokens=facts["cost_output_tokens"],
+            )
+            facts["summary_id"] = await database_sync_to_async(storage.save_summary)(
+                run.conversation_id, summary
+            )
+        elif stored is not None:
+            facts.setdefault("summary_id", stored.id)
+        run.history_compaction = facts
+        await run.emit("compact", {"scope": "history", **run.history_compaction})
+    loaded = prepared.history
+    if loaded is not None:
+        run.compactions.loaded(
+            history,
+            messages=[
+                m for m in loaded.messages if (m.metadata.get("id") or 0) < run.query_message_id
+            ],
+            stored=loaded.summary,
+            new_summary=getattr(memory, "new_summary", None),
+        )
+
+    async def on_compaction(scope: str, result) -> int | None:
+        # The engine summarised loaded history: stored like a load-time summary, so the
+        # next request starts from it instead of summarising the same messages again.
+        summary = run.compactions.to_store(scope, result)
+        if summary is None:
+            return None
+        return await database_sync_to_async(storage.save_summary)(run.conversation_id, summary)
+
+    ctx = AgentContext(
+        llm=main,
+        fast_llm=fast,
+        fast_vision=storage.supports_vision(prepared.fast),
+        compact_llm=compact,
+        main_budget=prepared.main_tokens,
+        fast_budget=prepared.fast_tokens,
+        history=history,
+        query=prepared.query,
+        sink=run.emit,
+        injections=run.injections,
+        tools=tools,
+        # Our own bound on every model call: the SDK's timeout counts per attempt and per
+        # read, so with retries a hung provider could otherwise hold a user for minutes.
+        llm_timeout=settings.LLM_TIMEOUT_SECONDS,
+        on_compaction=on_compaction,
+        # The socket's language (the run's task inherited it): the engine's own sentences.
+        language=translation.get_language() or "en",
+    )
+    return await run.deps.engine_for(run.mode)(ctx)
+
+
+async def _describe_old_images(
+    run: Run, prepared: storage.PreparedRun, llm: MeteredLLM
+) -> storage.PreparedRun:
+    """Images the history shows as text get the fast model's description once, when it
+    can see images (chat.image_describer); the history is then read again with it."""
+    file_ids = image_describer.images_as_text(prepared.history.messages)
+    if not file_ids or not image_describer.can_describe(prepared.fast):
+        return prepared
+    described = await image_describer.describe_images(
+        llm, file_ids, time_limit=compact_limit(settings.LLM_TIMEOUT_SECONDS)
+    )
+    if not described:
+        return prepared
+    history = await database_sync_to_async(storage.reload_history)(run.opened, prepared)
+    return dataclasses.replace(prepared, history=history)
+
+
+def _history_facts(memory, strategy: str | None = None) -> dict:
+    strategy = (
+        strategy or getattr(memory, "strategy", None) or getattr(memory.result, "strategy", "llm")
+    )
+    facts = {
+        # A reused stored summary was written by the LLM on an earlier load.
+        "strategy": "llm" if strategy == "summary" else strategy,
+        "original_count": memory.original_count,
+        "compacted_count": memory.compacted_count,
+        # What the summary the model got stands for, as the summary itself counts it: the
+        # divider shows this figure, so it agrees with the opened summary.
+        "summarized_count": getattr(memory, "summarized_count", 0),
+        "tokens_before": getattr(memory, "tokens_before", 0),
+        "tokens_after": getattr(memory, "tokens_after", 0),
+    }
+    # What the load-time compaction itself cost (a reused summary costs nothing now).
+    result = getattr(memory, "result", None)
+    usage = getattr(result, "usage", None) or Usage()
+    facts["cost_input_tokens"] = usage.input_tokens
+    facts["cost_output_tokens"] = usage.output_tokens
+    if strategy == "summary":
+        facts["reused_summary"] = True
+    stored = getattr(memory, "summary_in_use", None)
+    if stored is not None and stored.id is not None:
+        facts["summary_id"] = stored.id
+    if getattr(memory, "summary_edited", False):
+        facts["summary_edited"] = True
+    # Pinned messages that had to yield to the cap on pinned history (the UI notes it).
+    if yielded := getattr(memory, "pins_yielded", None):
+        facts["pins_yielded"] = list(yielded)
+    return facts
+
+
+async def checkpoints(run: Run) -> None:
+    """Save the partial answer every CHECKPOINT_SECONDS while the engine works."""
+    saved, recorded = 0, 0
+    while not run.work.done():
+        # Wakes when the work ends, so the loop ends by itself and is never cancelled: a
+        # cancelled task keeps its exception, whose traceback holds this frame and so the
+        # run, which holds the task; that cycle would keep every finished run (history,
+        # models, answer) alive until a full garbage collection, a pause on the loop.
+        await asyncio.wait({run.work}, timeout=CHECKPOINT_SECONDS)
+        if run.work.done():
+            return  # the final write saves everything: no checkpoint of a finished run
+        if run.finishing or (run.answer_version, run.record.version) == (saved, recorded):
+            continue
+        # Steps and plan only when they moved (a JSON merge costs a read).
+        record = run.record.as_metadata() if run.record.version != recorded else None
+        saved, recorded = run.answer_version, run.record.version
+        try:
+            await database_sync_to_async(storage.save_progress)(
+                message_id=run.assistant_message_id,
+                content="".join(run.answer_parts),
+                record=record,
+            )
+        except Exception:  # a missed checkpoint costs nothing but durability
+            logger.warning("run %s: could not save progress", run.run_id, exc_info=True)
