@@ -58,7 +58,7 @@ def test_zero_allowance_appends_nothing_but_still_counts():
     assert append_key_facts("x", ["ref AB-12"], max_tokens=0) == ("x", (1, 0))
 
 
-# --- RS.3: one scan, dictionary look-ups; same answers as the per-fact regex ---------------
+# --- speed: one scan, dictionary look-ups; same answers as the per-fact regex ---------------
 
 
 def _reference_present(fact: str, summary: str) -> bool:

@@ -11,6 +11,7 @@ MODULES = [
     "contextmgmt.core",
     "contextmgmt.core.messages",
     "contextmgmt.core.llm",
+    "contextmgmt.core.charclass",
     "contextmgmt.core.tokens",
     "contextmgmt.core.compact",
     "contextmgmt.core.prompts",
