@@ -112,10 +112,13 @@ def _ordinary_request(conversation: Conversation, budget: int):
 
 
 def _sees_images(conversation: Conversation) -> bool:
-    """Whether the next run's main model is sent pixels, decided as the run decides it."""
+    """Whether the next run sends its history's newest images as pixels, decided as the run
+    decides it."""
     from chat.runs import deps, storage
 
-    return storage.main_sees_images(conversation.model_config_id, deps.current())
+    return storage.history_sees_images(
+        mode=conversation.mode, model_config_id=conversation.model_config_id, deps=deps.current()
+    )
 
 
 @require_GET

@@ -70,7 +70,8 @@ class PreparedRun:
     fast_config_id: int | None
     main_weights: tuple[float, ...] | None  # the main model's calibrated token weights
     fast_weights: tuple[float, ...] | None  # the fast (summarising) model's
-    vision: bool
+    vision: bool  # the main model is sent the query's images as pixels
+    history_vision: bool  # and the history's newest ones (``history_has_pixels``)
     query: ChatMessage  # pinned, images inline
     history: LoadedHistory  # read in the same thread hop; the memory fits it to the budget
     follow_ups: tuple[ChatMessage, ...] = ()
@@ -303,6 +304,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         main, main_budget = deps.get_model_llm(picked), deps.resolve_model_budget(picked)
     main, fast = _speaking_user_language(main), _speaking_user_language(fast)
     vision = supports_vision(main)
+    history_vision = history_has_pixels(opened.mode, vision)
     query = query_message(opened.query, vision=vision)
     follow_ups = ()
     if opened.follow_up_ids:
@@ -318,15 +320,16 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         main_weights=getattr(main_budget, "token_weights", None),
         fast_weights=getattr(fast_budget, "token_weights", None),
         vision=vision,
+        history_vision=history_vision,
         query=dataclasses.replace(query, injected=False),  # the run's current query
-        history=load_history(opened.query.conversation_id, vision=vision),
+        history=load_history(opened.query.conversation_id, vision=history_vision),
         follow_ups=follow_ups,
     )
 
 
 def reload_history(opened: OpenedRun, prepared: PreparedRun) -> LoadedHistory:
     """The history read again as ``prepare`` read it (after images got descriptions)."""
-    return load_history(opened.query.conversation_id, vision=prepared.vision)
+    return load_history(opened.query.conversation_id, vision=prepared.history_vision)
 
 
 def _speaking_user_language(llm: LLM) -> LLM:
@@ -341,11 +344,20 @@ def supports_vision(llm: LLM) -> bool:
     return bool(getattr(llm, "supports_vision", True))
 
 
-def main_sees_images(model_config_id: int | None, deps: RunDeps) -> bool:
-    """Whether the next run of a conversation (its pick of main model, if any) sends images
-    as pixels: ``prepare``'s decision, for the context gauge to count what will be sent."""
+def history_has_pixels(mode: str, vision: bool) -> bool:
+    """Whether a run's history keeps its newest turns' images as pixels: only where the
+    engine sends the history as messages (ReAct) to a model that sees. The DAG planner
+    reads the history as text, so there every image is its description from the load on,
+    and is fitted and counted as that text."""
+    return vision and mode != "dag"
+
+
+def history_sees_images(*, mode: str, model_config_id: int | None, deps: RunDeps) -> bool:
+    """Whether the next run of a conversation (its mode, its pick of main model, if any)
+    sends its history's newest images as pixels: ``prepare``'s decision, for the context
+    gauge to count what will be sent."""
     main = deps.get_llm("main") if model_config_id is None else deps.get_model_llm(model_config_id)
-    return supports_vision(main)
+    return history_has_pixels(mode, supports_vision(main))
 
 
 def load_injection(message_id: int, *, vision: bool) -> ChatMessage:

@@ -79,7 +79,7 @@ async def perform(run: Run):
         conversation_id=run.conversation_id,
         max_tokens=room.load,
         compact_llm=compact,
-        vision=prepared.vision,
+        vision=prepared.history_vision,
         loaded=prepared.history,
     )
     history = [

@@ -170,3 +170,51 @@ async def test_the_gauge_counts_no_pixels_for_a_model_that_cannot_see(
     firsts = await runs_with_images_match_the_gauge(user, conversation, ws_fake_llm)
     assert not any(any(images_sent(call)) for call in firsts)
     assert "[image: shot0.png, 1920x1080 — PNG 1920x1080" in firsts[-1].messages[1].text()
+
+
+async def test_a_dag_planner_reads_earlier_images_as_their_descriptions(
+    user, conversation, ws_fake_llm, roomy_budget, run_deps
+):
+    """The DAG planner gets the history as text: an earlier turn's image reaches it as its
+    description (even for a model that sees), and only the question's own image as pixels.
+    The run loads that history without pixels, so it is fitted as the text it becomes."""
+    histories = []
+    real = run_deps.current.engine_for
+
+    def engine_for(mode):
+        engine = real(mode)
+
+        async def watched(ctx):
+            histories.append(ctx.history)
+            return await engine(ctx)
+
+        return watched
+
+    run_deps.use(engine_for=engine_for)
+    plan = '{"steps": [{"id": "s1", "task": "Look at the shot", "depends_on": []}]}'
+    verdict = '{"achieved": true, "confidence": 0.9, "reason": "ok"}'
+    socket = await connect(user, conversation.id)
+    planners = []
+    try:
+        for i in range(2):
+            image = await upload(user, conversation, i)
+            ws_fake_llm.enqueue(plan, "A screenshot.", verdict, "It is a screenshot.")
+            before = len(ws_fake_llm.calls)
+            await send(
+                socket,
+                type="message",
+                content=f"What is in shot {i}?",
+                attachments=[image],
+                mode="dag",
+            )
+            events = await events_until(socket, "done", "error")
+            assert events[-1]["type"] == "done", events[-1]
+            planners.append(ws_fake_llm.calls[before])
+    finally:
+        await socket.disconnect()
+    assert not any(m.image_parts() for m in histories[-1])
+    assert "[image: shot0.png" in histories[-1][0].text()
+    request = planners[-1].messages[-1]
+    assert len(request.image_parts()) == 1  # the question's own
+    assert "[image: shot0.png, 1920x1080 — PNG 1920x1080" in request.text()
+    assert "[1 image]" not in request.text()

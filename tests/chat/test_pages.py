@@ -182,6 +182,23 @@ def test_gauge_counts_only_descriptions_for_a_model_that_cannot_see(
     assert history == CompactUtils.estimate_messages_tokens(words)
 
 
+def test_gauge_of_a_dag_conversation_counts_history_images_as_descriptions(
+    logged_in_client, conversation, small_budget, seeing_model
+):
+    """The DAG planner reads the history as text: even for a model that sees, a DAG run
+    loads every history image as its description, and the gauge counts that."""
+    conversation.mode = "dag"
+    conversation.save(update_fields=["mode"])
+    url = f"/api/conversations/{conversation.id}/context/"
+    post_images(conversation, (1920, 1080), (32, 24))
+
+    history = logged_in_client.get(url).json()["history_tokens"]
+
+    words = load_history(conversation.id, vision=False).messages
+    assert history == CompactUtils.estimate_messages_tokens(words)
+    assert history < CompactUtils.estimate_messages_tokens(load_history(conversation.id).messages)
+
+
 def test_reading_the_gauge_writes_nothing_even_for_an_image_never_described(
     logged_in_client, conversation, small_budget, seeing_model, settings
 ):
