@@ -89,6 +89,14 @@ class ModelConfig(models.Model):
     )
     # Parameters the endpoint refused with a 400, newest last: [{param, message, at}].
     refused_params = models.JSONField(_("refused parameters"), default=list, blank=True)
+    # When the endpoint answered a request holding images with a 400 saying it takes none
+    # (fimone.llm.vision), and what it said. Learnt, not configured: "supports images" stays
+    # as the admin set it, and this overrides it until an admin resets it (or points the row
+    # at another endpoint), so every process sends descriptions instead of failing first.
+    images_refused_at = models.DateTimeField(_("images refused at"), null=True, blank=True)
+    images_refused_message = models.CharField(
+        _("images refusal message"), max_length=300, blank=True, default=""
+    )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 
@@ -104,6 +112,11 @@ class ModelConfig(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role}{', active' if self.is_active else ''})"
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether the model gets pixels: configured to, and its endpoint has not refused them."""
+        return self.supports_vision and self.images_refused_at is None
 
     @property
     def usable_input_tokens(self) -> int:

@@ -2,8 +2,9 @@
 
 The profile itself is plain Python (``contextmgmt.core.providers``); this module keeps it on
 the model configuration row. The LLM client reports what it learns through the registry
-(``remember_refusal``, ``remember_observation``); the admin shows it and reads context
-sizes from the endpoint (``read_from_endpoint``).
+(``remember_refusal``, ``remember_observation``, ``remember_image_refusal``); the admin
+shows it, resets a refusal of images (``forget_image_refusal``) and reads context sizes
+from the endpoint (``read_from_endpoint``).
 """
 
 from __future__ import annotations
@@ -87,6 +88,32 @@ def remember_observation(*, model_config_id: int, profile: ProviderProfile) -> N
     set_profile(row, dataclasses.replace(profile, name=row.provider_profile))
     row.save(update_fields=[*PROFILE_FIELDS, "updated_at"])
     log.info("model %r: provider profile refined from its answers: %s", row.name, profile)
+
+
+@transaction.atomic
+def remember_image_refusal(*, model_config_id: int, message: str) -> None:
+    """The endpoint refused a request's image parts: the row's model gets descriptions from
+    now on, in every process (``ModelConfig.sees_images``), until an admin resets it.
+
+    The first refusal is kept: once it is stored no process sends pixels, so a later one
+    comes only from a call that was already under way.
+    """
+    row = ModelConfig.objects.select_for_update().filter(pk=model_config_id).first()
+    if row is None or row.images_refused_at is not None:
+        return
+    row.images_refused_at = timezone.now()
+    row.images_refused_message = message[:300]
+    row.save(update_fields=["images_refused_at", "images_refused_message", "updated_at"])
+    log.warning("model %r refused images; its history is sent as text from now on", row.name)
+
+
+@transaction.atomic
+def forget_image_refusal(*, model_config_ids: list[int]) -> int:
+    """Send images to these rows' models again (as "supports images" says); returns how
+    many rows had a refusal to forget."""
+    return ModelConfig.objects.filter(
+        pk__in=model_config_ids, images_refused_at__isnull=False
+    ).update(images_refused_at=None, images_refused_message="", updated_at=timezone.now())
 
 
 def read_from_endpoint(row: ModelConfig) -> tuple[Discovery, list[str]]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import threading
 from collections.abc import AsyncIterator
@@ -60,7 +61,16 @@ from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_t
 from .endpoint import Endpoint, Learner
 from .options import check_opts
 from .sse import sse_data
-from .vision import has_pixels, refuses_images, remember_refusal, says_no_images, without_pixels
+from .vision import (
+    ImagesRefused,
+    has_pixels,
+    refuses_images,
+    remember_refusal,
+    says_no_images,
+    without_pixels,
+)
+
+log = logging.getLogger(__name__)
 
 # What providers say when a request is longer than the model's window (OpenAI, vLLM,
 # llama.cpp, Ollama, Anthropic-compatible proxies word it differently).
@@ -103,6 +113,7 @@ class OpenAIChatLLM:
         supports_vision: bool = True,
         profile: ProviderProfile | None = None,
         on_learn: Learner | None = None,
+        on_images_refused: ImagesRefused | None = None,
     ) -> None:
         self.model_name = model
         # What this endpoint accepts (a provider profile): every request is adapted to it, a
@@ -113,6 +124,11 @@ class OpenAIChatLLM:
         self.timeout = timeout
         self.max_retries = max_retries
         self._vision = supports_vision
+        # Where a refusal of images is kept: given (a model configuration row, through the
+        # registry), it is reported there and this object stops sending pixels; else the
+        # endpoint is remembered for the process (``vision``).
+        self._on_images_refused = on_images_refused
+        self._images_refused = False
         # An httpx client is bound to the event loop that first used it: one SDK client per
         # loop (daphne has one; tests and async_to_sync make more).
         self._clients: dict[asyncio.AbstractEventLoop, AsyncOpenAI] = {}
@@ -124,19 +140,34 @@ class OpenAIChatLLM:
     @property
     def supports_vision(self) -> bool:
         """Configured to see images, and its endpoint has not refused them (``vision``)."""
-        return self._vision and not refuses_images(self.base_url, self.model_name)
+        return self._vision and not self._refuses_images()
+
+    def _refuses_images(self) -> bool:
+        if self._images_refused:
+            return True
+        return self._on_images_refused is None and refuses_images(self.base_url, self.model_name)
 
     def _shown(self, messages: list[ChatMessage]) -> list[ChatMessage]:
-        """The messages as this endpoint takes them: images as text once it refused them."""
-        if refuses_images(self.base_url, self.model_name):
+        """The messages as this model takes them: images as text when it does not see (as
+        configured, or its endpoint refused them). Callers that read ``supports_vision`` send
+        none; this keeps a caller that did not from costing a refused call."""
+        if not self.supports_vision:
             return without_pixels(messages)
         return messages
 
-    def _refused_images(self, err: Exception, messages: list[ChatMessage]) -> bool:
+    async def _refused_images(self, err: Exception, messages: list[ChatMessage]) -> bool:
         """Whether ``err`` refuses the images ``messages`` hold (then remembered)."""
         if not has_pixels(messages) or not says_no_images(err):
             return False
-        remember_refusal(self.base_url, self.model_name, getattr(err, "message", str(err)))
+        reason = getattr(err, "message", str(err))
+        if self._on_images_refused is None:
+            remember_refusal(self.base_url, self.model_name, reason)
+            return True
+        self._images_refused = True
+        try:
+            await self._on_images_refused(reason)
+        except Exception:  # remembering is a convenience; the answer must not fail for it
+            log.exception("could not store that %s refused images", self.model_name)
         return True
 
     def _client(self) -> AsyncOpenAI:
@@ -238,7 +269,7 @@ class OpenAIChatLLM:
             try:
                 response = await self.endpoint.send(self._create, kwargs)
             except openai.APIStatusError as err:
-                if not self._refused_images(err, messages):
+                if not await self._refused_images(err, messages):
                     raise
                 messages = without_pixels(messages)
                 kwargs = self._request(messages, tools, opts, stream=False)
@@ -289,7 +320,7 @@ class OpenAIChatLLM:
                 try:
                     response = await self._open_stream(kwargs, stack)
                 except openai.APIStatusError as err:
-                    if not self._refused_images(err, messages):
+                    if not await self._refused_images(err, messages):
                         raise
                     messages = without_pixels(messages)
                     kwargs = self._request(messages, tools, opts, stream=True)

@@ -14,8 +14,9 @@ Sources, first that applies wins:
 The fast role with neither a row nor ``FAST_LLM_*`` settings uses whatever the main role
 uses. Each spec carries the endpoint's provider profile: the row's (``contextmgmt.profiles``),
 or for the environment ``LLM_PROVIDER_PROFILE`` / detection from the base URL. What the
-client learns about an endpoint (a refused parameter, where reasoning arrives) is stored on
-the row; for the environment it lasts as long as the process.
+client learns about an endpoint (a refused parameter, where reasoning arrives, that it
+refuses images) is stored on the row; for the environment it lasts as long as the process.
+A row whose endpoint refused images makes specs that do not see (``ModelConfig.sees_images``).
 
 ``get_llm`` is sync (it may query the database): async code calls it through
 ``sync_to_async``. Django and the models are imported inside the functions, so that importing
@@ -166,7 +167,7 @@ def _row_spec(row, role: str, limits: dict[str, Any]) -> LLMSpec:
         model=row.model,
         base_url=row.base_url or env_base_url,
         api_key=api_key,
-        supports_vision=row.supports_vision,
+        supports_vision=row.sees_images,  # "supports images", unless the endpoint refused them
         profile=profile_of(row),
         model_config_id=row.pk,
         **limits,
@@ -192,6 +193,7 @@ def build_llm(spec: LLMSpec) -> LLM:
         supports_vision=spec.supports_vision,
         profile=spec.profile,
         on_learn=_learner(spec),
+        on_images_refused=_image_learner(spec),
     )
 
 
@@ -238,6 +240,31 @@ def _learner(spec: LLMSpec):
     return learn
 
 
+def _image_learner(spec: LLMSpec):
+    """Where the client reports that the endpoint refused images: the row, if there is one
+    (without one, the client remembers it for the process)."""
+    if spec.model_config_id is None:
+        return None
+    config_id = spec.model_config_id
+
+    async def refused(message: str) -> None:
+        from asgiref.sync import sync_to_async
+
+        from contextmgmt import profiles
+
+        try:
+            await sync_to_async(profiles.remember_image_refusal)(
+                model_config_id=config_id, message=message
+            )
+        finally:
+            # The object that learnt it sends text from now on, yet its key is the spec of a
+            # row that sees: were the admin to reset the refusal, the row's spec would equal
+            # it again. Later lookups build from the row (its spec no longer sees).
+            _forget_config(config_id)
+
+    return refused
+
+
 def get_llm(role: Role = "main") -> LLM:
     """The LLM for ``role`` ("main" or "fast"), by the precedence of the module docstring."""
     return _shared(resolve_spec(role))
@@ -254,7 +281,7 @@ def _shared(spec: LLMSpec) -> LLM:
         spec.max_retries,
         spec.supports_vision,
         spec.profile,
-        spec.model_config_id,
+        spec.model_config_id,  # last: ``_forget_config`` reads it
     )
     with _cache_lock:
         llm = _cache.get(key)
@@ -263,6 +290,13 @@ def _shared(spec: LLMSpec) -> LLM:
                 _cache.clear()
             llm = _cache[key] = build_llm(spec)
     return llm
+
+
+def _forget_config(config_id: int) -> None:
+    """Drop the shared LLM objects of one ModelConfig row (runs holding one keep it)."""
+    with _cache_lock:
+        for key in [k for k in _cache if k[-1] == config_id]:
+            del _cache[key]
 
 
 def describe_llm(role: Role = "main") -> dict[str, Any]:

@@ -5,8 +5,14 @@ default) may sit behind an endpoint that refuses image parts with a 400: a text-
 on vLLM or llama.cpp, DeepSeek, an older OpenAI model. Rather than failing every request that
 holds an image (Retry would fail the same way), the request is sent once more with each
 image as its description — the text the history already keeps for old images
-(``metadata[IMAGE_NOTES]``) — and the endpoint is remembered for the life of the process
-(per base URL and model), so later requests and runs send descriptions from the start.
+(``metadata[IMAGE_NOTES]``) — and the refusal is remembered, so later requests and runs
+send descriptions from the start:
+
+- for a model configuration row, on the row (the client reports it through
+  ``on_images_refused``, the registry stores it: ``contextmgmt.profiles``), so every
+  process and every restart knows it, and the admin shows it and can reset it;
+- for a model configured from the environment, here, for the life of the process (per base
+  URL and model).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import dataclasses
 import logging
 import re
 import threading
+from collections.abc import Awaitable, Callable
 
 import openai
 
@@ -34,6 +41,9 @@ _REFUSES_IMAGES = re.compile(
     re.IGNORECASE,
 )
 UNSEEN = "[image not shown: this model does not accept images]"
+
+# on_images_refused(server's message): where a client reports that its endpoint refused images.
+ImagesRefused = Callable[[str], Awaitable[None]]
 
 _REFUSING: set[tuple[str, str]] = set()
 _REFUSING_LOCK = threading.Lock()

@@ -11,6 +11,7 @@ from asgiref.sync import sync_to_async
 from contextmgmt.models import ModelConfig
 from fimone.llm import OfflineLLM, OpenAIChatLLM, describe_llm, get_llm
 from fimone.llm.registry import resolve_spec
+from tests.support.scripted_server import http_error, text
 
 pytestmark = pytest.mark.django_db
 
@@ -247,3 +248,129 @@ def test_resolve_spec_is_what_get_llm_builds(main_env_configured):
     spec = resolve_spec("main")
     llm = get_llm("main")
     assert (spec.model, spec.base_url) == (llm.model_name, llm.base_url)
+
+
+# --- an endpoint that refuses images ---------------------------------------------------------
+
+REFUSAL = "Invalid content type. image_url is only supported by certain models."
+NOTE = "[image: receipt.png, 640x480 — a receipt totalling 42.10 EUR]"
+
+
+def question_with_image():
+    from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
+
+    pixels = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    return ChatMessage(
+        role="user",
+        content=[{"type": "text", "text": "What is the total?"}, pixels],
+        metadata={IMAGE_NOTES: [NOTE]},
+    )
+
+
+def image_parts(request: dict) -> int:
+    return sum(
+        1
+        for m in request["messages"]
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    )
+
+
+async def ask(llm, scripted_server, *replies) -> list[dict]:
+    """One call with an image; the requests it made."""
+    scripted_server.reset()
+    scripted_server.enqueue(*replies)
+    await llm.chat([question_with_image()])
+    await llm.aclose()
+    return list(scripted_server.requests)
+
+
+@pytest.fixture
+def another_process(monkeypatch):
+    """What a second daphne process (or this one after a restart) starts with: no LLM objects
+    and nothing remembered about endpoints."""
+    from fimone.llm import registry, vision
+
+    def start() -> None:
+        monkeypatch.setattr(registry, "_cache", {})
+        monkeypatch.setattr(vision, "_REFUSING", set())
+
+    return start
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_rows_refusal_of_images_is_stored_and_every_process_sends_text_from_the_start(
+    nothing_configured, scripted_server, another_process
+):
+    row = await sync_to_async(active_row)(
+        "main", model="text-only-row", base_url=scripted_server.base_url
+    )
+    llm = await sync_to_async(get_llm)("main")
+    assert llm.supports_vision
+    refused, answered = await ask(llm, scripted_server, http_error(400, REFUSAL), text("42.10"))
+    assert image_parts(refused) == 1 and image_parts(answered) == 0
+
+    await sync_to_async(row.refresh_from_db)()
+    assert row.images_refused_at is not None and REFUSAL in row.images_refused_message
+    assert row.supports_vision and not row.sees_images  # the admin's box stays as it was set
+
+    another_process()
+    fresh = await sync_to_async(get_llm)("main")
+    assert fresh is not llm and not fresh.supports_vision
+    assert (await sync_to_async(describe_llm)("main"))["supports_vision"] is False
+    [only] = await ask(fresh, scripted_server, text("Still 42.10"))
+    assert image_parts(only) == 0 and NOTE in only["messages"][-1]["content"]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_reset_refusal_sends_images_again_even_where_it_was_learnt(
+    nothing_configured, scripted_server, another_process
+):
+    """The shared object that learnt the refusal is not handed out again once the row's spec
+    is back to what it was built from."""
+    from contextmgmt import profiles
+
+    another_process()  # a cache of its own: no earlier test's entries fill it up meanwhile
+    row = await sync_to_async(active_row)(
+        "main", model="text-only-then-fixed", base_url=scripted_server.base_url
+    )
+    llm = await sync_to_async(get_llm)("main")
+    await ask(llm, scripted_server, http_error(400, REFUSAL), text("42.10"))
+    assert not (await sync_to_async(get_llm)("main")).supports_vision
+
+    await sync_to_async(profiles.forget_image_refusal)(model_config_ids=[row.pk])
+    again = await sync_to_async(get_llm)("main")
+    assert again is not llm and again.supports_vision
+    [only] = await ask(again, scripted_server, text("42.10"))
+    assert image_parts(only) == 1
+
+
+def test_a_picked_row_whose_endpoint_refused_images_does_not_see(nothing_configured):
+    from django.utils import timezone
+
+    from fimone.llm.registry import get_llm_for_config
+
+    row = active_row("main", is_active=False, images_refused_at=timezone.now())
+    assert get_llm_for_config(row.pk).supports_vision is False
+    row.images_refused_at = None
+    row.save()
+    assert get_llm_for_config(row.pk).supports_vision is True
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_environment_models_refusal_lasts_as_long_as_the_process(
+    nothing_configured, scripted_server, another_process
+):
+    from fimone.llm import registry
+
+    nothing_configured.LLM_BASE_URL = scripted_server.base_url
+    nothing_configured.LLM_MODEL = "text-only-env"
+    llm = await sync_to_async(get_llm)("main")
+    await ask(llm, scripted_server, http_error(400, REFUSAL), text("42.10"))
+
+    registry._cache.clear()  # a new object in the same process knows it too
+    assert not (await sync_to_async(get_llm)("main")).supports_vision
+    assert not await sync_to_async(ModelConfig.objects.exists)()
+    another_process()  # a restart forgets it: nowhere to store it
+    assert (await sync_to_async(get_llm)("main")).supports_vision

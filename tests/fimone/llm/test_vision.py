@@ -24,12 +24,13 @@ _models = itertools.count()
 def fresh_llm(scripted_server):
     """A client whose (endpoint, model) pair no earlier test has taught anything."""
 
-    def make() -> OpenAIChatLLM:
+    def make(**kw) -> OpenAIChatLLM:
         return OpenAIChatLLM(
             model=f"vision-test-{next(_models)}",
             base_url=scripted_server.base_url,
             api_key="k",
             max_retries=0,
+            **kw,
         )
 
     return make
@@ -121,6 +122,52 @@ async def test_an_endpoint_that_refuses_even_the_text_fails_once_not_forever(
     with pytest.raises(LLMError):
         await llm.chat([question_with_image()])
     assert len(scripted_server.requests) == 2
+
+
+async def test_a_refusal_reported_to_the_configuration_is_not_kept_for_the_process(
+    scripted_server, fresh_llm
+):
+    """A model configuration row keeps the refusal itself (the registry stores what the
+    client reports), so an admin can reset it: the process remembers nothing."""
+    reported: list[str] = []
+
+    async def on_images_refused(message: str) -> None:
+        reported.append(message)
+
+    llm = fresh_llm(on_images_refused=on_images_refused)
+    scripted_server.enqueue(http_error(400, REFUSALS[2]), text("42.10 EUR"))
+    result = await llm.chat([question_with_image()])
+
+    assert result.message.text() == "42.10 EUR"
+    assert len(reported) == 1 and REFUSALS[2] in reported[0]
+    assert not llm.supports_vision  # this object sends text for the rest of its run
+    same_endpoint = OpenAIChatLLM(
+        model=llm.model_name, base_url=llm.base_url, api_key="k", max_retries=0
+    )
+    assert same_endpoint.supports_vision
+
+
+async def test_a_refusal_that_cannot_be_stored_still_gets_the_answer(scripted_server, fresh_llm):
+    async def on_images_refused(message: str) -> None:
+        raise RuntimeError("database is gone")
+
+    llm = fresh_llm(on_images_refused=on_images_refused)
+    scripted_server.enqueue(http_error(400, REFUSALS[0]), text("42.10 EUR"))
+    chunks = [c async for c in llm.stream_chat([question_with_image()])]
+    assert "".join(c.text or "" for c in chunks) == "42.10 EUR"
+    assert not llm.supports_vision
+
+
+async def test_a_model_that_does_not_see_is_sent_descriptions_by_any_caller(
+    scripted_server, fresh_llm
+):
+    """Callers read ``supports_vision`` and send no pixels to a model without it; one that
+    did anyway does not cost a refused call."""
+    llm = fresh_llm(supports_vision=False)
+    scripted_server.enqueue(text("42.10 EUR"))
+    await llm.chat([question_with_image()])
+    [only] = scripted_server.requests
+    assert image_parts(only) == 0 and NOTE in only["messages"][-1]["content"]
 
 
 def test_without_pixels_uses_each_images_own_description_in_order():
