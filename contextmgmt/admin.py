@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -36,12 +37,25 @@ class ModelConfigAdmin(admin.ModelAdmin):
         "token_ratio",
         "token_ratio_samples",
         "refused",
+        "images_refused",
         "class_weights",
         "created_at",
         "updated_at",
     )
     fieldsets = (
-        (None, {"fields": ("name", "model", "role", "is_active", "supports_vision")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "model",
+                    "role",
+                    "is_active",
+                    "supports_vision",
+                    "images_refused",
+                )
+            },
+        ),
         (_("Endpoint"), {"fields": ("base_url", "api_key_env")}),
         (
             _("Token budget"),
@@ -91,7 +105,11 @@ class ModelConfigAdmin(admin.ModelAdmin):
         ),
         (_("History"), {"fields": ("created_at", "updated_at")}),
     )
-    actions = ("reset_calibration_action", "read_from_endpoint_action")
+    actions = (
+        "reset_calibration_action",
+        "read_from_endpoint_action",
+        "forget_image_refusal_action",
+    )
     # Endpoints are HTTPS unless the admin types http:// (local vLLM, Ollama).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
@@ -152,6 +170,16 @@ class ModelConfigAdmin(admin.ModelAdmin):
             for r in obj.refused_params
         )
 
+    @admin.display(description=_("images refused by the endpoint"))
+    def images_refused(self, obj: ModelConfig) -> str:
+        if obj.images_refused_at is None:
+            return gettext("no")
+        when = timezone.localtime(obj.images_refused_at).strftime("%Y-%m-%d %H:%M %Z")
+        return gettext(
+            "on %(when)s: %(message)s — the model gets image descriptions instead, whatever "
+            "“supports images” says, until the action “Send images again”."
+        ) % {"when": when, "message": obj.images_refused_message}
+
     def save_model(
         self, request: HttpRequest, obj: ModelConfig, form: ModelForm, change: bool
     ) -> None:
@@ -160,6 +188,9 @@ class ModelConfigAdmin(admin.ModelAdmin):
             obj.profile_auto = False  # the admin's own settings win over detection
         elif obj.profile_auto and (not change or edited & {"base_url", "model", "profile_auto"}):
             profiles.detect_profile(obj)
+        if change and edited & {"base_url", "model"}:
+            # A refusal of images was the old endpoint's answer: the new one may see.
+            obj.images_refused_at, obj.images_refused_message = None, ""
         super().save_model(request, obj, form, change)
 
     @admin.action(description=_("Read context size from the endpoint"))
@@ -190,6 +221,18 @@ class ModelConfigAdmin(admin.ModelAdmin):
         text = ngettext(
             "Calibration reset for %(count)d model configuration.",
             "Calibration reset for %(count)d model configurations.",
+            count,
+        ) % {"count": count}
+        self.message_user(request, text, messages.SUCCESS)
+
+    @admin.action(description=_("Send images again (forget the endpoint's refusal)"))
+    def forget_image_refusal_action(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = profiles.forget_image_refusal(
+            model_config_ids=list(queryset.values_list("pk", flat=True))
+        )
+        text = ngettext(
+            "Images will be sent again to %(count)d model configuration.",
+            "Images will be sent again to %(count)d model configurations.",
             count,
         ) % {"count": count}
         self.message_user(request, text, messages.SUCCESS)

@@ -1,11 +1,15 @@
 """ModelConfig admin against a live endpoint (the scripted server in a provider profile):
-a refused parameter learnt and shown, the context size read from what the server reports."""
+a refused parameter and a refusal of images learnt and shown, the context size read from
+what the server reports."""
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.urls import reverse
 
-from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
 from contextmgmt.models import ModelConfig
+from fimone.llm import get_llm
+from tests.support.scripted_server import http_error
 
 pytestmark = pytest.mark.django_db
 
@@ -47,8 +51,6 @@ async def test_a_refused_parameter_is_retried_remembered_and_shown(scripted_serv
     from asgiref.sync import sync_to_async
     from django.test import Client
 
-    from fimone.llm import get_llm
-
     scripted_server.use_profile("gateway_no_stream_usage").enqueue("Hello.")
     row = await sync_to_async(endpoint_row)(scripted_server)
     llm = await sync_to_async(get_llm)("main")
@@ -74,6 +76,46 @@ async def test_a_refused_parameter_is_retried_remembered_and_shown(scripted_serv
 
     page = await sync_to_async(change_page)()
     assert "Unrecognized request argument supplied: stream_options" in page
+
+
+def test_an_endpoint_that_refuses_images_is_shown_and_sent_images_again_after_a_reset(
+    admin_client, scripted_server, monkeypatch
+):
+    from fimone.llm import registry
+
+    monkeypatch.setattr(registry, "_cache", {})  # no earlier test's LLM objects
+    pixels = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    question = ChatMessage(
+        role="user",
+        content=[{"type": "text", "text": "What colour?"}, pixels],
+        metadata={IMAGE_NOTES: ["[image: now.png, 32x24 — mostly red]"]},
+    )
+
+    async def ask(llm) -> None:
+        await llm.chat([question])
+        await llm.aclose()
+
+    row = endpoint_row(scripted_server, model="text-only-admin")
+    scripted_server.enqueue(
+        http_error(400, "image input is not supported - hint: you may need --mmproj"), "Red."
+    )
+    async_to_sync(ask)(get_llm("main"))
+    page = admin_client.get(change_url(row)).content.decode()
+    assert "image input is not supported - hint: you may need --mmproj" in page
+    assert "gets image descriptions instead" in page
+    assert get_llm("main").supports_vision is False
+
+    admin_client.post(
+        reverse("admin:contextmgmt_modelconfig_changelist"),
+        {"action": "forget_image_refusal_action", "_selected_action": [row.pk]},
+    )
+    llm = get_llm("main")
+    assert llm.supports_vision
+    scripted_server.reset()
+    scripted_server.enqueue("Red.")
+    async_to_sync(ask)(llm)
+    [request] = scripted_server.requests
+    assert request["messages"][-1]["content"][1]["type"] == "image_url"
 
 
 # --- context discovery -----------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from contextmgmt import profiles
 from contextmgmt.core.providers import PROFILES
@@ -106,6 +107,63 @@ def test_a_remembered_refusal_is_listed_on_the_change_page(admin_client):
     assert [r["param"] for r in row.refused_params] == ["max_tokens"]
     page = admin_client.get(change_url(row)).content.decode()
     assert "max_tokens (" in page and "is not supported with this model" in page
+
+
+IMAGES_REFUSED = "Error code: 400 - Qwen2.5-7B-Instruct is not a multimodal model"
+
+
+def test_no_refusal_of_images_is_said_so(admin_client):
+    row = ModelConfig.objects.create(name="M", model="gpt-4o")
+    page = admin_client.get(change_url(row)).content.decode()
+    assert "Images refused by the endpoint" in page
+    assert "gets image descriptions instead" not in page
+
+
+def test_a_refusal_of_images_is_shown_beside_the_box_it_overrides(admin_client):
+    row = ModelConfig.objects.create(name="M", model="qwen", base_url="http://10.1.2.3:8000/v1")
+    profiles.remember_image_refusal(model_config_id=row.pk, message=IMAGES_REFUSED)
+    row.refresh_from_db()
+    first = row.images_refused_at
+    profiles.remember_image_refusal(model_config_id=row.pk, message="another wording")
+    row.refresh_from_db()
+    assert (row.images_refused_at, row.images_refused_message) == (first, IMAGES_REFUSED)
+    assert row.supports_vision and not row.sees_images
+
+    page = admin_client.get(change_url(row)).content.decode()
+    assert f"on {timezone.localtime(first):%Y-%m-%d %H:%M}" in page
+    assert "is not a multimodal model" in page and "gets image descriptions instead" in page
+
+
+def test_the_send_images_again_action_forgets_the_refusal(admin_client):
+    refused = ModelConfig.objects.create(name="Refused", model="qwen")
+    untouched = ModelConfig.objects.create(name="Other", model="deepseek-chat", role="fast")
+    for row in (refused, untouched):
+        profiles.remember_image_refusal(model_config_id=row.pk, message=IMAGES_REFUSED)
+    response = admin_client.post(
+        reverse("admin:contextmgmt_modelconfig_changelist"),
+        {"action": "forget_image_refusal_action", "_selected_action": [refused.pk]},
+        follow=True,
+    )
+    assert "Images will be sent again to 1 model configuration." in response.content.decode()
+    refused.refresh_from_db()
+    untouched.refresh_from_db()
+    assert refused.sees_images and refused.images_refused_message == ""
+    assert not untouched.sees_images
+
+
+def test_another_endpoint_forgets_the_old_ones_refusal_of_images(admin_client):
+    row = ModelConfig.objects.create(
+        name="M", model="qwen", base_url="http://10.1.2.3:8000/v1", max_output_tokens=16_000
+    )
+    profiles.remember_image_refusal(model_config_id=row.pk, message=IMAGES_REFUSED)
+    data = form(base_url=row.base_url, model="qwen", supports_vision="on", name="Renamed")
+    assert admin_client.post(change_url(row), data).status_code == 302
+    row.refresh_from_db()
+    assert row.name == "Renamed" and not row.sees_images  # same endpoint: still refused
+    data.update(model="qwen-vl")
+    assert admin_client.post(change_url(row), data).status_code == 302
+    row.refresh_from_db()
+    assert row.sees_images and row.images_refused_at is None
 
 
 def read_from_endpoint(admin_client, row: ModelConfig) -> str:
