@@ -27,11 +27,12 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from contextmgmt.core.compact import CompactResult, CompactUtils, clip_to_tokens, tool_units
+from contextmgmt.core.compact import CompactResult, CompactUtils, tool_units
 from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT, PINNED_CAP_SHARE
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
+from contextmgmt.core.textcut import clip_to_tokens
 
 # A history longer than this is token-counted in a worker thread before it is fitted.
 COUNT_OFF_LOOP_MESSAGES = 200

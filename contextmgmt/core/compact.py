@@ -19,13 +19,8 @@ from typing import Any, Literal
 from . import tokens
 from .llm import Usage, input_window_of
 from .messages import ChatMessage
-from .summarise import (  # noqa: F401 — re-exported: callers import them from here
-    SummaryOutcome,
-    build_transcript,
-    clip_to_tokens,
-    summarise,
-    summarise_rounds,
-)
+from .summarise import summarise_rounds
+from .textcut import clip_to_tokens
 
 Strategy = Literal["none", "llm", "truncate"]
 

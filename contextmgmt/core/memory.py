@@ -11,9 +11,10 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-from .compact import _recent_units, _units, summarise
+from .compact import _recent_units, _units
 from .llm import Usage
 from .messages import ChatMessage
+from .summarise import summarise
 
 
 class BaseMemory(abc.ABC):

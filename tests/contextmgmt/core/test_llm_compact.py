@@ -6,11 +6,12 @@ import dataclasses
 
 import pytest
 
-from contextmgmt.core.compact import CompactUtils, build_transcript
+from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import LLMResult, LLMUnavailable, Usage
 from contextmgmt.core.messages import IMAGE_NOTES, SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.prompts import COMPACT_PROMPTS, compact_prompt
 from contextmgmt.core.tokens import estimate_messages_tokens
+from contextmgmt.core.transcript import build_transcript
 from tests.support.fake_llm import FakeLLM, Hang
 
 from .builders import assistant, chat_history, problems, system, tool_round, user

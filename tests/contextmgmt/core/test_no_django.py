@@ -18,6 +18,8 @@ MODULES = [
     "contextmgmt.core.factpatterns",
     "contextmgmt.core.factscan",
     "contextmgmt.core.factcheck",
+    "contextmgmt.core.textcut",
+    "contextmgmt.core.transcript",
     "contextmgmt.core.summarise",
     "contextmgmt.core.guard",
     "contextmgmt.core.memory",

@@ -2,18 +2,9 @@
 
 import re
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from contextmgmt.core.compact import CompactUtils
-from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage, ToolCall
+from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.core.prompts import compact_prompt
-from contextmgmt.core.summarise import (
-    _block_tokens,
-    split_text,
-    transcript_pieces,
-    transcript_text,
-)
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 from tests.support.fake_llm import FakeLLM
 
@@ -101,35 +92,6 @@ async def test_a_reply_over_its_cap_is_cut_back_at_a_line_and_counted_rf_2():
     )
 
 
-def test_split_text_cuts_on_paragraphs_first():
-    text = "\n\n".join(f"paragraph {i} " + "word " * 60 for i in range(10))
-    pieces = split_text(text, 200)
-    assert "".join(pieces) == text
-    assert all(estimate_tokens(p) <= 200 for p in pieces)
-    assert all(p.endswith("\n\n") for p in pieces[:-1])
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    text=st.text(alphabet=st.sampled_from(list("ab c.\n中é")), max_size=3_000),
-    limit=st.integers(1, 300),
-)
-def test_split_text_loses_nothing_and_every_piece_fits(text, limit):
-    pieces = split_text(text, limit)
-    assert "".join(pieces) == text
-    assert all(estimate_tokens(p) <= limit for p in pieces if p)
-
-
-def test_pieces_carry_the_fact_sources_of_their_messages():
-    msgs = [user(f"FACT-{i} " + "z" * 600) for i in range(6)]
-    pieces = transcript_pieces(msgs, 400)
-    assert len(pieces) > 1
-    sources = [s for _, srcs in pieces for s in srcs]
-    assert sources == [m.text() for m in msgs]
-    for text, srcs in pieces:
-        assert all(FACT.search(s).group() in text for s in srcs)
-
-
 async def test_pieces_are_sized_in_the_summarisers_own_weights_rk_2():
     # A summariser whose tokenizer counts three times what the caller's does: every call
     # must fit its window counted its way, while the summary's cap stays in the caller's.
@@ -174,25 +136,3 @@ async def test_a_summariser_with_a_small_window_gets_calls_that_fit_it_rk_2():
     assert result.summary_rounds >= 2
     summary = next(m for m in result.messages if m.is_summary).text()
     assert set(FACT.findall(summary)) == {f"FACT-{1000 + i}" for i in range(60)}
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    role=st.sampled_from(["user", "assistant", "tool", "system"]),
-    content=st.text(alphabet=st.sampled_from(list('aZ9 .,\n"中éЖ😀_')), max_size=400),
-    calls=st.lists(
-        st.tuples(
-            st.sampled_from(["search", "read_file"]),
-            st.text(alphabet=st.sampled_from(list('{}":, az')), max_size=60),
-        ),
-        max_size=3,
-    ),
-)
-def test_a_transcript_line_is_never_estimated_below_its_own_count(role, content, calls):
-    msg = ChatMessage(
-        role=role,
-        content=content,
-        tool_calls=[ToolCall(f"c{i}", name, args) for i, (name, args) in enumerate(calls)] or None,
-    )
-    block = f"{role}: {transcript_text(msg)}"
-    assert estimate_tokens(block) <= _block_tokens(msg, block) <= estimate_tokens(block) + 2
