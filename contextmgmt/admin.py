@@ -99,7 +99,8 @@ class ModelConfigAdmin(admin.ModelAdmin):
                 "description": _(
                     "What this endpoint accepts. Detected from the base URL and the endpoint's "
                     "answers while automatic; editing a setting turns detection off. A "
-                    "parameter the endpoint refuses is left out from then on and listed here."
+                    "parameter the endpoint refuses is left out from then on and listed here, "
+                    "until the action “Send refused parameters again”."
                 ),
             },
         ),
@@ -108,6 +109,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
     actions = (
         "reset_calibration_action",
         "read_from_endpoint_action",
+        "forget_refusals_action",
         "forget_image_refusal_action",
     )
     # Endpoints are HTTPS unless the admin types http:// (local vLLM, Ollama).
@@ -221,6 +223,18 @@ class ModelConfigAdmin(admin.ModelAdmin):
         text = ngettext(
             "Calibration reset for %(count)d model configuration.",
             "Calibration reset for %(count)d model configurations.",
+            count,
+        ) % {"count": count}
+        self.message_user(request, text, messages.SUCCESS)
+
+    @admin.action(description=_("Send refused parameters again (forget the endpoint's refusals)"))
+    def forget_refusals_action(self, request: HttpRequest, queryset: QuerySet) -> None:
+        count = profiles.forget_refusals(
+            model_config_ids=list(queryset.values_list("pk", flat=True))
+        )
+        text = ngettext(
+            "Refused parameters will be sent again to %(count)d model configuration.",
+            "Refused parameters will be sent again to %(count)d model configurations.",
             count,
         ) % {"count": count}
         self.message_user(request, text, messages.SUCCESS)

@@ -3,8 +3,9 @@
 The profile itself is plain Python (``contextmgmt.core.providers``); this module keeps it on
 the model configuration row. The LLM client reports what it learns through the registry
 (``remember_refusal``, ``remember_observation``, ``remember_image_refusal``); the admin
-shows it, resets a refusal of images (``forget_image_refusal``) and reads context sizes
-from the endpoint (``read_from_endpoint``).
+shows it, resets refused parameters (``forget_refusals``) and a refusal of images
+(``forget_image_refusal``), and reads context sizes from the endpoint
+(``read_from_endpoint``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,31 @@ def remember_refusal(
     row.refused_params = [*row.refused_params, entry][-KEPT_REFUSALS:]
     row.save(update_fields=[*PROFILE_FIELDS, "refused_params", "updated_at"])
     log.warning("model %r refused parameter %s; left out from now on", row.name, param)
+
+
+@transaction.atomic
+def forget_refusals(*, model_config_ids: list[int]) -> int:
+    """Send these rows' models the parameters their endpoints refused again: what each
+    refusal changed in the profile is undone, newest first (so a setting goes back to what it
+    was before its first refusal), and the list is emptied. Returns how many rows had
+    refusals to forget.
+
+    For an endpoint that has been upgraded or fixed; one that still refuses a parameter costs
+    one refused request, after which it is left out and listed again.
+    """
+    count = 0
+    for row in ModelConfig.objects.select_for_update().filter(pk__in=model_config_ids):
+        if not row.refused_params:
+            continue
+        profile = profile_of(row)
+        for entry in reversed(row.refused_params):
+            profile = profile.sending(str(entry.get("param", "")))
+        set_profile(row, dataclasses.replace(profile, name=row.provider_profile))
+        row.refused_params = []
+        row.save(update_fields=[*PROFILE_FIELDS, "refused_params", "updated_at"])
+        log.info("model %r: refused parameters forgotten; sent again from now on", row.name)
+        count += 1
+    return count
 
 
 def remember_observation(*, model_config_id: int, profile: ProviderProfile) -> None:

@@ -14,7 +14,8 @@ text arrives. A ``ProviderProfile`` records, per endpoint:
 
 Plain Python: the LLM client adapts its requests with it, the admin shows and edits it.
 A profile starts from the base URL and model name (``detect``), is refined by what the
-endpoint answers (``unsupported_parameter`` reads a 400 that names a refused parameter), and
+endpoint answers (``unsupported_parameter`` reads a 400 that names a refused parameter,
+``without`` leaves it out; ``sending`` puts it back when an operator resets the refusal), and
 is stored per model configuration so the admin sees and can correct it. README "Connecting
 a model" lists the profiles that are tested.
 """
@@ -62,6 +63,17 @@ class ProviderProfile:
         if param in ("stream_options", "include_usage") and self.stream_usage:
             return dataclasses.replace(self, stream_usage=False)
         return None
+
+    def sending(self, param: str) -> ProviderProfile:
+        """This profile sending ``param`` again: what ``without(param)`` changed, undone
+        (an operator's reset of a remembered refusal)."""
+        if param in ("max_tokens", "max_completion_tokens"):
+            return dataclasses.replace(self, token_limit_param=param)
+        if param == "temperature":
+            return dataclasses.replace(self, send_temperature=True)
+        if param in ("stream_options", "include_usage"):
+            return dataclasses.replace(self, stream_usage=True)
+        return self
 
     def settings(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

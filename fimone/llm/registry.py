@@ -16,6 +16,8 @@ uses. Each spec carries the endpoint's provider profile: the row's (``contextmgm
 or for the environment ``LLM_PROVIDER_PROFILE`` / detection from the base URL. What the
 client learns about an endpoint (a refused parameter, where reasoning arrives, that it
 refuses images) is stored on the row; for the environment it lasts as long as the process.
+The shared object that learnt a refusal leaves the cache, so that an admin's reset of the
+refusal is not undone by handing it out again.
 A row whose endpoint refused images makes specs that do not see (``ModelConfig.sees_images``).
 
 ``get_llm`` is sync (it may query the database): async code calls it through
@@ -236,6 +238,11 @@ def _learner(spec: LLMSpec):
             await sync_to_async(profiles.remember_refusal)(
                 model_config_id=config_id, param=param, message=message, profile=profile
             )
+            # The object that learnt it leaves the parameter out from now on, yet its key is
+            # the spec that sends it: were the admin to reset the refusal, the row's spec
+            # would equal that key again. Later lookups build from the row. (Kept when the
+            # row could not be written: then it is the only memory of the refusal.)
+            _forget_config(config_id)
 
     return learn
 

@@ -118,6 +118,45 @@ def test_an_endpoint_that_refuses_images_is_shown_and_sent_images_again_after_a_
     assert request["messages"][-1]["content"][1]["type"] == "image_url"
 
 
+def test_refused_parameters_are_sent_again_after_a_reset(
+    admin_client, scripted_server, monkeypatch
+):
+    """The reset undoes what the refusals changed, and the LLM object that learnt them in
+    this process is not handed out again for the row's restored settings."""
+    from fimone.llm import registry
+
+    monkeypatch.setattr(registry, "_cache", {})  # no earlier test's LLM objects
+
+    async def ask(llm) -> None:
+        await llm.chat([ChatMessage(role="user", content="Hi")], max_tokens=50, temperature=0.2)
+        await llm.aclose()
+
+    row = endpoint_row(scripted_server, model="reasoning-then-upgraded")
+    scripted_server.use_profile("openai_reasoning").enqueue("Hello.")
+    async_to_sync(ask)(get_llm("main"))
+    row.refresh_from_db()
+    assert [r["param"] for r in row.refused_params] == ["max_tokens", "temperature"]
+    assert (row.token_limit_param, row.send_temperature) == ("max_completion_tokens", False)
+
+    scripted_server.reset()  # the gateway in front of the model is upgraded: it takes both
+    response = admin_client.post(
+        reverse("admin:contextmgmt_modelconfig_changelist"),
+        {"action": "forget_refusals_action", "_selected_action": [row.pk]},
+        follow=True,
+    )
+    page = response.content.decode()
+    assert "Refused parameters will be sent again to 1 model configuration." in page
+    row.refresh_from_db()
+    assert row.refused_params == []
+    assert (row.token_limit_param, row.send_temperature) == ("max_tokens", True)
+
+    scripted_server.enqueue("Hello again.")
+    async_to_sync(ask)(get_llm("main"))
+    [request] = scripted_server.requests
+    assert (request.get("max_tokens"), request.get("temperature")) == (50, 0.2)
+    assert "max_completion_tokens" not in request
+
+
 # --- context discovery -----------------------------------------------------------------------
 
 

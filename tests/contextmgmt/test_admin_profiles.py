@@ -109,6 +109,62 @@ def test_a_remembered_refusal_is_listed_on_the_change_page(admin_client):
     assert "max_tokens (" in page and "is not supported with this model" in page
 
 
+def test_the_send_refused_parameters_again_action_undoes_what_the_refusals_changed(
+    admin_client,
+):
+    refused = ModelConfig.objects.create(name="Refused", model="gateway-model")
+    untouched = ModelConfig.objects.create(name="Other", model="other-model", role="fast")
+    profile = profiles.profile_of(refused)
+    # The limit's name refused both ways, newest last: it goes back to its first setting.
+    for param in ("max_tokens", "max_completion_tokens", "temperature", "stream_options"):
+        profile = profile.without(param)
+        profiles.remember_refusal(
+            model_config_id=refused.pk, param=param, message=f"{param} refused", profile=profile
+        )
+    profiles.remember_refusal(
+        model_config_id=untouched.pk,
+        param="temperature",
+        message="temperature refused",
+        profile=profiles.profile_of(untouched).without("temperature"),
+    )
+    refused.refresh_from_db()
+    assert (refused.send_temperature, refused.stream_usage) == (False, False)
+
+    response = admin_client.post(
+        reverse("admin:contextmgmt_modelconfig_changelist"),
+        {"action": "forget_refusals_action", "_selected_action": [refused.pk]},
+        follow=True,
+    )
+    assert "Refused parameters will be sent again to 1 model configuration." in (
+        response.content.decode()
+    )
+    refused.refresh_from_db()
+    untouched.refresh_from_db()
+    assert refused.refused_params == []
+    assert profiles.profile_of(refused) == PROFILES["openai_compatible"]
+    assert "stream_options refused" not in admin_client.get(change_url(refused)).content.decode()
+    assert [r["param"] for r in untouched.refused_params] == ["temperature"]
+    assert untouched.send_temperature is False
+
+
+def test_the_reset_counts_only_rows_with_refusals_and_keeps_an_edited_profile(admin_client):
+    refused = ModelConfig.objects.create(name="Refused", model="m", reasoning_field="reasoning")
+    clean = ModelConfig.objects.create(
+        name="Clean", model="n", role="fast", send_temperature=False, profile_auto=False
+    )
+    profiles.remember_refusal(
+        model_config_id=refused.pk,
+        param="temperature",
+        message="temperature refused",
+        profile=profiles.profile_of(refused).without("temperature"),
+    )
+    assert profiles.forget_refusals(model_config_ids=[refused.pk, clean.pk]) == 1
+    refused.refresh_from_db()
+    clean.refresh_from_db()
+    assert refused.send_temperature and refused.reasoning_field == "reasoning"
+    assert clean.send_temperature is False  # the admin's own setting, not a refusal
+
+
 IMAGES_REFUSED = "Error code: 400 - Qwen2.5-7B-Instruct is not a multimodal model"
 
 

@@ -102,3 +102,20 @@ def test_a_refused_parameter_changes_the_profile_once():
     assert generic.without("temperature") == ProviderProfile(send_temperature=False)
     assert generic.without("stream_options").stream_usage is False
     assert generic.without("messages") is None
+
+
+REFUSABLE = ("max_tokens", "max_completion_tokens", "temperature", "stream_options")
+
+
+@pytest.mark.parametrize(
+    ("name", "param"),
+    [(n, p) for n in sorted(PROFILES) for p in REFUSABLE if PROFILES[n].without(p) is not None],
+)
+def test_sending_a_parameter_again_undoes_its_refusal(name, param):
+    profile = PROFILES[name]
+    assert profile.without(param).sending(param) == profile
+
+
+def test_sending_an_unknown_parameter_changes_nothing():
+    refused = ProviderProfile(send_temperature=False)
+    assert refused.sending("messages") is refused

@@ -346,6 +346,36 @@ async def test_a_reset_refusal_sends_images_again_even_where_it_was_learnt(
     assert image_parts(only) == 1
 
 
+@pytest.mark.django_db(transaction=True)
+async def test_a_reset_refused_parameter_is_sent_again_even_where_it_was_learnt(
+    nothing_configured, scripted_server, another_process
+):
+    """The shared object that learnt a refused parameter is not handed out again once the
+    row's profile is back to what it was built from."""
+    from contextmgmt import profiles
+    from contextmgmt.core.messages import ChatMessage
+
+    another_process()
+    row = await sync_to_async(active_row)(
+        "main", model="temperature-then-fixed", base_url=scripted_server.base_url
+    )
+    llm = await sync_to_async(get_llm)("main")
+    scripted_server.reset()
+    scripted_server.use_profile("openai_reasoning").enqueue(text("Hi."))
+    await llm.chat([ChatMessage(role="user", content="Hi")], temperature=0.2)
+    await llm.aclose()
+    assert [body.get("temperature") for body in scripted_server.requests] == [0.2, None]
+
+    assert await sync_to_async(profiles.forget_refusals)(model_config_ids=[row.pk]) == 1
+    again = await sync_to_async(get_llm)("main")
+    assert again is not llm
+    scripted_server.reset()
+    scripted_server.enqueue(text("Hi."))
+    await again.chat([ChatMessage(role="user", content="Hi")], temperature=0.2)
+    await again.aclose()
+    assert [body.get("temperature") for body in scripted_server.requests] == [0.2]
+
+
 def test_a_picked_row_whose_endpoint_refused_images_does_not_see(nothing_configured):
     from django.utils import timezone
 
