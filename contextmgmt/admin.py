@@ -186,13 +186,17 @@ class ModelConfigAdmin(admin.ModelAdmin):
         self, request: HttpRequest, obj: ModelConfig, form: ModelForm, change: bool
     ) -> None:
         edited = set(form.changed_data)
+        if change and edited & {"base_url", "model"}:
+            # Refusals were the old endpoint's answers: the new one may take the parameters
+            # and see images. Undone first, so that settings edited with it win below.
+            if obj.refused_params and not edited & {"provider_profile", *profiles.PROFILE_FIELDS}:
+                profiles.undo_refusals(obj)
+            obj.refused_params = []
+            obj.images_refused_at, obj.images_refused_message = None, ""
         if edited & {"provider_profile", *profiles.PROFILE_FIELDS} and "profile_auto" not in edited:
             obj.profile_auto = False  # the admin's own settings win over detection
         elif obj.profile_auto and (not change or edited & {"base_url", "model", "profile_auto"}):
             profiles.detect_profile(obj)
-        if change and edited & {"base_url", "model"}:
-            # A refusal of images was the old endpoint's answer: the new one may see.
-            obj.images_refused_at, obj.images_refused_message = None, ""
         super().save_model(request, obj, form, change)
 
     @admin.action(description=_("Read context size from the endpoint"))

@@ -95,15 +95,21 @@ def forget_refusals(*, model_config_ids: list[int]) -> int:
     for row in ModelConfig.objects.select_for_update().filter(pk__in=model_config_ids):
         if not row.refused_params:
             continue
-        profile = profile_of(row)
-        for entry in reversed(row.refused_params):
-            profile = profile.sending(str(entry.get("param", "")))
-        set_profile(row, dataclasses.replace(profile, name=row.provider_profile))
-        row.refused_params = []
+        undo_refusals(row)
         row.save(update_fields=[*PROFILE_FIELDS, "refused_params", "updated_at"])
         log.info("model %r: refused parameters forgotten; sent again from now on", row.name)
         count += 1
     return count
+
+
+def undo_refusals(row: ModelConfig) -> None:
+    """Onto ``row`` (not saved): what each refusal changed in its profile undone, newest
+    first, and the list emptied."""
+    profile = profile_of(row)
+    for entry in reversed(row.refused_params):
+        profile = profile.sending(str(entry.get("param", "")))
+    set_profile(row, dataclasses.replace(profile, name=row.provider_profile))
+    row.refused_params = []
 
 
 def remember_observation(*, model_config_id: int, profile: ProviderProfile) -> None:

@@ -237,3 +237,32 @@ def test_an_unreachable_endpoint_is_said_so(admin_client):
     page = read_from_endpoint(admin_client, row)
     assert "could not read the context size" in page and "GET /v1/models" in page
     assert row.context_size == 128_000
+
+
+def test_another_endpoint_forgets_the_old_ones_refused_parameters(admin_client):
+    row = ModelConfig.objects.create(
+        name="M", model="gw-1", base_url="http://10.1.2.3:8000/v1", profile_auto=False
+    )
+    profiles.remember_refusal(
+        model_config_id=row.pk,
+        param="temperature",
+        message="temperature refused",
+        profile=profiles.profile_of(row).without("temperature"),
+    )
+    row.refresh_from_db()
+    assert not row.send_temperature and row.refused_params
+    # The form as the admin shows it: the refusal unticked "send temperature".
+    data = form(
+        base_url=row.base_url,
+        model="gw-1",
+        name="Renamed",
+        send_temperature=None,
+        profile_auto=None,
+    )
+    assert admin_client.post(change_url(row), data).status_code == 302
+    row.refresh_from_db()
+    assert row.refused_params and not row.send_temperature  # same endpoint: still refused
+    data.update(model="gw-2")
+    assert admin_client.post(change_url(row), data).status_code == 302
+    row.refresh_from_db()
+    assert row.refused_params == [] and row.send_temperature
