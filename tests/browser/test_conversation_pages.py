@@ -64,6 +64,18 @@ def test_a_failed_older_page_says_so_and_retries_from_the_keyboard(logged_in_pag
     page.keyboard.press("Enter")
     expect(items.nth(50)).to_have_text("Chat number 109")
     expect(items.nth(99)).to_have_text("Chat number 060")
-    # Focus stays on the button (now offering the next page), not lost to the page.
-    expect(page.locator(".conv-more")).to_be_focused()
+    # Focus stays on the button (now offering the next page), not lost to the page, and
+    # the page it keeps in view is not loaded until the user presses it again.
+    more = page.locator(".conv-more")
+    expect(more).to_be_focused()
+    expect(more).to_have_text("Show older conversations")
+    expect(items).to_have_count(100)
     screenshot(page, "conversation-pages-retry")
+    page.keyboard.press("Enter")
+    expect(items).to_have_count(150)
+    expect(more).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(items).to_have_count(160)
+    # The last page: the button goes, and focus moves to the oldest conversation.
+    expect(more).to_be_hidden()
+    expect(items.last.locator("a").first).to_be_focused()

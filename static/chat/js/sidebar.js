@@ -102,12 +102,16 @@ export class Sidebar {
       onclick: () => this.loadMore(),
     });
     this.list.after(this.more);
+    // Scrolling near the end loads the next page by itself; a keyboard user on the button
+    // loads one page per press (focus keeps the button in view, which would otherwise load
+    // page after page on its own).
     this.observer =
       "IntersectionObserver" in window
-        ? new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && this.loadMore(), {
-            root: this.list.closest("nav"),
-            rootMargin: "200px 0px",
-          })
+        ? new IntersectionObserver(
+            (entries) =>
+              entries.some((e) => e.isIntersecting) && document.activeElement !== this.more && this.loadMore(),
+            { root: this.list.closest("nav"), rootMargin: "200px 0px" },
+          )
         : null;
     this.observer?.observe(this.more);
   }
@@ -121,10 +125,12 @@ export class Sidebar {
 
   async loadMore() {
     if (this.loadingMore || !this.next || this.searching) return;
-    this.loadingMore = true;
-    this.more.disabled = true;
-    this.more.textContent = gettext("Loading…");
+    // Read before the button changes; it is marked busy, not disabled, because a disabled
+    // button drops the keyboard focus it holds.
     const keepFocus = document.activeElement === this.more;
+    this.loadingMore = true;
+    this.more.setAttribute("aria-disabled", "true");
+    this.more.textContent = gettext("Loading…");
     try {
       const page = await this.loadPage(this.next);
       const known = new Set(this.conversations.map((c) => c.id));
@@ -139,7 +145,7 @@ export class Sidebar {
         { reason: err.message },
         true,
       );
-      this.more.disabled = false;
+      this.more.setAttribute("aria-disabled", "false");
       this.loadingMore = false;
       return;
     }
@@ -171,7 +177,7 @@ export class Sidebar {
     this.empty.hidden = this.conversations.length > 0 || this.searching;
     this.list.replaceChildren(...this.conversations.map((c) => this.item(c)));
     this.more.hidden = !this.next || this.searching;
-    this.more.disabled = this.loadingMore;
+    this.more.setAttribute("aria-disabled", String(this.loadingMore));
     if (!this.loadingMore) this.more.textContent = gettext("Show older conversations");
   }
 
