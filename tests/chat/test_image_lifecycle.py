@@ -3,6 +3,7 @@ stored descriptions for the rest, described once; recall brings an old image bac
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import random
@@ -13,9 +14,9 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image, PngImagePlugin
 
-from chat import image_descriptions, services
+from chat import image_describer, image_descriptions, services
 from chat.history import load_history, query_message
-from chat.image_describer import can_describe, describe_images
+from chat.image_describer import can_describe, describe_images, store
 from chat.image_descriptions import offline_description
 from chat.models import Attachment, Message
 from chat.recall import recall_passages
@@ -389,3 +390,55 @@ async def test_a_failed_model_description_keeps_the_offline_one_and_is_not_retri
     assert await describe_images(llm, ids, time_limit=0.5) == 0  # nobody is asked again
     assert len(llm.calls) == 3
     assert can_describe(OfflineLLM()) is False and can_describe(FakeLLM()) is False
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_two_callers_describing_the_same_images_make_one_call_each_and_both_count_it(
+    user, conversation, monkeypatch
+):
+    """The next run's preparation, started while a description made after the previous
+    answer is under way, waits for that call instead of asking the model again."""
+    images = await sync_to_async(turns_with_images)(user, conversation, 2)
+    ids = [str(i.pk) for i in images]
+    release, waiting = asyncio.Event(), asyncio.Event()
+
+    class Gated(FakeLLM):
+        async def chat(self, messages, *, tools=None, **opts):
+            result = await super().chat(messages, tools=tools, **opts)
+            await release.wait()
+            return result
+
+    wait_for = image_describer._wait_for
+
+    async def noting(claims, time_limit):
+        claims = list(claims)
+        if claims:
+            waiting.set()
+        return await wait_for(claims, time_limit)
+
+    monkeypatch.setattr(image_describer, "_wait_for", noting)
+    llm = Gated(default="A red square.")
+    first = asyncio.create_task(describe_images(llm, ids, time_limit=30))
+    second = asyncio.create_task(describe_images(llm, ids, time_limit=30))
+    async with asyncio.timeout(30):
+        await waiting.wait()
+    release.set()
+    assert await first == 2 and await second == 2
+    assert len(llm.calls) == 2  # one per image
+    assert {a.description_source async for a in Attachment.objects.filter(pk__in=ids)} == {"model"}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_model_description_is_never_overwritten_and_a_failure_may_mark_nothing(
+    user, conversation
+):
+    old, new = await sync_to_async(turns_with_images)(user, conversation, 2)
+    await sync_to_async(store)(old.pk, "First words.")
+    await sync_to_async(store)(old.pk, "Second words.")
+    await sync_to_async(store)(old.pk, None)
+    stored = await Attachment.objects.aget(pk=old.pk)
+    assert (stored.description_source, stored.description) == ("model", "First words.")
+
+    llm = FakeLLM().enqueue(LLMUnavailable("down"))
+    assert await describe_images(llm, [str(new.pk)], time_limit=0.5, mark_failures=False) == 0
+    assert (await Attachment.objects.aget(pk=new.pk)).description_source == "offline"
