@@ -227,6 +227,44 @@ def assistant_message_finish(
 
 
 @transaction.atomic
+def assistant_usage_add_descriptions(
+    *,
+    message_id: int,
+    images: int,
+    input_tokens: int,
+    output_tokens: int,
+    reasoning_tokens: int = 0,
+    estimated: bool = False,
+) -> dict | None:
+    """Add the usage of images described after an answer was stored (those it pushed out
+    of the pixel turns, described in the background) to that answer's usage: to its totals
+    and compaction split, as the same calls made before an answer count, and to
+    ``described_after`` (``images``, ``input_tokens``, ``output_tokens``), which says what
+    it was. The row is locked, so two writers add up. Returns the new usage, or None when
+    the answer is gone or has no usage."""
+    message = Message.objects.select_for_update().filter(pk=message_id).first()
+    metadata = dict(message.metadata or {}) if message is not None else {}
+    usage = dict(metadata.get("usage") or {})
+    if not usage:
+        return None
+    added = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    for key, value in added.items():
+        usage[key] = int(usage.get(key) or 0) + value
+        usage[f"compaction_{key}"] = int(usage.get(f"compaction_{key}") or 0) + value
+    if reasoning_tokens:
+        usage["reasoning_tokens"] = int(usage.get("reasoning_tokens") or 0) + reasoning_tokens
+    if estimated:
+        usage["estimated"] = True
+    entry = dict(usage.get("described_after") or {})
+    for key, value in {"images": images, **added}.items():
+        entry[key] = int(entry.get(key) or 0) + value
+    usage["described_after"] = entry
+    metadata["usage"] = usage
+    Message.objects.filter(pk=message_id).update(metadata=metadata)
+    return usage
+
+
+@transaction.atomic
 def user_messages_settle(*, conversation_id, ids: Sequence[int], status: str) -> int:
     """Give user messages of the conversation that wait for an answer (``pending``, or
     ``interrupted`` and answered again by a retry) their final ``status``."""

@@ -23,11 +23,12 @@ through ``run.active`` and the HTTP messages API.
 
 The modules, each using only those after it: ``lifecycle`` (launch, control listener,
 follow-ups), ``work`` (prepare, fit the history, run the engine; checkpoints), ``finish``
-(store the outcome, then announce it), ``state`` (the ``Run`` they share), ``storage`` (the
-database side), ``control`` (one run per conversation across processes), ``registry``
-(this process's runs), ``events`` (publishing), ``record`` (steps and plan kept for a
-reload), ``compactions`` (the run's compaction ledger), ``metering`` (usage), ``deps`` (the
-collaborators a run is built with).
+(store the outcome, then announce it), ``ahead`` (after a ``done``, the images the next
+run will show as text, described in the background), ``state`` (the ``Run`` they share),
+``storage`` (the database side), ``control`` (one run per conversation across processes),
+``registry`` (this process's runs), ``events`` (publishing), ``record`` (steps and plan
+kept for a reload), ``compactions`` (the run's compaction ledger), ``metering`` (usage),
+``deps`` (the collaborators a run is built with).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from django.utils.translation import gettext
 
 from chat import drain
 from chat.errors import ChatError
-from chat.runs import control, deps, lifecycle, storage
+from chat.runs import ahead, control, deps, lifecycle, storage
 from chat.runs.control import SnapshotGate
 from chat.runs.events import conversation_group
 from chat.runs.registry import registry
@@ -250,17 +251,21 @@ def _refuse_while_draining() -> None:
 
 
 def local_run_count() -> int:
-    """Runs this process owns right now (the drain waits for them)."""
-    return len(registry.active())
+    """Runs this process owns right now, and the image descriptions finished runs left
+    working in the background (``ahead``): the drain waits for both."""
+    return len(registry.active()) + ahead.count()
 
 
 async def interrupt_local_runs(*, wait_seconds: float = 10.0) -> int:
     """Stop every run of this process as ``interrupted`` (their text so far kept, each
-    socket told ``error {code: "interrupted"}``) and wait for them to be stored."""
+    socket told ``error {code: "interrupted"}``) and wait for them to be stored; then
+    cancel the descriptions still working in the background (nothing of theirs is stored:
+    the next run asks for them). Returns the number of runs interrupted."""
     interrupted = [run for run in registry.active() if run.request_interrupt()]
     tasks = [run.task for run in interrupted if run.task is not None]
     if tasks:
         await asyncio.wait(tasks, timeout=wait_seconds)
+    await ahead.stop(wait_seconds=wait_seconds)
     return len(interrupted)
 
 

@@ -23,7 +23,7 @@ from channels.db import database_sync_to_async
 from django.utils.translation import gettext, gettext_lazy
 
 from chat.models import Message
-from chat.runs import storage
+from chat.runs import ahead, storage
 from chat.runs.events import failure_of
 from chat.runs.metering import usage_totals
 from chat.runs.state import Run
@@ -124,6 +124,9 @@ async def finish_run(run: Run) -> None:
         await run.publisher(
             "done", {**ids, "usage": usage, "elapsed_ms": _elapsed_ms(run), "html": html}
         )
+        # Stored and announced: the images this answer pushed out of the pixel turns are
+        # described now, in the background, rather than before the next answer's first call.
+        ahead.describe_after(run)
     elif status == "cancelled":
         await run.publisher("run.cancelled", ids)
     else:

@@ -30,7 +30,7 @@ from chat.runs.deps import RunDeps
 from chat.summaries import summary_save
 from contextmgmt.budget import Budget
 from contextmgmt.calibration import record_usage
-from contextmgmt.core.llm import LLM
+from contextmgmt.core.llm import LLM, Usage
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.db_memory import LoadedHistory, NewSummary
 from fimone.llm import OfflineLLM
@@ -422,6 +422,28 @@ def _record_calibration(samples: list[tuple[int, list[int], int, int]]) -> None:
             )
         except Exception:  # calibration is advisory; it must never fail a run
             logger.warning("calibration sample for ModelConfig %s failed", config_id, exc_info=True)
+
+
+# --- after the end ---------------------------------------------------------------------------
+
+
+def next_history(conversation_id: Any, *, vision: bool) -> LoadedHistory:
+    """The history the conversation's next run will load (its question aside), to be
+    looked at, not sent: image parts hold only the files' leading bytes and nothing is
+    stored (``for_count``). A finished run's own question is its newest turn."""
+    return load_history(conversation_id, vision=vision, for_count=True)
+
+
+def add_description_usage(*, message_id: int, usage: Usage, images: int) -> dict | None:
+    """The usage of ``images`` described after an answer, added to that answer's."""
+    return services.assistant_usage_add_descriptions(
+        message_id=message_id,
+        images=images,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        estimated=usage.estimated,
+    )
 
 
 def settle(*, conversation_id, ids, status) -> int:

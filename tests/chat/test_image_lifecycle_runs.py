@@ -4,6 +4,7 @@ provider received."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -12,9 +13,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chat import services
 from chat.models import Attachment, Message
+from chat.runs import ahead
 from fimone.llm.openai_client import OpenAIChatLLM
 from tests.chat.images import image_bytes
-from tests.support.runs import events_until, send
+from tests.support.runs import WAIT, events_until, send
 from tests.support.scripted_server import http_error, text, tool_calls
 
 pytestmark = [
@@ -89,14 +91,17 @@ async def test_a_run_sends_current_and_recent_images_as_pixels_older_as_text_rv_
     use_scripted_models(run_deps, scripted_server, vision=True)
     images = await earlier_turns(user, conversation, 4)
     now = await upload(user, conversation)
-    # The fast model describes the two images that now go as text; then the answer.
-    scripted_server.enqueue(text(DESCRIBED), text(DESCRIBED), text("Two charts."))
+    # The fast model describes the two images that now go as text; then the answer; then,
+    # in the background, chart 2, which this question pushed out of the pixel turns.
+    scripted_server.enqueue(text(DESCRIBED), text(DESCRIBED), text("Two charts."), text(DESCRIBED))
     await send(socket, type="message", content="compare", attachments=[now])
     events = await events_until(socket, "done", "error")
     assert events[-1]["type"] == "done", events[-1]
+    async with asyncio.timeout(WAIT):
+        await ahead.wait_idle()
 
     describe_calls = [r for r in scripted_server.requests if len(r["messages"]) == 1]
-    assert len(describe_calls) == 2
+    assert len(describe_calls) == 3
     assert all(images_in(r["messages"][0]) == 1 for r in describe_calls)
     [request] = chat_requests(scripted_server)
     users = [m for m in request["messages"] if m["role"] == "user"]
@@ -105,13 +110,13 @@ async def test_a_run_sends_current_and_recent_images_as_pixels_older_as_text_rv_
     stored = await Attachment.objects.aget(pk=images[0].pk)
     assert (stored.description, stored.description_source) == (DESCRIBED, "model")
 
-    # The next request reuses the stored descriptions: no model is asked again.
+    # The next request reuses the stored descriptions: no model is asked before its call
+    # (chart 2 was described after the first answer).
     scripted_server.reset()
-    scripted_server.enqueue(text(DESCRIBED), text("Still two charts."))
+    scripted_server.enqueue(text("Still two charts."), text(DESCRIBED))
     await send(socket, type="message", content="and now?")
     await events_until(socket, "done", "error")
-    describe_calls = [r for r in scripted_server.requests if len(r["messages"]) == 1]
-    assert len(describe_calls) == 1  # only chart 2, which just aged out of the pixel turns
+    assert len(scripted_server.requests[0]["messages"]) > 1
     [request] = chat_requests(scripted_server)
     users = [m for m in request["messages"] if m["role"] == "user"]
     assert [images_in(m) for m in users] == [0, 0, 0, 1, 1, 0]
@@ -219,14 +224,19 @@ async def test_a_model_that_refuses_images_still_answers_from_their_descriptions
         "What colour?\n[image: now.png, 32x24 — PNG 32x24; mostly red"
     )
 
+    # The fast model, which can see, describes the image that is now text for the next run,
+    # right after this answer.
+    async with asyncio.timeout(WAIT):
+        await ahead.wait_idle()
+    [_refused, _answered, described] = scripted_server.requests
+    assert described["model"] == "refuses-images-fast" and len(described["messages"]) == 1
+
     scripted_server.reset()
     scripted_server.enqueue(text("Still red."))
     await send(socket, type="message", content="And now?")
     events = await events_until(socket, "done", "error")
     assert events[-1]["type"] == "done", events[-1]
-    # No refusal again: the main model is sent text from the start (the fast model, which
-    # can see, is asked once for a better description of the image that is now text).
-    [request] = chat_requests(scripted_server)
+    # No refusal again: the main model is sent text from the start, and nothing before it.
+    [request] = scripted_server.requests
     assert request["model"] == "refuses-images-main"
     assert not any(images_in(m) for m in request["messages"])
-    assert all(r["model"] == "refuses-images-fast" for r in scripted_server.requests[:-1])

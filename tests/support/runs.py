@@ -18,7 +18,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from chat.routing import websocket_urlpatterns
-from chat.runs import deps
+from chat.runs import ahead, deps
 from chat.runs.deps import RunDeps
 from chat.runs.registry import registry
 from tests.support.fake_llm import FakeLLM
@@ -29,16 +29,19 @@ WAIT = 30.0
 
 @pytest.fixture
 async def clean_runs():
-    """An empty in-memory channel layer before, and no run left behind after, each test."""
+    """An empty in-memory channel layer before, and no run (nor a description it left
+    working in the background) left behind after, each test."""
     layer = get_channel_layer()
     await layer.flush()
     yield layer
     try:
         async with asyncio.timeout(WAIT):
             await registry.wait_idle()
+            await ahead.wait_idle()
     finally:
         for run in registry.active():
             run.task.cancel()
+        await ahead.stop()
         await layer.flush()
 
 
