@@ -164,7 +164,10 @@ async def _describe_old_images(
     run: Run, prepared: storage.PreparedRun, llm: MeteredLLM
 ) -> storage.PreparedRun:
     """Images the history shows as text get the fast model's description once, when it
-    can see images (chat.image_describer); the history is then read again with it."""
+    can see images (chat.image_describer); the history is then read again with it.
+    Normally the previous answer had them described already (``ahead``), and this asks
+    nothing; it catches the rest (that description failed or was cut short, the mode or
+    model changed) and waits for one still under way rather than asking again."""
     file_ids = image_describer.images_as_text(prepared.history.messages)
     if not file_ids or not image_describer.can_describe(prepared.fast):
         return prepared
