@@ -240,8 +240,8 @@ def assistant_usage_add_descriptions(
     of the pixel turns, described in the background) to that answer's usage: to its totals
     and compaction split, as the same calls made before an answer count, and to
     ``described_after`` (``images``, ``input_tokens``, ``output_tokens``), which says what
-    it was. The row is locked, so two writers add up. Returns the new usage, or None when
-    the answer is gone or has no usage."""
+    it was. The row is locked, so two writers add up. Returns the answer's new metadata,
+    or None when the answer is gone or has no usage."""
     message = Message.objects.select_for_update().filter(pk=message_id).first()
     metadata = dict(message.metadata or {}) if message is not None else {}
     usage = dict(metadata.get("usage") or {})
@@ -261,7 +261,7 @@ def assistant_usage_add_descriptions(
     usage["described_after"] = entry
     metadata["usage"] = usage
     Message.objects.filter(pk=message_id).update(metadata=metadata)
-    return usage
+    return metadata
 
 
 @transaction.atomic

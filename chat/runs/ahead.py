@@ -17,7 +17,10 @@ and marks nothing, so the next run's preparation asks once more (and marks the i
 that fails too). The calls' usage is added to the finished answer's stored usage as
 context upkeep (the compaction split, entry ``described_after``), the way the same calls
 made before a run's first call count as that run's: the answer's own line is unchanged.
-The ``done`` event, sent before, does not include it; the stored usage (a reload) does.
+The ``done`` event, sent before, does not include it; the stored usage does, and once images
+were described the conversation's sockets get ``images.described {message_id, usage,
+elapsed_ms}``: the page redraws that answer's usage card and reads the context gauge again.
+A failure sends nothing.
 
 If the next run starts while a description is still under way, its preparation waits for
 that call instead of making it again (``image_describer.describe_images``), bounded by the
@@ -31,10 +34,12 @@ import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chat import drain, image_describer
 from chat.runs import storage
+from chat.runs.events import conversation_group
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
 from contextmgmt.core.messages import IMAGE_NOTES
@@ -92,6 +97,17 @@ async def wait_idle() -> None:
         await asyncio.wait(tasks)
 
 
+async def _announce(conversation_id: Any, answer_id: int, metadata: dict | None) -> None:
+    """``images.described``: the answer's usage card shows the new usage, and the context
+    gauge, read again, counts the new words."""
+    event: dict[str, Any] = {"type": "images.described", "message_id": answer_id}
+    if metadata is not None:
+        event.update(usage=metadata.get("usage"), elapsed_ms=metadata.get("elapsed_ms"))
+    await get_channel_layer().group_send(
+        conversation_group(conversation_id), {"type": "chat.event", "event": event}
+    )
+
+
 def _may_show_images(run: Run) -> bool:
     """Whether the next run's history can hold an image at all, from what this run loaded
     (no database): its history, its question and follow-ups. A follow-up its engine took
@@ -116,11 +132,14 @@ async def _describe(*, conversation_id: Any, answer_id: int, fast, vision: bool,
             time_limit=compact_limit(settings.LLM_TIMEOUT_SECONDS),
             mark_failures=False,
         )
+        metadata = None
         if llm.usage.input_tokens or llm.usage.output_tokens:
-            await database_sync_to_async(storage.add_description_usage)(
+            metadata = await database_sync_to_async(storage.add_description_usage)(
                 message_id=answer_id, usage=llm.usage, images=described
             )
         logger.info("run %s: %d image(s) described ahead", run_id, described)
+        if described:
+            await _announce(conversation_id, answer_id, metadata)
     except Exception as exc:  # the next run's preparation asks instead
         logger.warning(
             "run %s: describing images ahead failed: %s: %s", run_id, type(exc).__name__, exc

@@ -435,7 +435,8 @@ def next_history(conversation_id: Any, *, vision: bool) -> LoadedHistory:
 
 
 def add_description_usage(*, message_id: int, usage: Usage, images: int) -> dict | None:
-    """The usage of ``images`` described after an answer, added to that answer's."""
+    """The usage of ``images`` described after an answer, added to that answer's; returns
+    the answer's new metadata (None: the answer is gone)."""
     return services.assistant_usage_add_descriptions(
         message_id=message_id,
         images=images,

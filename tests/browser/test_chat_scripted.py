@@ -12,7 +12,13 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import enqueue_dag_with_one_replan, login, screenshot, send
+from tests.browser.conftest import (
+    enqueue_dag_with_one_replan,
+    login,
+    png_file,
+    screenshot,
+    send,
+)
 from tests.support.scripted_server import server_error, slow, text
 
 pytestmark = pytest.mark.browser
@@ -417,3 +423,33 @@ def test_a_model_picked_for_a_conversation_answers_and_shows_on_the_usage_card(
     wait_done(page, 2)
     assert scripted_server.requests[-1]["model"] == "big-1"
     expect(page.locator(".msg-assistant .usage-card .usage-model").last).to_have_text("big-1")
+
+
+def test_an_image_described_after_the_answer_updates_its_usage_card(
+    new_page, live_daphne_factory, scripted_server, tmp_path
+):
+    """With no earlier turn as pixels, the question's image goes as text from the next run
+    on: the fast model (the scripted one, which sees) describes it after the answer, and the
+    answer's usage card counts that call as upkeep."""
+    server = live_daphne_factory(env=scripted_server.daphne_env(FIMONE_IMAGE_PIXEL_TURNS="0"))
+    page = new_page()
+    frames = record_frames(page)
+    login(page, server)
+    scripted_server.enqueue(
+        text("A chart.", usage=(200, 20)), text("A blue rectangle.", usage=(1234, 56))
+    )
+    page.locator("#file-input").set_input_files(png_file(tmp_path, "chart.png"))
+    expect(page.locator("#attachment-tray .thumb:not(.uploading)")).to_have_count(1)
+    send(page, "What is this?")
+    wait_done(page, 1)
+    card = page.locator(".msg-assistant .usage-card").last
+    expect(card).to_have_attribute("title", re.compile(r"Compaction: 1,234 in / 56 out"))
+    expect(card).to_have_attribute("title", re.compile(r"Answer: 200 in / 20 out"))
+    [told] = [f for f in frames if f.get("type") == "images.described"]
+    assert told["usage"]["described_after"] == {
+        "images": 1,
+        "input_tokens": 1234,
+        "output_tokens": 56,
+    }
+    describe = scripted_server.requests[1]
+    assert len(describe["messages"]) == 1

@@ -54,6 +54,7 @@ class ChatApp {
       retryElsewhere: () => this.retryElsewhere(),
       onStarted: () => this.refreshTitle(),
       onEnded: () => this.refreshGauge(),
+      onContextChanged: () => this.refreshGauge(),
       onAnswered: () => {
         if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
       },

@@ -17,7 +17,7 @@ const RETRY_REFUSALS = new Set([
 export class RunController {
   // host: {messagesEl, emptyState, composer, toast(text), sendFrame(frame) -> bool,
   //        conversationId() -> id|null, resend(query), retryElsewhere() -> bool,
-//        onStarted(), onEnded(), onAnswered()}
+//        onStarted(), onEnded(), onAnswered(), onContextChanged()}
   constructor(host) {
     this.host = host;
     this.messagesEl = host.messagesEl;
@@ -448,6 +448,14 @@ const EVENT_HANDLERS = {
   // The model's reasoning text: shown apart from the answer, collapsed.
   "reasoning.delta"(frame) {
     this.viewForEvent()?.appendReasoning(frame.text);
+  },
+  // After an answer, the images it pushed out of the pixel turns got the fast model's
+  // words: that answer's usage grew (the calls count as upkeep), and the gauge, read again,
+  // counts the new words (not while a run is under way: its end reads it).
+  "images.described"(frame) {
+    const view = this.views.get(String(frame.message_id));
+    if (view && frame.usage) view.setUsage(frame.usage, frame.elapsed_ms);
+    if (!this.run) this.host.onContextChanged?.();
   },
   injected: RunController.prototype.injected,
   done: RunController.prototype.done,

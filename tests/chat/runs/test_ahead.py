@@ -20,7 +20,7 @@ from tests.chat.test_image_lifecycle_runs import (
     use_scripted_models,
 )
 from tests.support.fake_llm import FakeLLM
-from tests.support.runs import WAIT, events_until, send
+from tests.support.runs import WAIT, events_until, next_event, send
 from tests.support.scripted_server import server_error, text
 
 pytestmark = [
@@ -75,7 +75,6 @@ async def test_the_image_that_left_the_pixel_turns_is_described_after_the_answer
     assert await source_of(chart0) == ("model", DESCRIBED)
     assert (await source_of(chart1))[0] == "offline"
     assert await Message.objects.filter(conversation=conversation).acount() == 6
-    await socket.receive_nothing()  # nothing shown: no event after ``done``
 
     # The calls count as upkeep on the answer that pushed the image out: the done event
     # (sent before) has none of it, the stored usage has it, the answer's own part unchanged.
@@ -93,6 +92,14 @@ async def test_the_image_that_left_the_pixel_turns_is_described_after_the_answer
     assert stored["output_tokens"] - stored["compaction_output_tokens"] == (
         done["output_tokens"] - done["compaction_output_tokens"]
     )
+    # The page is told, with the new usage (its card, the gauge read again).
+    told = await next_event(socket)
+    assert told == {
+        "type": "images.described",
+        "message_id": answer.pk,
+        "usage": stored,
+        "elapsed_ms": answer.metadata["elapsed_ms"],
+    }
 
     # The next run asks no model before its first call, and sends the model's words.
     scripted_server.reset()
