@@ -223,37 +223,33 @@ class ModelConfigAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Reset calibration"))
     def reset_calibration_action(self, request: HttpRequest, queryset: QuerySet) -> None:
-        count = reset_calibration(model_config_ids=list(queryset.values_list("pk", flat=True)))
+        count = reset_calibration(model_config_ids=_ids(queryset))
         text = ngettext(
             "Calibration reset for %(count)d model configuration.",
             "Calibration reset for %(count)d model configurations.",
             count,
-        ) % {"count": count}
-        self.message_user(request, text, messages.SUCCESS)
+        )
+        self.message_user(request, text % {"count": count}, messages.SUCCESS)
 
     @admin.action(description=_("Send refused parameters again (forget the endpoint's refusals)"))
     def forget_refusals_action(self, request: HttpRequest, queryset: QuerySet) -> None:
-        count = profiles.forget_refusals(
-            model_config_ids=list(queryset.values_list("pk", flat=True))
-        )
+        count = profiles.forget_refusals(model_config_ids=_ids(queryset))
         text = ngettext(
             "Refused parameters will be sent again to %(count)d model configuration.",
             "Refused parameters will be sent again to %(count)d model configurations.",
             count,
-        ) % {"count": count}
-        self.message_user(request, text, messages.SUCCESS)
+        )
+        self.message_user(request, text % {"count": count}, messages.SUCCESS)
 
     @admin.action(description=_("Send images again (forget the endpoint's refusal)"))
     def forget_image_refusal_action(self, request: HttpRequest, queryset: QuerySet) -> None:
-        count = profiles.forget_image_refusal(
-            model_config_ids=list(queryset.values_list("pk", flat=True))
-        )
+        count = profiles.forget_image_refusal(model_config_ids=_ids(queryset))
         text = ngettext(
             "Images will be sent again to %(count)d model configuration.",
             "Images will be sent again to %(count)d model configurations.",
             count,
-        ) % {"count": count}
-        self.message_user(request, text, messages.SUCCESS)
+        )
+        self.message_user(request, text % {"count": count}, messages.SUCCESS)
 
 
 def _unless_invalid(obj: ModelConfig) -> str:
@@ -263,3 +259,8 @@ def _unless_invalid(obj: ModelConfig) -> str:
     if obj.budget_errors():
         return gettext("not computed: fix the token fields")
     return ""
+
+
+def _ids(queryset: QuerySet) -> list[int]:
+    """The selected rows' ids, for a service that takes ids."""
+    return list(queryset.values_list("pk", flat=True))

@@ -12,6 +12,7 @@ from contextmgmt.models import ModelConfig
 from fimone.llm import OfflineLLM, OpenAIChatLLM, describe_llm, get_llm
 from fimone.llm.registry import resolve_spec
 from tests.support.scripted_server import http_error, text
+from tests.support.vision import NOTE, REFUSAL, image_parts, question_with_image
 
 pytestmark = pytest.mark.django_db
 
@@ -251,30 +252,6 @@ def test_resolve_spec_is_what_get_llm_builds(main_env_configured):
 
 
 # --- an endpoint that refuses images ---------------------------------------------------------
-
-REFUSAL = "Invalid content type. image_url is only supported by certain models."
-NOTE = "[image: receipt.png, 640x480 — a receipt totalling 42.10 EUR]"
-
-
-def question_with_image():
-    from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
-
-    pixels = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
-    return ChatMessage(
-        role="user",
-        content=[{"type": "text", "text": "What is the total?"}, pixels],
-        metadata={IMAGE_NOTES: [NOTE]},
-    )
-
-
-def image_parts(request: dict) -> int:
-    return sum(
-        1
-        for m in request["messages"]
-        if isinstance(m["content"], list)
-        for p in m["content"]
-        if p.get("type") == "image_url"
-    )
 
 
 async def ask(llm, scripted_server, *replies) -> list[dict]:

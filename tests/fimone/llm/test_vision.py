@@ -14,9 +14,8 @@ from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
 from fimone.llm.openai_client import OpenAIChatLLM
 from fimone.llm.vision import UNSEEN, says_no_images, without_pixels
 from tests.support.scripted_server import http_error, text
+from tests.support.vision import NOTE, PIXELS, image_parts, question_with_image
 
-PIXELS = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
-NOTE = "[image: receipt.png, 640x480 — a receipt totalling 42.10 EUR]"
 _models = itertools.count()
 
 
@@ -34,24 +33,6 @@ def fresh_llm(scripted_server):
         )
 
     return make
-
-
-def question_with_image() -> ChatMessage:
-    return ChatMessage(
-        role="user",
-        content=[{"type": "text", "text": "What is the total?"}, PIXELS],
-        metadata={IMAGE_NOTES: [NOTE]},
-    )
-
-
-def image_parts(request: dict) -> int:
-    return sum(
-        1
-        for m in request["messages"]
-        if isinstance(m["content"], list)
-        for p in m["content"]
-        if p.get("type") == "image_url"
-    )
 
 
 REFUSALS = [
