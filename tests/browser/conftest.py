@@ -162,3 +162,14 @@ def enqueue_dag_with_one_replan(scripted_server) -> None:
         '{"achieved": true, "confidence": 0.95, "reason": "complete"}',  # analyser
         "Mont Blanc is 4,806 m high (measured in 2015).",  # final answer
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test's report carries the end of its daphne's log: a request that
+    hung or failed on the server says so there, and the server's folder is gone after."""
+    report = yield
+    server = item.funcargs.get("live_daphne") if hasattr(item, "funcargs") else None
+    if report.failed and server is not None:
+        report.sections.append(("daphne log (last 8,000 characters)", server.log()[-8000:]))
+    return report
