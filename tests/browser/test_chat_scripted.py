@@ -445,6 +445,9 @@ def test_an_image_described_after_the_answer_updates_its_usage_card(
     card = page.locator(".msg-assistant .usage-card").last
     expect(card).to_have_attribute("title", re.compile(r"Compaction: 1,234 in / 56 out"))
     expect(card).to_have_attribute("title", re.compile(r"Answer: 200 in / 20 out"))
+    expect(card).to_have_attribute(
+        "title", re.compile(r"1 image described for later answers: 1,234 in / 56 out")
+    )
     [told] = [f for f in frames if f.get("type") == "images.described"]
     assert told["usage"]["described_after"] == {
         "images": 1,

@@ -82,6 +82,23 @@ export function ledgerLines(usage) {
   return lines.join("\n");
 }
 
+// Images the fast model described after the answer, for the answers that follow (their
+// tokens are part of the compaction figures above).
+function describedAfterLine(entry) {
+  if (!entry) return "";
+  const number = (v) => (Number(v) || 0).toLocaleString(document.documentElement.lang || undefined);
+  const format = ngettext(
+    "%(count)s image described for later answers: %(in)s in / %(out)s out",
+    "%(count)s images described for later answers: %(in)s in / %(out)s out",
+    Number(entry.images) || 0,
+  );
+  return interpolate(
+    format,
+    { count: number(entry.images), in: number(entry.input_tokens), out: number(entry.output_tokens) },
+    true,
+  );
+}
+
 function messages(n) {
   return interpolate(ngettext("%(count)s message", "%(count)s messages", n), { count: n }, true);
 }
@@ -631,6 +648,7 @@ export class AssistantView {
         true,
       ),
       ledgerLines(usage),
+      describedAfterLine(usage.described_after),
       usage.estimated ? gettext("Estimated: the model did not report (all of) its usage") : "",
       elapsedMs
         ? interpolate(gettext("Time: %(seconds)s s"), { seconds: (elapsedMs / 1000).toFixed(1) }, true)
