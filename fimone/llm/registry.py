@@ -291,11 +291,15 @@ def _shared(spec: LLMSpec) -> LLM:
         spec.model_config_id,  # last: ``_forget_config`` reads it
     )
     with _cache_lock:
-        llm = _cache.get(key)
+        llm = _cache.pop(key, None)
         if llm is None:
             if len(_cache) >= _CACHE_LIMIT:
-                _cache.clear()
-            llm = _cache[key] = build_llm(spec)
+                # The least recently used goes (dicts keep insertion order, and a hit is
+                # re-inserted below), not every model at once: each would be rebuilt, its
+                # connections opened again.
+                del _cache[next(iter(_cache))]
+            llm = build_llm(spec)
+        _cache[key] = llm
     return llm
 
 

@@ -381,3 +381,19 @@ async def test_an_environment_models_refusal_lasts_as_long_as_the_process(
     assert not await sync_to_async(ModelConfig.objects.exists)()
     another_process()  # a restart forgets it: nowhere to store it
     assert (await sync_to_async(get_llm)("main")).supports_vision
+
+
+def test_a_full_cache_of_models_lets_the_least_recently_used_go(monkeypatch):
+    from fimone.llm import registry
+
+    monkeypatch.setattr(registry, "_cache", {})
+    monkeypatch.setattr(registry, "_CACHE_LIMIT", 2)
+    spec = {
+        name: registry.LLMSpec(role="main", source="env", model=name, base_url="http://h/v1")
+        for name in ("a", "b", "c")
+    }
+    a, b = registry._shared(spec["a"]), registry._shared(spec["b"])
+    assert registry._shared(spec["a"]) is a  # used again: now the most recent
+    registry._shared(spec["c"])
+    assert registry._shared(spec["a"]) is a
+    assert registry._shared(spec["b"]) is not b  # the least recently used was let go
