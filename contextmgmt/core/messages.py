@@ -72,7 +72,7 @@ class ChatMessage:
             return []
         return [p for p in self.content if isinstance(p, dict) and p.get("type") == "image_url"]
 
-    def images_as_text(self) -> str:
+    def image_text(self) -> str:
         """Its image parts as text, for a reader that gets text only (a transcript, the DAG
         planner's history): their notes (``IMAGE_NOTES``, what each shows) when it carries
         one per image, else a count ("[image]", "[2 images]"); "" without images."""

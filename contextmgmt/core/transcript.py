@@ -28,7 +28,7 @@ def transcript_text(msg: ChatMessage) -> str:
     text = msg.text()
     if text:
         parts.append(text)
-    images = msg.images_as_text()
+    images = msg.image_text()
     if images:
         parts.append(images)
     for call in msg.tool_calls or ():

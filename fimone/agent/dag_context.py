@@ -88,7 +88,7 @@ def _message_line(msg: ChatMessage) -> str:
     if msg.is_summary:
         body = msg.text()[len(SUMMARY_PREFIX) :].strip()
         return f"Summary of the earlier conversation: {body}"
-    text = "\n".join(t for t in (msg.text(), msg.images_as_text()) if t)
+    text = "\n".join(t for t in (msg.text(), msg.image_text()) if t)
     return f"{_LABELS.get(msg.role, msg.role)}: {text}"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import random
 import struct
@@ -40,3 +41,21 @@ def png_header_only(width: int, height: int) -> bytes:
     ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)  # 1-bit greyscale
     idat = zlib.compress(b"\x00" * (1 + (width + 7) // 8))
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def note_waits_for_descriptions(monkeypatch) -> asyncio.Event:
+    """An event set once a describer starts waiting for a description another caller is
+    making (``chat.image_describer``), instead of asking the model itself."""
+    from chat import image_describer
+
+    waiting = asyncio.Event()
+    wait_for = image_describer._wait_for
+
+    async def noting(claims, time_limit):
+        claims = list(claims)
+        if claims:
+            waiting.set()
+        return await wait_for(claims, time_limit)
+
+    monkeypatch.setattr(image_describer, "_wait_for", noting)
+    return waiting

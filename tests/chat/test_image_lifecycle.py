@@ -14,7 +14,7 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image, PngImagePlugin
 
-from chat import image_describer, image_descriptions, services
+from chat import image_descriptions, services
 from chat.history import load_history, query_message
 from chat.image_describer import can_describe, describe_images, store
 from chat.image_descriptions import offline_description
@@ -27,7 +27,7 @@ from contextmgmt.core.tokens import estimate_message_tokens
 from contextmgmt.db_memory import DbMemory
 from fimone.agent.tools import RecalledImage
 from fimone.llm.offline import OfflineLLM
-from tests.chat.images import image_bytes
+from tests.chat.images import image_bytes, note_waits_for_descriptions
 from tests.support.fake_llm import FakeLLM, Hang
 
 pytestmark = pytest.mark.django_db
@@ -400,7 +400,7 @@ async def test_two_callers_describing_the_same_images_make_one_call_each_and_bot
     answer is under way, waits for that call instead of asking the model again."""
     images = await sync_to_async(turns_with_images)(user, conversation, 2)
     ids = [str(i.pk) for i in images]
-    release, waiting = asyncio.Event(), asyncio.Event()
+    release, waiting = asyncio.Event(), note_waits_for_descriptions(monkeypatch)
 
     class Gated(FakeLLM):
         async def chat(self, messages, *, tools=None, **opts):
@@ -408,15 +408,6 @@ async def test_two_callers_describing_the_same_images_make_one_call_each_and_bot
             await release.wait()
             return result
 
-    wait_for = image_describer._wait_for
-
-    async def noting(claims, time_limit):
-        claims = list(claims)
-        if claims:
-            waiting.set()
-        return await wait_for(claims, time_limit)
-
-    monkeypatch.setattr(image_describer, "_wait_for", noting)
     llm = Gated(default="A red square.")
     first = asyncio.create_task(describe_images(llm, ids, time_limit=30))
     second = asyncio.create_task(describe_images(llm, ids, time_limit=30))

@@ -13,6 +13,7 @@ from chat import drain, image_describer, runs
 from chat.models import Attachment, Message
 from chat.runs import ahead
 from chat.runs.registry import registry
+from tests.chat.images import note_waits_for_descriptions
 from tests.chat.test_image_lifecycle_runs import (
     DESCRIBED,
     earlier_turns,
@@ -164,17 +165,7 @@ def gated(run_deps, monkeypatch):
     waiting for a description another caller is making."""
     main, fast = FakeLLM(model_name="main", default="Answered."), GatedFast()
     run_deps.use(get_llm=lambda role: main if role == "main" else fast)
-    waiting = asyncio.Event()
-    wait_for = image_describer._wait_for
-
-    async def noting(claims, time_limit):
-        claims = list(claims)
-        if claims:
-            waiting.set()
-        return await wait_for(claims, time_limit)
-
-    monkeypatch.setattr(image_describer, "_wait_for", noting)
-    return main, fast, waiting
+    return main, fast, note_waits_for_descriptions(monkeypatch)
 
 
 async def test_the_next_run_waits_for_a_description_under_way_instead_of_asking_again(

@@ -1,5 +1,5 @@
 """The character classes and both counters of them: the compiled one (``_charclass.c``)
-and the pure-Python one (``count_py``) give the same counts (SPEC RK.1)."""
+and the pure-Python one (``count_py``) give the same counts."""
 
 import re
 import shutil
