@@ -61,7 +61,6 @@ from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_t
 from .endpoint import Endpoint, Learner
 from .options import check_opts
 from .sse import sse_data
-from .tls import ModelHttpClient, tls_context
 from .vision import (
     ImagesRefused,
     has_pixels,
@@ -134,7 +133,6 @@ class OpenAIChatLLM:
         # loop (daphne has one; tests and async_to_sync make more).
         self._clients: dict[asyncio.AbstractEventLoop, AsyncOpenAI] = {}
         self._clients_lock = threading.Lock()
-        tls_context()  # built here (a worker thread, from the registry), not on the loop
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIChatLLM(model={self.model_name!r}, base_url={self.base_url!r})"
@@ -184,7 +182,6 @@ class OpenAIChatLLM:
                     base_url=self.base_url,
                     timeout=self.timeout,
                     max_retries=self.max_retries,
-                    http_client=ModelHttpClient(),  # on the process's TLS context (``tls``)
                 )
                 self._clients[loop] = client
         return client
