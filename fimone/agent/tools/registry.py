@@ -1,17 +1,9 @@
-"""Tools the agent can call, and the registry that runs them.
+"""The tool registry: a tool's schema, its argument validation and the way it is run.
 
 ``ToolRegistry.run`` never raises for a tool's fault: bad JSON, an unknown tool, missing or
 mistyped arguments (checked by pydantic against the tool's JSON schema), a timeout or an
 exception all come back as an ``Error: …`` text that the model reads as the tool result and
 can correct. Only cancellation propagates.
-
-Built-ins (their names are a contract — the offline model calls them): ``calculator``,
-``current_time`` and ``recall``. ``recall`` is backed by an injected
-``async recall_search(query, limit) -> list[str | RecalledImage]``; the chat layer gives one
-that searches the whole persisted conversation, including what compaction summarised away
-and images that are no longer sent: a ``RecalledImage`` is named in the tool's text and its
-pixels go to the model with the next call (``ToolOutput.images``; the loop adds them as a
-user message after the tool results, since a tool message can only carry text).
 """
 
 from __future__ import annotations
@@ -20,16 +12,13 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import cached_property
 from typing import Annotated, Any, Literal, NotRequired, Required
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
-from .calculator import CalculatorError, evaluate, format_number
-from .validation import describe
+from ..validation import describe
 
 
 @dataclass(frozen=True)
@@ -53,7 +42,6 @@ ToolFunc = Callable[..., Awaitable[str | ToolOutput]]
 RecallSearch = Callable[[str, int], Awaitable[list[str | RecalledImage]]]
 
 DEFAULT_TOOL_TIMEOUT = 20.0
-RECALL_LIMIT = 5
 
 # JSON-schema types as strict Python types: "2" is no integer and true is no number.
 _JSON_TYPES: dict[str, Any] = {
@@ -185,109 +173,3 @@ def _describe_arguments_error(exc: ValidationError) -> str:
     if not first["loc"]:
         return "arguments must be a JSON object"
     return describe(exc, prefix="argument ")
-
-
-# --- built-ins --------------------------------------------------------------------------
-
-
-def calculator_tool() -> Tool:
-    async def calculator(expression: str) -> str:
-        try:
-            return format_number(evaluate(expression))
-        except CalculatorError as exc:
-            return f"Error: {exc}"
-
-    return Tool(
-        name="calculator",
-        description=(
-            "Evaluate an arithmetic expression exactly. Supports numbers, + - * / // % **, "
-            "parentheses, unary minus, pi, e and sqrt, log, log10, log2, exp, sin, cos, tan, "
-            "floor, ceil, abs, round, min, max. Use it for every calculation."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "expression": {"type": "string", "description": "e.g. (1234 * 5.5) / 3"}
-            },
-            "required": ["expression"],
-        },
-        func=calculator,
-        timeout=5.0,
-    )
-
-
-def current_time_tool(clock: Callable[[], datetime] | None = None) -> Tool:
-    """``clock`` returns an aware UTC datetime (injectable for tests)."""
-    now_utc = clock or (lambda: datetime.now(UTC))
-
-    async def current_time(timezone: str = "UTC") -> str:
-        try:
-            zone = ZoneInfo(timezone.strip() or "UTC")
-        except (ZoneInfoNotFoundError, ValueError):
-            return (
-                f"Error: unknown time zone {timezone!r}; use an IANA name such as "
-                "'Europe/Berlin' or 'Asia/Shanghai'."
-            )
-        now = now_utc().astimezone(zone)
-        return f"{now.isoformat(timespec='seconds')} ({now:%A, %d %B %Y, %H:%M} {zone.key})"
-
-    return Tool(
-        name="current_time",
-        description="The current date and time, in UTC or in the given IANA time zone.",
-        parameters={
-            "type": "object",
-            "properties": {
-                "timezone": {
-                    "type": "string",
-                    "description": "IANA time zone such as 'Europe/Berlin'; default UTC",
-                }
-            },
-        },
-        func=current_time,
-        timeout=5.0,
-    )
-
-
-def recall_tool(recall_search: RecallSearch, limit: int = RECALL_LIMIT) -> Tool:
-    async def recall(query: str) -> str | ToolOutput:
-        query = query.strip()
-        if not query:
-            return "Error: give a word or phrase to look for."
-        found = await recall_search(query, limit)
-        if not found:
-            return f"No passage of this conversation matches {query!r}."
-        texts = [f.label if isinstance(f, RecalledImage) else f for f in found]
-        blocks = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(texts, 1))
-        result = f"Passages of this conversation matching {query!r}, quoted exactly:\n\n{blocks}"
-        images = tuple(f.part for f in found if isinstance(f, RecalledImage) and f.part)
-        if not images:
-            return result
-        note = "The image(s) found are attached to this conversation again, after this result."
-        return ToolOutput(f"{result}\n\n{note}", images)
-
-    return Tool(
-        name="recall",
-        description=(
-            "Search the whole conversation, including earlier parts that were summarised, "
-            "for a word or phrase, and return the matching passages verbatim. Use it when "
-            "the user refers to something said earlier and the exact detail is not in view. "
-            "Earlier images shown only as [image: …] text are found by their name or "
-            "description, and are shown to you again."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {"query": {"type": "string", "description": "word or phrase"}},
-            "required": ["query"],
-        },
-        func=recall,
-        timeout=10.0,
-    )
-
-
-def default_tools(recall_search: RecallSearch | None = None) -> ToolRegistry:
-    """The built-in tools; ``recall`` only when a search is given (a tool that cannot work
-    would only mislead the model)."""
-    registry = ToolRegistry([calculator_tool(), current_time_tool()])
-    if recall_search is not None:
-        registry.register(recall_tool(recall_search))
-    return registry

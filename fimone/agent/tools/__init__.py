@@ -1,0 +1,37 @@
+"""Tools the agent can call: the registry that runs them (``registry``) and one module per
+kind of tool source (``builtins`` so far). Every fault of a tool comes back to the model as
+an ``Error: …`` text it can read and correct; only cancellation propagates."""
+
+from .builtins import (
+    RECALL_LIMIT,
+    calculator_tool,
+    current_time_tool,
+    default_tools,
+    recall_tool,
+)
+from .registry import (
+    DEFAULT_TOOL_TIMEOUT,
+    RecalledImage,
+    RecallSearch,
+    Tool,
+    ToolFunc,
+    ToolOutput,
+    ToolRegistry,
+    arguments_adapter,
+)
+
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "RECALL_LIMIT",
+    "RecallSearch",
+    "RecalledImage",
+    "Tool",
+    "ToolFunc",
+    "ToolOutput",
+    "ToolRegistry",
+    "arguments_adapter",
+    "calculator_tool",
+    "current_time_tool",
+    "default_tools",
+    "recall_tool",
+]
