@@ -82,13 +82,18 @@ def arguments_adapter(name: str, parameters: dict[str, Any]) -> TypeAdapter[Any]
 
 @dataclass(frozen=True)
 class Tool:
-    """One callable tool. ``parameters`` is the JSON schema of its (object) arguments."""
+    """One callable tool. ``parameters`` is the JSON schema of its (object) arguments.
+
+    ``needs_approval``: the run asks the user before each call (docs/protocol.md) unless
+    the user approved the tool for the whole conversation.
+    """
 
     name: str
     description: str
     parameters: dict[str, Any]
     func: ToolFunc
     timeout: float = DEFAULT_TOOL_TIMEOUT
+    needs_approval: bool = False
 
     @cached_property
     def arguments(self) -> TypeAdapter[Any]:
