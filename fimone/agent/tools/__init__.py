@@ -10,6 +10,7 @@ from .builtins import (
     recall_tool,
 )
 from .registry import (
+    BUILTIN_SOURCE,
     DEFAULT_TOOL_TIMEOUT,
     RecalledImage,
     RecallSearch,
@@ -21,6 +22,7 @@ from .registry import (
 )
 
 __all__ = [
+    "BUILTIN_SOURCE",
     "DEFAULT_TOOL_TIMEOUT",
     "RECALL_LIMIT",
     "RecallSearch",

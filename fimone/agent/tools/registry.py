@@ -42,6 +42,7 @@ ToolFunc = Callable[..., Awaitable[str | ToolOutput]]
 RecallSearch = Callable[[str, int], Awaitable[list[str | RecalledImage]]]
 
 DEFAULT_TOOL_TIMEOUT = 20.0
+BUILTIN_SOURCE = "builtin"
 
 # JSON-schema types as strict Python types: "2" is no integer and true is no number.
 _JSON_TYPES: dict[str, Any] = {
@@ -85,7 +86,10 @@ class Tool:
     """One callable tool. ``parameters`` is the JSON schema of its (object) arguments.
 
     ``needs_approval``: the run asks the user before each call (docs/protocol.md) unless
-    the user approved the tool for the whole conversation.
+    the user approved the tool for the whole conversation. ``source`` names where the tool
+    comes from (``builtin``, or e.g. ``mcp:<server>``): the composer's tools menu groups
+    tools by it, and a user can switch a source other than ``builtin`` off for one
+    conversation.
     """
 
     name: str
@@ -94,6 +98,7 @@ class Tool:
     func: ToolFunc
     timeout: float = DEFAULT_TOOL_TIMEOUT
     needs_approval: bool = False
+    source: str = BUILTIN_SOURCE
 
     @cached_property
     def arguments(self) -> TypeAdapter[Any]:
