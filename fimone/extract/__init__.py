@@ -1,0 +1,134 @@
+"""Document text extraction: a file's bytes in, its text by page out, within limits.
+
+Plain Python (no Django), used by the chat layer for uploads and by tools for files they
+fetch. The content decides what a file is (``sniff``), never its name. See
+``docs/tools.md`` ("Documents") for the libraries and the limits.
+
+    doc = extract_document(data, filename="report.pdf", mime_type=None, limits=ExtractLimits())
+    doc.pages[6].text    # page 7
+
+Every failure is an ``ExtractionError`` with a stable ``code`` and a plain message; a
+library's own fault on a malformed file is a ``DamagedDocument``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .office import check_zip, read_docx, read_pptx, read_xlsx
+from .pdf import read_pdf
+from .sniff import EXTENSIONS, MIME_TYPES, decode_text, sniff
+from .text import read_csv, read_html, read_json, read_markdown, read_plain
+from .types import (
+    Budget,
+    DamagedDocument,
+    DocumentTooLarge,
+    ExtractedDocument,
+    ExtractionError,
+    ExtractionTimeout,
+    ExtractLimits,
+    Heading,
+    Page,
+    UnsupportedDocument,
+)
+
+__all__ = [
+    "EXTENSIONS",
+    "MIME_TYPES",
+    "DamagedDocument",
+    "DocumentTooLarge",
+    "ExtractLimits",
+    "ExtractedDocument",
+    "ExtractionError",
+    "ExtractionTimeout",
+    "Heading",
+    "Page",
+    "UnsupportedDocument",
+    "extract_document",
+    "sniff",
+]
+
+logger = logging.getLogger(__name__)
+
+NO_TEXT_LAYER = (
+    "The PDF has no text layer: its pages are images (a scan?), and no text could be "
+    "read from them."
+)
+
+
+def extract_document(
+    data: bytes,
+    *,
+    filename: str | None = None,
+    mime_type: str | None = None,
+    limits: ExtractLimits | None = None,
+) -> ExtractedDocument:
+    """The text of ``data`` by page. ``filename`` and ``mime_type`` are only hints for the
+    messages (the bytes decide the kind). Sync and CPU-bound: call it from a thread."""
+    limits = limits or ExtractLimits()
+    if not data:
+        raise UnsupportedDocument("The file is empty.", code="empty_file")
+    kind = sniff(data)
+    budget = Budget(limits)
+    title = ""
+    headings: list[Heading] = []
+    try:
+        if kind == "pdf":
+            pages, count, title, headings = read_pdf(data, budget)
+        elif kind in ("docx", "pptx", "xlsx"):
+            check_zip(data, limits)
+            reader = {"docx": read_docx, "pptx": read_pptx, "xlsx": read_xlsx}[kind]
+            pages, count, title, headings = reader(data, budget)
+        else:
+            text = decode_text(data) or ""
+            if kind == "json":
+                pages, count = read_json(text, budget)
+            elif kind == "csv":
+                pages, count = read_csv(text, budget)
+            elif kind == "markdown":
+                pages, count, headings = read_markdown(text, budget)
+            elif kind == "html":
+                pages, count, headings, title = read_html(text, budget)
+            else:
+                pages, count = read_plain(text, budget)
+    except ExtractionError:
+        raise
+    except (MemoryError, RecursionError) as exc:
+        raise DocumentTooLarge(
+            f"The document is too large to read ({type(exc).__name__})."
+        ) from exc
+    except Exception as exc:  # a library's fault on a malformed file: a damaged document
+        logger.info("extracting a %s failed: %r", kind, exc)
+        raise DamagedDocument(f"The {_label(kind)} cannot be read ({type(exc).__name__}).") from exc
+    budget.check_time()
+    warnings: list[str] = []
+    has_text = any(page.text.strip() for page in pages)
+    if kind == "pdf" and not has_text:
+        warnings.append(NO_TEXT_LAYER)
+    elif not has_text:
+        warnings.append("The document holds no text.")
+    if budget.cut or count > len(pages):
+        warnings.append(
+            f"Only the first {len(pages)} of {count} pages were read "
+            f"(limits: {limits.max_pages} pages, {limits.max_chars:,} characters)."
+        )
+    return ExtractedDocument(
+        kind=kind,
+        mime_type=MIME_TYPES[kind],
+        pages=tuple(pages),
+        page_count=count,
+        title=title,
+        headings=tuple(headings),
+        warnings=tuple(warnings),
+        has_text_layer=has_text,
+        truncated=budget.cut or count > len(pages),
+    )
+
+
+def _label(kind: str) -> str:
+    return {
+        "pdf": "PDF",
+        "docx": "Word document",
+        "pptx": "presentation",
+        "xlsx": "spreadsheet",
+    }.get(kind, f"{kind} file")

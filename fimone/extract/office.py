@@ -1,0 +1,185 @@
+"""Word, PowerPoint and Excel files (OOXML) with python-docx, python-pptx and openpyxl.
+
+A zip archive is checked before anything is unpacked: member count, total unpacked size
+and each member's compression ratio (a zip bomb is refused by its directory alone). The
+libraries read XML parts only: macros (``vbaProject.bin``) are never opened, let alone
+run, and macro-enabled files are refused by ``sniff``; openpyxl reads the values a
+spreadsheet stored, never evaluating a formula, and uses defusedxml against entity
+expansion.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+from .text import limited_pages, paginate
+from .types import Budget, DamagedDocument, DocumentTooLarge, ExtractLimits, Heading, Page
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$")
+_HEADING_STYLE = re.compile(r"^(?:Heading|Überschrift|标题)\s*(\d)", re.I)
+
+
+def check_zip(data: bytes, limits: ExtractLimits) -> None:
+    """Refuse an archive whose directory promises a zip bomb, before unpacking any of it."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError) as exc:
+        raise DamagedDocument(f"The Office file is damaged: {exc}.") from exc
+    if len(members) > limits.max_zip_members:
+        raise DocumentTooLarge(
+            f"The Office file has {len(members):,} parts; the limit is {limits.max_zip_members:,}."
+        )
+    total = 0
+    for member in members:
+        total += member.file_size
+        if member.flag_bits & 0x1:
+            raise DamagedDocument("The Office file is encrypted.", code="encrypted_document")
+        ratio = member.file_size / max(member.compress_size, 1)
+        if member.file_size > 1_000_000 and ratio > limits.max_zip_ratio:
+            raise DocumentTooLarge(
+                f"A part of the Office file unpacks {ratio:,.0f} times larger than it is "
+                "stored (a zip bomb?).",
+                code="zip_bomb",
+            )
+    if total > limits.max_unzipped_bytes:
+        raise DocumentTooLarge(
+            f"The Office file unpacks to {total:,} bytes; the limit is "
+            f"{limits.max_unzipped_bytes:,}.",
+            code="zip_bomb",
+        )
+
+
+def _headings_of(pages: list[Page]) -> list[Heading]:
+    found = []
+    for page in pages:
+        for line in page.text.splitlines():
+            m = _MD_HEADING.match(line)
+            if m:
+                found.append(Heading(m.group(2)[:200], page.number, len(m.group(1))))
+    return found
+
+
+def read_docx(data: bytes, budget: Budget) -> tuple[list[Page], int, str, list[Heading]]:
+    import docx
+    from docx.table import Table
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks: list[str] = []
+        for item in document.iter_inner_content():
+            budget.check_time()
+            if isinstance(item, Table):
+                blocks.extend(_table_rows(item))
+                continue
+            text = item.text.strip()
+            if not text:
+                continue
+            style = item.style.name if item.style is not None else ""
+            level = _HEADING_STYLE.match(style or "")
+            if style == "Title":
+                blocks.append(f"# {text}")
+            elif level:
+                blocks.append(f"{'#' * min(int(level.group(1)) + 1, 6)} {text}")
+            else:
+                blocks.append(text)
+            if sum(map(len, blocks)) > budget.limits.max_chars:
+                break
+        title = (document.core_properties.title or "").strip()
+    except (KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile) as exc:
+        raise DamagedDocument(f"The Word document is damaged ({type(exc).__name__}).") from exc
+    pages, count = limited_pages(paginate(blocks, budget), budget)
+    return pages, count, title, _headings_of(pages)
+
+
+def _table_rows(table) -> list[str]:
+    rows = []
+    for row in table.rows:
+        cells = []
+        for cell in row.cells:
+            text = " ".join(cell.text.split())
+            if not cells or cells[-1] != text:  # merged cells repeat their text
+                cells.append(text)
+        if any(cells):
+            rows.append(" | ".join(cells))
+    return rows
+
+
+def read_pptx(data: bytes, budget: Budget) -> tuple[list[Page], int, str, list[Heading]]:
+    import pptx
+
+    try:
+        presentation = pptx.Presentation(io.BytesIO(data))
+        texts: list[str] = []
+        headings: list[Heading] = []
+        for number, slide in enumerate(presentation.slides, 1):
+            budget.check_time()
+            if number > budget.limits.max_pages:
+                texts.append("")  # counted, not read
+                continue
+            title_shape = slide.shapes.title
+            title = " ".join(title_shape.text.split()) if title_shape is not None else ""
+            lines = [f"# {title}"] if title else []
+            if title:
+                headings.append(Heading(title[:200], number, 1))
+            for shape in slide.shapes:
+                if title_shape is not None and shape.shape_id == title_shape.shape_id:
+                    continue
+                if shape.has_text_frame:
+                    lines.extend(p.strip() for p in shape.text_frame.text.splitlines() if p.strip())
+                elif getattr(shape, "has_table", False) and shape.has_table:
+                    lines.extend(_table_rows(shape.table))
+            if slide.has_notes_slide:
+                notes = (
+                    slide.notes_slide.notes_text_frame.text.strip()
+                    if slide.notes_slide.notes_text_frame
+                    else ""
+                )
+                if notes:
+                    lines.append(f"Notes: {notes}")
+            texts.append("\n".join(lines))
+        title = (presentation.core_properties.title or "").strip()
+    except (KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile) as exc:
+        raise DamagedDocument(f"The presentation is damaged ({type(exc).__name__}).") from exc
+    pages, count = limited_pages(texts, budget)
+    return pages, count, title, [h for h in headings if h.page <= len(pages)]
+
+
+def read_xlsx(data: bytes, budget: Budget) -> tuple[list[Page], int, str, list[Heading]]:
+    import openpyxl
+
+    texts: list[str] = []
+    headings: list[Heading] = []
+    try:
+        workbook = openpyxl.load_workbook(
+            io.BytesIO(data), read_only=True, data_only=True, keep_links=False
+        )
+        try:
+            for sheet in workbook.worksheets:
+                rows: list[str] = []
+                size = 0
+                for index, row in enumerate(sheet.iter_rows(values_only=True)):
+                    if index % 200 == 0:
+                        budget.check_time()
+                    cells = ["" if v is None else str(v) for v in row]
+                    while cells and not cells[-1]:
+                        cells.pop()
+                    if cells:
+                        line = " | ".join(cells)
+                        rows.append(line)
+                        size += len(line) + 1
+                    if size > budget.limits.max_chars:
+                        budget.cut = True
+                        break
+                sheet_pages = paginate(rows, budget) or [""]
+                headings.append(Heading(f"Sheet {sheet.title}", len(texts) + 1, 1))
+                texts.extend(f"## Sheet {sheet.title}\n{page}".rstrip() for page in sheet_pages)
+            title = (workbook.properties.title or "").strip()
+        finally:
+            workbook.close()
+    except (KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile) as exc:
+        raise DamagedDocument(f"The spreadsheet is damaged ({type(exc).__name__}).") from exc
+    pages, count = limited_pages(texts, budget)
+    return pages, count, title, [h for h in headings if h.page <= len(pages)]

@@ -1,0 +1,144 @@
+"""What a file is, told by its bytes (never by its name or the client's content type)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import zipfile
+
+from .types import DamagedDocument, UnsupportedDocument
+
+MIME_TYPES: dict[str, str] = {
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "text": "text/plain",
+    "markdown": "text/markdown",
+    "csv": "text/csv",
+    "json": "application/json",
+    "html": "text/html",
+}
+EXTENSIONS: dict[str, str] = {
+    "pdf": "pdf",
+    "docx": "docx",
+    "pptx": "pptx",
+    "xlsx": "xlsx",
+    "text": "txt",
+    "markdown": "md",
+    "csv": "csv",
+    "json": "json",
+    "html": "html",
+}
+# The main part of each OOXML kind, as [Content_Types].xml names it.
+_OOXML_MAIN = {
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml": "docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml": "pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml": "xlsx",
+}
+_MACRO_ENABLED = re.compile(rb"macroEnabled", re.I)
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # .doc, .xls, .ppt (and .msg): the old binary formats
+_HTML = re.compile(rb"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.I | re.S)
+_MARKDOWN = re.compile(
+    r"^(?:#{1,6}\s+\S|```|\s*[-*+]\s+\S|\s*\d+\.\s+\S|>\s)|\[[^\]\n]+\]\([^)\s]+\)|\*\*[^*\n]+\*\*",
+    re.M,
+)
+
+
+def decode_text(data: bytes) -> str | None:
+    """``data`` as text when it is text (UTF-8, or UTF-16 with its byte-order mark, or a
+    single-byte Western encoding without control bytes); None for binary data."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            return None
+    if b"\x00" in data[:65536]:
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("cp1252", errors="replace")
+    controls = sum(1 for ch in text[:65536] if ord(ch) < 32 and ch not in "\t\n\r\f")
+    return None if controls > len(text[:65536]) // 100 else text
+
+
+def sniff(data: bytes) -> str:
+    """The document kind of ``data`` (a key of ``MIME_TYPES``); raises
+    ``UnsupportedDocument`` for anything else."""
+    head = data[:1024]
+    if b"%PDF-" in head:
+        return "pdf"
+    if data.startswith(b"PK\x03\x04"):
+        return _ooxml_kind(data)
+    if data.startswith(_OLE):
+        raise UnsupportedDocument(
+            "This is an old binary Office file (.doc, .xls or .ppt); save it as .docx, "
+            ".xlsx or .pptx first.",
+            code="legacy_office",
+        )
+    text = decode_text(data)
+    if text is None:
+        raise UnsupportedDocument("The file is neither a supported document nor text.")
+    return text_kind(text)
+
+
+def text_kind(text: str) -> str:
+    """json, html, csv, markdown or text, by the content."""
+    stripped = text.lstrip()
+    if stripped[:1] in "{[":
+        try:
+            json.loads(text)
+            return "json"
+        except ValueError:
+            pass
+    if _HTML.match(text[:4096].encode("utf-8", "replace")):
+        return "html"
+    if _looks_like_csv(text):
+        return "csv"
+    if len(_MARKDOWN.findall(text[:20000])) >= 2:
+        return "markdown"
+    return "text"
+
+
+def _looks_like_csv(text: str) -> bool:
+    lines = [line for line in text[:20000].splitlines() if line.strip()][:20]
+    if len(lines) < 2:
+        return False
+    try:
+        dialect = csv.Sniffer().sniff("\n".join(lines), delimiters=",;\t|")
+    except csv.Error:
+        return False
+    rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect))
+    widths = {len(row) for row in rows}
+    # Every line the same number of fields, at least two: a table, not prose with commas.
+    return len(widths) == 1 and widths.pop() >= 2
+
+
+def _ooxml_kind(data: bytes) -> str:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            try:
+                info = archive.getinfo("[Content_Types].xml")
+            except KeyError:
+                raise UnsupportedDocument(
+                    "This zip archive is not a Word, PowerPoint or Excel document."
+                ) from None
+            if info.file_size > 1_000_000:
+                raise UnsupportedDocument("The Office file's list of parts is implausibly large.")
+            types = archive.read(info)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError) as exc:
+        raise DamagedDocument(f"The Office file is damaged: {exc}.") from exc
+    if _MACRO_ENABLED.search(types):
+        raise UnsupportedDocument(
+            "Macro-enabled Office files (.docm, .xlsm, .pptm) are not accepted; save it "
+            "without macros.",
+            code="macro_enabled",
+        )
+    for content_type, kind in _OOXML_MAIN.items():
+        if content_type.encode() in types:
+            return kind
+    raise UnsupportedDocument("This zip archive is not a Word, PowerPoint or Excel document.")

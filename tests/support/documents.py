@@ -1,0 +1,144 @@
+"""Documents made for the tests (nothing is shipped as a binary fixture).
+
+``pdf_with_fact`` is the standard case: twelve pages of filler with one fact on page 7,
+which ``read_document`` must bring to the model and ``recall`` must cite with its page.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+FACT = "The launch code of project Bluebird is ZEBRA-7741."
+FACT_WORDS = "launch code Bluebird"
+FACT_VALUE = "ZEBRA-7741"
+
+
+def _filler(page: int) -> str:
+    return (
+        f"Page {page} of the quarterly review. The committee discussed routine matters, "
+        "budgets for office supplies, the cafeteria menu and the parking rota. Nothing "
+        "on this page is of lasting importance."
+    )
+
+
+def make_pdf(pages: list[str], *, title: str = "", outline: list[tuple[str, int]] = ()) -> bytes:
+    """A PDF with one page per text (fpdf2, core font: Latin-1 text only)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_auto_page_break(False)
+    if title:
+        pdf.set_title(title)
+    bookmarks = dict((page, name) for name, page in outline)
+    for number, text in enumerate(pages, 1):
+        pdf.add_page()
+        if number in bookmarks:
+            pdf.start_section(bookmarks[number])
+        pdf.set_font("helvetica", size=11)
+        pdf.set_xy(15, 20)
+        pdf.multi_cell(180, 6, text)
+    return bytes(pdf.output())
+
+
+def pdf_with_fact(pages: int = 12, fact_page: int = 7) -> bytes:
+    texts = [_filler(n) for n in range(1, pages + 1)]
+    texts[fact_page - 1] = f"{_filler(fact_page)}\n\n{FACT}"
+    return make_pdf(
+        texts,
+        title="Quarterly review",
+        outline=[("Introduction", 1), ("Secrets", fact_page)] if pages >= fact_page else [],
+    )
+
+
+def long_pdf(pages: int = 300) -> bytes:
+    """A long text PDF (each page about 1,200 characters), the fact on page 7."""
+    body = " ".join(_filler(0) for _ in range(5))
+    texts = [f"Chapter {n}. {body}" for n in range(1, pages + 1)]
+    texts[6] = f"{texts[6]}\n\n{FACT}"
+    return make_pdf(texts, title="A long report")
+
+
+def image_only_pdf(pages: int = 2) -> bytes:
+    """A 'scan': pages that are pictures, no text layer."""
+    from fpdf import FPDF
+    from PIL import Image, ImageDraw
+
+    pdf = FPDF()
+    for _ in range(pages):
+        picture = Image.new("RGB", (400, 200), "white")
+        ImageDraw.Draw(picture).rectangle((20, 20, 380, 180), outline="black", width=4)
+        buffer = io.BytesIO()
+        picture.save(buffer, format="PNG")
+        pdf.add_page()
+        pdf.image(io.BytesIO(buffer.getvalue()), x=10, y=10, w=180)
+    return bytes(pdf.output())
+
+
+def malformed_pdf() -> bytes:
+    """Starts like a PDF, and is not one."""
+    return b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\ngarbage \x00\xff" * 3
+
+
+def docx_bytes(paragraphs: list[str] | None = None, *, heading: str = "Findings") -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = "Team notes"
+    document.add_heading(heading, level=1)
+    for text in paragraphs or ["We met on Monday.", FACT, "Next meeting in May."]:
+        document.add_paragraph(text)
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "owner", "task"
+    table.cell(1, 0).text, table.cell(1, 1).text = "Ada", "slides"
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def pptx_bytes() -> bytes:
+    import pptx
+
+    presentation = pptx.Presentation()
+    for title, body in [("Welcome", "Agenda for today"), ("Secrets", FACT)]:
+        slide = presentation.slides.add_slide(presentation.slide_layouts[1])
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = body
+    buffer = io.BytesIO()
+    presentation.save(buffer)
+    return buffer.getvalue()
+
+
+def xlsx_bytes() -> bytes:
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "Codes"
+    sheet.append(["project", "code"])
+    sheet.append(["Bluebird", FACT_VALUE])
+    sheet["C2"] = "=1+1"  # a formula is never evaluated: its cached value (none) is read
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
+def csv_bytes(rows: int = 5) -> bytes:
+    lines = ["city,population,country"]
+    lines += [f"Town{n},{1000 + n},Nowhere" for n in range(rows)]
+    lines.append(f"Bluebird,{FACT_VALUE},Launch")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def zip_bomb_docx(size: int = 300_000_000) -> bytes:
+    """A .docx whose one part unpacks to ``size`` bytes of zeros (stored as a few hundred KB)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        with zipfile.ZipFile(io.BytesIO(docx_bytes())) as real:
+            for item in real.infolist():
+                archive.writestr(item, real.read(item))
+        with archive.open("word/media/bomb.bin", "w", force_zip64=True) as member:
+            chunk = b"\0" * 1_000_000
+            for _ in range(size // len(chunk)):
+                member.write(chunk)
+    return buffer.getvalue()
