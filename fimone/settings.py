@@ -26,8 +26,10 @@ def _typed(cast, name: str, **kwargs):
         ) from None
 
 
-# A .env file is optional; real environment variables win over it.
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# A .env file is optional (django-environ warns when it is missing, so it is read only when
+# there is one); real environment variables win over it.
+if (BASE_DIR / ".env").is_file():
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DATA_DIR = Path(env.str("FIMONE_DATA_DIR", default=str(BASE_DIR / "data")))
 DATA_DIR.mkdir(parents=True, exist_ok=True)
