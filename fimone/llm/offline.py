@@ -69,7 +69,7 @@ _REMEMBER_REQUEST = re.compile(
 _PASSAGE = re.compile(r"^\[\d+\]\s+(?:(user|assistant)\s+\(([^)]*)\):\s?)?(.*)$", re.S)
 _OWN_WORDS = tuple(
     text.split("{", 1)[0].strip()
-    for key in ("asked", "recall", "recall_none", "remember", "images", "key_points")
+    for key in ("asked", "recall", "recall_none", "remember", "images", "images_one", "key_points")
     for text in PHRASES[key].values()
 ) + tuple(note[:24] for note in all_notes())
 

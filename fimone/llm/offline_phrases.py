@@ -36,11 +36,17 @@ PHRASES: dict[str, dict[str, str]] = {
         "zh": "在之前的对话中没有找到相关的内容。",
     },
     "images": {
-        "en": "I received {count} image(s), but I cannot see images: the offline model "
+        "en": "I received {count} images, but I cannot see images: the offline model "
         "reads text only.",
-        "de": "Ich habe {count} Bild(er) erhalten, kann aber keine Bilder sehen: Das "
+        "de": "Ich habe {count} Bilder erhalten, kann aber keine Bilder sehen: Das "
         "Offline-Modell liest nur Text.",
         "zh": "我收到了 {count} 张图片，但我看不到图片：离线模型只能读取文字。",
+    },
+    "images_one": {
+        "en": "I received an image, but I cannot see images: the offline model reads text only.",
+        "de": "Ich habe ein Bild erhalten, kann aber keine Bilder sehen: Das Offline-Modell "
+        "liest nur Text.",
+        "zh": "我收到了 1 张图片，但我看不到图片：离线模型只能读取文字。",
     },
     "remember": {
         "en": "Noted. Everything you write here stays in this conversation's history, and I "
@@ -109,7 +115,10 @@ def language_of(code: str | None) -> str:
 
 
 def phrase(key: str, lang: str, **fields: object) -> str:
-    """The sentence ``key`` in ``lang`` (English when the language has none)."""
+    """The sentence ``key`` in ``lang`` (English when the language has none). A ``count``
+    of 1 picks the singular sentence ``key_one`` where the table has one."""
+    if fields.get("count") == 1 and f"{key}_one" in PHRASES:
+        key = f"{key}_one"
     texts = PHRASES[key]
     return texts.get(lang, texts["en"]).format(**fields)
 

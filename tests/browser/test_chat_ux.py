@@ -136,7 +136,7 @@ def test_pictures_are_not_arithmetic_and_a_broken_preview_stays_in_its_tile(
     send(page, "What is in these pictures?")
     wait_done(page, 1)
     answer = page.locator(".msg-assistant .answer").last
-    expect(answer).to_contain_text("I received 2 image(s), but I cannot see images")
+    expect(answer).to_contain_text("I received 2 images, but I cannot see images")
     expect(answer).not_to_contain_text("307200")
 
     # A file that claims to be a PNG but is not: its tile says so inside the tile.

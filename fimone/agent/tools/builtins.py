@@ -93,7 +93,11 @@ def recall_tool(recall_search: RecallSearch, limit: int = RECALL_LIMIT) -> Tool:
         images = tuple(f.part for f in found if isinstance(f, RecalledImage) and f.part)
         if not images:
             return result
-        note = "The image(s) found are attached to this conversation again, after this result."
+        note = (
+            "The image found is attached to this conversation again, after this result."
+            if len(images) == 1
+            else "The images found are attached to this conversation again, after this result."
+        )
         return ToolOutput(f"{result}\n\n{note}", images)
 
     return Tool(

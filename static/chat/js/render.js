@@ -649,7 +649,7 @@ export class AssistantView {
       ),
       ledgerLines(usage),
       describedAfterLine(usage.described_after),
-      usage.estimated ? gettext("Estimated: the model did not report (all of) its usage") : "",
+      usage.estimated ? gettext("Estimated: some of these figures are fimone's own count, as the model did not report them") : "",
       elapsedMs
         ? interpolate(gettext("Time: %(seconds)s s"), { seconds: (elapsedMs / 1000).toFixed(1) }, true)
         : "",
