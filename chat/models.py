@@ -220,7 +220,8 @@ class ContextSummary(models.Model):
 
 
 class SearchDocument(models.Model):
-    """One searchable text: a message, a tool result of a run, or a conversation's title.
+    """One searchable text: a message, a tool result of a run, or a conversation's title, or
+    one passage of a long one.
 
     Kept in step by ``chat.search_index`` (called by the services); the database's own
     full-text index over ``terms`` is created by a migration: an FTS5 table on SQLite, a
@@ -240,8 +241,11 @@ class SearchDocument(models.Model):
     )
     kind = models.CharField(max_length=8, choices=Kind.choices)
     label = models.CharField(max_length=100, blank=True, default="")  # e.g. the tool's name
-    body = models.TextField()  # the text as it was written, quoted in results
+    body = models.TextField()  # the text as it was written (one passage of it), quoted
     terms = models.TextField()  # ``chat.search_text.index_text(body)``: what is indexed
+    # Where ``body`` starts in its source's text: a long text is indexed as passages
+    # (``chat.search_passages``), each its own document.
+    offset = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField()
 
     class Meta:

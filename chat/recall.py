@@ -25,6 +25,7 @@ that only travels as text can be looked at again.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
@@ -37,6 +38,7 @@ from chat.search_text import Term, index_text, query_terms, snippet_bounds
 from fimone.agent.tools import RecalledImage
 
 PASSAGE_CHARS = 600
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 # However short the passages, at most this many times ``limit`` of them.
 MAX_PASSAGES_PER_LIMIT = 3
 IMAGE_LIMIT = 2
@@ -164,6 +166,18 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
         if key not in copies:
             distinct.append(hit)
         copies[key] = copies.get(key, 0) + 1
+    # A question asked again with another number ("… for route 3?", "… for route 4?")
+    # tells less each time: each text's rank is shared among the texts of its template, so
+    # the one passage that stated a detail comes before a dozen variations of one question.
+    template = {hit.document.terms: hit.document.terms.translate(_NO_DIGITS) for hit in hits}
+    variants = Counter(template[key] for key in copies)
+    distinct.sort(
+        key=lambda h: (
+            h.matched,
+            h.rank / (variants[template[h.document.terms]] * copies[h.document.terms]),
+        ),
+        reverse=True,
+    )
     room = limit * PASSAGE_CHARS
     passages: list[str] = []
     for hit in distinct[:most]:
@@ -181,8 +195,12 @@ def passage_of(hit: Hit, terms: list[Term], *, copies: int = 1) -> str:
     text = document.body
     start, end = snippet_bounds(text, terms, PASSAGE_CHARS)
     snippet = text[start:end].strip()
-    prefix = "…" if start > 0 else ""
-    suffix = "…" if end < len(text) else ""
+    # The passage's place in its whole text (a long message is indexed as passages).
+    whole = len(text)
+    if document.kind == SearchDocument.Kind.MESSAGE and hit.message is not None:
+        whole = len(hit.message.content) - document.offset
+    prefix = "…" if start > 0 or document.offset > 0 else ""
+    suffix = "…" if end < whole else ""
     when = document.created_at.strftime("%Y-%m-%d %H:%M")
     if document.kind == SearchDocument.Kind.TOOL:
         source = f"tool result of {document.label} ({when}, in answer #{document.message_id})"

@@ -3,13 +3,17 @@
 SQLite: the FTS5 table of the ``0004_search_documents`` migration, ranked by ``bm25()``.
 PostgreSQL: ``to_tsvector('simple', terms)`` with its GIN index, ranked by ``ts_rank_cd``.
 Both see the same words (``chat.search_text``). A hit's order: how many of the query's
-terms it holds, then the engine's rank, then the newest — so an old passage holding every
-term beats newer ones holding one. Answers the user retried (``superseded_by``) are never
+terms it holds, then its rank, then the newest — so an old passage holding every term
+beats newer ones holding one. The engines find the candidates; the rank is worked out here
+(``rank_of``), the same on both: BM25 with a softer length normalisation, so that a long
+answer or a passage of a paste (``chat.search_passages``) is not buried under short
+messages that name the same word in passing. Answers the user retried (``superseded_by``) are never
 returned, nor anything of another user's.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,7 +33,7 @@ FTS_TABLE = "chat_searchdocument_fts"
 class Hit:
     document: SearchDocument
     matched: int  # how many of the query's terms it holds
-    rank: float  # the engine's score, higher is better
+    rank: float  # ``rank_of``: higher is better
 
     @property
     def message(self) -> Message | None:
@@ -70,17 +74,39 @@ def search(
     documents = SearchDocument.objects.select_related("message", "conversation").in_bulk(
         [doc_id for doc_id, _ in ranked]
     )
+    found = [documents[doc_id] for doc_id, _ in ranked if doc_id in documents]
+    counts = [[term.count_in(document.terms) for term in terms] for document in found]
+    # How rare each term is among the candidates (BM25's idf, over what the engine found).
+    rarity = [
+        math.log(1 + len(found) / (1 + sum(1 for c in counts if c[i]))) for i in range(len(terms))
+    ]
     hits = []
-    for doc_id, rank in ranked:
-        document = documents.get(doc_id)
-        if document is None:
-            continue
-        matched = sum(1 for term in terms if term.found_in(document.terms))
+    for document, tally in zip(found, counts, strict=True):
+        matched = sum(1 for n in tally if n)
         if matched == 0 or (match_all and matched < len(terms)):
             continue
+        rank = rank_of(tally, rarity, words=document.terms.count(" ") + 1)
         hits.append(Hit(document=document, matched=matched, rank=rank))
     hits.sort(key=lambda h: (h.matched, h.rank, _when(h), h.document.pk), reverse=True)
     return hits[:limit]
+
+
+# BM25's saturation; the length normalisation is softer than its usual 0.75 and stops
+# at LENGTH_CAP pivots: a passage of a paste is about 150 words, a question ten.
+K1 = 1.2
+B = 0.3
+PIVOT_WORDS = 40
+LENGTH_CAP = 3.0
+
+
+def rank_of(counts: list[int], rarity: list[float], *, words: int) -> float:
+    """A document's rank from how often it holds each term, how rare each is, its length."""
+    norm = 1 - B + B * min(words / PIVOT_WORDS, LENGTH_CAP)
+    return sum(
+        weight * n * (K1 + 1) / (n + K1 * norm)
+        for n, weight in zip(counts, rarity, strict=True)
+        if n
+    )
 
 
 def _when(hit: Hit) -> datetime:
@@ -98,7 +124,9 @@ def _ranked_ids(scope: QuerySet, terms: list[Term], *, match_all: bool) -> list[
 def _sqlite_ranked(scope, terms, *, match_all):
     def phrase(term: Term) -> str:
         # Terms hold letters and digits only, so double quotes cannot be unbalanced.
-        return f'"{" ".join(term.words)}"' + ("*" if term.prefix else "")
+        words = f'"{" ".join(term.words)}"' + ("*" if term.prefix else "")
+        part = term.part
+        return f'({words} OR "{part}"*)' if part else words
 
     match = (" AND " if match_all else " OR ").join(phrase(t) for t in terms)
     # The scope, checked per full-text hit (a primary-key lookup each) rather than listed
@@ -126,7 +154,8 @@ def _postgres_ranked(scope, terms, *, match_all):
         words = [f"'{w}'" for w in term.words]
         if term.prefix:
             words[-1] += ":*"
-        return "(" + " <-> ".join(words) + ")"
+        part = term.part
+        return "(" + " <-> ".join(words) + (f" | '{part}':*" if part else "") + ")"
 
     raw = (" & " if match_all else " | ").join(lexemes(t) for t in terms)
     tsquery = SearchQuery(raw, search_type="raw", config="simple")

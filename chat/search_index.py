@@ -10,6 +10,7 @@ What is searchable: the text of every user and assistant message, the results of
 tools an answer's run called (``metadata["steps"]``; ``recall``'s own results are left out,
 they only repeat other messages) and the DAG step results of its plan, and titles. An
 answer the user retried stays indexed; the selector leaves it out (``superseded_by``).
+A long text is indexed as passages (``chat.search_passages``), one document each.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from django.db import transaction
 
 from chat.models import Conversation, Message, SearchDocument
+from chat.search_passages import Passage, passages
 from chat.search_text import index_text
 
 SEARCHABLE_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
@@ -66,14 +68,23 @@ def _documents(message: Message) -> list[SearchDocument]:
             message_id=message.pk,
             kind=kind,
             label=label,
-            body=text,
-            terms=index_text(text),
+            body=passage.text,
+            terms=passage_terms(passage),
+            offset=passage.offset,
             created_at=message.created_at,
         )
         for kind, label, text in message_texts(
             role=message.role, content=message.content, metadata=message.metadata
         )
+        for passage in passages(text)
     ]
+
+
+def passage_terms(passage: Passage) -> str:
+    """What the index stores for one passage: its words, after its table's header's."""
+    if passage.context:
+        return index_text(f"{passage.context}\n{passage.text}")
+    return index_text(passage.text)
 
 
 @transaction.atomic

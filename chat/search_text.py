@@ -10,6 +10,13 @@ Chinese, Japanese and Korean are written without spaces between words: every CJK
 character is its own token, and a CJK run in a query becomes a phrase of its characters
 (adjacent, in order). That finds any CJK substring, as a reader expects, while Latin
 words still match whole ("lease" does not match "release"). See docs/architecture.md.
+
+German writes compounds as one word ("Lieferadresse", "Rechnungsnummer"): the long words
+of a German text are indexed a second time by their tails, each marked with ``PART_MARK``
+so that no ordinary word matches one, and a query word of ``PART_MIN_CHARS`` letters or
+more also looks for a marked tail it begins ("adresse" finds "Lieferadresse", "rechnung"
+finds "Rechnungsnummer"). English texts get no tails: "lease" still does not find
+"release".
 """
 
 from __future__ import annotations
@@ -49,6 +56,34 @@ def _pieces(word: str) -> list[tuple[bool, str]]:
     return pieces
 
 
+# Marks a tail of a compound word in the index; a digit, so that both engines' tokenisers
+# keep it with the letters after it and no word of a text starts like that.
+PART_MARK = "0"
+PART_MIN_CHARS = 4  # the shortest part a query finds
+COMPOUND_MIN_CHARS = 10  # shorter words are not taken apart
+_GERMAN = frozenset(
+    "der die das den dem des und ist sind nicht mit für ein eine einen einem wir ich sie "
+    "auf zu im am bitte von bei noch auch oder aber wird".split()
+)
+
+
+def _looks_german(words: list[str]) -> bool:
+    german = sum(1 for w in words if w in _GERMAN)
+    return german >= 2 and german * 25 >= len(words)
+
+
+def compound_parts(words: list[str]) -> list[str]:
+    """The marked tails of the long words of ``words`` when they read as German."""
+    if not _looks_german(words):
+        return []
+    parts: dict[str, None] = {}
+    for word in words:
+        if len(word) >= COMPOUND_MIN_CHARS and word.isalpha() and not _CJK_CHAR.search(word):
+            for start in range(len(word) - PART_MIN_CHARS + 1):
+                parts[PART_MARK + word[start:]] = None
+    return list(parts)
+
+
 def tokens(text: str) -> list[str]:
     """The words of ``text`` as they are indexed, in order."""
     out: list[str] = []
@@ -62,8 +97,10 @@ def tokens(text: str) -> list[str]:
 
 
 def index_text(text: str) -> str:
-    """What the index column stores for ``text``."""
-    return " ".join(tokens(text))
+    """What the index column stores for ``text``: its words, then the parts of its
+    compound words (after them, so phrases of its words stay adjacent)."""
+    words = tokens(text)
+    return " ".join(words + compound_parts(words))
 
 
 @dataclass(frozen=True)
@@ -77,11 +114,35 @@ class Term:
     def cjk(self) -> bool:
         return all(_CJK_CHAR.fullmatch(w) for w in self.words)
 
+    @property
+    def part(self) -> str | None:
+        """The marked tail this term also matches as the start of (a part of a compound
+        word, see the module's docstring), or None."""
+        if len(self.words) != 1:
+            return None
+        word = self.words[0]
+        if len(word) < PART_MIN_CHARS or not word.isalpha() or _CJK_CHAR.search(word):
+            return None
+        return PART_MARK + word
+
     def found_in(self, indexed: str) -> bool:
         """Whether an indexed text (``index_text``) contains this term."""
         padded = f" {indexed} "
         needle = " " + " ".join(self.words)
-        return (needle in padded) if self.prefix else (needle + " " in padded)
+        if (needle in padded) if self.prefix else (needle + " " in padded):
+            return True
+        part = self.part
+        return part is not None and " " + part in padded
+
+    def count_in(self, indexed: str) -> int:
+        """How often an indexed text holds this term (a compound's part counted once)."""
+        padded = f" {indexed} "
+        needle = " " + " ".join(self.words) + ("" if self.prefix else " ")
+        found = padded.count(needle)
+        part = self.part
+        if part is not None and " " + part in padded:
+            found += 1
+        return found
 
 
 def query_terms(query: str, *, stopwords: frozenset[str] = frozenset()) -> list[Term]:

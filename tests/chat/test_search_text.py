@@ -49,3 +49,19 @@ def test_any_word_of_a_text_is_found_by_that_word(words, data):
     indexed = index_text(text)
     for term in query_terms(chosen):
         assert term.found_in(indexed), (text, chosen, term)
+
+
+def test_german_compounds_are_indexed_by_their_parts():
+    indexed = index_text("Die Lieferadresse ist nicht die Rechnungsadresse, bitte prüfen.")
+    for word in ("adresse", "liefer", "rechnung", "lieferadresse"):
+        (term,) = query_terms(word)
+        assert term.found_in(indexed), word
+    (short,) = query_terms("die")
+    assert short.part is None
+
+
+def test_english_long_words_are_not_taken_apart():
+    indexed = index_text("The configuration of the release is in the repository.")
+    (term,) = query_terms("figuration")
+    assert not term.found_in(indexed)
+    assert "0" not in indexed

@@ -209,7 +209,81 @@ def a_detail_stated_once_is_not_pushed_out_by_repeats_of_its_key_word() -> None:
     assert len(found) == 6 and sum("[said 4 times]" in p for p in found) == 5, found
 
 
+def _paste(rng_seed: int, chars: int) -> str:
+    """A pasted export of serial numbers and statuses, ``chars`` long."""
+    import random
+
+    rng = random.Random(rng_seed)
+    lines, size = [], 0
+    while size < chars:
+        line = (
+            f"SN-{rng.randint(100000, 999999)} | Lager {rng.choice('ABCDE')}{rng.randint(1, 40)}"
+            f" | status {rng.choice(['ok', 'ok', 'prüfen', 'defekt'])} | {rng.randint(1, 90)} Stk"
+        )
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)
+
+
+def one_mention_in_a_long_paste_is_found_on_its_passage() -> None:
+    """A detail on one line of a 20,000-character paste is quoted from its passage, ahead
+    of a dozen short messages naming the same word in passing."""
+    conversation = new_conversation()
+    rows = _paste(3, 20_000).split("\n")
+    rows.insert(
+        len(rows) * 2 // 3, "Hinweis: der Spediteur holt am Gate 7 ab, Kennzeichen HH-KL 4821"
+    )
+    message = say(conversation, "Hier der Export aus dem Lager:\n" + "\n".join(rows))
+    for i in range(12):
+        say(conversation, f"Which Spediteur should we use for route {i}?")
+    documents = SearchDocument.objects.filter(message=message)
+    assert documents.count() > 10
+    assert all(len(d.body) <= 1_500 for d in documents)
+    assert all(message.content[d.offset : d.offset + len(d.body)] == d.body for d in documents)
+    found = passages(conversation, "Spediteur")
+    assert "HH-KL 4821" in found[0], found
+
+
+def a_table_row_is_found_by_its_column_name() -> None:
+    """A row far below a table's header is found by a word of the header."""
+    conversation = new_conversation()
+    header = "| Standort | Ansprechpartner | Telefon | Mietpreis |"
+    rows = [f"| Halle {i} | Person {i} | 030 {1000 + i} | {800 + i},00 € |" for i in range(120)]
+    rows[97] = "| Halle 97 | Frau Okonkwo | 030 1097 | 1.240,00 € |"
+    say(conversation, "\n".join([header, "|---|---|---|---|", *rows]), role="assistant")
+    found = passages(conversation, "Mietpreis Okonkwo")
+    assert "1.240,00 €" in found[0], found
+
+
+def german_compounds_are_found_by_their_parts() -> None:
+    """ "Adresse" finds "Lieferadresse" in a German text; English words stay whole."""
+    conversation = new_conversation()
+    say(conversation, "Die Lieferadresse ist Musterstraße 12, 10115 Berlin, bitte nicht vergessen.")
+    say(conversation, "Die Rechnungsnummer für den Auftrag ist RE-2026-118.")
+    say(conversation, "The lease ends in May.")
+    (address,) = passages(conversation, "Adresse")
+    assert "Musterstraße 12" in address
+    (invoice,) = passages(conversation, "Rechnung")
+    assert "RE-2026-118" in invoice
+    assert passages(conversation, "ease") == []
+
+
+def chinese_words_are_found_by_their_parts() -> None:
+    """A part of a Chinese word finds it (every character is a token)."""
+    conversation = new_conversation()
+    say(conversation, "展位号改为 B2-17，请通知参展商联系人。")
+    say(conversation, "明天下午开会。")
+    (booth,) = passages(conversation, "展位")
+    assert "B2-17" in booth
+    (exhibitor,) = passages(conversation, "参展商")
+    assert "B2-17" in exhibitor
+
+
 ALL = [
+    one_mention_in_a_long_paste_is_found_on_its_passage,
+    a_table_row_is_found_by_its_column_name,
+    german_compounds_are_found_by_their_parts,
+    chinese_words_are_found_by_their_parts,
     a_detail_stated_once_is_not_pushed_out_by_repeats_of_its_key_word,
     every_word_and_a_prefix_for_the_search_box,
     query_syntax_is_never_interpreted,
