@@ -114,6 +114,16 @@ class ModelConfigAdmin(admin.ModelAdmin):
     )
     # Endpoints are HTTPS unless the admin types http:// (local vLLM, Ollama).
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    # Where a row's key is sent is a permission of its own (docs/operations.md, "Who may
+    # change what in the admin"); without it these show read-only, on new rows too.
+    ENDPOINT_FIELDS = ("base_url", "api_key_env")
+    ENDPOINT_PERMISSION = "contextmgmt.change_modelconfig_endpoint"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ModelConfig | None = None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if request.user.has_perm(self.ENDPOINT_PERMISSION):
+            return fields
+        return fields + self.ENDPOINT_FIELDS
 
     @admin.display(description=_("usable input tokens"))
     def usable_budget(self, obj: ModelConfig) -> str:
@@ -199,7 +209,8 @@ class ModelConfigAdmin(admin.ModelAdmin):
             profiles.detect_profile(obj)
         super().save_model(request, obj, form, change)
 
-    @admin.action(description=_("Read context size from the endpoint"))
+    # Every action changes the rows it is run on: "change" permission, never view alone.
+    @admin.action(description=_("Read context size from the endpoint"), permissions=["change"])
     def read_from_endpoint_action(self, request: HttpRequest, queryset: QuerySet) -> None:
         for row in queryset:
             found, changed = profiles.read_from_endpoint(row)
@@ -221,7 +232,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
             note = f" {found.note}" if found.note else ""
             self.message_user(request, text + note, messages.SUCCESS)
 
-    @admin.action(description=_("Reset calibration"))
+    @admin.action(description=_("Reset calibration"), permissions=["change"])
     def reset_calibration_action(self, request: HttpRequest, queryset: QuerySet) -> None:
         count = reset_calibration(model_config_ids=_ids(queryset))
         text = ngettext(
@@ -231,7 +242,10 @@ class ModelConfigAdmin(admin.ModelAdmin):
         )
         self.message_user(request, text % {"count": count}, messages.SUCCESS)
 
-    @admin.action(description=_("Send refused parameters again (forget the endpoint's refusals)"))
+    @admin.action(
+        description=_("Send refused parameters again (forget the endpoint's refusals)"),
+        permissions=["change"],
+    )
     def forget_refusals_action(self, request: HttpRequest, queryset: QuerySet) -> None:
         count = profiles.forget_refusals(model_config_ids=_ids(queryset))
         text = ngettext(
@@ -241,7 +255,9 @@ class ModelConfigAdmin(admin.ModelAdmin):
         )
         self.message_user(request, text % {"count": count}, messages.SUCCESS)
 
-    @admin.action(description=_("Send images again (forget the endpoint's refusal)"))
+    @admin.action(
+        description=_("Send images again (forget the endpoint's refusal)"), permissions=["change"]
+    )
     def forget_image_refusal_action(self, request: HttpRequest, queryset: QuerySet) -> None:
         count = profiles.forget_image_refusal(model_config_ids=_ids(queryset))
         text = ngettext(

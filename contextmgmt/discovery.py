@@ -12,25 +12,33 @@ it elsewhere. What is read from where (README "Connecting a model" has the same 
   ``model_info["<arch>.context_length"]`` (Ollama itself may serve a shorter window, its
   ``OLLAMA_CONTEXT_LENGTH``: the note says so).
 
-Plain HTTP with a short timeout; called from the admin, never from a run.
+Plain HTTP, called from the admin, never from a run; bounded (docs/operations.md, "Reading
+a model's context size"): one deadline for all the requests of one reading, at most
+``MAX_BODY_BYTES`` read of an answer, figures outside 1..``MAX_CONTEXT_SIZE`` ignored, and
+the key never follows a redirect to another host.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import re
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from contextmgmt.core.budget import MAX_CONTEXT_SIZE
 from contextmgmt.core.providers import ProviderProfile, detect, detect_from_models
 
 log = logging.getLogger(__name__)
 
-TIMEOUT_SECONDS = 5.0
+TIMEOUT_SECONDS = 5.0  # for all the requests of one reading together
+# A models list of thousands of entries (OpenRouter) is a few MB; more is not an answer.
+MAX_BODY_BYTES = 4 * 1024 * 1024
 _MODELS_CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
 _MODELS_OUTPUT_KEYS = ("max_completion_tokens", "max_output_tokens")
 
@@ -58,16 +66,17 @@ def discover(
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     models_url = base_url.rstrip("/") + "/models"
     tried: list[str] = []
-    payload = _get_json(models_url, headers, timeout, tried)
+    deadline = _Deadline(time.monotonic() + timeout)
+    payload = _get_json(models_url, headers, deadline, tried)
     profile = detect_from_models(payload, profile)
     entry = _entry(payload, model)
 
     if profile.name == "ollama":
-        found = _ollama(_root(base_url), model, timeout, tried)
+        found = _ollama(_root(base_url), model, deadline, tried)
         if found:
             return Discovery(*found, profile=profile, note=OLLAMA_NOTE)
     if profile.name == "llamacpp":
-        props = _get_json(_root(base_url) + "/props", headers, timeout, tried)
+        props = _get_json(_root(base_url) + "/props", headers, deadline, tried)
         n_ctx = _positive(_dig(props, "default_generation_settings", "n_ctx"))
         if n_ctx:
             return Discovery(n_ctx, None, "GET /props default_generation_settings.n_ctx", profile)
@@ -92,13 +101,14 @@ OLLAMA_NOTE = (
 )
 
 
-def _ollama(root: str, model: str, timeout: float, tried: list[str]):
-    shown = _post_json(root + "/api/show", {"model": model}, timeout, tried)
+def _ollama(root: str, model: str, deadline: _Deadline, tried: list[str]):
+    shown = _post_json(root + "/api/show", {"model": model}, deadline, tried)
     if not isinstance(shown, dict):
         return None
-    match = re.search(r"^\s*num_ctx\s+(\d+)", str(shown.get("parameters") or ""), re.MULTILINE)
-    if match:
-        return int(match.group(1)), None, "POST /api/show parameters num_ctx"
+    match = re.search(r"^\s*num_ctx\s+(\d{1,12})\s*$", str(shown.get("parameters") or ""), re.M)
+    num_ctx = _positive(int(match.group(1))) if match else None
+    if num_ctx:
+        return num_ctx, None, "POST /api/show parameters num_ctx"
     info = shown.get("model_info") or {}
     for key, value in info.items() if isinstance(info, dict) else ():
         if key.endswith(".context_length") and _positive(value):
@@ -140,33 +150,99 @@ def _dig(value: Any, *keys: str) -> Any:
 
 
 def _positive(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    """A token count the endpoint reports, if it is one (1..MAX_CONTEXT_SIZE); else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if not 1 <= value <= MAX_CONTEXT_SIZE:
         return None
     return int(value)
 
 
-def _get_json(url: str, headers: dict[str, str], timeout: float, tried: list[str]) -> Any:
+@dataclass(frozen=True)
+class _Deadline:
+    """When a reading must be over; each request gets what is left of it."""
+
+    at: float
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+
+class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect, but sends the key only to the host it was meant for: urllib
+    itself copies every header to wherever the endpoint redirects."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            for name in ("Authorization", "Cookie", "Proxy-Authorization"):
+                new.remove_header(name)
+                new.unredirected_hdrs.pop(name, None)
+        return new
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    default = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), parts.hostname, port or default
+
+
+_opener = urllib.request.build_opener(_SameHostRedirects)
+
+
+def _get_json(url: str, headers: dict[str, str], deadline: _Deadline, tried: list[str]) -> Any:
     request = urllib.request.Request(url, headers=headers)  # noqa: S310 - http(s) checked
-    return _fetch(request, timeout, tried)
+    return _fetch(request, deadline, tried)
 
 
-def _post_json(url: str, body: dict[str, Any], timeout: float, tried: list[str]) -> Any:
+def _post_json(url: str, body: dict[str, Any], deadline: _Deadline, tried: list[str]) -> Any:
     data = json.dumps(body).encode()
     headers = {"Content-Type": "application/json"}
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")  # noqa: S310
-    return _fetch(request, timeout, tried)
+    return _fetch(request, deadline, tried)
 
 
-def _fetch(request: urllib.request.Request, timeout: float, tried: list[str]) -> Any:
+def _fetch(request: urllib.request.Request, deadline: _Deadline, tried: list[str]) -> Any:
     what = f"{request.get_method()} {urlsplit(request.full_url).path}"
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            return json.loads(response.read())
+        if deadline.left() <= 0:
+            raise TimeoutError("no time left")
+        with _opener.open(request, timeout=deadline.left()) as response:
+            return json.loads(_read_bounded(response, deadline))
+    except _TooLarge:
+        tried.append(f"{what}: answer larger than {MAX_BODY_BYTES:,} bytes")
     except urllib.error.HTTPError as err:
         tried.append(f"{what}: HTTP {err.code}")
     except (urllib.error.URLError, TimeoutError, OSError) as err:
         tried.append(f"{what}: {getattr(err, 'reason', err)}")
-    except ValueError:
+    except (ValueError, RecursionError):
         tried.append(f"{what}: not JSON")
     log.info("context discovery: %s", tried[-1])
     return None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _read_bounded(response: Any, deadline: _Deadline) -> bytes:
+    """The body, at most MAX_BODY_BYTES, read before the deadline: the socket timeout alone
+    restarts with every byte, so an endpoint that drips would hold the admin's request."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if deadline.left() <= 0:
+            raise TimeoutError("the answer took too long")
+        chunk = response.read1(64 * 1024) if hasattr(response, "read1") else response.read(65536)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _TooLarge
+        chunks.append(chunk)

@@ -9,15 +9,15 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from contextmgmt.core.budget import (
+    MAX_CONTEXT_SIZE,
     MIN_INPUT_BUDGET,
     SYSTEM_PROMPT_RESERVE,
     effective_input_tokens,
     usable_input_tokens,
 )
+from contextmgmt.secrets import secret_env_refusal
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# No model has a context window this large; a bigger number is a typo (an extra 0 or three).
-MAX_CONTEXT_SIZE = 10_000_000
 
 
 class ModelConfig(models.Model):
@@ -104,6 +104,11 @@ class ModelConfig(models.Model):
         ordering = ["role", "name"]
         verbose_name = _("model configuration")
         verbose_name_plural = _("model configurations")
+        # Where a row's key goes is a permission of its own (docs/operations.md, "Who may
+        # change what in the admin"): "change" alone edits budgets and profiles.
+        permissions = [
+            ("change_modelconfig_endpoint", _("Can change a model's base URL and key variable"))
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["role"], condition=Q(is_active=True), name="one_active_model_per_role"
@@ -174,6 +179,8 @@ class ModelConfig(models.Model):
             errors["api_key_env"] = gettext(
                 "Give the name of an environment variable (letters, digits, _), not a key."
             )
+        elif self.api_key_env and secret_env_refusal(self.api_key_env):
+            errors["api_key_env"] = secret_env_refusal(self.api_key_env)
         if self.is_active:
             clash = ModelConfig.objects.filter(role=self.role, is_active=True).exclude(pk=self.pk)
             if clash.exists():

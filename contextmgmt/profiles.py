@@ -13,20 +13,27 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from contextmgmt.core.budget import MIN_INPUT_BUDGET, SYSTEM_PROMPT_RESERVE
 from contextmgmt.core.providers import ProviderProfile, detect
 from contextmgmt.discovery import Discovery, discover
 from contextmgmt.models import ModelConfig
+from contextmgmt.secrets import secret_env_refusal
 
 log = logging.getLogger(__name__)
 
 PROFILE_FIELDS = ("token_limit_param", "send_temperature", "stream_usage", "reasoning_field")
 KEPT_REFUSALS = 10
+# The smallest window a model can be used with: the system-prompt reserve, the smallest
+# input budget and one token of answer.
+MIN_CONTEXT_SIZE = SYSTEM_PROMPT_RESERVE + MIN_INPUT_BUDGET + 1
 
 
 def profile_of(row: ModelConfig) -> ProviderProfile:
@@ -46,20 +53,66 @@ def set_profile(row: ModelConfig, profile: ProviderProfile) -> None:
         setattr(row, name, getattr(profile, name))
 
 
-def endpoint_of(row: ModelConfig) -> tuple[str, str]:
-    """(base URL, API key) the row's model is called at: its own, else the environment's."""
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a row's model is called, with which key; ``refusal`` says why no key is sent."""
+
+    base_url: str
+    api_key: str
+    refusal: str = ""
+
+
+def endpoint_of(row: ModelConfig) -> Endpoint:
+    """The row's base URL and key, else the environment's; a key goes only where the
+    operator meant it to (docs/operations.md, "Secrets and the key allow-list"):
+
+    - a named variable only if the allow-list lets it serve as a key (checked here again at
+      run time: a row saved before the list was tightened, or written past the admin);
+    - the environment's key only to the environment's own endpoint, never to a row's other
+      base URL.
+    """
     fast = row.role == ModelConfig.Role.FAST
-    base_url = row.base_url or (fast and settings.FAST_LLM_BASE_URL) or settings.LLM_BASE_URL
-    api_key = (fast and settings.FAST_LLM_API_KEY) or settings.LLM_API_KEY
+    env_base_url = (fast and settings.FAST_LLM_BASE_URL) or settings.LLM_BASE_URL
+    base_url = row.base_url or env_base_url
     if row.api_key_env:
-        api_key = os.environ.get(row.api_key_env, "")
-    return base_url, api_key
+        refusal = secret_env_refusal(row.api_key_env)
+        if refusal:
+            return Endpoint(base_url, "", refusal)
+        return Endpoint(base_url, os.environ.get(row.api_key_env, ""))
+    env_key = (fast and settings.FAST_LLM_API_KEY) or settings.LLM_API_KEY
+    if env_key and row.base_url and not same_origin(row.base_url, env_base_url):
+        return Endpoint(
+            base_url,
+            "",
+            gettext(
+                "the environment's key goes only to its own endpoint; name a key variable "
+                "for %(url)s"
+            )
+            % {"url": row.base_url},
+        )
+    return Endpoint(base_url, env_key)
+
+
+def same_origin(a: str, b: str) -> bool:
+    """Whether two URLs name the same scheme, host and port (what a key is bound to)."""
+    first, second = urlsplit(a), urlsplit(b)
+    try:
+        return (first.scheme.lower(), first.hostname, first.port or _port(first.scheme)) == (
+            second.scheme.lower(),
+            second.hostname,
+            second.port or _port(second.scheme),
+        )
+    except ValueError:  # a port out of range
+        return False
+
+
+def _port(scheme: str) -> int | None:
+    return {"http": 80, "https": 443}.get(scheme.lower())
 
 
 def detect_profile(row: ModelConfig) -> None:
     """The profile the base URL and model name point to, onto ``row`` (not saved)."""
-    base_url, _ = endpoint_of(row)
-    set_profile(row, detect(base_url, row.model))
+    set_profile(row, detect(endpoint_of(row).base_url, row.model))
 
 
 @transaction.atomic
@@ -154,11 +207,20 @@ def read_from_endpoint(row: ModelConfig) -> tuple[Discovery, list[str]]:
     Returns the discovery and the names of the fields changed. A reported output limit that
     would leave too little input is not taken (the context size alone is).
     """
-    base_url, api_key = endpoint_of(row)
-    found = discover(base_url, row.model, api_key)
+    endpoint = endpoint_of(row)
+    if endpoint.refusal:
+        log.warning("model %r: no key sent: %s", row.name, endpoint.refusal)
+    found = discover(endpoint.base_url, row.model, endpoint.api_key)
     changed: list[str] = []
     if found.context_size is None:
         return found, changed
+    if found.context_size < MIN_CONTEXT_SIZE:
+        # Not stored: no answer would fit, and the row's budget would be refused by its form.
+        why = gettext(
+            "could not read the context size (the endpoint reports %(size)s tokens, fewer "
+            "than the %(minimum)s fimone needs)"
+        ) % {"size": f"{found.context_size:,}", "minimum": f"{MIN_CONTEXT_SIZE:,}"}
+        return dataclasses.replace(found, context_size=None, source=why), changed
     if row.profile_auto and found.profile.name != row.provider_profile:
         set_profile(row, found.profile)
         changed += ["provider_profile", *PROFILE_FIELDS]

@@ -250,6 +250,9 @@ EMAIL_TIMEOUT = _typed(env.float, "EMAIL_TIMEOUT", default=10.0)
 
 # LLM endpoints and budgets (README "Configuration"). Parsed here so that a bad value is a
 # configuration error at start-up, not a silent default later.
+# Environment variables a model configuration (or an MCP server) may name as its key:
+# shell-style patterns (contextmgmt.secrets; docs/operations.md "Secrets and the key allow-list").
+FIMONE_SECRET_ENV_ALLOWLIST = env.list("FIMONE_SECRET_ENV_ALLOWLIST", default=["*_API_KEY"])
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")

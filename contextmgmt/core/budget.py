@@ -5,6 +5,9 @@ SYSTEM_PROMPT_RESERVE = 4000
 MIN_INPUT_BUDGET = 4000
 DEFAULT_CONTEXT_SIZE = 128_000
 DEFAULT_MAX_OUTPUT_TOKENS = 64_000
+# No model has a context window this large; a bigger number is a typo (an extra 0 or three)
+# or an endpoint's nonsense.
+MAX_CONTEXT_SIZE = 10_000_000
 
 
 def usable_input_tokens(context_size: int, max_output_tokens: int) -> int:

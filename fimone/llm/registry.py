@@ -28,7 +28,6 @@ A row whose endpoint refused images makes specs that do not see (``ModelConfig.s
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -151,24 +150,24 @@ def resolve_spec(role: Role = "main") -> LLMSpec:
 
 def _row_spec(row, role: str, limits: dict[str, Any]) -> LLMSpec:
     """The spec of a ModelConfig row (blank endpoint or key: the environment's)."""
-    from contextmgmt.profiles import profile_of
+    from contextmgmt.profiles import endpoint_of, profile_of
 
-    _, env_base_url, env_key = _env_endpoint(role)
-    api_key = env_key
-    if row.api_key_env:
-        api_key = os.environ.get(row.api_key_env, "")
-        if not api_key:
-            log.warning(
-                "ModelConfig %r names API key variable %s, which is not set",
-                row.name,
-                row.api_key_env,
-            )
+    # The key goes only where the operator meant it to (contextmgmt.profiles.endpoint_of).
+    endpoint = endpoint_of(row)
+    if endpoint.refusal:
+        log.warning("ModelConfig %r: no API key sent: %s", row.name, endpoint.refusal)
+    elif row.api_key_env and not endpoint.api_key:
+        log.warning(
+            "ModelConfig %r names API key variable %s, which is not set",
+            row.name,
+            row.api_key_env,
+        )
     return LLMSpec(
         role=role,
         source="db",
         model=row.model,
-        base_url=row.base_url or env_base_url,
-        api_key=api_key,
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
         supports_vision=row.sees_images,  # "supports images", unless the endpoint refused them
         profile=profile_of(row),
         model_config_id=row.pk,

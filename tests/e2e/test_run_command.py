@@ -111,7 +111,7 @@ def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(running_app):
         "model": "qwen2.5-7b-instruct",
         "role": "main",
         "base_url": "http://127.0.0.1:9/v1",
-        "api_key_env": "VLLM_KEY",
+        "api_key_env": "VLLM_API_KEY",
         "context_size": "32000",
         "max_output_tokens": "8000",
         "supports_vision": "on",

@@ -59,7 +59,7 @@ AT_LIMIT = {
     },
     "name of 100 chars": {"name": "n" * 100},
     "model id of 200 chars": {"model": "m" * 200},
-    "api key variable of 100 chars": {"api_key_env": "K" * 100},
+    "api key variable of 100 chars": {"api_key_env": "K" * 92 + "_API_KEY"},
     "base URL of 500 chars": {"base_url": _long_url(500)},
     "unicode name": {"name": "模型 😀 Modèle"},
 }
@@ -84,7 +84,7 @@ PAST_LIMIT = {
     "output past a 64-bit integer": {"max_output_tokens": str(2**63)},
     "name of 101 chars": {"name": "n" * 101},
     "model id of 201 chars": {"model": "m" * 201},
-    "api key variable of 101 chars": {"api_key_env": "K" * 101},
+    "api key variable of 101 chars": {"api_key_env": "K" * 93 + "_API_KEY"},
     "base URL of 501 chars": {"base_url": _long_url(501)},
     "NUL byte in the name": {"name": "bad\x00name"},
     "NUL byte in the model id": {"model": "gpt\x00"},

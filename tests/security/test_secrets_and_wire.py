@@ -166,10 +166,10 @@ async def test_api_keys_never_appear_in_pages_events_database_or_logs(
     # The key was really used: the provider got it, and only there.
     assert provider.request_headers[0]["authorization"] == f"Bearer {SECRET}"
 
-    monkeypatch.setenv("FIMONE_WIRE_TEST_KEY", ROW_SECRET)
+    monkeypatch.setenv("FIMONE_WIRE_TEST_API_KEY", ROW_SECRET)
     row = await ModelConfig.objects.acreate(
         name="row", model="row-model", role="main", base_url=provider.base_url,
-        api_key_env="FIMONE_WIRE_TEST_KEY", context_size=32_000, max_output_tokens=4_000,
+        api_key_env="FIMONE_WIRE_TEST_API_KEY", context_size=32_000, max_output_tokens=4_000,
     )  # fmt: skip
     registry._cache.clear()
 
@@ -195,7 +195,7 @@ async def test_api_keys_never_appear_in_pages_events_database_or_logs(
         "stdout/stderr": captured.out + captured.err,
         **pages,
     }
-    assert "FIMONE_WIRE_TEST_KEY" in pages[f"/admin/contextmgmt/modelconfig/{row.pk}/change/"]
+    assert "FIMONE_WIRE_TEST_API_KEY" in pages[f"/admin/contextmgmt/modelconfig/{row.pk}/change/"]
     for where, text in haystacks.items():
         for secret in (SECRET, ROW_SECRET, SECRET[8:30], ROW_SECRET[7:30]):
             assert secret not in text, f"a key leaked into {where}"

@@ -157,8 +157,8 @@ def test_a_settings_change_gives_a_new_llm(main_env_configured):
 
 
 def test_an_active_row_wins_over_settings(main_env_configured, monkeypatch):
-    monkeypatch.setenv("DB_MAIN_KEY", "sk-from-env-var")
-    active_row("main", api_key_env="DB_MAIN_KEY", supports_vision=False)
+    monkeypatch.setenv("DB_MAIN_API_KEY", "sk-from-env-var")
+    active_row("main", api_key_env="DB_MAIN_API_KEY", supports_vision=False)
     llm = get_llm("main")
     assert llm.model_name == "db-main-model"
     assert llm.base_url == "http://db-main.example/v1"
@@ -182,10 +182,10 @@ def test_a_row_without_endpoint_uses_the_configured_one(main_env_configured):
 
 
 def test_a_row_whose_key_variable_is_unset_has_no_key(nothing_configured, monkeypatch, caplog):
-    monkeypatch.delenv("MISSING_KEY_VAR", raising=False)
-    active_row("main", api_key_env="MISSING_KEY_VAR")
+    monkeypatch.delenv("MISSING_API_KEY", raising=False)
+    active_row("main", api_key_env="MISSING_API_KEY")
     assert describe_llm("main")["has_api_key"] is False
-    assert "MISSING_KEY_VAR" in caplog.text
+    assert "MISSING_API_KEY" in caplog.text
 
 
 def test_fast_row_serves_fast_only(main_env_configured):
@@ -207,8 +207,8 @@ def test_a_fast_row_wins_over_fast_settings(main_env_configured):
 
 
 def test_describe_never_reveals_the_key(main_env_configured, monkeypatch):
-    monkeypatch.setenv("DB_MAIN_KEY", "sk-secret-value")
-    active_row("main", api_key_env="DB_MAIN_KEY")
+    monkeypatch.setenv("DB_MAIN_API_KEY", "sk-secret-value")
+    active_row("main", api_key_env="DB_MAIN_API_KEY")
     for role in ("main", "fast"):
         info = describe_llm(role)
         assert "sk-secret-value" not in repr(info) and "sk-main" not in repr(info)
@@ -224,9 +224,9 @@ async def test_a_row_drives_real_calls_with_the_key_from_its_variable(
     nothing_configured, scripted_server, monkeypatch
 ):
     """Async callers reach the sync registry through sync_to_async."""
-    monkeypatch.setenv("SCRIPTED_KEY", "sk-scripted")
+    monkeypatch.setenv("SCRIPTED_API_KEY", "sk-scripted")
     await sync_to_async(active_row)(
-        "main", model="row-model", base_url=scripted_server.base_url, api_key_env="SCRIPTED_KEY"
+        "main", model="row-model", base_url=scripted_server.base_url, api_key_env="SCRIPTED_API_KEY"
     )
     scripted_server.enqueue("from the row's endpoint")
     llm = await sync_to_async(get_llm)("main")
