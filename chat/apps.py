@@ -17,3 +17,8 @@ class ChatConfig(AppConfig):
         from contextmgmt.db_memory import register_history_loader
 
         register_history_loader(load_history)
+
+        # A bad fetch allow-list stops start-up with its name rather than failing each run.
+        from chat.fetch import check_settings
+
+        check_settings()

@@ -231,6 +231,14 @@ FIMONE_MAX_IMAGE_PIXELS = _typed(env.int, "FIMONE_MAX_IMAGE_PIXELS", default=40_
 # their stored description (docs/architecture.md, "Images").
 FIMONE_IMAGE_PIXEL_TURNS = _typed(env.int, "FIMONE_IMAGE_PIXEL_TURNS", default=2)
 
+# The fetch_url tool (docs/tools.md, "Web pages"): only public addresses unless a host
+# name or network is listed here (names, addresses, CIDRs; checked in chat.fetch).
+FIMONE_FETCH_ENABLED = _typed(env.bool, "FIMONE_FETCH_ENABLED", default=True)
+FIMONE_FETCH_ALLOWED_HOSTS = env.list("FIMONE_FETCH_ALLOWED_HOSTS", default=[])
+FIMONE_FETCH_MAX_BYTES = _typed(env.int, "FIMONE_FETCH_MAX_BYTES", default=5 * 1024 * 1024)
+FIMONE_FETCH_TIMEOUT_SECONDS = _typed(env.float, "FIMONE_FETCH_TIMEOUT_SECONDS", default=20.0)
+FIMONE_FETCH_MAX_CHARS = _typed(env.int, "FIMONE_FETCH_MAX_CHARS", default=20_000)
+
 # Websocket limits.
 FIMONE_WS_MAX_CONTENT_CHARS = _typed(env.int, "FIMONE_WS_MAX_CONTENT_CHARS", default=100_000)
 FIMONE_WS_RATE_LIMIT = _typed(env.int, "FIMONE_WS_RATE_LIMIT", default=20)  # frames per window

@@ -11,7 +11,9 @@ decides by the messages it is given:
   when no step result is empty or an error and every figure asked for is stated;
 - with tools offered and the latest user turn not yet answered by a tool result, it calls
   ``calculator`` for arithmetic, ``current_time`` for the time or date, ``recall`` for
-  something said earlier (several at once when the query asks for several); a step's
+  something said earlier, ``fetch_url`` for a URL it is asked to read ("fetch
+  https://…", "lies …", "获取 …") and then quotes the page (several at once when the
+  query asks for several); a step's
   "that result" is the value its dependency results end with;
 - otherwise it answers plainly from the tool results and what it was given, and says that
   it is fimone's offline model, in the user's language (``offline_phrases``): the
@@ -39,10 +41,11 @@ from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
 from .offline_markdown import escape_markdown, inline_code
+from .offline_pages import page_lines
 from .offline_phrases import PHRASES, all_notes, language_of, phrase
 from .offline_plan import make_plan, make_verdict
 from .offline_text import LABELS, detect_language, extractive_summary
-from .offline_tools import decide_tool_calls, resolve_references
+from .offline_tools import decide_tool_calls, resolve_references, without_urls
 from .options import check_opts
 
 OFFLINE_MODEL_NAME = "fimone-offline"
@@ -98,7 +101,11 @@ def _recall_lines(result: str, lang: str) -> list[str]:
     return [phrase("recall", lang), "\n".join(passages)]
 
 
-def _tool_lines(name: str, args: dict[str, Any], result: str, lang: str) -> list[str]:
+def _tool_lines(
+    name: str, args: dict[str, Any], result: str, lang: str, query: str = ""
+) -> list[str]:
+    if name == "fetch_url":
+        return page_lines(result, query, lang)
     if name == "recall" and _PASSAGE.match(result.split("\n\n", 1)[-1].strip()):
         return _recall_lines(result.split("\n\n", 1)[-1], lang)
     if name == "recall" and not result.lstrip().startswith("Error"):
@@ -145,7 +152,9 @@ def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
     """The plain answer; its own sentences in the request's language, else ``language``."""
     last_user = _last_user_index(messages)
     query = request_text(messages[last_user]) if last_user is not None else ""
-    lang = detect_language(query or " ".join(m.text() for m in messages), default=language)
+    # A URL's letters say nothing about the user's language ("获取 https://…").
+    shown = without_urls(query) if query else " ".join(m.text() for m in messages)
+    lang = detect_language(shown, default=language)
     lines: list[str] = []
     if last_user is not None:
         calls = {
@@ -163,7 +172,8 @@ def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
                 args = json.loads(call.arguments) if call else {}
             except ValueError:
                 args = {}
-            lines.extend(_tool_lines(name, args if isinstance(args, dict) else {}, m.text(), lang))
+            args = args if isinstance(args, dict) else {}
+            lines.extend(_tool_lines(name, args, m.text(), lang, query))
         images = _image_count(messages[last_user])
         if images:
             lines.append(phrase("images", lang, count=images))

@@ -65,6 +65,21 @@ PHRASES: dict[str, dict[str, str]] = {
         "de": "Die wichtigsten Punkte dessen, was ich bekommen habe:",
         "zh": "我得到的信息中的要点：",
     },
+    "page": {
+        "en": "From the page {url}{title}:",
+        "de": "Von der Seite {url}{title}:",
+        "zh": "网页 {url}{title} 的内容：",
+    },
+    "page_status": {
+        "en": "The server did not give the page as asked: {error}",
+        "de": "Der Server hat die Seite nicht wie erbeten geliefert: {error}",
+        "zh": "服务器没有按请求返回该网页：{error}",
+    },
+    "page_error": {
+        "en": "I could not read the page: {error}",
+        "de": "Ich konnte die Seite nicht lesen: {error}",
+        "zh": "我无法读取该网页：{error}",
+    },
     "empty": {"en": "(empty)", "de": "(leer)", "zh": "（空）"},
     # The planner's and the analyser's own words (DAG mode).
     "plan_combine": {

@@ -1,8 +1,9 @@
 """The offline model's tool decisions: which tool calls a user's query asks for.
 
 Arithmetic → ``calculator`` ``{"expression"}``, the time or date → ``current_time`` ``{}``,
-something said earlier → ``recall`` ``{"query"}``; several at once when the query asks for
-several (parallel tool calls). English, Chinese and a little German.
+something said earlier → ``recall`` ``{"query"}``, a URL to read → ``fetch_url``
+``{"url"}``; several at once when the query asks for several (parallel tool calls).
+English, Chinese and a little German.
 """
 
 from __future__ import annotations
@@ -126,6 +127,43 @@ def find_expressions(query: str) -> list[str]:
     return expressions
 
 
+# "fetch https://…", "lies https://…", "获取 https://…". Any scheme is taken, so that the
+# tool's refusal of file:// or ftp:// reaches the user instead of silence.
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>\"'`）」】，。、；！？]+", re.I)
+_URL_END = ".,;:!?)]}'\""
+_FETCH_INTENT = re.compile(
+    r"\b(?:fetch|open|read|get|load|visit|browse|summari[sz]e|look at|check)\b"
+    r"|\bwhat does\b.*\bsay\b|\b(?:lies|lese|öffne|hole|lade|abrufen|zusammenfassen)\b"
+    r"|获取|打开|读取|抓取|访问|阅读|看看|总结",
+    re.I,
+)
+MAX_FETCHES = 3
+
+
+def find_urls(query: str) -> list[str]:
+    """The URLs in the query, in order, without the punctuation that ends a sentence."""
+    urls: list[str] = []
+    for found in _URL.findall(query):
+        url = found.rstrip(_URL_END)
+        if url not in urls and "://" in url and not url.endswith("://"):
+            urls.append(url)
+    return urls
+
+
+def without_urls(text: str) -> str:
+    return _URL.sub(" ", text)
+
+
+def _fetch_urls(query: str) -> list[str]:
+    """The URLs the query asks to read: with a word asking so, or a message that is only
+    URLs (pasting a link is asking about it)."""
+    urls = find_urls(query)
+    rest = _URL.sub(" ", query).strip(" \t\n" + _URL_END)
+    if urls and (_FETCH_INTENT.search(rest) or not rest):
+        return urls[:MAX_FETCHES]
+    return []
+
+
 def _recall_query(query: str) -> str:
     m = _RECALL_TOPIC.search(query)
     if m:
@@ -139,6 +177,9 @@ def _recall_query(query: str) -> str:
 def decide_tool_calls(query: str, offered: set[str], call_prefix: str) -> list[ToolCall]:
     """The tool calls a query asks for, among the tools offered; several run in parallel."""
     calls: list[tuple[str, dict[str, Any]]] = []
+    if "fetch_url" in offered:
+        calls.extend(("fetch_url", {"url": url}) for url in _fetch_urls(query))
+    query = without_urls(query)  # a URL's digits and slashes are no arithmetic
     if "calculator" in offered:
         # Several calculations asked at once run as parallel calls, a handful at most.
         for expr in find_expressions(query)[:MAX_CALCULATIONS]:

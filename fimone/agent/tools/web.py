@@ -1,0 +1,125 @@
+"""The ``fetch_url`` tool: read a web page (HTML as Markdown, JSON, text, PDF).
+
+Its arguments follow the reference "fetch" MCP server that Claude Desktop users know:
+``url``, ``start_index`` and ``max_length`` to read a long page in parts, ``raw`` for the
+HTML source. Every refusal (a scheme other than http/https, an address that is not public,
+too many redirects, a timeout, a file that is no page) is an ``Error: …`` text the model
+reads. What it may connect to and how much it may download are set by the operator
+(``FetchConfig``; the chat layer builds it from the settings). See docs/tools.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from .netpolicy import AddressPolicy, AddressRefused
+from .registry import Tool
+from .web_content import PageText, page_text
+from .web_fetch import FetchError, FetchLimits, Resolver, fetch, system_resolver
+
+# Time for turning the body into text, on top of the fetch's own deadline.
+_EXTRACT_SECONDS = 20.0
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    """What ``fetch_url`` may do: the address policy, the download limits, how many
+    characters one call returns at most, and the resolver (injectable for tests)."""
+
+    policy: AddressPolicy = AddressPolicy()
+    limits: FetchLimits = FetchLimits()
+    max_chars: int = 20_000
+    resolver: Resolver = system_resolver
+
+
+def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
+    config = config or FetchConfig()
+
+    async def fetch_url(
+        url: str, start_index: int = 0, max_length: int | None = None, raw: bool = False
+    ) -> str:
+        if start_index < 0:
+            return "Error: start_index must be 0 or more."
+        length = config.max_chars if max_length is None else max_length
+        if length < 1:
+            return "Error: max_length must be at least 1."
+        length = min(length, config.max_chars)
+        try:
+            fetched = await fetch(
+                url, policy=config.policy, limits=config.limits, resolver=config.resolver
+            )
+            page = await asyncio.to_thread(page_text, fetched, raw=raw)
+        except (FetchError, AddressRefused) as exc:
+            return f"Error: {exc}"
+        header = [f"URL: {fetched.url}"]
+        if fetched.redirects:
+            header.append(f"Redirected from: {url.strip()}")
+        if page.title:
+            header.append(f"Title: {page.title}")
+        if not 200 <= fetched.status < 300:
+            header.insert(0, f"Error: the server answered HTTP {fetched.status}.")
+        return "\n".join(header) + "\n\n" + _window(page, fetched.cut, config, start_index, length)
+
+    return Tool(
+        name="fetch_url",
+        description=(
+            "Fetch a web page or file by its http(s) URL and return its content as text: "
+            "an HTML page's main text as Markdown (menus, ads and scripts left out), JSON "
+            "pretty-printed, plain text as is, a PDF's text page by page. Long pages come "
+            "in parts: call again with start_index to read on. Only public addresses can "
+            "be fetched."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "description": "the http:// or https:// URL"},
+                "start_index": {
+                    "type": "integer",
+                    "description": "character to start at, for the next part of a long "
+                    "page (default 0)",
+                },
+                "max_length": {
+                    "type": "integer",
+                    "description": f"most characters to return (default and limit "
+                    f"{config.max_chars})",
+                },
+                "raw": {
+                    "type": "boolean",
+                    "description": "return an HTML page's source instead of its main text",
+                },
+            },
+            "required": ["url"],
+        },
+        func=fetch_url,
+        timeout=config.limits.total_seconds + _EXTRACT_SECONDS,
+    )
+
+
+def _window(
+    page: PageText, cut: str | None, config: FetchConfig, start_index: int, length: int
+) -> str:
+    """The part of the page's text this call returns, with notes on what is left out."""
+    total = len(page.text)
+    if total and start_index >= total:
+        return f"Error: start_index {start_index} is past the end of the text ({total} characters)."
+    part = page.text[start_index : start_index + length]
+    notes = list(page.notes)
+    end = start_index + len(part)
+    if start_index or end < total:
+        notes.append(f"Characters {start_index}–{end} of {total}.")
+    if end < total:
+        notes.append(f"The text goes on: call fetch_url again with start_index={end} to read on.")
+    if cut == "size":
+        limit = config.limits.max_bytes
+        notes.append(
+            f"The download stopped at the limit of {limit:,} bytes: the rest of the file "
+            "was not read."
+        )
+    elif cut == "time":
+        notes.append(
+            f"The server was still sending after {config.limits.total_seconds:g} seconds: "
+            "only what arrived by then is shown."
+        )
+    body = part if part.strip() else "(the page has no text)"
+    return body + ("\n\n" + "\n".join(f"[{n}]" for n in notes) if notes else "")

@@ -1,0 +1,182 @@
+"""A small HTTP server on a loopback port for the ``fetch_url`` tests.
+
+Runs in a thread of the test process (a daphne subprocess can fetch from it too). What it
+serves is made when asked: the 50 MB body is generated as it is sent, never stored, and
+stops when the client hangs up.
+
+    with serve_pages() as site:
+        site.url("/article")  # "http://127.0.0.1:PORT/article"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.documents import make_pdf
+
+# Words that only the page's boilerplate carries: none may reach the extracted text.
+BOILERPLATE_MARKERS = ("NAV_MARKER", "FOOTER_MARKER", "ADS_MARKER", "SCRIPT_MARKER", "STYLE_MARKER")
+ARTICLE_FACT = "heliotrope-42"
+PDF_FACT = "The harbour pilot's call sign is KESTREL-9."
+
+ARTICLE = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>The Tern Report</title>
+<script>var tracking = "SCRIPT_MARKER"; document.title = "x";</script>
+<style>.STYLE_MARKER {{ color: red }}</style></head>
+<body>
+<nav><a href="/">Home</a> | <a href="/about">About</a> | <a href="/shop">NAV_MARKER shop</a></nav>
+<article>
+<h1>Arctic terns fly farther than any other bird</h1>
+<p>The arctic tern migrates from the Arctic to the Antarctic every year, a round trip of
+about 70,900 kilometres. Researchers tracked eleven birds with geolocators weighing 1.4
+grams each, and the longest journey they recorded was 81,600 kilometres.</p>
+<h2>Why they fly so far</h2>
+<p>Following the summer at both poles, terns see more daylight than any other animal on
+Earth. The lighthouse keeper's code word is <b>{ARTICLE_FACT}</b>, written on the last
+page of the logbook.</p>
+<ul><li>Weight: about 100 grams</li><li>Lifespan: up to 30 years</li></ul>
+</article>
+<aside>Related offers: ADS_MARKER buy a bird feeder now, limited time only!</aside>
+<footer>&copy; 2026 Example Corp FOOTER_MARKER. All rights reserved. Cookie policy.</footer>
+<script>document.write("SCRIPT_MARKER again")</script>
+</body></html>
+"""
+DATA = {"station": "Tern Island", "readings": [{"hour": 6, "celsius": 4.5}], "ok": True}
+
+
+@dataclass
+class PageServer:
+    """The running server: its base URL and what it saw."""
+
+    base: str
+    port: int
+    requests: list[str] = field(default_factory=list)
+    big_bytes_sent: list[int] = field(default_factory=list)
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+
+def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # quiet test output
+            pass
+
+        def send_body(self, body: bytes, content_type: str, status: int = 200, **headers) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers.items():
+                self.send_header(name.replace("_", "-"), value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def redirect(self, location: str, status: int = 302) -> None:
+            self.send_body(b"", "text/plain", status, Location=location)
+
+        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+            parsed = urllib.parse.urlsplit(self.path)
+            query = dict(urllib.parse.parse_qsl(parsed.query))
+            site.requests.append(f"{self.headers.get('Host')} {self.path}")
+            path = parsed.path
+            if path == "/article":
+                self.send_body(ARTICLE.encode(), "text/html; charset=utf-8")
+            elif path == "/article.gz":
+                self.send_body(
+                    gzip.compress(ARTICLE.encode()),
+                    "text/html; charset=utf-8",
+                    Content_Encoding="gzip",
+                )
+            elif path == "/data.json":
+                self.send_body(json.dumps(DATA, separators=(",", ":")).encode(), "application/json")
+            elif path == "/notes.txt":
+                self.send_body(b"line one\n  line two, indented\n", "text/plain")
+            elif path == "/report.pdf":
+                pages = ["A report on harbour safety.", PDF_FACT, "The end of the report."]
+                self.send_body(make_pdf(pages, title="Harbour report"), "application/pdf")
+            elif path == "/picture.png":
+                self.send_body(b"\x89PNG\r\n\x1a\n" + bytes(200), "image/png")
+            elif path == "/missing":
+                self.send_body(
+                    b"<html><body><p>No such page here.</p></body></html>", "text/html", 404
+                )
+            elif path.startswith("/hop/"):  # /hop/3 → /hop/2 → /hop/1 → /hop/0 → article
+                left = int(path.rsplit("/", 1)[1])
+                status = (301, 302, 303, 307, 308)[left % 5]
+                self.redirect(f"/hop/{left - 1}" if left > 0 else "/article", status)
+            elif path == "/go":  # a redirect to wherever ?to= says
+                self.redirect(query["to"])
+            elif path == "/loop":
+                self.redirect("/loop")
+            elif path == "/big":
+                self.send_big(int(query.get("mb", "50")))
+            elif path == "/slow":
+                time.sleep(float(query.get("s", "3")))
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.send_body(b"late", "text/plain")
+            elif path == "/trickle":
+                self.send_trickle(float(query.get("s", "0.2")), int(query.get("n", "100")))
+            else:
+                self.send_body(b"not found", "text/plain", 404)
+
+        def send_big(self, megabytes: int) -> None:
+            total = megabytes * 1024 * 1024
+            chunk = (b"<p>" + b"all work and no play " * 3000 + b"</p>\n")[:65536]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(total))
+            self.end_headers()
+            sent = 0
+            try:
+                while sent < total:
+                    piece = chunk[: total - sent]
+                    self.wfile.write(piece)
+                    sent += len(piece)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading: what the cap is for
+            finally:
+                site.big_bytes_sent.append(sent)
+                self.close_connection = True
+
+        def send_trickle(self, pause: float, count: int) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for i in range(count):
+                    self.wfile.write(f"piece {i}\n".encode())
+                    self.wfile.flush()
+                    time.sleep(pause)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    return Handler
+
+
+@contextlib.contextmanager
+def serve_pages() -> Iterator[PageServer]:
+    """The page server on a free loopback port, for the ``with`` block."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(PageServer("", 0)))
+    port = server.server_address[1]
+    site = PageServer(f"http://127.0.0.1:{port}", port)
+    server.RequestHandlerClass = _handler(site)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="page-server", daemon=True)
+    thread.start()
+    try:
+        yield site
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
