@@ -94,6 +94,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
                     "send_temperature",
                     "stream_usage",
                     "reasoning_field",
+                    "reasoning_echo",
                     "refused",
                 ),
                 "description": _(

@@ -87,6 +87,14 @@ class ModelConfig(models.Model):
         ],
         default="",
     )
+    reasoning_echo = models.BooleanField(
+        _("sends a tool step's reasoning back"),
+        default=False,
+        help_text=_(
+            "Within one answer, a tool-calling step goes back with its reasoning_content "
+            "(DeepSeek's thinking mode requires it; others ignore or refuse it)."
+        ),
+    )
     # Parameters the endpoint refused with a 400, newest last: [{param, message, at}].
     refused_params = models.JSONField(_("refused parameters"), default=list, blank=True)
     # When the endpoint answered a request holding images with a 400 saying it takes none

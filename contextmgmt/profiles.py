@@ -29,7 +29,13 @@ from contextmgmt.secrets import secret_env_refusal
 
 log = logging.getLogger(__name__)
 
-PROFILE_FIELDS = ("token_limit_param", "send_temperature", "stream_usage", "reasoning_field")
+PROFILE_FIELDS = (
+    "token_limit_param",
+    "send_temperature",
+    "stream_usage",
+    "reasoning_field",
+    "reasoning_echo",
+)
 KEPT_REFUSALS = 10
 # The smallest window a model can be used with: the system-prompt reserve, the smallest
 # input budget and one token of answer.
@@ -43,6 +49,7 @@ def profile_of(row: ModelConfig) -> ProviderProfile:
         send_temperature=row.send_temperature,
         stream_usage=row.stream_usage,
         reasoning_field=row.reasoning_field,  # type: ignore[arg-type]
+        reasoning_echo=row.reasoning_echo,
     )
 
 

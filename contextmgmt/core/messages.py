@@ -12,6 +12,10 @@ SUMMARY_PREFIX = "[Conversation summary]"
 # ``metadata`` key: the message's images as text (``[image: name, WxH — description]``), one
 # per image part in the parts' order, for a model that cannot or will not see the pixels.
 IMAGE_NOTES = "image_notes"
+# ``metadata`` key: the reasoning text of a tool-calling assistant message inside the turn
+# that made it. Some providers need it back with the following calls of that turn (the
+# provider profile's ``reasoning_echo``); it is never stored, so later turns never carry it.
+STEP_REASONING = "step_reasoning"
 
 
 @dataclass(frozen=True, slots=True)

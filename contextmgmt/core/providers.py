@@ -10,7 +10,11 @@ text arrives. A ``ProviderProfile`` records, per endpoint:
 - ``stream_usage``: whether ``stream_options.include_usage`` is accepted (older vLLM,
   llama.cpp builds and some gateways refuse it or send no usage in streams);
 - ``reasoning_field``: the delta field carrying reasoning text (``reasoning_content`` for
-  DeepSeek, vLLM and llama.cpp, ``reasoning`` for Ollama and OpenRouter; blank: read both).
+  DeepSeek, vLLM and llama.cpp, ``reasoning`` for Ollama and OpenRouter; blank: read both);
+- ``reasoning_echo``: whether a tool-calling assistant message goes back with its
+  ``reasoning_content`` within the turn that made it (DeepSeek's thinking mode refuses a
+  request without it; its older reasoner refused one with it). Later turns never carry it:
+  a stored conversation holds answers, not the steps that led to them.
 
 Plain Python: the LLM client adapts its requests with it, the admin shows and edits it.
 A profile starts from the base URL and model name (``detect``), is refined by what the
@@ -28,6 +32,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+# A tool-calling assistant message's reasoning on the wire (``messages.STEP_REASONING`` holds
+# it in fimone); the two names a refusal of it is remembered under: the endpoint refused a
+# request that carried it, or one that lacked it.
+REASONING_ECHO = "reasoning_content"
+REASONING_MISSING = "reasoning_content_missing"
+
 TokenLimitParam = Literal["max_tokens", "max_completion_tokens"]
 ReasoningField = Literal["", "reasoning_content", "reasoning"]
 REASONING_FIELDS: tuple[str, ...] = ("reasoning_content", "reasoning")
@@ -40,6 +50,7 @@ class ProviderProfile:
     send_temperature: bool = True
     stream_usage: bool = True
     reasoning_field: ReasoningField = ""
+    reasoning_echo: bool = False
 
     def adapt(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """``kwargs`` for ``chat.completions.create`` as this endpoint accepts them."""
@@ -50,6 +61,8 @@ class ProviderProfile:
             out.pop("temperature", None)
         if not self.stream_usage:
             out.pop("stream_options", None)
+        if "messages" in out:
+            out["messages"] = _echo(out["messages"], self.reasoning_echo)
         return out
 
     def without(self, param: str) -> ProviderProfile | None:
@@ -62,6 +75,10 @@ class ProviderProfile:
             return dataclasses.replace(self, send_temperature=False)
         if param in ("stream_options", "include_usage") and self.stream_usage:
             return dataclasses.replace(self, stream_usage=False)
+        if param == REASONING_ECHO and self.reasoning_echo:
+            return dataclasses.replace(self, reasoning_echo=False)
+        if param == REASONING_MISSING and not self.reasoning_echo:
+            return dataclasses.replace(self, reasoning_echo=True)
         return None
 
     def sending(self, param: str) -> ProviderProfile:
@@ -73,6 +90,8 @@ class ProviderProfile:
             return dataclasses.replace(self, send_temperature=True)
         if param in ("stream_options", "include_usage"):
             return dataclasses.replace(self, stream_usage=True)
+        if param in (REASONING_ECHO, REASONING_MISSING):
+            return dataclasses.replace(self, reasoning_echo=param == REASONING_ECHO)
         return self
 
     def settings(self) -> dict[str, Any]:
@@ -91,7 +110,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ProviderProfile("vllm", reasoning_field="reasoning_content"),
         ProviderProfile("llamacpp", reasoning_field="reasoning_content"),
         ProviderProfile("ollama", stream_usage=False, reasoning_field="reasoning"),
-        ProviderProfile("deepseek", reasoning_field="reasoning_content"),
+        ProviderProfile("deepseek", reasoning_field="reasoning_content", reasoning_echo=True),
         ProviderProfile("openrouter", reasoning_field="reasoning"),
         ProviderProfile("gateway_no_stream_usage", stream_usage=False),
     )
@@ -156,3 +175,50 @@ def unsupported_parameter(message: str, param: str | None, sent: dict[str, Any])
         if name in sent and re.search(rf"\b{name}\b", message):
             return name
     return None
+
+
+# DeepSeek's thinking mode: "The `reasoning_content` in the thinking mode must be passed back
+# to the API." (2026) and "Missing `reasoning_content` field in the assistant message at
+# message index 2" (2025). Its older reasoner refused reasoning_content in input messages.
+_ECHO_MISSING = re.compile(
+    r"reasoning_content`? (?:in the thinking mode )?must be passed back"
+    r"|missing `?reasoning_content",
+    re.IGNORECASE,
+)
+_ECHO_REFUSED = re.compile(
+    r"reasoning_content.{0,80}(?:must not|should not|not (?:be )?(?:sent|allowed|supported|"
+    r"permitted))|(?:unknown|unrecognized|extra).{0,40}reasoning_content",
+    re.IGNORECASE,
+)
+
+
+def reasoning_echo_refusal(message: str, sent: dict[str, Any]) -> str | None:
+    """``REASONING_MISSING`` or ``REASONING_ECHO`` when a 400 refused the request for the
+    reasoning a tool-calling message lacked or carried; None otherwise."""
+    if not message or "reasoning_content" not in message:
+        return None
+    carried = any(
+        isinstance(m, dict) and "reasoning_content" in m for m in sent.get("messages") or ()
+    )
+    if _ECHO_MISSING.search(message):
+        return REASONING_MISSING
+    if carried and _ECHO_REFUSED.search(message):
+        return REASONING_ECHO
+    return None
+
+
+def _echo(messages: list[Any], echo: bool) -> list[Any]:
+    """The wire messages with ``reasoning_content`` on every tool-calling assistant message
+    (``""`` where none was kept: the endpoint checks the field is there) when ``echo``, on
+    none otherwise. The caller's dicts are not changed."""
+    out = []
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role") != "assistant":
+            out.append(m)
+        elif echo and m.get("tool_calls") and "reasoning_content" not in m:
+            out.append({**m, "reasoning_content": ""})
+        elif not (echo and m.get("tool_calls")) and "reasoning_content" in m:
+            out.append({k: v for k, v in m.items() if k != "reasoning_content"})
+        else:
+            out.append(m)
+    return out

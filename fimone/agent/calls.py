@@ -87,6 +87,7 @@ async def stream_reply(
     deadline = None if total is None else loop.time() + total
     stream: AsyncIterator[Any] = aiter(llm.stream_chat(messages, tools=tools))
     parts: list[str] = []
+    thought: list[str] = []
     assembler = ToolCallAssembler()
     whole_calls: list[ToolCall] | None = None
     usage: Usage | None = None
@@ -114,8 +115,10 @@ async def stream_reply(
                 raise LLMTimeout(
                     f"{llm.model_name} stopped streaming for {time_limit:g} seconds"
                 ) from None
-            if chunk.reasoning and on_reasoning is not None:
-                await on_reasoning(chunk.reasoning)  # shown apart, never part of the reply
+            if chunk.reasoning:
+                thought.append(chunk.reasoning)
+                if on_reasoning is not None:
+                    await on_reasoning(chunk.reasoning)  # shown apart, never the reply
             if chunk.text:
                 parts.append(chunk.text)
                 await on_text(chunk.text)
@@ -136,11 +139,14 @@ async def stream_reply(
     calls = whole_calls or assembler.calls()
     if usage is None:  # an LLM that sent no usage: count it rather than report zero
         usage = Usage(estimate_messages_tokens(messages), estimate_tokens(text), estimated=True)
+    metadata: dict[str, Any] = {"finish_reason": finish_reason}
+    if thought:  # kept apart from the text (a tool-calling step may need it sent back)
+        metadata["reasoning"] = "".join(thought)
     message = ChatMessage(
         role="assistant",
         content=text if text or not calls else None,
         tool_calls=calls,
-        metadata={"finish_reason": finish_reason},
+        metadata=metadata,
     )
     return LLMResult(message=message, usage=usage)
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import LLM, ContextOverflow, LLMResult, Usage
-from contextmgmt.core.messages import ChatMessage, ToolCall
+from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
 
 from .calls import stream_reply
@@ -316,12 +316,17 @@ class _Reply:
 
 
 def _as_assistant(reply: ChatMessage, calls: list[ToolCall] | None = None) -> ChatMessage:
-    """The model's reply as it goes back into the context (fresh object, no metadata)."""
+    """The model's reply as it goes back into the context (fresh object). Of its metadata
+    only a tool-calling step's reasoning stays (``STEP_REASONING``): the client sends it
+    back within this turn where the provider wants it."""
+    tool_calls = calls if calls is not None else reply.tool_calls
+    reasoning = reply.metadata.get("reasoning")
+    kept = {STEP_REASONING: reasoning} if tool_calls and isinstance(reasoning, str) else {}
     return dataclasses.replace(
         reply,
         role="assistant",
-        tool_calls=calls if calls is not None else reply.tool_calls,
+        tool_calls=tool_calls,
         pinned=False,
         injected=False,
-        metadata={},
+        metadata=kept,
     )

@@ -3,7 +3,8 @@
 ``contextmgmt.core.providers`` says what a profile is. This is the client's side of it:
 
 - ``send`` adapts a request to the profile and, when the endpoint answers 400 naming a
-  parameter it does not accept, retries once without it (or with its replacement) and
+  parameter it does not accept (or refusing a tool-calling step's reasoning sent back, or
+  its absence), retries once without it (or with its replacement, or with it) and
   keeps the adapted profile: logged, and reported through ``on_learn`` so the model
   configuration remembers it (the admin lists it);
 - ``reasoning_text`` reads a streamed delta's reasoning text from the profile's field;
@@ -19,7 +20,12 @@ from typing import Any
 
 import openai
 
-from contextmgmt.core.providers import REASONING_FIELDS, ProviderProfile, unsupported_parameter
+from contextmgmt.core.providers import (
+    REASONING_FIELDS,
+    ProviderProfile,
+    reasoning_echo_refusal,
+    unsupported_parameter,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +48,9 @@ class Endpoint:
             try:
                 return await post(sent)
             except openai.BadRequestError as err:
-                param = unsupported_parameter(err.message, _param_of(err), sent)
+                param = unsupported_parameter(
+                    err.message, _param_of(err), sent
+                ) or reasoning_echo_refusal(err.message, sent)
                 adapted = self.profile.without(param) if param and param not in refused else None
                 if adapted is None:
                     raise

@@ -54,7 +54,7 @@ from contextmgmt.core.llm import (
     ToolCallDelta,
     Usage,
 )
-from contextmgmt.core.messages import ChatMessage, ToolCall
+from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
 from contextmgmt.core.providers import ProviderProfile
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
@@ -399,8 +399,13 @@ def _names_stream_options(err: openai.APIStatusError) -> bool:
 
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:
-    """``message.to_openai()``, with the arguments of earlier tool calls made valid JSON."""
+    """``message.to_openai()``, with the arguments of earlier tool calls made valid JSON and
+    a tool-calling step's reasoning as ``reasoning_content`` (the profile's ``adapt`` keeps
+    it only for a provider that wants it back)."""
     wire = message.to_openai()
+    reasoning = message.metadata.get(STEP_REASONING)
+    if message.tool_calls and isinstance(reasoning, str):
+        wire["reasoning_content"] = reasoning
     for call in wire.get("tool_calls") or []:
         function = call["function"]
         if not _is_json(function["arguments"]):

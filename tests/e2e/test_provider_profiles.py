@@ -5,6 +5,12 @@ right, the reasoning arrives apart from it, the usage is the provider's or marke
 
 The daphne is configured by the environment alone (a local base URL, so the profile starts
 generic): what differs is learnt from the endpoint's answers, as for a user's own server.
+Except for DeepSeek's old rule, which only bites a client that follows today's (started with
+the ``deepseek`` profile, as api.deepseek.com is detected): there the refusal of the
+reasoning sent back is learnt.
+
+DeepSeek's thinking mode (the ``deepseek`` fake) needs a tool-calling step's reasoning back
+within the turn: the ReAct turn's second call carries it, the next turn's calls do not.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ from tests.support.scripted_server import text, tool_calls
 from tests.support.ws_client import Browserless, run_turn, stored_messages, types
 
 pytestmark = pytest.mark.slow
+
+# The client's starting profile where it is not the generic one a local base URL gives.
+CLIENT_PROFILE = {"deepseek_legacy": "deepseek"}
 
 THOUGHT = "The user asks for a product; the calculator gives it exactly. "
 FINAL_THOUGHT = "Both results are in; 42 is larger than 40. "
@@ -50,7 +59,10 @@ def check_usage(usage: dict, profile, streamed: bool) -> None:
 async def test_react_and_dag_runs_per_provider_profile(live_daphne_factory, scripted_server, name):
     profile = PROFILES[name]
     scripted_server.use_profile(name)
-    server = live_daphne_factory(env=scripted_server.daphne_env(model="scripted-model"))
+    env = scripted_server.daphne_env(model="scripted-model")
+    if name in CLIENT_PROFILE:
+        env["LLM_PROVIDER_PROFILE"] = CLIENT_PROFILE[name]
+    server = live_daphne_factory(env=env)
     client = Browserless(server)
     client.login()
     conversation = client.api("POST", "/api/conversations/", {})
@@ -99,10 +111,30 @@ async def test_react_and_dag_runs_per_provider_profile(live_daphne_factory, scri
         "17 × 23 = 391.",
         "6*7 = 42 is larger than 5*8 = 40.",
     ]
-    for body in scripted_server.requests:
+    requests = scripted_server.requests
+    for body in requests:
         for message in body["messages"]:
-            assert "reasoning_content" not in message and "reasoning" not in message
+            assert "reasoning" not in message
             assert THOUGHT not in str(message.get("content"))
+    # Only a tool-calling step's reasoning goes back, only within its turn, only where the
+    # provider wants it (DeepSeek's thinking mode: refused once by the generic profile).
+    answered = requests[react_requests - 1]  # the call that wrote the answer
+    step = [m for m in answered["messages"] if m.get("tool_calls")]
+    assert len(step) == 1
+    if profile.requires_reasoning_echo:
+        assert step[0]["reasoning_content"] == THOUGHT
+    else:
+        assert "reasoning_content" not in step[0]
+    for body in requests[react_requests:]:  # the next turn: no step's reasoning, anywhere
+        assert all("reasoning_content" not in m for m in body["messages"])
+    after_tool = [
+        b for b in requests[:react_requests] if any(m.get("tool_calls") for m in b["messages"])
+    ]
+    if profile.requires_reasoning_echo or name in CLIENT_PROFILE:
+        # Sent as the profile said, refused once, then as the endpoint wants.
+        assert len(after_tool) == 2
+    else:
+        assert len(after_tool) == 1
     if profile.stream_usage == "refused":
         # Refused once, then remembered for as long as the process runs.
         assert sum("stream_options" in body for body in scripted_server.requests) == 1

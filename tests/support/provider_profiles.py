@@ -17,9 +17,19 @@ Each profile is written from the provider's documented wire format:
   streams; a tool call arrives whole in one chunk, without ``index``; reasoning in
   ``delta.reasoning``; ``POST /api/show`` gives ``model_info["<arch>.context_length"]`` and
   the Modelfile's ``num_ctx``.
-- ``deepseek`` (deepseek-reasoner): reasoning in ``delta.reasoning_content``, reasoning
-  tokens in usage, and a 400 when an input message carries ``reasoning_content`` (the docs:
-  it must not be sent back).
+- ``deepseek`` (thinking mode, deepseek-v4 / deepseek-reasoner today): reasoning in
+  ``delta.reasoning_content``, reasoning tokens in usage, and a 400 when an assistant message
+  with tool calls comes back without its ``reasoning_content``: "The `reasoning_content` in
+  the thinking mode must be passed back to the API." (``param``: null). Sources: DeepSeek's
+  guide, api-docs.deepseek.com/guides/thinking_mode ("Tool Calls": within a turn that calls
+  tools the reasoning must be passed back, else 400; on turns without tool calls it is
+  ignored); the error body as reported in github.com/decolua/9router/issues/773 and
+  github.com/JohnnyZ93/oai-compatible-copilot/issues/215; the 2025 wording "Missing
+  `reasoning_content` field in the assistant message at message index N" in
+  github.com/continuedev/continue/issues/9831.
+- ``deepseek_legacy`` (deepseek-reasoner, early 2025): the old rule, a 400 when an input
+  message carries ``reasoning_content`` (the docs of the time: it must not be sent back; they
+  quote no wording, so the message here paraphrases them).
 - ``gateway_no_stream_usage``: a proxy on an older API version: ``stream_options`` refused
   ("Unrecognized request argument supplied: stream_options"), so no usage in streams.
 - ``openrouter``: ``/v1/models`` entries with ``context_length`` and
@@ -49,6 +59,7 @@ class WireProfile:
     default_temperature_only: bool = False
     whole_tool_calls: bool = False  # one chunk per call, no ``index``
     refuses_reasoning_input: bool = False
+    requires_reasoning_echo: bool = False
 
     def models(self, model: str) -> dict[str, Any]:
         entry = {"id": model, "object": "model", "created": int(time.time())}
@@ -74,6 +85,16 @@ class WireProfile:
             )
         if self.stream_usage == "refused" and "stream_options" in body:
             return _invalid("Unrecognized request argument supplied: stream_options", None, None)
+        if self.requires_reasoning_echo and any(
+            m.get("tool_calls") and not isinstance(m.get("reasoning_content"), str)
+            for m in body.get("messages", [])
+            if isinstance(m, dict) and m.get("role") == "assistant"
+        ):
+            return _invalid(
+                "The `reasoning_content` in the thinking mode must be passed back to the API.",
+                None,
+                "invalid_request_error",
+            )
         if self.refuses_reasoning_input and any(
             "reasoning_content" in m for m in body.get("messages", []) if isinstance(m, dict)
         ):
@@ -153,6 +174,13 @@ PROFILES: dict[str, WireProfile] = {
         ),
         WireProfile(
             "deepseek",
+            owned_by="deepseek",
+            reasoning_field="reasoning_content",
+            reasoning_tokens=True,
+            requires_reasoning_echo=True,
+        ),
+        WireProfile(
+            "deepseek_legacy",
             owned_by="deepseek",
             reasoning_field="reasoning_content",
             reasoning_tokens=True,

@@ -4,9 +4,12 @@ import pytest
 
 from contextmgmt.core.providers import (
     PROFILES,
+    REASONING_ECHO,
+    REASONING_MISSING,
     ProviderProfile,
     detect,
     detect_from_models,
+    reasoning_echo_refusal,
     unsupported_parameter,
 )
 
@@ -104,7 +107,14 @@ def test_a_refused_parameter_changes_the_profile_once():
     assert generic.without("messages") is None
 
 
-REFUSABLE = ("max_tokens", "max_completion_tokens", "temperature", "stream_options")
+REFUSABLE = (
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "stream_options",
+    REASONING_ECHO,
+    REASONING_MISSING,
+)
 
 
 @pytest.mark.parametrize(
@@ -119,3 +129,65 @@ def test_sending_a_parameter_again_undoes_its_refusal(name, param):
 def test_sending_an_unknown_parameter_changes_nothing():
     refused = ProviderProfile(send_temperature=False)
     assert refused.sending("messages") is refused
+
+
+STEP = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+}
+TURN = {
+    "model": "m",
+    "messages": [
+        {"role": "user", "content": "q"},
+        {**STEP, "reasoning_content": "I should call f."},
+        {"role": "tool", "tool_call_id": "c1", "content": "1"},
+        {**STEP, "tool_calls": [{**STEP["tool_calls"][0], "id": "c2"}]},  # kept none
+        {"role": "tool", "tool_call_id": "c2", "content": "2"},
+    ],
+}
+
+
+def test_a_profile_that_echoes_sends_every_tool_steps_reasoning_and_others_none():
+    echoed = PROFILES["deepseek"].adapt(TURN)["messages"]
+    assert [m.get("reasoning_content") for m in echoed] == [None, "I should call f.", None, "", None]
+    assert "reasoning_content" not in echoed[0] and "reasoning_content" not in echoed[2]
+    plain = PROFILES["openai_compatible"].adapt(TURN)["messages"]
+    assert all("reasoning_content" not in m for m in plain)
+    assert "reasoning_content" in TURN["messages"][1]  # the caller's request is not changed
+
+
+@pytest.mark.parametrize(
+    ("message", "sent", "refused"),
+    [
+        (
+            "The `reasoning_content` in the thinking mode must be passed back to the API.",
+            REQUEST,
+            REASONING_MISSING,
+        ),
+        (
+            "Missing `reasoning_content` field in the assistant message at message index 2. "
+            "For more information, please refer to "
+            "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",
+            REQUEST,
+            REASONING_MISSING,
+        ),
+        (
+            "The reasoning_content of earlier messages must not be sent back.",
+            TURN,
+            REASONING_ECHO,
+        ),
+        ("The reasoning_content of earlier messages must not be sent back.", REQUEST, None),
+        ("Invalid image URL", TURN, None),
+    ],
+)
+def test_a_400_about_a_tool_steps_reasoning_is_read(message, sent, refused):
+    assert reasoning_echo_refusal(message, sent) == refused
+
+
+def test_the_reasoning_refusals_turn_echo_on_and_off():
+    generic = PROFILES["openai_compatible"]
+    assert generic.without(REASONING_MISSING).reasoning_echo is True
+    assert generic.without(REASONING_ECHO) is None
+    assert PROFILES["deepseek"].without(REASONING_ECHO).reasoning_echo is False
+    assert PROFILES["deepseek"].without(REASONING_MISSING) is None
