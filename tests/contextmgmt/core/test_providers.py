@@ -150,7 +150,8 @@ TURN = {
 
 def test_a_profile_that_echoes_sends_every_tool_steps_reasoning_and_others_none():
     echoed = PROFILES["deepseek"].adapt(TURN)["messages"]
-    assert [m.get("reasoning_content") for m in echoed] == [None, "I should call f.", None, "", None]
+    expected = [None, "I should call f.", None, "", None]
+    assert [m.get("reasoning_content") for m in echoed] == expected
     assert "reasoning_content" not in echoed[0] and "reasoning_content" not in echoed[2]
     plain = PROFILES["openai_compatible"].adapt(TURN)["messages"]
     assert all("reasoning_content" not in m for m in plain)

@@ -68,9 +68,7 @@ async def test_deepseek_gets_the_steps_reasoning_back_within_the_turn(scripted_s
     assert "reasoning_content" not in sent[0]["messages"][0]
 
 
-async def test_a_step_without_kept_reasoning_goes_back_with_an_empty_one(
-    scripted_server, llm_for
-):
+async def test_a_step_without_kept_reasoning_goes_back_with_an_empty_one(scripted_server, llm_for):
     scripted_server.use_profile("deepseek").enqueue(text("42."))
     await llm_for("deepseek").chat(turn_after_a_tool_call(reasoning=None))
     assert scripted_server.requests[0]["messages"][1]["reasoning_content"] == ""
