@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 
 from channels.db import database_sync_to_async
@@ -22,7 +23,7 @@ from django.conf import settings
 from django.utils import translation
 
 from chat import image_describer
-from chat.runs import storage
+from chat.runs import approvals, storage
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
@@ -63,7 +64,10 @@ async def perform(run: Run):
     prepared = run.prepared = await _describe_old_images(run, prepared, compact)
 
     tools = run.deps.make_tools(
-        run.conversation_id, before_id=run.query_message_id, vision=prepared.vision
+        run.conversation_id,
+        before_id=run.query_message_id,
+        vision=prepared.vision,
+        disabled_sources=prepared.disabled_tool_sources,
     )
     # Counted as the engine will send it (system prompt, tool schemas, the query and the
     # follow-ups it starts with), so a history fitted here is not compacted again on the
@@ -156,6 +160,8 @@ async def perform(run: Run):
         on_compaction=on_compaction,
         # The socket's language (the run's task inherited it): the engine's own sentences.
         language=translation.get_language() or "en",
+        # A tool that needs approval pauses the run until the user answers.
+        approve=functools.partial(approvals.ask, run),
     )
     return await run.deps.engine_for(run.mode)(ctx)
 
