@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 
+from chat import tool_server_admin  # noqa: F401 — registers the tool servers' admin
 from chat.models import Attachment, ContextSummary, Conversation, Message
 
 

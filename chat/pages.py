@@ -107,9 +107,7 @@ def _ordinary_request(conversation: Conversation, budget: int):
     from chat.runs.deps import make_tools
     from fimone.agent.history_room import ordinary_request
 
-    tools = make_tools(
-        conversation.id, before_id=0, disabled_sources=conversation.disabled_tool_sources or ()
-    )
+    tools = make_tools(conversation.id, before_id=0)
     return ordinary_request(conversation.mode, budget, tools=tools)
 
 

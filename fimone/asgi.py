@@ -2,7 +2,6 @@
 
 import asyncio
 import gc
-import logging
 import os
 import sys
 
@@ -27,11 +26,6 @@ def _drain_on_sigterm() -> None:
     (docs/operations.md). Installed once Twisted's own signal handlers are in place."""
     if "daphne.server" not in sys.modules:
         return  # imported by another server or by tests
-    if "fimone.server" not in sys.modules:
-        logging.getLogger(__name__).warning(
-            "started by plain daphne: Twisted parses form bodies on the event loop; start "
-            "fimone with `python -m fimone.server` (docs/operations.md, section 3)"
-        )
     from twisted.internet import reactor
 
     def install() -> None:
@@ -42,7 +36,17 @@ def _drain_on_sigterm() -> None:
             stop=lambda: reactor.callFromThread(reactor.stop),
         )
 
+    def close_tool_servers():
+        # After the drain (its stop) and on any other shutdown: stdio tool servers are this
+        # process's children and are stopped with it (docs/tools.md).
+        from twisted.internet.defer import Deferred
+
+        from chat import tool_servers
+
+        return Deferred.fromFuture(asyncio.ensure_future(tool_servers.close()))
+
     reactor.callWhenRunning(install)
+    reactor.addSystemEventTrigger("before", "shutdown", close_tool_servers)
 
 
 _drain_on_sigterm()

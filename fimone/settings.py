@@ -247,12 +247,6 @@ FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS
 # before its run counts as orphaned (chat.runs.control).
 FIMONE_RUN_PROBE_SECONDS = _typed(env.float, "FIMONE_RUN_PROBE_SECONDS", default=2.0)
 
-# Tools: how long a run waits for the user to approve a tool call marked "needs approval"
-# before it ends cancelled (chat.runs.approvals); more tools from Python callables
-# ("package.module:function" returning a list of fimone.agent.Tool), docs/protocol.md.
-FIMONE_TOOL_APPROVAL_SECONDS = _typed(env.float, "FIMONE_TOOL_APPROVAL_SECONDS", default=300.0)
-FIMONE_EXTRA_TOOLS = env.list("FIMONE_EXTRA_TOOLS", default=[])
-
 # E-mail, used only for password reset (chat.accounts): without EMAIL_URL (django-environ's
 # form, e.g. smtp+tls://user:password@smtp.example.com:587) the reset routes answer 404.
 EMAIL_URL = env.str("EMAIL_URL", default="")
@@ -286,6 +280,16 @@ LLM_PROVIDER_PROFILE = env.str("LLM_PROVIDER_PROFILE", default="")
 FAST_LLM_PROVIDER_PROFILE = env.str("FAST_LLM_PROVIDER_PROFILE", default="")
 LLM_TIMEOUT_SECONDS = _typed(env.float, "LLM_TIMEOUT_SECONDS", default=120.0)
 LLM_MAX_RETRIES = _typed(env.int, "LLM_MAX_RETRIES", default=2)
+
+# MCP tool servers (docs/tools.md): the operator's mcpServers file, the only place a stdio
+# server (a command this machine runs) can come from; how long a server's tool listing is
+# reused; how long a server may take to start and list its tools before a run goes on
+# without it.
+FIMONE_MCP_CONFIG = env.str("FIMONE_MCP_CONFIG", default="")
+FIMONE_MCP_TOOLS_TTL_SECONDS = _typed(env.float, "FIMONE_MCP_TOOLS_TTL_SECONDS", default=30.0)
+FIMONE_MCP_START_TIMEOUT_SECONDS = _typed(
+    env.float, "FIMONE_MCP_START_TIMEOUT_SECONDS", default=30.0
+)
 
 # Drain on SIGTERM (chat.drain): how long running runs may take to finish before the rest
 # are marked interrupted and the process exits.

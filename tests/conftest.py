@@ -3,6 +3,8 @@
 import pytest
 
 pytest_plugins = [
+    # Real MCP servers (stdio children, streamable HTTP on loopback) and a closed pool.
+    "tests.support.mcp_servers",
     # Websocket runs: a clean channel layer and run registry, replaceable run collaborators,
     # a FakeLLM for every role.
     "tests.support.runs",

@@ -9,13 +9,11 @@ module functions.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-from django.utils.module_loading import import_string
-
+from chat import tool_servers
 from chat.fetch import fetch_config
 from chat.recall import recall_search_for
 from contextmgmt.budget import Budget, budget_for_config
@@ -23,16 +21,7 @@ from contextmgmt.budget import resolve_budget as resolve_configured_budget
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.db_memory import DbMemory
-from fimone.agent import (
-    AgentContext,
-    AgentOutcome,
-    Tool,
-    ToolRegistry,
-    default_tools,
-    run_dag,
-    run_react,
-)
-from fimone.agent.tools import BUILTIN_SOURCE
+from fimone.agent import AgentContext, AgentOutcome, Tool, default_tools, run_dag, run_react
 from fimone.agent.tools.web import fetch_url_tool
 from fimone.llm import get_llm as registry_llm
 from fimone.llm.registry import get_llm_for_config
@@ -40,36 +29,16 @@ from fimone.llm.registry import get_llm_for_config
 Engine = Callable[[AgentContext], Awaitable[AgentOutcome]]
 
 
-def make_tools(
-    conversation_id: Any,
-    *,
-    before_id: int,
-    vision: bool = False,
-    disabled_sources: Collection[str] = (),
-) -> ToolRegistry:
+def make_tools(conversation_id: Any, *, before_id: int, vision: bool = False) -> list[Tool]:
     """The default tools, with ``recall`` searching this conversation's older messages (and
-    images, sent again as pixels when the model can see them: ``vision``), ``fetch_url``
-    unless the operator switched it off, then the operator's extra tools; none of a source
-    the user switched off for the conversation (``disabled_sources``; the built-in tools
-    cannot be switched off)."""
-    builtin = default_tools(
+    images, sent again as pixels when the model can see them: ``vision``), and
+    ``fetch_url`` unless the operator switched it off."""
+    tools = default_tools(
         recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision)
     )
     config = fetch_config()
     if config is not None:
-        builtin.register(fetch_url_tool(config))
-    tools = [*builtin.tools(), *extra_tools()]
-    return ToolRegistry(
-        [t for t in tools if t.source == BUILTIN_SOURCE or t.source not in disabled_sources]
-    )
-
-
-def extra_tools() -> list[Tool]:
-    """The tools of ``FIMONE_EXTRA_TOOLS``: each entry names a callable ("package.module:
-    function" or "package.module.function") that returns a list of tools."""
-    tools: list[Tool] = []
-    for path in settings.FIMONE_EXTRA_TOOLS:
-        tools += import_string(path.replace(":", "."))()
+        tools.register(fetch_url_tool(config))
     return tools
 
 
@@ -90,7 +59,9 @@ class RunDeps:
     resolve_model_budget: Callable[[int], Budget] = budget_for_config
     make_memory: Callable[..., BaseMemory] = DbMemory
     engine_for: Callable[[str], Engine] = engine_for
-    make_tools: Callable[..., ToolRegistry] = make_tools
+    make_tools: Callable[..., list[Tool]] = make_tools
+    # The tool servers' tools and the servers left out (``McpToolset``), per run.
+    server_tools: Callable[..., Awaitable[Any]] = tool_servers.server_tools
 
     def replace(self, **changes: Any) -> RunDeps:
         return dataclasses.replace(self, **changes)

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chat.runs import storage
-from chat.runs.approvals import RunApprovals
 from chat.runs.compactions import RunCompactions
 from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, take_back
@@ -68,8 +67,6 @@ class Run:
     retry_of: int | None = None  # the failed assistant message this run answers again
     # The run's compaction ledger and the summaries it may store (set when work starts).
     compactions: RunCompactions | None = None
-    # Tool calls waiting for the user's approval (chat.runs.approvals).
-    approvals: RunApprovals = field(default_factory=RunApprovals)
 
     @property
     def run_id(self) -> str:

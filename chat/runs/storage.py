@@ -28,7 +28,6 @@ from chat.models import Conversation, Message
 from chat.runs import control
 from chat.runs.deps import RunDeps
 from chat.summaries import summary_save
-from chat.tool_settings import disabled_tool_sources
 from contextmgmt.budget import Budget
 from contextmgmt.calibration import record_usage
 from contextmgmt.core.llm import LLM, Usage
@@ -76,7 +75,6 @@ class PreparedRun:
     query: ChatMessage  # pinned, images inline
     history: LoadedHistory  # read in the same thread hop; the memory fits it to the budget
     follow_ups: tuple[ChatMessage, ...] = ()
-    disabled_tool_sources: frozenset[str] = frozenset()  # switched off in the conversation
 
 
 # --- opening a run (the user message is committed first) -------------------------------------
@@ -326,7 +324,6 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         query=dataclasses.replace(query, injected=False),  # the run's current query
         history=load_history(opened.query.conversation_id, vision=history_vision),
         follow_ups=follow_ups,
-        disabled_tool_sources=disabled_tool_sources(conversation_id=opened.query.conversation_id),
     )
 
 

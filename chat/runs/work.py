@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import translation
+from django.utils.translation import gettext
 
 from chat import image_describer
-from chat.runs import approvals, storage
+from chat.runs import storage
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
@@ -64,11 +64,9 @@ async def perform(run: Run):
     prepared = run.prepared = await _describe_old_images(run, prepared, compact)
 
     tools = run.deps.make_tools(
-        run.conversation_id,
-        before_id=run.query_message_id,
-        vision=prepared.vision,
-        disabled_sources=prepared.disabled_tool_sources,
+        run.conversation_id, before_id=run.query_message_id, vision=prepared.vision
     )
+    await _add_server_tools(run, tools, vision=prepared.vision)
     # Counted as the engine will send it (system prompt, tool schemas, the query and the
     # follow-ups it starts with), so a history fitted here is not compacted again on the
     # first call (fimone.agent.history_room).
@@ -160,10 +158,37 @@ async def perform(run: Run):
         on_compaction=on_compaction,
         # The socket's language (the run's task inherited it): the engine's own sentences.
         language=translation.get_language() or "en",
-        # A tool that needs approval pauses the run until the user answers.
-        approve=functools.partial(approvals.ask, run),
     )
     return await run.deps.engine_for(run.mode)(ctx)
+
+
+async def _add_server_tools(run: Run, tools, *, vision: bool) -> None:
+    """The tool servers' (MCP) tools join the run's. A server that could not be started or
+    listed is left out: the run goes on, and the answer carries a note saying so."""
+    served = await run.deps.server_tools(vision=vision)
+    for tool in served.tools:
+        if tool.name in tools:
+            logger.warning(
+                "run %s: tool %s is already defined; the server's is left out",
+                run.run_id,
+                tool.name,
+            )
+            continue
+        tools.register(tool)
+    for problem in served.problems:
+        text = gettext(
+            "The tool server %(server)s is not available for this answer (%(reason)s); "
+            "the answer goes on without its tools."
+        ) % {"server": problem.server, "reason": problem.reason}
+        await run.emit(
+            "step",
+            {
+                "kind": "note",
+                "code": "tool_server_unavailable",
+                "server": problem.server,
+                "text": text,
+            },
+        )
 
 
 async def _describe_old_images(

@@ -13,7 +13,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, Literal, NotRequired, Required
+from typing import Annotated, Any, Literal, NotRequired, Required, Union
 
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
@@ -54,30 +54,62 @@ _JSON_TYPES: dict[str, Any] = {
 }
 
 
-def _annotation(schema: dict[str, Any]) -> Any:
-    """The Python type a JSON-schema property describes (the subset tools use)."""
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _annotation(schema: Any) -> Any:
+    """The Python type a JSON-schema property describes.
+
+    Plain types, enums of scalars, lists of types and arrays of these are checked; anything
+    else (``anyOf``, ``$ref``, a schema given as ``true``, tuple ``items``, an enum of
+    objects) is let through for the tool to judge: an MCP server's schema may use any of
+    JSON Schema, and the check must never refuse a call the schema allows.
+    """
+    if not isinstance(schema, dict):
+        return Any
     if "enum" in schema:
-        return Literal[tuple(schema["enum"])]
-    if schema.get("type") == "array":
+        values = schema["enum"]
+        if isinstance(values, list) and values and all(isinstance(v, _SCALARS) for v in values):
+            return Literal[tuple(values)]
+        return Any
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [_annotation({**schema, "type": k}) if k != "null" else None for k in kind]
+        if not kinds or Any in kinds:
+            return Any
+        return Union[tuple(type(None) if k is None else k for k in kinds)]  # noqa: UP007
+    if kind == "array":
         return list[_annotation(schema.get("items", {}))]
-    return _JSON_TYPES.get(schema.get("type", ""), Any)
+    return _JSON_TYPES.get(kind, Any) if isinstance(kind, str) else Any
+
+
+def _keeps_extra_keys(parameters: dict[str, Any]) -> bool:
+    """Whether the schema asks for keys beyond its properties (a map of names to values)."""
+    extra = parameters.get("additionalProperties")
+    return bool(extra) or bool(parameters.get("patternProperties"))
 
 
 def arguments_adapter(name: str, parameters: dict[str, Any]) -> TypeAdapter[Any]:
     """A validator of a tool's argument object built from its JSON schema.
 
-    Required properties must be present and not null; an optional one given as null counts
-    as absent. Unknown extra keys are ignored: models add them, and refusing helps no one.
+    Required properties must be present and not null (unless their schema allows null); an
+    optional one given as null counts as absent. Unknown extra keys are ignored: models add
+    them, and refusing helps no one; a schema that allows more keys
+    (``additionalProperties``) keeps them.
     """
-    required = set(parameters.get("required", []))
+    properties = parameters.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    required = parameters.get("required")
+    required = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
     fields: dict[str, Any] = {}
-    for key, schema in parameters.get("properties", {}).items():
+    for key, schema in properties.items():
         kind = _annotation(schema)
         fields[key] = Required[kind] if key in required else NotRequired[kind | None]
     for key in required - fields.keys():
         fields[key] = Required[Any]
     arguments = TypedDict(f"{name}_arguments", fields)  # type: ignore[misc]
-    arguments.__pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[attr-defined]
+    extra = "allow" if _keeps_extra_keys(parameters) else "ignore"
+    arguments.__pydantic_config__ = ConfigDict(extra=extra)  # type: ignore[attr-defined]
     return TypeAdapter(arguments)
 
 
@@ -102,7 +134,10 @@ class Tool:
 
     @cached_property
     def arguments(self) -> TypeAdapter[Any]:
-        return arguments_adapter(self.name, self.parameters)
+        try:
+            return arguments_adapter(self.name, self.parameters)
+        except Exception:  # a schema beyond the checker: any JSON object, the tool judges
+            return TypeAdapter(dict[str, Any])
 
     def openai(self) -> dict[str, Any]:
         return {
@@ -137,28 +172,8 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
-    def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
-
-    def tools(self) -> list[Tool]:
-        return list(self._tools.values())
-
     def openai_tools(self) -> list[dict[str, Any]]:
         return [tool.openai() for tool in self._tools.values()]
-
-    def problem(self, name: str, arguments_json: str | None) -> str | None:
-        """Why a call cannot run as asked (unknown tool, bad arguments), as the ``Error: …``
-        text ``run`` would give; None when it can. Checked before the user is asked to
-        approve a call: a call that cannot run is not put to the user."""
-        tool = self._tools.get(name)
-        if tool is None:
-            known = ", ".join(self._tools) or "none"
-            return f"Error: unknown tool {name!r}. Available tools: {known}."
-        try:
-            _parse_arguments(tool, arguments_json)
-        except ValueError as exc:
-            return f"Error: bad arguments for {name}: {exc}"
-        return None
 
     async def run(self, name: str, arguments_json: str | None) -> str:
         """Run a tool and return its text; every fault becomes a readable ``Error: …``."""
@@ -193,7 +208,9 @@ def _parse_arguments(tool: Tool, arguments_json: str | None) -> dict[str, Any]:
         args = tool.arguments.validate_json(text)
     except ValidationError as exc:
         raise ValueError(_describe_arguments_error(exc)) from None
-    return {key: value for key, value in args.items() if value is not None}
+    required = tool.parameters.get("required")
+    required = required if isinstance(required, list) else ()
+    return {key: value for key, value in args.items() if value is not None or key in required}
 
 
 def _describe_arguments_error(exc: ValidationError) -> str:

@@ -35,8 +35,6 @@ TEXT_TYPES = frozenset(
         "application/atom+xml",
     }
 )
-# Beyond this many elements a page gets its plain text, not its main text (see _html).
-MAX_HTML_ELEMENTS = 10_000
 # Types fetch_url sniffs: servers send them for anything.
 _UNSURE = frozenset({"", "application/octet-stream", "binary/octet-stream", "unknown/unknown"})
 
@@ -117,21 +115,11 @@ def page_text(fetched: FetchedBody, *, raw: bool = False) -> PageText:
 
 def _html(fetched: FetchedBody, *, raw: bool) -> PageText:
     source = decode(fetched) if fetched.charset else fetched.body
-    tree = _parse_html(source)
-    title = " ".join((tree.findtext(".//title") or "").split()) if tree is not None else ""
+    title = _title(source)
     if raw:
         return PageText("html", decode(fetched), title)
     import trafilatura  # imported on first use: it takes a noticeable part of a second
 
-    elements = sum(1 for _ in tree.iter()) if tree is not None else 0
-    if elements > MAX_HTML_ELEMENTS:
-        # Finding the main text takes time that grows faster than the page (seconds of
-        # CPU for tens of thousands of elements); the plain text is quick at any size.
-        note = (
-            f"The page is too large ({elements:,} HTML elements) to find its main text in "
-            "time: all of its visible text is given instead."
-        )
-        return PageText("html", (trafilatura.html2txt(source) or "").strip(), title, (note,))
     markdown = trafilatura.extract(
         source,
         url=fetched.url,
@@ -152,13 +140,15 @@ def _html(fetched: FetchedBody, *, raw: bool) -> PageText:
     return PageText("html", text.strip(), title, (note,))
 
 
-def _parse_html(source: str | bytes):
+def _title(source: str | bytes) -> str:
     import lxml.html
 
     try:
-        return lxml.html.document_fromstring(source)
+        tree = lxml.html.fromstring(source)
     except (ValueError, lxml.etree.ParserError):
-        return None
+        return ""
+    title = tree.findtext(".//title") or ""
+    return " ".join(title.split())
 
 
 def _json(fetched: FetchedBody) -> PageText:

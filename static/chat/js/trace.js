@@ -42,8 +42,10 @@ export const TRACE_HANDLERS = {
     } else view.addNote(text);
   },
 
+  // A note the server wrote for the user (e.g. a tool server left out of this answer).
   step(view, frame) {
-    view.addStep(frame);
+    if (frame.kind === "note") view.addNote(String(frame.text || ""));
+    else view.addStep(frame);
   },
 
   "dag.plan"(view, frame, run) {

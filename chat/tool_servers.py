@@ -1,0 +1,185 @@
+"""The tool servers (MCP) of this server process: which are configured, and the one pool of
+connections to them that every run shares (docs/tools.md, docs/operations.md).
+
+Servers come from the operator's ``FIMONE_MCP_CONFIG`` file (stdio and HTTP) and from the
+admin's ``ToolServer`` rows (streamable HTTP only). A file server gets a row the first time
+it is seen, so the admin can switch it and its tools; its command, environment, URL and
+headers are always the file's. Secrets in headers and environments are ``${NAME}``
+references to environment variables on the allow-list shared with model keys
+(``contextmgmt.secrets``), resolved when a server is connected.
+
+One pool per process: a stdio server is one child of this process, reused by every run,
+started again when it died, closed on shutdown and at the end of a drain (``close``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from chat.tool_server_models import ToolServer
+from contextmgmt.secrets import secret_env_allowed, secret_env_refusal
+from fimone.agent.tools.mcp_client import McpPool, McpToolset
+from fimone.agent.tools.mcp_config import (
+    McpServerSpec,
+    ParsedServers,
+    SecretRefused,
+    parse_mcp_servers,
+    server_from_entry,
+)
+
+logger = logging.getLogger(__name__)
+
+# How long the configured servers (file and rows) are reused before they are read again.
+SPECS_TTL = 2.0
+
+_file_cache: dict[str, tuple[tuple, ParsedServers]] = {}
+_specs_cache: dict[str, tuple[float, list[McpServerSpec]]] = {}
+_pool: dict[str, McpPool | asyncio.AbstractEventLoop | None] = {"pool": None, "loop": None}
+
+
+def secret_lookup(name: str) -> str:
+    """The value of an allowed secret variable; SecretRefused says why not."""
+    if not secret_env_allowed(name):
+        raise SecretRefused(name, secret_env_refusal(name))
+    value = os.environ.get(name)
+    if value is None:
+        raise SecretRefused(name, f"the environment variable {name} is not set")
+    return value
+
+
+def read_config_file(path: str | None = None) -> ParsedServers:
+    """The servers of the ``FIMONE_MCP_CONFIG`` file (re-read when it changes)."""
+    path = settings.FIMONE_MCP_CONFIG if path is None else path
+    if not path:
+        return ParsedServers([], [])
+    try:
+        stat = Path(path).stat()
+    except OSError as exc:
+        return ParsedServers([], [f"FIMONE_MCP_CONFIG {path}: {exc.strerror or exc}"])
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    cached = _file_cache.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        parsed = ParsedServers([], [f"FIMONE_MCP_CONFIG {path}: not readable JSON ({exc})"])
+    else:
+        parsed = parse_mcp_servers(data, source="file")
+    for error in parsed.errors:
+        logger.warning("%s", error)
+    _file_cache[path] = (stamp, parsed)
+    return parsed
+
+
+def sync_file_rows(parsed: ParsedServers) -> dict[str, ToolServer]:
+    """Every row by name, after adding one for each file server that has none."""
+    rows = {row.name: row for row in ToolServer.objects.all()}
+    for spec in parsed.servers:
+        if spec.name in rows:
+            continue
+        try:
+            with transaction.atomic():
+                rows[spec.name] = ToolServer.objects.create(
+                    name=spec.name,
+                    source=ToolServer.Source.FILE,
+                    transport=spec.transport,
+                    enabled=not spec.extra.get("disabled", False),
+                    allowed_tools="\n".join(sorted(spec.allowed_tools or ())),
+                    approval_tools="\n".join(sorted(spec.approval_tools)),
+                    timeout_seconds=spec.timeout,
+                )
+        except IntegrityError:  # another process added it first
+            rows[spec.name] = ToolServer.objects.get(name=spec.name)
+    return rows
+
+
+def admin_row_spec(row: ToolServer) -> McpServerSpec:
+    """An admin-defined (streamable HTTP) row as a spec; ValueError when it is unusable."""
+    entry = {"type": "http", "url": row.url, "headers": row.headers or {}}
+    return server_from_entry(row.name, entry, source="admin")
+
+
+def configured_servers() -> list[McpServerSpec]:
+    """The enabled servers, file first (a name defined in the file is the file's)."""
+    parsed = read_config_file()
+    rows = sync_file_rows(parsed)
+    specs: list[McpServerSpec] = []
+    for spec in parsed.servers:
+        row = rows[spec.name]
+        if row.source != ToolServer.Source.FILE:
+            logger.warning("tool server %s: the file's definition wins over the admin's", spec.name)
+        specs.append(_with_row(spec, row))
+    file_names = {spec.name for spec in parsed.servers}
+    for row in rows.values():
+        if row.source == ToolServer.Source.ADMIN and row.name not in file_names and row.enabled:
+            try:
+                specs.append(_with_row(admin_row_spec(row), row))
+            except ValueError as exc:
+                logger.warning("tool server %s left out: %s", row.name, exc)
+    return [spec for spec in specs if spec.extra.get("enabled")]
+
+
+def _with_row(spec: McpServerSpec, row: ToolServer) -> McpServerSpec:
+    return dataclasses.replace(
+        spec,
+        allowed_tools=row.allowed_set,
+        approval_tools=row.approval_set,
+        timeout=row.timeout_seconds,
+        extra={**spec.extra, "enabled": row.enabled},
+    )
+
+
+async def current_servers() -> list[McpServerSpec]:
+    """``configured_servers`` reused for SPECS_TTL seconds (no thread hop while fresh)."""
+    cached = _specs_cache.get("specs")
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    specs = await database_sync_to_async(configured_servers)()
+    _specs_cache["specs"] = (time.monotonic() + SPECS_TTL, specs)
+    return specs
+
+
+def forget_cached_servers() -> None:
+    """Read the file and the rows again on the next run (an admin save, tests)."""
+    _specs_cache.clear()
+
+
+def pool() -> McpPool:
+    """This process's pool (a new one on another event loop: a test's own loop)."""
+    loop = asyncio.get_running_loop()
+    current = _pool["pool"]
+    if current is None or _pool["loop"] is not loop:
+        current = McpPool(
+            secret_lookup,
+            list_ttl=settings.FIMONE_MCP_TOOLS_TTL_SECONDS,
+            start_timeout=settings.FIMONE_MCP_START_TIMEOUT_SECONDS,
+        )
+        _pool.update(pool=current, loop=loop)
+    return current
+
+
+async def server_tools(*, vision: bool) -> McpToolset:
+    """The tools of the enabled servers for one run, and the servers left out."""
+    specs = await current_servers()
+    if not specs:
+        return McpToolset([], [])
+    return await pool().toolset(specs, vision=vision)
+
+
+async def close() -> None:
+    """Close every connection of this process (stdio servers exit)."""
+    current = _pool["pool"]
+    _pool.update(pool=None, loop=None)
+    if current is not None:
+        await current.aclose()

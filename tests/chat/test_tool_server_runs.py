@@ -1,0 +1,112 @@
+"""Runs with the tools of MCP servers from the operator's configuration file: a real stdio
+child process (tests/support/mcp_server.py) called over a real websocket run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+
+from chat import tool_servers
+from chat.models import Message
+from tests.support.mcp_servers import REPO_ROOT, SERVER_MODULE
+from tests.support.runs import WAIT, events_until, of_type, send
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("clean_runs"),
+]
+
+
+def server_entry(marker_dir, *mode: str) -> dict:
+    return {
+        "command": sys.executable,
+        "args": ["-m", SERVER_MODULE, *(mode or ("stdio",)), "--marker-dir", str(marker_dir)]
+        if not mode or mode[0] != "fail-at-start"
+        else ["-m", SERVER_MODULE, "fail-at-start"],
+        "cwd": str(REPO_ROOT),
+        "timeout": 30,
+    }
+
+
+@pytest.fixture
+async def mcp_file(tmp_path, settings, marker_dir):
+    """Writes the operator's mcpServers file; the servers are closed after the test."""
+
+    def write(servers: dict) -> None:
+        path = tmp_path / "mcp.json"
+        path.write_text(json.dumps({"mcpServers": servers}))
+        settings.FIMONE_MCP_CONFIG = str(path)
+        tool_servers.forget_cached_servers()
+
+    yield write
+    await tool_servers.close()
+    tool_servers.forget_cached_servers()
+
+
+async def wait_for_file(path) -> None:
+    async with asyncio.timeout(WAIT):
+        while not path.exists():  # noqa: ASYNC110 - the server process writes it
+            await asyncio.sleep(0.05)
+
+
+async def test_a_run_calls_a_tool_of_a_stdio_server(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    mcp_file({"notes": server_entry(marker_dir)})
+    ws_fake_llm.enqueue(
+        ws_fake_llm.tool_call("notes__echo", json.dumps({"text": "hello"})), "It said hello."
+    )
+    await send(socket, type="message", content="Echo hello", mode="react")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    results = [s for s in of_type(events, "step") if s["kind"] == "tool_result"]
+    assert [(s["name"], s["result"]) for s in results] == [("notes__echo", "echo: hello")]
+    offered = {t["function"]["name"] for t in ws_fake_llm.calls[0].tools}
+    assert {"notes__echo", "notes__add", "calculator"} <= offered
+
+
+async def test_a_server_that_fails_at_start_leaves_a_note_and_the_run_goes_on(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    mcp_file(
+        {"broken": server_entry(marker_dir, "fail-at-start"), "notes": server_entry(marker_dir)}
+    )
+    ws_fake_llm.enqueue(ws_fake_llm.tool_call("notes__add", '{"a": 1, "b": 2}'), "Three.")
+    await send(socket, type="message", content="Add 1 and 2", mode="react")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    notes = [s for s in of_type(events, "step") if s["kind"] == "note"]
+    assert len(notes) == 1 and notes[0]["server"] == "broken"
+    assert "broken" in notes[0]["text"] and "not available" in notes[0]["text"]
+    answer = await Message.objects.filter(conversation=conversation, role="assistant").alast()
+    kept = [s for s in answer.metadata["steps"] if s["kind"] == "note"]
+    assert kept and "broken" in kept[0]["text"]  # a reload shows it too
+    assert json.loads(answer.metadata["steps"][-1]["result"])["total"] == 3
+
+
+async def test_stop_during_a_long_call_cancels_the_request_on_the_server(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    mcp_file({"notes": server_entry(marker_dir)})
+    ws_fake_llm.enqueue(ws_fake_llm.tool_call("notes__slow", '{"seconds": 60}'), "never")
+    await send(socket, type="message", content="Take your time", mode="react")
+    await wait_for_file(marker_dir / "slow-started")
+    await send(socket, type="cancel")
+    events = await events_until(socket, "run.cancelled", "done", "error")
+    assert events[-1]["type"] == "run.cancelled", events[-1]
+    await wait_for_file(marker_dir / "slow-cancelled")
+
+
+async def test_an_image_result_reaches_a_model_that_sees_images(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    mcp_file({"notes": server_entry(marker_dir)})
+    ws_fake_llm.enqueue(ws_fake_llm.tool_call("notes__picture", "{}"), "A red dot.")
+    await send(socket, type="message", content="Show me the picture", mode="react")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    second = json.dumps([m.content for m in ws_fake_llm.calls[1].messages], default=str)
+    assert "data:image/png;base64,iVBOR" in second

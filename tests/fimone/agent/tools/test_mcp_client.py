@@ -1,0 +1,158 @@
+"""The MCP client against a real MCP server (the SDK's own server, tests/support/mcp_server.py)
+run as a stdio child process and over streamable HTTP on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+
+from fimone.agent.tools import ToolRegistry
+from fimone.agent.tools.mcp_config import McpServerSpec
+from fimone.agent.tools.mcp_results import NAME_RULE
+from tests.support.mcp_servers import stdio_spec
+
+WAIT = 60.0
+
+
+async def registry_of(pool, *specs, vision=True) -> tuple[ToolRegistry, list]:
+    toolset = await pool.toolset(list(specs), vision=vision)
+    return ToolRegistry(toolset.tools), toolset.problems
+
+
+async def wait_for_file(path, seconds=WAIT) -> str:
+    """The file's text once the server wrote it (it runs in another process)."""
+    async with asyncio.timeout(seconds):
+        while not path.exists():  # noqa: ASYNC110 - another process writes it
+            await asyncio.sleep(0.05)
+    return path.read_text()
+
+
+async def test_a_stdio_server_lists_its_tools_namespaced_with_their_schemas(mcp_pool, marker_dir):
+    tools, problems = await registry_of(mcp_pool, stdio_spec(marker_dir))
+    assert problems == []
+    assert {"test__echo", "test__add", "test__picture", "test__slow"} <= set(tools.names())
+    assert all(NAME_RULE.match(name) for name in tools.names())
+    add = next(t for t in tools.openai_tools() if t["function"]["name"] == "test__add")
+    schema = add["function"]["parameters"]
+    assert schema["properties"]["a"]["type"] == "integer"  # as the server gave it
+    assert schema["required"] == ["a", "b"]
+
+
+async def test_results_become_what_the_model_reads(mcp_pool, marker_dir):
+    tools, _ = await registry_of(mcp_pool, stdio_spec(marker_dir))
+    assert (await tools.run_output("test__echo", '{"text": "hi"}')).text == "echo: hi"
+    added = (await tools.run_output("test__add", '{"a": 2, "b": 40}')).text
+    assert json.loads(added) == {"total": 42, "terms": [2, 40]}  # structured, once
+    refused = (await tools.run_output("test__refuse", '{"reason": "not today"}')).text
+    assert refused.startswith("Error: ") and "not today" in refused
+    document = (await tools.run_output("test__document", "{}")).text
+    assert "file:///notes/today.md" in document and "Buy milk." in document
+
+
+async def test_an_image_is_an_image_part_for_a_model_that_sees_and_text_for_one_that_does_not(
+    mcp_pool, marker_dir
+):
+    spec = stdio_spec(marker_dir)
+    seeing, _ = await registry_of(mcp_pool, spec, vision=True)
+    shown = await seeing.run_output("test__picture", "{}")
+    assert len(shown.images) == 1
+    assert shown.images[0]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    blind, _ = await registry_of(mcp_pool, spec, vision=False)
+    told = await blind.run_output("test__picture", "{}")
+    assert told.images == () and "image/png" in told.text and "cannot see images" in told.text
+
+
+async def test_one_child_process_serves_every_run_of_the_process(mcp_pool, marker_dir):
+    spec = stdio_spec(marker_dir)
+    first, _ = await registry_of(mcp_pool, spec)
+    second, _ = await registry_of(mcp_pool, spec)
+    pids = {(await tools.run_output("test__pid", "{}")).text for tools in (first, second, first)}
+    assert len(pids) == 1
+
+
+async def test_a_server_that_dies_mid_call_is_an_error_and_is_started_again(mcp_pool, marker_dir):
+    tools, _ = await registry_of(mcp_pool, stdio_spec(marker_dir))
+    before = (await tools.run_output("test__pid", "{}")).text
+    died = (await tools.run_output("test__die", "{}")).text
+    assert died.startswith("Error: ") and "stopped during the call" in died
+    after = (await tools.run_output("test__pid", "{}")).text
+    assert after.isdigit() and after != before
+    assert (marker_dir / "died").read_text() == before
+
+
+async def test_a_hanging_call_times_out_and_the_server_is_told(mcp_pool, marker_dir):
+    tools, _ = await registry_of(mcp_pool, stdio_spec(marker_dir, timeout=1.5))
+    hung = (await tools.run_output("test__hang", "{}")).text
+    assert hung == "Error: tool test__hang timed out after 1.5 seconds."
+    slow = (await tools.run_output("test__slow", '{"seconds": 30}')).text
+    assert "timed out" in slow
+    await wait_for_file(marker_dir / "slow-cancelled")  # the server saw the cancellation
+    assert (
+        await tools.run_output("test__echo", '{"text": "still here"}')
+    ).text == "echo: still here"
+
+
+async def test_stop_during_a_long_call_cancels_the_request_on_the_server(mcp_pool, marker_dir):
+    tools, _ = await registry_of(mcp_pool, stdio_spec(marker_dir))
+    call = asyncio.create_task(tools.run_output("test__slow", '{"seconds": 60}'))
+    await wait_for_file(marker_dir / "slow-started")
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await wait_for_file(marker_dir / "slow-cancelled")
+
+
+async def test_a_server_that_fails_at_start_is_left_out_and_the_others_stay(mcp_pool, marker_dir):
+    broken = McpServerSpec(
+        name="broken",
+        transport="stdio",
+        command=sys.executable,
+        args=("-m", "tests.support.mcp_server", "fail-at-start"),
+    )
+    missing = McpServerSpec(name="missing", transport="stdio", command="/nonexistent/mcp-server")
+    tools, problems = await registry_of(mcp_pool, broken, stdio_spec(marker_dir), missing)
+    assert [p.server for p in problems] == ["broken", "missing"]
+    assert all(p.reason for p in problems)
+    assert "test__echo" in tools and not any(n.startswith("broken") for n in tools.names())
+
+
+async def test_the_allow_list_keeps_only_the_named_tools(mcp_pool, marker_dir):
+    spec = stdio_spec(marker_dir, allowed_tools=frozenset({"echo", "add"}))
+    tools, _ = await registry_of(mcp_pool, spec)
+    assert sorted(tools.names()) == ["test__add", "test__echo"]
+
+
+async def test_tools_marked_for_approval_say_so(mcp_pool, marker_dir):
+    spec = stdio_spec(marker_dir, approval_tools=frozenset({"echo"}))
+    toolset = await mcp_pool.toolset([spec], vision=False)
+    marked = {t.name: t.needs_approval for t in toolset.tools}
+    assert marked["test__echo"] is True and marked["test__add"] is False
+    assert {t.source for t in toolset.tools} == {"mcp:test"}
+
+
+async def test_a_streamable_http_server_lists_and_calls(mcp_pool, http_mcp):
+    url, _ = http_mcp
+    spec = McpServerSpec(name="web", transport="http", url=url, timeout=20.0)
+    tools, problems = await registry_of(mcp_pool, spec)
+    assert problems == []
+    assert (await tools.run_output("web__echo", '{"text": "over http"}')).text == "echo: over http"
+    added = json.loads((await tools.run_output("web__add", '{"a": 1, "b": 2}')).text)
+    assert added["total"] == 3
+    assert len((await tools.run_output("web__picture", "{}")).images) == 1
+    assert (await tools.run_output("web__refuse", '{"reason": "x"}')).text.startswith("Error: ")
+
+
+async def test_stop_during_a_long_http_call_cancels_it_on_the_server(mcp_pool, http_mcp):
+    url, markers = http_mcp
+    for name in ("slow-started", "slow-cancelled"):
+        (markers / name).unlink(missing_ok=True)
+    tools, _ = await registry_of(mcp_pool, McpServerSpec(name="web", transport="http", url=url))
+    call = asyncio.create_task(tools.run_output("web__slow", '{"seconds": 60}'))
+    await wait_for_file(markers / "slow-started")
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await wait_for_file(markers / "slow-cancelled")

@@ -1,0 +1,148 @@
+"""Who may do what with tool servers: only the operator's file defines a stdio server (a
+command this machine runs), a header's secret must be on the key allow-list, and changing a
+server's connection needs a permission of its own; view-only staff change nothing."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from chat import tool_servers
+from chat.models import ToolServer
+
+pytestmark = pytest.mark.django_db
+
+ADD_URL = reverse("admin:chat_toolserver_add")
+LIST_URL = reverse("admin:chat_toolserver_changelist")
+
+
+def change_url(row) -> str:
+    return reverse("admin:chat_toolserver_change", args=[row.pk])
+
+
+def http_form(**overrides) -> dict:
+    form = {
+        "name": "docs",
+        "url": "https://mcp.example.com/mcp",
+        "headers": "{}",
+        "enabled": "on",
+        "allowed_tools": "",
+        "approval_tools": "",
+        "timeout_seconds": "60",
+    }
+    form.update(overrides)
+    return form
+
+
+@pytest.fixture
+def config_file(tmp_path, settings):
+    path = tmp_path / "mcp.json"
+    entry = {"command": sys.executable, "args": ["-m", "tests.support.mcp_server", "stdio"]}
+    path.write_text(json.dumps({"mcpServers": {"local": entry}}))
+    settings.FIMONE_MCP_CONFIG = str(path)
+    tool_servers.forget_cached_servers()
+    yield path
+    tool_servers.forget_cached_servers()
+
+
+@pytest.fixture
+def staff(django_user_model):
+    def make(*codenames: str):
+        user = django_user_model.objects.create_user(
+            username=f"staff{len(codenames)}", password="pw", is_staff=True
+        )
+        user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+        return user
+
+    return make
+
+
+def test_the_admin_adds_a_streamable_http_server_only(admin_client):
+    form = http_form(transport="stdio", source="file", command="/bin/sh", args='["-c", "id"]')
+    response = admin_client.post(ADD_URL, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row = ToolServer.objects.get(name="docs")
+    assert (row.source, row.transport) == ("admin", "http")
+    assert not hasattr(row, "command")  # there is nowhere to put a command
+
+
+def test_no_row_can_be_a_stdio_server_whoever_writes_it():
+    with pytest.raises(ValueError, match="configuration file"):
+        ToolServer.objects.create(name="sneaky", transport="stdio")
+
+
+def test_a_file_server_is_listed_with_its_command_and_cannot_be_redefined(
+    admin_client, config_file
+):
+    listing = admin_client.get(LIST_URL)
+    assert listing.status_code == 200
+    row = ToolServer.objects.get(name="local")
+    assert (row.source, row.transport) == ("file", "stdio")
+    assert "tests.support.mcp_server" in listing.content.decode()  # shown, read-only
+    form = http_form(
+        name="local", url="https://evil.example/mcp", command="/bin/sh", allowed_tools="echo"
+    )
+    response = admin_client.post(change_url(row), form)
+    assert response.status_code == 302
+    row.refresh_from_db()
+    assert (row.transport, row.url, row.allowed_tools) == ("stdio", "", "echo")
+    (spec,) = [s for s in tool_servers.configured_servers() if s.name == "local"]
+    assert spec.command == sys.executable and spec.allowed_tools == frozenset({"echo"})
+    delete = admin_client.post(
+        reverse("admin:chat_toolserver_delete", args=[row.pk]), {"post": "yes"}
+    )
+    assert delete.status_code == 403 and ToolServer.objects.filter(name="local").exists()
+
+
+def test_a_header_naming_a_variable_off_the_allow_list_is_refused_with_the_reason(admin_client):
+    form = http_form(headers=json.dumps({"Authorization": "Bearer ${SECRET_KEY}"}))
+    response = admin_client.post(ADD_URL, form)
+    assert response.status_code == 200  # the form again
+    page = response.content.decode()
+    assert "SECRET_KEY" in page and "never sent to another server" in page
+    other = http_form(headers=json.dumps({"X-Token": "${HOME}"}))
+    page = admin_client.post(ADD_URL, other).content.decode()
+    assert "HOME" in page and "FIMONE_SECRET_ENV_ALLOWLIST" in page
+    assert not ToolServer.objects.exists()
+    allowed = http_form(headers=json.dumps({"Authorization": "Bearer ${DOCS_API_KEY}"}))
+    assert admin_client.post(ADD_URL, allowed).status_code == 302
+
+
+def test_view_only_staff_change_nothing_and_run_no_action(client, staff):
+    row = ToolServer.objects.create(name="docs", url="https://mcp.example.com/mcp")
+    client.force_login(staff("view_toolserver"))
+    assert client.get(change_url(row)).status_code == 200  # may look
+    assert client.post(change_url(row), http_form(enabled="")).status_code == 403
+    assert client.post(ADD_URL, http_form(name="other")).status_code == 403
+    action = {"action": "switch_off", "_selected_action": [row.pk]}
+    client.post(LIST_URL, action)
+    row.refresh_from_db()
+    assert row.enabled and row.url == "https://mcp.example.com/mcp"
+    assert list(ToolServer.objects.values_list("name", flat=True)) == ["docs"]
+
+
+def test_the_connection_needs_its_own_permission(client, staff):
+    row = ToolServer.objects.create(name="docs", url="https://mcp.example.com/mcp")
+    client.force_login(staff("view_toolserver", "change_toolserver", "add_toolserver"))
+    assert client.post(ADD_URL, http_form(name="other")).status_code == 403
+    form = http_form(url="https://elsewhere.example/mcp", enabled="", allowed_tools="search")
+    assert client.post(change_url(row), form).status_code == 302
+    row.refresh_from_db()
+    assert row.url == "https://mcp.example.com/mcp" and row.enabled  # not theirs to change
+    assert row.allowed_tools == "search"  # the tools are
+    client.post(LIST_URL, {"action": "switch_off", "_selected_action": [row.pk]})
+    row.refresh_from_db()
+    assert row.enabled
+
+
+def test_with_the_connection_permission_staff_may_switch_a_server_off(client, staff):
+    row = ToolServer.objects.create(name="docs", url="https://mcp.example.com/mcp")
+    user = staff("view_toolserver", "change_toolserver", "change_tool_server_connection")
+    client.force_login(user)
+    client.post(LIST_URL, {"action": "switch_off", "_selected_action": [row.pk]})
+    row.refresh_from_db()
+    assert not row.enabled

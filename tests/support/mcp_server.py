@@ -1,0 +1,149 @@
+"""A real MCP server for the tests, written with the SDK's own server (FastMCP, named
+``MCPServer`` since mcp 2), run as a stdio child process or over streamable HTTP.
+
+    python -m tests.support.mcp_server stdio [--marker-dir DIR]
+    python -m tests.support.mcp_server http --port 8123 [--marker-dir DIR] [--require-header NAME]
+    python -m tests.support.mcp_server fail-at-start
+
+Its tools cover what a client must handle: text, structured content, images, an error
+result, embedded resources, a slow call that notes its cancellation (in ``marker-dir``), a
+call that kills the process, and one that never answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import sys
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import EmbeddedResource, TextResourceContents
+from pydantic import BaseModel
+
+# A 1x1 red PNG.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+
+
+class Sum(BaseModel):
+    total: int
+    terms: list[int]
+
+
+def build(marker_dir: Path | None) -> MCPServer:
+    server = MCPServer("fimone-test", log_level="WARNING")
+
+    def mark(name: str, text: str = "") -> None:
+        if marker_dir is not None:
+            (marker_dir / name).write_text(text or str(time.time()))
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say the text back."""
+        return f"echo: {text}"
+
+    @server.tool()
+    def pid() -> str:
+        """The server process's id."""
+        return str(os.getpid())
+
+    @server.tool()
+    def add(a: int, b: int) -> Sum:
+        """Add two integers (structured result)."""
+        return Sum(total=a + b, terms=[a, b])
+
+    @server.tool()
+    def picture() -> Image:
+        """A tiny red picture."""
+        return Image(data=PNG, format="png")
+
+    @server.tool()
+    def refuse(reason: str) -> str:
+        """Always fails with the reason (an isError result)."""
+        raise ToolError(f"refused: {reason}")
+
+    @server.tool()
+    def document() -> EmbeddedResource:
+        """An embedded text resource."""
+        return EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(
+                uri="file:///notes/today.md", mime_type="text/markdown", text="# Notes\nBuy milk."
+            ),
+        )
+
+    @server.tool()
+    async def slow(seconds: float) -> str:
+        """Sleep, noting in the marker directory whether the call was cancelled."""
+        mark("slow-started")
+        try:
+            await asyncio.sleep(seconds)
+        except BaseException:
+            mark("slow-cancelled")
+            raise
+        return f"slept {seconds}"
+
+    @server.tool()
+    def die() -> str:
+        """The process exits in the middle of the call."""
+        mark("died", str(os.getpid()))
+        os._exit(3)
+
+    @server.tool()
+    async def hang() -> str:
+        """Never answers."""
+        await asyncio.Event().wait()
+        return "never"
+
+    return server
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["stdio", "http", "fail-at-start"])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--marker-dir", type=Path)
+    parser.add_argument("--require-header", default="")
+    args = parser.parse_args(argv)
+    if args.mode == "fail-at-start":
+        print("this server cannot start", file=sys.stderr)
+        sys.exit(2)
+    server = build(args.marker_dir)
+    if args.mode == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    app = server.streamable_http_app()
+    if args.require_header:
+        app = _RequireHeader(app, args.require_header, args.marker_dir)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+class _RequireHeader:
+    """Answers 401 unless the request carries the header; notes every value it saw."""
+
+    def __init__(self, app, header: str, marker_dir: Path | None) -> None:
+        self.app, self.header, self.marker_dir = app, header.lower().encode(), marker_dir
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            value = dict(scope["headers"]).get(self.header)
+            if self.marker_dir is not None and value is not None:
+                with (self.marker_dir / "headers-seen").open("a") as f:  # noqa: ASYNC230
+                    f.write(value.decode() + "\n")
+            if value is None:
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"missing credentials"})
+                return
+        await self.app(scope, receive, send)
+
+
+if __name__ == "__main__":
+    main()
