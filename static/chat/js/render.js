@@ -3,6 +3,22 @@
 
 import { attachmentUrl } from "./api.js";
 
+// An answer's row of actions keeps one order however its parts arrive (live, the usage
+// card comes last; after a reload, first): usage, Copy, Pin, Regenerate, then the rest.
+const ACTION_ORDER = [".usage-wrap", ".copy-btn", ".pin-btn", ".btn-regenerate"];
+
+function actionRank(node) {
+  const rank = ACTION_ORDER.findIndex((selector) => node.matches?.(selector));
+  return rank < 0 ? ACTION_ORDER.length : rank;
+}
+
+export function placeAction(actions, node) {
+  const rank = actionRank(node);
+  const after = [...actions.children].find((child) => actionRank(child) > rank);
+  actions.insertBefore(node, after || null);
+  return node;
+}
+
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
@@ -396,7 +412,7 @@ export class AssistantView {
         setTimeout(() => (button.textContent = gettext("Copy")), 1500);
       },
     });
-    this.actions.append(button);
+    placeAction(this.actions, button);
   }
 
   stopStreaming() {
@@ -703,7 +719,7 @@ export class AssistantView {
       model ? el("span", { class: "usage-model", text: model }) : null,
     );
     this.footer.querySelector(".usage-wrap")?.remove();
-    this.actions.prepend(el("span", { class: "usage-wrap" }, card, detail));
+    placeAction(this.actions, el("span", { class: "usage-wrap" }, card, detail));
   }
 
   // ``retry``: offer Retry next to a stopped or interrupted answer (the newest one only).
@@ -747,7 +763,8 @@ export class AssistantView {
   offerRegenerate(onRegenerate) {
     this.actions.querySelector(".btn-regenerate")?.remove();
     if (!onRegenerate) return;
-    this.actions.append(
+    placeAction(
+      this.actions,
       el("button", {
         type: "button",
         class: "text-btn btn-regenerate",

@@ -5,7 +5,7 @@
 // "keep verbatim". Text from the server only ever goes in through textContent.
 
 import { api } from "./api.js";
-import { compactDivider, el, icon, userActions } from "./render.js";
+import { compactDivider, el, icon, placeAction, userActions } from "./render.js";
 
 const SUMMARY_PREFIX = "[Conversation summary]";
 const COVERED_PAGE = 50;
@@ -342,7 +342,7 @@ function offerPin(node) {
   if (node.classList.contains("msg-assistant")) {
     const actions = node.querySelector(".msg-actions");
     if (!actions) return;
-    actions.append(pinButton(node));
+    placeAction(actions, pinButton(node));
   } else {
     userActions(node).prepend(pinButton(node));
   }
