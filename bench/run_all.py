@@ -260,6 +260,20 @@ BENCHES = [
         timeout=1200,
     ),
     Bench(
+        name="fetch",
+        script="fetch.py",
+        quick_args=["--fetches", "5"],
+        figures={
+            "article p50": (r"^article \(3 kB\): fetch \(ms\) p50=([0-9.]+)", "ms", ""),
+            "loop lag, 9,000 paragraphs": (
+                r"^9,000 paragraphs .*?loop lag max \(ms\)=([0-9.]+)",
+                "ms",
+                "",
+            ),
+            "loop lag, 50 MB cut": (r"^50 MB body.*?loop lag max \(ms\)=([0-9.]+)", "ms", ""),
+        },
+    ),
+    Bench(
         name="fidelity",
         script="fidelity.py",
         quick_args=["--turns", "60"],

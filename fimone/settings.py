@@ -314,5 +314,10 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "line"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        # fetch_url's extractor logs a page it cannot parse as an ERROR: the page's fault,
+        # which the tool's own result and log line already say.
+        "trafilatura": {"level": "CRITICAL"},
+    },
 }

@@ -118,6 +118,13 @@ def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
                 self.redirect(query["to"])
             elif path == "/loop":
                 self.redirect("/loop")
+            elif path == "/many":  # an article of ?n= paragraphs
+                paragraphs = "".join(
+                    f"<p>Paragraph {i} of a long page about terns and the sea.</p>"
+                    for i in range(int(query.get("n", "1000")))
+                )
+                page = ARTICLE.replace("</article>", paragraphs + "</article>")
+                self.send_body(page.encode(), "text/html; charset=utf-8")
             elif path == "/big":
                 self.send_big(int(query.get("mb", "50")))
             elif path == "/slow":
@@ -180,3 +187,11 @@ def serve_pages() -> Iterator[PageServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+if __name__ == "__main__":  # a server of its own (bench/fetch.py): prints its port
+    import sys
+
+    with serve_pages() as running:
+        print(running.port, flush=True)
+        sys.stdin.read()  # until the parent closes our stdin

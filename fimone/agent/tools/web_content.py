@@ -35,6 +35,10 @@ TEXT_TYPES = frozenset(
         "application/atom+xml",
     }
 )
+# Beyond this many elements a page gets its plain text, not its main text (see _html).
+MAX_HTML_ELEMENTS = 10_000
+# Markup beyond this is not searched for the main text (see _html).
+MAX_HTML_BYTES = 2 * 1024 * 1024
 # Types fetch_url sniffs: servers send them for anything.
 _UNSURE = frozenset({"", "application/octet-stream", "binary/octet-stream", "unknown/unknown"})
 
@@ -87,11 +91,14 @@ def _looks_like_text(sample: bytes) -> bool:
 def decode(fetched: FetchedBody) -> str:
     """The body as text, in the charset the server named, else UTF-8 (bad bytes shown as
     U+FFFD rather than refused: a page with one broken byte is still worth reading)."""
-    charset = fetched.charset or "utf-8"
+    return _decoded(fetched.body, fetched.charset)
+
+
+def _decoded(data: bytes, charset: str | None) -> str:
     try:
-        return fetched.body.decode(charset, errors="replace")
+        return data.decode(charset or "utf-8", errors="replace")
     except LookupError:  # a charset Python does not know
-        return fetched.body.decode("utf-8", errors="replace")
+        return data.decode("utf-8", errors="replace")
 
 
 def page_text(fetched: FetchedBody, *, raw: bool = False) -> PageText:
@@ -114,12 +121,35 @@ def page_text(fetched: FetchedBody, *, raw: bool = False) -> PageText:
 
 
 def _html(fetched: FetchedBody, *, raw: bool) -> PageText:
-    source = decode(fetched) if fetched.charset else fetched.body
-    title = _title(source)
     if raw:
-        return PageText("html", decode(fetched), title)
+        tree = _parse_html(fetched.body[:MAX_HTML_BYTES])
+        return PageText("html", decode(fetched), _title_of(tree))
+    notes: tuple[str, ...] = ()
+    markup = fetched.body
+    if len(markup) > MAX_HTML_BYTES:
+        # The extractor's C calls work on whole strings and hold the GIL meanwhile: on a
+        # page of several MB each one stalls the event loop of every socket for a while.
+        markup = markup[:MAX_HTML_BYTES]
+        notes = (
+            f"Only the first {MAX_HTML_BYTES:,} bytes of this page's HTML were searched for "
+            "its text (raw=true gives all of the source).",
+        )
+    # Without a charset from the server, the extractor reads the page's own meta tag.
+    source = _decoded(markup, fetched.charset) if fetched.charset else markup
+    tree = _parse_html(source)
+    title = _title_of(tree)
     import trafilatura  # imported on first use: it takes a noticeable part of a second
 
+    elements = sum(1 for _ in tree.iter()) if tree is not None else 0
+    if elements > MAX_HTML_ELEMENTS:
+        # Finding the main text takes time that grows faster than the page (seconds of
+        # CPU for tens of thousands of elements); the plain text is quick at any size.
+        note = (
+            f"The page is too large ({elements:,} HTML elements) to find its main text in "
+            "time: all of its visible text is given instead."
+        )
+        text = (trafilatura.html2txt(source) or "").strip()
+        return PageText("html", text, title, (*notes, note))
     markdown = trafilatura.extract(
         source,
         url=fetched.url,
@@ -132,23 +162,25 @@ def _html(fetched: FetchedBody, *, raw: bool) -> PageText:
         deduplicate=True,
     )
     if markdown and markdown.strip():
-        return PageText("html", markdown.strip(), title)
+        return PageText("html", markdown.strip(), title, notes)
     # No main text found (a short page, a list of links): all of the page's visible text
     # is better than nothing.
     text = trafilatura.html2txt(source) or ""
     note = "No article was found on this page; all of its visible text is given instead."
-    return PageText("html", text.strip(), title, (note,))
+    return PageText("html", text.strip(), title, (*notes, note))
 
 
-def _title(source: str | bytes) -> str:
+def _title_of(tree) -> str:
+    return " ".join((tree.findtext(".//title") or "").split()) if tree is not None else ""
+
+
+def _parse_html(source: str | bytes):
     import lxml.html
 
     try:
-        tree = lxml.html.fromstring(source)
+        return lxml.html.document_fromstring(source)
     except (ValueError, lxml.etree.ParserError):
-        return ""
-    title = tree.findtext(".//title") or ""
-    return " ".join(title.split())
+        return None
 
 
 def _json(fetched: FetchedBody) -> PageText:
