@@ -159,7 +159,6 @@ def _html(fetched: FetchedBody, *, raw: bool) -> PageText:
         include_formatting=True,
         include_images=False,
         include_comments=False,
-        deduplicate=True,
     )
     if markdown and markdown.strip():
         return PageText("html", markdown.strip(), title, notes)

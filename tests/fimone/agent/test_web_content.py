@@ -96,3 +96,11 @@ def test_an_unknown_charset_falls_back_to_utf8():
     html = "<html><body><article><p>héllo, a page in an odd charset</p></article></body></html>"
     page = page_text(body(html.encode(), "text/html", "x-no-such-charset"))
     assert "héllo" in page.text
+
+
+def test_the_same_page_read_again_gives_the_same_text():
+    """The extractor's duplicate filter remembers paragraphs across calls in a process: on,
+    the third reading of a page lost its article."""
+    first = page_text(body(ARTICLE.encode(), "text/html"))
+    for _ in range(4):
+        assert page_text(body(ARTICLE.encode(), "text/html")) == first
