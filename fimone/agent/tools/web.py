@@ -11,12 +11,16 @@ reads. What it may connect to and how much it may download are set by the operat
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .netpolicy import AddressPolicy, AddressRefused
 from .registry import Tool
 from .web_content import PageText, page_text
 from .web_fetch import FetchError, FetchLimits, Resolver, fetch, system_resolver
+
+logger = logging.getLogger(__name__)
 
 # Time for turning the body into text, on top of the fetch's own deadline.
 _EXTRACT_SECONDS = 20.0
@@ -51,7 +55,16 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
             )
             page = await asyncio.to_thread(page_text, fetched, raw=raw)
         except (FetchError, AddressRefused) as exc:
+            logger.info("fetch_url %s: %s", _shown(url), exc)
             return f"Error: {exc}"
+        logger.info(
+            "fetch_url %s: HTTP %s, %s, %d bytes%s",
+            _shown(fetched.url),
+            fetched.status,
+            fetched.content_type or "no type",
+            len(fetched.body),
+            f", cut ({fetched.cut})" if fetched.cut else "",
+        )
         header = [f"URL: {fetched.url}"]
         if fetched.redirects:
             header.append(f"Redirected from: {url.strip()}")
@@ -94,6 +107,15 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
         func=fetch_url,
         timeout=config.limits.total_seconds + _EXTRACT_SECONDS,
     )
+
+
+def _shown(url: str) -> str:
+    """A URL for the log without its query, which may carry a token."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return "(an invalid URL)"
+    return f"{parts.scheme}://{parts.hostname or ''}{parts.path}"[:200]
 
 
 def _window(

@@ -156,7 +156,7 @@ async def _addresses(
     except ValueError:
         found = await _resolve(url, limits, resolver)
     for address in found:
-        policy.check(url.host, address)  # one refused address refuses the name
+        policy.check(host, address)  # one refused address refuses the name
     return found
 
 
@@ -193,7 +193,10 @@ async def _open(
                 "Accept": _ACCEPT,
                 "Accept-Encoding": "gzip, deflate",
             },
-            extensions={"sni_hostname": url.host} if url.scheme == "https" else {},
+            # The name (in its ASCII form) for SNI and the certificate check.
+            extensions={"sni_hostname": url.raw_host.decode("ascii")}
+            if url.scheme == "https"
+            else {},
         )
         try:
             return await client.send(request, stream=True), client

@@ -8,7 +8,9 @@ are resolved by an injected resolver, so that a name can lead anywhere without a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 
 import pytest
 
@@ -234,7 +236,7 @@ async def test_a_50_mb_response_is_cut_at_the_cap(site):
     for _ in range(100):
         if site.big_bytes_sent:
             break
-        await __import__("asyncio").sleep(0.05)
+        await asyncio.sleep(0.05)
     assert site.big_bytes_sent and site.big_bytes_sent[-1] < 50 * 1024 * 1024
 
 
@@ -261,3 +263,33 @@ async def test_a_long_page_is_read_in_parts(site):
 async def test_raw_gives_the_html_source(site):
     result = await fetch(fetcher("127.0.0.1"), site.url("/article"), raw=True)
     assert "<nav>" in result and "NAV_MARKER" in result
+
+
+async def test_stopping_a_fetch_hangs_up_on_the_server(site):
+    """A run stopped mid-download cancels the call: the connection is closed, the server
+    stops sending."""
+    tools = fetcher("127.0.0.1", max_bytes=200 * 1024 * 1024, total_seconds=30.0)
+    sent_before = len(site.big_bytes_sent)
+    task = asyncio.create_task(fetch(tools, site.url("/big?mb=50")))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):
+        if len(site.big_bytes_sent) > sent_before:
+            break
+        await asyncio.sleep(0.05)
+    assert site.big_bytes_sent[sent_before:] and site.big_bytes_sent[-1] < 50 * 1024 * 1024
+
+
+async def test_each_fetch_is_logged_without_its_query(site, caplog):
+    caplog.set_level(logging.INFO, logger="fimone.agent.tools.web")
+    await fetch(fetcher("127.0.0.1"), site.url("/data.json?token=s3cret"))
+    await fetch(fetcher(), site.url("/article?token=s3cret"))
+    logged = [r.getMessage() for r in caplog.records if r.name == "fimone.agent.tools.web"]
+    size = len(json.dumps(DATA, separators=(",", ":")))
+    assert logged[0] == (
+        f"fetch_url http://127.0.0.1/data.json: HTTP 200, application/json, {size} bytes"
+    )
+    assert logged[1].startswith("fetch_url http://127.0.0.1/article: refused to connect")
+    assert "s3cret" not in " ".join(logged)
