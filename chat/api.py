@@ -132,6 +132,20 @@ def message_json(message: Message, *, descriptions: dict[str, str] | None = None
         "run_id": metadata.get("run_id"),
         "mode": metadata.get("mode"),
         "images": images,
+        # Chips: name, pages, size (chat.documents.document_refs, stored when sent).
+        "documents": [
+            {
+                "file_id": str(doc["file_id"]),
+                "name": str(doc.get("name") or ""),
+                "mime_type": doc.get("mime_type", ""),
+                "kind": doc.get("kind", ""),
+                "pages": doc.get("pages", 0),
+                "size": doc.get("size", 0),
+                "url": attachment_url(doc["file_id"]),
+            }
+            for doc in metadata.get("documents") or []
+            if isinstance(doc, dict) and doc.get("file_id")
+        ],
         "usage": metadata.get("usage"),
         "compaction": metadata.get("compaction"),
         "error": metadata.get("error"),
@@ -147,8 +161,24 @@ def message_json(message: Message, *, descriptions: dict[str, str] | None = None
 
 
 def attachment_json(attachment: Attachment) -> dict[str, Any]:
+    if attachment.kind == Attachment.Kind.DOCUMENT:
+        document = attachment.document or {}
+        return {
+            "file_id": str(attachment.id),
+            "kind": "document",
+            "name": attachment.original_name,
+            "mime_type": attachment.mime_type,
+            "document_kind": document.get("kind", ""),
+            "pages": attachment.page_count,
+            "size": attachment.size,
+            "url": attachment_url(attachment.id),
+            # What the reading left out or could not read (no text layer, pages cut).
+            "warnings": document.get("warnings") or [],
+        }
     return {
         "file_id": str(attachment.id),
+        "kind": "image",
+        "name": attachment.original_name,
         "mime_type": attachment.mime_type,
         "width": attachment.width,
         "height": attachment.height,

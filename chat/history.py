@@ -30,6 +30,9 @@ What is loaded, and why:
   becomes ``[image: name unavailable]``, never an exception. A history message whose images
   went as text lists their ids in ``metadata["images_as_text"]`` (a model may describe
   them better, once: ``chat.image_describer``);
+- documents (``metadata["documents"]``) join their message's text: whole when small, as
+  an outline the agent reads further with ``read_document`` when larger
+  (``chat.document_context``);
 - ``for_count``: the history only to be counted (the context gauge), never sent — each
   image part carries only the file's leading bytes, which its token estimate reads its size
   from (``header_url``), and an image never described is described in memory, not stored:
@@ -52,10 +55,17 @@ from django.conf import settings
 from django.db.models import Case, Q, Value, When
 from django.db.models.fields.json import KT
 
+from chat.document_context import (
+    DocumentView,
+    document_notes,
+    document_refs_of,
+    documents_for,
+    with_documents,
+)
 from chat.image_descriptions import describe_missing, describe_offline
 from chat.models import Attachment, ContextSummary, Message
 from contextmgmt.core.image_tokens import HEADER_BYTES
-from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
+from contextmgmt.core.messages import DOCUMENT_NOTES, IMAGE_NOTES, ChatMessage
 from contextmgmt.db_memory import LoadedHistory, StoredSummary
 
 logger = logging.getLogger(__name__)
@@ -95,13 +105,15 @@ def load_history(
         rows.pop()  # the current query: the agent re-appends it, pinned
     kept = [row for row in rows if _is_context(row)]
     attachments = _attachments_for(conversation_id, [_image_refs(row[6]) for row in kept])
+    documents = documents_for(conversation_id, [document_refs_of(row[9]) for row in kept])
     describe_missing(attachments.values(), store=not for_count)
     users = [i for i, row in enumerate(kept) if row[1] == "user"]
     as_pixels = set(users[-pixel_turns:]) if vision and pixel_turns > 0 else set()
     url_of = header_url if for_count else data_url
     return LoadedHistory(
         messages=[
-            _history_message(row, attachments, i in as_pixels, url_of) for i, row in enumerate(kept)
+            _history_message(row, attachments, documents, i in as_pixels, url_of)
+            for i, row in enumerate(kept)
         ],
         summary=summary,
     )
@@ -147,8 +159,8 @@ def context_rows(conversation_id: Any) -> Any:
 
 
 def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[tuple]:
-    """(id, role, content, kind, status, created_at, images, pinned, covered), in
-    (created_at, id) order."""
+    """(id, role, content, kind, status, created_at, images, pinned, covered, documents),
+    in (created_at, id) order."""
     rows = context_rows(conversation_id)
     if summary is None:
         rows = rows.annotate(covered=Value(False))
@@ -170,9 +182,11 @@ def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> lis
     # as "metadata__images" in values_list: Django resolves that name by first failing on
     # it as a field, and the exception it keeps ties this load (and through its frames the
     # run's whole history) in a reference cycle that only a full collection frees.
-    rows = rows.annotate(images_json=KT("metadata__images"))
+    rows = rows.annotate(
+        images_json=KT("metadata__images"), documents_json=KT("metadata__documents")
+    )
     return [
-        (*row[:6], json_or_none(row[6]), *row[7:])
+        (*row[:6], json_or_none(row[6]), *row[7:9], json_or_none(row[9]))
         for row in rows.order_by("created_at", "id").values_list(
             "id",
             "role",
@@ -183,6 +197,7 @@ def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> lis
             "images_json",
             "pinned",
             "covered",
+            "documents_json",
         )
     ]
 
@@ -195,16 +210,21 @@ def json_or_none(text: str | None) -> Any:
 
 
 def _is_context(row: tuple) -> bool:
-    _id, role, content, kind, status, _created, images, _pinned, _covered = row
+    _id, role, content, kind, status, _created, images, _pinned, _covered, documents = row
     if role == "user":
-        return bool(content) or bool(_image_refs(images))
+        return bool(content) or bool(_image_refs(images)) or bool(document_refs_of(documents))
     return bool(content) and kind != "error" and status not in _SKIPPED_ASSISTANT_STATUSES
 
 
 def _history_message(
-    row: tuple, attachments: dict[str, Attachment], pixels: bool, url_of: UrlOf
+    row: tuple,
+    attachments: dict[str, Attachment],
+    documents: dict[str, DocumentView],
+    pixels: bool,
+    url_of: UrlOf,
 ) -> ChatMessage:
-    msg_id, role, content, _kind, _status, created_at, images, pinned, covered = row
+    msg_id, role, content, _kind, _status, created_at, images, pinned, covered, docs = row
+    content = with_documents(content, document_notes(document_refs_of(docs), documents))
     refs = _image_refs(images)
     metadata: dict[str, Any] = {"id": msg_id, "created_at": created_at.isoformat()}
     if covered:
@@ -225,10 +245,16 @@ def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
     (as descriptions for a model without vision)."""
     refs = _image_refs((message.metadata or {}).get("images"))
     attachments = _attachments_for(message.conversation_id, [refs]) if refs else {}
+    docs = document_refs_of((message.metadata or {}).get("documents"))
+    text = message.content
     metadata: dict[str, Any] = {"id": message.pk, "created_at": message.created_at.isoformat()}
+    if docs:
+        notes = document_notes(docs, documents_for(message.conversation_id, [docs]))
+        text = with_documents(text, notes)
+        metadata[DOCUMENT_NOTES] = notes
     # Whatever goes as pixels, the images as text too: for a part of the run whose model
     # cannot see (a DAG step on a text-only fast model).
-    sent, described = message_content(message.content, refs, attachments, vision=vision)
+    sent, described = message_content(text, refs, attachments, vision=vision)
     if described:
         metadata[IMAGE_NOTES] = described
     return ChatMessage(

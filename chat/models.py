@@ -112,13 +112,34 @@ class Message(models.Model):
         return f"{self.role}: {preview}"
 
 
+ATTACHMENT_EXTENSIONS = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/webp": "webp",
+    "image/gif": "gif",
+    "application/pdf": "pdf",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/plain": "txt",
+    "text/markdown": "md",
+    "text/csv": "csv",
+    "application/json": "json",
+    "text/html": "html",
+}
+
+
 def attachment_path(instance: "Attachment", filename: str) -> str:
     # The client's file name is never used on disk (path traversal, collisions).
-    ext = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
-    return f"attachments/{instance.owner_id}/{instance.id}.{ext.get(instance.mime_type, 'bin')}"
+    ext = ATTACHMENT_EXTENSIONS.get(instance.mime_type, "bin")
+    return f"attachments/{instance.owner_id}/{instance.id}.{ext}"
 
 
 class Attachment(models.Model):
+    class Kind(models.TextChoices):
+        IMAGE = "image", _("image")
+        DOCUMENT = "document", _("document")
+
     class DescriptionSource(models.TextChoices):
         NONE = "", _("not described yet")
         OFFLINE = "offline", _("from the file (format, size, colours, text layer)")
@@ -150,10 +171,14 @@ class Attachment(models.Model):
     original_name = models.CharField(
         max_length=255, blank=True, default="", verbose_name=_("original name")
     )
-    mime_type = models.CharField(max_length=64, verbose_name=_("MIME type"))
+    kind = models.CharField(
+        max_length=8, choices=Kind.choices, default=Kind.IMAGE, verbose_name=_("kind")
+    )
+    mime_type = models.CharField(max_length=128, verbose_name=_("MIME type"))
     size = models.PositiveIntegerField(verbose_name=_("size"))
-    width = models.PositiveIntegerField(verbose_name=_("width"))
-    height = models.PositiveIntegerField(verbose_name=_("height"))
+    # An image's pixels; 0 for a document.
+    width = models.PositiveIntegerField(default=0, verbose_name=_("width"))
+    height = models.PositiveIntegerField(default=0, verbose_name=_("height"))
     sha256 = models.CharField(max_length=64, verbose_name=_("SHA-256"))
     # What stands in for the image once it is no longer sent as pixels; written once
     # (chat.image_descriptions).
@@ -165,6 +190,14 @@ class Attachment(models.Model):
         default="",
         verbose_name=_("description source"),
     )
+    # A document's text, extracted once at upload (chat.documents): {"kind", "title",
+    # "pages": [text, …], "headings": [[text, page, level], …], "warnings", "text_layer",
+    # "truncated"}; its page count, its size in tokens (inline or outline in the context)
+    # and its outline (title, headings, first lines) as columns, read without the text.
+    document = models.JSONField(default=dict, blank=True, verbose_name=_("document text"))
+    page_count = models.PositiveIntegerField(default=0, verbose_name=_("pages"))
+    text_tokens = models.PositiveIntegerField(default=0, verbose_name=_("text tokens"))
+    outline = models.TextField(blank=True, default="", verbose_name=_("outline"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     class Meta:
@@ -173,6 +206,8 @@ class Attachment(models.Model):
         ordering = ["created_at"]
 
     def __str__(self) -> str:
+        if self.kind == self.Kind.DOCUMENT:
+            return f"{self.original_name or self.id} ({self.mime_type}, {self.page_count} pages)"
         return f"{self.original_name or self.id} ({self.mime_type}, {self.width}x{self.height})"
 
     @property
@@ -232,6 +267,7 @@ class SearchDocument(models.Model):
         MESSAGE = "message"
         TOOL = "tool"  # a tool result stored in an answer's ``metadata["steps"]``
         TITLE = "title"
+        DOCUMENT = "document"  # a page of a document sent with a user message
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="search_documents"
@@ -240,7 +276,8 @@ class SearchDocument(models.Model):
         Message, on_delete=models.CASCADE, null=True, blank=True, related_name="search_documents"
     )
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    label = models.CharField(max_length=100, blank=True, default="")  # e.g. the tool's name
+    # The tool's name, or a document's file name and page ("report.pdf, page 7").
+    label = models.CharField(max_length=100, blank=True, default="")
     body = models.TextField()  # the text as it was written (one passage of it), quoted
     terms = models.TextField()  # ``chat.search_text.index_text(body)``: what is indexed
     # Where ``body`` starts in its source's text: a long text is indexed as passages

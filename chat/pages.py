@@ -104,10 +104,11 @@ def _history_tokens(
 
 def _ordinary_request(conversation: Conversation, budget: int):
     """The next request of this conversation before its question, as its engine sends it."""
+    from chat.document_context import has_documents
     from chat.runs.deps import make_tools
     from fimone.agent.history_room import ordinary_request
 
-    tools = make_tools(conversation.id, before_id=0)
+    tools = make_tools(conversation.id, before_id=0, documents=has_documents(conversation.id))
     return ordinary_request(conversation.mode, budget, tools=tools)
 
 

@@ -4,7 +4,8 @@ Compaction may have summarised a detail away (numbers, names, early decisions); 
 messages themselves, and the tool results of earlier runs, are still in the database and
 in its full-text index (``chat.search``), so the agent can look them up by any of their
 words. Each passage is a verbatim slice of the stored text around the first match, with
-its date and the message it came from.
+its date and the message it came from; a page of a document sent with a message is
+quoted with its file name and page.
 
 What a result costs the model is its characters, not its count: a text said several times
 (a question asked again, a stock reply) is quoted once, and short passages leave room for
@@ -153,7 +154,7 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
     hits = search(
         query=terms,
         conversation_id=conversation_id,
-        kinds=(SearchDocument.Kind.MESSAGE, SearchDocument.Kind.TOOL),
+        kinds=(SearchDocument.Kind.MESSAGE, SearchDocument.Kind.TOOL, SearchDocument.Kind.DOCUMENT),
         # The run's own query ("what did I say about X?") would only find itself.
         before_message_id=before_id,
         # Repeats are dropped below: ask for enough to fill the budget anyway.
@@ -204,6 +205,9 @@ def passage_of(hit: Hit, terms: list[Term], *, copies: int = 1) -> str:
     when = document.created_at.strftime("%Y-%m-%d %H:%M")
     if document.kind == SearchDocument.Kind.TOOL:
         source = f"tool result of {document.label} ({when}, in answer #{document.message_id})"
+    elif document.kind == SearchDocument.Kind.DOCUMENT:
+        # The label names the file and the page: "report.pdf, page 7".
+        source = f"document {document.label} (sent {when}, message #{document.message_id})"
     else:
         role = hit.message.role if hit.message else "message"
         source = f"{role} ({when}, message #{document.message_id})"

@@ -8,8 +8,10 @@ by the database: FTS5 triggers on SQLite, a GIN expression index on PostgreSQL.
 
 What is searchable: the text of every user and assistant message, the results of the
 tools an answer's run called (``metadata["steps"]``; ``recall``'s own results are left out,
-they only repeat other messages) and the DAG step results of its plan, and titles. An
-answer the user retried stays indexed; the selector leaves it out (``superseded_by``).
+they only repeat other messages) and the DAG step results of its plan, titles, and every
+page of a document sent with a user message (labelled with its file name and page,
+``index_documents``). An answer the user retried stays indexed; the selector leaves it
+out (``superseded_by``).
 A long text is indexed as passages (``chat.search_passages``), one document each.
 """
 
@@ -20,7 +22,7 @@ from typing import Any
 
 from django.db import transaction
 
-from chat.models import Conversation, Message, SearchDocument
+from chat.models import Attachment, Conversation, Message, SearchDocument
 from chat.search_passages import Passage, passages
 from chat.search_text import index_text
 
@@ -93,10 +95,48 @@ def index_message(*, message: Message, fresh: bool = False) -> None:
     ``fresh``: the message was never indexed (a new one, or an answer finishing its run),
     so there is nothing to replace — one query less on every message."""
     if not fresh:
-        SearchDocument.objects.filter(message_id=message.pk).delete()
+        # A document's pages stay: they change only with the document.
+        SearchDocument.objects.filter(message_id=message.pk).exclude(
+            kind=SearchDocument.Kind.DOCUMENT
+        ).delete()
     documents = _documents(message)
     if documents:
         SearchDocument.objects.bulk_create(documents)
+
+
+def document_label(name: str, page: int) -> str:
+    """``report.pdf, page 7``, the name shortened to fit the label column."""
+    suffix = f", page {page}"
+    return f"{name[: LABEL_CHARS - len(suffix)]}{suffix}"
+
+
+def _page_documents(attachment: Attachment, message_id: int, created_at) -> list[SearchDocument]:
+    pages = (attachment.document or {}).get("pages") or []
+    name = attachment.original_name or str(attachment.pk)
+    return [
+        SearchDocument(
+            conversation_id=attachment.conversation_id,
+            message_id=message_id,
+            kind=SearchDocument.Kind.DOCUMENT,
+            label=document_label(name, number),
+            body=passage.text,
+            terms=passage_terms(passage),
+            offset=passage.offset,
+            created_at=created_at,
+        )
+        for number, text in enumerate(pages, 1)
+        if isinstance(text, str) and text.strip()
+        for passage in passages(text)
+    ]
+
+
+@transaction.atomic
+def index_documents(*, message: Message) -> None:
+    """Index every page of the documents linked to ``message`` (the one that sent them)."""
+    documents = []
+    for attachment in Attachment.objects.filter(message=message, kind=Attachment.Kind.DOCUMENT):
+        documents.extend(_page_documents(attachment, message.pk, message.created_at))
+    SearchDocument.objects.bulk_create(documents, batch_size=500)
 
 
 @transaction.atomic
@@ -132,5 +172,11 @@ def _rebuild_one(conversation: Conversation, batch: int) -> int:
     ).exclude(role=Message.Role.ASSISTANT, status__in=UNFINISHED_ANSWER)
     for message in messages.iterator(chunk_size=batch):
         documents.extend(_documents(message))
+    sent = Attachment.objects.filter(
+        conversation_id=conversation.pk, kind=Attachment.Kind.DOCUMENT, message__isnull=False
+    ).select_related("message")
+    for attachment in sent.iterator(chunk_size=50):
+        message = attachment.message
+        documents.extend(_page_documents(attachment, message.pk, message.created_at))
     SearchDocument.objects.bulk_create(documents, batch_size=batch)
     return len(documents) + (1 if conversation.title.strip() else 0)

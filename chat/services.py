@@ -10,22 +10,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
-from django.core.files.base import ContentFile
-from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat import search_index
+from chat.attachments import (  # noqa: F401 (re-exported: callers use chat.services)
+    attachment_create,
+    attachments_delete_unsent,
+)
+from chat.documents import document_refs
 from chat.errors import Conflict, InvalidInput
-from chat.image_descriptions import offline_description
 from chat.models import Attachment, ContextSummary, Conversation, Message
 from chat.summaries import summary_latest
-from chat.uploads import display_name, read_limited, validate_image
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.models import ModelConfig
@@ -134,16 +133,23 @@ def user_message_create(
         status=Message.Status.PENDING,
         content=content,
         metadata={
-            "images": [{"file_id": str(a.id), "mime_type": a.mime_type} for a in attachments],
+            "images": [
+                {"file_id": str(a.id), "mime_type": a.mime_type}
+                for a in attachments
+                if a.kind != Attachment.Kind.DOCUMENT
+            ],
+            **document_refs(attachments),
             "run_id": run_id,
         },
     )
     if attachments:
         # An attachment already used by an earlier message stays linked to that one; the
         # new message still references it through its metadata.
-        Attachment.objects.filter(pk__in=[a.pk for a in attachments], message__isnull=True).update(
-            message=message
-        )
+        linked = Attachment.objects.filter(
+            pk__in=[a.pk for a in attachments], message__isnull=True
+        ).update(message=message)
+        if linked:
+            search_index.index_documents(message=message)
     fields = ["updated_at"]
     if not conversation.title and not injected:
         conversation.title = _title_from(content)
@@ -371,51 +377,6 @@ def _summary_in_force(summary: ContextSummary) -> ContextSummary:
             ),
         )
     return current
-
-
-# --- attachments ---------------------------------------------------------------------------
-
-
-@transaction.atomic
-def attachment_create(
-    *, owner, conversation: Conversation, uploaded_file: UploadedFile
-) -> Attachment:
-    """Validate an uploaded image with Pillow and store it; rejections store nothing."""
-    if conversation.owner_id != owner.pk:
-        raise InvalidInput("conversation_mismatch", "The conversation belongs to someone else.")
-    data = read_limited(uploaded_file, max_bytes=settings.FIMONE_MAX_UPLOAD_BYTES)
-    image = validate_image(data, max_pixels=settings.FIMONE_MAX_IMAGE_PIXELS)
-    attachment = Attachment(
-        owner=owner,
-        conversation=conversation,
-        original_name=display_name(getattr(uploaded_file, "name", "")),
-        mime_type=image.mime_type,
-        size=image.size,
-        width=image.width,
-        height=image.height,
-        sha256=image.sha256,
-        # Once, here: every later request that shows the image as text reuses it.
-        description=offline_description(image.data),
-        description_source=Attachment.DescriptionSource.OFFLINE,
-    )
-    # The stored name comes from upload_to (owner id + attachment id), never from the client.
-    attachment.file.save("upload", ContentFile(image.data), save=False)
-    try:
-        attachment.save()
-    except Exception:
-        attachment.file.delete(save=False)
-        raise
-    return attachment
-
-
-@transaction.atomic
-def attachments_delete_unsent(*, older_than: timedelta) -> int:
-    """Delete uploads never sent in a message and older than ``older_than``; their files
-    follow on commit. Returns how many were deleted."""
-    cutoff = timezone.now() - older_than
-    # Sending links an upload to its message (user_message_create), so no link = never sent.
-    _, by_model = Attachment.objects.filter(message__isnull=True, created_at__lt=cutoff).delete()
-    return by_model.get(Attachment._meta.label, 0)
 
 
 # --- helpers -------------------------------------------------------------------------------

@@ -22,9 +22,7 @@ from chat.api import (
     read_json,
 )
 from chat.errors import InvalidInput
-from chat.uploads import ALLOWED_FORMATS
-
-_EXTENSIONS = {mime: fmt.lower().replace("jpeg", "jpg") for fmt, mime in ALLOWED_FORMATS.items()}
+from chat.models import ATTACHMENT_EXTENSIONS, Attachment
 
 
 @api_view("GET", "POST")
@@ -91,7 +89,7 @@ def attachment_upload(request: HttpRequest, conversation_id: str) -> HttpRespons
     conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
     uploaded = request.FILES.get("file")
     if uploaded is None:
-        raise InvalidInput("missing_file", "Send the image as the multipart field 'file'.")
+        raise InvalidInput("missing_file", "Send the file as the multipart field 'file'.")
     attachment = services.attachment_create(
         owner=request.user, conversation=conversation, uploaded_file=uploaded
     )
@@ -107,8 +105,14 @@ def attachment_file(request: HttpRequest, file_id: str) -> HttpResponse:
         return error_response("file_missing", gettext("The file is no longer stored."), 404)
     # The extension follows the verified content type, whatever the client called the file.
     stem = PurePath(attachment.original_name).stem or str(attachment.id)
-    filename = f"{stem}.{_EXTENSIONS.get(attachment.mime_type, 'bin')}"
-    response = FileResponse(handle, content_type=attachment.mime_type, filename=filename)
+    filename = f"{stem}.{ATTACHMENT_EXTENSIONS.get(attachment.mime_type, 'bin')}"
+    # A document is a download, never a page of this site (an HTML file would run there).
+    response = FileResponse(
+        handle,
+        content_type=attachment.mime_type,
+        filename=filename,
+        as_attachment=attachment.kind == Attachment.Kind.DOCUMENT,
+    )
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     response["Cache-Control"] = "private, max-age=86400"

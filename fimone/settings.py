@@ -230,6 +230,15 @@ FIMONE_MAX_IMAGE_PIXELS = _typed(env.int, "FIMONE_MAX_IMAGE_PIXELS", default=40_
 # How many of the newest earlier turns send their images as pixels; older images go as
 # their stored description (docs/architecture.md, "Images").
 FIMONE_IMAGE_PIXEL_TURNS = _typed(env.int, "FIMONE_IMAGE_PIXEL_TURNS", default=2)
+# Documents (docs/tools.md, "Documents"): text extracted once at upload within these
+# limits; a document up to FIMONE_DOCUMENT_INLINE_TOKENS goes inline with its message,
+# a larger one as an outline the agent reads with read_document, at most
+# FIMONE_DOCUMENT_READ_CHARS characters a call.
+FIMONE_DOCUMENT_INLINE_TOKENS = _typed(env.int, "FIMONE_DOCUMENT_INLINE_TOKENS", default=3_000)
+FIMONE_DOCUMENT_MAX_PAGES = _typed(env.int, "FIMONE_DOCUMENT_MAX_PAGES", default=500)
+FIMONE_DOCUMENT_MAX_CHARS = _typed(env.int, "FIMONE_DOCUMENT_MAX_CHARS", default=2_000_000)
+FIMONE_DOCUMENT_EXTRACT_SECONDS = _typed(env.float, "FIMONE_DOCUMENT_EXTRACT_SECONDS", default=30.0)
+FIMONE_DOCUMENT_READ_CHARS = _typed(env.int, "FIMONE_DOCUMENT_READ_CHARS", default=12_000)
 
 # The fetch_url tool (docs/tools.md, "Web pages"): only public addresses unless a host
 # name or network is listed here (names, addresses, CIDRs; checked in chat.fetch).

@@ -292,6 +292,7 @@ async def announce_injection(layer, *, conversation_id: Any, run_id: str, messag
                 "message_id": message.pk,
                 "content": message.content,
                 "images": (message.metadata or {}).get("images", []),
+                "documents": (message.metadata or {}).get("documents", []),
                 "run_id": run_id,
             },
         },

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chat import tool_servers
+from chat.document_context import document_reader_for
 from chat.fetch import fetch_config
 from chat.recall import recall_search_for
 from contextmgmt.budget import Budget, budget_for_config
@@ -22,6 +23,7 @@ from contextmgmt.core.llm import LLM
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.db_memory import DbMemory
 from fimone.agent import AgentContext, AgentOutcome, Tool, default_tools, run_dag, run_react
+from fimone.agent.tools import read_document_tool
 from fimone.agent.tools.web import fetch_url_tool
 from fimone.llm import get_llm as registry_llm
 from fimone.llm.registry import get_llm_for_config
@@ -29,16 +31,23 @@ from fimone.llm.registry import get_llm_for_config
 Engine = Callable[[AgentContext], Awaitable[AgentOutcome]]
 
 
-def make_tools(conversation_id: Any, *, before_id: int, vision: bool = False) -> list[Tool]:
+def make_tools(
+    conversation_id: Any, *, before_id: int, vision: bool = False, documents: bool = False
+) -> list[Tool]:
     """The default tools, with ``recall`` searching this conversation's older messages (and
-    images, sent again as pixels when the model can see them: ``vision``), and
-    ``fetch_url`` unless the operator switched it off."""
+    images, sent again as pixels when the model can see them: ``vision``), ``fetch_url``
+    unless the operator switched it off, and ``read_document`` when the conversation has
+    documents (``documents``)."""
     tools = default_tools(
         recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision)
     )
     config = fetch_config()
     if config is not None:
         tools.register(fetch_url_tool(config))
+    if documents:
+        tools.register(
+            read_document_tool(document_reader_for(conversation_id, before_id=before_id))
+        )
     return tools
 
 

@@ -80,6 +80,7 @@ async def launch(
             # What was asked, so a second tab can show it too.
             "content": query.content,
             "images": (query.metadata or {}).get("images", []),
+            "documents": (query.metadata or {}).get("documents", []),
             **({"retry_of": retry_of} if retry_of is not None else {}),
             # An edited question: the client replaces that question and what followed it.
             **({"edit_of": edit_of} if edit_of is not None else {}),

@@ -21,6 +21,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from chat import selectors, services
+from chat.document_context import has_documents
 from chat.errors import ChatError
 from chat.history import load_history, query_message
 from chat.markdown import render_markdown
@@ -75,6 +76,7 @@ class PreparedRun:
     query: ChatMessage  # pinned, images inline
     history: LoadedHistory  # read in the same thread hop; the memory fits it to the budget
     follow_ups: tuple[ChatMessage, ...] = ()
+    has_documents: bool = False  # a document was sent: the run offers read_document
 
 
 # --- opening a run (the user message is committed first) -------------------------------------
@@ -227,7 +229,12 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
     )
     if newest != old.pk:
         raise ChatError("not_editable", gettext("Only your last message can be edited."))
-    file_ids = [i["file_id"] for i in (old.metadata or {}).get("images") or []]
+    # Images and documents alike: the edited question keeps its attachments.
+    sent = [
+        *((old.metadata or {}).get("images") or []),
+        *((old.metadata or {}).get("documents") or []),
+    ]
+    file_ids = [i["file_id"] for i in sent if isinstance(i, dict) and i.get("file_id")]
     attachments = selectors.attachments_for_ids(
         user=user, conversation=conversation, file_ids=file_ids
     )
@@ -324,6 +331,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         query=dataclasses.replace(query, injected=False),  # the run's current query
         history=load_history(opened.query.conversation_id, vision=history_vision),
         follow_ups=follow_ups,
+        has_documents=has_documents(opened.query.conversation_id),
     )
 
 

@@ -64,7 +64,10 @@ async def perform(run: Run):
     prepared = run.prepared = await _describe_old_images(run, prepared, compact)
 
     tools = run.deps.make_tools(
-        run.conversation_id, before_id=run.query_message_id, vision=prepared.vision
+        run.conversation_id,
+        before_id=run.query_message_id,
+        vision=prepared.vision,
+        documents=prepared.has_documents,
     )
     await _add_server_tools(run, tools, vision=prepared.vision)
     # Counted as the engine will send it (system prompt, tool schemas, the query and the

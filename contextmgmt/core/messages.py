@@ -16,6 +16,10 @@ IMAGE_NOTES = "image_notes"
 # that made it. Some providers need it back with the following calls of that turn (the
 # provider profile's ``reasoning_echo``); it is never stored, so later turns never carry it.
 STEP_REASONING = "step_reasoning"
+# ``metadata`` key: the notes of the documents sent with the message (inline text or an
+# outline), also part of its text, for a part of a run that is given only its task (a DAG
+# step).
+DOCUMENT_NOTES = "document_notes"
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,7 @@ from contextmgmt.core.llm import (
     LLMTimeout,
     Usage,
 )
-from contextmgmt.core.messages import IMAGE_NOTES, ChatMessage
+from contextmgmt.core.messages import DOCUMENT_NOTES, IMAGE_NOTES, ChatMessage
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 
 from .calls import chat_once, compact_limit
@@ -378,6 +378,10 @@ class DagRun:
         """A step's task, with the user's images: as pixels when the fast model can see
         them, else as their descriptions (a step may be "read the error in the screenshot")."""
         task = f"Your task: {step.task}"
+        # The user's documents, inline or as the outline read_document reads further.
+        documents = self.ctx.query.metadata.get(DOCUMENT_NOTES) or []
+        if documents:
+            task = "\n\n".join([task, "The user's documents:", *documents])
         pixels = self.ctx.query.image_parts()
         if pixels and self.ctx.fast_vision:
             return ChatMessage(role="user", content=with_images(task, pixels), pinned=True)

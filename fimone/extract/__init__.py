@@ -106,7 +106,8 @@ def extract_document(
     if kind == "pdf" and not has_text:
         warnings.append(NO_TEXT_LAYER)
     elif not has_text:
-        warnings.append("The document holds no text.")
+        # Only a scan is worth keeping without text (it is still the user's PDF to see).
+        raise UnsupportedDocument("The document holds no text.", code="no_text")
     if budget.cut or count > len(pages):
         warnings.append(
             f"Only the first {len(pages)} of {count} pages were read "

@@ -13,7 +13,8 @@ decides by the messages it is given:
   ``calculator`` for arithmetic, ``current_time`` for the time or date, ``recall`` for
   something said earlier, ``fetch_url`` for a URL it is asked to read ("fetch
   https://…", "lies …", "获取 …") and then quotes the page (several at once when the
-  query asks for several); a step's
+  query asks for several), and else ``read_document`` for a question asked with a
+  document in view; a step's
   "that result" is the value its dependency results end with;
 - otherwise it answers plainly from the tool results and what it was given, and says that
   it is fimone's offline model, in the user's language (``offline_phrases``): the
@@ -37,9 +38,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
-from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
+from .offline_documents import answer_lines, document_call, strip_notes
 from .offline_markdown import escape_markdown, inline_code
 from .offline_pages import page_lines
 from .offline_phrases import PHRASES, all_notes, language_of, phrase
@@ -106,6 +108,8 @@ def _tool_lines(
 ) -> list[str]:
     if name == "fetch_url":
         return page_lines(result, query, lang)
+    if name == "read_document":
+        return answer_lines(args, result, lang)
     if name == "recall" and _PASSAGE.match(result.split("\n\n", 1)[-1].strip()):
         return _recall_lines(result.split("\n\n", 1)[-1], lang)
     if name == "recall" and not result.lstrip().startswith("Error"):
@@ -144,8 +148,10 @@ def given_material(messages: list[ChatMessage], last_user: int) -> list[str]:
 
 
 def request_text(message: ChatMessage) -> str:
-    """The user's words in ``message``: no image labels, no "Your task:" frame."""
-    return _TASK_PREFIX.sub("", _IMAGE_LABEL.sub(" ", message.text())).strip()
+    """The user's words in ``message``: no image labels, no documents, no "Your task:"
+    frame."""
+    text = strip_notes(message.text())
+    return _TASK_PREFIX.sub("", _IMAGE_LABEL.sub(" ", text)).strip()
 
 
 def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
@@ -288,6 +294,15 @@ class OfflineLLM:
                     "\n\n".join(given_material(messages, last_user)),
                 )
                 calls = decide_tool_calls(query, offered, call_prefix=f"call_{len(messages)}")
+                document = document_call(query, messages) if "read_document" in offered else None
+                if document is not None and not calls:
+                    calls = [
+                        ToolCall(
+                            id=f"call_{len(messages)}_0_read_document",
+                            name="read_document",
+                            arguments=json.dumps(document, ensure_ascii=False),
+                        )
+                    ]
                 if calls:
                     return ChatMessage(role="assistant", content=None, tool_calls=calls)
         return _text(compose_answer(messages, self.language))

@@ -81,6 +81,16 @@ PHRASES: dict[str, dict[str, str]] = {
         "zh": "我无法读取该网页：{error}",
     },
     "empty": {"en": "(empty)", "de": "(leer)", "zh": "（空）"},
+    "document": {
+        "en": "From {name}, page {page}:",
+        "de": "Aus {name}, Seite {page}:",
+        "zh": "摘自 {name} 第 {page} 页：",
+    },
+    "document_none": {
+        "en": "I found nothing in {name} that matches.",
+        "de": "Ich habe in {name} nichts Passendes gefunden.",
+        "zh": "在 {name} 中没有找到相关的内容。",
+    },
     # The planner's and the analyser's own words (DAG mode).
     "plan_combine": {
         "en": "Combine the results of s1 and s2 into one answer for the user.",

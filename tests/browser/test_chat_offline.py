@@ -273,7 +273,7 @@ def test_keyboard_only_shift_enter_newline_enter_sends_and_tab_reaches_controls(
     # Tab from the text box reaches the attach button and the mode switch; arrows switch.
     prompt.focus()
     page.keyboard.press("Tab")
-    expect(page.get_by_role("button", name="Attach images")).to_be_focused()
+    expect(page.get_by_role("button", name="Attach images or documents")).to_be_focused()
     page.keyboard.press("Tab")
     expect(page.locator("#mode-react")).to_be_focused()
     page.keyboard.press("ArrowRight")
@@ -371,12 +371,14 @@ def test_dark_colour_scheme_follows_the_system(new_page, live_daphne):
     assert not page.errors
 
 
-def test_a_file_that_is_not_an_image_is_refused_before_upload(logged_in_page, tmp_path):
+def test_a_file_that_is_neither_image_nor_document_is_refused_before_upload(
+    logged_in_page, tmp_path
+):
     page = logged_in_page
-    notes = tmp_path / "notes.txt"
-    notes.write_text("not an image")
-    page.locator("#file-input").set_input_files(str(notes))
-    expect(page.locator(".toast")).to_contain_text("notes.txt is not a PNG, JPEG, WebP or GIF")
+    program = tmp_path / "setup.exe"
+    program.write_bytes(b"MZ not an image")
+    page.locator("#file-input").set_input_files(str(program))
+    expect(page.locator(".toast")).to_contain_text("setup.exe is not a supported image or document")
     expect(page.locator("#attachment-tray")).to_be_hidden()
     # A file that claims to be a PNG but is not one is refused by the server (Pillow).
     fake = tmp_path / "fake.png"

@@ -62,8 +62,9 @@ def test_content_decides_the_type_not_the_name_or_client_mime(logged_in_client, 
 
 
 def test_non_image_bytes_named_png_are_rejected(logged_in_client, conversation, media_root):
+    # Not an image whatever its name: read as a document (HTML), which holds no text.
     response = upload(logged_in_client, conversation, b"<html><script>alert(1)</script>")
-    assert_rejected(response, media_root, 400, "unsupported_type")
+    assert_rejected(response, media_root, 400, "no_text")
 
 
 def test_an_image_format_outside_the_allowlist_is_rejected(

@@ -1,5 +1,5 @@
 """Tools the agent can call: the registry that runs them (``registry``) and one module per
-kind of tool source (``builtins`` so far). Every fault of a tool comes back to the model as
+kind of tool source (``builtins``, ``documents``). Every fault of a tool comes back to the model as
 an ``Error: …`` text it can read and correct; only cancellation propagates."""
 
 from .builtins import (
@@ -9,6 +9,7 @@ from .builtins import (
     default_tools,
     recall_tool,
 )
+from .documents import DocumentReader, read_document_tool
 from .registry import (
     BUILTIN_SOURCE,
     DEFAULT_TOOL_TIMEOUT,
@@ -24,6 +25,7 @@ from .registry import (
 __all__ = [
     "BUILTIN_SOURCE",
     "DEFAULT_TOOL_TIMEOUT",
+    "DocumentReader",
     "RECALL_LIMIT",
     "RecallSearch",
     "RecalledImage",
@@ -35,5 +37,6 @@ __all__ = [
     "calculator_tool",
     "current_time_tool",
     "default_tools",
+    "read_document_tool",
     "recall_tool",
 ]

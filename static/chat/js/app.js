@@ -289,10 +289,11 @@ class ChatApp {
 
   // ---- sending -------------------------------------------------------------------------
 
-  send({ content, images, mode }) {
-    if (!content && !images.length) return false;
-    const frame = { type: "message", content, attachments: images.map((i) => i.file_id), mode };
-    this.runs.showSent({ content, images, mode });
+  send({ content, images, documents = [], mode }) {
+    if (!content && !images.length && !documents.length) return false;
+    const attachments = [...images, ...documents].map((i) => i.file_id);
+    const frame = { type: "message", content, attachments, mode };
+    this.runs.showSent({ content, images, documents, mode });
     this.scrollToEnd(true);
     this.ensureConversation()
       .then(() => this.transmit(frame))
@@ -306,7 +307,8 @@ class ChatApp {
   resend(query) {
     this.composer.mode = query.mode || this.composer.mode;
     const images = (query.images || []).filter((i) => i.file_id);
-    this.send({ content: query.content || "", images, mode: query.mode || this.composer.mode });
+    const documents = (query.documents || []).filter((i) => i.file_id);
+    this.send({ content: query.content || "", images, documents, mode: query.mode || this.composer.mode });
   }
 
   transmit(frame) {

@@ -1,10 +1,30 @@
-// The composer: text, ReAct/DAG switch, images (button, drag-and-drop, paste) with
-// thumbnails and remove-before-send, Enter to send, Shift+Enter for a new line.
+// The composer: text, ReAct/DAG switch, images and documents (button, drag-and-drop,
+// paste) with thumbnails or chips and remove-before-send, Enter to send, Shift+Enter for
+// a new line.
 
 import { api } from "./api.js";
-import { el, imageOrNotice } from "./render.js";
+import { documentChip, el, imageOrNotice } from "./render.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
+// What the server reads as a document (it decides by the content; this only spares an
+// upload of what it would refuse anyway).
+const DOCUMENT_EXTENSIONS = new Set(["pdf", "docx", "pptx", "xlsx", "txt", "md", "markdown", "csv", "json", "html", "htm"]);
+const DOCUMENT_TYPES = new Set([
+  "application/pdf",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  "text/plain",
+  "text/markdown",
+  "text/csv",
+  "application/json",
+  "text/html",
+]);
+
+function isDocument(file) {
+  const ext = (file.name || "").split(".").pop().toLowerCase();
+  return DOCUMENT_TYPES.has(file.type) || DOCUMENT_EXTENSIONS.has(ext);
+}
 
 export class Composer {
   constructor({ onSend, onStop, ensureConversation, maxUploadBytes, toast }) {
@@ -124,18 +144,19 @@ export class Composer {
   }
 
   clearImages() {
-    for (const item of this.items) URL.revokeObjectURL(item.previewUrl);
+    for (const item of this.items) if (item.previewUrl) URL.revokeObjectURL(item.previewUrl);
     this.items = [];
     this.renderTray();
   }
 
   async addFiles(files) {
     for (const file of files) {
-      if (!IMAGE_TYPES.has(file.type)) {
+      const asDocument = !IMAGE_TYPES.has(file.type) && isDocument(file);
+      if (!IMAGE_TYPES.has(file.type) && !asDocument) {
         this.toast(
           file.name
-            ? interpolate(gettext("%(name)s is not a PNG, JPEG, WebP or GIF image."), { name: file.name }, true)
-            : gettext("That file is not a PNG, JPEG, WebP or GIF image."),
+            ? interpolate(gettext("%(name)s is not a supported image or document."), { name: file.name }, true)
+            : gettext("That file is not a supported image or document."),
         );
         continue;
       }
@@ -151,7 +172,8 @@ export class Composer {
       const item = {
         key: crypto.randomUUID ? crypto.randomUUID() : String(Math.random()),
         file,
-        previewUrl: URL.createObjectURL(file),
+        document: asDocument,
+        previewUrl: asDocument ? "" : URL.createObjectURL(file),
         state: "uploading",
         fileId: null,
       };
@@ -167,7 +189,10 @@ export class Composer {
       const result = await api.uploadImage(conversationId, item.file);
       item.fileId = result.file_id;
       item.mimeType = result.mime_type;
+      item.info = result;
       item.state = "ready";
+      // A scan without a text layer, or pages left out at the limits: said once, here.
+      for (const warning of result.warnings || []) this.toast(`${result.name || item.file.name}: ${warning}`);
     } catch (err) {
       item.state = "failed";
       item.error = err.message;
@@ -178,7 +203,7 @@ export class Composer {
 
   remove(item) {
     this.items = this.items.filter((i) => i !== item);
-    URL.revokeObjectURL(item.previewUrl);
+    if (item.previewUrl) URL.revokeObjectURL(item.previewUrl);
     this.renderTray();
     this.prompt.focus();
   }
@@ -193,6 +218,7 @@ export class Composer {
   // state, so a preview is decoded once and a "No preview" notice is not rebuilt (and lost
   // for a moment) whenever another upload finishes.
   tile(item, index) {
+    if (item.document) return this.documentTile(item);
     const name = item.file.name || interpolate(gettext("image %(number)s"), { number: index + 1 }, true);
     if (!item.tile) {
       item.stateNode = el("span", { class: "thumb-state" });
@@ -224,16 +250,38 @@ export class Composer {
     return item.tile;
   }
 
+  // A document's chip: its name, then its pages and size once the server has read it.
+  documentTile(item) {
+    const name = item.file.name;
+    const info = item.info || { name, size: item.file.size };
+    const stateText = { uploading: gettext("Uploading…"), failed: gettext("Failed") }[item.state];
+    return el(
+      "li",
+      { class: `doc-tile ${item.state}`, title: item.error || name },
+      documentChip(info, { pending: !item.info }),
+      stateText ? el("span", { class: "doc-state", text: stateText }) : null,
+      el("button", {
+        type: "button",
+        class: "remove",
+        "aria-label": interpolate(gettext("Remove %(name)s"), { name }, true),
+        text: "×",
+        onclick: () => this.remove(item),
+      }),
+    );
+  }
+
   submit() {
     if (this.sendBtn.disabled) {
-      if (this.items.some((i) => i.state === "uploading")) this.toast(gettext("Images are still uploading…"));
+      if (this.items.some((i) => i.state === "uploading")) this.toast(gettext("Files are still uploading…"));
       return;
     }
     const content = this.prompt.value.trim();
-    const images = this.items
-      .filter((i) => i.state === "ready")
+    const ready = this.items.filter((i) => i.state === "ready");
+    const images = ready
+      .filter((i) => !i.document)
       .map((i) => ({ file_id: i.fileId, mime_type: i.mimeType, previewUrl: i.previewUrl }));
-    const accepted = this.onSend({ content, images, mode: this.mode });
+    const documents = ready.filter((i) => i.document).map((i) => ({ ...i.info }));
+    const accepted = this.onSend({ content, images, documents, mode: this.mode });
     if (accepted === false) return; // keep the text: nothing was sent
     this.prompt.value = "";
     // Preview URLs stay alive: the sent message shows them until reload.

@@ -25,6 +25,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
         id: message.id,
         content: message.content,
         images: message.images || [],
+        documents: message.documents || [],
         injected: message.kind === "injected",
       });
       if (message.pinned) node.dataset.pinned = "true";

@@ -121,7 +121,30 @@ function messages(n) {
 
 // ---- user messages -----------------------------------------------------------------------
 
-export function userMessage({ id, content, images = [], injected = false }) {
+// A document's chip: its name, pages and size; a link that downloads it once it is stored.
+export function documentChip(doc, { pending = false } = {}) {
+  const name = doc.name || gettext("document");
+  const meta = [];
+  if (doc.pages) meta.push(interpolate(ngettext("%(count)s page", "%(count)s pages", doc.pages), { count: doc.pages }, true));
+  if (doc.size) meta.push(fileSize(doc.size));
+  const url = pending ? null : doc.url || (doc.file_id ? attachmentUrl(doc.file_id) : null);
+  const label = interpolate(gettext("Document: %(name)s"), { name }, true);
+  return el(
+    url ? "a" : "span",
+    { class: "doc-chip", ...(url ? { href: url, download: name } : {}), "aria-label": [label, ...meta].join(", ") },
+    el("span", { class: "doc-icon", "aria-hidden": "true", text: (doc.document_kind || doc.kind || "doc").toUpperCase().slice(0, 4) }),
+    el("span", { class: "doc-name", text: name }),
+    meta.length ? el("span", { class: "doc-meta", text: meta.join(" · ") }) : null,
+  );
+}
+
+export function fileSize(bytes) {
+  if (bytes < 1024) return interpolate(gettext("%(n)s B"), { n: bytes }, true);
+  if (bytes < 1048576) return interpolate(gettext("%(n)s KB"), { n: Math.round(bytes / 1024) }, true);
+  return interpolate(gettext("%(n)s MB"), { n: (bytes / 1048576).toFixed(1) }, true);
+}
+
+export function userMessage({ id, content, images = [], documents = [], injected = false }) {
   const imageList = images.length
     ? el(
         "div",
@@ -146,6 +169,7 @@ export function userMessage({ id, content, images = [], injected = false }) {
       ? el("div", { class: "msg-tag", text: gettext("Follow-up, sent while the agent was working") })
       : null,
     imageList,
+    documents.length ? el("div", { class: "msg-documents" }, ...documents.map((doc) => documentChip(doc))) : null,
     content ? el("div", { class: "bubble", text: content }) : null,
   );
   if (id !== undefined && id !== null) node.dataset.messageId = String(id);

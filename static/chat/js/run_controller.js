@@ -126,16 +126,16 @@ export class RunController {
 
   // Shows a message the user just sent: a follow-up while the agent works is injected into
   // the run; otherwise it starts a new answer, confirmed by ``run.started``.
-  showSent({ content, images, mode }) {
+  showSent({ content, images, documents = [], mode }) {
     this.host.emptyState.hidden = true;
     if (this.run) {
-      const node = userMessage({ content, images, injected: true });
+      const node = userMessage({ content, images, documents, injected: true });
       this.messagesEl.insertBefore(node, this.run.view.node);
       this.pendingInjections.push(node);
       return;
     }
-    this.lastQuery = { content, images, mode };
-    const userNode = userMessage({ content, images });
+    this.lastQuery = { content, images, documents, mode };
+    const userNode = userMessage({ content, images, documents });
     const view = new AssistantView({ onRetry: (v) => this.retry(this.lastQuery, v) });
     view.userNode = userNode; // a refused message's pair is replaced by its retry
     view.thinking();
@@ -240,7 +240,12 @@ export class RunController {
         this.views.delete(String(frame.retry_of));
       } else if (!this.hasMessage(frame.message_id) && frame.content !== undefined) {
         this.messagesEl.append(
-          userMessage({ id: frame.message_id, content: frame.content, images: frame.images || [] }),
+          userMessage({
+            id: frame.message_id,
+            content: frame.content,
+            images: frame.images || [],
+            documents: frame.documents || [],
+          }),
         );
         this.messagesEl.append(view.node);
       } else if (!this.hasMessage(frame.message_id)) {
@@ -303,6 +308,7 @@ export class RunController {
       id: frame.message_id,
       content: frame.content,
       images: frame.images || [],
+      documents: frame.documents || [],
       injected: true,
     });
     if (this.run) this.messagesEl.insertBefore(node, this.run.view.node);
@@ -386,6 +392,7 @@ export class RunController {
             id: query.id,
             content: query.content,
             images: query.images || [],
+            documents: query.documents || [],
             injected: query.kind === "injected",
           }),
         );

@@ -1,0 +1,85 @@
+"""Writes of attachments: an upload validated and stored (an image, or a document with its
+text extracted once), and uploads never sent cleaned up. ``chat.services`` re-exports
+both: its callers see one module of writes."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.utils import timezone
+
+from chat.documents import extract_upload, looks_like_image
+from chat.errors import InvalidInput
+from chat.image_descriptions import offline_description
+from chat.models import Attachment, Conversation
+from chat.uploads import display_name, read_limited, validate_image
+
+
+def attachment_create(
+    *, owner, conversation: Conversation, uploaded_file: UploadedFile
+) -> Attachment:
+    """Validate an upload and store it: an image (checked with Pillow) or a document (its
+    text extracted once, ``chat.documents``); rejections store nothing."""
+    if conversation.owner_id != owner.pk:
+        raise InvalidInput("conversation_mismatch", "The conversation belongs to someone else.")
+    data = read_limited(uploaded_file, max_bytes=settings.FIMONE_MAX_UPLOAD_BYTES)
+    name = display_name(getattr(uploaded_file, "name", ""))
+    if looks_like_image(data):
+        image = validate_image(data, max_pixels=settings.FIMONE_MAX_IMAGE_PIXELS)
+        attachment = Attachment(
+            owner=owner,
+            conversation=conversation,
+            original_name=name,
+            mime_type=image.mime_type,
+            size=image.size,
+            width=image.width,
+            height=image.height,
+            sha256=image.sha256,
+            # Once, here: every later request that shows the image as text reuses it.
+            description=offline_description(image.data),
+            description_source=Attachment.DescriptionSource.OFFLINE,
+        )
+    else:
+        # Seconds of CPU for a long PDF: done before the transaction, which only stores.
+        document = extract_upload(data, name=name)
+        attachment = Attachment(
+            owner=owner,
+            conversation=conversation,
+            original_name=name,
+            kind=Attachment.Kind.DOCUMENT,
+            mime_type=document.mime_type,
+            size=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            page_count=document.page_count,
+            text_tokens=document.text_tokens,
+            outline=document.outline,
+            document=document.document,
+        )
+    return _attachment_store(attachment, data)
+
+
+@transaction.atomic
+def _attachment_store(attachment: Attachment, data: bytes) -> Attachment:
+    # The stored name comes from upload_to (owner id + attachment id), never from the client.
+    attachment.file.save("upload", ContentFile(data), save=False)
+    try:
+        attachment.save()
+    except Exception:
+        attachment.file.delete(save=False)
+        raise
+    return attachment
+
+
+@transaction.atomic
+def attachments_delete_unsent(*, older_than: timedelta) -> int:
+    """Delete uploads never sent in a message and older than ``older_than``; their files
+    follow on commit. Returns how many were deleted."""
+    cutoff = timezone.now() - older_than
+    # Sending links an upload to its message (user_message_create), so no link = never sent.
+    _, by_model = Attachment.objects.filter(message__isnull=True, created_at__lt=cutoff).delete()
+    return by_model.get(Attachment._meta.label, 0)
