@@ -382,7 +382,8 @@ def test_a_file_that_is_neither_image_nor_document_is_refused_before_upload(
     expect(page.locator("#attachment-tray")).to_be_hidden()
     # A file that claims to be a PNG but is not one is refused by the server (Pillow).
     fake = tmp_path / "fake.png"
-    fake.write_bytes(b"definitely not a PNG")
+    # (Its header says PNG; text bytes would be read as a text document.)
+    fake.write_bytes(b"\x89PNG\r\n\x1a\ndefinitely not a PNG")
     page.locator("#file-input").set_input_files(str(fake))
     expect(page.locator(".thumb.failed")).to_have_count(1)
     expect(page.locator(".toast")).to_contain_text("Upload failed")

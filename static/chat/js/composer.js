@@ -191,6 +191,11 @@ export class Composer {
       item.mimeType = result.mime_type;
       item.info = result;
       item.state = "ready";
+      // The server reads the bytes: a file the browser called an image may be a document.
+      if ((result.kind === "document") !== item.document) {
+        item.document = result.kind === "document";
+        item.tile = null;
+      }
       // A scan without a text layer, or pages left out at the limits: said once, here.
       for (const warning of result.warnings || []) this.toast(`${result.name || item.file.name}: ${warning}`);
     } catch (err) {
