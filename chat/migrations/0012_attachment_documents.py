@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat", "0011_tool_approvals"),
+        ("chat", "0011_tool_servers"),
     ]
 
     operations = [
