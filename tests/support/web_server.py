@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import ssl
 import threading
 import time
 import urllib.parse
@@ -59,6 +60,7 @@ class PageServer:
     base: str
     port: int
     requests: list[str] = field(default_factory=list)
+    sni: list[str | None] = field(default_factory=list)
     big_bytes_sent: list[int] = field(default_factory=list)
 
     def url(self, path: str) -> str:
@@ -171,12 +173,81 @@ def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+@dataclass(frozen=True)
+class TestCertificates:
+    """A certificate authority made for one test run and a server certificate it signed
+    for ``names``: the server's context, and a client context that trusts only the CA."""
+
+    server: ssl.SSLContext
+    client: ssl.SSLContext
+
+
+def make_certificates(names: list[str]) -> TestCertificates:
+    import datetime
+    import tempfile
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("fimone test CA"))
+        .issuer_name(name("fimone test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(name(names[0]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    with tempfile.TemporaryDirectory() as folder:
+        chain, secret = f"{folder}/cert.pem", f"{folder}/key.pem"
+        with open(chain, "wb") as out:
+            out.write(leaf.public_bytes(serialization.Encoding.PEM))
+        with open(secret, "wb") as out:
+            out.write(
+                key.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                )
+            )
+        server.load_cert_chain(chain, secret)
+    client = ssl.create_default_context(cadata=ca.public_bytes(serialization.Encoding.PEM).decode())
+    return TestCertificates(server, client)
+
+
 @contextlib.contextmanager
-def serve_pages() -> Iterator[PageServer]:
-    """The page server on a free loopback port, for the ``with`` block."""
+def serve_pages(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
+    """The page server on a free loopback port, for the ``with`` block; over TLS with the
+    ``tls`` server context (the names clients asked for by SNI go to ``site.sni``)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(PageServer("", 0)))
     port = server.server_address[1]
-    site = PageServer(f"http://127.0.0.1:{port}", port)
+    scheme = "https" if tls else "http"
+    site = PageServer(f"{scheme}://127.0.0.1:{port}", port)
+    if tls is not None:
+        tls.sni_callback = lambda sock, name, context: site.sni.append(name)
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     server.RequestHandlerClass = _handler(site)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="page-server", daemon=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -29,12 +30,14 @@ _EXTRACT_SECONDS = 20.0
 @dataclass(frozen=True)
 class FetchConfig:
     """What ``fetch_url`` may do: the address policy, the download limits, how many
-    characters one call returns at most, and the resolver (injectable for tests)."""
+    characters one call returns at most; the resolver and the trusted certificates are
+    injectable for tests."""
 
     policy: AddressPolicy = AddressPolicy()
     limits: FetchLimits = FetchLimits()
     max_chars: int = 20_000
     resolver: Resolver = system_resolver
+    tls: ssl.SSLContext | None = None  # the certificates to trust; None: the system's
 
 
 def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
@@ -51,7 +54,11 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
         length = min(length, config.max_chars)
         try:
             fetched = await fetch(
-                url, policy=config.policy, limits=config.limits, resolver=config.resolver
+                url,
+                policy=config.policy,
+                limits=config.limits,
+                resolver=config.resolver,
+                tls=config.tls,
             )
             page = await asyncio.to_thread(page_text, fetched, raw=raw)
         except (FetchError, AddressRefused) as exc:

@@ -83,9 +83,12 @@ async def fetch(
     policy: AddressPolicy,
     limits: FetchLimits,
     resolver: Resolver = system_resolver,
+    tls: ssl.SSLContext | None = None,
 ) -> FetchedBody:
-    """GET ``url``, following redirects; raises ``FetchError`` (or ``AddressRefused``)."""
-    tls = await asyncio.to_thread(_tls_context)  # reads the CA bundle once per process
+    """GET ``url``, following redirects; raises ``FetchError`` (or ``AddressRefused``).
+    ``tls``: the certificates to trust (default: the system's)."""
+    if tls is None:
+        tls = await asyncio.to_thread(_tls_context)  # reads the CA bundle once per process
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limits.total_seconds
     current = _parse(url)

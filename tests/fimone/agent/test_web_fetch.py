@@ -23,6 +23,7 @@ from tests.support.web_server import (
     BOILERPLATE_MARKERS,
     DATA,
     PDF_FACT,
+    make_certificates,
     serve_pages,
 )
 
@@ -293,3 +294,45 @@ async def test_each_fetch_is_logged_without_its_query(site, caplog):
     )
     assert logged[1].startswith("fetch_url http://127.0.0.1/article: refused to connect")
     assert "s3cret" not in " ".join(logged)
+
+
+@pytest.fixture(scope="module")
+def certificates():
+    return make_certificates(["pages.test"])
+
+
+@pytest.fixture(scope="module")
+def tls_site(certificates):
+    with serve_pages(tls=certificates.server) as server:
+        yield server
+
+
+def tls_fetcher(certificates, mapping: dict[str, list[str]]) -> ToolRegistry:
+    config = FetchConfig(
+        policy=AddressPolicy.from_entries(["127.0.0.1"]),
+        limits=FetchLimits(total_seconds=10.0),
+        resolver=names(mapping),
+        tls=certificates.client,
+    )
+    return ToolRegistry([fetch_url_tool(config)])
+
+
+async def test_https_goes_to_the_checked_address_with_the_name_in_sni_and_the_certificate(
+    tls_site, certificates
+):
+    tools = tls_fetcher(certificates, {"pages.test": ["127.0.0.1"]})
+    result = await fetch(tools, f"https://pages.test:{tls_site.port}/article")
+    assert result.startswith(f"URL: https://pages.test:{tls_site.port}/article\n")
+    assert ARTICLE_FACT in result
+    assert tls_site.sni[-1] == "pages.test"
+    assert tls_site.requests[-1] == f"pages.test:{tls_site.port} /article"
+
+
+async def test_https_to_a_name_the_certificate_does_not_cover_is_refused(tls_site, certificates):
+    """Resolving another name to the same address does not borrow the certificate."""
+    tools = tls_fetcher(certificates, {"other.test": ["127.0.0.1"]})
+    before = len(tls_site.requests)
+    result = await fetch(tools, f"https://other.test:{tls_site.port}/article")
+    assert result.startswith("Error: "), result
+    assert "certificate" in result.lower()
+    assert tls_site.sni[-1] == "other.test" and len(tls_site.requests) == before
