@@ -106,9 +106,13 @@ def _ordinary_request(conversation: Conversation, budget: int):
     """The next request of this conversation before its question, as its engine sends it."""
     from chat.document_context import has_documents
     from chat.runs.deps import make_tools
+    from chat.tool_servers import cached_server_tools
     from fimone.agent.history_room import ordinary_request
 
     tools = make_tools(conversation.id, before_id=0, documents=has_documents(conversation.id))
+    for tool in cached_server_tools():  # the tool servers' schemas are sent too
+        if tool.name not in tools:
+            tools.register(tool)
     return ordinary_request(conversation.mode, budget, tools=tools)
 
 

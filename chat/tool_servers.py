@@ -177,6 +177,17 @@ async def server_tools(*, vision: bool) -> McpToolset:
     return await pool().toolset(specs, vision=vision)
 
 
+def cached_server_tools() -> list:
+    """The servers' tools as the next run will likely offer them, from what this process
+    listed last (no server is asked, nothing is started): the context gauge counts them."""
+    current = _pool["pool"]
+    if current is None:
+        return []
+    cached = _specs_cache.get("specs")
+    specs = cached[1] if cached is not None else configured_servers()
+    return current.cached_tools(specs)
+
+
 async def close() -> None:
     """Close every connection of this process (stdio servers exit)."""
     current = _pool["pool"]

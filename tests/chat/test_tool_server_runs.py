@@ -110,3 +110,24 @@ async def test_an_image_result_reaches_a_model_that_sees_images(
     assert events[-1]["type"] == "done", events[-1]
     second = json.dumps([m.content for m in ws_fake_llm.calls[1].messages], default=str)
     assert "data:image/png;base64,iVBOR" in second
+
+
+async def test_the_context_gauge_counts_the_servers_tool_schemas_once_listed(
+    user, socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    from asgiref.sync import sync_to_async
+    from django.test import Client
+
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    url = f"/api/conversations/{conversation.id}/context/"
+    before = (await sync_to_async(client.get)(url)).json()["used_tokens"]
+    mcp_file({"notes": server_entry(marker_dir)})
+    ws_fake_llm.enqueue("Fine.")
+    await send(socket, type="message", content="Hello", mode="react")
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    # An empty conversation again, now with the servers' tools known to this process.
+    other = await conversation.__class__.objects.acreate(owner=user, title="other")
+    url = f"/api/conversations/{other.id}/context/"
+    after = (await sync_to_async(client.get)(url)).json()["used_tokens"]
+    assert after > before + 100  # nine tool schemas more

@@ -3,7 +3,7 @@
 
     python -m tests.support.mcp_server stdio [--marker-dir DIR]
     python -m tests.support.mcp_server http --port 8123 [--marker-dir DIR] [--require-header NAME]
-    python -m tests.support.mcp_server fail-at-start
+    python -m tests.support.mcp_server fail-at-start | hang-at-start
 
 Its tools cover what a client must handle: text, structured content, images, an error
 result, embedded resources, a slow call that notes its cancellation (in ``marker-dir``), a
@@ -106,7 +106,7 @@ def build(marker_dir: Path | None) -> MCPServer:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["stdio", "http", "fail-at-start"])
+    parser.add_argument("mode", choices=["stdio", "http", "fail-at-start", "hang-at-start"])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--marker-dir", type=Path)
     parser.add_argument("--require-header", default="")
@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.mode == "fail-at-start":
         print("this server cannot start", file=sys.stderr)
         sys.exit(2)
+    if args.mode == "hang-at-start":
+        time.sleep(3600)  # never answers the handshake
     server = build(args.marker_dir)
     if args.mode == "stdio":
         server.run("stdio")

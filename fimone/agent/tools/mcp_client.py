@@ -30,7 +30,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED
 
-from .mcp_config import McpServerSpec, SecretLookup, resolve_secrets
+from .mcp_config import McpServerSpec, SecretLookup, SecretRefused, resolve_secrets
 from .mcp_results import result_output, tool_name
 from .registry import Tool, ToolOutput
 
@@ -227,16 +227,24 @@ class _HttpTransport:
             await self._client.__aexit__(None, None, None)
 
 
-def _describe(exc: BaseException) -> str:
-    """A short, readable reason (task groups wrap the real one)."""
+def _unwrap(exc: BaseException) -> BaseException:
+    """The first real exception inside task groups' exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    """A short, readable reason."""
+    exc = _unwrap(exc)
     text = str(exc).strip()
+    if isinstance(exc, ServerGone | TimeoutError | SecretRefused) and text:
+        return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _start_error(exc: BaseException) -> Exception:
-    if isinstance(exc, TimeoutError):
+    if isinstance(_unwrap(exc), TimeoutError):
         return TimeoutError("the server did not answer in time")
     return ServerGone(_describe(exc))
 
@@ -287,7 +295,8 @@ class McpPool:
             async with asyncio.timeout(self.start_timeout + 5):
                 tools = await (await self.connection(spec)).list_tools()
         except Exception as exc:
-            reason = _describe(exc)
+            timed_out = isinstance(_unwrap(exc), TimeoutError) and not str(_unwrap(exc))
+            reason = "the server did not answer in time" if timed_out else _describe(exc)
             self._listings[spec.connection_key] = (now + FAILURE_TTL, reason)
             raise ServerGone(reason) from None
         self._listings[spec.connection_key] = (time.monotonic() + self.list_ttl, tools)

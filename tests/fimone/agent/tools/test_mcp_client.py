@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 
 import pytest
@@ -156,3 +158,37 @@ async def test_stop_during_a_long_http_call_cancels_it_on_the_server(mcp_pool, h
     with pytest.raises(asyncio.CancelledError):
         await call
     await wait_for_file(markers / "slow-cancelled")
+
+
+async def test_a_server_that_never_answers_the_handshake_is_left_out_in_time(marker_dir):
+    from fimone.agent.tools.mcp_client import McpPool
+    from tests.support.mcp_servers import no_secrets
+
+    pool = McpPool(no_secrets, start_timeout=2.0)
+    hanging = McpServerSpec(
+        name="mute",
+        transport="stdio",
+        command=sys.executable,
+        args=("-m", "tests.support.mcp_server", "hang-at-start"),
+    )
+    try:
+        async with asyncio.timeout(30):
+            toolset = await pool.toolset([hanging], vision=False)
+    finally:
+        await pool.aclose()
+    assert toolset.tools == [] and [p.server for p in toolset.problems] == ["mute"]
+    assert "in time" in toolset.problems[0].reason
+
+
+async def test_a_server_that_died_while_idle_is_started_again_without_an_error(
+    mcp_pool, marker_dir
+):
+    tools, _ = await registry_of(mcp_pool, stdio_spec(marker_dir))
+    before = int((await tools.run_output("test__pid", "{}")).text)
+    os.kill(before, signal.SIGKILL)
+    connection = await mcp_pool.connection(stdio_spec(marker_dir))
+    async with asyncio.timeout(WAIT):
+        while not connection.dead:  # noqa: ASYNC110 - the end of its output is noticed
+            await asyncio.sleep(0.05)
+    assert (await tools.run_output("test__echo", '{"text": "again"}')).text == "echo: again"
+    assert int((await tools.run_output("test__pid", "{}")).text) != before
