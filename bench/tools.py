@@ -8,7 +8,10 @@ SDK's ``call_tool`` (transport, server, JSON-RPC) is measured too; fimone's over
 call's time less that. Prints p50/p95 of the overhead (target: p95 ≤ 5 ms) and, for
 reference, of the whole round trip.
 
-    .venv/bin/python bench/tools.py [--calls 500]
+    .venv/bin/python bench/tools.py [--calls 500] [--pdf-pages 300]
+
+Then the documents part (bench/documents.py): upload-to-ready time of a 300-page PDF
+(``--pdf-pages 0`` leaves it out).
 """
 
 from __future__ import annotations
@@ -100,4 +103,15 @@ async def main(calls: int) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=500)
-    sys.exit(asyncio.run(main(parser.parse_args().calls)))
+    parser.add_argument(
+        "--pdf-pages", type=int, default=300, help="the documents part (bench/documents.py)"
+    )
+    args = parser.parse_args()
+    code = asyncio.run(main(args.calls))
+    if args.pdf_pages:
+        # Documents: upload-to-ready time of a long PDF (bench/documents.py).
+        from bench import documents
+
+        print()
+        code = documents.main(args.pdf_pages, uploads=3) or code
+    sys.exit(code)

@@ -39,7 +39,8 @@ What is loaded, and why:
   counting must not write.
 
 Queries are constant: one for the newest summary, one for the messages, one for all their
-attachments. Sync (ORM, file reads): call it from a thread.
+image attachments, and, when documents are referenced, two for them (their outlines, then
+the text of those that go inline). Sync (ORM, file reads): call it from a thread.
 """
 
 from __future__ import annotations
