@@ -131,3 +131,25 @@ async def test_the_context_gauge_counts_the_servers_tool_schemas_once_listed(
     url = f"/api/conversations/{other.id}/context/"
     after = (await sync_to_async(client.get)(url)).json()["used_tokens"]
     assert after > before + 100  # nine tool schemas more
+
+
+async def test_closing_the_tool_servers_stops_the_child(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    """What the drain and the shutdown call (fimone/asgi.py): the child exits with it."""
+    import os
+
+    mcp_file({"notes": server_entry(marker_dir)})
+    ws_fake_llm.enqueue(ws_fake_llm.tool_call("notes__pid", "{}"), "Noted.")
+    await send(socket, type="message", content="Which process?", mode="react")
+    events = await events_until(socket, "done", "error")
+    pid = int(next(s for s in of_type(events, "step") if s["kind"] == "tool_result")["result"])
+    os.kill(pid, 0)  # running, kept for the next run
+    await tool_servers.close()
+    async with asyncio.timeout(WAIT):
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            await asyncio.sleep(0.05)

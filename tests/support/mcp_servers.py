@@ -40,9 +40,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(marker_dir: Path, *extra: str) -> Iterator[str]:
+def http_server(marker_dir: Path, *extra: str, port: int = 0) -> Iterator[str]:
     """The test server over streamable HTTP on loopback; yields its URL."""
-    port = free_port()
+    port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", SERVER_MODULE, "http", "--port", str(port)]
         + ["--marker-dir", str(marker_dir), *extra],

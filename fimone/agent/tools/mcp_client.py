@@ -28,7 +28,7 @@ import httpx2
 import mcp_types as types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST
 
 from .mcp_config import McpServerSpec, SecretLookup, SecretRefused, resolve_secrets
 from .mcp_results import result_output, tool_name
@@ -43,6 +43,11 @@ FAILURE_TTL = 5.0  # a failed start or listing is tried again after this long
 
 class ServerGone(RuntimeError):
     """The server's connection ended (a stdio server exited) during a request."""
+
+
+class SessionExpired(ServerGone):
+    """A streamable-HTTP server no longer knows the session (it restarted, or expired it):
+    the request was not run, and a new session may send it again."""
 
 
 class SecretNotForwarded(RuntimeError):
@@ -190,6 +195,9 @@ class McpConnection:
             if exc.code == CONNECTION_CLOSED:
                 self.dead = True
                 raise ServerGone("the server's connection closed") from None
+            if self.spec.transport == "http" and _session_unknown(exc):
+                self.dead = True
+                raise SessionExpired("the server ended the session") from None
             raise
 
     async def aclose(self) -> None:
@@ -225,6 +233,12 @@ class _HttpTransport:
             return await self._cm.__aexit__(*exc)
         finally:
             await self._client.__aexit__(None, None, None)
+
+
+def _session_unknown(exc: MCPError) -> bool:
+    """An HTTP 404 on a session the server no longer knows: the SDK's client says "Session
+    terminated", its server "Session not found" (both as an invalid request)."""
+    return exc.code == INVALID_REQUEST and "session" in exc.message.lower()
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -336,7 +350,10 @@ class McpPool:
         async def call(**arguments: Any) -> ToolOutput:
             connection = await self.connection(spec)
             try:
-                result = await connection.call(original, arguments)
+                try:
+                    result = await connection.call(original, arguments)
+                except SessionExpired:  # not run: once more, in a new session
+                    result = await (await self.connection(spec)).call(original, arguments)
             except ServerGone:
                 return ToolOutput(
                     f"Error: the MCP server {spec.name} stopped during the call; it is started "

@@ -192,3 +192,15 @@ async def test_a_server_that_died_while_idle_is_started_again_without_an_error(
             await asyncio.sleep(0.05)
     assert (await tools.run_output("test__echo", '{"text": "again"}')).text == "echo: again"
     assert int((await tools.run_output("test__pid", "{}")).text) != before
+
+
+async def test_a_restarted_http_server_gets_a_new_session_without_a_failed_call(mcp_pool, tmp_path):
+    from tests.support.mcp_servers import free_port, http_server
+
+    port = free_port()
+    spec = McpServerSpec(name="web", transport="http", url=f"http://127.0.0.1:{port}/mcp")
+    with http_server(tmp_path, port=port):
+        tools, _ = await registry_of(mcp_pool, spec)
+        assert (await tools.run_output("web__echo", '{"text": "one"}')).text == "echo: one"
+    with http_server(tmp_path, port=port):  # the same URL, a new process: old session unknown
+        assert (await tools.run_output("web__echo", '{"text": "two"}')).text == "echo: two"
