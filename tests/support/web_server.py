@@ -17,6 +17,7 @@ import ssl
 import threading
 import time
 import urllib.parse
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +62,7 @@ class PageServer:
     port: int
     requests: list[str] = field(default_factory=list)
     sni: list[str | None] = field(default_factory=list)
+    bomb_sizes: list[int] = field(default_factory=list)
     big_bytes_sent: list[int] = field(default_factory=list)
 
     def url(self, path: str) -> str:
@@ -127,6 +129,8 @@ def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
                 )
                 page = ARTICLE.replace("</article>", paragraphs + "</article>")
                 self.send_body(page.encode(), "text/html; charset=utf-8")
+            elif path == "/bomb":  # ?mb= megabytes of text in a gzip body of a few hundred kB
+                self.send_bomb(int(query.get("mb", "100")))
             elif path == "/big":
                 self.send_big(int(query.get("mb", "50")))
             elif path == "/slow":
@@ -156,6 +160,14 @@ def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
             finally:
                 site.big_bytes_sent.append(sent)
                 self.close_connection = True
+
+        def send_bomb(self, megabytes: int) -> None:
+            packer = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            block = b"<p>" + b"A" * 65_000 + b"</p>\n"
+            parts = [packer.compress(block) for _ in range(megabytes * 16)]
+            body = b"".join(parts) + packer.flush()
+            site.bomb_sizes.append(len(body))
+            self.send_body(body, "text/html", Content_Encoding="gzip")
 
         def send_trickle(self, pause: float, count: int) -> None:
             self.send_response(200)

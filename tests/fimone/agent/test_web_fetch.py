@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import tracemalloc
 
 import pytest
 
@@ -336,3 +337,19 @@ async def test_https_to_a_name_the_certificate_does_not_cover_is_refused(tls_sit
     assert result.startswith("Error: "), result
     assert "certificate" in result.lower()
     assert tls_site.sni[-1] == "other.test" and len(tls_site.requests) == before
+
+
+async def test_a_compressed_body_is_cut_at_the_cap_after_decompression(site):
+    """100 MB of text in a gzip body of under 1 MB: never more than the cap is unpacked."""
+    cap = 1024 * 1024
+    tools = fetcher("127.0.0.1", max_bytes=cap, max_chars=500)
+    await fetch(tools, site.url("/article.gz"))  # imports and caches before measuring
+    tracemalloc.start()
+    try:
+        result = await fetch(tools, site.url("/bomb"))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert f"[The download stopped at the limit of {cap:,} bytes" in result
+    assert site.bomb_sizes[-1] < cap  # what was sent is far smaller than what it unpacks to
+    assert peak < 16 * cap, f"peak {peak:,} bytes"
