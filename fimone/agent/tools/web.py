@@ -11,8 +11,10 @@ reads. What it may connect to and how much it may download are set by the operat
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -25,6 +27,10 @@ logger = logging.getLogger(__name__)
 
 # Time for turning the body into text, on top of the fetch's own deadline.
 _EXTRACT_SECONDS = 20.0
+# Pages are turned into text in threads of their own: a few large pages at once take
+# seconds of CPU, and must not hold up the default executor's threads, which render
+# Markdown and count tokens for every run. No thread starts before the first fetch.
+_EXTRACTORS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fetch_url")
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,9 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
                 resolver=config.resolver,
                 tls=config.tls,
             )
-            page = await asyncio.to_thread(page_text, fetched, raw=raw)
+            page = await asyncio.get_running_loop().run_in_executor(
+                _EXTRACTORS, functools.partial(page_text, fetched, raw=raw)
+            )
         except (FetchError, AddressRefused) as exc:
             logger.info("fetch_url %s: %s", _shown(url), exc)
             return f"Error: {exc}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import tracemalloc
 
 import pytest
@@ -353,3 +354,20 @@ async def test_a_compressed_body_is_cut_at_the_cap_after_decompression(site):
     assert f"[The download stopped at the limit of {cap:,} bytes" in result
     assert site.bomb_sizes[-1] < cap  # what was sent is far smaller than what it unpacks to
     assert peak < 16 * cap, f"peak {peak:,} bytes"
+
+
+async def test_the_page_is_turned_into_text_off_the_event_loop(site, monkeypatch):
+    from fimone.agent.tools import web
+
+    threads = []
+
+    def recording_page_text(fetched, *, raw=False):
+        threads.append(threading.current_thread().name)
+        return real_page_text(fetched, raw=raw)
+
+    real_page_text = web.page_text
+    monkeypatch.setattr(web, "page_text", recording_page_text)
+    result = await fetch(fetcher("127.0.0.1"), site.url("/article"))
+    assert ARTICLE_FACT in result
+    assert threads and threads[0].startswith("fetch_url")
+    assert threads[0] != threading.current_thread().name
