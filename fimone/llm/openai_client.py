@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -40,18 +39,11 @@ import openai
 from openai import AsyncOpenAI
 
 from contextmgmt.core.llm import (
-    ContextOverflow,
-    LLMAuthError,
     LLMBadResponse,
-    LLMError,
-    LLMRateLimited,
     LLMResult,
     LLMTimeout,
-    LLMUnavailable,
     StreamChunk,
     StreamCutOff,
-    ToolCallAssembler,
-    ToolCallDelta,
     Usage,
 )
 from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
@@ -59,8 +51,11 @@ from contextmgmt.core.providers import ProviderProfile
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
 from .endpoint import Endpoint, Learner
+from .errors import map_error
 from .options import check_opts
 from .sse import sse_data
+from .streaming import StreamReader
+from .think_tags import opens_in_prompt, split_whole
 from .vision import (
     ImagesRefused,
     has_pixels,
@@ -72,13 +67,6 @@ from .vision import (
 
 log = logging.getLogger(__name__)
 
-# What providers say when a request is longer than the model's window (OpenAI, vLLM,
-# llama.cpp, Ollama, Anthropic-compatible proxies word it differently).
-_OVERFLOW = re.compile(
-    r"maximum context length|context[_ ]length[_ ]exceeded|too many tokens|context window"
-    r"|prompt is too long|exceeds? the (?:[\w']+ ){0,3}context|exceed_context_size",
-    re.IGNORECASE,
-)
 # Servers such as llama.cpp and Ollama need no key, but the SDK insists on one.
 _NO_KEY = "no-key-configured"
 # An earlier tool call whose arguments were not JSON goes back as {KEY: "<raw text>"}.
@@ -129,6 +117,8 @@ class OpenAIChatLLM:
         # endpoint is remembered for the process (``vision``).
         self._on_images_refused = on_images_refused
         self._images_refused = False
+        # The endpoint sent a closing think tag without an opening one (``think_tags``).
+        self._think_opened = False
         # An httpx client is bound to the event loop that first used it: one SDK client per
         # loop (daphne has one; tests and async_to_sync make more).
         self._clients: dict[asyncio.AbstractEventLoop, AsyncOpenAI] = {}
@@ -169,6 +159,14 @@ class OpenAIChatLLM:
         except Exception:  # remembering is a convenience; the answer must not fail for it
             log.exception("could not store that %s refused images", self.model_name)
         return True
+
+    def _think_opens(self) -> bool:
+        """Whether replies start inside a think block the prompt opened: by the model's
+        name or what the endpoint showed, unless its reasoning arrives in a field of its
+        own (a reasoning parser takes the tags out)."""
+        if self.endpoint.profile.reasoning_field:
+            return False
+        return self._think_opened or opens_in_prompt(self.model_name)
 
     def _client(self) -> AsyncOpenAI:
         loop = asyncio.get_running_loop()
@@ -287,6 +285,9 @@ class OpenAIChatLLM:
         content = wire.content
         metadata: dict[str, Any] = {"finish_reason": choice.finish_reason}
         reasoning = self.endpoint.reasoning_text(wire)
+        if content:  # reasoning written inline as <think>…</think> (``think_tags``)
+            split = split_whole(content)
+            content, reasoning = split.text, reasoning + split.reasoning
         if reasoning:  # shown apart; never sent back (to_openai leaves metadata out)
             metadata["reasoning"] = reasoning
         message = ChatMessage(
@@ -309,11 +310,7 @@ class OpenAIChatLLM:
         messages = self._shown(messages)
         kwargs = self._request(messages, tools, opts, stream=True)
         asked_usage = "stream_options" in self.endpoint.profile.adapt(kwargs)
-        text: list[str] = []
-        calls = ToolCallAssembler()
-        usage: Usage | None = None
-        finish_reason: str | None = None
-        saw_choice = False
+        reader = StreamReader(self.endpoint, inside=self._think_opens())
         started = False  # the provider answered: a broken connection now is a cut-off
         try:
             async with AsyncExitStack() as stack:
@@ -327,23 +324,7 @@ class OpenAIChatLLM:
                     response = await self._open_stream(kwargs, stack)
                 started = True
                 async for chunk in sse_data(response):
-                    usage = _usage_of(chunk.get("usage")) or usage
-                    for choice in chunk.get("choices") or ():
-                        if choice.get("index", 0) != 0:
-                            continue
-                        saw_choice = True
-                        if choice.get("finish_reason"):
-                            finish_reason = choice["finish_reason"]
-                        reasoning = self.endpoint.reasoning_text(choice.get("delta"))
-                        if reasoning:  # apart from the answer, never part of ``text``
-                            yield StreamChunk(reasoning=reasoning)
-                        out = _stream_chunk(choice.get("delta"))
-                        if out is None:
-                            continue
-                        for delta in out.tool_call_deltas or ():
-                            calls.add(delta)
-                        if out.text:
-                            text.append(out.text)
+                    for out in reader.read(chunk):
                         yield out
         except (httpx2.TimeoutException, openai.APITimeoutError) as err:
             raise LLMTimeout("the model did not answer in time") from err
@@ -355,40 +336,26 @@ class OpenAIChatLLM:
             raise map_error(err) from err
         except (openai.OpenAIError, ValueError) as err:
             raise map_error(err) from err
-        if not saw_choice:
+        if not reader.saw_choice:
             raise LLMBadResponse("the model's stream carried no choices")
-        if finish_reason is None:
+        if reader.finish_reason is None:
             # The body ended cleanly but the reply never finished: a cut-off stream.
             raise StreamCutOff("the model's stream ended before the reply was complete")
-        tool_calls = calls.calls()
+        for out in reader.flush():
+            yield out
+        if reader.saw_orphan_close:
+            log.info("%s opens its think block in the prompt; read so from now on", self)
+            self._think_opened = True
+        tool_calls = reader.calls.calls()
+        usage = reader.usage
         if usage is None:  # no usage sent, or stream_options refused by this endpoint
             if asked_usage and self.endpoint.profile.stream_usage:
                 self.endpoint.saw_no_stream_usage()  # asked, and it sent none: ask no more
-            reply = ChatMessage(role="assistant", content="".join(text), tool_calls=tool_calls)
+            text = "".join(reader.text)
+            reply = ChatMessage(role="assistant", content=text, tool_calls=tool_calls)
             usage = _estimate(messages, reply)
         await self.endpoint.report()
-        yield StreamChunk(tool_calls=tool_calls, usage=usage, finish_reason=finish_reason)
-
-
-def _stream_chunk(delta: Any) -> StreamChunk | None:
-    """One wire delta as a ``StreamChunk`` (text and tool-call pieces), or None if empty."""
-    if not isinstance(delta, dict):
-        return None
-    deltas = []
-    for tc in delta.get("tool_calls") or ():
-        function = tc.get("function") or {}
-        deltas.append(
-            ToolCallDelta(
-                index=tc.get("index"),
-                id=tc.get("id"),
-                name=function.get("name"),
-                arguments=function.get("arguments") or "",
-            )
-        )
-    content = delta.get("content")
-    if not content and not deltas:
-        return None
-    return StreamChunk(text=content or "", tool_call_deltas=deltas or None)
+        yield StreamChunk(tool_calls=tool_calls, usage=usage, finish_reason=reader.finish_reason)
 
 
 def _names_stream_options(err: openai.APIStatusError) -> bool:
@@ -442,55 +409,6 @@ def _usage(wire: Any) -> Usage | None:
     return Usage(int(wire.prompt_tokens or 0), int(wire.completion_tokens or 0), int(reasoning))
 
 
-def _usage_of(wire: Any) -> Usage | None:
-    """Usage from a streamed chunk's JSON (reasoning tokens: OpenAI's and DeepSeek's
-    ``completion_tokens_details.reasoning_tokens``, part of the completion tokens)."""
-    if not isinstance(wire, dict) or wire.get("prompt_tokens") is None:
-        return None
-    details = wire.get("completion_tokens_details")
-    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-    return Usage(
-        int(wire["prompt_tokens"] or 0),
-        int(wire.get("completion_tokens") or 0),
-        int(reasoning or 0),
-    )
-
-
 def _estimate(messages: list[ChatMessage], reply: ChatMessage) -> Usage:
     """fimone's count, for a provider that reported none (marked estimated)."""
     return Usage(estimate_messages_tokens(messages), estimate_message_tokens(reply), estimated=True)
-
-
-def _says_overflow(err: openai.APIError) -> bool:
-    return any(_OVERFLOW.search(s) for s in (err.message, err.code or "", str(err.body or "")) if s)
-
-
-def map_error(err: BaseException) -> LLMError:
-    """The fimone exception for an SDK (or parsing) error; callers catch only these."""
-    if isinstance(err, LLMError):
-        return err
-    if isinstance(err, openai.APITimeoutError):
-        return LLMTimeout("the model did not answer in time")
-    if isinstance(err, openai.APIConnectionError):
-        return LLMUnavailable(f"cannot reach the model endpoint: {err}")
-    if isinstance(err, openai.RateLimitError):
-        return LLMRateLimited(f"the model endpoint is rate limiting us: {err.message}")
-    if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
-        return LLMAuthError(f"the model endpoint refused our credentials: {err.message}")
-    if isinstance(err, openai.APIStatusError):
-        if err.status_code in (400, 413) and _says_overflow(err):
-            return ContextOverflow(err.message)
-        if err.status_code >= 500:
-            return LLMUnavailable(f"the model endpoint failed ({err.status_code}): {err.message}")
-        return LLMError(
-            f"the model endpoint refused the request ({err.status_code}): {err.message}"
-        )
-    if isinstance(err, openai.APIResponseValidationError):
-        return LLMBadResponse(f"the model endpoint sent an unexpected response: {err.message}")
-    if isinstance(err, openai.APIError):  # an error event inside a stream
-        if _says_overflow(err):
-            return ContextOverflow(err.message)
-        return LLMUnavailable(f"the model's stream reported an error: {err.message}")
-    if isinstance(err, ValueError):
-        return LLMBadResponse(f"the model endpoint sent malformed JSON: {err}")
-    return LLMError(str(err))

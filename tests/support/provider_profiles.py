@@ -30,6 +30,16 @@ Each profile is written from the provider's documented wire format:
 - ``deepseek_legacy`` (deepseek-reasoner, early 2025): the old rule, a 400 when an input
   message carries ``reasoning_content`` (the docs of the time: it must not be sent back; they
   quote no wording, so the message here paraphrases them).
+- ``vllm_think_inline`` (Qwen3 on vLLM started without ``--reasoning-parser``): the thinking
+  stays in ``content`` as ``<think>\n…</think>\n\n`` before the answer, streamed in small
+  pieces so the tags arrive split. Sources: vLLM's "Reasoning Outputs" docs (the parser is
+  what moves it to ``reasoning_content``); github.com/vllm-project/vllm/issues/21130 (a
+  Qwen3 reply with ``content='<think>\nOkay, …\n</think>\n\n…'``).
+- ``qwq_closing_only`` (QwQ / Qwen3 "Thinking" / DeepSeek-R1 distills whose chat template
+  writes ``<think>`` into the prompt): the content carries the thinking and only the closing
+  tag. Sources: github.com/vllm-project/vllm/issues/22507 (Qwen3-4B-Thinking-2507 "doesn't
+  output <think>"), github.com/QwenLM/Qwen3-VL/issues/1504 ("only a closing tag"),
+  github.com/vllm-project/vllm-ascend/issues/7061.
 - ``gateway_no_stream_usage``: a proxy on an older API version: ``stream_options`` refused
   ("Unrecognized request argument supplied: stream_options"), so no usage in streams.
 - ``openrouter``: ``/v1/models`` entries with ``context_length`` and
@@ -60,6 +70,18 @@ class WireProfile:
     whole_tool_calls: bool = False  # one chunk per call, no ``index``
     refuses_reasoning_input: bool = False
     requires_reasoning_echo: bool = False
+    inline_think: str = ""  # "tags": <think>…</think> in content; "closing_only": …</think>
+
+    @property
+    def shows_reasoning(self) -> bool:
+        return bool(self.reasoning_field or self.inline_think)
+
+    def content(self, content: str | None, reasoning: str | None) -> str | None:
+        """The reply's content as this provider writes it (inline thinking included)."""
+        if not reasoning or not self.inline_think:
+            return content
+        opened = "<think>\n" if self.inline_think == "tags" else ""
+        return f"{opened}{reasoning}</think>\n\n{content or ''}"
 
     def models(self, model: str) -> dict[str, Any]:
         entry = {"id": model, "object": "model", "created": int(time.time())}
@@ -187,6 +209,8 @@ PROFILES: dict[str, WireProfile] = {
             refuses_reasoning_input=True,
         ),
         WireProfile("gateway_no_stream_usage", stream_usage="refused"),
+        WireProfile("vllm_think_inline", owned_by="vllm", inline_think="tags"),
+        WireProfile("qwq_closing_only", owned_by="vllm", inline_think="closing_only"),
         WireProfile(
             "openrouter",
             owned_by="",

@@ -388,8 +388,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         profile = self.server.scripted.profile
+        content = profile.content(reply.content, reply.reasoning)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if reply.reasoning and profile.reasoning_field:
             message[profile.reasoning_field] = reply.reasoning
         if reply.tool_calls:
@@ -456,7 +457,9 @@ class _Handler(BaseHTTPRequestHandler):
                     event([{"index": 0, "delta": {field_name: piece, "content": None}}])
             if reply.fault == "malformed":
                 self._chunk(b'data: {"choices": [{"delta": {"content": "bro\n\n')
-            for piece in _pieces(reply.content or ""):
+            written = profile.content(reply.content, reply.reasoning) or ""
+            pieces = _pieces(written) if written == (reply.content or "") else _small(written)
+            for piece in pieces:
                 content(piece)
             if reply.fault == "cut_off":
                 self.wfile.flush()
@@ -571,6 +574,11 @@ def _usage(body: dict[str, Any], reply: Reply, profile: WireProfile) -> dict[str
         "total_tokens": prompt + completion,
     }
     return profile.usage(usage, reply.reasoning)
+
+
+def _small(content: str, size: int = 5) -> list[str]:
+    """Content in pieces of ``size`` characters (inline think tags arrive split)."""
+    return [content[i : i + size] for i in range(0, len(content), size)]
 
 
 def _pieces(content: str) -> list[str]:
