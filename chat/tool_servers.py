@@ -140,14 +140,25 @@ def _with_row(spec: McpServerSpec, row: ToolServer) -> McpServerSpec:
     )
 
 
+def _fresh() -> list[McpServerSpec] | None:
+    cached = _specs_cache.get("specs")
+    return cached[1] if cached is not None and cached[0] > time.monotonic() else None
+
+
+def warm() -> None:
+    """Read the configured servers now unless a fresh copy is kept (sync: a run calls it in
+    the database thread that prepares it)."""
+    if _fresh() is None:
+        _specs_cache["specs"] = (time.monotonic() + SPECS_TTL, configured_servers())
+
+
 async def current_servers() -> list[McpServerSpec]:
     """``configured_servers`` reused for SPECS_TTL seconds (no thread hop while fresh)."""
-    cached = _specs_cache.get("specs")
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
-    specs = await database_sync_to_async(configured_servers)()
-    _specs_cache["specs"] = (time.monotonic() + SPECS_TTL, specs)
-    return specs
+    fresh = _fresh()
+    if fresh is not None:
+        return fresh
+    await database_sync_to_async(warm)()
+    return _specs_cache["specs"][1]
 
 
 def forget_cached_servers() -> None:

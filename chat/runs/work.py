@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext
 
-from chat import image_describer
+from chat import image_describer, tool_servers
 from chat.runs import storage
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
@@ -45,7 +45,7 @@ CHECKPOINT_SECONDS = 2.0
 async def perform(run: Run):
     """The run's work task: prepare, fit the history, run the engine; its result is the
     engine's outcome, its exception (or cancellation) how the run failed."""
-    prepared = await database_sync_to_async(storage.prepare)(run.opened, run.deps)
+    prepared = await database_sync_to_async(_prepare)(run)
     run.prepared = prepared
     # This task estimates tokens as the main model counts them (its calibrated weights).
     activate_weights(prepared.main_weights)
@@ -163,6 +163,14 @@ async def perform(run: Run):
         language=translation.get_language() or "en",
     )
     return await run.deps.engine_for(run.mode)(ctx)
+
+
+def _prepare(run: Run) -> storage.PreparedRun:
+    """``storage.prepare``, and the tool servers read in the same database thread: no
+    second thread hop before the engine starts (``tool_servers.current_servers``)."""
+    prepared = storage.prepare(run.opened, run.deps)
+    tool_servers.warm()
+    return prepared
 
 
 async def _add_server_tools(run: Run, tools, *, vision: bool) -> None:

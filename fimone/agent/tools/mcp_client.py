@@ -125,6 +125,8 @@ class McpConnection:
         """The initialised session, starting the server on first use."""
         if self._ready is None:
             self._ready = asyncio.get_running_loop().create_future()
+            # A failed start nobody waits for any more is no "exception never retrieved".
+            self._ready.add_done_callback(lambda f: f.cancelled() or f.exception())
             self._task = asyncio.create_task(self._serve(self._ready), name=f"mcp:{self.spec.name}")
         # Shielded: a run stopped while the server starts does not stop the start.
         return await asyncio.wait_for(asyncio.shield(self._ready), self._start_timeout + 5)
@@ -281,6 +283,7 @@ class McpPool:
         self._connections: dict[tuple, McpConnection] = {}
         self._listings: dict[tuple, tuple[float, list[types.Tool] | str]] = {}
         self._lock = asyncio.Lock()
+        self._closing: set[asyncio.Task] = set()
 
     async def connection(self, spec: McpServerSpec) -> McpConnection:
         """The live connection for ``spec``, a new one if there is none or it died."""
@@ -290,7 +293,9 @@ class McpPool:
                 return current
             if current is not None:
                 logger.warning("MCP server %s: starting it again", spec.name)
-                asyncio.create_task(current.aclose())
+                closing = asyncio.create_task(current.aclose())
+                self._closing.add(closing)  # kept until done: a task is only weakly held
+                closing.add_done_callback(self._closing.discard)
             fresh = McpConnection(
                 spec, self._secret, start_timeout=self.start_timeout, errlog=self._errlog
             )
