@@ -1,10 +1,15 @@
 """Context fidelity: which of 50 facts, each stated once, reach the model 200 turns later.
 
     .venv/bin/python bench/fidelity.py [--turns 200] [--budgets 8000 24000]
+        [--conversations ops fair move]
 
-A long conversation (bench/_fidelity_script.py: facts with units, ids, URLs, paths, names,
-dates, Chinese values; pasted logs up to 20,000 characters; tool rounds) is replayed turn
-by turn through the real run path — a websocket per conversation, the run pipeline,
+Three long conversations — ``ops`` (bench/_fidelity_script.py: facts with units, ids, URLs,
+paths, names, dates, Chinese values; pasted logs up to 20,000 characters; tool rounds),
+``fair`` and ``move`` (bench/_fidelity_fair.py, bench/_fidelity_move.py: English, German
+and Chinese mixed; amounts in each language's notation, IBAN/BIC, phone numbers, postal
+addresses, dates, CJK amounts, names; corrections of earlier values; exports of 20,000
+characters with one note in them, an assistant's table, near-duplicate ids) — are each
+replayed turn by turn through the real run path — a websocket per conversation, the run pipeline,
 DbMemory with persisted summaries, the engine's ContextGuard — with a scripted main model
 (it answers each turn with the script's reply) and, as the compaction model, one of:
 
@@ -15,8 +20,12 @@ DbMemory with persisted summaries, the engine's ContextGuard — with a scripted
 Printed per budget and summariser: facts present in the context the main model receives
 on the last turn; summariser calls per kind (load-time history / in-loop guard); the
 largest summariser reply against its ``max_tokens`` and replies over it; guard
-compactions on the first call of a run (right after a load that fitted); and, once per
-budget, facts the ``recall`` tool finds by one key word.
+compactions on the first call of a run (right after a load that fitted); superseded
+values presented as current (an earlier value a correction replaced, in a summary's
+sentence or Key-facts item that does not give the new value or say that it was replaced,
+with no message after the summary giving the new value);
+and, once per budget, facts the ``recall`` tool finds by one key word. At the end, the
+worst of each figure over conversations and budgets.
 """
 
 from __future__ import annotations
@@ -36,8 +45,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import _fidelity_fair  # noqa: E402
+import _fidelity_move  # noqa: E402
 from _django import setup_django  # noqa: E402
+from _fidelity_build import Conversation  # noqa: E402
 from _fidelity_script import FACTS, turns  # noqa: E402
+
+
+def conversations(count: int) -> dict[str, Conversation]:
+    ops = Conversation("ops", FACTS, [], turns(count))
+    return {
+        "ops": ops,
+        "fair": _fidelity_fair.conversation(count),
+        "move": _fidelity_move.conversation(count),
+    }
+
 
 # --- the models ---------------------------------------------------------------------------
 
@@ -87,20 +109,23 @@ class ScriptedMain:
         yield StreamChunk(tool_calls=reply.tool_calls, usage=Usage(100, 20), finish_reason="stop")
 
 
-_FACT_VALUES = [value for value, _, _ in FACTS]
-
-
 class KeepsAll:
-    """Keeps every planted fact it is shown, and nothing else."""
+    """Keeps every planted fact it is shown, and nothing else; of a corrected value, the
+    current one only (the earlier value while its correction is not in what it is shown)."""
 
     model_name = "keeps-all"
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.values = [value for value, _, _ in conversation.facts]
+        self.corrections = conversation.corrections
 
     async def chat(self, messages, *, tools=None, **opts):
         from contextmgmt.core.llm import LLMResult, Usage
         from contextmgmt.core.messages import ChatMessage
 
         seen = messages[-1].text()
-        kept = [v for v in _FACT_VALUES if v in seen]
+        kept = [v for v in self.values if v in seen]
+        kept += [c.old for c in self.corrections if c.old in seen and c.new not in seen]
         text = "Facts stated: " + "; ".join(kept) + "." if kept else "Nothing of note."
         return LLMResult(ChatMessage(role="assistant", content=text), Usage(100, 20))
 
@@ -165,9 +190,45 @@ class Outcome:
     seconds: float = 0.0
     conversation_id: object = None
     last_message_id: int = 0
+    stale: list[str] = field(default_factory=list)  # superseded values presented as current
+    context_text: str = ""
 
 
-async def replay(summariser, budget: int, script, user) -> Outcome:
+# Words that say a value was replaced, in the three languages.
+_REPLACED = re.compile(
+    r"\bnot\b|\binstead\b|\bwas\b|\bpreviously\b|\bsuperseded\b|\bcorrect|\bchanged\b"
+    r"|\bnicht\b|\bstatt\b|\bfrüher\b|\bkorrigiert|\bgeändert|\büberholt|\bersetzt"
+    r"|不是|改为|改成|原为|原来|已更正|更正|取代",
+    re.IGNORECASE,
+)
+
+
+def presented_as_current(context, conversation: Conversation) -> list[str]:
+    """Superseded values the context presents as the current ones: stated in a summary's
+    sentence or Key-facts item without the new value and without a word saying that it
+    was replaced, and no message after that summary (kept word for word) gives the new
+    value. (A summary of the turns before a correction rightly says what was current
+    then; the correction after it, word for word, tells the model what is current now.)"""
+    stale = []
+    for correction in conversation.corrections:
+        for at, message in enumerate(context):
+            if not message.is_summary:
+                continue
+            pieces = re.split(r"\n|; |(?<=[.!?。！？])\s*", message.text())
+            unmarked = any(
+                correction.old in piece
+                and correction.new not in piece
+                and not _REPLACED.search(piece)
+                for piece in pieces
+            )
+            corrected_after = any(correction.new in later.text() for later in context[at + 1 :])
+            if unmarked and not corrected_after:
+                stale.append(correction.old)
+                break
+    return stale
+
+
+async def replay(summariser, budget: int, script_of: Conversation, user) -> Outcome:
     from asgiref.sync import sync_to_async
     from channels.routing import URLRouter
     from channels.testing import WebsocketCommunicator
@@ -179,6 +240,8 @@ async def replay(summariser, budget: int, script, user) -> Outcome:
     from contextmgmt.budget import Budget
     from contextmgmt.core.tokens import estimate_message_tokens
 
+    script = script_of.turns
+    values = [value for value, _, _ in script_of.facts]
     main = ScriptedMain(script)
     compactor = Recording(summariser)
 
@@ -227,7 +290,9 @@ async def replay(summariser, budget: int, script, user) -> Outcome:
     out.seconds = time.perf_counter() - started
     context = main.first_calls[-1]
     text = "\n".join(m.text() for m in context)
-    out.present = [v for v in _FACT_VALUES if v in text]
+    out.present = [v for v in values if v in text]
+    out.stale = presented_as_current(context, script_of)
+    out.context_text = "\n".join(f"[{m.role}] {m.text()[:3000]}" for m in context)
     out.largest_in_context = max(
         (estimate_message_tokens(m) for call in main.first_calls for m in call if m.is_summary),
         default=0,
@@ -236,13 +301,13 @@ async def replay(summariser, budget: int, script, user) -> Outcome:
     return out
 
 
-async def recall_found(conversation_id) -> list[str]:
+async def recall_found(conversation_id, facts) -> list[str]:
     """Facts the recall tool finds when asked with one key word each."""
     from chat.runs.deps import make_tools
 
     tools = make_tools(conversation_id, before_id=10**12)
     found = []
-    for value, _, keyword in FACTS:
+    for value, _, keyword in facts:
         text = await tools.run("recall", json.dumps({"query": keyword}))
         if value in text:
             found.append(value)
@@ -258,52 +323,76 @@ async def main_async(args) -> None:
     user = await sync_to_async(get_user_model().objects.create_user)(
         username="fidelity", password="pw-fidelity-123!"
     )
-    script = turns(args.turns)
-    logs = sum(len(u) for u, _, _ in script if u.startswith("Here is the worker log"))
-    print(
-        f"conversation: {len(script)} turns, {len(FACTS)} facts stated once, "
-        f"{logs:,} characters of pasted logs; final context = the last turn's first call"
-    )
+    worst: dict[str, list[int]] = {"keeps-all": [], "offline": [], "lossy": [], "recall": []}
+    stale_total = 0
     header = (
-        f"{'budget':>7} {'summariser':<10} {'facts':>6} {'calls history/guard':>20} "
+        f"{'budget':>7} {'summariser':<10} {'facts':>6} {'stale':>5} {'calls history/guard':>20} "
         f"{'largest reply/cap':>18} {'over cap':>8} {'summary in ctx':>14} "
         f"{'guard 1st call':>14} {'runs':>5} {'s':>5}"
     )
-    print(header)
-    for budget in args.budgets:
-        recall_conversation = None
-        for name, model in (
-            ("keeps-all", KeepsAll()),
-            ("offline", OfflineLLM()),
-            ("lossy", Lossy()),
-        ):
-            out = await replay(model, budget, script, user)
-            recall_conversation = recall_conversation or out.conversation_id
-            print(
-                f"{budget:>7,} {name:<10} {len(out.present):>3}/{len(FACTS)} "
-                f"{out.calls['history']:>10}/{out.calls['guard']:<9} "
-                f"{out.largest[0]:>9}/{out.largest[1]:<8} {out.over_cap:>8} "
-                f"{out.largest_in_context:>14} {out.guard_first_call:>14} {out.runs:>5} "
-                f"{out.seconds:>5.0f}"
-            )
-            missing = [v for v in _FACT_VALUES if v not in out.present]
-            if missing and args.verbose:
-                print("        missing:", "; ".join(missing))
-        found = await recall_found(recall_conversation)
+    available = conversations(args.turns)
+    for name in args.conversations:
+        conversation = available[name]
+        facts = conversation.facts
+        values = [value for value, _, _ in facts]
+        pasted = sum(len(u) for u, _, _ in conversation.turns if len(u) > 2_000)
         print(
-            f"{budget:>7,} recall finds {len(found)}/{len(FACTS)} facts by one key word"
-            + (
-                f" (not: {'; '.join(v for v in _FACT_VALUES if v not in found)})"
-                if len(found) < len(FACTS)
-                else ""
-            )
+            f"conversation {name}: {len(conversation.turns)} turns, {len(facts)} facts stated "
+            f"once, {len(conversation.corrections)} corrected, {pasted:,} characters of pastes; "
+            "final context = the last turn's first call"
         )
+        print(header)
+        for budget in args.budgets:
+            recall_conversation = None
+            for label, model in (
+                ("keeps-all", KeepsAll(conversation)),
+                ("offline", OfflineLLM()),
+                ("lossy", Lossy()),
+            ):
+                out = await replay(model, budget, conversation, user)
+                recall_conversation = recall_conversation or out.conversation_id
+                worst[label].append(len(out.present))
+                if label != "lossy":
+                    stale_total += len(out.stale)
+                print(
+                    f"{budget:>7,} {label:<10} {len(out.present):>3}/{len(facts)} "
+                    f"{len(out.stale):>5} "
+                    f"{out.calls['history']:>10}/{out.calls['guard']:<9} "
+                    f"{out.largest[0]:>9}/{out.largest[1]:<8} {out.over_cap:>8} "
+                    f"{out.largest_in_context:>14} {out.guard_first_call:>14} {out.runs:>5} "
+                    f"{out.seconds:>5.0f}"
+                )
+                missing = [v for v in values if v not in out.present]
+                if missing and args.verbose:
+                    print("        missing:", "; ".join(missing))
+                if out.stale and args.verbose:
+                    print("        presented as current:", "; ".join(out.stale))
+                if args.dump:
+                    print(out.context_text)
+            found = await recall_found(recall_conversation, facts)
+            worst["recall"].append(len(found))
+            print(
+                f"{budget:>7,} recall finds {len(found)}/{len(facts)} facts by one key word"
+                + (
+                    f" (not: {'; '.join(v for v in values if v not in found)})"
+                    if len(found) < len(facts)
+                    else ""
+                )
+            )
+    print(
+        f"worst over {len(args.conversations)} conversations x {len(args.budgets)} budgets: "
+        f"perfect summariser {min(worst['keeps-all'])}/50, "
+        f"offline summariser {min(worst['offline'])}/50, recall {min(worst['recall'])}/50; "
+        f"superseded values presented as current (keeps-all and offline): {stale_total}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--budgets", type=int, nargs="+", default=[8_000, 24_000])
+    parser.add_argument("--conversations", nargs="+", default=["ops", "fair", "move"])
+    parser.add_argument("--dump", action="store_true", help="print each final context")
     parser.add_argument("--verbose", action="store_true", help="list the missing facts")
     args = parser.parse_args()
     setup_django(

@@ -25,6 +25,7 @@ that only travels as text can be looked at again.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -34,12 +35,16 @@ from django.db.models.fields.json import KT
 
 from chat.history import data_url, image_note, image_pixel_turns, json_or_none
 from chat.models import Attachment, Message, SearchDocument
-from chat.search import Hit, search
+from chat.search import CANDIDATES, Hit, search
 from chat.search_text import Term, index_text, query_terms, snippet_bounds
 from fimone.agent.tools import RecalledImage
 
 PASSAGE_CHARS = 600
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+# A passage of at least this many lines, most of one shape, is machine output; its rank
+# counts this much.
+MACHINE_ROWS_MIN = 4
+MACHINE_OUTPUT_SHARE = 0.3
 # However short the passages, at most this many times ``limit`` of them.
 MAX_PASSAGES_PER_LIMIT = 3
 IMAGE_LIMIT = 2
@@ -157,8 +162,10 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
         kinds=(SearchDocument.Kind.MESSAGE, SearchDocument.Kind.TOOL, SearchDocument.Kind.DOCUMENT),
         # The run's own query ("what did I say about X?") would only find itself.
         before_message_id=before_id,
-        # Repeats are dropped below: ask for enough to fill the budget anyway.
-        limit=most * 4,
+        # Every candidate the engine ranked: repeats are dropped and machine output is
+        # ranked down below, so the best few by the search's own order may all be one
+        # paste's passages.
+        limit=CANDIDATES,
     )
     copies: dict[str, int] = {}
     distinct: list[Hit] = []
@@ -172,13 +179,20 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
     # the one passage that stated a detail comes before a dozen variations of one question.
     template = {hit.document.terms: hit.document.terms.translate(_NO_DIGITS) for hit in hits}
     variants = Counter(template[key] for key in copies)
-    distinct.sort(
-        key=lambda h: (
-            h.matched,
-            h.rank / (variants[template[h.document.terms]] * copies[h.document.terms]),
-        ),
-        reverse=True,
-    )
+    # Machine output (a pasted log, an export: one row shape repeated) names a word on
+    # every row, and a long paste has dozens of passages: such a passage counts for a
+    # fraction, and each further passage of the same message for less.
+    from_message: Counter[int | None] = Counter()
+    weighted = []
+    for hit in distinct:
+        weight = variants[template[hit.document.terms]] * copies[hit.document.terms]
+        if _is_machine_output(hit.document.body):
+            weight /= MACHINE_OUTPUT_SHARE
+        from_message[hit.document.message_id] += 1
+        weight *= from_message[hit.document.message_id]
+        weighted.append((hit.matched, hit.rank / weight, hit))
+    weighted.sort(key=lambda w: (w[0], w[1]), reverse=True)
+    distinct = [hit for _, _, hit in weighted]
     room = limit * PASSAGE_CHARS
     passages: list[str] = []
     for hit in distinct[:most]:
@@ -189,6 +203,20 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
         passages.append(passage)
         room -= cost
     return passages
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+_DIGITS = re.compile(r"\d+")
+
+
+def _is_machine_output(body: str) -> bool:
+    """Whether most lines of ``body`` share one row shape (runs of letters and of digits
+    aside): a log's or an export's passage."""
+    lines = [line for line in body.split("\n") if line.strip()]
+    if len(lines) < MACHINE_ROWS_MIN:
+        return False
+    shapes = Counter(_DIGITS.sub("0", _LETTERS.sub("a", line)) for line in lines)
+    return shapes.most_common(1)[0][1] * 2 >= len(lines)
 
 
 def passage_of(hit: Hit, terms: list[Term], *, copies: int = 1) -> str:

@@ -6,16 +6,19 @@ summarised messages are extracted; those not found in the summary are ranked and
 are appended as one ``Key facts:`` line within a small token allowance. The counts are
 recorded in ``CompactResult.facts_missing`` / ``facts_appended``.
 
-Ranking favours what is distinctive: a fact whose shape (digits, letters, punctuation) is
-shared by many other facts — log timestamps, IP addresses, request counters — is noise
-compared with the one order id or the one URL the user gave. Within the same
-distinctiveness, the kind (URL before a plain number), repetition and recency decide.
+Ranking favours what the user stated in words, and what an earlier summary kept, over what
+only a paste or a tool's output holds; then what is distinctive: a fact whose shape
+(digits, letters, punctuation) is shared by many other facts — log timestamps, IP
+addresses, request counters — is noise compared with the one order id or the one URL the
+user gave. Within the same distinctiveness, the kind (URL before a plain number),
+repetition and recency decide.
 
 Heuristic, by design: a fact counts as present when its normalised text occurs in the
 summary as a whole token (``12`` is not "present" in ``2012``; ``1,234`` matches ``1234``).
 
 This module is the check: tallying the facts of the sources, looking each up in the
-summary, ranking the missing ones and writing the line. Finding the facts in a text is the
+summary, ranking the missing ones and writing the line. A value a later correction
+replaced is never put back (``corrections``): its replacement is. Finding the facts in a text is the
 scan's (``factscan``, with the patterns in ``factpatterns``): it is done once per text and
 cached, so a check only tallies and ranks what the scan worked out.
 
@@ -33,11 +36,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import tokens
+from .corrections import superseded
 from .factpatterns import PRIORITY
 from .factscan import SHAPE, Occurrence, needle_of, normalise, occurrences_of
 
 KEY_FACTS_LABEL = "Key facts:"
 KEY_FACTS_MAX_TOKENS = 150
+# What the user stated in words, or an earlier summary kept, outranks what only a paste or
+# a tool's output holds (a pasted export's serial numbers would fill the line otherwise).
+STATED_BONUS = 4.0
 
 
 @dataclass(slots=True)
@@ -73,17 +80,19 @@ def _distinct_facts(sources: Iterable[str]) -> list[Fact]:
 
 
 def _tally(
-    sources: Iterable[str],
+    sources: Iterable[str], stated: Iterable[str] = ()
 ) -> tuple[dict[str, float], dict[str, Occurrence], dict[str, int]]:
     """Each distinct fact of ``sources`` by its key, in the order first seen: its score, its
     first occurrence and the index of the source that holds it. (Three flat dicts: no
-    object per fact for the garbage collector to walk.)"""
+    object per fact for the garbage collector to walk.) Facts that ``stated`` holds (what
+    the user said in words, what an earlier summary kept) score ``STATED_BONUS`` more."""
     scores: dict[str, float] = {}
     firsts: dict[str, Occurrence] = {}
     origins: dict[str, int] = {}
     sources = list(sources)
     count = max(len(sources), 1)
     score_of = scores.get
+    boosted: set[str] = set()
     for index, occurrences in enumerate(occurrences_of(sources)):
         recency = (index + 1) / count  # 0 < r <= 1, newer is higher
         for occurrence in occurrences:
@@ -95,6 +104,12 @@ def _tally(
                 origins[key] = index
             elif score < firsts[key][4] + 3:
                 scores[key] = score + 1.0  # a repeat makes it more likely to matter (capped)
+    for occurrences in occurrences_of(list(stated)):
+        for occurrence in occurrences:
+            key = occurrence[2]
+            if key in scores and key not in boosted:
+                scores[key] += STATED_BONUS
+                boosted.add(key)
     return scores, firsts, origins
 
 
@@ -166,16 +181,21 @@ def _damped_scores(facts: list[Fact]) -> list[float]:
     return [-f.score / damp[shape] for f, shape in zip(facts, shapes, strict=True)]
 
 
-def _ranked_missing(summary: str, sources: Iterable[str]) -> list[str]:
+def _ranked_missing(summary: str, sources: Iterable[str], stated: Iterable[str] = ()) -> list[str]:
     """The texts of ``rank_by_distinctiveness(missing_facts(summary, sources))`` with one
     sort: by the damped score, then in :func:`extract_facts` order (which a stable sort
-    would keep), from what the scan worked out for each fact (no fact objects)."""
+    would keep), from what the scan worked out for each fact (no fact objects).
+
+    A value a later correction replaced (``corrections``) is never missing: it is kept
+    when its replacement is, and the replacement is a fact of its own."""
     text = normalise(summary)
-    scores, firsts, origins = _tally(sources)
+    sources = list(sources)
+    scores, firsts, origins = _tally(sources, stated)
+    replaced = superseded(sources)
     missing = [
         first
         for first in firsts.values()
-        if not (first[3] in text and _whole_token_in(text, first[3]))
+        if not (first[3] in text and _whole_token_in(text, first[3])) and first[2] not in replaced
     ]
     commonness = Counter([first[5] for first in missing])
     damp = {shape: 1.0 + math.log2(n) for shape, n in commonness.items()}
@@ -214,11 +234,16 @@ def append_key_facts(
 
 
 def check_key_facts(
-    summary: str, sources: Iterable[str], *, max_tokens: int = KEY_FACTS_MAX_TOKENS
+    summary: str,
+    sources: Iterable[str],
+    *,
+    max_tokens: int = KEY_FACTS_MAX_TOKENS,
+    stated: Iterable[str] = (),
 ) -> KeyFacts:
     """:func:`append_key_facts` with the facts themselves, so that a user can be shown
-    what the summary dropped and what was put back."""
-    missing = _ranked_missing(summary, sources)
+    what the summary dropped and what was put back. Facts ``stated`` holds (the user's own
+    words, earlier summaries) come first among equals (:func:`_tally`)."""
+    missing = _ranked_missing(summary, sources, stated)
     if not missing or max_tokens <= 0:
         return KeyFacts(summary, missing, [])
     prefix = f"\n\n{KEY_FACTS_LABEL} "

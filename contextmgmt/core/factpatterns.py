@@ -82,7 +82,13 @@ _PATTERNS: list[tuple[str, int, str]] = [
 ]
 
 PATTERN_WEIGHT = {kind: weight for kind, weight, _ in _PATTERNS}
+# The kinds' order among equals in a check: these, then the language tables' own
+# (``factlang.KINDS``).
 PRIORITY = {kind: i for i, (kind, _, _) in enumerate(_PATTERNS)}
+PRIORITY.update(
+    (kind, len(_PATTERNS) + i)
+    for i, kind in enumerate(("iban", "bic", "money", "address", "phone", "amount", "name"))
+)
 
 
 # Which kinds can start with which character: a scan tries only those (the engine's cost is

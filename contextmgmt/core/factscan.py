@@ -1,7 +1,9 @@
 """Finding the facts of a text: each text scanned once, what a check needs of each fact
 worked out once, and kept with the text.
 
-A text is scanned with the combined pattern of the kinds it can hold (``factpatterns``);
+A text is scanned with the language tables (``factlang``: amounts, dates, addresses, names
+and phone numbers as each language writes them) and the combined pattern of the kinds it
+can hold (``factpatterns``), whose matches inside a fact of the first are left out;
 lines a message repeats as a template (a pasted log) are left out first (the offline
 summariser, ``fimone.llm.offline_text``, uses the same templates). For each fact
 found, its key (normalised text), what presence searches the summary for, its kind's weight
@@ -18,6 +20,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 
+from .factlang import locale_facts
 from .factpatterns import PATTERN_WEIGHT, scanner_for
 
 # A separator between digits and three more; the look behind comes after the separator so
@@ -141,27 +144,20 @@ def occurrences_of(sources: list[str]) -> list[tuple[Occurrence, ...]]:
     return [scanned[text] if o is None else o for text, o in zip(sources, found, strict=True)]
 
 
-def _scan(texts: list[str]) -> list[tuple[Occurrence, ...]]:
+def _scan(texts: list[str], *, languages: bool = True) -> list[tuple[Occurrence, ...]]:
     """The facts of each of ``texts``. Each text is scanned on its own; what is worked out
     for each fact is worked out for all of them at once (a few C calls over their values
     joined, not a dozen Python steps per fact)."""
     kinds: list[str] = []
     values: list[str] = []
+    weights: list[int] = []
     ends: list[int] = []  # how many values there are after each text
     for text in texts:
-        text = without_repeated_lines(text)
-        scanner, kinds_by_group = scanner_for(text)
-        for match in scanner.finditer(" " + text):
-            # Each kind is one group holding no other: the last group matched is the fact.
-            group = match.lastindex
-            kind = kinds_by_group[group]
-            value = match.group(group)
-            if kind in _TRIMMED_KINDS:
-                value = _trimmed(value, kind)
-                if not value:
-                    continue
+        found = facts_in(without_repeated_lines(text), languages=languages)
+        for _, _, kind, value, weight in found:
             kinds.append(kind)
             values.append(value)
+            weights.append(weight)
         ends.append(len(values))
     if not values:
         return [() for _ in texts]
@@ -177,7 +173,6 @@ def _scan(texts: list[str]) -> list[tuple[Occurrence, ...]]:
         shapes = [v.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES) for v in values]
     # (A value, and so its key, is never empty.)
     needles = [needle_of(key) if key[0] in "$€£¥+-" or key[-1] == "%" else key for key in keys]
-    weights = map(PATTERN_WEIGHT.__getitem__, kinds)
     rows = list(zip(kinds, values, keys, needles, weights, shapes, strict=True))
     out = []
     start = 0
@@ -185,6 +180,46 @@ def _scan(texts: list[str]) -> list[tuple[Occurrence, ...]]:
         out.append(tuple(rows[start:end]))
         start = end
     return out
+
+
+# A fact found at its place in a text: (start, end, kind, value, weight).
+Placed = tuple[int, int, str, str, int]
+
+
+def facts_in(text: str, *, languages: bool = True) -> list[Placed]:
+    """The facts of ``text`` in order, with their places (not cached: the check's scan,
+    :func:`occurrences_of`, is; this serves those that need places, like corrections).
+    ``languages=False``: the combined pattern's alone."""
+    # What a language writes its own way first: the combined pattern's matches inside one
+    # of these ("12.380" of "12.380,50 €") are left out.
+    local = locale_facts(text) if languages else []
+    spans = [(f.start + 1, f.end + 1) for f in local]  # the scanner reads " " + text
+    found: list[Placed] = [(f.start, f.end, f.kind, f.value, f.weight) for f in local]
+    scanner, kinds_by_group = scanner_for(text)
+    at = 0
+    for match in scanner.finditer(" " + text):
+        # Each kind is one group holding no other: the last group matched is the fact.
+        group = match.lastindex
+        kind = kinds_by_group[group]
+        start, end = match.span(group)
+        if spans:
+            while at < len(spans) and spans[at][1] <= start:
+                at += 1
+            if at < len(spans) and spans[at][0] < end:
+                continue
+        value = match.group(group)
+        if kind in _TRIMMED_KINDS:
+            value = _trimmed(value, kind)
+            if not value:
+                continue
+        found.append((start - 1, end - 1, kind, value, PATTERN_WEIGHT[kind]))
+    if local:
+        found.sort(key=_place)
+    return found
+
+
+def _place(fact: Placed) -> int:
+    return fact[0]
 
 
 _TRIMMED_KINDS = frozenset(("url", "path", "setting", "code"))

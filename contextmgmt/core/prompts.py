@@ -2,8 +2,9 @@
 
 Every prompt starts with ``COMPACTOR_INTRO`` (the offline model recognises a compaction call
 by that exact sentence), says what to keep and what to drop for its caller, asks for
-numbers, names, identifiers, file paths and URLs verbatim, and ends with the same-language
-instruction (CJK users otherwise get English summaries).
+numbers, names, identifiers, file paths and URLs verbatim and only the newest of a value
+that was corrected, and ends with the same-language instruction (CJK users otherwise get
+English summaries).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ COMPACTOR_INTRO = "You are fimone's context compactor."
 _EXACTNESS = (
     "Copy every number, amount, date, version, name, identifier, file path, URL and code "
     "symbol exactly as written; never round, paraphrase or invent one. If a detail is "
-    "uncertain, leave it out rather than guess."
+    "uncertain, leave it out rather than guess. When a later message corrects or changes a "
+    "value, keep only the newest value, or mark the old one as replaced "
+    '("budget: 41,500, not 38,000"); never state a replaced value as if it were current.'
 )
 
 _FORMAT = (

@@ -9,7 +9,9 @@ Every call is told its cap: ``max_tokens`` on the call and the target in its sys
 prompt. A reply over its cap is cut back at a line boundary (``textcut.fit_reply``; the cut
 is counted), so no summary is ever longer than asked. The summary then goes through the
 fact check (``factcheck``): hard facts of the sources it dropped are appended in a ``Key
-facts`` line, within the same cap.
+facts`` line, within the same cap, what the user stated in words and what an earlier
+summary being folded kept first (``transcript.stated_text``); a fold is checked against
+the facts of the summaries it folds as well as its messages'.
 
 This module is the job: the calls, their caps, the folds and the tally of what they did
 (``SummaryOutcome``); an LLM fault ends it with an error, never an exception.
@@ -27,7 +29,7 @@ from .llm import Usage
 from .messages import SUMMARY_PREFIX, ChatMessage
 from .prompts import compact_prompt
 from .textcut import WINDOW_MARGIN, clip_to_tokens, fit_reply, pack_segments
-from .transcript import fact_source, transcript_pieces
+from .transcript import fact_source, stated_text, transcript_pieces
 
 # Never ask for a summary shorter than this (a cap below it says nothing useful).
 MIN_CAP_TOKENS = 32
@@ -82,8 +84,11 @@ def _describe(exc: BaseException) -> str:
 class _Rounds:
     """One summarising job: its calls share the LLM, hint, timeout and the tally."""
 
-    def __init__(self, llm: Any, hint: str, timeout: float | None, off_loop: bool) -> None:
+    def __init__(
+        self, llm: Any, hint: str, timeout: float | None, off_loop: bool, stated: list[str]
+    ) -> None:
         self.off_loop = off_loop
+        self.stated = stated  # what the user stated in words and earlier summaries kept
         self.llm = llm
         # What is sent is sized in the summariser's own tokens (its model's weights, when
         # its LLM carries them); caps and summaries stay in the caller's, since a summary
@@ -113,7 +118,7 @@ class _Rounds:
         if not text:
             raise _EmptySummary
         checked, trimmed = await self.run(
-            _fit_and_check, text, body_cap, sources, cap - body_cap - 1
+            _fit_and_check, text, body_cap, sources, cap - body_cap - 1, self.stated
         )
         if trimmed is not None:
             self.outcome.overshoots += 1
@@ -131,7 +136,7 @@ class _Rounds:
 
 
 def _fit_and_check(
-    text: str, body_cap: int, sources: list[str], facts_room: int
+    text: str, body_cap: int, sources: list[str], facts_room: int, stated: list[str]
 ) -> tuple[KeyFacts, int | None]:
     """A reply cut back to ``body_cap`` and fact-checked against ``sources``: (the check,
     the tokens cut or None when it fitted)."""
@@ -139,7 +144,7 @@ def _fit_and_check(
     trimmed = None
     if body != text:
         trimmed = tokens.estimate_tokens(text) - tokens.estimate_tokens(body)
-    return check_key_facts(body, sources, max_tokens=facts_room), trimmed
+    return check_key_facts(body, sources, max_tokens=facts_room, stated=stated), trimmed
 
 
 class _EmptySummary(Exception):
@@ -167,7 +172,8 @@ async def summarise_rounds(
     """
     cap = max(1, max_summary_tokens - tokens.estimate_tokens(SUMMARY_PREFIX + "\n") - 1)
     sources = [fact_source(m) for m in messages]
-    job = _Rounds(llm, hint, timeout, off_loop=sum(map(len, sources)) > OFF_LOOP_CHARS)
+    stated = [text for text in map(stated_text, messages) if text]
+    job = _Rounds(llm, hint, timeout, sum(map(len, sources)) > OFF_LOOP_CHARS, stated)
     job.outcome.cap = max_summary_tokens
     piece_tokens = None
     if window_tokens is not None:

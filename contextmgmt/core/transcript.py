@@ -53,6 +53,25 @@ def fact_source(msg: ChatMessage) -> str:
     return text
 
 
+# A user message longer than this, or of more lines, is mostly a paste: only its first line
+# is taken as what the user stated in words.
+STATED_MAX_CHARS = 1_200
+STATED_MAX_LINES = 12
+
+
+def stated_text(msg: ChatMessage) -> str:
+    """What of ``msg`` the user stated in words, or an earlier summary kept ("" for the
+    rest): the fact check ranks its facts before those of pastes and tool output."""
+    if msg.is_summary:
+        return msg.text()
+    if msg.role != "user":
+        return ""
+    text = msg.text()
+    if len(text) <= STATED_MAX_CHARS and text.count("\n") < STATED_MAX_LINES:
+        return text
+    return text.split("\n", 1)[0][:STATED_MAX_CHARS]
+
+
 @functools.lru_cache(maxsize=64)
 def _wrapping_tokens(role: str, has_text: bool, calls: int, weights: tuple[float, ...]) -> int:
     """Tokens of what :func:`build_transcript` puts around a message's own text and tool

@@ -4,7 +4,10 @@ Extractive on purpose: the offline model never writes a fact it was not given, s
 made of the transcript's own sentences keeps numbers, names, identifiers and URLs verbatim
 and stays in the conversation's language. Sentences are scored by the facts they carry —
 quantities with units, ids, URLs, paths, dates, names, decisions and the user's constraints
-— the best ones kept within a token cap, and put back in order. Machine output that
+— the best ones kept within a token cap, and put back in order. Facts as each language
+writes them count too, rows an export or a long table repeats count as a log's lines do,
+and a sentence stating a value a later correction replaced is left out
+(``offline_facts``). Machine output that
 repeats one template (log lines, listings) and sentences the conversation keeps repeating
 score low: each adds little that its neighbours did not.
 """
@@ -18,6 +21,8 @@ from dataclasses import dataclass
 from contextmgmt.core.factscan import repeated_templates, template_of
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.core.tokens import estimate_tokens
+
+from .offline_facts import drop_superseded, language_facts, repeated_rows, row_shape
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -108,8 +113,10 @@ def transcript_units(transcript: str) -> list[Unit]:
             role, body = "summary", body[len(SUMMARY_PREFIX) :]
             templates_across = across
         templates = repeated_templates(body) | templates_across
+        rows = repeated_rows(body) if role != "summary" else set()
         for line in body.splitlines():
             templated = bool(templates) and template_of(line) in templates
+            templated = templated or (bool(rows) and row_shape(line) in rows)
             line = _BULLET.sub("", line).strip()
             if role == "summary":
                 # A bullet of an earlier summary is one fact; keep it whole. A log line an
@@ -206,6 +213,7 @@ def score(unit: Unit) -> float:
     value += 3.0 * min(len(_DATE.findall(text)), 2)
     value += 1.0 * min(len(_NAME.findall(text)), 3)
     value += 3.0 * min(len(_FULL_NAME.findall(text)), 2)
+    value += 2.5 * min(language_facts(text), 3)
     value += 2.5 * bool(_DECISION.search(text))
     if _CONSTRAINT.search(text):
         value += 3.0 if role in ("user", "summary") else 1.0
@@ -256,15 +264,19 @@ def extractive_summary(transcript: str, max_tokens: int | None = None) -> str:
     most 1,500 tokens), so compaction really shrinks what it is given.
     """
     lang = detect_language(transcript)
+    units = transcript_units(transcript)
+    # A sentence stating a value that a later one corrected is left out (and the value is
+    # taken out of an earlier Key facts line): the summary never presents it as current.
+    current = drop_superseded([u.text for u in units])
     units = [
         # A Key facts line is a list of facts: clipping it would drop the last ones.
         Unit(
-            u.order,
+            kept,
             u.role,
-            u.text if u.text.startswith("Key facts:") else _clip(u.text),
+            text if text.startswith("Key facts:") else _clip(text),
             u.templated,
         )
-        for u in transcript_units(transcript)
+        for kept, (u, text) in enumerate((u, t) for u, t in zip(units, current, strict=True) if t)
     ]
     if max_tokens is None:
         max_tokens = min(max(estimate_tokens(transcript) // 3, 120), 1500)

@@ -14,7 +14,7 @@ KIND_EXAMPLES = [  # (text, the one fact in it, its kind)
     ("commit 7f3a9c2 merged", "7f3a9c2", "identifier"),
     ("use max_retries here", "max_retries", "identifier"),
     ("at 14:30 sharp", "14:30", "time"),
-    ("total $1,249.90 due", "$1,249.90", "number"),
+    ("total $1,249.90 due", "$1,249.90", "money"),
     ("growth 12.5% yoy", "12.5%", "number"),
     ("we have 4096 rows", "4096 rows", "number"),
     ("it weighs 412.5 kg", "412.5 kg", "number"),

@@ -81,7 +81,8 @@ def test_the_combined_scan_finds_every_example_the_reference_finds_rs_3(text):
 
 
 def _assert_scan_matches_the_reference(text: str) -> None:
-    scanned = [(kind, value) for kind, value, *_ in factscan._scan([text])[0]]
+    # The combined pattern alone (the language tables are tested on their own).
+    scanned = [(kind, value) for kind, value, *_ in factscan._scan([text], languages=False)[0]]
     reference = [
         (kind, value) for kind, value in _reference_scan(factscan.without_repeated_lines(text))
     ]

@@ -174,13 +174,14 @@ async def test_key_facts_line_restores_numbers_the_summary_dropped():
     result = await CompactUtils.llm_compact(msgs, llm, max_tokens=2000)
     summary = summary_of(result).content
     key_facts = summary.split("Key facts: ", 1)[1]
-    # Numbers keep their unit (RF.5).
+    # Numbers keep their unit (RF.5); what the user stated comes first, then an amount
+    # with its currency before a plain count.
     assert key_facts.split("; ")[:5] == [
         "https://shop.example.com/track/58213",
         "2025-02-14",
         "ORD-58213",
-        "3 parcels",
         "1,249.90 EUR",
+        "3 parcels",
     ]
     assert (result.facts_missing, result.facts_appended) == (5, 5)
 

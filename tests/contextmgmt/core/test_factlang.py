@@ -1,0 +1,107 @@
+"""Facts as English, German and Chinese write them (contextmgmt/core/factlang.py), found by
+the fact scan and kept by the fact check: amounts with locale separators and currencies,
+IBAN/BIC, phone numbers, postal addresses, dates, CJK amounts and names."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextmgmt.core.factcheck import check_key_facts, extract_facts
+from contextmgmt.core.factlang import LANGUAGE_FACTS, locale_facts
+
+# (a real-looking message, the fact it states, its kind), per language and kind.
+EXAMPLES = [
+    # German
+    ("Das Angebot für den Messestand liegt bei 12.380,50 € netto.", "12.380,50 €", "money"),
+    ("Die Kaution für die Halle beträgt 1.250,00 EUR, fällig sofort.", "1.250,00 EUR", "money"),
+    ("Die Umzugsversicherung kostet € 3.400 pauschal.", "€ 3.400", "money"),
+    ("Die Besucherzahl der letzten Messe war 1.234.567 laut Veranstalter.", "1.234.567", "number"),
+    ("Das Standgewicht beträgt 4,8 t inklusive Rigging.", "4,8 t", "number"),
+    ("Wir drucken 2.500 Stück Flyer für den Stand.", "2.500 Stück", "number"),
+    ("Der Frühbucherrabatt beträgt 8,5 % bis Ende Februar.", "8,5 %", "number"),
+    (
+        "Bitte überweise die Anzahlung auf DE89 3704 0044 0532 0130 00, danke!",
+        "DE89 3704 0044 0532 0130 00",
+        "iban",
+    ),
+    ("Die BIC der Commerzbank ist COBADEFFXXX, steht auch auf der Rechnung.", "COBADEFFXXX", "bic"),
+    ("Die Zentrale in Berlin erreichst du unter +49 30 901820.", "+49 30 901820", "phone"),
+    ("Der Hausmeister ist unter (030) 2345 6789 erreichbar.", "(030) 2345 6789", "phone"),
+    ("Das Büro in Bremen hat die Nummer 0421 3344556.", "0421 3344556", "phone"),
+    (
+        "Die Lieferadresse ist Musterstraße 12, 10115 Berlin, Hinterhof.",
+        "Musterstraße 12, 10115 Berlin",
+        "address",
+    ),
+    ("Der Aufbau beginnt am 14.03.2027, bitte früh da sein.", "14.03.2027", "date"),
+    ("Die Versicherung läuft am 30. April 2027 aus.", "30. April 2027", "date"),
+    ("Das Abschlussgespräch ist am Mittwoch.", "Mittwoch", "date"),
+    ("Unsere Ansprechpartnerin bei der Messe ist Dr. Katrin Vogel.", "Dr. Katrin Vogel", "name"),
+    ("Maximilian Schröder übernimmt die Standbetreuung.", "Maximilian Schröder", "name"),
+    # English
+    ("The Shanghai hotel block costs ¥12,000 for the whole team.", "¥12,000", "money"),
+    ("The standing desks cost £1,299.99 each, delivery included.", "£1,299.99", "money"),
+    (
+        "The landlord's IBAN is GB29NWBK60161331926819, reference MOVE-7.",
+        "GB29NWBK60161331926819",
+        "iban",
+    ),
+    ("The London office number is +44 20 7946 0958.", "+44 20 7946 0958", "phone"),
+    ("Our US partner's direct line is +1 415 555 0132.", "+1 415 555 0132", "phone"),
+    (
+        "Invoices go to 221B Baker Street, London NW1 6XE from now on.",
+        "221B Baker Street, London NW1 6XE",
+        "address",
+    ),
+    ("The press breakfast is on March 18, 2027 at the venue.", "March 18, 2027", "date"),
+    ("IT cutover is scheduled for 2027/07/09.", "2027/07/09", "date"),
+    ("Oliver Grant signs for the London side.", "Oliver Grant", "name"),
+    # Chinese
+    ("展台搭建费是3万5千元。", "3万5千元", "amount"),
+    ("去年展会的总成交额是1.2亿。", "1.2亿", "amount"),
+    ("集团今年的采购总额是2亿3千万。", "2亿3千万", "amount"),
+    ("每箱限重120公斤。", "120公斤", "number"),
+    ("我们租的是5层整层。", "5层", "number"),
+    ("样品请寄到北京市朝阳区建国路88号。", "北京市朝阳区建国路88号", "address"),
+    ("展馆地址是上海市浦东新区龙阳路2345号。", "上海市浦东新区龙阳路2345号", "address"),
+    ("展会开幕日期是2027年3月15日。", "2027年3月15日", "date"),
+    ("乔迁仪式定在7月12日。", "7月12日", "date"),
+    ("王芳的手机号是 +86 138 0013 8000。", "+86 138 0013 8000", "phone"),
+    ("刘洋的手机是139 1234 5678。", "139 1234 5678", "phone"),
+    ("上海展会的对接人是王芳。", "王芳", "name"),
+    ("搭建公司的负责人叫陈建国。", "陈建国", "name"),
+]
+
+
+@pytest.mark.parametrize(("message", "fact", "kind"), EXAMPLES, ids=[e[1] for e in EXAMPLES])
+def test_each_kind_in_each_language_is_one_whole_fact(message, fact, kind):
+    facts = {f.text: f.kind for f in extract_facts([message])}
+    assert facts.get(fact) == kind, facts
+    # Nothing of it is found a second time in pieces ("12.380" of "12.380,50 €").
+    assert not [t for t in facts if t != fact and t in fact], facts
+
+
+@pytest.mark.parametrize(("message", "fact", "kind"), EXAMPLES, ids=[e[1] for e in EXAMPLES])
+def test_a_summary_that_dropped_it_gets_it_back_whole(message, fact, kind):
+    checked = check_key_facts("The user gave some details.", [message])
+    assert fact in checked.appended
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "The database primary answers on 10.42.7.19.",  # an address, not a German date
+        "Production still runs release v2.14.3 of the scheduler.",
+        "Growth was 12.5% and the median latency 3.2 ms.",
+        "The invoice DE12 3456 7890 1234 5678 90 looks wrong.",  # fails the IBAN checksum
+        "Die Straße ist gesperrt, die Nummer ist unbekannt.",
+    ],
+)
+def test_what_is_not_a_language_fact(message):
+    assert [(f.kind, f.value) for f in locale_facts(message)] == []
+
+
+def test_every_language_has_its_own_table():
+    assert {"all", "de", "en", "zh"} <= set(LANGUAGE_FACTS)
+    for rows in LANGUAGE_FACTS.values():
+        assert all(isinstance(kind, str) and weight > 0 for kind, weight, _ in rows)
