@@ -137,6 +137,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Opening a SQLite connection (file + pragmas) on every database_sync_to_async call was
     # ~30% of the run thread's time under load; a local file can stay open.
     DATABASES["default"]["CONN_MAX_AGE"] = _typed(env.int, "CONN_MAX_AGE", default=600)
+elif DATABASES["default"]["ENGINE"].endswith("postgresql") and _typed(
+    env.bool, "FIMONE_DB_POOL", default=True
+):
+    # Django's connection pool (psycopg_pool): a thread borrows a connection for one unit of
+    # work and gives it back, so a process holds at most FIMONE_DB_POOL_SIZE connections
+    # however many threads it runs; without it every thread kept its own (docs/operations.md,
+    # "Database connections"). Pooled connections are not persistent: CONN_MAX_AGE is 0.
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": _typed(env.int, "FIMONE_DB_POOL_SIZE", default=10),
+        # How long a thread waits for a free connection before its request fails.
+        "timeout": _typed(env.float, "FIMONE_DB_POOL_TIMEOUT", default=10.0),
+        "max_idle": 60.0,  # idle connections above min_size are closed after a minute
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", _typed(env.int, "CONN_MAX_AGE", default=0))
 
