@@ -18,7 +18,7 @@ from django.utils.translation import gettext
 from chat import selectors
 from chat.errors import ChatError, InvalidInput
 from chat.json_input import parse_json
-from chat.markdown import render_markdown
+from chat.message_html import answer_html
 from chat.models import Attachment, Conversation, Message
 from chat.runs.record import dag_with_html
 
@@ -126,7 +126,8 @@ def message_json(message: Message, *, descriptions: dict[str, str] | None = None
         "content": message.content,
         # Rendered and sanitised on the server (chat/markdown.py); user text is shown as
         # plain text by the UI.
-        "html": render_markdown(message.content) if is_assistant else None,
+        # Stored with the message (chat/message_html.py): a read does not render.
+        "html": answer_html(message) if is_assistant else None,
         "pinned": message.pinned,
         "created_at": message.created_at.isoformat(),
         "run_id": metadata.get("run_id"),

@@ -32,17 +32,21 @@ ALLOWED_ATTRIBUTES = {
     "ol": {"start"},
     "code": {"class"},
     "span": {"class"},
-    "th": {"style"},
-    "td": {"style"},
+    "th": {"class"},
+    "td": {"class"},
 }
 URL_SCHEMES = {"http", "https", "mailto"}
 _LANGUAGE_CLASS = re.compile(r"language-[\w+#.-]{1,40}")
 _ALIGN_STYLE = re.compile(r"text-align:(left|right|center)")
+_ALIGN_CLASS = re.compile(r"align-(left|right|center)")
 # Pygments' short token classes ("k", "s2", "nf", …) behind our prefix.
 _TOKEN_CLASS = re.compile(r"tok-[A-Za-z0-9]{1,4}")
 TOKEN_PREFIX = "tok-"
 # A code block this long is shown plain: highlighting it would cost more than it helps.
 MAX_HIGHLIGHT_CHARS = 100_000
+# Stored with each rendered answer (Message.html_version): raise it whenever the HTML this
+# module makes changes, and stored answers are rendered again on their next read.
+RENDERER_VERSION = 2
 
 
 @lru_cache(maxsize=1)
@@ -53,7 +57,21 @@ def _parser() -> MarkdownIt:
     )
     md.enable(["table", "strikethrough"])
     md.add_render_rule("image", _render_image_as_link)
+    md.core.ruler.push("align_classes", _align_classes)
     return md
+
+
+def _align_classes(state) -> None:
+    """Table alignment as a class (``align-right``) instead of markdown-it's ``style``
+    attribute: the page's Content-Security-Policy allows no inline style."""
+    for token in state.tokens:
+        if token.type != "inline" and token.type not in ("th_open", "td_open"):
+            continue
+        if token.type in ("th_open", "td_open"):
+            match = _ALIGN_STYLE.fullmatch(str(token.attrGet("style") or "").replace(" ", ""))
+            token.attrs.pop("style", None)
+            if match:
+                token.attrSet("class", f"align-{match.group(1)}")
 
 
 @lru_cache(maxsize=1)
@@ -80,13 +98,13 @@ def _render_image_as_link(self, tokens, idx, options, env) -> str:
 
 
 def _keep_attribute(tag: str, attr: str, value: str) -> str | None:
-    # Only syntax-highlighting hints and table alignment survive; no other class or style.
+    # Only syntax-highlighting hints and table alignment survive; no other class, no style.
     if attr == "class" and tag == "span":
         return value if _TOKEN_CLASS.fullmatch(value) else None
+    if attr == "class" and tag in ("th", "td"):
+        return value if _ALIGN_CLASS.fullmatch(value) else None
     if attr == "class":
         return value if _LANGUAGE_CLASS.fullmatch(value) else None
-    if attr == "style":
-        return value if _ALIGN_STYLE.fullmatch(value.replace(" ", "")) else None
     return value
 
 

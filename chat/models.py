@@ -86,6 +86,11 @@ class Message(models.Model):
     pinned = models.BooleanField(default=False, verbose_name=_("pinned"))
     # images: [{"file_id", "mime_type"}]; usage; compaction facts; run id; …
     metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
+    # An answer's content rendered as safe HTML when it was finished, and the renderer's
+    # version then (chat.markdown.RENDERER_VERSION; 0: never rendered). A read serves it
+    # as stored; a renderer change re-renders an answer once, on its next read.
+    html = models.TextField(blank=True, default="", verbose_name=_("rendered HTML"))
+    html_version = models.PositiveSmallIntegerField(default=0, verbose_name=_("renderer version"))
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created"))
 
     class Meta:

@@ -23,6 +23,7 @@ from chat.attachments import (  # noqa: F401 (re-exported: callers use chat.serv
 )
 from chat.documents import document_refs
 from chat.errors import Conflict, InvalidInput
+from chat.markdown import RENDERER_VERSION, render_markdown
 from chat.models import Attachment, ContextSummary, Conversation, Message
 from chat.summaries import summary_latest
 from contextmgmt.core.compact import CompactUtils
@@ -207,10 +208,17 @@ def assistant_message_finish(
     message.status = status
     message.kind = Message.Kind.ERROR if status == Message.Status.ERROR else Message.Kind.ANSWER
     message.metadata = metadata
+    # Rendered once, here, off the event loop: reads serve the stored HTML.
+    message.html, message.html_version = render_markdown(content), RENDERER_VERSION
     # An update, not save(): if the conversation was deleted mid-run there is nothing left
     # to finish, and that must not turn into an error in the run that is winding down.
     updated = Message.objects.filter(pk=message.pk).update(
-        content=message.content, status=message.status, kind=message.kind, metadata=metadata
+        content=message.content,
+        status=message.status,
+        kind=message.kind,
+        metadata=metadata,
+        html=message.html,
+        html_version=message.html_version,
     )
     if updated:
         # The answer's text and the tool results of its run become searchable.

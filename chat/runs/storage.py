@@ -24,7 +24,6 @@ from chat import selectors, services
 from chat.document_context import has_documents
 from chat.errors import ChatError
 from chat.history import load_history, query_message
-from chat.markdown import render_markdown
 from chat.models import Conversation, Message
 from chat.runs import control
 from chat.runs.deps import RunDeps
@@ -404,7 +403,7 @@ def persist_finish(
     """Store the outcome on the answer and settle the user messages it answered; returns
     the answer rendered as HTML. ``Message.DoesNotExist``: the conversation was deleted."""
     message = Message.objects.get(pk=message_id)
-    services.assistant_message_finish(
+    finished = services.assistant_message_finish(
         answered_ids=answered_ids,
         message=message,
         content=content,
@@ -415,7 +414,7 @@ def persist_finish(
         extra=extra,
     )
     _record_calibration(calibration)
-    return render_markdown(content) if content else ""
+    return finished.html  # rendered once with the message
 
 
 def _record_calibration(samples: list[tuple[int, list[int], int, int]]) -> None:

@@ -28,10 +28,20 @@ def test_common_markdown_renders():
     assert "<code>code</code>" in html and "<li>a</li>" in html
 
 
-def test_tables_render_with_alignment():
-    html = render_markdown("| n | v |\n|:--|--:|\n| x | 42 |")
+def test_tables_render_with_alignment_as_classes_the_csp_allows():
+    html = render_markdown("| n | v | c |\n|:--|--:|:-:|\n| x | 42 | m |")
     assert "<table>" in html and "<td>x</td>" not in html
-    assert '<td style="text-align:right">42</td>' in html
+    assert '<td class="align-left">x</td>' in html
+    assert '<td class="align-right">42</td>' in html
+    assert '<th class="align-center">c</th>' in html
+    assert "style=" not in html  # the page's CSP blocks inline style attributes
+
+
+def test_no_table_cell_keeps_a_style_or_a_foreign_class():
+    html = render_markdown('| <td style="color:red"> | b |\n|:-:|---|\n| <th class="x"> | c |')
+    cells = [attrs for tag, attrs in parsed_tags(html) if tag in ("th", "td")]
+    assert cells and all(set(attrs) <= {"class"} for attrs in cells)
+    assert {attrs.get("class") for attrs in cells} == {"align-center", None}
 
 
 def test_fenced_code_keeps_its_language_class():
