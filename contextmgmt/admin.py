@@ -95,6 +95,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
                     "stream_usage",
                     "reasoning_field",
                     "reasoning_echo",
+                    "stream",
                     "refused",
                 ),
                 "description": _(

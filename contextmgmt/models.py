@@ -95,6 +95,14 @@ class ModelConfig(models.Model):
             "(DeepSeek's thinking mode requires it; others ignore or refuse it)."
         ),
     )
+    stream = models.BooleanField(
+        _("may stream"),
+        default=True,
+        help_text=_(
+            "Off: every answer is asked whole and arrives at once (the endpoint refused to "
+            "stream this model, e.g. an organisation OpenAI has not verified)."
+        ),
+    )
     # Parameters the endpoint refused with a 400, newest last: [{param, message, at}].
     refused_params = models.JSONField(_("refused parameters"), default=list, blank=True)
     # When the endpoint answered a request holding images with a 400 saying it takes none

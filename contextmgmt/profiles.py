@@ -35,6 +35,7 @@ PROFILE_FIELDS = (
     "stream_usage",
     "reasoning_field",
     "reasoning_echo",
+    "stream",
 )
 KEPT_REFUSALS = 10
 # The smallest window a model can be used with: the system-prompt reserve, the smallest
@@ -50,6 +51,7 @@ def profile_of(row: ModelConfig) -> ProviderProfile:
         stream_usage=row.stream_usage,
         reasoning_field=row.reasoning_field,  # type: ignore[arg-type]
         reasoning_echo=row.reasoning_echo,
+        stream=row.stream,
     )
 
 

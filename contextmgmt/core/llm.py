@@ -79,6 +79,29 @@ class ToolCallDelta:
     arguments: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class LLMNotice:
+    """Something the user should know while a streamed call is under way: ``unstreamed``
+    (the model may not stream: the reply arrives at once, when complete) or
+    ``rate_limited`` (the endpoint said to wait: asked again in ``retry_in`` seconds, the
+    ``attempt``-th of at most ``attempts`` retries)."""
+
+    kind: str
+    retry_in: float = 0.0
+    attempt: int = 0
+    attempts: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "rate_limited":
+            out |= {
+                "retry_in": round(self.retry_in, 1),
+                "attempt": self.attempt,
+                "attempts": self.attempts,
+            }
+        return out
+
+
 @dataclass(slots=True)
 class StreamChunk:
     """One piece of a streamed reply.
@@ -88,7 +111,8 @@ class StreamChunk:
     pieces as they arrive.
     The final chunk carries ``finish_reason``, ``usage`` and, when the model called tools,
     the complete ``tool_calls`` (an implementation that streams no deltas, like the
-    offline model, sends its calls whole there).
+    offline model, sends its calls whole there). ``notice`` tells the caller something
+    about the call itself (``LLMNotice``), never part of the reply.
     """
 
     text: str = ""
@@ -97,6 +121,7 @@ class StreamChunk:
     tool_calls: list[ToolCall] | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    notice: LLMNotice | None = None
 
 
 class ToolCallAssembler:
@@ -213,6 +238,11 @@ class LLMUnavailable(LLMError):
 class StreamCutOff(LLMUnavailable):
     """A stream that stopped before the reply finished (no finish reason): the connection
     dropped, or the body ended early. The text received so far is not a complete answer."""
+
+
+class LLMRefused(LLMError):
+    """The endpoint refused the request (a 400/422) and what it refused could not be found
+    out; the message quotes the provider."""
 
 
 class LLMBadResponse(LLMError):

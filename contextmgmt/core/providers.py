@@ -11,6 +11,9 @@ text arrives. A ``ProviderProfile`` records, per endpoint:
   llama.cpp builds and some gateways refuse it or send no usage in streams);
 - ``reasoning_field``: the delta field carrying reasoning text (``reasoning_content`` for
   DeepSeek, vLLM and llama.cpp, ``reasoning`` for Ollama and OpenRouter; blank: read both);
+- ``stream``: whether the model may stream (OpenAI refuses streaming some models to an
+  unverified organisation: "Your organization must be verified to stream this model",
+  ``param: stream``); when not, each call is asked whole and its answer arrives at once;
 - ``reasoning_echo``: whether a tool-calling assistant message goes back with its
   ``reasoning_content`` within the turn that made it (DeepSeek's thinking mode refuses a
   request without it; its older reasoner refused one with it). Later turns never carry it:
@@ -51,6 +54,7 @@ class ProviderProfile:
     stream_usage: bool = True
     reasoning_field: ReasoningField = ""
     reasoning_echo: bool = False
+    stream: bool = True
 
     def adapt(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """``kwargs`` for ``chat.completions.create`` as this endpoint accepts them."""
@@ -75,6 +79,8 @@ class ProviderProfile:
             return dataclasses.replace(self, send_temperature=False)
         if param in ("stream_options", "include_usage") and self.stream_usage:
             return dataclasses.replace(self, stream_usage=False)
+        if param == "stream" and self.stream:
+            return dataclasses.replace(self, stream=False)
         if param == REASONING_ECHO and self.reasoning_echo:
             return dataclasses.replace(self, reasoning_echo=False)
         if param == REASONING_MISSING and not self.reasoning_echo:
@@ -92,6 +98,8 @@ class ProviderProfile:
             return dataclasses.replace(self, stream_usage=True)
         if param in (REASONING_ECHO, REASONING_MISSING):
             return dataclasses.replace(self, reasoning_echo=param == REASONING_ECHO)
+        if param == "stream":
+            return dataclasses.replace(self, stream=True)
         return self
 
     def settings(self) -> dict[str, Any]:
@@ -155,12 +163,24 @@ def detect_from_models(payload: Any, base: ProviderProfile) -> ProviderProfile:
 # How servers name a refused parameter: OpenAI's ``param`` field and "Unsupported
 # parameter: 'max_tokens'…", vLLM/pydantic's "stream_options: Extra inputs are not
 # permitted", gateways' "unknown field `temperature`" or "temperature is not supported".
-_KNOWN_PARAMS = ("max_completion_tokens", "max_tokens", "temperature", "stream_options")
+_KNOWN_PARAMS = ("max_completion_tokens", "max_tokens", "temperature", "stream_options", "stream")
 _REFUSAL = re.compile(
     r"unsupported (?:parameter|value)|not supported|extra (?:inputs|fields) (?:are )?not "
-    r"permitted|unknown (?:field|parameter)|unrecognized|not allowed|does not support",
+    r"permitted|unknown (?:field|parameter)|unrecognized|not allowed|does not support"
+    r"|must be verified to stream",
     re.IGNORECASE,
 )
+# A 400/422 that reads like a refused parameter but names none we could find (a gateway that
+# words it generally, or wraps the provider's answer: OpenRouter's "Provider returned error").
+_UNNAMED_REFUSAL = re.compile(
+    _REFUSAL.pattern + r"|provider returned error|invalid request|bad request|unprocessable"
+    r"|validation error|extra_forbidden",
+    re.IGNORECASE,
+)
+# What is left out, in this order, when a refusal names no parameter: the parameters
+# endpoints refuse most (README "Connecting a model").
+SUSPECTS = ("stream_options", "temperature", "max_tokens")
+MAX_GUESSES = len(SUSPECTS)
 
 
 def unsupported_parameter(message: str, param: str | None, sent: dict[str, Any]) -> str | None:
@@ -175,6 +195,18 @@ def unsupported_parameter(message: str, param: str | None, sent: dict[str, Any])
         if name in sent and re.search(rf"\b{name}\b", message):
             return name
     return None
+
+
+def reads_like_unnamed_refusal(status: int, message: str) -> bool:
+    """A 400/422 that may be a refused parameter, though it names none (see ``SUSPECTS``)."""
+    return status in (400, 422) and bool(_UNNAMED_REFUSAL.search(message or "") or status == 422)
+
+
+def suspects(profile: ProviderProfile, sent: dict[str, Any]) -> list[str]:
+    """The parameters of ``sent`` to leave out one at a time, in the documented order."""
+    return [name for name in SUSPECTS if name in sent and profile.without(name) is not None][
+        :MAX_GUESSES
+    ]
 
 
 # DeepSeek's thinking mode: "The `reasoning_content` in the thinking mode must be passed back

@@ -22,7 +22,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT
-from contextmgmt.core.llm import LLM, LLMResult, LLMTimeout, ToolCallAssembler, Usage
+from contextmgmt.core.llm import (
+    LLM,
+    LLMNotice,
+    LLMResult,
+    LLMTimeout,
+    ToolCallAssembler,
+    Usage,
+)
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 
@@ -70,6 +77,7 @@ async def stream_reply(
     *,
     on_text: Callable[[str], Awaitable[None]],
     on_reasoning: Callable[[str], Awaitable[None]] | None = None,
+    on_notice: Callable[[LLMNotice], Awaitable[None]] | None = None,
     tools: list[dict[str, Any]] | None = None,
     time_limit: float | None = None,
     stream_limit: float | None = None,
@@ -79,7 +87,9 @@ async def stream_reply(
     whole on the final chunk) and its usage.
 
     ``time_limit`` bounds the wait for each chunk and ``stream_limit`` (default:
-    ``stream_limit_for(time_limit)``) the whole stream. A provider error mid-stream
+    ``stream_limit_for(time_limit)``) the whole stream; a wait the endpoint asked for (a
+    rate limit's ``LLMNotice.retry_in``) is added to both, as the client sleeps it out.
+    Notices go to ``on_notice``. A provider error mid-stream
     propagates after the text before it went to ``on_text``.
     """
     loop = asyncio.get_running_loop()
@@ -92,9 +102,11 @@ async def stream_reply(
     whole_calls: list[ToolCall] | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    extra = 0.0  # a wait the endpoint asked for, added to the next chunk's limit
     try:
         while True:
-            wait = time_limit
+            wait = None if time_limit is None else time_limit + extra
+            extra = 0.0
             whole_stream_ends_first = False
             if deadline is not None:
                 left = max(0.0, deadline - loop.time())
@@ -115,6 +127,12 @@ async def stream_reply(
                 raise LLMTimeout(
                     f"{llm.model_name} stopped streaming for {time_limit:g} seconds"
                 ) from None
+            if chunk.notice is not None:
+                extra = chunk.notice.retry_in
+                if deadline is not None:
+                    deadline += extra
+                if on_notice is not None:
+                    await on_notice(chunk.notice)
             if chunk.reasoning:
                 thought.append(chunk.reasoning)
                 if on_reasoning is not None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from contextmgmt.core.guard import ContextGuard
-from contextmgmt.core.llm import LLM, ContextOverflow, LLMResult, Usage
+from contextmgmt.core.llm import LLM, ContextOverflow, LLMNotice, LLMResult, Usage
 from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
 
@@ -155,12 +155,17 @@ class ReactLoop:
             elif cfg.on_progress is not None:
                 await cfg.on_progress(text)
 
+        async def on_notice(notice: LLMNotice) -> None:
+            # The answer will arrive at once, or the endpoint asked us to wait: say so.
+            await cfg.sink("llm.notice", {**notice.as_dict(), **cfg.event_extra})
+
         async def streamed(m: list[ChatMessage]) -> LLMResult:
             return await stream_reply(
                 cfg.llm,
                 m,
                 on_text=on_text,
                 on_reasoning=on_reasoning,
+                on_notice=on_notice,
                 tools=tools,
                 time_limit=cfg.llm_timeout,
                 stream_limit=cfg.llm_stream_timeout,

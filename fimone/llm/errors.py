@@ -25,7 +25,7 @@ _OVERFLOW = re.compile(
 )
 
 
-def _says_overflow(err: openai.APIError) -> bool:
+def says_overflow(err: openai.APIError) -> bool:
     return any(_OVERFLOW.search(s) for s in (err.message, err.code or "", str(err.body or "")) if s)
 
 
@@ -42,7 +42,7 @@ def map_error(err: BaseException) -> LLMError:
     if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
         return LLMAuthError(f"the model endpoint refused our credentials: {err.message}")
     if isinstance(err, openai.APIStatusError):
-        if err.status_code in (400, 413) and _says_overflow(err):
+        if err.status_code in (400, 413) and says_overflow(err):
             return ContextOverflow(err.message)
         if err.status_code >= 500:
             return LLMUnavailable(f"the model endpoint failed ({err.status_code}): {err.message}")
@@ -52,7 +52,7 @@ def map_error(err: BaseException) -> LLMError:
     if isinstance(err, openai.APIResponseValidationError):
         return LLMBadResponse(f"the model endpoint sent an unexpected response: {err.message}")
     if isinstance(err, openai.APIError):  # an error event inside a stream
-        if _says_overflow(err):
+        if says_overflow(err):
             return ContextOverflow(err.message)
         return LLMUnavailable(f"the model's stream reported an error: {err.message}")
     if isinstance(err, ValueError):

@@ -40,6 +40,7 @@ from openai import AsyncOpenAI
 
 from contextmgmt.core.llm import (
     LLMBadResponse,
+    LLMNotice,
     LLMResult,
     LLMTimeout,
     StreamChunk,
@@ -50,11 +51,11 @@ from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
 from contextmgmt.core.providers import ProviderProfile
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
-from .endpoint import Endpoint, Learner
+from .endpoint import Endpoint, Learner, StreamRefused
 from .errors import map_error
 from .options import check_opts
 from .sse import sse_data
-from .streaming import StreamReader
+from .streaming import StreamReader, whole_reply_chunks
 from .think_tags import opens_in_prompt, split_whole
 from .vision import (
     ImagesRefused,
@@ -306,6 +307,25 @@ class OpenAIChatLLM:
         *,
         tools: list[dict[str, Any]] | None = None,
         **opts: Any,
+    ) -> AsyncIterator[StreamChunk]:
+        """The reply as it streams; for a model that may not stream (its profile, or a
+        refusal learnt now) the reply asked whole, announced first (``LLMNotice``)."""
+        if self.endpoint.profile.stream:
+            try:
+                async for chunk in self._streamed(messages, tools, opts):
+                    yield chunk
+                return
+            except StreamRefused:
+                pass  # learnt before anything was yielded: ask it whole
+        yield StreamChunk(notice=LLMNotice("unstreamed"))
+        for chunk in whole_reply_chunks(await self.chat(messages, tools=tools, **opts)):
+            yield chunk
+
+    async def _streamed(
+        self,
+        messages: list[ChatMessage],
+        tools: list[dict[str, Any]] | None,
+        opts: dict[str, Any],
     ) -> AsyncIterator[StreamChunk]:
         messages = self._shown(messages)
         kwargs = self._request(messages, tools, opts, stream=True)

@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from contextmgmt.core.llm import StreamChunk, ToolCallAssembler, ToolCallDelta, Usage
+from contextmgmt.core.llm import (
+    LLMResult,
+    StreamChunk,
+    ToolCallAssembler,
+    ToolCallDelta,
+    Usage,
+)
 
 from .endpoint import Endpoint
 from .think_tags import Split, ThinkSplitter
@@ -65,6 +71,21 @@ class StreamReader:
     def flush(self) -> Iterator[StreamChunk]:
         """What the think-tag splitter held back, once the stream has ended."""
         yield from _chunks(self._think.flush(), self.text)
+
+
+def whole_reply_chunks(result: LLMResult) -> Iterator[StreamChunk]:
+    """A reply that was asked whole (the model may not stream), as the chunks of a stream."""
+    message = result.message
+    reasoning = message.metadata.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        yield StreamChunk(reasoning=reasoning)
+    if message.text():
+        yield StreamChunk(text=message.text())
+    yield StreamChunk(
+        tool_calls=message.tool_calls,
+        usage=result.usage,
+        finish_reason=message.metadata.get("finish_reason") or "stop",
+    )
 
 
 def _chunks(split: Split, text: list[str]) -> Iterator[StreamChunk]:

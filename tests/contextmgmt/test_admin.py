@@ -24,6 +24,7 @@ def form_data(**overrides) -> dict:
         "token_limit_param": "max_tokens",
         "send_temperature": "on",
         "stream_usage": "on",
+        "stream": "on",
         "reasoning_field": "",
     }
     data.update(overrides)

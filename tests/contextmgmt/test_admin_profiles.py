@@ -27,6 +27,7 @@ def form(**overrides) -> dict:
         "token_limit_param": "max_tokens",
         "send_temperature": "on",
         "stream_usage": "on",
+        "stream": "on",
         "reasoning_field": "",
     }
     data.update(overrides)
@@ -266,3 +267,20 @@ def test_another_endpoint_forgets_the_old_ones_refused_parameters(admin_client):
     assert admin_client.post(change_url(row), data).status_code == 302
     row.refresh_from_db()
     assert row.refused_params == [] and row.send_temperature
+
+
+def test_a_refusal_to_stream_is_listed_and_reset_like_the_others(admin_client):
+    row = ModelConfig.objects.create(name="Unverified", model="o3")
+    message = "Your organization must be verified to stream this model."
+    profiles.remember_refusal(
+        model_config_id=row.pk,
+        param="stream",
+        message=message,
+        profile=profiles.profile_of(row).without("stream"),
+    )
+    row.refresh_from_db()
+    assert row.stream is False and profiles.profile_of(row).stream is False
+    assert "stream (" in admin_client.get(change_url(row)).content.decode()
+    assert profiles.forget_refusals(model_config_ids=[row.pk]) == 1
+    row.refresh_from_db()
+    assert row.stream is True and row.refused_params == []

@@ -10,7 +10,10 @@ the ``deepseek`` profile, as api.deepseek.com is detected): there the refusal of
 reasoning sent back is learnt.
 
 Inline ``<think>`` tags (a server without a reasoning parser) are split out of the streamed
-content: shown as thinking, never stored or sent back as the answer.
+content: shown as thinking, never stored or sent back as the answer. A model that may not
+stream (OpenAI's unverified organisations, directly or through OpenRouter) is asked whole
+after one refusal, and the socket says the answer arrives at once (``llm.notice``). A
+gateway refusing ``stream_options`` without naming it has its suspects tried in order.
 
 DeepSeek's thinking mode (the ``deepseek`` fake) needs a tool-calling step's reasoning back
 within the turn: the ReAct turn's second call carries it, the next turn's calls do not.
@@ -56,7 +59,7 @@ def check_usage(usage: dict, profile, streamed: bool) -> None:
     else:
         assert "reasoning_tokens" not in usage
     # The provider's figures, unless a streamed call came back without any.
-    no_stream_usage = profile.stream_usage != "on_request"
+    no_stream_usage = profile.stream_usage != "on_request" or profile.refuses_stream_options_unnamed
     assert usage.get("estimated", False) == (no_stream_usage and streamed)
 
 
@@ -142,6 +145,16 @@ async def test_react_and_dag_runs_per_provider_profile(live_daphne_factory, scri
         assert len(after_tool) == 2
     else:
         assert len(after_tool) == 1
+    if profile.refuses_stream:
+        # Refused once, then every call asked whole; the user is told the answer comes at once.
+        assert [bool(b.get("stream")) for b in requests].count(True) == 1
+        for events in (react, dag):
+            notices = [e for e in events if e["type"] == "llm.notice"]
+            assert notices and {n["kind"] for n in notices} == {"unstreamed"}
+    if profile.refuses_stream_options_unnamed:
+        # Named nothing: the first suspect, stream_options, was left out and learnt.
+        assert sum("stream_options" in b for b in requests) == 1
+        assert react[-1]["usage"].get("estimated") is True
     if profile.stream_usage == "refused":
         # Refused once, then remembered for as long as the process runs.
         assert sum("stream_options" in body for body in scripted_server.requests) == 1

@@ -121,6 +121,7 @@ def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(running_app):
         "token_limit_param": "max_tokens",
         "send_temperature": "on",
         "stream_usage": "on",
+        "stream": "on",
     }
     status, url, body = browser.post_form("/admin/contextmgmt/modelconfig/add/", fields)
     assert url.endswith("/admin/contextmgmt/modelconfig/"), body[:2000]

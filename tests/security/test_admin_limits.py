@@ -37,6 +37,7 @@ def form(**overrides) -> dict:
         "token_limit_param": "max_tokens",
         "send_temperature": "on",
         "stream_usage": "on",
+        "stream": "on",
     }
     data.update(overrides)
     return data

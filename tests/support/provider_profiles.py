@@ -40,6 +40,20 @@ Each profile is written from the provider's documented wire format:
   tag. Sources: github.com/vllm-project/vllm/issues/22507 (Qwen3-4B-Thinking-2507 "doesn't
   output <think>"), github.com/QwenLM/Qwen3-VL/issues/1504 ("only a closing tag"),
   github.com/vllm-project/vllm-ascend/issues/7061.
+- ``openai_unverified`` (o3, gpt-5 for an organisation OpenAI has not verified): a streamed
+  request is refused, 400 ``invalid_request_error``, ``param: stream``, ``code:
+  unsupported_value``, "Your organization must be verified to stream this model. Please go
+  to: https://platform.openai.com/settings/organization/general and click on Verify
+  Organization. If you just verified, it can take up to 15 minutes for access to
+  propagate."; the same request without ``stream`` is answered. Sources: the body quoted in
+  github.com/RooCodeInc/Roo-Code/issues/6868 and github.com/continuedev/continue/issues/8209.
+- ``openrouter_unverified``: the same refusal through OpenRouter, which wraps it: 400
+  "Provider returned error", the provider's body as text in ``metadata.raw`` (source:
+  github.com/BeehiveInnovations/pal-mcp-server/issues/134).
+- ``gateway_unnamed_refusal``: a gateway in front of a server on an older API version that
+  refuses ``stream_options`` but says only "Provider returned error" (``metadata.raw`` "Bad
+  Request", no ``param``), as OpenRouter does when the upstream body is not JSON (same
+  source).
 - ``gateway_no_stream_usage``: a proxy on an older API version: ``stream_options`` refused
   ("Unrecognized request argument supplied: stream_options"), so no usage in streams.
 - ``openrouter``: ``/v1/models`` entries with ``context_length`` and
@@ -48,6 +62,7 @@ Each profile is written from the provider's documented wire format:
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +86,8 @@ class WireProfile:
     refuses_reasoning_input: bool = False
     requires_reasoning_echo: bool = False
     inline_think: str = ""  # "tags": <think>…</think> in content; "closing_only": …</think>
+    refuses_stream: str = ""  # "openai": OpenAI's own body; "openrouter": wrapped in its own
+    refuses_stream_options_unnamed: bool = False
 
     @property
     def shows_reasoning(self) -> bool:
@@ -107,6 +124,13 @@ class WireProfile:
             )
         if self.stream_usage == "refused" and "stream_options" in body:
             return _invalid("Unrecognized request argument supplied: stream_options", None, None)
+        if self.refuses_stream and body.get("stream"):
+            refusal = _invalid(UNVERIFIED_STREAM, "stream", "unsupported_value")
+            if self.refuses_stream == "openai":
+                return refusal
+            return _wrapped(json.dumps({"error": refusal}, indent=2))
+        if self.refuses_stream_options_unnamed and "stream_options" in body:
+            return _wrapped("Bad Request")
         if self.requires_reasoning_echo and any(
             m.get("tool_calls") and not isinstance(m.get("reasoning_content"), str)
             for m in body.get("messages", [])
@@ -160,6 +184,22 @@ class WireProfile:
         return None
 
 
+UNVERIFIED_STREAM = (
+    "Your organization must be verified to stream this model. Please go to: "
+    "https://platform.openai.com/settings/organization/general and click on Verify "
+    "Organization. If you just verified, it can take up to 15 minutes for access to propagate."
+)
+
+
+def _wrapped(raw: str) -> dict[str, Any]:
+    """OpenRouter's error for what the upstream provider refused."""
+    return {
+        "message": "Provider returned error",
+        "code": 400,
+        "metadata": {"raw": raw, "provider_name": "OpenAI"},
+    }
+
+
 def _invalid(message: str, param: str | None, code: str | None) -> dict[str, Any]:
     return {"message": message, "type": "invalid_request_error", "param": param, "code": code}
 
@@ -209,6 +249,9 @@ PROFILES: dict[str, WireProfile] = {
             refuses_reasoning_input=True,
         ),
         WireProfile("gateway_no_stream_usage", stream_usage="refused"),
+        WireProfile("openai_unverified", owned_by="openai", refuses_stream="openai"),
+        WireProfile("openrouter_unverified", owned_by="", refuses_stream="openrouter"),
+        WireProfile("gateway_unnamed_refusal", owned_by="", refuses_stream_options_unnamed=True),
         WireProfile("vllm_think_inline", owned_by="vllm", inline_think="tags"),
         WireProfile("qwq_closing_only", owned_by="vllm", inline_think="closing_only"),
         WireProfile(

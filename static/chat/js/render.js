@@ -354,6 +354,7 @@ export class AssistantView {
   // Streamed text is plain text until the server's rendered HTML arrives at ``done``.
   appendDelta(text) {
     if (!text) return;
+    this.clearNotice();
     if (!this.answer.classList.contains("streaming")) {
       this.endReasoning();
       this.answer.classList.add("streaming");
@@ -379,6 +380,7 @@ export class AssistantView {
   }
 
   setFinal({ html, content }) {
+    this.clearNotice();
     this.endReasoning();
     this.node.removeAttribute("aria-busy");
     this.answer.classList.remove("streaming");
@@ -440,6 +442,7 @@ export class AssistantView {
   }
 
   stopStreaming() {
+    this.clearNotice();
     this.node.removeAttribute("aria-busy");
     this.answer.classList.remove("streaming");
     if (!this.text) this.answer.replaceChildren();
@@ -485,6 +488,41 @@ export class AssistantView {
       this.steps.hidden = false;
       this.steps.append(item);
     }
+  }
+
+  // ---- ``llm.notice``: the model call itself (docs/protocol.md, "Model notices") ----
+  // ``unstreamed``: the answer arrives at once; ``rate_limited``: the endpoint asked us to
+  // wait, counted down to the retry. Gone once text arrives or the answer ends.
+  notice(frame) {
+    this.clearNotice();
+    this.noticeLine = el("div", { class: "llm-notice", role: "status" });
+    this.steps.before(this.noticeLine);
+    if (frame.kind === "rate_limited") {
+      let left = Math.max(0, Math.ceil(Number(frame.retry_in) || 0));
+      const say = () => {
+        this.noticeLine.textContent = interpolate(
+          gettext("Rate limited by the model's provider, retrying in %(seconds)s s (attempt %(attempt)s of %(attempts)s)."),
+          { seconds: left, attempt: frame.attempt, attempts: frame.attempts },
+          true,
+        );
+      };
+      say();
+      this.noticeTimer = setInterval(() => {
+        left = Math.max(0, left - 1);
+        say();
+      }, 1000);
+    } else if (frame.kind === "unstreamed") {
+      this.noticeLine.textContent = gettext("This model may not stream here: the answer arrives at once, when it is complete.");
+    } else {
+      this.clearNotice();
+    }
+  }
+
+  clearNotice() {
+    clearInterval(this.noticeTimer);
+    this.noticeTimer = null;
+    this.noticeLine?.remove();
+    this.noticeLine = null;
   }
 
   // ---- reasoning ("thinking"): the model's own reasoning text, collapsed, never the answer ----
@@ -809,6 +847,7 @@ export class AssistantView {
   }
 
   setError(message, { retry = true } = {}) {
+    this.clearNotice();
     this.stopStreaming();
     this.footer.querySelector(".error-box")?.remove();
     const box = el(

@@ -452,6 +452,10 @@ const EVENT_HANDLERS = {
   "dag.step.delta"(frame) {
     this.viewForEvent()?.planProgress(frame);
   },
+  // The model call itself: the answer arrives at once, or a rate limit is waited out.
+  "llm.notice"(frame) {
+    this.viewForEvent()?.notice(frame);
+  },
   // The model's reasoning text: shown apart from the answer, collapsed.
   "reasoning.delta"(frame) {
     this.viewForEvent()?.appendReasoning(frame.text);
