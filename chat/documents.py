@@ -6,12 +6,16 @@ the context needs without reading the whole text again: the page count, the size
 tokens (a small document goes inline with its message, a larger one as its outline:
 ``chat.document_context``) and the outline itself (title, headings, first lines).
 
-Sync and CPU-bound: the upload view runs in its own thread, never on the event loop, and
-the extraction stops at its time limit (``FIMONE_DOCUMENT_EXTRACT_SECONDS``).
+Sync: the upload view runs in its own thread, never on the event loop. The extraction
+itself runs in worker processes (``fimone.extract.isolated``: a hard time limit,
+``FIMONE_DOCUMENT_EXTRACT_SECONDS``, and a memory limit, and no competition with the
+server's threads for one interpreter); ``FIMONE_DOCUMENT_WORKERS=0`` extracts in the
+upload's thread instead.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +25,7 @@ from django.utils.translation import gettext
 from chat.errors import UploadRejected
 from contextmgmt.core.tokens import estimate_tokens
 from fimone.extract import ExtractedDocument, ExtractionError, ExtractLimits, extract_document
+from fimone.extract.isolated import ExtractionPool
 
 # The magic bytes of the image formats the image path takes; anything else is read as a
 # document (chat.services.attachment_create).
@@ -66,6 +71,24 @@ def read_max_chars() -> int:
     return max(1_000, int(settings.FIMONE_DOCUMENT_READ_CHARS))
 
 
+_pool: ExtractionPool | None = None
+_pool_lock = threading.Lock()
+
+
+def extraction_pool() -> ExtractionPool | None:
+    """This process's extraction workers (made on first use), or None when the settings
+    say to extract in the caller's thread."""
+    global _pool
+    workers = int(settings.FIMONE_DOCUMENT_WORKERS)
+    if workers <= 0:
+        return None
+    with _pool_lock:
+        if _pool is None:
+            memory = int(settings.FIMONE_DOCUMENT_WORKER_MEMORY_MB) * 1024 * 1024
+            _pool = ExtractionPool(workers=workers, memory_bytes=memory)
+        return _pool
+
+
 @dataclass(frozen=True)
 class StoredDocument:
     """What an attachment row keeps of an extracted document."""
@@ -81,7 +104,11 @@ def extract_upload(data: bytes, *, name: str) -> StoredDocument:
     """The uploaded ``data`` read as a document; ``UploadRejected`` (translated) when it
     cannot be: nothing is stored then."""
     try:
-        doc = extract_document(data, filename=name, limits=document_limits())
+        pool = extraction_pool()
+        if pool is None:
+            doc = extract_document(data, filename=name, limits=document_limits())
+        else:
+            doc = pool.extract(data, filename=name, limits=document_limits())
     except ExtractionError as exc:
         raise UploadRejected(exc.code, rejection_message(exc), status=_status(exc)) from exc
     return StoredDocument(

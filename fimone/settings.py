@@ -254,6 +254,10 @@ FIMONE_DOCUMENT_MAX_PAGES = _typed(env.int, "FIMONE_DOCUMENT_MAX_PAGES", default
 FIMONE_DOCUMENT_MAX_CHARS = _typed(env.int, "FIMONE_DOCUMENT_MAX_CHARS", default=2_000_000)
 FIMONE_DOCUMENT_EXTRACT_SECONDS = _typed(env.float, "FIMONE_DOCUMENT_EXTRACT_SECONDS", default=30.0)
 FIMONE_DOCUMENT_READ_CHARS = _typed(env.int, "FIMONE_DOCUMENT_READ_CHARS", default=12_000)
+# Extraction runs in up to this many worker processes per server process (0: in the
+# upload's thread), each limited to this much memory (docs/tools.md, "Documents").
+FIMONE_DOCUMENT_WORKERS = _typed(env.int, "FIMONE_DOCUMENT_WORKERS", default=2)
+FIMONE_DOCUMENT_WORKER_MEMORY_MB = _typed(env.int, "FIMONE_DOCUMENT_WORKER_MEMORY_MB", default=2048)
 
 # The fetch_url tool (docs/tools.md, "Web pages"): only public addresses unless a host
 # name or network is listed here (names, addresses, CIDRs; checked in chat.fetch).

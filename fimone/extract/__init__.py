@@ -98,6 +98,8 @@ def extract_document(
             f"The document is too large to read ({type(exc).__name__})."
         ) from exc
     except Exception as exc:  # a library's fault on a malformed file: a damaged document
+        if _out_of_memory(exc):  # e.g. an import under a worker's memory limit
+            raise DocumentTooLarge("The document needs more memory than allowed.") from exc
         logger.info("extracting a %s failed: %r", kind, exc)
         raise DamagedDocument(f"The {_label(kind)} cannot be read ({type(exc).__name__}).") from exc
     budget.check_time()
@@ -124,6 +126,15 @@ def extract_document(
         has_text_layer=has_text,
         truncated=budget.cut or count > len(pages),
     )
+
+
+def _out_of_memory(exc: BaseException | None) -> bool:
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, MemoryError):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def _label(kind: str) -> str:

@@ -1,0 +1,85 @@
+"""Extraction in worker processes: the same result, a hard time limit, a memory limit,
+workers reused and replaced."""
+
+from __future__ import annotations
+
+import pytest
+
+from fimone.extract import (
+    DamagedDocument,
+    DocumentTooLarge,
+    ExtractionTimeout,
+    ExtractLimits,
+    extract_document,
+    isolated,
+)
+from fimone.extract.isolated import ExtractionPool
+from tests.support import documents
+
+
+@pytest.fixture
+def pool():
+    made = ExtractionPool(workers=1)
+    yield made
+    made.close()
+
+
+def test_the_same_document_as_in_process(pool):
+    data = documents.pdf_with_fact()
+    assert pool.extract(data, filename="review.pdf") == extract_document(data)
+    assert pool.extract(documents.docx_bytes()) == extract_document(documents.docx_bytes())
+
+
+def test_errors_keep_their_class_code_and_message(pool):
+    with pytest.raises(DamagedDocument) as caught:
+        pool.extract(documents.malformed_pdf())
+    assert caught.value.code == "damaged_document" and "damaged" in caught.value.message
+
+
+def test_a_worker_is_reused(pool):
+    pool.extract(documents.csv_bytes())
+    [worker] = pool._idle
+    pool.extract(documents.csv_bytes())
+    assert pool._idle == [worker] and worker.alive()
+
+
+def test_an_overrun_is_killed_and_the_next_call_gets_a_fresh_worker(pool, monkeypatch):
+    monkeypatch.setattr(isolated, "GRACE_SECONDS", 0.0)
+    with pytest.raises(ExtractionTimeout):
+        pool.extract(documents.long_pdf(pages=30), limits=ExtractLimits(seconds=0.0))
+    assert pool._idle == []
+    monkeypatch.setattr(isolated, "GRACE_SECONDS", 5.0)
+    assert pool.extract(documents.csv_bytes()).kind == "csv"
+
+
+def test_a_worker_that_dies_is_a_clear_error_and_is_replaced(pool):
+    """What a worker killed by the kernel (over its memory limit) looks like to the caller."""
+    import threading
+    import time
+
+    pool.extract(documents.csv_bytes())
+    [worker] = pool._idle
+    errors = []
+    data = documents.long_pdf(pages=300)  # about two seconds of work for the worker
+
+    def extract():
+        try:
+            pool.extract(data)
+        except DocumentTooLarge as exc:
+            errors.append(exc)
+
+    caller = threading.Thread(target=extract)
+    caller.start()
+    time.sleep(0.5)  # the worker has the file and works on it
+    worker.process.kill()
+    caller.join(timeout=60)
+    assert [e.code for e in errors] == ["document_too_large"]
+    assert pool._idle == [] and not worker.alive()
+    assert pool.extract(documents.csv_bytes()).kind == "csv"
+
+
+def test_a_worker_ends_when_its_parent_lets_go(pool):
+    pool.extract(documents.csv_bytes())
+    [worker] = pool._idle
+    worker.process.stdin.close()
+    assert worker.process.wait(timeout=30) == 0
