@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 
 from chat import selectors
 from chat.api import api_view, conversation_json, messages_json
@@ -88,6 +88,7 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
             )
             lines += ["---", "", f"### {heading} · {_when(message.created_at)}", ""]
             lines += _images(metadata)
+            lines += _documents(metadata)
             lines += [message.content, ""]
         elif message.role == Message.Role.ASSISTANT:
             if metadata.get("superseded_by"):
@@ -110,6 +111,19 @@ def _when(moment) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _documents(metadata: dict[str, Any]) -> list[str]:
+    """A document by reference: its name and pages (its text stays in fimone)."""
+    docs = [d for d in metadata.get("documents") or [] if isinstance(d, dict) and d.get("file_id")]
+    lines = []
+    for doc in docs:
+        pages = int(doc.get("pages") or 0)
+        label = ngettext(
+            "Document %(name)s (%(count)d page)", "Document %(name)s (%(count)d pages)", pages
+        ) % {"name": f"`{doc.get('name') or doc['file_id']}`", "count": pages}
+        lines.append(f"*{label}*")
+    return lines + ([""] if docs else [])
 
 
 def _images(metadata: dict[str, Any]) -> list[str]:

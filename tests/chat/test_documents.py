@@ -192,3 +192,18 @@ def test_documents_leave_with_their_conversation(
     import os
 
     assert not os.path.exists(path)
+
+
+def test_the_markdown_export_names_the_documents(logged_in_client, user, conversation):
+    attachment = services.attachment_create(
+        owner=user,
+        conversation=conversation,
+        uploaded_file=SimpleUploadedFile("review.pdf", documents.pdf_with_fact()),
+    )
+    services.user_message_create(
+        conversation=conversation, content="read", attachments=[attachment]
+    )
+    response = logged_in_client.get(f"/api/conversations/{conversation.id}/export/")
+    text = response.content.decode()
+    assert "*Document `review.pdf` (12 pages)*" in text
+    assert documents.FACT_VALUE not in text  # by reference: the text stays in fimone
