@@ -34,10 +34,10 @@ from asgiref.sync import sync_to_async
 from django.db.models.fields.json import KT
 
 from chat.history import data_url, image_note, image_pixel_turns, json_or_none
-from chat.models import Attachment, Message, SearchDocument
+from chat.models import Attachment, Message, SearchDocument, ToolResult
 from chat.search import CANDIDATES, Hit, search
 from chat.search_text import Term, index_text, query_terms, snippet_bounds
-from fimone.agent.tools import RecalledImage
+from fimone.agent.tools import KeptResult, RecalledImage
 
 PASSAGE_CHARS = 600
 _NO_DIGITS = str.maketrans("", "", "0123456789")
@@ -260,3 +260,27 @@ def recall_search_for(
         )
 
     return recall_search
+
+
+def stored_tool_result(*, conversation_id, result_id: str) -> KeptResult | None:
+    """An earlier run's whole tool result by the id its record's stub names (``r<pk>``), or
+    by its call id (the newest with it); only of this conversation. Sync: ORM."""
+    rows = ToolResult.objects.filter(conversation_id=conversation_id)
+    if result_id.startswith("r") and result_id[1:].isdigit():
+        row = rows.filter(pk=int(result_id[1:])).first()
+    else:
+        row = rows.filter(call_id=result_id).order_by("-id").first()
+    if row is None:
+        return None
+    return KeptResult(row.result_id, row.name, row.arguments, row.content)
+
+
+def tool_result_for(conversation_id) -> Callable[[str], Awaitable[KeptResult | None]]:
+    """The ``async fetch_result(id)`` the ``recall`` tool brings a masked result back with."""
+
+    async def fetch_result(result_id: str) -> KeptResult | None:
+        return await sync_to_async(stored_tool_result)(
+            conversation_id=conversation_id, result_id=result_id
+        )
+
+    return fetch_result

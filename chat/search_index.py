@@ -33,27 +33,37 @@ UNINDEXED_TOOLS = frozenset({"recall"})
 # the server died) is not — as the services keep it, so the rebuild does.
 UNFINISHED_ANSWER = (Message.Status.RUNNING, Message.Status.INTERRUPTED)
 LABEL_CHARS = SearchDocument._meta.get_field("label").max_length
+# The question a tool result is indexed with: its start.
+QUESTION_CHARS = 300
 
 
 def message_texts(
-    *, role: str, content: str, metadata: dict[str, Any] | None
+    *, role: str, content: str, metadata: dict[str, Any] | None, question: str = ""
 ) -> Iterator[tuple[str, str, str]]:
     """``(kind, label, text)`` of every searchable text of one message (plain data in, so
-    that the migration that fills the index for existing messages uses it too)."""
+    that the migration that fills the index for existing messages uses it too). A tool
+    result is indexed with its call — the tool's name and arguments — and the ``question``
+    its run answered, so "the VAT calculation" finds ``calculator(…)``'s bare number."""
     if role not in SEARCHABLE_ROLES:
         return
     if content and content.strip():
         yield SearchDocument.Kind.MESSAGE, "", content
     if role != Message.Role.ASSISTANT or not isinstance(metadata, dict):
         return
-    for step in metadata.get("steps") or []:
-        if not isinstance(step, dict) or step.get("kind") != "tool_result":
+    steps = [s for s in metadata.get("steps") or [] if isinstance(s, dict)]
+    arguments = {
+        s.get("call_id"): s.get("arguments") for s in steps if s.get("kind") == "tool_call"
+    }
+    asked = f"Question: {' '.join(question.split())[:QUESTION_CHARS]}\n" if question else ""
+    for step in steps:
+        if step.get("kind") != "tool_result":
             continue
         name = str(step.get("name") or "tool")
         result = step.get("result")
         if name in UNINDEXED_TOOLS or not isinstance(result, str) or not result.strip():
             continue
-        yield SearchDocument.Kind.TOOL, name[:LABEL_CHARS], result
+        call = f"{name}({arguments.get(step.get('call_id')) or ''})"
+        yield SearchDocument.Kind.TOOL, name[:LABEL_CHARS], f"{asked}{call} = {result}"
     dag = metadata.get("dag")
     for round_ in (dag.get("rounds") or []) if isinstance(dag, dict) else []:
         for step in (round_.get("steps") or []) if isinstance(round_, dict) else []:
@@ -76,7 +86,10 @@ def _documents(message: Message) -> list[SearchDocument]:
             created_at=message.created_at,
         )
         for kind, label, text in message_texts(
-            role=message.role, content=message.content, metadata=message.metadata
+            role=message.role,
+            content=message.content,
+            metadata=message.metadata,
+            question=_question_of(message),
         )
         for passage in passages(text)
     ]
@@ -87,6 +100,26 @@ def passage_terms(passage: Passage) -> str:
     if passage.context:
         return index_text(f"{passage.context}\n{passage.text}")
     return index_text(passage.text)
+
+
+def _question_of(message: Message) -> str:
+    """The question an answer whose run called tools answered: the newest user message
+    before it ("" for anything else)."""
+    steps = (message.metadata or {}).get("steps") if isinstance(message.metadata, dict) else None
+    if message.role != Message.Role.ASSISTANT or not steps:
+        return ""
+    found = (
+        Message.objects.filter(
+            conversation_id=message.conversation_id,
+            role=Message.Role.USER,
+            created_at__lte=message.created_at,
+            id__lt=message.pk,
+        )
+        .order_by("-created_at", "-id")
+        .values_list("content", flat=True)
+        .first()
+    )
+    return found or ""
 
 
 @transaction.atomic

@@ -444,3 +444,34 @@ def _title_from(content: str) -> str:
         return line
     cut = line[:AUTO_TITLE_CHARS].rsplit(" ", 1)[0] or line[:AUTO_TITLE_CHARS]
     return cut.rstrip(" ,;:.") + "…"
+
+
+# A stored tool result is kept whole up to this many characters (a runaway tool must not grow
+# the database without limit); the record says how long the result was.
+TOOL_RESULT_MAX_CHARS = 1_000_000
+
+
+@transaction.atomic
+def tool_results_store(*, message: Message, results: Sequence[Any]) -> int:
+    """Keep the whole results of an answer's run (``results``: items with ``call_id``,
+    ``name``, ``arguments`` and ``text``); returns how many were stored."""
+    from chat.models import ToolResult
+
+    rows = []
+    for kept in results:
+        text = kept.text or ""
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        rows.append(
+            ToolResult(
+                conversation_id=message.conversation_id,
+                message=message,
+                call_id=str(kept.call_id)[:200],
+                name=str(kept.name)[:200],
+                arguments=kept.arguments or "",
+                content=text[:TOOL_RESULT_MAX_CHARS],
+                chars=len(text),
+                first_line=first[:300],
+            )
+        )
+    ToolResult.objects.bulk_create(rows)
+    return len(rows)

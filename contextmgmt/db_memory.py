@@ -30,6 +30,7 @@ from asgiref.sync import sync_to_async
 from contextmgmt.core.compact import CompactResult, CompactUtils, tool_units
 from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT, PINNED_CAP_SHARE
 from contextmgmt.core.llm import LLM
+from contextmgmt.core.masking import low_water, mask_tool_results
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.textcut import clip_to_tokens
@@ -170,7 +171,9 @@ class DbMemory(BaseMemory):
 
     After ``get_messages()``: ``was_compacted``, ``original_count``, ``compacted_count``
     (what the ``compact`` event reports); ``strategy`` ("none", "summary" — a stored
-    summary was reused, "llm", "truncate"); ``tokens_before`` / ``tokens_after``;
+    summary was reused, "mask" — only old tool results were masked, "llm", "truncate");
+    ``masked`` (the tool results masked, before any summary); ``tokens_before`` /
+    ``tokens_after``;
     ``result`` (the CompactResult of a compaction run during this load, else None);
     ``new_summary`` (a NewSummary to persist, or None when nothing new was summarised);
     ``summary_in_use`` / ``summary_edited`` (the stored summary loaded, and whether a user
@@ -226,6 +229,7 @@ class DbMemory(BaseMemory):
         self.pins_kept: list[int] = []
         self.pins_yielded: list[int] = []
         self.summary_in_use: StoredSummary | None = None  # the stored summary loaded
+        self.masked: list = []  # tool results masked at this load (masking.MaskedResult)
         self.summarized_count = 0
         self.summary_edited = False  # it is a user's edit
 
@@ -276,7 +280,23 @@ class DbMemory(BaseMemory):
             m.metadata.get("id") for m in history if m.pinned and m.metadata.get("id")
         ]
         base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
-        if self.compact_llm is not None:
+        # The cheap tier first: old tool results (earlier runs' records) become stubs.
+        masking = mask_tool_results(base, target_tokens=low_water(self.max_tokens))
+        self.masked = masking.masked
+        if masking.masked:
+            base = masking.messages
+            history = base[1:] if stored else base
+        if masking.masked and masking.tokens_after <= self.max_tokens:
+            result = CompactResult(
+                messages=base,
+                strategy="mask",
+                original_count=len(base),
+                compacted_count=len(base),
+                tokens_before=tokens,
+                tokens_after=masking.tokens_after,
+                masked=masking.masked,
+            )
+        elif self.compact_llm is not None:
             result = await CompactUtils.llm_compact(
                 base,
                 self.compact_llm,
@@ -295,6 +315,7 @@ class DbMemory(BaseMemory):
                 tokens_before=tokens,
                 tokens_after=CompactUtils.estimate_messages_tokens(kept),
             )
+        result.masked = masking.masked
         self.result = result
         self.strategy = result.strategy
         self.was_compacted = result.strategy != "none" or stored is not None

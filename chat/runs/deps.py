@@ -16,7 +16,7 @@ from typing import Any
 from chat import tool_servers
 from chat.document_context import document_reader_for
 from chat.fetch import fetch_config
-from chat.recall import recall_search_for
+from chat.recall import recall_search_for, tool_result_for
 from contextmgmt.budget import Budget, budget_for_config
 from contextmgmt.budget import resolve_budget as resolve_configured_budget
 from contextmgmt.core.llm import LLM
@@ -39,7 +39,8 @@ def make_tools(
     unless the operator switched it off, and ``read_document`` when the conversation has
     documents (``documents``)."""
     tools = default_tools(
-        recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision)
+        recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision),
+        fetch_result=tool_result_for(conversation_id),
     )
     config = fetch_config()
     if config is not None:

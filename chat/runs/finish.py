@@ -105,6 +105,7 @@ async def finish_run(run: Run) -> None:
             extra=extra,
             calibration=calibration,
             answered_ids=run.answered_ids(),
+            tool_results=run.tool_results.all() if run.tool_results is not None else (),
         )
     except Message.DoesNotExist:
         # The conversation was deleted (which cancelled this run, and closed its sockets).

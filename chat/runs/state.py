@@ -67,6 +67,9 @@ class Run:
     retry_of: int | None = None  # the failed assistant message this run answers again
     # The run's compaction ledger and the summaries it may store (set when work starts).
     compactions: RunCompactions | None = None
+    # The whole results of the run's tool calls (the tools' registry keeps them), stored
+    # at the finish for the next runs' records and recall by id.
+    tool_results: Any = None
 
     @property
     def run_id(self) -> str:

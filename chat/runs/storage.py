@@ -398,7 +398,17 @@ def save_progress(*, message_id: int, content: str, record: dict | None = None) 
 
 
 def persist_finish(
-    *, message_id, content, status, usage, compaction, error, extra, calibration, answered_ids
+    *,
+    message_id,
+    content,
+    status,
+    usage,
+    compaction,
+    error,
+    extra,
+    calibration,
+    answered_ids,
+    tool_results=(),
 ) -> str:
     """Store the outcome on the answer and settle the user messages it answered; returns
     the answer rendered as HTML. ``Message.DoesNotExist``: the conversation was deleted."""
@@ -413,6 +423,12 @@ def persist_finish(
         error=error,
         extra=extra,
     )
+    if tool_results:
+        # Whole, for the next runs' records and recall by id (a failure loses only that).
+        try:
+            services.tool_results_store(message=message, results=tool_results)
+        except Exception:
+            logger.warning("answer %s: could not keep its tool results", message_id, exc_info=True)
     _record_calibration(calibration)
     return finished.html  # rendered once with the message
 

@@ -29,6 +29,7 @@ from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import Usage
+from contextmgmt.core.masking import masked_facts
 from contextmgmt.core.tokens import activate_weights
 from fimone.agent import AgentContext
 from fimone.agent.calls import compact_limit
@@ -70,6 +71,7 @@ async def perform(run: Run):
         documents=prepared.has_documents,
     )
     await _add_server_tools(run, tools, vision=prepared.vision)
+    run.tool_results = getattr(tools, "results", None)
     # Counted as the engine will send it (system prompt, tool schemas, the query and the
     # follow-ups it starts with), so a history fitted here is not compacted again on the
     # first call (fimone.agent.history_room).
@@ -249,6 +251,9 @@ def _history_facts(memory, strategy: str | None = None) -> dict:
         facts["summary_id"] = stored.id
     if getattr(memory, "summary_edited", False):
         facts["summary_edited"] = True
+    # Tool results masked before any summary: listed apart in the divider.
+    if masked := getattr(memory, "masked", None):
+        facts.update(masked_facts(masked))
     # Pinned messages that had to yield to the cap on pinned history (the UI notes it).
     if yielded := getattr(memory, "pins_yielded", None):
         facts["pins_yielded"] = list(yielded)

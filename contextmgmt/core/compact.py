@@ -22,7 +22,8 @@ from .messages import ChatMessage
 from .summarise import summarise_rounds
 from .textcut import clip_to_tokens
 
-Strategy = Literal["none", "llm", "truncate"]
+# "mask": only old tool results were masked (contextmgmt.core.masking); no summary.
+Strategy = Literal["none", "mask", "llm", "truncate"]
 
 # The summary may take at most this share of the budget: history must keep room.
 SUMMARY_BUDGET_SHARE = 4
@@ -63,6 +64,8 @@ class CompactResult:
     summary_calls: int = 0
     summary_rounds: int = 0
     summary_overshoots: int = 0
+    # Tool results masked before any summary (masking.MaskedResult), oldest first.
+    masked: list[Any] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- units

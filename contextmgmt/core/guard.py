@@ -7,7 +7,10 @@
    (string content and the text parts of part lists; on copies).
 2. Within budget → the caller's list is returned as it is, the common case. Token
    estimates are cached per message, so this costs one cheap pass.
-3. Over budget → injected pinned messages are unpinned oldest-first while pinned content
+3. Over budget → old tool results are masked (``masking``: stubs saying how to get them
+   back), oldest first, down to the low-water mark; if that fits, no LLM is asked
+   (strategy "mask").
+4. Still over budget → injected pinned messages are unpinned oldest-first while pinned content
    exceeds half the budget (the current query stays pinned), then LLM compaction
    with the hint's prompt, or ``smart_truncate`` without a compaction LLM. Any LLM
    fault falls back to ``smart_truncate`` silently and is recorded in ``last``. When
@@ -26,6 +29,7 @@ from typing import Any
 from . import tokens
 from .compact import CompactResult, CompactUtils
 from .llm import Usage
+from .masking import KEEP_TOOL_ROUNDS, low_water, mask_tool_results
 from .messages import ChatMessage
 
 TRUNCATED_SUFFIX = "\n[Truncated]"
@@ -106,8 +110,11 @@ class ContextGuard:
         *,
         compact_timeout: float | None = DEFAULT_COMPACT_TIMEOUT,
         keep_recent: int = 4,
+        mask_keep_rounds: int | None = KEEP_TOOL_ROUNDS,
     ) -> None:
         self.compact_llm = compact_llm
+        # The newest tool rounds masking leaves whole; None: no masking tier.
+        self.mask_keep_rounds = mask_keep_rounds
         self.budget = budget
         self.max_message_chars = max_message_chars
         self.compact_timeout = compact_timeout
@@ -173,11 +180,28 @@ class ContextGuard:
                 )
                 return work
 
+        masked = []
+        if self.mask_keep_rounds is not None:
+            outcome = mask_tool_results(
+                work, target_tokens=low_water(budget), keep_rounds=self.mask_keep_rounds
+            )
+            if outcome.masked:
+                work, total, masked = outcome.messages, outcome.tokens_after, outcome.masked
+                if total <= budget:
+                    self.compactions += 1
+                    self.last = CompactResult(
+                        work, "mask", n, n, tokens_before, total, oversized_cut=cut, masked=masked
+                    )
+                    return work
+
         work, _ = apply_pinned_cap(work, budget)
         if not any(_compactable(m) for m in work):
             # Only the system prompt and pinned messages (the query): nothing to shrink, so
             # no compaction — the call goes as it is and the provider has the last word.
-            self.last = CompactResult(work, "none", n, n, tokens_before, total, oversized_cut=cut)
+            strategy = "mask" if masked else "none"
+            self.last = CompactResult(
+                work, strategy, n, n, tokens_before, total, oversized_cut=cut, masked=masked
+            )
             return work
         if self.compact_llm is not None:
             result = await CompactUtils.llm_compact(
@@ -196,6 +220,7 @@ class ContextGuard:
         result.original_count = n
         result.tokens_before = tokens_before
         result.oversized_cut = cut
+        result.masked = masked
         self.usage.add(result.usage)
         self.compactions += 1
         self.last = result

@@ -1,9 +1,11 @@
 """The ReAct iteration loop, shared by ReAct mode and every DAG step's sub-agent.
 
-Each iteration: drain injected follow-ups → prune old bulky tool results → the
-ContextGuard with the loop's own budget → one *streaming* call with the tools → run the
-requested tools (concurrently when the model asks for several); images a tool brought
-back (``recall`` finding an earlier image) follow the tool results as one user message.
+Each iteration: drain injected follow-ups → the ContextGuard with the loop's own budget
+(it masks old tool results before it summarises, and only when over budget, so every
+call between two compactions sends the same prefix) → one *streaming* call with the
+tools → run the requested tools (concurrently when the model asks for several); images a
+tool brought back (``recall`` finding an earlier image) follow the tool results as one
+user message.
 
 Every call streams, and its text goes out as it arrives (docs/protocol.md, "Streaming"):
 in ReAct mode as ``answer.delta``; inside a DAG step as ``dag.step.delta`` (the plan shows
@@ -35,13 +37,13 @@ from typing import Any, Literal
 
 from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import LLM, ContextOverflow, LLMNotice, LLMResult, Usage
+from contextmgmt.core.masking import masked_facts
 from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
 
 from .calls import stream_reply
 from .context import CompactionHook, EventSink, InjectionQueue, summary_facts
 from .prompts import LIMIT_NOTE, limit_preface
-from .pruning import prune_tool_results
 from .tools import ToolRegistry
 from .wording import say
 
@@ -196,13 +198,12 @@ class ReactLoop:
     async def _fit(
         self, messages: list[ChatMessage], budget: int | None = None, *, overflow: bool = False
     ) -> list:
-        """Prune, then the guard; emit ``compact`` when the guard compacted.
+        """The guard; emit ``compact`` when it masked or compacted.
 
         ``overflow``: an emergency fit to half the size after the provider refused the
         request. Its summary serves this run only: it is not offered for storing, so the
         next request starts from a summary written at the ordinary size."""
         cfg = self.cfg
-        messages = prune_tool_results(messages)
         fitted = await cfg.guard.check_and_compact(
             messages, budget=budget or cfg.budget, hint=cfg.hint
         )
@@ -220,6 +221,9 @@ class ReactLoop:
                 "cost_output_tokens": last.usage.output_tokens,
                 **cfg.event_extra,
             }
+            if last.masked:
+                # Listed apart from what was summarised (the note and the receipt show it).
+                payload.update(masked_facts(last.masked))
             if last.strategy == "llm":
                 payload.update(summary_facts(last))
             if overflow:
@@ -279,6 +283,8 @@ class ReactLoop:
         images: list[dict[str, Any]] = []
         for tc, output in zip(calls, results, strict=True):
             messages.append(ChatMessage(role="tool", content=output.text, tool_call_id=tc.id))
+            # Kept whole for this run: a masked result is brought back by its id (recall).
+            cfg.tools.remember(tc, output.text)
             images.extend(output.images)
             await self._event(
                 iteration, "tool_result", name=tc.name, result=preview(output.text), call_id=tc.id

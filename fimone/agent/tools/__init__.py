@@ -13,12 +13,14 @@ from .documents import DocumentReader, read_document_tool
 from .registry import (
     BUILTIN_SOURCE,
     DEFAULT_TOOL_TIMEOUT,
+    KeptResult,
     RecalledImage,
     RecallSearch,
     Tool,
     ToolFunc,
     ToolOutput,
     ToolRegistry,
+    ToolResults,
     arguments_adapter,
 )
 
@@ -26,6 +28,7 @@ __all__ = [
     "BUILTIN_SOURCE",
     "DEFAULT_TOOL_TIMEOUT",
     "DocumentReader",
+    "KeptResult",
     "RECALL_LIMIT",
     "RecallSearch",
     "RecalledImage",
@@ -33,6 +36,7 @@ __all__ = [
     "ToolFunc",
     "ToolOutput",
     "ToolRegistry",
+    "ToolResults",
     "arguments_adapter",
     "calculator_tool",
     "current_time_tool",

@@ -11,14 +11,24 @@ since a tool message can only carry text).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..calculator import CalculatorError, evaluate, format_number
-from .registry import RecalledImage, RecallSearch, Tool, ToolOutput, ToolRegistry
+from .registry import (
+    KeptResult,
+    RecalledImage,
+    RecallSearch,
+    Tool,
+    ToolOutput,
+    ToolRegistry,
+    ToolResults,
+)
 
 RECALL_LIMIT = 5
+# ``async fetch_result(id) -> KeptResult | None``: an earlier run's stored tool result.
+FetchResult = Callable[[str], Awaitable[KeptResult | None]]
 
 
 def calculator_tool() -> Tool:
@@ -79,11 +89,19 @@ def current_time_tool(clock: Callable[[], datetime] | None = None) -> Tool:
     )
 
 
-def recall_tool(recall_search: RecallSearch, limit: int = RECALL_LIMIT) -> Tool:
-    async def recall(query: str) -> str | ToolOutput:
+def recall_tool(
+    recall_search: RecallSearch,
+    limit: int = RECALL_LIMIT,
+    *,
+    results: ToolResults | None = None,
+    fetch_result: FetchResult | None = None,
+) -> Tool:
+    async def recall(query: str = "", id: str = "") -> str | ToolOutput:  # noqa: A002
+        if id.strip():
+            return await _whole_result(id.strip(), results, fetch_result)
         query = query.strip()
         if not query:
-            return "Error: give a word or phrase to look for."
+            return "Error: give a word or phrase to look for, or the id of a masked result."
         found = await recall_search(query, limit)
         if not found:
             return f"No passage of this conversation matches {query!r}."
@@ -107,22 +125,44 @@ def recall_tool(recall_search: RecallSearch, limit: int = RECALL_LIMIT) -> Tool:
             "for a word or phrase, and return the matching passages verbatim. Use it when "
             "the user refers to something said earlier and the exact detail is not in view. "
             "Earlier images shown only as [image: …] text are found by their name or "
-            "description, and are shown to you again."
+            "description, and are shown to you again. A masked tool result is brought back "
+            "whole by its id."
         ),
         parameters={
             "type": "object",
-            "properties": {"query": {"type": "string", "description": "word or phrase"}},
-            "required": ["query"],
+            "properties": {
+                "query": {"type": "string", "description": "word or phrase"},
+                "id": {"type": "string", "description": "the id a masked tool result names"},
+            },
         },
         func=recall,
         timeout=10.0,
     )
 
 
-def default_tools(recall_search: RecallSearch | None = None) -> ToolRegistry:
+async def _whole_result(
+    result_id: str, results: ToolResults | None, fetch_result: FetchResult | None
+) -> str:
+    """A masked tool result, whole: this run's own, else an earlier run's stored one."""
+    kept = results.get(result_id) if results is not None else None
+    if kept is None and fetch_result is not None:
+        kept = await fetch_result(result_id)
+    if kept is None:
+        return f"Error: no tool result has the id {result_id!r}."
+    return f"The whole result of {kept.name}({kept.arguments}), id {result_id!r}:\n\n{kept.text}"
+
+
+def default_tools(
+    recall_search: RecallSearch | None = None,
+    *,
+    results: ToolResults | None = None,
+    fetch_result: FetchResult | None = None,
+) -> ToolRegistry:
     """The built-in tools; ``recall`` only when a search is given (a tool that cannot work
-    would only mislead the model)."""
-    registry = ToolRegistry([calculator_tool(), current_time_tool()])
+    would only mislead the model). ``results``: the run's whole tool results, which the
+    registry keeps and ``recall`` brings back by id (``fetch_result`` for earlier runs')."""
+    results = results if results is not None else ToolResults()
+    registry = ToolRegistry([calculator_tool(), current_time_tool()], results=results)
     if recall_search is not None:
-        registry.register(recall_tool(recall_search))
+        registry.register(recall_tool(recall_search, results=results, fetch_result=fetch_result))
     return registry

@@ -38,6 +38,36 @@ class RecalledImage:
     part: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class KeptResult:
+    """One tool call of a run and its whole result."""
+
+    call_id: str
+    name: str
+    arguments: str
+    text: str
+
+
+class ToolResults:
+    """The whole results of one run's tool calls, by call id: what a masked result's stub
+    points to (``recall`` with its id brings it back), and what the run stores at its end."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, KeptResult] = {}
+
+    def add(self, call_id: str, name: str, arguments: str, text: str) -> None:
+        self._by_id[call_id] = KeptResult(call_id, name, arguments, text)
+
+    def get(self, call_id: str) -> KeptResult | None:
+        return self._by_id.get(call_id)
+
+    def all(self) -> list[KeptResult]:
+        return list(self._by_id.values())
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+
 ToolFunc = Callable[..., Awaitable[str | ToolOutput]]
 RecallSearch = Callable[[str, int], Awaitable[list[str | RecalledImage]]]
 
@@ -153,10 +183,18 @@ class Tool:
 class ToolRegistry:
     """Named tools; easy to extend with ``register``."""
 
-    def __init__(self, tools: list[Tool] | None = None) -> None:
+    def __init__(
+        self, tools: list[Tool] | None = None, *, results: ToolResults | None = None
+    ) -> None:
         self._tools: dict[str, Tool] = {}
+        # The run's whole tool results (shared with the recall tool that brings them back).
+        self.results = results if results is not None else ToolResults()
         for tool in tools or []:
             self.register(tool)
+
+    def remember(self, call: Any, text: str) -> None:
+        """Keep a call's whole result (``call``: a ToolCall) for this run."""
+        self.results.add(call.id, call.name, call.arguments, text)
 
     def register(self, tool: Tool) -> None:
         if tool.name in self._tools:

@@ -227,3 +227,74 @@ async def test_cached_messages_with_parts_and_tool_calls_follow_edits_r3_2():
     assert out is not msgs
     assert out[-1].content[-1]["text"] == "x" * 100 + TRUNCATED_SUFFIX
     assert guard.last.tokens_before == estimate_messages_tokens(copy.deepcopy(msgs))
+
+
+async def test_a_yielding_pin_mid_run_is_summarised_with_its_facts_not_dropped_rv_2():
+    """The 5,000-token case in the engine: a pinned 5,500-character paste (the engine marks
+    history pins yieldable) and its answer, the next question and a tool round. The pin
+    yields to the cap and reaches the summariser, though it is among the newest messages;
+    the next call carries its facts."""
+    facts = ("DE89370400440532013000", "OPS-7731", "2026-03-14")
+    paste = f"账户 IBAN {facts[0]}，工单 {facts[1]}，截止 {facts[2]}。\n"
+    while len(paste) < 5_500:
+        paste += "仓库报告列出了货架、木箱和托盘，夜班清点两次并与送货单核对。\n"
+    paste = paste[:5_500]
+    pinned = ChatMessage(role="user", content=paste, pinned=True, injected=True)
+    query = user("And the deadline?", pinned=True)
+    msgs = [
+        system("Be brief."),
+        pinned,
+        assistant("Noted."),
+        query,
+        *tool_round("c1", "calculator", '{"expression": "2+2"}', "4 " * 1_500),
+    ]
+
+    def summariser(messages):
+        shown = messages[-1].text()
+        return "Report pasted. " + "; ".join(f for f in facts if f in shown)
+
+    guard = ContextGuard(compact_llm=FakeLLM(default=summariser), budget=5_000)
+    out = await guard.check_and_compact(msgs, hint="react_iteration")
+    assert guard.last.strategy == "llm"
+    assert paste in [m.text() for m in guard.last.summarized]
+    (summary,) = [m for m in out if m.is_summary]
+    assert all(fact in summary.text() for fact in facts)
+    assert query in out and problems(out) == []
+    assert estimate_messages_tokens(out) <= 5_000
+
+
+def _tool_heavy(rounds: int, chars: int) -> list[ChatMessage]:
+    msgs = [system("Use the tools."), user("Read the logs.", pinned=True)]
+    for i in range(rounds):
+        msgs += tool_round(
+            f"c{i}", "read_log", f'{{"n": {i}}}', f"log {i} fact-{i}\n" + "x " * chars
+        )
+    return msgs
+
+
+async def test_old_tool_results_are_masked_before_any_summary_rm_1():
+    """Over budget with old tool results: they become stubs, oldest first, down to the
+    low-water mark; no summariser is asked when that fits (strategy "mask")."""
+    msgs = _tool_heavy(6, 1_000)
+    llm = FakeLLM(default="summary")
+    guard = ContextGuard(compact_llm=llm, budget=estimate_messages_tokens(msgs) - 10)
+    out = await guard.check_and_compact(msgs)
+    assert llm.calls == [] and guard.last.strategy == "mask"
+    masked = [m.call_id for m in guard.last.masked]
+    assert masked and masked == ["c0", "c1", "c2"][: len(masked)]  # oldest first, not the newest
+    assert problems(out) == [] and estimate_messages_tokens(out) <= guard.budget * 0.6 + 700
+    assert out[-1] is msgs[-1] and out[-3] is msgs[-3] and out[-5] is msgs[-5]  # newest rounds
+    again = await guard.check_and_compact(out)
+    assert again is out  # the next call finds the same prefix, within budget
+
+
+async def test_what_masking_cannot_fit_is_summarised_with_stubs_not_results_rm_1():
+    msgs = _tool_heavy(6, 1_000)
+    llm = FakeLLM(default="summary")
+    guard = ContextGuard(compact_llm=llm, budget=900)
+    out = await guard.check_and_compact(msgs)
+    assert guard.last.strategy == "llm" and guard.last.masked
+    shown = llm.calls[0].messages[-1].text()
+    # The masked rounds reach the summariser as their stubs, the newest ones whole.
+    assert 'read_log({"n": 0}) returned' in shown and "fact-0\nx x" not in shown
+    assert problems(out) == [] and estimate_messages_tokens(out) <= 900

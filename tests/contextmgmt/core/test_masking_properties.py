@@ -1,0 +1,124 @@
+"""Properties of the masking tier (contextmgmt.core.masking) over random conversations:
+tool pairs stay valid, masking is deterministic and idempotent, the newest tool rounds,
+pinned messages and the current query are never touched, and the token count never grows."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextmgmt.core.compact import tool_units
+from contextmgmt.core.masking import MASK_PREFIX, is_masked, mask_tool_results
+from contextmgmt.core.messages import ChatMessage, ToolCall
+from contextmgmt.core.tokens import estimate_messages_tokens
+
+from .builders import problems, system
+
+WORDS = ["total", "50875.356", "EUR", "host", "db-17", "log", "ERROR", "x", "页面", "Zeile"]
+
+
+@st.composite
+def texts(draw, max_words=400):
+    n = draw(st.integers(1, max_words))
+    return " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=n, max_size=n)))
+
+
+@st.composite
+def conversations(draw):
+    out = [system("Use the tools.")]
+    ids = iter(range(1, 10_000))
+    for _ in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["turn", "round", "round", "pinned-round"]))
+        if kind == "turn":
+            out.append(ChatMessage(role="user", content=draw(texts(30))))
+            out.append(ChatMessage(role="assistant", content=draw(texts(30))))
+            continue
+        calls = [
+            ToolCall(
+                f"c{next(ids)}",
+                draw(st.sampled_from(["fetch", "calc", "read_document"])),
+                json.dumps({"q": draw(texts(3))}),
+            )
+            for _ in range(draw(st.integers(1, 3)))
+        ]
+        pinned = kind == "pinned-round"
+        out.append(ChatMessage(role="assistant", content=None, tool_calls=calls, pinned=pinned))
+        for call in calls:
+            out.append(ChatMessage(role="tool", content=draw(texts()), tool_call_id=call.id))
+    out.append(ChatMessage(role="user", content=draw(texts(20)), pinned=True))  # the query
+    if draw(st.booleans()):
+        call = ToolCall(f"c{next(ids)}", "calc", '{"e": "1+1"}')
+        out.append(ChatMessage(role="assistant", content=None, tool_calls=[call]))
+        out.append(ChatMessage(role="tool", content=draw(texts()), tool_call_id=call.id))
+    return out
+
+
+targets = st.one_of(st.none(), st.integers(0, 3_000))
+rounds = st.integers(0, 4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations(), targets, rounds)
+def test_pairs_stay_valid_and_only_old_unpinned_tool_results_change(messages, target, keep):
+    snapshot = copy.deepcopy(messages)
+    out = mask_tool_results(messages, target_tokens=target, keep_rounds=keep)
+    assert messages == snapshot  # the caller's list and messages are untouched
+    assert problems(out.messages) == problems(messages)
+    assert len(out.messages) == len(messages)
+    newest = [u for u in tool_units(messages) if u[0].tool_calls][::-1][:keep]
+    untouchable = {id(m) for u in newest for m in u}
+    untouchable |= {id(m) for u in tool_units(messages) for m in u if any(x.pinned for x in u)}
+    for before, after in zip(messages, out.messages, strict=True):
+        if after is before:
+            continue
+        assert before.role == "tool" and id(before) not in untouchable
+        assert after.tool_call_id == before.tool_call_id and after.role == "tool"
+        assert is_masked(after) and after.text().startswith(MASK_PREFIX)
+    query = next(m for m in messages if m.pinned and m.role == "user")
+    assert any(m is query for m in out.messages)
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations(), targets, rounds)
+def test_never_more_tokens_deterministic_and_idempotent(messages, target, keep):
+    once = mask_tool_results(messages, target_tokens=target, keep_rounds=keep)
+    assert estimate_messages_tokens(once.messages) <= estimate_messages_tokens(messages)
+    assert once.tokens_after == estimate_messages_tokens(once.messages)
+    again = mask_tool_results(copy.deepcopy(messages), target_tokens=target, keep_rounds=keep)
+    assert [m.content for m in again.messages] == [m.content for m in once.messages]
+    twice = mask_tool_results(once.messages, target_tokens=target, keep_rounds=keep)
+    assert twice.masked == []
+    assert all(a is b for a, b in zip(twice.messages, once.messages, strict=True))
+    if target is not None and once.masked:
+        # Oldest first and no further than needed: without the last stub it was over.
+        last = once.masked[-1]
+        assert once.tokens_after + last.tokens_saved > target
+
+
+def test_a_stub_names_tool_arguments_size_first_line_and_the_way_back():
+    call = ToolCall("call_7", "fetch", '{"url": "https://example.org/report"}')
+    result = "Quarterly report\n" + "line\n" * 2_000
+    messages = [
+        system(),
+        ChatMessage(role="user", content="Fetch it", pinned=True),
+        ChatMessage(role="assistant", content=None, tool_calls=[call]),
+        ChatMessage(role="tool", content=result, tool_call_id="call_7"),
+    ]
+    out = mask_tool_results(messages, keep_rounds=0)
+    stub = out.messages[3].text()
+    assert 'fetch({"url": "https://example.org/report"})' in stub
+    assert f"{len(result):,} characters" in stub and "First line: Quarterly report" in stub
+    assert 'recall with id "call_7"' in stub
+    (masked,) = out.masked
+    assert (masked.tool, masked.chars, masked.call_id) == ("fetch", len(result), "call_7")
+    assert masked.tokens_saved > 0
+    document = ToolCall("call_8", "read_document", '{"file": "a.pdf", "page": 3}')
+    messages[2:] = [
+        ChatMessage(role="assistant", content=None, tool_calls=[document]),
+        ChatMessage(role="tool", content=result, tool_call_id="call_8"),
+    ]
+    stub = mask_tool_results(messages, keep_rounds=0).messages[3].text()
+    assert 'call read_document({"file": "a.pdf", "page": 3}) again' in stub
