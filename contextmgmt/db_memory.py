@@ -317,7 +317,9 @@ class DbMemory(BaseMemory):
             )
         result.masked = masking.masked
         self.result = result
-        self.strategy = result.strategy
+        # A yielding pin the stored summary covers is left out: what is left may then fit
+        # beside that summary as it is.
+        self.strategy = "summary" if result.strategy == "none" and stored else result.strategy
         self.was_compacted = result.strategy != "none" or stored is not None
         self.compacted_count = len(result.messages)
         self.tokens_after = result.tokens_after

@@ -238,7 +238,15 @@ class CompactUtils:
         fixed = [u for u in units if (u.system and not u.messages[0].is_summary) or u.pinned]
         old_summaries = [u for u in units if u.system and u.messages[0].is_summary]
         pool = [u for u in units if not u.system and not u.pinned]
-        kept = _recent_units(pool, fixed, keep_recent)
+        room = max_tokens - sum(u.tokens() for u in fixed)
+        summary_tokens = min(max_tokens // SUMMARY_BUDGET_SHARE, room) - tokens.MESSAGE_OVERHEAD
+        # The verbatim window leaves the summary its room: what does not fit beside it is
+        # summarised too, never cut off afterwards unseen by the summariser.
+        kept = _window_that_fits(
+            _recent_units(pool, fixed, keep_recent),
+            fixed,
+            room - MIN_SUMMARY_TOKENS - tokens.MESSAGE_OVERHEAD,
+        )
         kept_ids = {id(u) for u in kept}
         to_summarise = [u for u in pool if id(u) not in kept_ids]
 
@@ -249,23 +257,43 @@ class CompactUtils:
 
         if not to_summarise and len(old_summaries) < 2:
             return fallback(None)  # nothing new to summarise: an LLM call would not help
-        room = max_tokens - sum(u.tokens() for u in fixed)
-        summary_tokens = min(max_tokens // SUMMARY_BUDGET_SHARE, room) - tokens.MESSAGE_OVERHEAD
         if summary_tokens < MIN_SUMMARY_TOKENS:
             return fallback(None)  # no room for a summary next to system + pinned
 
         source = _flatten(old_summaries + to_summarise)
+        window = window_tokens or input_window_of(llm) or max(max_tokens, DEFAULT_WINDOW_TOKENS)
         outcome = await summarise_rounds(
             source,
             llm,
             hint=hint,
             max_summary_tokens=summary_tokens,
-            window_tokens=window_tokens
-            or input_window_of(llm)
-            or max(max_tokens, DEFAULT_WINDOW_TOKENS),
+            window_tokens=window,
             timeout=timeout,
         )
         summary = outcome.summary
+        if summary is not None:
+            # The kept window and the summary together over budget: the oldest kept units
+            # are folded into the summary (one more call) rather than cut off unseen.
+            fitting = _window_that_fits(kept, fixed, room - tokens.estimate_message_tokens(summary))
+            staying = {id(u) for u in fitting}
+            moved = [u for u in kept if id(u) not in staying]
+            if moved:
+                kept = fitting
+                extra = _flatten(moved)
+                folded = await summarise_rounds(
+                    [summary, *extra],
+                    llm,
+                    hint=hint,
+                    max_summary_tokens=summary_tokens,
+                    window_tokens=window,
+                    timeout=timeout,
+                )
+                folded.usage.add(outcome.usage)
+                folded.calls += outcome.calls
+                folded.rounds += outcome.rounds
+                folded.overshoots += outcome.overshoots
+                outcome, summary = folded, folded.summary
+                source = [*source, *extra]
         if summary is None:
             result = fallback(outcome.error)
             result.usage = outcome.usage
@@ -301,6 +329,27 @@ class CompactUtils:
         )
 
 
+def _window_that_fits(kept: list[_Unit], fixed: list[_Unit], room: int) -> list[_Unit]:
+    """``kept`` without its oldest units until it takes at most ``room`` tokens, still
+    starting (after system messages) with a user turn; the units let go are summarised."""
+    kept = list(kept)
+    total = sum(u.tokens() for u in kept)
+    if total <= room:
+        return kept
+    while kept and total > room:
+        total -= kept.pop(0).tokens()
+    while kept and kept[0].lead_role != "user" and _starts_badly(kept, fixed):
+        kept.pop(0)
+    return kept
+
+
+def _starts_badly(candidate: list[_Unit], fixed: list[_Unit]) -> bool:
+    """Whether the first non-system unit of ``fixed`` and ``candidate`` is not a user turn."""
+    others = [u for u in fixed if not u.system] + candidate
+    first = min(others, key=lambda u: u.start)
+    return first.lead_role != "user"
+
+
 def _recent_units(pool: list[_Unit], fixed: list[_Unit], keep_recent: int) -> list[_Unit]:
     """The newest valid units of ``pool`` holding at least ``keep_recent`` messages.
 
@@ -322,12 +371,7 @@ def _recent_units(pool: list[_Unit], fixed: list[_Unit], keep_recent: int) -> li
     if not kept:
         return kept
 
-    def starts_badly(candidate: list[_Unit]) -> bool:
-        others = [u for u in fixed if not u.system] + candidate
-        first = min(others, key=lambda u: u.start)
-        return first.lead_role != "user"
-
-    if not starts_badly(kept):
+    if not _starts_badly(kept, fixed):
         return kept
     for k, unit in enumerate(kept):
         if unit.lead_role == "user":

@@ -135,3 +135,32 @@ def test_rv2_pins_under_the_cap_tool_pairs_budget_and_no_mutation(loaded, budget
     for unit in staying:
         for m in unit:
             assert any(o is m for o in out), m.metadata
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.integers(min_value=300, max_value=3_000), texts(40))
+def test_rf1_every_message_leaving_the_window_reaches_the_summary_the_model_gets(
+    loaded, budget, reply
+):
+    """With a working summariser, whatever the pins: each loaded message reaches the model
+    verbatim, or the summary the model receives stands for it; none is cut off unseen."""
+    llm = FakeLLM(default=reply)
+    memory = DbMemory("conv", budget, compact_llm=llm, loaded=loaded)
+    out = async_to_sync(memory.get_messages)()
+    event(f"strategy={memory.strategy} yielded={bool(memory.pins_yielded)}")
+    verbatim = {m.metadata.get("id") for m in out if not m.is_summary}
+    summaries = [m for m in out if m.is_summary]
+    assert len(summaries) <= 1
+    if memory.result is not None and memory.result.strategy == "llm":
+        summarised = {m.metadata.get("id") for m in memory.result.summarized}
+        assert summaries and summaries[0] in memory.result.messages
+    else:
+        summarised = set()
+    for message in loaded.messages:
+        key = message.metadata["id"]
+        if key in verbatim:
+            continue
+        assert key in summarised, (key, memory.strategy)
+    if loaded.summary is not None:
+        # The stored summary is sent, or folded into the one that is.
+        assert summaries

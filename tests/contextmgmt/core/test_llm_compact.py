@@ -67,8 +67,8 @@ async def test_compaction_call_is_system_prompt_plus_transcript_r3_5():
     assert [m.role for m in call.messages] == ["system", "user"]
     assert call.messages[0].content == compact_prompt("planner_input", call.opts["max_tokens"])
     assert call.messages[0].content.startswith(COMPACT_PROMPTS["planner_input"][:200])
-    assert call.messages[1].content == (
-        "user: Where is the report?\n\nassistant: In /srv/reports/q3.pdf, 12 pages."
+    assert call.messages[1].content.startswith(
+        "user: Where is the report?\n\nassistant: In /srv/reports/q3.pdf, 12 pages.\n\n"
     )
 
 
@@ -133,14 +133,32 @@ async def test_pinned_messages_are_kept_and_never_summarised_rr_3():
     assert problems(result.messages) == []
 
 
-async def test_still_over_budget_after_summary_truncates_the_compacted_output_r2_3():
+async def test_recent_messages_that_do_not_fit_beside_the_summary_are_summarised_rf_1():
+    """The seeds truncate what still does not fit after the summary; fimone summarises it:
+    nothing leaves the context unseen by the summariser."""
     msgs = [system("sys"), user("q" * 800), assistant("a" * 800)]
     msgs += [user("u" * 2000), assistant("b" * 2000), user("v" * 40), assistant("c" * 40)]
     llm = FakeLLM(default="summary")
     result = await CompactUtils.llm_compact(msgs, llm, max_tokens=700)
     assert result.strategy == "llm"
     assert result.messages[:2] == [msgs[0], summary_of(result)]
-    assert result.messages[2:] == msgs[-2:]  # the 2,000-char pair no longer fits
+    assert result.messages[2:] == msgs[-2:]  # the 2,000-char pair no longer fits ...
+    assert msgs[3] in result.summarized and msgs[4] in result.summarized  # ... summarised
+    assert result.tokens_after <= 700
+
+
+async def test_a_kept_window_over_budget_beside_its_summary_is_folded_in_rf_1():
+    """Four recent messages fit only beside a short summary; a long one pushes the oldest
+    of them into a second call that folds the summary, never out of the context unseen."""
+    msgs = [system("sys"), user("q" * 2400), assistant("a" * 200)]
+    msgs += [user("u" * 1600), assistant("b" * 600), user("v" * 40), assistant("c" * 40)]
+    llm = FakeLLM().enqueue("word " * 400, "folded")
+    result = await CompactUtils.llm_compact(msgs, llm, max_tokens=700)
+    assert result.strategy == "llm" and len(llm.calls) == 2
+    assert msgs[3] in result.summarized and msgs[4] in result.summarized
+    assert result.messages[2:] == msgs[-2:]
+    assert summary_of(result).text().endswith("folded")
+    assert result.summary_calls == 2
     assert result.tokens_after <= 700
 
 
