@@ -10,7 +10,7 @@ import pytest
 from chat.models import ToolResult
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.prompts import hint_of
-from tests.support.log_tool import log_fact, log_text
+from tests.support.log_tool import log_fact, log_text, with_log_tool
 from tests.support.runs import connect, events_until, of_type, send, use_small_budget
 
 pytestmark = [
@@ -50,9 +50,9 @@ def tool_texts(fake, call_id: str) -> list[str]:
 
 
 async def test_a_masked_result_comes_back_whole_and_an_earlier_calculation_is_found(
-    user, conversation, ws_fake_llm, run_deps, settings
+    user, conversation, ws_fake_llm, run_deps
 ):
-    settings.FIMONE_EXTRA_TOOLS = ["tests.support.log_tool:log_tools"]
+    with_log_tool(run_deps)
     use_small_budget(run_deps, usable=4_000)
     socket = await connect(user, conversation.id)
     try:

@@ -1,7 +1,6 @@
 """A test-only tool with big outputs: ``read_log {n}`` returns log ``n`` — about
 ``LOG_CHARS`` characters whose one fact (``log_fact(n)``) sits deep inside, never on the
-first line. In-process tests set ``FIMONE_EXTRA_TOOLS=tests.support.log_tool:log_tools``;
-a live server is started with it."""
+first line. In-process tests add it to a run's tools with ``with_log_tool(run_deps)``."""
 
 from __future__ import annotations
 
@@ -43,3 +42,16 @@ def log_tools() -> list[Tool]:
             source="test",
         )
     ]
+
+
+def with_log_tool(run_deps) -> None:
+    """New runs get ``read_log`` besides their usual tools."""
+    make_tools = run_deps.current.make_tools
+
+    def tools_with_log(*args, **kwargs):
+        tools = make_tools(*args, **kwargs)
+        for tool in log_tools():
+            tools.register(tool)
+        return tools
+
+    run_deps.use(make_tools=tools_with_log)
