@@ -113,7 +113,7 @@ def transcript_units(transcript: str) -> list[Unit]:
             role, body = "summary", body[len(SUMMARY_PREFIX) :]
             templates_across = across
         templates = repeated_templates(body) | templates_across
-        rows = repeated_rows(body) if role != "summary" else set()
+        rows = repeated_rows(body)
         for line in body.splitlines():
             templated = bool(templates) and template_of(line) in templates
             templated = templated or (bool(rows) and row_shape(line) in rows)
@@ -234,7 +234,8 @@ def scores(units: list[Unit]) -> dict[int, float]:
     seen: Counter[str] = Counter()
     out = {}
     for unit in units:
-        shape = template_of(unit.text)
+        # A row of machine output is known by its row shape (its letters may differ too).
+        shape = row_shape(unit.text) if unit.templated else template_of(unit.text)
         seen[shape] += 1
         value = score(unit)
         if value > 0 and seen[shape] > 2:

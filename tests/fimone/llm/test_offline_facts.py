@@ -75,3 +75,23 @@ def test_a_replaced_value_is_not_presented_as_current():
     for line in summary.splitlines():
         assert "am Dienstag." not in line
         assert "38,000" not in line or "41,500" in line, line
+
+
+def test_an_earlier_summarys_export_rows_do_not_crowd_out_stated_facts():
+    """Rows an earlier summary kept from an export are still machine output when it is
+    folded: at most two of them stay, the facts stated since all do."""
+    rows = "\n".join(f"- User: {line}" for line in _export(40).split("\n"))
+    stated = [
+        "Die Besucherzahl der letzten Messe war 1.234.567.",
+        "Der Aufbau beginnt am 14.03.2027.",
+        "The press breakfast is on March 18, 2027.",
+        "每天的翻译费是2800元。",
+        "Wir drucken 2.500 Stück Flyer.",
+    ]
+    transcript = "\n\n".join(
+        [f"system: [Conversation summary]\n{rows}", *(f"user: {s}" for s in stated)]
+    )
+    summary = extractive_summary(transcript, max_tokens=300)
+    for fact in ("1.234.567", "14.03.2027", "March 18, 2027", "2800元", "2.500 Stück"):
+        assert fact in summary, summary
+    assert summary.count("FX-") <= 2, summary
