@@ -42,15 +42,19 @@ class MessageAdmin(admin.ModelAdmin):
 
 @admin.register(Attachment)
 class AttachmentAdmin(admin.ModelAdmin):
-    list_display = ("id", "owner", "conversation", "mime_type", "size", "width", "height")
-    list_filter = ("mime_type", "created_at")
+    list_display = (
+        "id", "owner", "conversation", "kind", "mime_type", "size", "width", "height", "page_count",
+    )  # fmt: skip
+    list_filter = ("kind", "mime_type", "created_at")
     search_fields = ("id", "original_name", "sha256", "owner__username")
     list_select_related = ("owner", "conversation")
-    # The file is validated on upload; the admin must not swap in an unchecked one.
+    # The file is validated on upload; the admin must not swap in an unchecked one. A
+    # document's text was extracted from it once: shown by its outline, never edited.
     readonly_fields = (
-        "id", "file", "original_name", "mime_type", "size", "width", "height", "sha256",
-        "created_at",
+        "id", "file", "original_name", "kind", "mime_type", "size", "width", "height", "sha256",
+        "page_count", "text_tokens", "outline", "created_at",
     )  # fmt: skip
+    exclude = ("document",)
     raw_id_fields = ("owner", "conversation", "message")
 
     def has_add_permission(self, request) -> bool:

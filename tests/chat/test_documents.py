@@ -207,3 +207,17 @@ def test_the_markdown_export_names_the_documents(logged_in_client, user, convers
     text = response.content.decode()
     assert "*Document `review.pdf` (12 pages)*" in text
     assert documents.FACT_VALUE not in text  # by reference: the text stays in fimone
+
+
+def test_the_admin_shows_a_documents_outline_not_its_text(admin_client, user, conversation):
+    attachment = services.attachment_create(
+        owner=user,
+        conversation=conversation,
+        uploaded_file=SimpleUploadedFile("review.pdf", documents.pdf_with_fact()),
+    )
+    response = admin_client.get(f"/admin/chat/attachment/{attachment.pk}/change/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Secrets (p. 7)" in page
+    assert documents.FACT_VALUE not in page
+    assert 'name="document"' not in page
