@@ -139,7 +139,7 @@ class ToolServerAdmin(admin.ModelAdmin):
         if spec is None:
             return gettext("(no longer in the configuration file: not used)")
         if spec.transport == "stdio":
-            env = ", ".join(f"{k}={v}" for k, v in spec.env)
+            env = ", ".join(k for k, _ in spec.env)  # names only: values may be secrets
             command = " ".join([spec.command, *spec.args])
             return f"{command}  [env: {env}]" if env else command
         header_names = ", ".join(k for k, _ in spec.headers)

@@ -41,7 +41,11 @@ def http_form(**overrides) -> dict:
 @pytest.fixture
 def config_file(tmp_path, settings):
     path = tmp_path / "mcp.json"
-    entry = {"command": sys.executable, "args": ["-m", "tests.support.mcp_server", "stdio"]}
+    entry = {
+        "command": sys.executable,
+        "args": ["-m", "tests.support.mcp_server", "stdio"],
+        "env": {"LOCAL_TOKEN": "literal-token-from-the-file"},
+    }
     path.write_text(json.dumps({"mcpServers": {"local": entry}}))
     settings.FIMONE_MCP_CONFIG = str(path)
     tool_servers.forget_cached_servers()
@@ -82,7 +86,9 @@ def test_a_file_server_is_listed_with_its_command_and_cannot_be_redefined(
     assert listing.status_code == 200
     row = ToolServer.objects.get(name="local")
     assert (row.source, row.transport) == ("file", "stdio")
-    assert "tests.support.mcp_server" in listing.content.decode()  # shown, read-only
+    page = listing.content.decode()
+    assert "tests.support.mcp_server" in page and "LOCAL_TOKEN" in page  # shown, read-only
+    assert "literal-token-from-the-file" not in page  # an environment value may be a secret
     form = http_form(
         name="local", url="https://evil.example/mcp", command="/bin/sh", allowed_tools="echo"
     )
