@@ -122,6 +122,7 @@ class ContextGuard:
         self.last: CompactResult | None = None
         self.usage = Usage()
         self.compactions = 0  # calls that had to shrink the conversation
+        self.summariser_calls = 0  # LLM calls its summaries took, folds included
 
     async def check_and_compact(
         self,
@@ -222,6 +223,7 @@ class ContextGuard:
         result.oversized_cut = cut
         result.masked = masked
         self.usage.add(result.usage)
+        self.summariser_calls += result.summary_calls
         self.compactions += 1
         self.last = result
         return result.messages

@@ -36,7 +36,7 @@ from .messages import ChatMessage, ToolCall
 KEEP_TOOL_ROUNDS = 3
 # When a compaction is needed, it goes down to this share of the budget, not to just under
 # it: the following calls then fit as they are and send the same prefix.
-LOW_WATER_SHARE = 0.6
+LOW_WATER_SHARE = 0.3
 MASK_PREFIX = "[Tool result masked"
 # The metadata key a stub carries: what it replaced (for the divider and the receipt).
 MASKED_KEY = "masked"
