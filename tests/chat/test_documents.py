@@ -221,3 +221,17 @@ def test_the_admin_shows_a_documents_outline_not_its_text(admin_client, user, co
     assert "Secrets (p. 7)" in page
     assert documents.FACT_VALUE not in page
     assert 'name="document"' not in page
+
+
+def test_the_search_box_finds_a_page_of_a_document(logged_in_client, user, conversation):
+    attachment = services.attachment_create(
+        owner=user,
+        conversation=conversation,
+        uploaded_file=SimpleUploadedFile("review.pdf", documents.pdf_with_fact()),
+    )
+    services.user_message_create(
+        conversation=conversation, content="read", attachments=[attachment]
+    )
+    results = logged_in_client.get("/api/search/?q=Bluebird").json()["results"]
+    assert [(r["kind"], r["label"]) for r in results] == [("document", "review.pdf, page 7")]
+    assert "ZEBRA-7741" in results[0]["snippet"]

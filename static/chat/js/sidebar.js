@@ -499,7 +499,9 @@ export class Sidebar {
         ? gettext("Title")
         : result.kind === "tool"
           ? interpolate(gettext("Tool result · %(tool)s"), { tool: result.label }, true)
-          : result.role === "assistant"
+          : result.kind === "document"
+            ? interpolate(gettext("Document · %(where)s"), { where: result.label }, true)
+            : result.role === "assistant"
             ? gettext("Answer")
             : gettext("You");
     const when = new Date(result.created_at).toLocaleDateString(document.documentElement.lang);
