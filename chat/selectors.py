@@ -11,7 +11,7 @@ import binascii
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.models import Q, QuerySet
 from django.utils.translation import gettext
@@ -88,8 +88,11 @@ def _conversation_cursor_read(cursor: str) -> tuple[datetime, datetime, uuid.UUI
         updated_at, created_at = datetime.fromisoformat(updated), datetime.fromisoformat(created)
         if updated_at.tzinfo is None or created_at.tzinfo is None:
             raise ValueError("a naive time")
+        # In UTC here, not in the database driver: a forged time at the calendar's edge
+        # (year 1 at +14:00) has no UTC and would otherwise fail as a server error.
+        updated_at, created_at = updated_at.astimezone(UTC), created_at.astimezone(UTC)
         return updated_at, created_at, uuid.UUID(pk)
-    except (ValueError, UnicodeDecodeError, binascii.Error):
+    except (ValueError, OverflowError, UnicodeDecodeError, binascii.Error):
         raise invalid from None
 
 

@@ -210,6 +210,16 @@ def test_list_page_never_reaches_another_users_conversations(
     assert body["has_more"] is False
 
 
+_NOW, _ID = "2026-01-01T00:00:00+00:00", "00000000-0000-4000-8000-000000000000"
+
+
+def _cursor_of(key: str) -> str:
+    """A cursor as the API encodes one, around a forged key."""
+    import base64
+
+    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
+
+
 @pytest.mark.parametrize(
     ("params", "code"),
     [
@@ -220,6 +230,9 @@ def test_list_page_never_reaches_another_users_conversations(
         ({"before": "x" * 300}, "invalid_cursor"),
         # Well-formed base64 of a key with a naive time, and of a key with a bad id.
         ({"before": "MjAyNi0wMS0wMVQwMDowMDowMHwyMDI2LTAxLTAxVDAwOjAwOjAwfDE"}, "invalid_cursor"),
+        # Times at the calendar's edges, whose UTC falls outside it (year 0, year 10000).
+        ({"before": _cursor_of(f"0001-01-01T00:00:00+14:00|{_NOW}|{_ID}")}, "invalid_cursor"),
+        ({"before": _cursor_of(f"9999-12-31T23:59:59-14:00|{_NOW}|{_ID}")}, "invalid_cursor"),
     ],
 )
 def test_list_rejects_a_bad_page_request_with_400(logged_in_client, params, code):

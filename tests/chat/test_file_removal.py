@@ -104,3 +104,14 @@ def test_cleanup_uploads_deletes_only_old_unsent_uploads(
     assert set(Attachment.objects.values_list("pk", flat=True)) == {sent.pk, fresh_unsent.pk}
     assert not Path(old_unsent.file.path).exists()
     assert Path(sent.file.path).exists() and Path(fresh_unsent.file.path).exists()
+
+
+@pytest.mark.parametrize("hours", ["-5", "0", "0.5", "nan", "-inf"])
+def test_cleanup_uploads_refuses_too_few_hours_and_deletes_nothing(user, conversation, hours):
+    from django.core.management.base import CommandError
+
+    unsent = _upload(user, conversation)
+    Attachment.objects.filter(pk=unsent.pk).update(created_at=timezone.now() - timedelta(hours=2))
+    with pytest.raises(CommandError, match="--hours must be at least 1"):
+        call_command("cleanup_uploads", f"--hours={hours}")
+    assert Attachment.objects.filter(pk=unsent.pk).exists()

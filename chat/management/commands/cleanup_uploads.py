@@ -5,11 +5,14 @@ keeping it forever would keep a user's picture they never shared. Safe to run at
 next to running servers: a file still waiting in an open composer is younger than a day.
 """
 
+import math
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from chat.services import attachments_delete_unsent
+
+MIN_HOURS = 1.0
 
 
 class Command(BaseCommand):
@@ -19,5 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--hours", type=float, default=24.0)
 
     def handle(self, *args, hours: float, **options) -> None:
+        # Fewer hours would delete uploads still waiting in an open composer (a negative
+        # number deleted every unsent one, minutes-old ones included).
+        if not math.isfinite(hours) or hours < MIN_HOURS:
+            raise CommandError(f"--hours must be at least {MIN_HOURS:g} (got {hours:g}).")
         count = attachments_delete_unsent(older_than=timedelta(hours=hours))
         self.stdout.write(f"Deleted {count} unsent upload(s) older than {hours:g} hours.")
