@@ -308,6 +308,10 @@ LLM_PROVIDER_PROFILE = env.str("LLM_PROVIDER_PROFILE", default="")
 FAST_LLM_PROVIDER_PROFILE = env.str("FAST_LLM_PROVIDER_PROFILE", default="")
 LLM_TIMEOUT_SECONDS = _typed(env.float, "LLM_TIMEOUT_SECONDS", default=120.0)
 LLM_MAX_RETRIES = _typed(env.int, "LLM_MAX_RETRIES", default=2)
+# A 429 is waited out (Retry-After, x-ratelimit-reset-*, else backoff with jitter) this many
+# times, each wait at most the cap; the SDK's own retries are off (docs/operations.md).
+LLM_RATE_LIMIT_RETRIES = _typed(env.int, "LLM_RATE_LIMIT_RETRIES", default=5)
+LLM_RATE_LIMIT_MAX_WAIT_SECONDS = _typed(env.float, "LLM_RATE_LIMIT_MAX_WAIT_SECONDS", default=60.0)
 
 # MCP tool servers (docs/tools.md): the operator's mcpServers file, the only place a stdio
 # server (a command this machine runs) can come from; how long a server's tool listing is

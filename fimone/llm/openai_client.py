@@ -1,10 +1,12 @@
 """An LLM on any OpenAI-compatible endpoint, through the ``openai`` SDK's public API.
 
-Retries (429, 5xx, connection errors) and timeouts are the SDK's own (``max_retries``,
-``timeout``); this module only builds requests from ``ChatMessage.to_openai()`` (so fimone's
-own fields — pinned, injected, metadata — never reach the wire), turns replies and streamed
-deltas into fimone's types, accounts usage, and maps SDK errors to the exceptions of
-``contextmgmt.core.llm``. No Django here: the registry passes the configuration in.
+Retries (429, 5xx, timeouts, connection errors) are fimone's own (``retries``: a rate
+limit's wait is announced to a streaming caller as an ``LLMNotice``; the SDK's are off);
+timeouts are the SDK's (``timeout``). This module only builds requests from
+``ChatMessage.to_openai()`` (``wire``: fimone's own fields — pinned, injected, metadata —
+never reach the wire), turns replies and streamed deltas into fimone's types, accounts
+usage, and maps SDK errors to the exceptions of ``contextmgmt.core.llm`` (``errors``).
+No Django here: the registry passes the configuration in.
 
 Every request is built in one place, ``_request``; ``_create`` sends it through
 ``client.chat.completions.create``.
@@ -27,10 +29,9 @@ chat templates, Anthropic-compatible proxies) and would refuse the whole request
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -45,15 +46,21 @@ from contextmgmt.core.llm import (
     LLMTimeout,
     StreamChunk,
     StreamCutOff,
-    Usage,
 )
-from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
+from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.providers import ProviderProfile
-from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 
 from .endpoint import Endpoint, Learner, StreamRefused
 from .errors import map_error
 from .options import check_opts
+from .retries import (
+    MAX_WAIT_SECONDS,
+    RATE_LIMIT_RETRIES,
+    Retry,
+    RetryPolicy,
+    retry_or_raise,
+    retrying,
+)
 from .sse import sse_data
 from .streaming import StreamReader, whole_reply_chunks
 from .think_tags import opens_in_prompt, split_whole
@@ -65,13 +72,17 @@ from .vision import (
     says_no_images,
     without_pixels,
 )
+from .wire import (
+    estimate,
+    parse_tool_calls,
+    usage_of_reply,
+    wire_message,
+)
 
 log = logging.getLogger(__name__)
 
 # Servers such as llama.cpp and Ollama need no key, but the SDK insists on one.
 _NO_KEY = "no-key-configured"
-# An earlier tool call whose arguments were not JSON goes back as {KEY: "<raw text>"}.
-INVALID_ARGUMENTS_KEY = "unparsed_arguments"
 # Endpoints (base URLs) that refused ``stream_options``: asked without it from then on.
 _NO_STREAM_OPTIONS: set[str] = set()
 _NO_STREAM_OPTIONS_LOCK = threading.Lock()
@@ -99,6 +110,8 @@ class OpenAIChatLLM:
         api_key: str | None = None,
         timeout: float = 120.0,
         max_retries: int = 2,
+        rate_limit_retries: int = RATE_LIMIT_RETRIES,
+        rate_limit_max_wait: float = MAX_WAIT_SECONDS,
         supports_vision: bool = True,
         profile: ProviderProfile | None = None,
         on_learn: Learner | None = None,
@@ -112,6 +125,11 @@ class OpenAIChatLLM:
         self._api_key = api_key or _NO_KEY
         self.timeout = timeout
         self.max_retries = max_retries
+        self.retry_policy = RetryPolicy(
+            max_retries=max_retries,
+            rate_limit_retries=rate_limit_retries,
+            max_wait=rate_limit_max_wait,
+        )
         self._vision = supports_vision
         # Where a refusal of images is kept: given (a model configuration row, through the
         # registry), it is reported there and this object stops sending pixels; else the
@@ -169,6 +187,14 @@ class OpenAIChatLLM:
             return False
         return self._think_opened or opens_in_prompt(self.model_name)
 
+    def _next_retry(self, err: Exception, done: int) -> Retry:
+        return retry_or_raise(err, done, self.retry_policy, str(self))
+
+    async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """``await call()``, retried as ``retries`` says (no notice: the caller is not
+        streaming; ``stream_chat`` announces its waits)."""
+        return await retrying(call, self.retry_policy, str(self))
+
     def _client(self) -> AsyncOpenAI:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
@@ -180,7 +206,7 @@ class OpenAIChatLLM:
                     api_key=self._api_key,
                     base_url=self.base_url,
                     timeout=self.timeout,
-                    max_retries=self.max_retries,
+                    max_retries=0,  # fimone retries itself (``retries``)
                 )
                 self._clients[loop] = client
         return client
@@ -204,7 +230,7 @@ class OpenAIChatLLM:
         check_opts(opts)
         kwargs: dict[str, Any] = {
             "model": self.model_name,
-            "messages": [_wire_message(m) for m in messages],
+            "messages": [wire_message(m) for m in messages],
         }
         if tools:
             kwargs["tools"] = tools
@@ -266,13 +292,13 @@ class OpenAIChatLLM:
         kwargs = self._request(messages, tools, opts, stream=False)
         try:
             try:
-                response = await self.endpoint.send(self._create, kwargs)
+                response = await self._retrying(lambda: self.endpoint.send(self._create, kwargs))
             except openai.APIStatusError as err:
                 if not await self._refused_images(err, messages):
                     raise
                 messages = without_pixels(messages)
                 kwargs = self._request(messages, tools, opts, stream=False)
-                response = await self.endpoint.send(self._create, kwargs)
+                response = await self._retrying(lambda: self.endpoint.send(self._create, kwargs))
         except (openai.OpenAIError, ValueError) as err:
             raise map_error(err) from err
         choices = getattr(response, "choices", None)
@@ -280,7 +306,7 @@ class OpenAIChatLLM:
             raise LLMBadResponse("the model endpoint returned no choices")
         choice = choices[0]
         wire = choice.message
-        calls = _parse_tool_calls(
+        calls = parse_tool_calls(
             [(tc.id, tc.function.name, tc.function.arguments) for tc in wire.tool_calls or []]
         )
         content = wire.content
@@ -297,7 +323,7 @@ class OpenAIChatLLM:
             tool_calls=calls,
             metadata=metadata,
         )
-        usage = _usage(getattr(response, "usage", None)) or _estimate(messages, message)
+        usage = usage_of_reply(getattr(response, "usage", None)) or estimate(messages, message)
         await self.endpoint.report()
         return LLMResult(message=message, usage=usage)
 
@@ -334,14 +360,27 @@ class OpenAIChatLLM:
         started = False  # the provider answered: a broken connection now is a cut-off
         try:
             async with AsyncExitStack() as stack:
-                try:
-                    response = await self._open_stream(kwargs, stack)
-                except openai.APIStatusError as err:
-                    if not await self._refused_images(err, messages):
-                        raise
-                    messages = without_pixels(messages)
-                    kwargs = self._request(messages, tools, opts, stream=True)
-                    response = await self._open_stream(kwargs, stack)
+                done = 0  # retries so far (``retries``); a rate limit's wait is announced
+                while True:
+                    try:
+                        try:
+                            response = await self._open_stream(kwargs, stack)
+                        except openai.APIStatusError as err:
+                            if not await self._refused_images(err, messages):
+                                raise
+                            messages = without_pixels(messages)
+                            kwargs = self._request(messages, tools, opts, stream=True)
+                            response = await self._open_stream(kwargs, stack)
+                        break
+                    except (openai.APIStatusError, openai.APIConnectionError) as err:
+                        retry = self._next_retry(err, done)
+                    done += 1
+                    if retry.rate_limited:
+                        notice = LLMNotice(
+                            "rate_limited", retry.wait, retry.attempt, retry.attempts
+                        )
+                        yield StreamChunk(notice=notice)
+                    await asyncio.sleep(retry.wait)
                 started = True
                 async for chunk in sse_data(response):
                     for out in reader.read(chunk):
@@ -373,7 +412,7 @@ class OpenAIChatLLM:
                 self.endpoint.saw_no_stream_usage()  # asked, and it sent none: ask no more
             text = "".join(reader.text)
             reply = ChatMessage(role="assistant", content=text, tool_calls=tool_calls)
-            usage = _estimate(messages, reply)
+            usage = estimate(messages, reply)
         await self.endpoint.report()
         yield StreamChunk(tool_calls=tool_calls, usage=usage, finish_reason=reader.finish_reason)
 
@@ -383,52 +422,3 @@ def _names_stream_options(err: openai.APIStatusError) -> bool:
     if err.status_code not in (400, 422):
         return False
     return any("stream_options" in s for s in (err.message, str(err.body or "")) if s)
-
-
-def _wire_message(message: ChatMessage) -> dict[str, Any]:
-    """``message.to_openai()``, with the arguments of earlier tool calls made valid JSON and
-    a tool-calling step's reasoning as ``reasoning_content`` (the profile's ``adapt`` keeps
-    it only for a provider that wants it back)."""
-    wire = message.to_openai()
-    reasoning = message.metadata.get(STEP_REASONING)
-    if message.tool_calls and isinstance(reasoning, str):
-        wire["reasoning_content"] = reasoning
-    for call in wire.get("tool_calls") or []:
-        function = call["function"]
-        if not _is_json(function["arguments"]):
-            function["arguments"] = json.dumps(
-                {INVALID_ARGUMENTS_KEY: function["arguments"]}, ensure_ascii=False
-            )
-    return wire
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _parse_tool_calls(raw: list[tuple[str, str, str]]) -> list[ToolCall] | None:
-    """Tool calls as the model sent them; arguments kept verbatim even when not JSON."""
-    calls = []
-    for call_id, name, arguments in raw:
-        arguments = arguments or "{}"  # some servers send "" for a call without arguments
-        if not name:
-            raise LLMBadResponse("a tool call without a function name")
-        calls.append(ToolCall(id=call_id or f"call_{len(calls)}", name=name, arguments=arguments))
-    return calls or None
-
-
-def _usage(wire: Any) -> Usage | None:
-    if wire is None or getattr(wire, "prompt_tokens", None) is None:
-        return None
-    details = getattr(wire, "completion_tokens_details", None)
-    reasoning = getattr(details, "reasoning_tokens", None) or 0
-    return Usage(int(wire.prompt_tokens or 0), int(wire.completion_tokens or 0), int(reasoning))
-
-
-def _estimate(messages: list[ChatMessage], reply: ChatMessage) -> Usage:
-    """fimone's count, for a provider that reported none (marked estimated)."""
-    return Usage(estimate_messages_tokens(messages), estimate_message_tokens(reply), estimated=True)

@@ -56,6 +56,8 @@ class LLMSpec:
     supports_vision: bool = True
     timeout: float = 120.0
     max_retries: int = 2
+    rate_limit_retries: int = 5
+    rate_limit_max_wait: float = 60.0
     profile: ProviderProfile = ProviderProfile()
     model_config_id: int | None = None
 
@@ -125,6 +127,8 @@ def resolve_spec(role: Role = "main") -> LLMSpec:
     limits = {
         "timeout": float(settings.LLM_TIMEOUT_SECONDS),
         "max_retries": int(settings.LLM_MAX_RETRIES),
+        "rate_limit_retries": int(settings.LLM_RATE_LIMIT_RETRIES),
+        "rate_limit_max_wait": float(settings.LLM_RATE_LIMIT_MAX_WAIT_SECONDS),
     }
     row = _active_row(role)
     if row is not None:
@@ -191,6 +195,8 @@ def build_llm(spec: LLMSpec) -> LLM:
         api_key=spec.api_key or None,
         timeout=spec.timeout,
         max_retries=spec.max_retries,
+        rate_limit_retries=spec.rate_limit_retries,
+        rate_limit_max_wait=spec.rate_limit_max_wait,
         supports_vision=spec.supports_vision,
         profile=spec.profile,
         on_learn=_learner(spec),
@@ -204,6 +210,8 @@ def _limits() -> dict[str, Any]:
     return {
         "timeout": float(settings.LLM_TIMEOUT_SECONDS),
         "max_retries": int(settings.LLM_MAX_RETRIES),
+        "rate_limit_retries": int(settings.LLM_RATE_LIMIT_RETRIES),
+        "rate_limit_max_wait": float(settings.LLM_RATE_LIMIT_MAX_WAIT_SECONDS),
     }
 
 
@@ -285,6 +293,8 @@ def _shared(spec: LLMSpec) -> LLM:
         spec.api_key,
         spec.timeout,
         spec.max_retries,
+        spec.rate_limit_retries,
+        spec.rate_limit_max_wait,
         spec.supports_vision,
         spec.profile,
         spec.model_config_id,  # last: ``_forget_config`` reads it

@@ -138,6 +138,18 @@ def rate_limited() -> Reply:
     return http_error(429, "Rate limit reached (scripted).", code="rate_limit_exceeded")
 
 
+def rate_limited_as_openai(headers: dict[str, str]) -> Reply:
+    """OpenAI's 429 for a tokens-per-minute limit (the body as its API sends it), with the
+    given rate-limit headers instead of the fast ``retry-after-ms`` test default."""
+    message = (
+        "Rate limit reached for gpt-4o in organization org-scripted on tokens per min (TPM): "
+        "Limit 30000, Used 29800, Requested 1200. Please try again in 2.4s. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more."
+    )
+    body = {"message": message, "type": "tokens", "param": None, "code": "rate_limit_exceeded"}
+    return Reply(content=None, status=429, error=body, headers=dict(headers))
+
+
 def context_overflow(status: int = 400, message: str = OVERFLOW_MESSAGE) -> Reply:
     return http_error(status, message, code="context_length_exceeded")
 
@@ -227,13 +239,14 @@ class ScriptedServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def daphne_env(self, model: str = "scripted-main", **extra: str) -> dict[str, str]:
-        """Settings for a live daphne whose main model is this server (no SDK retries, so
-        a scripted fault is seen once); ``extra`` adds or overrides settings."""
+        """Settings for a live daphne whose main model is this server (no retries, so a
+        scripted fault is seen once); ``extra`` adds or overrides settings."""
         return {
             "LLM_BASE_URL": self.base_url,
             "LLM_API_KEY": "sk-scripted",
             "LLM_MODEL": model,
             "LLM_MAX_RETRIES": "0",
+            "LLM_RATE_LIMIT_RETRIES": "0",
             **extra,
         }
 

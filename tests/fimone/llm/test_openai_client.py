@@ -26,7 +26,8 @@ from contextmgmt.core.llm import (
 )
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
-from fimone.llm.openai_client import INVALID_ARGUMENTS_KEY, OpenAIChatLLM, map_error
+from fimone.llm.openai_client import OpenAIChatLLM, map_error
+from fimone.llm.wire import INVALID_ARGUMENTS_KEY
 from tests.support.scripted_server import (
     context_overflow,
     cut_off,
@@ -77,6 +78,7 @@ async def llm_on_scripted_server(scripted_server):
         api_key="sk-test-123",
         timeout=5.0,
         max_retries=0,
+        rate_limit_retries=0,
     )
     yield llm
     await llm.aclose()
@@ -90,6 +92,7 @@ async def llm_with_two_retries(scripted_server):
         api_key="k",
         timeout=5.0,
         max_retries=2,
+        rate_limit_retries=2,
     )
     yield llm
     await llm.aclose()
@@ -411,7 +414,7 @@ async def test_a_bad_request_that_is_not_an_overflow_is_a_plain_llm_error(
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["chat", "stream"])
 @pytest.mark.parametrize("fault", [rate_limited(), server_error(500), server_error(502)])
-async def test_transient_faults_are_retried_by_the_sdk(
+async def test_transient_faults_are_retried(
     scripted_server, llm_with_two_retries, fault, streaming
 ):
     scripted_server.enqueue(fault, fault, text("Recovered."))
