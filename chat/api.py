@@ -150,6 +150,8 @@ def message_json(message: Message, *, descriptions: dict[str, str] | None = None
         "usage": metadata.get("usage"),
         "compaction": metadata.get("compaction"),
         "error": metadata.get("error"),
+        # Why a run stopped by itself (an approval that waited too long): {code, message}.
+        "note": metadata.get("note"),
         # What the run showed besides its answer (chat.runs.record.RunRecord), for a reload.
         "steps": metadata.get("steps") or [],
         "steps_omitted": metadata.get("steps_omitted", 0),

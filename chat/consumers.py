@@ -16,7 +16,10 @@ interrupted newest answer asked again on the same persisted question (``runs.ret
 errors ``bad_message_id``, ``not_retryable``, ``run_active``), ``regenerate {message_id}``
 — the same for the newest answer whatever its status (``runs.regenerate_answer``) — and
 ``edit {message_id, content}`` — the newest question sent again with new text
-(``runs.edit_and_resend``; errors also ``not_editable`` and those of ``message``).
+(``runs.edit_and_resend``; errors also ``not_editable`` and those of ``message``) — and
+``approval {request_id, decision}`` — the answer to a run's ``tool.approval`` request
+(``runs.answer_approval``; errors ``bad_request_id``, ``bad_decision``,
+``no_pending_approval``).
 
 A socket that joins while a run is active first gets ``run.active {run_id, message_id,
 assistant_message_id, mode, text}`` — the answer streamed so far — and then the run's
@@ -141,11 +144,13 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.on_retry(content, regenerate=kind == "regenerate")
         elif kind == "edit":
             await self.on_edit(content)
+        elif kind == "approval":
+            await self.on_approval(content)
         else:
             await self.send_error(
                 "unknown_type",
                 f"Unknown frame type {kind!r}; use 'message', 'cancel', 'retry', "
-                "'regenerate' or 'edit'.",
+                "'regenerate', 'edit' or 'approval'.",
             )
 
     async def on_message(self, frame: dict) -> None:
@@ -224,6 +229,33 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except Exception:
             logger.exception("could not answer again in %s", self.conversation_id)
             await self.send_error("server_error", failure)
+
+    async def on_approval(self, frame: dict) -> None:
+        """``{"type": "approval", "request_id": "…", "decision": "once" | "conversation" |
+        "decline"}``: the answer to a ``tool.approval`` request of the active run."""
+        request_id, decision = frame.get("request_id"), frame.get("decision")
+        if not isinstance(request_id, str) or not 0 < len(request_id) <= 64:
+            await self.send_error("bad_request_id", "request_id must be a tool.approval's id.")
+            return
+        if decision not in runs.APPROVAL_DECISIONS:
+            await self.send_error(
+                "bad_decision", "decision must be 'once', 'conversation' or 'decline'."
+            )
+            return
+        try:
+            taken = await runs.answer_approval(
+                conversation_id=self.conversation_id, request_id=request_id, decision=decision
+            )
+        except Exception:
+            logger.exception("could not answer an approval in %s", self.conversation_id)
+            await self.send_error(
+                "server_error", gettext("The answer could not be passed on; try again.")
+            )
+            return
+        if not taken:
+            await self.send_error(
+                "no_pending_approval", gettext("That tool call is no longer waiting for you.")
+            )
 
     async def on_cancel(self) -> None:
         try:

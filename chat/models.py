@@ -35,6 +35,11 @@ class Conversation(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
+    # Tool sources (``Tool.source``, e.g. "mcp:github") the user switched off for this
+    # conversation: their tools are not offered to its runs (chat/runs/deps.py).
+    disabled_tool_sources = models.JSONField(
+        default=list, blank=True, verbose_name=_("tool sources switched off")
+    )
 
     class Meta:
         verbose_name = _("conversation")
@@ -325,6 +330,30 @@ class ToolResult(models.Model):
     def result_id(self) -> str:
         """The id a stub names (``recall`` with it brings the result back)."""
         return f"r{self.pk}"
+
+
+class ToolApproval(models.Model):
+    """A tool the user approved for the rest of a conversation: its later calls there run
+    without asking (docs/protocol.md, "Tool approval")."""
+
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="tool_approvals",
+        verbose_name=_("conversation"),
+    )
+    tool_name = models.CharField(max_length=200, verbose_name=_("tool"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("approved"))
+
+    class Meta:
+        verbose_name = _("tool approval")
+        verbose_name_plural = _("tool approvals")
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "tool_name"], name="tool_approval_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} in {self.conversation_id}"
 
 
 from chat.tool_server_models import ToolServer  # noqa: E402, F401 — a model of this app

@@ -109,9 +109,14 @@ def _ordinary_request(conversation: Conversation, budget: int):
     from chat.tool_servers import cached_server_tools
     from fimone.agent.history_room import ordinary_request
 
-    tools = make_tools(conversation.id, before_id=0, documents=has_documents(conversation.id))
+    tools = make_tools(
+        conversation.id,
+        before_id=0,
+        documents=has_documents(conversation.id),
+        disabled_sources=conversation.disabled_tool_sources or (),
+    )
     for tool in cached_server_tools():  # the tool servers' schemas are sent too
-        if tool.name not in tools:
+        if tool.name not in tools and tool.source not in conversation.disabled_tool_sources:
             tools.register(tool)
     return ordinary_request(conversation.mode, budget, tools=tools)
 

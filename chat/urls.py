@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from chat import export, pages, search_views, summary_views, views
+from chat import export, pages, search_views, summary_views, tool_views, views
 
 app_name = "chat"
 
@@ -44,6 +44,11 @@ urlpatterns = [
         "api/conversations/<str:conversation_id>/attachments/",
         views.attachment_upload,
         name="attachment_upload",
+    ),
+    path(
+        "api/conversations/<str:conversation_id>/tools/",
+        tool_views.conversation_tools,
+        name="tools",
     ),
     path("api/attachments/<str:file_id>/", views.attachment_file, name="attachment"),
     path("api/search/", search_views.search_view, name="search"),

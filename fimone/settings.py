@@ -275,6 +275,12 @@ FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS
 # before its run counts as orphaned (chat.runs.control).
 FIMONE_RUN_PROBE_SECONDS = _typed(env.float, "FIMONE_RUN_PROBE_SECONDS", default=2.0)
 
+# Tools: how long a run waits for the user to approve a tool call marked "needs approval"
+# before it ends cancelled (chat.runs.approvals); more tools from Python callables
+# ("package.module:function" returning a list of fimone.agent.Tool), docs/protocol.md.
+FIMONE_TOOL_APPROVAL_SECONDS = _typed(env.float, "FIMONE_TOOL_APPROVAL_SECONDS", default=300.0)
+FIMONE_EXTRA_TOOLS = env.list("FIMONE_EXTRA_TOOLS", default=[])
+
 # E-mail, used only for password reset (chat.accounts): without EMAIL_URL (django-environ's
 # form, e.g. smtp+tls://user:password@smtp.example.com:587) the reset routes answer 404.
 EMAIL_URL = env.str("EMAIL_URL", default="")

@@ -53,18 +53,22 @@ from chat.runs.events import conversation_group
 from chat.runs.registry import registry
 from chat.runs.state import Run
 from chat.services import messages_mark_interrupted
+from fimone.agent.approval import DECISIONS
 
 logger = logging.getLogger(__name__)
 
 MODES = ("react", "dag")
+APPROVAL_DECISIONS = DECISIONS
 # Sent to a conversation's sockets when it is deleted: each closes with 4404.
 CONVERSATION_DELETED = "chat.deleted"
 
 __all__ = [
+    "APPROVAL_DECISIONS",
     "CONVERSATION_DELETED",
     "MODES",
     "SnapshotGate",
     "active_snapshot",
+    "answer_approval",
     "cancel_active_run",
     "conversation_deleted",
     "conversation_group",
@@ -297,6 +301,30 @@ def active_snapshot(*, conversation_id: Any) -> dict | None:
 async def request_remote_snapshot(layer, *, conversation_id: Any, reply_to: str) -> bool:
     """Ask another process's active run for ``run.active`` (see ``control.request_snapshot``)."""
     return await control.request_snapshot(layer, conversation_id=conversation_id, reply_to=reply_to)
+
+
+async def answer_approval(*, conversation_id: Any, request_id: str, decision: str) -> bool:
+    """The user's answer to a tool approval request of the conversation's active run, in
+    this process or another (``chat.runs.approvals``). False when no run of this process
+    waits for that request, or no run is active at all; a request of another process's run
+    that is no longer waiting is ignored there (its sockets were told how it ended)."""
+    active = registry.get(conversation_id)
+    if active is not None:
+        return active.approvals.resolve(request_id, decision)
+    layer = get_channel_layer()
+    if control.is_single_process(layer):
+        return False
+    remote = await database_sync_to_async(control.running_run)(conversation_id=conversation_id)
+    if remote is None:
+        return False
+    await control.send_approval(
+        layer,
+        conversation_id=conversation_id,
+        run_id=remote.run_id,
+        request_id=request_id,
+        decision=decision,
+    )
+    return True
 
 
 async def cancel_active_run(*, conversation_id: Any) -> bool:

@@ -55,6 +55,7 @@ PING = "run.ping"
 PONG = "run.pong"
 STOP = "run.stop"  # a run's listener, told by its own run to end (see stop_listener)
 SNAPSHOT = "run.snapshot"  # a socket of another process asks for run.active
+APPROVAL = "run.approval"  # the user's answer to a tool approval request (chat.runs.approvals)
 _PROBE_EXPIRED = "run.probe.expired"
 DEFAULT_PROBE_SECONDS = 2.0
 LISTENER_STOP_SECONDS = 5.0
@@ -305,6 +306,16 @@ async def announce_injection(layer, *, conversation_id: Any, run_id: str, messag
 
 async def send_cancel(layer, *, conversation_id: Any, run_id: str) -> None:
     await layer.group_send(control_group(conversation_id), {"type": "run.cancel", "run_id": run_id})
+
+
+async def send_approval(
+    layer, *, conversation_id: Any, run_id: str, request_id: str, decision: str
+) -> None:
+    """The user's answer to a tool approval request, to the run wherever it lives."""
+    await layer.group_send(
+        control_group(conversation_id),
+        {"type": APPROVAL, "run_id": run_id, "request_id": request_id, "decision": decision},
+    )
 
 
 # --- start-up recovery ------------------------------------------------------------------

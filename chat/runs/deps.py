@@ -9,9 +9,12 @@ module functions.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
 
 from chat import tool_servers
 from chat.document_context import document_reader_for
@@ -22,8 +25,16 @@ from contextmgmt.budget import resolve_budget as resolve_configured_budget
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.db_memory import DbMemory
-from fimone.agent import AgentContext, AgentOutcome, Tool, default_tools, run_dag, run_react
-from fimone.agent.tools import read_document_tool
+from fimone.agent import (
+    AgentContext,
+    AgentOutcome,
+    Tool,
+    ToolRegistry,
+    default_tools,
+    run_dag,
+    run_react,
+)
+from fimone.agent.tools import BUILTIN_SOURCE, read_document_tool
 from fimone.agent.tools.web import fetch_url_tool
 from fimone.llm import get_llm as registry_llm
 from fimone.llm.registry import get_llm_for_config
@@ -32,12 +43,19 @@ Engine = Callable[[AgentContext], Awaitable[AgentOutcome]]
 
 
 def make_tools(
-    conversation_id: Any, *, before_id: int, vision: bool = False, documents: bool = False
-) -> list[Tool]:
+    conversation_id: Any,
+    *,
+    before_id: int,
+    vision: bool = False,
+    documents: bool = False,
+    disabled_sources: Collection[str] = (),
+) -> ToolRegistry:
     """The default tools, with ``recall`` searching this conversation's older messages (and
     images, sent again as pixels when the model can see them: ``vision``), ``fetch_url``
-    unless the operator switched it off, and ``read_document`` when the conversation has
-    documents (``documents``)."""
+    unless the operator switched it off, ``read_document`` when the conversation has
+    documents (``documents``), then the operator's extra tools, but none of a source the
+    user switched off for the conversation (``disabled_sources``; the built-in tools
+    cannot be switched off)."""
     tools = default_tools(
         recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision),
         fetch_result=tool_result_for(conversation_id),
@@ -49,6 +67,18 @@ def make_tools(
         tools.register(
             read_document_tool(document_reader_for(conversation_id, before_id=before_id))
         )
+    for tool in extra_tools():
+        if tool.source == BUILTIN_SOURCE or tool.source not in disabled_sources:
+            tools.register(tool)
+    return tools
+
+
+def extra_tools() -> list[Tool]:
+    """The tools of ``FIMONE_EXTRA_TOOLS``: each entry names a callable ("package.module:
+    function" or "package.module.function") that returns a list of tools."""
+    tools: list[Tool] = []
+    for path in settings.FIMONE_EXTRA_TOOLS:
+        tools += import_string(path.replace(":", "."))()
     return tools
 
 
@@ -69,7 +99,7 @@ class RunDeps:
     resolve_model_budget: Callable[[int], Budget] = budget_for_config
     make_memory: Callable[..., BaseMemory] = DbMemory
     engine_for: Callable[[str], Engine] = engine_for
-    make_tools: Callable[..., list[Tool]] = make_tools
+    make_tools: Callable[..., ToolRegistry] = make_tools
     # The tool servers' tools and the servers left out (``McpToolset``), per run.
     server_tools: Callable[..., Awaitable[Any]] = tool_servers.server_tools
 

@@ -50,12 +50,13 @@ async def finish_run(run: Run) -> None:
     work, run.work = run.work, None
     run.stopped = work.cancelled()
     exc = _exception_of(work)
-    outcome, failure = None, None
+    outcome, failure, note = None, None, None
     if run.stopped and run.interrupted:
         status = "interrupted"
         failure = {"code": "interrupted", "message": str(INTERRUPTED_MESSAGE)}
     elif run.stopped:
         status = "cancelled"
+        note = _approval_note(run)
     elif exc is not None:
         status = "error"
         failure = failure_of(exc)
@@ -86,6 +87,8 @@ async def finish_run(run: Run) -> None:
     }
     if run.retry_of is not None:
         extra["retry_of"] = run.retry_of
+    if note is not None:
+        extra["note"] = note
     if outcome is not None:
         extra.update(iterations=outcome.iterations, outcome=outcome.status)
     calibration = [
@@ -129,9 +132,21 @@ async def finish_run(run: Run) -> None:
         # described now, in the background, rather than before the next answer's first call.
         ahead.describe_after(run)
     elif status == "cancelled":
-        await run.publisher("run.cancelled", ids)
+        await run.publisher("run.cancelled", {**ids, **({"note": note} if note else {})})
     else:
         await run.publisher("error", {**ids, **failure})
+
+
+def _approval_note(run: Run) -> dict[str, str] | None:
+    """Why a run stopped by itself: a tool call waited too long for the user's approval."""
+    timed_out = run.approvals.timed_out
+    if timed_out is None:
+        return None
+    message = gettext(
+        "Stopped: the call of %(tool)s waited for your approval for more than %(seconds)s "
+        "seconds. Your message is saved; use Retry to ask again."
+    ) % {"tool": timed_out["tool"], "seconds": f"{timed_out['seconds']:g}"}
+    return {"code": "approval_timeout", "message": message}
 
 
 def _exception_of(work: asyncio.Task) -> BaseException | None:

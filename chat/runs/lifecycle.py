@@ -105,6 +105,9 @@ async def _listen(run: Run, layer) -> None:
             run.request_cancel()
         elif kind == control.STOP:
             return  # the run has finished (control.stop_listener)
+        elif kind == control.APPROVAL:
+            # The user's answer to a tool approval request, from a socket of any process.
+            run.approvals.resolve(message.get("request_id"), message.get("decision"))
         elif kind == control.SNAPSHOT:
             # A socket of another process joined mid-run: its run.active.
             snapshot = run.snapshot()

@@ -25,6 +25,17 @@ RECORD_MAX_PLAN_STEPS = 20
 # it is kept, the rest counted.
 RECORD_MAX_REASONING_CHARS = 20_000
 _STEP_FIELDS = ("name", "arguments", "result", "text", "call_id", "step_id")
+_APPROVAL_FIELDS = (
+    "request_id",
+    "tool",
+    "source",
+    "description",
+    "arguments",
+    "call_id",
+    "step_id",
+    "timeout_seconds",
+    "expires_at",
+)
 _COMPACT_FIELDS = (
     "scope",
     "strategy",
@@ -104,7 +115,9 @@ class RunRecord:
 
     - ``steps``: tool calls, tool results and thoughts (``kind``, ``iteration``, ``name``,
       ``arguments`` / ``result`` / ``text``, ``step_id`` inside a DAG step; the text an
-      ``answer.retract`` moved out of the answer is a thought), and compaction
+      ``answer.retract`` moved out of the answer is a thought), tool calls put to the user
+      (``kind: "approval"``, ``request_id``, ``tool``, ``status``: pending until answered),
+      and compaction
       notes (``kind: "compact"`` with the event's counts); ``steps_omitted`` counts the
       entries left out in the middle of a long run;
     - ``dag``: ``rounds`` (``round``, ``fallback``, ``steps`` with ``id``, ``task``,
@@ -125,6 +138,7 @@ class RunRecord:
         self._replans: list[dict] = []
         self._reasoning: list[str] = []
         self._reasoning_chars = 0
+        self._approvals: dict[str, dict] = {}  # request id -> its step entry
 
     def __call__(self, event_type: str, payload: dict) -> None:
         try:
@@ -172,12 +186,35 @@ class RunRecord:
                 return
             self._reasoning.append(text[:room])
             self._reasoning_chars += min(len(text), room)
+        elif event_type == "tool.approval":
+            self._approval_requested(payload)
+        elif event_type == "tool.approval.resolved":
+            if not self._approval_resolved(payload):
+                return
         elif event_type == "dag.replan":
             self._replans.append({"seq": self._next(), "round": payload.get("round")})
             del self._replans[:-RECORD_MAX_ROUNDS]
         else:
             return
         self.version += 1
+
+    def _approval_requested(self, payload: dict) -> None:
+        """A tool call put to the user: a step of kind ``approval``, ``status`` pending
+        until ``tool.approval.resolved`` (once, twice, decline, timed_out, cancelled)."""
+        entry = {"kind": "approval", "iteration": payload.get("iteration"), "status": "pending"}
+        entry.update({k: _clip(payload[k]) for k in _APPROVAL_FIELDS if k in payload})
+        self._step(entry)
+        self._approvals[str(payload.get("request_id"))] = entry
+        del_keys = list(self._approvals)[:-RECORD_MAX_STEPS]
+        for key in del_keys:
+            del self._approvals[key]
+
+    def _approval_resolved(self, payload: dict) -> bool:
+        entry = self._approvals.get(str(payload.get("request_id")))
+        if entry is None or entry["status"] != "pending":
+            return False
+        entry["status"] = str(payload.get("decision") or "cancelled")
+        return True
 
     def _next(self) -> int:
         self._seq += 1

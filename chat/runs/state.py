@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chat.runs import storage
+from chat.runs.approvals import RunApprovals
 from chat.runs.compactions import RunCompactions
 from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, take_back
@@ -70,6 +71,8 @@ class Run:
     # The whole results of the run's tool calls (the tools' registry keeps them), stored
     # at the finish for the next runs' records and recall by id.
     tool_results: Any = None
+    # Tool calls waiting for the user's approval (chat.runs.approvals).
+    approvals: RunApprovals = field(default_factory=RunApprovals)
 
     @property
     def run_id(self) -> str:

@@ -28,6 +28,7 @@ from chat.models import Conversation, Message
 from chat.runs import control
 from chat.runs.deps import RunDeps
 from chat.summaries import summary_save
+from chat.tool_settings import disabled_tool_sources
 from contextmgmt.budget import Budget
 from contextmgmt.calibration import record_usage
 from contextmgmt.core.llm import LLM, Usage
@@ -76,6 +77,7 @@ class PreparedRun:
     history: LoadedHistory  # read in the same thread hop; the memory fits it to the budget
     follow_ups: tuple[ChatMessage, ...] = ()
     has_documents: bool = False  # a document was sent: the run offers read_document
+    disabled_tool_sources: frozenset[str] = frozenset()  # switched off in the conversation
 
 
 # --- opening a run (the user message is committed first) -------------------------------------
@@ -331,6 +333,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         history=load_history(opened.query.conversation_id, vision=history_vision),
         follow_ups=follow_ups,
         has_documents=has_documents(opened.query.conversation_id),
+        disabled_tool_sources=disabled_tool_sources(conversation_id=opened.query.conversation_id),
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 
 from channels.db import database_sync_to_async
@@ -23,10 +24,11 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from chat import image_describer, tool_servers
-from chat.runs import storage
+from chat.runs import approvals, storage
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
+from chat.tool_settings import server_source
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.masking import masked_facts
@@ -69,8 +71,11 @@ async def perform(run: Run):
         before_id=run.query_message_id,
         vision=prepared.vision,
         documents=prepared.has_documents,
+        disabled_sources=prepared.disabled_tool_sources,
     )
-    await _add_server_tools(run, tools, vision=prepared.vision)
+    await _add_server_tools(
+        run, tools, vision=prepared.vision, switched_off=prepared.disabled_tool_sources
+    )
     run.tool_results = getattr(tools, "results", None)
     # Counted as the engine will send it (system prompt, tool schemas, the query and the
     # follow-ups it starts with), so a history fitted here is not compacted again on the
@@ -163,6 +168,8 @@ async def perform(run: Run):
         on_compaction=on_compaction,
         # The socket's language (the run's task inherited it): the engine's own sentences.
         language=translation.get_language() or "en",
+        # A tool that needs approval pauses the run until the user answers.
+        approve=functools.partial(approvals.ask, run),
     )
     return await run.deps.engine_for(run.mode)(ctx)
 
@@ -175,11 +182,17 @@ def _prepare(run: Run) -> storage.PreparedRun:
     return prepared
 
 
-async def _add_server_tools(run: Run, tools, *, vision: bool) -> None:
+async def _add_server_tools(
+    run: Run, tools, *, vision: bool, switched_off: frozenset[str] = frozenset()
+) -> None:
     """The tool servers' (MCP) tools join the run's. A server that could not be started or
-    listed is left out: the run goes on, and the answer carries a note saying so."""
+    listed is left out: the run goes on, and the answer carries a note saying so. A server
+    the user switched off for this conversation (``switched_off``, its tools' ``source``)
+    adds nothing and no note."""
     served = await run.deps.server_tools(vision=vision)
     for tool in served.tools:
+        if tool.source in switched_off:
+            continue
         if tool.name in tools:
             logger.warning(
                 "run %s: tool %s is already defined; the server's is left out",
@@ -189,6 +202,8 @@ async def _add_server_tools(run: Run, tools, *, vision: bool) -> None:
             continue
         tools.register(tool)
     for problem in served.problems:
+        if server_source(problem.server) in switched_off:
+            continue
         text = gettext(
             "The tool server %(server)s is not available for this answer (%(reason)s); "
             "the answer goes on without its tools."

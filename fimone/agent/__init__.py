@@ -23,6 +23,7 @@ Events sent through ``ctx.sink(name, payload)`` (docs/protocol.md):
 Injected follow-ups produce no event here: the chat layer already announced them.
 """
 
+from .approval import ApprovalRequest, Approve, Decision
 from .context import AgentContext, AgentOutcome, EventSink, InjectionQueue
 from .dag import run_dag
 from .react import run_react
@@ -31,6 +32,9 @@ from .tools import Tool, ToolRegistry, default_tools
 __all__ = [
     "AgentContext",
     "AgentOutcome",
+    "ApprovalRequest",
+    "Approve",
+    "Decision",
     "EventSink",
     "InjectionQueue",
     "Tool",

@@ -18,6 +18,7 @@ from contextmgmt.core.compact import CompactResult
 from contextmgmt.core.llm import LLM, Usage
 from contextmgmt.core.messages import ChatMessage
 
+from .approval import Approve
 from .tools import ToolRegistry
 
 EventSink = Callable[[str, dict], Awaitable[None]]
@@ -121,6 +122,9 @@ class AgentContext:
     # Whether the fast model (DAG steps) can see images: if not, a step gets the query's
     # images as their descriptions (``query.metadata[IMAGE_NOTES]``).
     fast_vision: bool = False
+    # Asked before a tool marked needs_approval runs (fimone.agent.approval); None: such a
+    # tool does not run.
+    approve: Approve | None = None
 
 
 @dataclass

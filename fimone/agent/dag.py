@@ -364,6 +364,7 @@ class DagRun:
                 injections=None,
                 language=ctx.language,
                 event_extra={"step_id": step.id},
+                approve=ctx.approve,
             )
         )
         try:

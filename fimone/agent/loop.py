@@ -41,10 +41,11 @@ from contextmgmt.core.masking import masked_facts
 from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
 
+from .approval import ApprovalRequest, Approve, declined_result, no_approver_result
 from .calls import stream_reply
 from .context import CompactionHook, EventSink, InjectionQueue, summary_facts
 from .prompts import LIMIT_NOTE, limit_preface
-from .tools import ToolRegistry
+from .tools import ToolOutput, ToolRegistry
 from .wording import say
 
 PREVIEW_CHARS = 2_000
@@ -81,6 +82,9 @@ class LoopConfig:
     # The user's language, for the sentences the loop writes itself (fimone.agent.wording).
     language: str = "en"
     on_compaction: CompactionHook | None = None
+    # Asked before a tool marked needs_approval runs (fimone.agent.approval); without it
+    # such a tool does not run.
+    approve: Approve | None = None
 
 
 @dataclass
@@ -277,9 +281,7 @@ class ReactLoop:
             await self._event(
                 iteration, "tool_call", name=tc.name, arguments=preview(tc.arguments), call_id=tc.id
             )
-        results = await asyncio.gather(
-            *(cfg.tools.run_output(tc.name, tc.arguments) for tc in calls)
-        )
+        results = await asyncio.gather(*(self._run_tool(iteration, tc) for tc in calls))
         images: list[dict[str, Any]] = []
         for tc, output in zip(calls, results, strict=True):
             messages.append(ChatMessage(role="tool", content=output.text, tool_call_id=tc.id))
@@ -294,6 +296,27 @@ class ReactLoop:
             # model as a user message right after the results, with the next call.
             messages.append(ChatMessage(role="user", content=[_RECALLED_IMAGES, *images]))
         return messages
+
+    async def _run_tool(self, iteration: int, call: ToolCall) -> ToolOutput:
+        """Run one call; a tool that needs approval runs only once the user approved it."""
+        cfg = self.cfg
+        tool = cfg.tools.get(call.name)
+        if tool is not None and tool.needs_approval:
+            problem = cfg.tools.problem(call.name, call.arguments)
+            if problem is not None:
+                return ToolOutput(problem)  # nothing to approve: the model corrects it
+            if cfg.approve is None:
+                return ToolOutput(no_approver_result(call.name))
+            request = ApprovalRequest(
+                tool=tool,
+                arguments=call.arguments or "{}",
+                call_id=call.id,
+                iteration=iteration,
+                extra=dict(cfg.event_extra),
+            )
+            if await cfg.approve(request) == "decline":
+                return ToolOutput(declined_result(call.name))
+        return await cfg.tools.run_output(call.name, call.arguments)
 
     async def _event(self, iteration: int, kind: str, **fields: Any) -> None:
         await self.cfg.sink(

@@ -92,6 +92,7 @@ async def run_react(ctx: AgentContext) -> AgentOutcome:
             injections=ctx.injections,
             on_compaction=ctx.on_compaction,
             language=ctx.language,
+            approve=ctx.approve,
         )
     )
     result = await loop.run(build_react_messages(ctx))

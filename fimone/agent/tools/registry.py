@@ -210,8 +210,28 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
     def openai_tools(self) -> list[dict[str, Any]]:
         return [tool.openai() for tool in self._tools.values()]
+
+    def problem(self, name: str, arguments_json: str | None) -> str | None:
+        """Why a call cannot run as asked (unknown tool, bad arguments), as the ``Error: …``
+        text ``run`` would give; None when it can. Checked before the user is asked to
+        approve a call: a call that cannot run is not put to the user."""
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return f"Error: unknown tool {name!r}. Available tools: {known}."
+        try:
+            _parse_arguments(tool, arguments_json)
+        except ValueError as exc:
+            return f"Error: bad arguments for {name}: {exc}"
+        return None
 
     async def run(self, name: str, arguments_json: str | None) -> str:
         """Run a tool and return its text; every fault becomes a readable ``Error: …``."""

@@ -1,0 +1,80 @@
+"""A conversation's tool settings: the tools the user approved for the whole conversation
+and the tool sources switched off in it (selectors and services, sync: call them through
+``database_sync_to_async`` from async code)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext
+
+from chat.errors import ChatError
+from chat.models import Conversation, ToolApproval
+from chat.selectors import conversation_get
+from fimone.agent.tools import BUILTIN_SOURCE
+
+MAX_SOURCE_CHARS = 200
+
+
+def tool_approved(*, conversation_id: Any, tool_name: str) -> bool:
+    """Whether the user approved ``tool_name`` for the rest of the conversation."""
+    return ToolApproval.objects.filter(
+        conversation_id=conversation_id, tool_name=tool_name
+    ).exists()
+
+
+def tool_approve_for_conversation(*, conversation_id: Any, tool_name: str) -> None:
+    """Remember that later calls of ``tool_name`` in the conversation run without asking."""
+    try:
+        with transaction.atomic():
+            ToolApproval.objects.get_or_create(conversation_id=conversation_id, tool_name=tool_name)
+    except IntegrityError:
+        pass  # approved a moment ago by another request: remembered all the same
+
+
+def approved_tools(*, conversation_id: Any) -> list[str]:
+    return sorted(
+        ToolApproval.objects.filter(conversation_id=conversation_id).values_list(
+            "tool_name", flat=True
+        )
+    )
+
+
+def disabled_tool_sources(*, conversation_id: Any) -> frozenset[str]:
+    """The tool sources switched off in the conversation (none for an unknown one)."""
+    row = (
+        Conversation.objects.filter(pk=conversation_id)
+        .values_list("disabled_tool_sources", flat=True)
+        .first()
+    )
+    return frozenset(str(s) for s in row or [] if isinstance(s, str))
+
+
+@transaction.atomic
+def tool_source_switch(*, user, conversation_id: Any, source: str, enabled: bool) -> frozenset[str]:
+    """Switch a tool source on or off for one conversation (the owner's only); returns the
+    sources now off. The built-in tools cannot be switched off (``bad_tool_source``)."""
+    if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
+        raise ChatError("bad_tool_source", gettext("Name a tool source to switch."))
+    if source == BUILTIN_SOURCE:
+        raise ChatError("bad_tool_source", gettext("The built-in tools cannot be switched off."))
+    conversation = conversation_get(user=user, conversation_id=conversation_id)
+    conversation = Conversation.objects.select_for_update().get(pk=conversation.pk)
+    off = {str(s) for s in conversation.disabled_tool_sources or [] if isinstance(s, str)}
+    if enabled:
+        off.discard(source)
+    else:
+        off.add(source)
+    conversation.disabled_tool_sources = sorted(off)
+    # Not ``updated_at``: switching a source is no activity that reorders the list.
+    Conversation.objects.filter(pk=conversation.pk).update(
+        disabled_tool_sources=conversation.disabled_tool_sources
+    )
+    return frozenset(off)
+
+
+def server_source(server: str) -> str:
+    """The ``Tool.source`` of a tool server's tools (as fimone.agent.tools.mcp_client names
+    it), so a server that failed can be matched with the switch of its source."""
+    return f"mcp:{server}"

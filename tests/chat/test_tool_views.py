@@ -1,0 +1,88 @@
+"""The tools of a conversation over HTTP: listed by source, a source switched off and on
+for one conversation only, the built-in tools never; owner-only."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.models import Conversation, ToolApproval
+from chat.runs.deps import make_tools
+from tests.support import approval_tool
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def with_send_note(settings):
+    settings.FIMONE_EXTRA_TOOLS = ["tests.support.approval_tool:approval_tools"]
+
+
+def url(conversation) -> str:
+    return f"/api/conversations/{conversation.pk}/tools/"
+
+
+def test_the_tools_are_listed_by_source_built_in_first(logged_in_client, conversation):
+    ToolApproval.objects.create(conversation=conversation, tool_name="send_note")
+    sources = logged_in_client.get(url(conversation)).json()["sources"]
+    assert [(s["source"], s["enabled"], s["can_disable"]) for s in sources] == [
+        ("builtin", True, False),
+        ("test", True, True),
+    ]
+    assert {t["name"] for t in sources[0]["tools"]} >= {"calculator", "current_time", "recall"}
+    (note,) = sources[1]["tools"]
+    assert (note["name"], note["needs_approval"], note["approved"]) == ("send_note", True, True)
+
+
+def test_a_source_switched_off_is_left_out_of_that_conversations_runs_only(
+    logged_in_client, conversation, user
+):
+    other = Conversation.objects.create(owner=user)
+    response = logged_in_client.patch(
+        url(conversation),
+        {"source": approval_tool.SOURCE, "enabled": False},
+        content_type="application/json",
+    )
+    assert response.status_code == 200
+    test_source = response.json()["sources"][1]
+    assert (test_source["source"], test_source["enabled"]) == ("test", False)
+    conversation.refresh_from_db()
+    assert conversation.disabled_tool_sources == ["test"]
+    off = make_tools(conversation.pk, before_id=0, disabled_sources=["test"])
+    assert "send_note" not in off.names() and "calculator" in off.names()
+    assert "send_note" in make_tools(other.pk, before_id=0).names()
+    assert other.disabled_tool_sources == []
+
+    logged_in_client.patch(
+        url(conversation), {"source": "test", "enabled": True}, content_type="application/json"
+    )
+    conversation.refresh_from_db()
+    assert conversation.disabled_tool_sources == []
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"source": "builtin", "enabled": False}, "bad_tool_source"),
+        ({"source": "", "enabled": False}, "bad_tool_source"),
+        ({"source": 3, "enabled": False}, "bad_tool_source"),
+        ({"source": "test", "enabled": "no"}, "invalid_enabled"),
+    ],
+)
+def test_bad_switches_are_refused_clearly(logged_in_client, conversation, body, code):
+    response = logged_in_client.patch(url(conversation), body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == code
+    conversation.refresh_from_db()
+    assert conversation.disabled_tool_sources == []
+
+
+def test_someone_elses_conversation_is_not_found(logged_in_client, foreign_conversation):
+    assert logged_in_client.get(url(foreign_conversation)).status_code == 404
+    response = logged_in_client.patch(
+        url(foreign_conversation),
+        {"source": "test", "enabled": False},
+        content_type="application/json",
+    )
+    assert response.status_code == 404
+    foreign_conversation.refresh_from_db()
+    assert foreign_conversation.disabled_tool_sources == []
