@@ -35,6 +35,12 @@ def conversation_tools(request: HttpRequest, conversation_id: str) -> HttpRespon
     return JsonResponse({"sources": tool_sources(conversation.pk)})
 
 
+@api_view("GET")
+def tools_catalogue(request: HttpRequest) -> HttpResponse:
+    """The tools of a conversation not started yet: every source on."""
+    return JsonResponse({"sources": tool_sources(None)})
+
+
 def source_label(source: str) -> str:
     if source == BUILTIN_SOURCE:
         return gettext("Built-in")
@@ -46,8 +52,10 @@ def source_label(source: str) -> str:
 def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
     """Every tool a run of the conversation may be offered, grouped by source (the
     switched-off ones included, marked), built-in first."""
-    off = tool_settings.disabled_tool_sources(conversation_id=conversation_id)
-    approved = set(tool_settings.approved_tools(conversation_id=conversation_id))
+    off, approved = frozenset(), set()
+    if conversation_id is not None:
+        off = tool_settings.disabled_tool_sources(conversation_id=conversation_id)
+        approved = set(tool_settings.approved_tools(conversation_id=conversation_id))
     registry = deps.current().make_tools(conversation_id, before_id=0)
     groups: dict[str, list[dict[str, Any]]] = {}
     for tool in registry.tools():

@@ -50,6 +50,7 @@ urlpatterns = [
         tool_views.conversation_tools,
         name="tools",
     ),
+    path("api/tools/", tool_views.tools_catalogue, name="tools_catalogue"),
     path("api/attachments/<str:file_id>/", views.attachment_file, name="attachment"),
     path("api/search/", search_views.search_view, name="search"),
     path(

@@ -2,7 +2,8 @@
 
 Arithmetic → ``calculator`` ``{"expression"}``, the time or date → ``current_time`` ``{}``,
 something said earlier → ``recall`` ``{"query"}``, a URL to read → ``fetch_url``
-``{"url"}``; several at once when the query asks for several (parallel tool calls).
+``{"url"}``, any other offered tool the query names ("call <tool> {json}") → that tool with
+those arguments; several at once when the query asks for several (parallel tool calls).
 English, Chinese and a little German.
 """
 
@@ -174,9 +175,35 @@ def _recall_query(query: str) -> str:
     return rest or query.strip()
 
 
+# "call send_note {"text": "hi"}": any other offered tool, named by the user, with the JSON
+# arguments they give (an operator's or an MCP server's tool; the tools with their own
+# rules above are asked for in plain words instead).
+_NAMED_CALL = re.compile(
+    r"\b(?:call|use|run)\s+(?:the\s+)?`?([A-Za-z0-9_-]{1,64})`?(?:\s+tool)?"
+    r"(?:\s+with)?\s*(\{.*\})?",
+    re.I | re.S,
+)
+_OWN_RULES = {"calculator", "current_time", "recall", "fetch_url", "read_document"}
+
+
+def named_calls(query: str, offered: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Calls of offered tools the query names ("call <tool> {json arguments}")."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for match in _NAMED_CALL.finditer(query):
+        name = match.group(1)
+        if name not in offered or name in _OWN_RULES or any(n == name for n, _ in calls):
+            continue
+        try:
+            args = json.loads(match.group(2)) if match.group(2) else {}
+        except ValueError:
+            args = {}
+        calls.append((name, args if isinstance(args, dict) else {}))
+    return calls
+
+
 def decide_tool_calls(query: str, offered: set[str], call_prefix: str) -> list[ToolCall]:
     """The tool calls a query asks for, among the tools offered; several run in parallel."""
-    calls: list[tuple[str, dict[str, Any]]] = []
+    calls: list[tuple[str, dict[str, Any]]] = named_calls(query, offered)
     if "fetch_url" in offered:
         calls.extend(("fetch_url", {"url": url}) for url in _fetch_urls(query))
     query = without_urls(query)  # a URL's digits and slashes are no arithmetic

@@ -65,6 +65,10 @@ export const api = {
     request("PATCH", `/api/conversations/${enc(id)}/`, { json: fields }),
   deleteConversation: (id) => request("DELETE", `/api/conversations/${enc(id)}/`),
   contextGauge: (id) => request("GET", `/api/conversations/${enc(id)}/context/`),
+  // The tools a run is offered, by source (docs/protocol.md, "Tools of a conversation").
+  tools: (id) => request("GET", id ? `/api/conversations/${enc(id)}/tools/` : "/api/tools/"),
+  switchToolSource: (id, source, enabled) =>
+    request("PATCH", `/api/conversations/${enc(id)}/tools/`, { json: { source, enabled } }),
 
   // One page, oldest first: the newest ``limit`` messages, or those just before ``before``.
   messagePage(id, { before = null, limit = 100 } = {}) {

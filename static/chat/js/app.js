@@ -11,6 +11,7 @@ import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
 import { setSteeringConversation, watchPins } from "./steering.js";
 import { ChatSocket } from "./socket.js";
+import { ToolsMenu } from "./tools_menu.js";
 
 const config = JSON.parse(document.getElementById("ui-config").textContent);
 
@@ -58,6 +59,13 @@ class ChatApp {
       onAnswered: () => {
         if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
       },
+    });
+
+    this.toolsMenu = new ToolsMenu({
+      conversationId: () => this.conversation?.id ?? null,
+      ensureConversation: () => this.ensureConversation(),
+      toast: (text) => this.toast(text),
+      onChanged: () => this.refreshGauge(),
     });
 
     // Pins and the opened divider talk to the API about the conversation shown.
@@ -109,6 +117,7 @@ class ChatApp {
     document.title = gettext("fimone — chat");
     this.modelPicker.value = null;
     this.gauge.hide();
+    this.toolsMenu.load();
     this.sidebar.select(null);
     if (push && window.location.pathname !== "/") history.pushState({}, "", "/");
     this.composer.focus();
@@ -139,6 +148,7 @@ class ChatApp {
     }
     this.connect();
     this.refreshGauge();
+    this.toolsMenu.load();
     this.composer.focus();
   }
 

@@ -1,5 +1,6 @@
 // Persisted history on the page: message nodes and the compaction divider.
 
+import { dropApprovals, showStopNote } from "./approval.js";
 import { replayRecord } from "./trace.js";
 import { AssistantView, summarizedCount, userMessage } from "./render.js";
 import { markYieldedPins, summaryDivider } from "./steering.js";
@@ -47,6 +48,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
       view.setStatus("running");
       running = { view, message, queryNode: query?.node };
     } else {
+      dropApprovals(view); // a finished run waits for nobody
       view.setFinal({ html: message.html, content: message.content });
       if (message.kind === "error" || message.status === "error") {
         view.setError(message.error?.message || gettext("The agent could not finish this answer."), {
@@ -54,6 +56,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
         });
       } else {
         view.setStatus(message.status, { retry: canRetry });
+        showStopNote(view, message.note);
       }
       view.setUsage(message.usage);
     }

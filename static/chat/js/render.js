@@ -557,6 +557,8 @@ export class AssistantView {
 
   // Forget the steps and plan shown (a fuller record of them is about to be replayed).
   clearTrace() {
+    for (const card of this.approvalCards?.values() || []) card.node.remove();
+    this.approvalCards = null;
     this.steps.replaceChildren();
     this.steps.hidden = true;
     this.planBox?.remove();

@@ -5,6 +5,7 @@
 // The frames are described in docs/protocol.md.
 
 import { api } from "./api.js";
+import { dropApprovals, endApproval, setApprovalTransport, showApproval, showStopNote } from "./approval.js";
 import { buildHistoryNodes, placeDivider } from "./history.js";
 import { AssistantView, offerEdit, userMessage } from "./render.js";
 import { TRACE_HANDLERS, replayRecord } from "./trace.js";
@@ -27,6 +28,10 @@ export class RunController {
     this.pendingInjections = [];
     this.lastQuery = null;
     this.pendingRetry = null; // the AssistantView whose retry frame awaits run.started
+    setApprovalTransport(
+      (frame) => this.host.sendFrame(frame),
+      (text) => this.host.toast(text),
+    );
   }
 
   get active() {
@@ -318,6 +323,7 @@ export class RunController {
   done(frame) {
     const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
     if (!view) return;
+    dropApprovals(view);
     view.setStatus(null);
     if (frame.html !== undefined) view.setFinal({ html: frame.html, content: view.text });
     else this.fillFromServer(view, frame.message_id);
@@ -330,7 +336,9 @@ export class RunController {
     const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
     if (!view) return;
     view.stopStreaming();
+    dropApprovals(view);
     view.setStatus("cancelled", { retry: true });
+    showStopNote(view, frame.note);
     if (this.run?.view === view) this.endRun();
     this.composer.focus();
   }
@@ -339,6 +347,7 @@ export class RunController {
     const runError = frame.run_id || (frame.message_id && this.views.has(String(frame.message_id)));
     if (runError) {
       const view = this.views.get(String(frame.message_id)) || this.viewForEvent();
+      if (view) dropApprovals(view);
       view?.setError(frame.message);
       if (!this.run || this.run.view === view) this.endRun();
       return;
@@ -467,6 +476,15 @@ const EVENT_HANDLERS = {
     const view = this.views.get(String(frame.message_id));
     if (view && frame.usage) view.setUsage(frame.usage, frame.elapsed_ms);
     if (!this.run) this.host.onContextChanged?.();
+  },
+  // A tool call waits for the user (docs/protocol.md, "Tool approval"), and how it ended.
+  "tool.approval"(frame) {
+    const view = this.viewForEvent();
+    if (view) showApproval(view, frame);
+  },
+  "tool.approval.resolved"(frame) {
+    const view = this.viewForEvent();
+    if (view) endApproval(view, frame);
   },
   injected: RunController.prototype.injected,
   done: RunController.prototype.done,

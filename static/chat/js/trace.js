@@ -3,6 +3,7 @@
 // reloaded answer looks exactly like the live one. ``run`` is the run's mutable state
 // ({replanRound}); only the re-plan counter is read here.
 
+import { showApproval } from "./approval.js";
 import { formatK } from "./render.js";
 import { compactionNote } from "./steering.js";
 
@@ -45,6 +46,8 @@ export const TRACE_HANDLERS = {
   // A note the server wrote for the user (e.g. a tool server left out of this answer).
   step(view, frame) {
     if (frame.kind === "note") view.addNote(String(frame.text || ""));
+    // A tool call put to the user: a card while it waits, then a line (approval.js).
+    else if (frame.kind === "approval") showApproval(view, frame);
     else view.addStep(frame);
   },
 

@@ -1,0 +1,130 @@
+// The composer's tools menu: which tools this chat's answers may use, by source (built-in,
+// and every other source such as an MCP server), with a switch per source that can be
+// turned off for this chat alone (docs/protocol.md, "Tools of a conversation").
+
+import { api } from "./api.js";
+import { el } from "./render.js";
+
+export class ToolsMenu {
+  // host: {conversationId() -> id|null, ensureConversation() -> Promise<id>, toast(text),
+  //        onChanged()}
+  constructor(host) {
+    this.host = host;
+    this.button = document.getElementById("tools-button");
+    this.menu = document.getElementById("tools-menu");
+    this.count = document.getElementById("tools-count");
+    this.sources = [];
+    this.loadToken = 0;
+    this.button.addEventListener("click", () => this.show(this.menu.hidden));
+    document.addEventListener("click", (event) => {
+      if (!this.menu.hidden && !this.menu.contains(event.target) && !this.button.contains(event.target)) {
+        this.show(false);
+      }
+    });
+    this.menu.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        event.preventDefault();
+        this.show(false);
+        this.button.focus();
+      }
+    });
+  }
+
+  show(open) {
+    this.menu.hidden = !open;
+    this.button.setAttribute("aria-expanded", String(open));
+    if (open) {
+      this.load().then(() => this.menu.querySelector("input, button")?.focus());
+    }
+  }
+
+  // The conversation shown changed (or its tools did): read the listing again.
+  async load() {
+    const token = ++this.loadToken;
+    try {
+      const { sources } = await api.tools(this.host.conversationId());
+      if (token !== this.loadToken) return;
+      this.sources = sources;
+    } catch (err) {
+      if (token !== this.loadToken) return;
+      this.sources = [];
+      this.menu.replaceChildren(el("p", { class: "tools-empty", text: err.message }));
+      return;
+    }
+    this.render();
+  }
+
+  render() {
+    const on = this.sources.filter((s) => s.enabled).reduce((n, s) => n + s.tools.length, 0);
+    this.count.textContent = on ? String(on) : "";
+    this.button.title = interpolate(
+      ngettext("%(count)s tool on in this chat", "%(count)s tools on in this chat", on),
+      { count: on },
+      true,
+    );
+    this.menu.replaceChildren(
+      el("p", { class: "tools-heading", text: gettext("Tools this chat's answers may use") }),
+      ...this.sources.map((source) => this.sourceNode(source)),
+    );
+  }
+
+  sourceNode(source) {
+    const id = `tools-source-${source.source.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+    const header = source.can_disable
+      ? el(
+          "label",
+          { class: "tools-source-switch", for: id },
+          el("input", {
+            type: "checkbox",
+            id,
+            role: "switch",
+            checked: source.enabled,
+            onchange: (event) => this.switchSource(source, event.currentTarget),
+          }),
+          el("span", { class: "tools-source-label", text: source.label }),
+        )
+      : el("span", { class: "tools-source-label", text: source.label });
+    const list = el(
+      "ul",
+      { class: "tools-list" },
+      ...source.tools.map((tool) =>
+        el(
+          "li",
+          { title: tool.description || "" },
+          el("code", { text: tool.name }),
+          tool.needs_approval
+            ? el("span", {
+                class: "tools-badge",
+                text: tool.approved ? gettext("always allowed here") : gettext("asks first"),
+              })
+            : null,
+        ),
+      ),
+    );
+    return el(
+      "section",
+      { class: `tools-source${source.enabled ? "" : " tools-source-off"}`, "data-source": source.source },
+      header,
+      source.tools.length ? list : el("p", { class: "tools-empty", text: gettext("No tools listed right now.") }),
+    );
+  }
+
+  async switchSource(source, input) {
+    const enabled = input.checked;
+    input.disabled = true;
+    try {
+      const id = await this.host.ensureConversation();
+      const { sources } = await api.switchToolSource(id, source.source, enabled);
+      this.sources = sources;
+      this.render();
+      this.menu.querySelector(`[data-source="${CSS.escape(source.source)}"] input`)?.focus();
+      this.host.onChanged();
+    } catch (err) {
+      input.checked = !enabled;
+      input.disabled = false;
+      this.host.toast(
+        interpolate(gettext("Could not switch %(source)s: %(reason)s"), { source: source.label, reason: err.message }, true),
+      );
+    }
+  }
+}

@@ -1,0 +1,124 @@
+"""Approving a tool call in the browser, on the offline model with a test tool that needs
+approval (``send_note``, loaded through FIMONE_EXTRA_TOOLS): the card in the answer, its
+buttons by keyboard, the card again after a reload and in a second tab, "always for this
+chat", a decline, and the composer's tools menu switching the tool's source off. Desktop
+and 390×844."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import DESKTOP, PHONE, login, screenshot, send
+
+pytestmark = pytest.mark.browser
+
+SCREENS = {"desktop": DESKTOP, "phone": PHONE}
+ASK = 'call send_note {"text": "hello team"}'
+
+
+@pytest.fixture
+def live_daphne_env():
+    return {"FIMONE_EXTRA_TOOLS": "tests.support.approval_tool:approval_tools"}
+
+
+@pytest.fixture
+def open_page(new_page, live_daphne):
+    def make(screen: str = "desktop"):
+        page = new_page(viewport=SCREENS[screen])
+        login(page, live_daphne)
+        return page
+
+    return make
+
+
+def card(page):
+    return page.locator(".approval-card")
+
+
+def wait_done(page, count: int) -> None:
+    expect(page.locator(".msg-assistant .usage-card")).to_have_count(count)
+    expect(page.locator("#stop")).to_be_hidden()
+
+
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_approve_a_tool_call_with_the_keyboard(open_page, screen):
+    page = open_page(screen)
+    send(page, ASK)
+    expect(card(page)).to_be_visible()
+    expect(card(page)).to_contain_text("send_note")
+    expect(card(page).locator(".approval-arguments")).to_contain_text('"text": "hello team"')
+    approve = card(page).get_by_role("button", name="Approve")
+    approve.scroll_into_view_if_needed()
+    bounds = approve.bounding_box()
+    width = SCREENS[screen]["width"]
+    assert bounds["x"] >= 0 and bounds["x"] + bounds["width"] <= width, bounds
+    screenshot(page, f"tool-approval-card-{screen}")
+    approve.focus()
+    page.keyboard.press("Enter")
+    expect(card(page)).to_have_count(0)
+    wait_done(page, 1)
+    answer = page.locator(".msg-assistant").last
+    expect(answer.locator(".approval-ended")).to_have_text("Approved once: send_note")
+    expect(answer.locator(".answer")).to_contain_text("note sent: hello team")
+    screenshot(page, f"tool-approval-done-{screen}")
+
+
+def test_the_card_comes_back_after_a_reload_and_always_for_this_chat_sticks(open_page):
+    page = open_page()
+    send(page, ASK)
+    expect(card(page)).to_be_visible()
+    page.wait_for_url("**/c/*/")
+    page.reload()
+    expect(card(page)).to_be_visible()
+    card(page).get_by_role("button", name="Always for this chat").click()
+    wait_done(page, 1)
+    expect(page.locator(".approval-ended")).to_have_text("Approved for this chat: send_note")
+    send(page, 'call send_note {"text": "second"}')
+    wait_done(page, 2)
+    expect(card(page)).to_have_count(0)
+    expect(page.locator(".msg-assistant").last.locator(".answer")).to_contain_text(
+        "note sent: second"
+    )
+    # After a reload the finished answers say how each call was allowed.
+    page.reload()
+    expect(page.locator(".approval-ended")).to_have_text(["Approved for this chat: send_note"])
+
+
+def test_a_second_tab_sees_the_card_and_its_decline_counts_in_both(open_page):
+    first = open_page()
+    send(first, ASK)
+    expect(card(first)).to_be_visible()
+    first.wait_for_url("**/c/*/")
+    second = open_page()
+    second.goto(first.url)
+    expect(card(second)).to_be_visible()
+    card(second).get_by_role("button", name="Decline").click()
+    for page in (first, second):
+        expect(card(page)).to_have_count(0)
+        expect(page.locator(".approval-ended")).to_have_text("Declined: send_note was not run")
+        wait_done(page, 1)
+        expect(page.locator(".msg-assistant .answer")).to_contain_text("declined")
+
+
+def test_the_tools_menu_lists_the_sources_and_switches_one_off_for_this_chat(open_page):
+    page = open_page()
+    page.locator("#tools-button").click()
+    menu = page.locator("#tools-menu")
+    expect(menu).to_be_visible()
+    expect(menu).to_contain_text("Built-in")
+    expect(menu.locator("code", has_text="calculator")).to_be_visible()
+    test_source = menu.locator('[data-source="test"]')
+    expect(test_source).to_contain_text("send_note")
+    expect(test_source).to_contain_text("asks first")
+    switch = test_source.get_by_role("switch")
+    expect(switch).to_be_checked()
+    switch.press("Space")
+    expect(menu.locator('[data-source="test"]').get_by_role("switch")).not_to_be_checked()
+    screenshot(page, "tools-menu")
+    page.keyboard.press("Escape")
+    expect(menu).to_be_hidden()
+    send(page, ASK)
+    wait_done(page, 1)
+    expect(card(page)).to_have_count(0)
+    expect(page.locator(".msg-assistant .step")).to_have_count(0)
