@@ -1,44 +1,82 @@
 """The tools of a conversation (docs/protocol.md, "Tools of a conversation"): what a run of
-it is offered, by source, and the per-conversation switch of a source. The composer's tools
-menu reads and writes it."""
+it is offered, by source — the built-in tools, the operator's extra tools and every tool
+server (MCP) — and the per-conversation switch of a source. The composer's tools menu reads
+and writes it.
+
+Async views: a tool server's tools are listed through this process's shared connections
+(``chat.tool_servers``), which live on the server's event loop.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext
 
 from chat import selectors, tool_settings
-from chat.api import api_view, read_json
-from chat.errors import InvalidInput
+from chat.api import error_response, read_json
+from chat.errors import ChatError, InvalidInput
 from chat.runs import deps
 from fimone.agent.tools import BUILTIN_SOURCE
+
+logger = logging.getLogger(__name__)
 
 DESCRIPTION_CHARS = 300
 
 
-@api_view("GET", "PATCH")
-def conversation_tools(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    conversation = selectors.conversation_get(user=request.user, conversation_id=conversation_id)
-    if request.method == "PATCH":
-        body = read_json(request)
-        enabled = body.get("enabled")
-        if not isinstance(enabled, bool):
-            raise InvalidInput("invalid_enabled", gettext("enabled must be true or false."))
-        tool_settings.tool_source_switch(
-            user=request.user,
-            conversation_id=conversation.pk,
-            source=body.get("source"),
-            enabled=enabled,
+async def conversation_tools(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """GET the listing; PATCH ``{"source", "enabled"}`` switches a source, then lists."""
+    refused = await _refusal(request, ("GET", "PATCH"))
+    if refused is not None:
+        return refused
+    try:
+        conversation = await sync_to_async(selectors.conversation_get)(
+            user=request.user, conversation_id=conversation_id
         )
-    return JsonResponse({"sources": tool_sources(conversation.pk)})
+        if request.method == "PATCH":
+            body = read_json(request)
+            enabled = body.get("enabled")
+            if not isinstance(enabled, bool):
+                raise InvalidInput("invalid_enabled", gettext("enabled must be true or false."))
+            await sync_to_async(tool_settings.tool_source_switch)(
+                user=request.user,
+                conversation_id=conversation.pk,
+                source=body.get("source"),
+                enabled=enabled,
+            )
+        return JsonResponse({"sources": await tool_sources(conversation.pk)})
+    except ChatError as exc:
+        return error_response(exc.code, exc.message, exc.status)
+    except ObjectDoesNotExist:
+        return error_response("not_found", gettext("Not found."), 404)
 
 
-@api_view("GET")
-def tools_catalogue(request: HttpRequest) -> HttpResponse:
+async def tools_catalogue(request: HttpRequest) -> HttpResponse:
     """The tools of a conversation not started yet: every source on."""
-    return JsonResponse({"sources": tool_sources(None)})
+    refused = await _refusal(request, ("GET",))
+    if refused is not None:
+        return refused
+    return JsonResponse({"sources": await tool_sources(None)})
+
+
+async def _refusal(request: HttpRequest, methods: tuple[str, ...]) -> HttpResponse | None:
+    """What ``chat.api.api_view`` answers before a view runs, for these async views."""
+    user = await request.auser()
+    if not user.is_authenticated:
+        response = error_response("not_authenticated", gettext("Log in first."), 401)
+        response["WWW-Authenticate"] = 'Session realm="fimone"'
+        return response
+    if request.method not in methods:
+        response = error_response(
+            "method_not_allowed", f"{request.method} is not allowed here.", 405
+        )
+        response["Allow"] = ", ".join(sorted(methods))
+        return response
+    return None
 
 
 def source_label(source: str) -> str:
@@ -49,16 +87,31 @@ def source_label(source: str) -> str:
     return source
 
 
-def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
-    """Every tool a run of the conversation may be offered, grouped by source (the
-    switched-off ones included, marked), built-in first."""
-    off, approved = frozenset(), set()
+def _settings_and_local_tools(conversation_id: Any) -> tuple[frozenset[str], set[str], list]:
+    off: frozenset[str] = frozenset()
+    approved: set[str] = set()
     if conversation_id is not None:
         off = tool_settings.disabled_tool_sources(conversation_id=conversation_id)
         approved = set(tool_settings.approved_tools(conversation_id=conversation_id))
     registry = deps.current().make_tools(conversation_id, before_id=0)
+    return off, approved, registry.tools()
+
+
+async def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
+    """Every tool a run of the conversation may be offered, grouped by source (the
+    switched-off ones included, marked), built-in first; a tool server that cannot be
+    listed right now is a source with its ``error`` and no tools."""
+    off, approved, tools = await sync_to_async(_settings_and_local_tools)(conversation_id)
+    errors: dict[str, str] = {}
+    try:
+        served = await deps.current().server_tools(vision=False)
+    except Exception as exc:  # the menu shows what it can; the log says why not more
+        logger.warning("tools menu: the tool servers could not be listed: %s", exc)
+    else:
+        tools += [t for t in served.tools if t.name not in {x.name for x in tools}]
+        errors = {tool_settings.server_source(p.server): p.reason for p in served.problems}
     groups: dict[str, list[dict[str, Any]]] = {}
-    for tool in registry.tools():
+    for tool in tools:
         groups.setdefault(tool.source, []).append(
             {
                 "name": tool.name,
@@ -67,10 +120,10 @@ def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
                 "approved": tool.name in approved,
             }
         )
-    order = sorted(groups, key=lambda s: (s != BUILTIN_SOURCE, s))
-    # A source switched off whose tools are gone (a server removed from the config) is
-    # still listed while it is off, so it can be switched on again.
-    order += sorted(off - groups.keys())
+    # A source switched off or failing with no tools listed is still shown, so it can be
+    # switched (on again), and says why it offers nothing.
+    names = set(groups) | set(errors) | set(off)
+    order = sorted(names, key=lambda s: (s != BUILTIN_SOURCE, s))
     return [
         {
             "source": source,
@@ -78,6 +131,7 @@ def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
             "enabled": source not in off,
             "can_disable": source != BUILTIN_SOURCE,
             "tools": groups.get(source, []),
+            **({"error": errors[source]} if source in errors else {}),
         }
         for source in order
     ]

@@ -13,8 +13,16 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def with_send_note(settings):
+def with_send_note(settings, run_deps):
+    """The operator's extra tools hold ``send_note``; no tool server is configured."""
+    from fimone.agent.tools.mcp_client import McpToolset
+
     settings.FIMONE_EXTRA_TOOLS = ["tests.support.approval_tool:approval_tools"]
+
+    async def no_servers(*, vision: bool):
+        return McpToolset([], [])
+
+    run_deps.use(server_tools=no_servers)
 
 
 def url(conversation) -> str:
@@ -86,3 +94,36 @@ def test_someone_elses_conversation_is_not_found(logged_in_client, foreign_conve
     assert response.status_code == 404
     foreign_conversation.refresh_from_db()
     assert foreign_conversation.disabled_tool_sources == []
+
+
+def test_tool_servers_are_sources_with_a_switch_and_a_failing_one_says_why(
+    logged_in_client, conversation, run_deps
+):
+    from fimone.agent import Tool
+    from fimone.agent.tools.mcp_client import McpToolset, ServerProblem
+
+    async def lookup(**arguments):
+        return "found"
+
+    served = Tool(
+        "docs__search",
+        "Search the docs",
+        {"type": "object", "properties": {}},
+        lookup,
+        source="mcp:docs",
+    )
+
+    async def server_tools(*, vision: bool):
+        return McpToolset([served], [ServerProblem("broken", "it did not start")])
+
+    run_deps.use(server_tools=server_tools)
+    sources = {s["source"]: s for s in logged_in_client.get(url(conversation)).json()["sources"]}
+    assert [t["name"] for t in sources["mcp:docs"]["tools"]] == ["docs__search"]
+    assert (sources["mcp:docs"]["label"], sources["mcp:docs"]["can_disable"]) == ("docs", True)
+    assert sources["mcp:broken"]["tools"] == []
+    assert sources["mcp:broken"]["error"] == "it did not start"
+    response = logged_in_client.patch(
+        url(conversation), {"source": "mcp:docs", "enabled": False}, content_type="application/json"
+    )
+    switched = {s["source"]: s for s in response.json()["sources"]}
+    assert switched["mcp:docs"]["enabled"] is False
