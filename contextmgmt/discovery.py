@@ -8,9 +8,15 @@ it elsewhere. What is read from where (README "Connecting a model" has the same 
   Groq ``context_window`` and ``max_completion_tokens``; LM Studio ``max_context_length``;
 - llama.cpp: ``GET /props`` ``default_generation_settings.n_ctx`` (the window the server was
   started with), else ``/v1/models`` ``meta.n_ctx_train``;
-- Ollama: ``POST /api/show`` — the model's ``num_ctx`` parameter when set, else
-  ``model_info["<arch>.context_length"]`` (Ollama itself may serve a shorter window, its
-  ``OLLAMA_CONTEXT_LENGTH``: the note says so).
+- Ollama: ``POST /api/show`` — ``model_info["<arch>.context_length"]`` (the model's window)
+  and the Modelfile's ``num_ctx`` (the window the server runs it with): the smaller, with a
+  warning when ``num_ctx`` is the smaller (Ollama cuts longer prompts silently);
+- servers whose ``/v1/models`` says nothing, by their own APIs (``_native``), in this order:
+  Hugging Face TGI ``GET /info`` (``max_total_tokens``; ``max_input_tokens`` or the older
+  ``max_input_length`` leaves the rest for the output), LiteLLM ``GET /model/info``
+  (``model_info.max_input_tokens`` / ``max_tokens`` and ``max_output_tokens`` of the entry
+  whose ``model_name`` is the model), LM Studio ``GET /api/v0/models/<model>``
+  (``loaded_context_length`` when loaded, else ``max_context_length``).
 
 Plain HTTP, called from the admin, never from a run; bounded (docs/operations.md, "Reading
 a model's context size"): one deadline for all the requests of one reading, at most
@@ -29,7 +35,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from contextmgmt.core.budget import MAX_CONTEXT_SIZE
 from contextmgmt.core.providers import ProviderProfile, detect, detect_from_models
@@ -74,7 +80,8 @@ def discover(
     if profile.name == "ollama":
         found = _ollama(_root(base_url), model, deadline, tried)
         if found:
-            return Discovery(*found, profile=profile, note=OLLAMA_NOTE)
+            note = found.note or OLLAMA_NOTE
+            return Discovery(found.context, found.output, found.source, profile, note)
     if profile.name == "llamacpp":
         props = _get_json(_root(base_url) + "/props", headers, deadline, tried)
         n_ctx = _positive(_dig(props, "default_generation_settings", "n_ctx"))
@@ -89,6 +96,9 @@ def discover(
         n_ctx_train = _positive(_dig(entry, "meta", "n_ctx_train"))
         if n_ctx_train:
             return Discovery(n_ctx_train, None, "GET /v1/models meta.n_ctx_train", profile)
+    native = _native(_root(base_url), model, headers, deadline, tried)
+    if native is not None:
+        return Discovery(native.context, native.output, native.source, profile, native.note)
     why = "; ".join(tried) if tried else "the endpoint reports no context length"
     if entry is None and payload is not None:
         why = f"model {model!r} is not in GET /v1/models" if model else why
@@ -107,13 +117,107 @@ def _ollama(root: str, model: str, deadline: _Deadline, tried: list[str]):
         return None
     match = re.search(r"^\s*num_ctx\s+(\d{1,12})\s*$", str(shown.get("parameters") or ""), re.M)
     num_ctx = _positive(int(match.group(1))) if match else None
+    trained = _ollama_trained(shown)
+    if num_ctx and trained and num_ctx < trained[0]:
+        return _Found(
+            num_ctx, None, "POST /api/show parameters num_ctx", ollama_smaller(num_ctx, trained[0])
+        )
     if num_ctx:
-        return num_ctx, None, "POST /api/show parameters num_ctx"
+        return _Found(num_ctx, None, "POST /api/show parameters num_ctx")
+    if trained:
+        return _Found(trained[0], None, f"POST /api/show model_info {trained[1]}")
+    return None
+
+
+def _ollama_trained(shown: dict[str, Any]) -> tuple[int, str] | None:
+    """The model's own window: ``model_info["<arch>.context_length"]``, and its key."""
     info = shown.get("model_info") or {}
     for key, value in info.items() if isinstance(info, dict) else ():
         if key.endswith(".context_length") and _positive(value):
-            return int(value), None, f"POST /api/show model_info {key}"
+            return int(value), key
     return None
+
+
+def ollama_smaller(num_ctx: int, trained: int) -> str:
+    return (
+        f"Warning: Ollama runs this model with num_ctx {num_ctx:,}, smaller than the model's "
+        f"{trained:,}-token window; the smaller figure is used (Ollama cuts longer prompts "
+        "without saying so). Raise num_ctx in the Modelfile, or OLLAMA_CONTEXT_LENGTH, to use "
+        "more, then read the context size again."
+    )
+
+
+@dataclass(frozen=True)
+class _Found:
+    context: int
+    output: int | None
+    source: str
+    note: str = ""
+
+
+def _native(
+    root: str, model: str, headers: dict[str, str], deadline: _Deadline, tried: list[str]
+) -> _Found | None:
+    """The window from a server's own API, when ``/v1/models`` said nothing of it: TGI,
+    LiteLLM, LM Studio, in this order (each a request only while the deadline lasts)."""
+    for probe in (_tgi, _litellm, _lmstudio):
+        found = probe(root, model, headers, deadline, tried)
+        if found is not None:
+            return found
+    return None
+
+
+def _tgi(root, model, headers, deadline, tried) -> _Found | None:  # noqa: ANN001
+    """Hugging Face TGI: ``GET /info``."""
+    info = _get_json(root + "/info", headers, deadline, tried)
+    total = _positive(_dig(info, "max_total_tokens"))
+    if not total:
+        return None
+    prompt = _positive(_dig(info, "max_input_tokens")) or _positive(_dig(info, "max_input_length"))
+    output = total - prompt if prompt and prompt < total else None
+    return _Found(total, output, "GET /info max_total_tokens")
+
+
+def _litellm(root, model, headers, deadline, tried) -> _Found | None:  # noqa: ANN001
+    """LiteLLM proxy: ``GET /model/info``, the entry whose ``model_name`` is the model."""
+    payload = _get_json(root + "/model/info", headers, deadline, tried)
+    entries = payload.get("data") if isinstance(payload, dict) else None
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict) or entry.get("model_name") != model:
+            continue
+        info = entry.get("model_info") if isinstance(entry.get("model_info"), dict) else {}
+        size = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
+        if size:
+            output = _positive(info.get("max_output_tokens"))
+            key = "max_input_tokens" if _positive(info.get("max_input_tokens")) else "max_tokens"
+            return _Found(size, output, f"GET /model/info model_info.{key}")
+    return None
+
+
+def _lmstudio(root, model, headers, deadline, tried) -> _Found | None:  # noqa: ANN001
+    """LM Studio's REST API: ``GET /api/v0/models/<model>``; the window it loaded the model
+    with, else the model's own."""
+    if not model:
+        return None
+    entry = _get_json(f"{root}/api/v0/models/{quote(model, safe='')}", headers, deadline, tried)
+    loaded = _positive(_dig(entry, "loaded_context_length"))
+    size = _positive(_dig(entry, "max_context_length"))
+    if loaded:
+        note = LMSTUDIO_LOADED if size and loaded < size else ""
+        return _Found(loaded, None, "GET /api/v0/models loaded_context_length", note)
+    if size:
+        return _Found(size, None, "GET /api/v0/models max_context_length", LMSTUDIO_NOTE)
+    return None
+
+
+LMSTUDIO_LOADED = (
+    "LM Studio loaded this model with a shorter context than it supports; reload it with a "
+    "longer one (lms load --context-length) to use more."
+)
+LMSTUDIO_NOTE = (
+    "LM Studio loads a model with the context length set when it is loaded (often 4,096); "
+    "if that is smaller, set the smaller figure here."
+)
 
 
 def _output_limit(entry: dict[str, Any]) -> int | None:

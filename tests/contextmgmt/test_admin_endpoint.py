@@ -166,6 +166,8 @@ def test_refused_parameters_are_sent_again_after_a_reset(
         ("vllm", 32_768, "GET /v1/models max_model_len", "vllm"),
         ("llamacpp", 16_384, "GET /props default_generation_settings.n_ctx", "llamacpp"),
         ("ollama", 8_192, "POST /api/show parameters num_ctx", "ollama"),
+        ("tgi", 8_192, "GET /info max_total_tokens", "openai_compatible"),
+        ("lmstudio", 8_192, "GET /api/v0/models loaded_context_length", "openai_compatible"),
     ],
 )
 def test_the_context_size_is_read_from_the_endpoint(
@@ -180,6 +182,29 @@ def test_the_context_size_is_read_from_the_endpoint(
     # The default 64,000 output would not fit the window: a quarter of it is kept instead.
     assert row.max_output_tokens == context // 4
     assert row.usable_input_tokens > 0
+
+
+def test_ollama_running_a_model_with_a_smaller_num_ctx_is_warned_about(
+    admin_client, scripted_server
+):
+    scripted_server.use_profile("ollama")
+    page = read_from_endpoint(admin_client, endpoint_row(scripted_server))
+    assert "Ollama runs this model with num_ctx 8,192, smaller than the model" in page
+    assert "131,072-token window" in page
+
+
+def test_lm_studio_loaded_with_a_shorter_context_is_said_so(admin_client, scripted_server):
+    scripted_server.use_profile("lmstudio")
+    page = read_from_endpoint(admin_client, endpoint_row(scripted_server))
+    assert "loaded this model with a shorter context" in page
+
+
+def test_litellm_reports_the_window_of_the_model_by_its_name(admin_client, scripted_server):
+    scripted_server.use_profile("litellm")
+    row = endpoint_row(scripted_server)
+    page = read_from_endpoint(admin_client, row)
+    assert (row.context_size, row.max_output_tokens) == (128_000, 16_384)
+    assert "GET /model/info model_info.max_input_tokens" in page
 
 
 def test_a_reported_output_limit_is_taken_too(admin_client, scripted_server):

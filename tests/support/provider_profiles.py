@@ -54,6 +54,19 @@ Each profile is written from the provider's documented wire format:
   refuses ``stream_options`` but says only "Provider returned error" (``metadata.raw`` "Bad
   Request", no ``param``), as OpenRouter does when the upstream body is not JSON (same
   source).
+- ``tgi`` (Hugging Face text-generation-inference): ``/v1/models`` names no window; ``GET
+  /info`` has ``max_input_tokens`` and ``max_total_tokens`` (its OpenAPI schema ``Info``,
+  github.com/huggingface/text-generation-inference docs/openapi.json; older servers say
+  ``max_input_length``).
+- ``litellm`` (LiteLLM proxy): ``/v1/models`` entries ``owned_by: "openai"`` without a
+  window; ``GET /model/info`` lists ``model_name``, ``litellm_params`` and ``model_info``
+  with ``max_input_tokens`` / ``max_output_tokens`` / ``max_tokens``
+  (docs.litellm.ai/docs/proxy/model_management).
+- ``lmstudio``: ``/v1/models`` ``owned_by: "organization_owner"``, no window; its REST API
+  ``GET /api/v0/models/<id>`` has ``max_context_length`` and, for a loaded model,
+  ``loaded_context_length`` (lmstudio.ai/docs/developer/rest/endpoints).
+- ``ollama``'s ``/api/show`` runs the model with ``num_ctx`` 8,192, smaller than its
+  131,072-token ``llama.context_length`` (docs.ollama.com/api, "Show model information").
 - ``gateway_no_stream_usage``: a proxy on an older API version: ``stream_options`` refused
   ("Unrecognized request argument supplied: stream_options"), so no usage in streams.
 - ``openrouter``: ``/v1/models`` entries with ``context_length`` and
@@ -166,9 +179,35 @@ class WireProfile:
             "completion_tokens_details": {"reasoning_tokens": thought},
         }
 
-    def get(self, path: str) -> dict[str, Any] | None:
+    def get(self, path: str, model: str = "scripted") -> dict[str, Any] | None:
         if self.name == "llamacpp" and path == "/props":
             return {"default_generation_settings": {"n_ctx": LLAMACPP_N_CTX}, "total_slots": 1}
+        if self.name == "tgi" and path == "/info":
+            return {
+                "model_id": model,
+                "max_input_tokens": TGI_MAX_INPUT,
+                "max_total_tokens": TGI_MAX_TOTAL,
+                "max_batch_total_tokens": 16_000,
+                "max_concurrent_requests": 128,
+                "router": "text-generation-router",
+                "version": "3.3.6",
+            }
+        if self.name == "litellm" and path == "/model/info":
+            entry = _litellm_entry(model, LITELLM_INPUT, LITELLM_OUTPUT)
+            return {"data": [_litellm_entry("other-model", 8_192, 4_096), entry]}
+        if self.name == "lmstudio" and path.startswith("/api/v0/models/"):
+            return {
+                "id": path.rsplit("/", 1)[-1],
+                "object": "model",
+                "type": "llm",
+                "publisher": "lmstudio-community",
+                "arch": "qwen2",
+                "compatibility_type": "gguf",
+                "quantization": "Q4_K_M",
+                "state": "loaded",
+                "max_context_length": CONTEXT_LENGTH,
+                "loaded_context_length": LMSTUDIO_LOADED,
+            }
         return None
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -182,6 +221,26 @@ class WireProfile:
                 },
             }
         return None
+
+
+TGI_MAX_INPUT, TGI_MAX_TOTAL = 7_168, 8_192
+LMSTUDIO_LOADED = 8_192
+LITELLM_INPUT, LITELLM_OUTPUT = 128_000, 16_384
+
+
+def _litellm_entry(name: str, max_input: int, max_output: int) -> dict[str, Any]:
+    return {
+        "model_name": name,
+        "litellm_params": {"model": f"openai/{name}"},
+        "model_info": {
+            "id": f"id-{name}",
+            "max_tokens": max_output,
+            "max_input_tokens": max_input,
+            "max_output_tokens": max_output,
+            "litellm_provider": "openai",
+            "mode": "chat",
+        },
+    }
 
 
 UNVERIFIED_STREAM = (
@@ -250,6 +309,9 @@ PROFILES: dict[str, WireProfile] = {
         ),
         WireProfile("gateway_no_stream_usage", stream_usage="refused"),
         WireProfile("openai_unverified", owned_by="openai", refuses_stream="openai"),
+        WireProfile("tgi", owned_by="huggingface"),
+        WireProfile("litellm", owned_by="openai"),
+        WireProfile("lmstudio", owned_by="organization_owner"),
         WireProfile("openrouter_unverified", owned_by="", refuses_stream="openrouter"),
         WireProfile("gateway_unnamed_refusal", owned_by="", refuses_stream_options_unnamed=True),
         WireProfile("vllm_think_inline", owned_by="vllm", inline_think="tags"),

@@ -333,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
         scripted = self.server.scripted
         path = self.path.rstrip("/")
         found = scripted.profile.models(scripted.model) if path == "/v1/models" else None
-        found = found or scripted.profile.get(path)
+        found = found or scripted.profile.get(path, scripted.model)
         if found is not None:
             self._send_json(200, found)
         else:
