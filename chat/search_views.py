@@ -34,8 +34,15 @@ def search_view(request: HttpRequest) -> HttpResponse:
     terms = typed_terms(query)
     hits = search(query=terms, owner_id=request.user.pk, match_all=True, limit=limit * 3)
     per_conversation: dict[Any, int] = {}
+    sources: set[tuple[Any, str, str]] = set()
     results = []
     for hit in hits:
+        # A long text is indexed as passages: it is shown once, by its best passage.
+        document = hit.document
+        source = (document.message_id, document.kind, document.label)
+        if document.message_id is not None and source in sources:
+            continue
+        sources.add(source)
         seen = per_conversation.get(hit.document.conversation_id, 0)
         if seen >= PER_CONVERSATION:
             continue

@@ -98,3 +98,14 @@ def test_blank_or_punctuation_only_query_finds_nothing(logged_in_client, user):
 def test_login_required_and_get_only(logged_in_client):
     assert Client().get(URL, {"q": "a"}).status_code == 401
     assert logged_in_client.post(URL, {"q": "a"}).status_code == 405
+
+
+def test_a_long_paste_is_one_result_shown_by_its_best_passage(logged_in_client, user):
+    """A paste indexed as many passages, each naming the word, is one result."""
+    chat = services.conversation_create(owner=user, title="Notes")
+    rows = [f"Palette {i}: Spedition Nord, Lager {i % 7}" for i in range(400)]
+    rows[300] = "Palette 300: Spedition Nord holt am Gate 7 ab, Kennzeichen HH-KL 4821"
+    say(chat, "\n".join(rows))
+    found = results(logged_in_client, "spedition kennzeichen")
+    assert len(found) == 1 and "HH-KL 4821" in found[0]["snippet"], found
+    assert len(results(logged_in_client, "spedition")) == 1
