@@ -36,6 +36,10 @@ _DE_UNITS = (
     r"|Tage?|Jahre?|Stunden?|Minuten?|Zimmer|Personen|Plätze|Arbeitsplätze|Besucher|Mitarbeiter"
 )
 _CURRENCY_CODES = r"EUR|USD|GBP|CHF|CNY|RMB|JPY"
+# What a row needs in a text to be tried at all (a substring search costs next to
+# nothing; a pattern, a pass over the text).
+_SIGNS = ("€", "$", "£", "¥", "￥")
+_CODES = tuple(_CURRENCY_CODES.split("|"))
 # An amount in any notation: 12,000 / 12.380,50 / 2’450.00 / 3 400 / 980 / 8,750.00.
 _AMOUNT = r"\d{1,3}(?:[.,’' ]\d{3})+(?:[.,]\d{1,2})?(?!\d)|\d+(?:[.,]\d{1,2})?(?![\d.,]\d)"
 # The same after its first digit (for patterns that check the start of a number there).
@@ -65,9 +69,10 @@ def _words(alternatives: str) -> str:
 # A digit that starts a number (no letter, digit, "." or "," right before it).
 _NUMBER_START = r"\d(?<![\w.,]\d)"
 
-# (kind, weight, pattern) per language; "all" applies to every text. Where a pattern has a
+# (kind, weight, pattern[, what a text must hold for it to be tried]) per language; "all"
+# applies to every text. Where a pattern has a
 # group "v", the fact is that group (the rest is context, like the word before a name).
-LANGUAGE_FACTS: dict[str, list[tuple[str, int, str]]] = {
+LANGUAGE_FACTS: dict[str, list[tuple]] = {
     "all": [
         ("iban", 6, r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"),
         (
@@ -77,18 +82,24 @@ LANGUAGE_FACTS: dict[str, list[tuple[str, int, str]]] = {
             r"[A-Z0-9]{2}(?:[A-Z0-9]{3})?\b",
         ),
         # A currency sign or code before or after an amount in any notation.
-        ("money", 5, r"[€$£¥￥] ?(?:" + _AMOUNT + ")"),
-        ("money", 5, _words(_CURRENCY_CODES) + r" ?(?:" + _AMOUNT + ")"),
+        ("money", 5, r"[€$£¥￥] ?(?:" + _AMOUNT + ")", _SIGNS),
+        ("money", 5, _words(_CURRENCY_CODES) + r" ?(?:" + _AMOUNT + ")", _CODES),
         (
             "money",
             5,
             _NUMBER_START + r"(?:" + _AMOUNT_REST + r") ?(?:[€$£¥]|(?:" + _CURRENCY_CODES + r")\b)",
+            _SIGNS + _CODES,
         ),
     ],
     "de": [
         ("date", 4, r"\d(?<![\d.]\d)\d?\.\d{1,2}\.(?:\d{4}|\d{2})(?!\.?\d)"),
         ("date", 4, _NUMBER_START + r"\d?\. ?(?:" + _DE_MONTHS + r")(?: \d{4})?\b"),
-        ("date", 3, _words("Montag|Dienstag|Mittwoch|Donnerstag|Freitag|Samstag|Sonntag") + r"\b"),
+        (
+            "date",
+            3,
+            _words("Montag|Dienstag|Mittwoch|Donnerstag|Freitag|Samstag|Sonntag") + r"\b",
+            ("tag", "woch"),
+        ),
         (
             "address",
             5,
@@ -113,7 +124,12 @@ LANGUAGE_FACTS: dict[str, list[tuple[str, int, str]]] = {
         ("date", 4, _words(_EN_MONTHS) + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b"),
         ("date", 4, _NUMBER_START + r"\d?(?:st|nd|rd|th)? (?:" + _EN_MONTHS + r")\.?,? \d{4}\b"),
         ("date", 4, _NUMBER_START + r"\d{3}/\d{1,2}/\d{1,2}\b"),
-        ("date", 3, _words("Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday") + r"\b"),
+        (
+            "date",
+            3,
+            _words("Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday") + r"\b",
+            ("day",),
+        ),
         (
             "address",
             5,
@@ -178,13 +194,12 @@ class Found:
     weight: int
 
 
-_TABLE = [row for rows in LANGUAGE_FACTS.values() for row in rows]
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # (kind, weight, pattern, whether it needs a CJK character), in the tables' order.
 _ROWS = [
-    (kind, weight, re.compile(pattern), language == "zh")
+    (row[0], row[1], re.compile(row[2]), language == "zh", row[3] if len(row) > 3 else ())
     for language, rows in LANGUAGE_FACTS.items()
-    for kind, weight, pattern in rows
+    for row in rows
 ]
 # The kinds only these tables find, in the order a check ranks them among equals (after
 # the combined pattern's kinds).
@@ -236,8 +251,8 @@ def locale_facts(text: str) -> list[Found]:
         return []
     cjk = _CJK.search(text) is not None
     matches = []
-    for order, (kind, weight, pattern, needs_cjk) in enumerate(_ROWS):
-        if needs_cjk and not cjk:
+    for order, (kind, weight, pattern, needs_cjk, needs) in enumerate(_ROWS):
+        if (needs_cjk and not cjk) or (needs and not any(n in text for n in needs)):
             continue
         for match in pattern.finditer(text):
             start, stop = match.span("v") if "v" in pattern.groupindex else match.span()

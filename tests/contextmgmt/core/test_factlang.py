@@ -104,4 +104,4 @@ def test_what_is_not_a_language_fact(message):
 def test_every_language_has_its_own_table():
     assert {"all", "de", "en", "zh"} <= set(LANGUAGE_FACTS)
     for rows in LANGUAGE_FACTS.values():
-        assert all(isinstance(kind, str) and weight > 0 for kind, weight, _ in rows)
+        assert all(isinstance(kind, str) and weight > 0 for kind, weight, *_ in rows)
