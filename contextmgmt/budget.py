@@ -24,12 +24,13 @@ from contextmgmt.core.budget import (
     effective_input_tokens,
     usable_input_tokens,
 )
+from contextmgmt.env_window import env_window, output_for
 from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)
 
 BudgetRole = Literal["main", "fast"]
-BudgetSource = Literal["db", "env", "default"]
+BudgetSource = Literal["db", "env", "endpoint", "default"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,11 @@ def resolve_budget(role: BudgetRole = "main") -> Budget:
         source: BudgetSource = "default"
     else:
         source = "env"
+    found = env_window(role) if context_size is None else None
+    if found is not None and found.context_size:
+        # Read from the endpoint at start-up (contextmgmt.env_window).
+        max_output = output_for(found, max_output, DEFAULT_MAX_OUTPUT_TOKENS)
+        context_size, source = found.context_size, "endpoint"
     context_size = DEFAULT_CONTEXT_SIZE if context_size is None else context_size
     max_output = DEFAULT_MAX_OUTPUT_TOKENS if max_output is None else max_output
     return Budget(

@@ -72,6 +72,21 @@ def _settle_heap() -> None:
 
 _settle_heap()
 
+
+def _read_context_windows() -> None:
+    """The environment's endpoints asked for their windows, off the serving loop
+    (contextmgmt/env_window.py); runs use the default budget until the answer is in."""
+    import threading
+
+    from contextmgmt import env_window
+
+    threading.Thread(
+        target=env_window.read_env_windows, name="read-context-windows", daemon=True
+    ).start()
+
+
+_read_context_windows()
+
 # The lag monitor starts with the first connection: daphne has no startup hook.
 application = MonitoredApp(
     ProtocolTypeRouter(

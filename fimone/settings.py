@@ -314,6 +314,9 @@ LLM_PROVIDER_PROFILE = env.str("LLM_PROVIDER_PROFILE", default="")
 FAST_LLM_PROVIDER_PROFILE = env.str("FAST_LLM_PROVIDER_PROFILE", default="")
 LLM_TIMEOUT_SECONDS = _typed(env.float, "LLM_TIMEOUT_SECONDS", default=120.0)
 LLM_MAX_RETRIES = _typed(env.int, "LLM_MAX_RETRIES", default=2)
+# Without LLM_CONTEXT_SIZE, ask the environment's endpoint for its window at start-up
+# (contextmgmt/env_window.py).
+LLM_DISCOVER_CONTEXT = _typed(env.bool, "LLM_DISCOVER_CONTEXT", default=True)
 # A 429 is waited out (Retry-After, x-ratelimit-reset-*, else backoff with jitter) this many
 # times, each wait at most the cap; the SDK's own retries are off (docs/operations.md).
 LLM_RATE_LIMIT_RETRIES = _typed(env.int, "LLM_RATE_LIMIT_RETRIES", default=5)

@@ -247,6 +247,7 @@ class ScriptedServer:
             "LLM_MODEL": model,
             "LLM_MAX_RETRIES": "0",
             "LLM_RATE_LIMIT_RETRIES": "0",
+            "LLM_DISCOVER_CONTEXT": "false",  # the default budget, unless a test asks
             **extra,
         }
 
