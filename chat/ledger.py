@@ -39,6 +39,11 @@ def compaction_ledger(*, conversation: Conversation) -> dict[str, Any]:
         "cost_input_tokens": 0,
         "cost_output_tokens": 0,
         "saved_input_tokens": 0,
+        # Input tokens the provider read from its prompt cache, where it reported them.
+        "cached_input_tokens": 0,
+        # Tool results masked (stubs instead of the whole text), and the tokens that saved
+        # on the call that masked them.
+        "masked_results": 0,
     }
     used_by: dict[int, list[int]] = {}  # summary id -> tokens each request saved with it
     for metadata in answers:
@@ -50,6 +55,8 @@ def compaction_ledger(*, conversation: Conversation) -> dict[str, Any]:
         totals["cost_input_tokens"] += _int(usage.get("compaction_input_tokens"))
         totals["cost_output_tokens"] += _int(usage.get("compaction_output_tokens"))
         totals["saved_input_tokens"] += _int(usage.get("compaction_saved_tokens"))
+        totals["cached_input_tokens"] += _int(usage.get("cached_input_tokens"))
+        totals["masked_results"] += sum(_int(e.get("masked_count")) for e in entries)
         history = metadata.get("compaction") or {}
         summary_id = history.get("summary_id")
         if isinstance(summary_id, int):

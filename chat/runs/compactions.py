@@ -28,6 +28,7 @@ from contextmgmt.db_memory import MAX_FACTS_SHOWN, NewSummary
 
 LEDGER_FIELDS = ("scope", "strategy", "tokens_before", "tokens_after")
 MAX_LEDGER_ENTRIES = 50
+MAX_MASKED_IN_LEDGER = 20
 
 
 def ledger_entry(payload: dict[str, Any]) -> dict[str, Any]:
@@ -38,6 +39,11 @@ def ledger_entry(payload: dict[str, Any]) -> dict[str, Any]:
     for key in ("summary_id", "reused_summary", "cut_for_request", "overflow_retry"):
         if payload.get(key) is not None:
             entry[key] = payload[key]
+    if payload.get("masked_count"):
+        # Tool results masked, apart from what was summarised (the receipt lists them).
+        entry["masked_count"] = int(payload["masked_count"])
+        entry["masked_tokens_saved"] = int(payload.get("masked_tokens_saved") or 0)
+        entry["masked"] = list(payload.get("masked") or [])[:MAX_MASKED_IN_LEDGER]
     return entry
 
 

@@ -93,6 +93,9 @@ def usage_totals(answer: Usage, compaction: Usage) -> dict[str, Any]:
     reasoning = answer.reasoning_tokens + compaction.reasoning_tokens
     if reasoning:  # part of the output tokens, shown apart
         totals["reasoning_tokens"] = reasoning
+    cached = answer.cached_input_tokens + compaction.cached_input_tokens
+    if cached:  # part of the input tokens, read from the provider's prompt cache
+        totals["cached_input_tokens"] = cached
     if answer.estimated or compaction.estimated:  # some call's usage was fimone's count
         totals["estimated"] = True
     return totals

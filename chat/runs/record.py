@@ -21,6 +21,7 @@ RECORD_MAX_FACTS = 100
 RECORD_MAX_STEPS = 50  # the first half and the newest half are kept, the middle counted
 RECORD_MAX_ROUNDS = 6
 RECORD_MAX_PLAN_STEPS = 20
+RECORD_MAX_MASKED = 20  # masked tool results listed with a compaction note
 # The model's reasoning text kept with the answer (shown collapsed on reload); the start of
 # it is kept, the rest counted.
 RECORD_MAX_REASONING_CHARS = 20_000
@@ -66,6 +67,26 @@ def _summary_fields(payload: dict[str, Any]) -> dict[str, Any]:
         if isinstance(facts, list):
             out[key] = [str(f)[:200] for f in facts[:RECORD_MAX_FACTS]]
     return out
+
+
+def _masked_fields(payload: dict[str, Any]) -> dict[str, Any]:
+    """The tool results a compaction masked (tool, size, tokens saved), for the reload."""
+    masked = payload.get("masked")
+    if not isinstance(masked, list) or not masked:
+        return {}
+    return {
+        "masked": [
+            {
+                "tool": str(m.get("tool", ""))[:200],
+                "chars": int(m.get("chars") or 0),
+                "tokens_saved": int(m.get("tokens_saved") or 0),
+            }
+            for m in masked[:RECORD_MAX_MASKED]
+            if isinstance(m, dict)
+        ],
+        "masked_count": int(payload.get("masked_count") or len(masked)),
+        "masked_tokens_saved": int(payload.get("masked_tokens_saved") or 0),
+    }
 
 
 def _clip(value: Any) -> Any:
@@ -163,6 +184,7 @@ class RunRecord:
             entry = {"kind": "compact"}
             entry.update({k: _clip(payload[k]) for k in _COMPACT_FIELDS if k in payload})
             entry.update(_summary_fields(payload))
+            entry.update(_masked_fields(payload))
             self._step(entry)
         elif event_type == "dag.plan":
             self._plan(payload)

@@ -31,6 +31,9 @@ class Usage:
     output_tokens: int = 0
     reasoning_tokens: int = 0
     estimated: bool = field(default=False, compare=False)
+    # The part of ``input_tokens`` the provider read from its prompt cache, where it says
+    # (OpenAI's ``prompt_tokens_details.cached_tokens``).
+    cached_input_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -38,6 +41,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
             self.estimated or other.estimated,
+            self.cached_input_tokens + other.cached_input_tokens,
         )
 
     def add(self, other: Usage) -> None:
@@ -45,6 +49,7 @@ class Usage:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.reasoning_tokens += other.reasoning_tokens
+        self.cached_input_tokens += other.cached_input_tokens
         self.estimated = self.estimated or other.estimated
 
     def as_dict(self) -> dict[str, Any]:
@@ -54,6 +59,8 @@ class Usage:
         }
         if self.reasoning_tokens:
             out["reasoning_tokens"] = self.reasoning_tokens
+        if self.cached_input_tokens:
+            out["cached_input_tokens"] = self.cached_input_tokens
         if self.estimated:
             out["estimated"] = True
         return out

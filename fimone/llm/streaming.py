@@ -124,8 +124,11 @@ def usage_of(wire: Any) -> Usage | None:
         return None
     details = wire.get("completion_tokens_details")
     reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    prompt = wire.get("prompt_tokens_details")
+    cached = prompt.get("cached_tokens") if isinstance(prompt, dict) else None
     return Usage(
         int(wire["prompt_tokens"] or 0),
         int(wire.get("completion_tokens") or 0),
         int(reasoning or 0),
+        cached_input_tokens=int(cached or 0),
     )

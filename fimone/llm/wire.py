@@ -59,7 +59,13 @@ def usage_of_reply(wire: Any) -> Usage | None:
         return None
     details = getattr(wire, "completion_tokens_details", None)
     reasoning = getattr(details, "reasoning_tokens", None) or 0
-    return Usage(int(wire.prompt_tokens or 0), int(wire.completion_tokens or 0), int(reasoning))
+    cached = getattr(getattr(wire, "prompt_tokens_details", None), "cached_tokens", None) or 0
+    return Usage(
+        int(wire.prompt_tokens or 0),
+        int(wire.completion_tokens or 0),
+        int(reasoning),
+        cached_input_tokens=int(cached),
+    )
 
 
 def estimate(messages: list[ChatMessage], reply: ChatMessage) -> Usage:

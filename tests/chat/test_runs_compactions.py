@@ -221,6 +221,8 @@ def test_the_context_gauge_carries_the_ledger_and_hides_others(
         "cost_input_tokens": 0,
         "cost_output_tokens": 0,
         "saved_input_tokens": 0,
+        "cached_input_tokens": 0,
+        "masked_results": 0,
         "net_saved_tokens": 0,
         "summaries": [],
     }
@@ -381,3 +383,23 @@ async def test_the_history_event_counts_what_the_stored_summary_covers_rv_1(
     assert history["summarized_count"] == 6
     answer = await Message.objects.aget(pk=events[-1]["message_id"])
     assert answer.metadata["compaction"]["summarized_count"] == 6
+
+
+def test_the_ledger_keeps_what_masking_did_apart_from_summaries_rm_4():
+    from chat.runs.compactions import ledger_entry
+
+    entry = ledger_entry(
+        {
+            "scope": "iteration",
+            "strategy": "mask",
+            "tokens_before": 9_000,
+            "tokens_after": 3_000,
+            "masked": [{"tool": "read_log", "chars": 20_000, "tokens_saved": 4_900}],
+            "masked_count": 1,
+            "masked_tokens_saved": 4_900,
+        }
+    )
+    assert entry["strategy"] == "mask" and entry["masked_count"] == 1
+    assert entry["masked"] == [{"tool": "read_log", "chars": 20_000, "tokens_saved": 4_900}]
+    assert entry["masked_tokens_saved"] == 4_900
+    assert entry["cost_input_tokens"] == 0  # masking asks no model

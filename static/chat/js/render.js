@@ -86,7 +86,23 @@ export function ledgerLines(usage) {
     const format = entry.reused_summary
       ? gettext("%(scope)s: stored summary reused, %(before)s → %(after)s tokens, cost %(cost)s")
       : gettext("%(scope)s: %(before)s → %(after)s tokens, cost %(cost)s");
-    return interpolate(format, facts, true);
+    const line = interpolate(format, facts, true);
+    const masked = Array.isArray(entry.masked) ? entry.masked : [];
+    if (!masked.length) return line;
+    // Masked tool results, apart from what was summarised: tool, size, tokens saved.
+    const each = masked.map((m) =>
+      interpolate(
+        gettext("%(tool)s %(chars)s chars, %(saved)s tokens saved"),
+        { tool: String(m.tool || "?"), chars: n(m.chars), saved: n(m.tokens_saved) },
+        true,
+      ),
+    );
+    const head = interpolate(
+      ngettext("masked %(count)s tool result:", "masked %(count)s tool results:", Number(entry.masked_count) || masked.length),
+      { count: n(entry.masked_count || masked.length) },
+      true,
+    );
+    return `${line}\n  ${head} ${each.join("; ")}`;
   });
   lines.push(
     interpolate(
@@ -267,12 +283,46 @@ export function summarizedCount(facts) {
   return { summarized: Math.max(0, original - kept), kept };
 }
 
+// What masking did (``facts.masked``: tool, chars, tokens_saved each), listed apart from
+// what was summarised: one line per masked tool result; null when nothing was masked.
+export function maskedList(facts) {
+  const items = Array.isArray(facts.masked) ? facts.masked : [];
+  if (!items.length) return null;
+  const number = (v) => (Number(v) || 0).toLocaleString(document.documentElement.lang || undefined);
+  const count = Number(facts.masked_count) || items.length;
+  const head = interpolate(
+    ngettext(
+      "%(count)s old tool result masked (a stub says how to get it back), %(saved)s tokens saved:",
+      "%(count)s old tool results masked (a stub says how to get each back), %(saved)s tokens saved:",
+      count,
+    ),
+    { count: number(count), saved: number(facts.masked_tokens_saved) },
+    true,
+  );
+  const list = el("ul", { class: "masked-list" });
+  for (const item of items) {
+    list.append(
+      el("li", {
+        class: "masked-item",
+        text: interpolate(
+          gettext("%(tool)s: %(chars)s characters, %(saved)s tokens saved"),
+          { tool: String(item.tool || "?"), chars: number(item.chars), saved: number(item.tokens_saved) },
+          true,
+        ),
+      }),
+    );
+  }
+  return el("div", { class: "masked-results", role: "note" }, el("p", { text: head }), list);
+}
+
 export function compactDivider(facts) {
   const { summarized } = summarizedCount(facts);
   const text = interpolate(
     facts.strategy === "truncate"
       ? gettext("Earlier context (%(messages)s) was left out to fit the model's context")
-      : gettext("Earlier context (%(messages)s) was summarized by AI"),
+      : facts.strategy === "mask"
+        ? gettext("Earlier tool results were masked to fit the model's context")
+        : gettext("Earlier context (%(messages)s) was summarized by AI"),
     { messages: messages(summarized) },
     true,
   );
@@ -727,6 +777,13 @@ export class AssistantView {
         { in: number(cin), out: number(cout) },
         true,
       ),
+      Number(usage.cached_input_tokens)
+        ? interpolate(
+            gettext("Cached input: %(tokens)s of the input tokens were read from the provider's cache"),
+            { tokens: number(Number(usage.cached_input_tokens)) },
+            true,
+          )
+        : "",
       ledgerLines(usage),
       describedAfterLine(usage.described_after),
       usage.estimated ? gettext("Estimated: some of these figures are fimone's own count, as the model did not report them") : "",

@@ -5,7 +5,7 @@
 // "keep verbatim". Text from the server only ever goes in through textContent.
 
 import { api } from "./api.js";
-import { compactDivider, el, icon, placeAction, userActions } from "./render.js";
+import { compactDivider, el, icon, maskedList, placeAction, userActions } from "./render.js";
 
 const SUMMARY_PREFIX = "[Conversation summary]";
 const COVERED_PAGE = 50;
@@ -28,7 +28,9 @@ let panelSeq = 0;
 // was summarised (a truncation has no summary to show: the plain line).
 export function summaryDivider(facts) {
   const line = compactDivider(facts);
-  if (facts.strategy === "truncate") return line;
+  const masked = maskedList(facts);
+  if (masked) line.append(masked);
+  if (facts.strategy === "truncate" || facts.strategy === "mask") return line;
   const panelId = `summary-panel-${++panelSeq}`;
   const toggle = el(
     "button",
@@ -49,6 +51,7 @@ export function summaryDivider(facts) {
     hidden: true,
   });
   const wrap = el("div", { class: "compact-divider openable" }, toggle, panel);
+  if (masked) wrap.append(masked);
   let loaded = false;
   toggle.addEventListener("click", () => {
     const open = toggle.getAttribute("aria-expanded") !== "true";

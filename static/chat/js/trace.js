@@ -4,7 +4,7 @@
 // ({replanRound}); only the re-plan counter is read here.
 
 import { showApproval } from "./approval.js";
-import { formatK } from "./render.js";
+import { el, formatK, maskedList } from "./render.js";
 import { compactionNote } from "./steering.js";
 
 // One whole sentence per case, so that each language can word it naturally.
@@ -25,12 +25,21 @@ const SUMMARISED = {
   fit: gettext("Context summarised to fit: %(before)s → %(after)s tokens"),
 };
 
+const MASKED = {
+  planner: gettext("Old tool results masked for planning: %(before)s → %(after)s tokens"),
+  step: gettext("Old tool results masked for step %(step)s: %(before)s → %(after)s tokens"),
+  any_step: gettext("Old tool results masked for a step: %(before)s → %(after)s tokens"),
+  iteration: gettext("Old tool results masked before the next model call: %(before)s → %(after)s tokens"),
+  fit: gettext("Old tool results masked to fit: %(before)s → %(after)s tokens"),
+};
+
 export const TRACE_HANDLERS = {
   // In the user's words: what was shortened, for which part of the work, and how.
   compact(view, frame) {
     const scope =
       frame.scope === "step" && frame.step_id === undefined ? "any_step" : frame.scope;
-    const texts = frame.strategy === "truncate" ? SHORTENED : SUMMARISED;
+    const texts =
+      frame.strategy === "truncate" ? SHORTENED : frame.strategy === "mask" ? MASKED : SUMMARISED;
     const values = {
       step: frame.step_id,
       before: formatK(frame.tokens_before),
@@ -38,9 +47,14 @@ export const TRACE_HANDLERS = {
     };
     const text = interpolate(texts[scope] || texts.fit, values, true);
     // A summary opens like the divider: its text, the fact check, what it stands for.
-    if (frame.strategy === "llm" && (frame.summary || frame.summary_id)) {
-      view.addNote(compactionNote(frame, text));
-    } else view.addNote(text);
+    const note =
+      frame.strategy === "llm" && (frame.summary || frame.summary_id)
+        ? compactionNote(frame, text)
+        : el("div", { class: "step-note", text });
+    // What was masked, listed apart from what was summarised.
+    const masked = maskedList(frame);
+    if (masked) note.append(masked);
+    view.addNote(note);
   },
 
   // A note the server wrote for the user (e.g. a tool server left out of this answer).
