@@ -2,6 +2,7 @@
 
 import asyncio
 import gc
+import logging
 import os
 import sys
 
@@ -26,6 +27,11 @@ def _drain_on_sigterm() -> None:
     (docs/operations.md). Installed once Twisted's own signal handlers are in place."""
     if "daphne.server" not in sys.modules:
         return  # imported by another server or by tests
+    if "fimone.server" not in sys.modules:
+        logging.getLogger(__name__).warning(
+            "started by plain daphne: Twisted parses form bodies on the event loop; start "
+            "fimone with `python -m fimone.server` (docs/operations.md, section 3)"
+        )
     from twisted.internet import reactor
 
     def install() -> None:

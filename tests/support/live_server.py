@@ -143,7 +143,7 @@ class LiveServer:
             [
                 sys.executable,
                 "-m",
-                "daphne",
+                "fimone.server",  # daphne without Twisted's form parsing, as in production
                 "-b",
                 "127.0.0.1",
                 "-p",

@@ -1,0 +1,137 @@
+"""Request bodies through a real daphne (not Django's test client, which skips Twisted):
+no form body is parsed on the event loop, so a hostile body sent without a login does not
+pause a streaming answer, and a broken multipart upload gets fimone's JSON error.
+
+The server is fimone's (``fimone.server``, as ``bin/run`` and docs/operations.md start it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import threading
+import time
+
+import pytest
+import websockets
+
+from tests.support.scripted_server import text
+
+pytestmark = pytest.mark.slow
+
+# The largest pause between two deltas of an answer streamed every 50 ms that the test
+# accepts while the bodies are sent: Twisted's parsing of them paused it for seconds.
+LARGEST_GAP_SECONDS = 1.5
+
+
+@pytest.fixture
+def scripted_daphne(live_daphne_factory, scripted_server):
+    return live_daphne_factory(
+        env={"LLM_BASE_URL": scripted_server.base_url, "LLM_API_KEY": "k", "LLM_MODEL": "m"}
+    )
+
+
+def many_parts(count: int) -> tuple[bytes, str]:
+    part = b'--B\r\nContent-Disposition: form-data; name="a"\r\n\r\nx\r\n'
+    return part * count + b"--B--\r\n", "multipart/form-data; boundary=B"
+
+
+def urlencoded(size: int) -> tuple[bytes, str]:
+    pair = b"a=x&"
+    return pair * (size // len(pair)), "application/x-www-form-urlencoded"
+
+
+def post(server, path: str, body: bytes, content_type: str, *, logged_in: bool = False):
+    """(status, content type, body) of a raw POST."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    headers = {"Content-Type": content_type, "Content-Length": str(len(body))}
+    if logged_in:
+        csrf = "c" * 32
+        headers |= {
+            "Cookie": f"sessionid={server.session_cookie}; csrftoken={csrf}",
+            "X-CSRFToken": csrf,
+            "Origin": server.origin,
+            "Referer": server.base_url + "/",
+        }
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.getheader("Content-Type") or "", response.read()
+    finally:
+        connection.close()
+
+
+async def streamed_gaps(server, conversation_id: str, started: threading.Event) -> list[float]:
+    """Seconds between the deltas of one answer, as a client receives them."""
+    url = f"{server.ws_url}/ws/chat/{conversation_id}/"
+    async with websockets.connect(url, additional_headers=server.ws_headers()) as ws:
+        await ws.send(json.dumps({"type": "message", "content": "stream, please"}))
+        stamps: list[float] = []
+        async with asyncio.timeout(120):
+            while True:
+                frame = json.loads(await ws.recv())
+                if frame["type"] == "answer.delta":
+                    stamps.append(time.monotonic())
+                    started.set()
+                if frame["type"] in ("done", "error"):
+                    assert frame["type"] == "done", frame
+                    break
+    return [later - earlier for earlier, later in zip(stamps, stamps[1:], strict=False)]
+
+
+def test_hostile_bodies_do_not_pause_a_streaming_answer(scripted_daphne, scripted_server):
+    words = [f"w{i} " for i in range(240)]  # 240 deltas 50 ms apart: 12 s of answer
+    scripted_server.enqueue(text("".join(words), chunk_delay=0.05))
+    cid = scripted_daphne.api("POST", "/api/conversations/", {})["id"]
+    started = threading.Event()
+    answers: list[tuple[int, str, bytes]] = []
+
+    def attack() -> None:
+        started.wait(60)
+        parts = many_parts(175_000)  # about 10 MB, within the documented nginx limit
+        for body in (parts, urlencoded(4 * 1024 * 1024), parts):
+            answers.append(post(scripted_daphne, "/healthz", *body))
+
+    attacker = threading.Thread(target=attack)
+    attacker.start()
+    gaps = asyncio.run(streamed_gaps(scripted_daphne, cid, started))
+    attacker.join(120)
+    assert len(answers) == 3, "the bodies were not all answered while the answer streamed"
+    # Django answered them (a JSON or HTML error of its own), not Twisted's empty 400.
+    assert all(status in (403, 405) and body for status, _, body in answers), answers
+    assert max(gaps) < LARGEST_GAP_SECONDS, f"largest pause {max(gaps):.2f} s"
+
+
+def test_a_4_mb_urlencoded_body_is_the_json_413(scripted_daphne):
+    cid = scripted_daphne.api("POST", "/api/conversations/", {})["id"]
+    status, content_type, body = post(
+        scripted_daphne,
+        f"/api/conversations/{cid}/attachments/",
+        *urlencoded(4 * 1024 * 1024),
+        logged_in=True,
+    )
+    assert (status, content_type) == (413, "application/json")
+    assert json.loads(body)["error"]["code"] == "body_too_large"
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"--x\r\nbroken\r\n", "multipart/form-data"),  # no boundary
+        (b"--x\r\nbroken\r\n", "multipart/form-data; boundary=" + "x" * 250),  # too long
+    ],
+)
+def test_a_broken_multipart_upload_is_the_json_invalid_multipart(
+    scripted_daphne, body, content_type
+):
+    cid = scripted_daphne.api("POST", "/api/conversations/", {})["id"]
+    status, answered_type, answer = post(
+        scripted_daphne,
+        f"/api/conversations/{cid}/attachments/",
+        body,
+        content_type,
+        logged_in=True,
+    )
+    assert (status, answered_type) == (400, "application/json"), answer
+    assert json.loads(answer)["error"]["code"] == "invalid_multipart"
