@@ -31,6 +31,25 @@ function titleOf(conversation) {
   return conversation.title || gettext("New chat");
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+// The heading a conversation is listed under, by when it last changed, in the reader's own
+// calendar: Today, Yesterday, Previous 7 days, Previous 30 days, then its month (with the
+// year once it is not this year's). The list is newest first, so each heading starts a run.
+export function dateGroupOf(updatedAt, now = new Date()) {
+  const when = new Date(updatedAt);
+  if (Number.isNaN(when.getTime())) return gettext("Older");
+  const startOfToday = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime();
+  const days = Math.floor((startOfToday - new Date(when.getFullYear(), when.getMonth(), when.getDate()).getTime()) / DAY_MS);
+  if (days <= 0) return gettext("Today");
+  if (days === 1) return gettext("Yesterday");
+  if (days < 7) return gettext("Previous 7 days");
+  if (days < 30) return gettext("Previous 30 days");
+  const lang = document.documentElement.lang || undefined;
+  const options = when.getFullYear() === now.getFullYear() ? { month: "long" } : { month: "long", year: "numeric" };
+  return new Intl.DateTimeFormat(lang, options).format(when);
+}
+
 export class Sidebar {
   constructor({ onOpen, onNew, onRename, onDelete, loadPage }) {
     this.onOpen = onOpen;
@@ -152,7 +171,7 @@ export class Sidebar {
     this.loadingMore = false;
     this.render();
     this.watchMore();
-    if (keepFocus) (this.more.hidden ? this.list.querySelector("li:last-child a") : this.more)?.focus();
+    if (keepFocus) (this.more.hidden ? this.list.querySelector(".conv-item:last-child a") : this.more)?.focus();
   }
 
   upsert(conversation, { toTop = false } = {}) {
@@ -175,7 +194,17 @@ export class Sidebar {
 
   render() {
     this.empty.hidden = this.conversations.length > 0 || this.searching;
-    this.list.replaceChildren(...this.conversations.map((c) => this.item(c)));
+    const rows = [];
+    let group = null;
+    for (const conversation of this.conversations) {
+      const heading = dateGroupOf(conversation.updated_at);
+      if (heading !== group) {
+        group = heading;
+        rows.push(el("li", { class: "conv-group", role: "presentation" }, el("h2", { class: "conv-group-title", text: heading })));
+      }
+      rows.push(this.item(conversation));
+    }
+    this.list.replaceChildren(...rows);
     this.more.hidden = !this.next || this.searching;
     this.more.setAttribute("aria-disabled", String(this.loadingMore));
     if (!this.loadingMore) this.more.textContent = gettext("Show older conversations");
