@@ -87,3 +87,22 @@ def test_the_key_follows_a_redirect_on_the_same_host():
         found = discover(endpoint.url("/v1"), "m", "sk-key")
     assert found.context_size == 32_768
     assert endpoint.headers_for("/v2/models")[0]["authorization"] == "Bearer sk-key"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("claim", "said"), [(1, "fewer than"), (1e300, "could not read")])
+def test_the_admin_action_stores_no_window_fimone_cannot_use(admin_client, claim, said):
+    from django.urls import reverse
+
+    from contextmgmt.models import ModelConfig
+
+    with recording_server({"/v1/models": json_answer(models(max_model_len=claim))}) as server:
+        row = ModelConfig.objects.create(name="R", model="m", base_url=server.url("/v1"))
+        response = admin_client.post(
+            reverse("admin:contextmgmt_modelconfig_changelist"),
+            {"action": "read_from_endpoint_action", "_selected_action": [row.pk]},
+            follow=True,
+        )
+    assert response.status_code == 200 and said in response.content.decode()
+    row.refresh_from_db()
+    assert (row.context_size, row.max_output_tokens) == (128_000, 64_000)
