@@ -152,3 +152,26 @@ def test_with_the_connection_permission_staff_may_switch_a_server_off(client, st
     client.post(LIST_URL, {"action": "switch_off", "_selected_action": [row.pk]})
     row.refresh_from_db()
     assert not row.enabled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_api_cannot_create_or_change_a_tool_server(client, user, config_file):
+    from chat import services
+
+    client.force_login(user)
+    conversation = services.conversation_create(owner=user, title="t")
+    tool_servers.configured_servers()  # the file's server has its row
+    rows = list(ToolServer.objects.values())
+    definition = {"transport": "stdio", "command": "/bin/sh", "args": ["-c", "id"]}
+    for path in ("/api/tools/", f"/api/conversations/{conversation.pk}/tools/"):
+        for method in (client.post, client.put):
+            response = method(path, json.dumps({"name": "evil", **definition}), "application/json")
+            assert response.status_code == 405
+    switch = {"source": "mcp:local", "enabled": False, "url": "https://evil.example", **definition}
+    response = client.patch(
+        f"/api/conversations/{conversation.pk}/tools/", json.dumps(switch), "application/json"
+    )
+    assert response.status_code in (200, 400)  # a switch of this conversation at most
+    assert list(ToolServer.objects.values()) == rows  # no server row was made or changed
+    (spec,) = [s for s in tool_servers.configured_servers() if s.name == "local"]
+    assert spec.command == sys.executable and spec.transport == "stdio"
