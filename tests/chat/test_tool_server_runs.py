@@ -153,3 +153,27 @@ async def test_closing_the_tool_servers_stops_the_child(
             except ProcessLookupError:
                 break
             await asyncio.sleep(0.05)
+
+
+async def test_a_tool_marked_in_the_file_as_needing_approval_waits_for_the_user(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    mcp_file({"notes": {**server_entry(marker_dir), "needsApproval": ["slow"]}})
+    ws_fake_llm.enqueue(
+        ws_fake_llm.tool_call("notes__slow", '{"seconds": 0}'),
+        ws_fake_llm.tool_call("notes__echo", '{"text": "free"}'),
+        "Done.",
+    )
+    await send(socket, type="message", content="Sleep, then echo", mode="react")
+    events = await events_until(socket, "tool.approval", "done", "error")
+    request = events[-1]
+    assert request["type"] == "tool.approval" and request["tool"] == "notes__slow"
+    assert request["source"] == "mcp:notes"
+    assert not (marker_dir / "slow-started").exists()  # nothing ran before the answer
+    await send(socket, type="approval", request_id=request["request_id"], decision="once")
+    events = await events_until(socket, "tool.approval", "done", "error")
+    assert events[-1]["type"] == "done", events[-1]  # echo needed no approval
+    results = [
+        (s["name"], s["result"]) for s in of_type(events, "step") if s["kind"] == "tool_result"
+    ]
+    assert results == [("notes__slow", "slept 0.0"), ("notes__echo", "echo: free")]
