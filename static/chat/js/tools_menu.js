@@ -21,11 +21,14 @@ export class ToolsMenu {
         this.show(false);
       }
     });
-    this.menu.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") {
+    // Escape closes the menu wherever the focus is (creating the conversation on the first
+    // switch may move it to the composer).
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && !this.menu.hidden) {
         event.preventDefault();
+        const inside = this.menu.contains(document.activeElement);
         this.show(false);
-        this.button.focus();
+        if (inside) this.button.focus();
       }
     });
   }
