@@ -21,6 +21,10 @@ What is loaded, and why:
   summarising it again when pins exceed their share of the budget);
 - the trailing user message is dropped: it is the current query, which the agent appends
   itself, pinned;
+- an answer whose run called tools comes after its calls as compact records (an assistant
+  message calling them and each result as a masked stub naming its stored id, which
+  ``recall`` brings back whole; ``metadata["tool_record"]``), so the next run sees what the
+  answer relied on; ``recall``'s own calls are left out;
 - images (``metadata["images"]``) follow the image lifecycle (docs/architecture.md,
   "Images"): the current query's images and those of the newest ``pixel_turns`` user
   messages of the history (setting ``FIMONE_IMAGE_PIXEL_TURNS``, default 2) become base64
@@ -53,7 +57,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Case, Q, Value, When
+from django.db.models import Case, Exists, OuterRef, Q, Value, When
 from django.db.models.fields.json import KT
 
 from chat.document_context import (
@@ -64,9 +68,10 @@ from chat.document_context import (
     with_documents,
 )
 from chat.image_descriptions import describe_missing, describe_offline
-from chat.models import Attachment, ContextSummary, Message
+from chat.models import Attachment, ContextSummary, Message, ToolResult
 from contextmgmt.core.image_tokens import HEADER_BYTES
-from contextmgmt.core.messages import DOCUMENT_NOTES, IMAGE_NOTES, ChatMessage
+from contextmgmt.core.masking import MASKED_KEY, record_stub
+from contextmgmt.core.messages import DOCUMENT_NOTES, IMAGE_NOTES, ChatMessage, ToolCall
 from contextmgmt.db_memory import LoadedHistory, StoredSummary
 
 logger = logging.getLogger(__name__)
@@ -111,13 +116,60 @@ def load_history(
     users = [i for i, row in enumerate(kept) if row[1] == "user"]
     as_pixels = set(users[-pixel_turns:]) if vision and pixel_turns > 0 else set()
     url_of = header_url if for_count else data_url
-    return LoadedHistory(
-        messages=[
-            _history_message(row, attachments, documents, i in as_pixels, url_of)
-            for i, row in enumerate(kept)
-        ],
-        summary=summary,
+    records = _tool_records([row[0] for row in kept if row[10] and not row[8]])
+    messages: list[ChatMessage] = []
+    for i, row in enumerate(kept):
+        message = _history_message(row, attachments, documents, i in as_pixels, url_of)
+        messages.extend(records.get(row[0], ()))
+        messages.append(message)
+    return LoadedHistory(messages=messages, summary=summary)
+
+
+# An answer's history carries at most this many of its run's tool calls (the newest).
+MAX_RECORDS_PER_ANSWER = 20
+# Tools whose results only quote the conversation: no record.
+_UNRECORDED_TOOLS = ("recall",)
+
+
+def _tool_records(answer_ids: list[int]) -> dict[int, list[ChatMessage]]:
+    """Each answer's tool calls as compact records, keyed by the answer's id: one assistant
+    message calling them and one result each, already masked (a stub naming the stored
+    result's id, which ``recall`` brings back whole). They go before the answer, so the
+    next run sees what the answer relied on; ``metadata["tool_record"]`` marks them."""
+    if not answer_ids:
+        return {}
+    rows = (
+        ToolResult.objects.filter(message_id__in=answer_ids)
+        .exclude(name__in=_UNRECORDED_TOOLS)
+        .order_by("message_id", "id")
+        .values_list("id", "message_id", "name", "arguments", "chars", "first_line")
     )
+    by_answer: dict[int, list[tuple]] = {}
+    for row in rows:
+        by_answer.setdefault(row[1], []).append(row)
+    out: dict[int, list[ChatMessage]] = {}
+    for answer_id, found in by_answer.items():
+        found = found[-MAX_RECORDS_PER_ANSWER:]
+        meta = {"id": answer_id, "tool_record": True}
+        calls = [
+            ToolCall(f"h{pk}", name, arguments or "{}") for pk, _, name, arguments, *_ in found
+        ]
+        records = [ChatMessage(role="assistant", content=None, tool_calls=calls, metadata=meta)]
+        for call, (pk, _answer, name, _args, chars, first_line) in zip(calls, found, strict=True):
+            records.append(
+                ChatMessage(
+                    role="tool",
+                    content=record_stub(call, chars, first_line, f"r{pk}"),
+                    tool_call_id=call.id,
+                    metadata={
+                        **meta,
+                        MASKED_KEY: {"tool": name, "chars": chars},
+                        "result_id": f"r{pk}",
+                    },
+                )
+            )
+        out[answer_id] = records
+    return out
 
 
 def image_pixel_turns() -> int:
@@ -160,8 +212,8 @@ def context_rows(conversation_id: Any) -> Any:
 
 
 def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[tuple]:
-    """(id, role, content, kind, status, created_at, images, pinned, covered, documents),
-    in (created_at, id) order."""
+    """(id, role, content, kind, status, created_at, images, pinned, covered, documents,
+    has_tools), in (created_at, id) order."""
     rows = context_rows(conversation_id)
     if summary is None:
         rows = rows.annotate(covered=Value(False))
@@ -184,10 +236,13 @@ def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> lis
     # it as a field, and the exception it keeps ties this load (and through its frames the
     # run's whole history) in a reference cycle that only a full collection frees.
     rows = rows.annotate(
-        images_json=KT("metadata__images"), documents_json=KT("metadata__documents")
+        images_json=KT("metadata__images"),
+        documents_json=KT("metadata__documents"),
+        # Whether its run stored tool results: their records are read only when some did.
+        has_tools=Exists(ToolResult.objects.filter(message_id=OuterRef("pk"))),
     )
     return [
-        (*row[:6], json_or_none(row[6]), *row[7:9], json_or_none(row[9]))
+        (*row[:6], json_or_none(row[6]), *row[7:9], json_or_none(row[9]), row[10])
         for row in rows.order_by("created_at", "id").values_list(
             "id",
             "role",
@@ -199,6 +254,7 @@ def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> lis
             "pinned",
             "covered",
             "documents_json",
+            "has_tools",
         )
     ]
 
@@ -211,7 +267,7 @@ def json_or_none(text: str | None) -> Any:
 
 
 def _is_context(row: tuple) -> bool:
-    _id, role, content, kind, status, _created, images, _pinned, _covered, documents = row
+    _id, role, content, kind, status, _created, images, _pinned, _covered, documents, _ = row
     if role == "user":
         return bool(content) or bool(_image_refs(images)) or bool(document_refs_of(documents))
     return bool(content) and kind != "error" and status not in _SKIPPED_ASSISTANT_STATUSES
@@ -224,7 +280,7 @@ def _history_message(
     pixels: bool,
     url_of: UrlOf,
 ) -> ChatMessage:
-    msg_id, role, content, _kind, _status, created_at, images, pinned, covered, docs = row
+    msg_id, role, content, _kind, _status, created_at, images, pinned, covered, docs, _ = row
     content = with_documents(content, document_notes(document_refs_of(docs), documents))
     refs = _image_refs(images)
     metadata: dict[str, Any] = {"id": msg_id, "created_at": created_at.isoformat()}

@@ -262,7 +262,7 @@ class DbMemory(BaseMemory):
         tokens = CompactUtils.estimate_messages_tokens(base)
         # A pinned message the summary covers as well is counted once.
         self.original_count = (stored.covered_count if stored else 0) + sum(
-            1 for m in history if not m.metadata.get("covered")
+            1 for m in history if not m.metadata.get("covered") and not is_record(m)
         )
         self.tokens_before = (stored.covered_tokens if stored else 0) + (
             CompactUtils.estimate_messages_tokens(history) if stored else tokens
@@ -271,7 +271,7 @@ class DbMemory(BaseMemory):
             self.was_compacted = stored is not None
             self.strategy = "summary" if stored else "none"
             self.summarized_count = stored.covered_count if stored else 0
-            self.compacted_count = len(base)
+            self.compacted_count = sum(1 for m in base if not is_record(m))
             self.tokens_after = tokens
             return base
 
@@ -321,7 +321,7 @@ class DbMemory(BaseMemory):
         # beside that summary as it is.
         self.strategy = "summary" if result.strategy == "none" and stored else result.strategy
         self.was_compacted = result.strategy != "none" or stored is not None
-        self.compacted_count = len(result.messages)
+        self.compacted_count = sum(1 for m in result.messages if not is_record(m))
         self.tokens_after = result.tokens_after
         if result.strategy == "llm":
             self.new_summary = _new_summary(stored, history, result)
@@ -333,6 +333,12 @@ class DbMemory(BaseMemory):
         elif stored is not None and any(m.is_summary for m in result.messages):
             self.summarized_count = stored.covered_count  # truncated around the stored one
         return result.messages
+
+
+def is_record(message: ChatMessage) -> bool:
+    """An earlier run's tool call or result in the history (counted with its answer, not as
+    a message of its own)."""
+    return bool(message.metadata.get("tool_record"))
 
 
 def cap_pinned_history(
@@ -421,7 +427,7 @@ def _new_summary(
     return NewSummary(
         summary=text,
         covers_through_id=through,
-        covered_count=already + len(newly),
+        covered_count=already + sum(1 for m in newly if not is_record(m)),
         tokens=CompactUtils.estimate_tokens(text),
         metadata={
             "covered_tokens": covered_tokens,

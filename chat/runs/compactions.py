@@ -24,7 +24,7 @@ from typing import Any
 from contextmgmt.core.compact import CompactResult
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_tokens
-from contextmgmt.db_memory import MAX_FACTS_SHOWN, NewSummary
+from contextmgmt.db_memory import MAX_FACTS_SHOWN, NewSummary, is_record
 
 LEDGER_FIELDS = ("scope", "strategy", "tokens_before", "tokens_after")
 MAX_LEDGER_ENTRIES = 50
@@ -97,7 +97,8 @@ def summary_of_history(
     if not made:
         return None
     folded = [m for m in result.summarized if m.is_summary]
-    others = [m for m in result.summarized if not m.is_summary]
+    # Earlier runs' tool records go with their answers: counted as the answers are.
+    others = [m for m in result.summarized if not m.is_summary and not is_record(m)]
     if any(id(m) not in coverage.covers or m.metadata.get("clipped") for m in folded):
         return None
     if coverage.base_count and not folded:
@@ -157,7 +158,9 @@ class RunCompactions:
             self.coverage = None
             return
         coverage = LoadedCoverage(
-            messages=[m for m in messages if isinstance(m.metadata.get("id"), int)],
+            messages=[
+                m for m in messages if isinstance(m.metadata.get("id"), int) and not is_record(m)
+            ],
             base_count=stored.covered_count if stored is not None else 0,
             base_tokens=stored.covered_tokens if stored is not None else 0,
         )

@@ -119,6 +119,22 @@ def stub_text(call: ToolCall, text: str, *, result_id: str | None = None) -> str
     )
 
 
+def record_stub(call: ToolCall, chars: int, first_line: str, result_id: str) -> str:
+    """The stub of an earlier run's result, from what is stored of it (size, first line):
+    what the next runs' history carries for each of its tool calls."""
+    first = first_line if len(first_line) <= FIRST_LINE_CHARS else first_line[:199] + "…"
+    args = short_arguments(call.arguments)
+    back = (
+        f"call {call.name}({args}) again"
+        if call.name in DOCUMENT_TOOLS
+        else f'call recall with id "{result_id}"'
+    )
+    return (
+        f"{MASK_PREFIX}: {call.name}({args}) returned {chars:,} characters. "
+        f"First line: {first}. For the whole result, {back}.]"
+    )
+
+
 def mask_tool_results(
     messages: list[ChatMessage],
     *,

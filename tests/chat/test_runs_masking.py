@@ -98,3 +98,41 @@ async def test_a_masked_result_comes_back_whole_and_an_earlier_calculation_is_fo
     assert {r.call_id for r in stored} >= {"vat", "log0", "log5"}
     log0 = next(r for r in stored if r.call_id == "log0")
     assert log0.content == log_text(0) and log0.chars == len(log_text(0))
+
+
+async def test_an_earlier_runs_tool_calls_come_as_masked_records_and_back_by_id(
+    user, conversation, ws_fake_llm, run_deps
+):
+    """The next run's history holds the earlier run's calls as valid tool pairs whose
+    results are stubs; recall with a stub's id brings the stored result back whole."""
+    with_log_tool(run_deps)
+    socket = await connect(user, conversation.id)
+    try:
+        ws_fake_llm.default = Script(call("read_log", {"n": 3}, "first"), "Log 3 is fine.")
+        await send(socket, type="message", content="Check the third import log.")
+        first = await events_until(socket, "done", "error")
+        assert first[-1]["type"] == "done", first[-1]
+        stored = await ToolResult.objects.aget(conversation=conversation, call_id="first")
+
+        ws_fake_llm.calls.clear()
+        ws_fake_llm.default = Script(
+            call("recall", {"id": stored.result_id}, "again"), "Its checksum is above."
+        )
+        await send(socket, type="message", content="What was that checksum again?")
+        second = await events_until(socket, "done", "error")
+        assert second[-1]["type"] == "done", second[-1]
+    finally:
+        await socket.disconnect()
+
+    request = ws_fake_llm.calls[0].messages
+    roles = [m.role for m in request]
+    i = next(k for k, m in enumerate(request) if m.tool_calls)
+    assert roles[i - 1 : i + 3] == ["user", "assistant", "tool", "assistant"]
+    (record_call,) = request[i].tool_calls
+    assert record_call.name == "read_log" and json.loads(record_call.arguments) == {"n": 3}
+    stub = request[i + 1].text()
+    assert request[i + 1].tool_call_id == record_call.id
+    assert f'recall with id "{stored.result_id}"' in stub and log_fact(3) not in stub
+    assert request[i + 2].text() == "Log 3 is fine."
+    (back,) = set(tool_texts(ws_fake_llm, "again"))
+    assert log_text(3) in back
