@@ -279,7 +279,9 @@ export function summarizedCount(facts) {
   }
   // Truncation drops old messages; an older answer's facts may lack the summary's count:
   // an LLM compaction replaces the old messages with one summary message.
-  const kept = facts.strategy === "truncate" ? compacted : Math.max(0, compacted - 1);
+  // Masking alone keeps every message (as stubs): no summary message among them.
+  const kept =
+    facts.strategy === "truncate" || facts.strategy === "mask" ? compacted : Math.max(0, compacted - 1);
   return { summarized: Math.max(0, original - kept), kept };
 }
 
