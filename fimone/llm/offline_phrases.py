@@ -108,9 +108,9 @@ PHRASES: dict[str, dict[str, str]] = {
         "zh": "根据 s1 收集到的信息写出最终回答。",
     },
     "verdict_ok": {
-        "en": "every step returned a non-empty result",
-        "de": "jeder Schritt hat ein nicht leeres Ergebnis geliefert",
-        "zh": "每个步骤都返回了非空结果",
+        "en": "every step returned a result and the answer holds each of them",
+        "de": "jeder Schritt hat ein Ergebnis geliefert und die Antwort enthält jedes davon",
+        "zh": "每个步骤都返回了结果，且回答包含了每个结果",
     },
     "verdict_no_results": {
         "en": "no step results were given",
@@ -123,9 +123,9 @@ PHRASES: dict[str, dict[str, str]] = {
         "zh": "步骤 {steps} 失败或没有结果",
     },
     "verdict_missing": {
-        "en": "no result states what was asked: {missing}",
-        "de": "kein Ergebnis nennt, was gefragt war: {missing}",
-        "zh": "结果中缺少所要求的值：{missing}",
+        "en": "the answer does not state what was asked: {missing}",
+        "de": "die Antwort nennt nicht, was gefragt war: {missing}",
+        "zh": "回答中缺少所要求的值：{missing}",
     },
 }
 # How a list of missing figures is joined in each language.

@@ -1,9 +1,10 @@
 """The offline model as planner ("JSON plan") and analyser ("JSON verdict").
 
 Plans split the current request into 2–3 steps, the last depending on the others and a part
-that builds on the previous one ("then … that result") depending on its step; verdicts say
-achieved when every step result is non-empty and not an error and every figure the request
-asks to compute appears in some result. The input shapes are
+that builds on the previous one ("then … that result", "dann verdopple es", "再乘以 10")
+depending on its step; verdicts say achieved when every step result is non-empty and not an
+error and the answer (the last step's result) states every figure the request asks to
+compute and every earlier step's value. The input shapes are
 those of fimone.agent (``Current request:`` in an enriched query, ``### Step <id>:`` headers
 in the analyser's input), read leniently.
 """
@@ -16,15 +17,19 @@ from typing import Any
 from .offline_arith import expected_values
 from .offline_phrases import SEPARATORS, phrase
 from .offline_text import detect_language
-from .offline_tools import BACK_REFERENCE
+from .offline_tools import builds_on_previous
 
 _REQUEST_MARK = re.compile(
     r"(?:current (?:request|query|question)|user request|request|query|goal|task|当前请求|当前问题)"
     r"\s*[:：]\s*",
     re.I,
 )
+# Words that start the next part: "then", "und dann", "danach", "anschließend", "然后",
+# "，再 …", "最后".
 _SPLIT = re.compile(
-    r"\s*(?:;|；|\band then\b|\bthen\b|\balso\b|\b(?:und )?dann\b|\bdanach\b|然后|并且|同时|另外"
+    r"\s*(?:;|；|(?:\b(?:and|und)\s+)?(?:\bthen\b|\bafter that\b|\bafterwards\b|\bfinally\b"
+    r"|\bdann\b|\bdanach\b|\banschlie(?:ß|ss)end\b|\bschlie(?:ß|ss)lich\b|\bzum schluss\b)"
+    r"|\balso\b|然后|并且|同时|另外|接着|随后|[，,]\s*(?:再|之后|最后|并)"
     r"|\band\b(?=\s+(?:what|how|tell|give|list|find|compute|calculate|write|explain|summari[sz]e"
     r"|check|compare)\b))\s*|(?<=[?？])\s*",
     re.I,
@@ -33,7 +38,13 @@ _FAILED = re.compile(
     r"^\(step failed|^(?:error|failed|failure)\b\s*[:：]|\[error\]|^\(no result\)|^\(empty\)",
     re.I,
 )
-_LEAD_IN = re.compile(r"^(?:first(?:ly)?|at first|zuerst|erstens|首先|先)[\s,，:]*", re.I)
+_LEAD_IN = re.compile(
+    r"^(?:first(?:ly)?|at first|zuerst|zunächst|erst(?:ens|mal)?|als erstes|请?首先|请?先)"
+    r"[\s,，:]*",
+    re.I,
+)
+# "Berechne zuerst 2+3": the German "first" after the verb.
+_FIRST_AFTER_VERB = re.compile(r"^(\S+)\s+(?:zuerst|zunächst|erstmal|erst)\b\s*", re.I)
 # The analyser input: "### Step s1: task" headers, each followed by that step's result.
 _STEP_HEADER = re.compile(r"^#+\s*Step\s+(\S+?)\s*:.*$", re.M)
 
@@ -64,7 +75,11 @@ def current_request(text: str) -> str:
 
 def request_parts(query: str) -> list[str]:
     """The request's parts, in order ("First compute 3+4, then multiply that result by 10")."""
-    parts = [_LEAD_IN.sub("", p.strip(" ,，.。")) for p in _SPLIT.split(query) if p]
+    parts = [
+        _FIRST_AFTER_VERB.sub(r"\1 ", _LEAD_IN.sub("", p.strip(" ,，.。")))
+        for p in _SPLIT.split(query)
+        if p
+    ]
     return [p for p in parts if len(p) > 1]
 
 
@@ -83,7 +98,7 @@ def make_plan(request_text: str, language: str = "en") -> dict[str, Any]:
             {
                 "id": f"s{i + 1}",
                 "task": part,
-                "depends_on": [f"s{i}"] if i and BACK_REFERENCE.search(part) else [],
+                "depends_on": [f"s{i}"] if i and builds_on_previous(part) else [],
             }
             for i, part in enumerate(parts[:2])
         ]
@@ -122,20 +137,40 @@ def _numbers(text: str) -> list[float]:
     return [float(n.replace(",", "")) for n in re.findall(r"-?\d[\d,]*(?:\.\d+)?", text)]
 
 
+_STATED_VALUE = re.compile(r"=\s*\**(-?\d[\d,]*(?:\.\d+)?)")
+
+
+def _holds(numbers: list[float], value: float) -> bool:
+    return any(abs(n - value) <= 1e-9 * max(1.0, abs(value)) for n in numbers)
+
+
 def missing_values(request: str, results: dict[str, str]) -> list[str]:
-    """The figures the request asks to compute that no step result states."""
-    found = [n for text in results.values() for n in _numbers(text)]
-    return [
+    """What the answer lacks: the figures the request asks to compute, and the value each
+    earlier step stated ("= 5"), that the answer does not state. The answer is the last
+    step's result: the step the others feed (the engine writes the reply from all of them,
+    but a plan whose last step dropped a figure did not finish the job)."""
+    if not results:
+        return []
+    *earlier, (last_id, answer) = results.items()
+    found = _numbers(answer)
+    missing = [
         label
         for label, value in expected_values(request_parts(" ".join(request.split())))
-        if not any(abs(n - value) <= 1e-9 * max(1.0, abs(value)) for n in found)
+        if not _holds(found, value)
     ]
+    for sid, text in earlier:
+        stated = _STATED_VALUE.findall(text)
+        if stated and not _holds(found, float(stated[-1].replace(",", ""))):
+            missing.append(f"{sid} = {stated[-1]}")
+    return missing
 
 
 def make_verdict(results_text: str, language: str = "en") -> dict[str, Any]:
-    """Achieved when every step result is non-empty and not an error, and every figure the
-    request asks to compute is stated by some result. The reason is in the request's
-    language (else ``language``, the user's)."""
+    """Achieved when every step result is non-empty and not an error (a skipped step is a
+    failed one), and the answer (the last step's result) states every figure the request
+    asks to compute and every earlier step's value. A failed step is the surer failure:
+    lower confidence than a missing figure. The reason is in the request's language (else
+    ``language``, the user's)."""
     request = _request_of(results_text)
     lang = (
         "zh"
@@ -144,14 +179,13 @@ def make_verdict(results_text: str, language: str = "en") -> dict[str, Any]:
     )
     results = step_results(results_text)
     bad = sorted(k for k, v in results.items() if not v or _FAILED.search(v))
-    missing = missing_values(request, results) if results else []
-    achieved = bool(results) and not bad and not missing
+    missing = missing_values(request, results)
     if not results:
-        reason = phrase("verdict_no_results", lang)
-    elif bad:
+        return {"achieved": False, "confidence": 0.2, "reason": phrase("verdict_no_results", lang)}
+    if bad:
         reason = phrase("verdict_failed", lang, steps=", ".join(bad))
-    elif missing:
+        return {"achieved": False, "confidence": 0.2, "reason": reason}
+    if missing:
         reason = phrase("verdict_missing", lang, missing=SEPARATORS[lang].join(missing))
-    else:
-        reason = phrase("verdict_ok", lang)
-    return {"achieved": achieved, "confidence": 0.9 if achieved else 0.35, "reason": reason}
+        return {"achieved": False, "confidence": 0.35, "reason": reason}
+    return {"achieved": True, "confidence": 0.9, "reason": phrase("verdict_ok", lang)}

@@ -27,7 +27,10 @@ from .offline_facts import drop_superseded, language_facts, repeated_rows, row_s
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")
 _GERMAN = re.compile(
-    r"\b(?:und|der|die|das|ist|nicht|ich|wir|mit|für|auf|eine?n?|bitte|danke)\b", re.IGNORECASE
+    r"\b(?:und|der|die|das|ist|nicht|ich|wir|mit|für|auf|eine?n?|bitte|danke|zuerst|dann"
+    r"|danach|anschließend|berechne|rechne|ergebnis|verdopple|halbiere|multipliziere"
+    r"|addiere|ziehe|teile|davon|dazu)\b",
+    re.IGNORECASE,
 )
 
 _ENGLISH = re.compile(

@@ -15,6 +15,8 @@ from typing import Any
 
 from contextmgmt.core.messages import ToolCall
 
+from .offline_ops import continue_from, has_operation, spell_out
+
 _WORD_OPS = [
     (re.compile(r"\bto the power of\b", re.I), "**"),
     (re.compile(r"\bmultiplied by\b|\btimes\b", re.I), "*"),
@@ -27,22 +29,18 @@ _WORD_OPS = [
     (re.compile(r"减去|减"), "-"),
 ]
 _NUM = r"-?\d+(?:\.\d+)?"
-# Verb-first phrasings: "multiply 7 by 10", "divide 9 by 3", "add 2 to 5", "subtract 2 from 5".
-_VERB_OPS = [
-    (re.compile(rf"\bmultiply\s+({_NUM})\s+(?:by|with)\s+({_NUM})", re.I), r"\1 * \2"),
-    (re.compile(rf"\bmultipliziere\s+({_NUM})\s+mit\s+({_NUM})", re.I), r"\1 * \2"),
-    (re.compile(rf"\bdivide\s+({_NUM})\s+by\s+({_NUM})", re.I), r"\1 / \2"),
-    (re.compile(rf"\badd\s+({_NUM})\s+to\s+({_NUM})", re.I), r"\2 + \1"),
-    (re.compile(rf"\bsubtract\s+({_NUM})\s+from\s+({_NUM})", re.I), r"\2 - \1"),
-]
 # "that result", "the previous answer", "das Ergebnis", "这个结果": a value an earlier step
 # produced, which a step reads from the dependency results it is given.
 BACK_REFERENCE = re.compile(
     r"\b(?:that|the|this|its|previous|last)\s+(?:previous\s+|last\s+)?"
     r"(?:result|number|value|answer|sum|product|total)\b"
-    r"|\b(?:das|dieses|vorige)\s+Ergebnis\b|(?:这个|那个|上一步的|上面的|该)?结果",
+    r"|\b(?:das|dies(?:es|em)?|dem|den|diesen)\s+(?:vorigen?\s+|letzten?\s+)?"
+    r"(?:Ergebnis|Resultat|Wert|Zahl)\b|\bdie(?:se)?\s+(?:Summe|Zahl)\b|\bdas\s+Produkt\b"
+    r"|(?:这个|那个|上一步的|上面的|该)?结果",
     re.I,
 )
+# "zum Ergebnis", "vom Ergebnis": the preposition stays ("addiere 4 zu 7", "ziehe 3 von 7 ab").
+_CONTRACTED = re.compile(r"\b(zu|vo)m\s+(?=(?:Ergebnis|Resultat|Wert)\b)", re.I)
 # "`3+4` = 7" (this model's calculator lines), "= 7", or failing that any number.
 _GIVEN_VALUE = re.compile(rf"=\s*\**({_NUM})\b")
 _ANY_NUMBER = re.compile(rf"(?<![\w.]){_NUM}(?![\w.])")
@@ -56,9 +54,26 @@ def given_value(given: str) -> str | None:
 
 
 def resolve_references(query: str, given: str) -> str:
-    """``query`` with "that result" (and the like) replaced by the value ``given`` holds."""
-    value = given_value(given) if given and BACK_REFERENCE.search(query) else None
-    return BACK_REFERENCE.sub(f" {value} ", query) if value is not None else query
+    """``query`` with "that result" (and the like) replaced by the value ``given`` holds,
+    and an operation without its first operand ("then double it", "dann addiere 4")
+    applied to that value."""
+    value = given_value(given) if given else None
+    if value is None:
+        return query
+    if BACK_REFERENCE.search(query):
+        query = _CONTRACTED.sub(
+            lambda m: f"{'zu' if m.group(1).lower() == 'zu' else 'von'} dem ", query
+        )
+        query = BACK_REFERENCE.sub(f" {value} ", query)
+    return continue_from(query, value)
+
+
+def builds_on_previous(part: str) -> bool:
+    """Whether a part of a request works on the part before's result: it names it ("that
+    result", "das Ergebnis", "结果") or is an operation without an operand of its own."""
+    if BACK_REFERENCE.search(part):
+        return True
+    return has_operation(part) and find_expression(part) is None
 
 
 MAX_CALCULATIONS = 5
@@ -68,7 +83,8 @@ _FUNC = r"(?:sqrt|log|ln|exp|abs|round|sin|cos|tan|floor|ceil)"
 _OPERAND = rf"(?:{_FUNC}\s*)?[(\s]*-?\d+(?:\.\d+)?\)*"
 _EXPRESSION = re.compile(rf"{_OPERAND}(?:\s*(?:\*\*|[-+*/%^])\s*{_OPERAND})+|{_FUNC}\s*\([^()]*\)")
 _CALC_INTENT = re.compile(
-    r"\b(?:calculate|compute|what(?:'s| is)|how much|evaluate|solve|sum)\b|=|算|等于|多少|是几",
+    r"\b(?:calculate|compute|what(?:'s| is)|how much|evaluate|solve|sum|berechne\w*|rechne"
+    r"|wie ?viel|ergibt)\b|=|算|等于|多少|是几",
     re.I,
 )
 _TIME_INTENT = re.compile(
@@ -106,13 +122,14 @@ def find_expressions(query: str) -> list[str]:
     text = _DATE_LIKE.sub(" ", query)
     text = _PERCENT_OF.sub(r"\1/100*\2", text)
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
-    for pattern, replacement in _VERB_OPS:
-        text = pattern.sub(replacement, text)
+    spelled = spell_out(text)
+    # An operation asked in words ("ziehe 3 von 5 ab") is asked, as "calculate" is.
+    intent = _CALC_INTENT.search(query) is not None or spelled != text
+    text = spelled
     text = text.replace("×", "*").replace("÷", "/").replace("（", "(").replace("）", ")")
     text = re.sub(r"(?<=\d)\s*[xX]\s*(?=\d)", "*", text)
     for pattern, op in _WORD_OPS:
         text = pattern.sub(f" {op} ", text)
-    intent = _CALC_INTENT.search(query) is not None
     expressions: list[str] = []
     for found in _EXPRESSION.findall(text):
         expr = re.sub(r"\s+", " ", found.replace("^", "**")).strip()

@@ -129,6 +129,29 @@ async def test_offline_model_dag_run(socket):
     assert of_type(events, "dag.plan") and of_type(events, "dag.analysis")
 
 
+async def test_offline_model_dag_run_in_german_does_every_step(socket):
+    """Through the consumer and the registry's offline model: the second German step
+    doubles the first one's result and the checker finds both in the answer."""
+    await send(
+        socket,
+        type="message",
+        content="Berechne zuerst 2+3, dann verdopple das Ergebnis",
+        mode="dag",
+    )
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    calls = [
+        (s["step_id"], json.loads(s["arguments"])["expression"])
+        for s in of_type(events, "step")
+        if s["kind"] == "tool_call"
+    ]
+    assert sorted(calls) == [("s1", "2+3"), ("s2", "5 * 2")]
+    (analysis,) = of_type(events, "dag.analysis")
+    assert analysis["achieved"] is True
+    answer = answer_text(events)
+    assert "10" in answer and "Offline-Modell" in answer
+
+
 async def test_injection_reaches_the_engine_at_its_next_iteration(
     socket, conversation, ws_fake_llm
 ):

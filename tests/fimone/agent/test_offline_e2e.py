@@ -158,3 +158,43 @@ async def test_the_offline_analyser_rejects_steps_that_lack_a_requested_result(
     assert "70" in first["reason"]
     assert len(events.of("dag.plan")) >= 2  # re-planned
     assert outcome.status == "done"
+
+
+@pytest.mark.parametrize(
+    ("request_text", "note"),
+    [
+        ("Berechne zuerst 2+3, dann verdopple das Ergebnis", "Offline-Modell"),
+        ("先计算2+3，然后把结果翻倍", "离线模型"),
+        ("First compute 2+3, then double the result", "offline model"),
+    ],
+)
+async def test_dag_doubles_the_first_result_in_every_language(
+    offline_context, events, request_text, note
+):
+    """The second step doubles the first one's value instead of repeating it, the analyser
+    sees both values in the answer, and the answer states 5 and 10 in the user's language."""
+    outcome = await run_dag(offline_context(request_text))
+    calls = {
+        p["step_id"]: json.loads(p["arguments"])["expression"]
+        for p in events.of("step")
+        if p["kind"] == "tool_call"
+    }
+    assert calls == {"s1": "2+3", "s2": "5 * 2"}
+    (analysis,) = events.of("dag.analysis")
+    assert analysis["achieved"] is True
+    assert re.search(r"(?<!\d)5(?!\d)", outcome.answer) and "10" in outcome.answer
+    assert note in outcome.answer
+
+
+async def test_a_german_step_that_skips_its_work_is_not_reported_achieved(offline_context, events):
+    """A worker that only repeats the first value: the offline analyser says in German that
+    10 is missing and the engine plans again."""
+    worker = FakeLLM(default="`2+3` = 5")
+    outcome = await run_dag(
+        offline_context("Berechne zuerst 2+3, dann verdopple das Ergebnis", fast_llm=worker)
+    )
+    first = events.of("dag.analysis")[0]
+    assert first["achieved"] is False and first["confidence"] < 0.8
+    assert "10" in first["reason"] and first["reason"].startswith("die Antwort nennt nicht")
+    assert len(events.of("dag.plan")) >= 2
+    assert outcome.status == "done"
