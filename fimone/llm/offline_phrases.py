@@ -97,6 +97,12 @@ PHRASES: dict[str, dict[str, str]] = {
         "de": "Die Ergebnisse von s1 und s2 zu einer Antwort für den Nutzer zusammenführen.",
         "zh": "综合 s1 和 s2 的结果，给出一个完整的回答。",
     },
+    "plan_combine_chain": {
+        "en": "Combine the results of {steps} and {last} into one answer for the user.",
+        "de": "Die Ergebnisse von {steps} und {last} zu einer Antwort für den Nutzer "
+        "zusammenführen.",
+        "zh": "综合 {steps} 和 {last} 的结果，给出一个完整的回答。",
+    },
     "plan_gather": {
         "en": "Collect the facts, figures and tool results needed for: {request}",
         "de": "Die Fakten, Zahlen und Werkzeugergebnisse sammeln, die dafür nötig sind: {request}",

@@ -89,7 +89,11 @@ def make_plan(request_text: str, language: str = "en") -> dict[str, Any]:
     short = query if len(query) <= 300 else query[:299] + "…"
     lang = detect_language(query, default=language)
     parts = request_parts(query)
-    if len(parts) > 2:
+    if len(parts) > 2 and all(builds_on_previous(p) for p in parts[1:3]):
+        # A chain ("2+3, then double it, then add 1"): each link its own step, so each
+        # computes on the one before; beyond three links the rest stays together.
+        parts = [*parts[:2], " ".join(parts[2:])]
+    elif len(parts) > 2:
         parts = [parts[0], " ".join(parts[1:])]  # at most 3 steps: the rest stays together
     if len(parts) >= 2:
         # A part that builds on the one before ("then … that result") depends on its step;
@@ -100,11 +104,16 @@ def make_plan(request_text: str, language: str = "en") -> dict[str, Any]:
                 "task": part,
                 "depends_on": [f"s{i}"] if i and builds_on_previous(part) else [],
             }
-            for i, part in enumerate(parts[:2])
+            for i, part in enumerate(parts)
         ]
-        # The request is not repeated here: s1 and s2 did its work, s3 only combines.
-        final = phrase("plan_combine", lang)
-        steps.append({"id": "s3", "task": final, "depends_on": ["s1", "s2"]})
+        # The request is not repeated here: the steps did its work, the last only combines.
+        ids = [s["id"] for s in steps]
+        final = (
+            phrase("plan_combine", lang)
+            if len(ids) == 2
+            else phrase("plan_combine_chain", lang, steps=", ".join(ids[:-1]), last=ids[-1])
+        )
+        steps.append({"id": f"s{len(ids) + 1}", "task": final, "depends_on": ids})
     else:
         gather = phrase("plan_gather", lang, request=short)
         answer = phrase("plan_answer", lang)

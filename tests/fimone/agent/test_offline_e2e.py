@@ -198,3 +198,20 @@ async def test_a_german_step_that_skips_its_work_is_not_reported_achieved(offlin
     assert "10" in first["reason"] and first["reason"].startswith("die Antwort nennt nicht")
     assert len(events.of("dag.plan")) >= 2
     assert outcome.status == "done"
+
+
+async def test_dag_runs_a_chain_of_three_in_german(offline_context, events):
+    """ "zuerst …, dann verdopple …, und dann addiere 1": a step per link, each computing on
+    the one before, and an answer holding 5, 10 and 11."""
+    outcome = await run_dag(
+        offline_context("Berechne zuerst 2+3, dann verdopple das Ergebnis und dann addiere 1")
+    )
+    calls = {
+        p["step_id"]: json.loads(p["arguments"])["expression"]
+        for p in events.of("step")
+        if p["kind"] == "tool_call"
+    }
+    assert calls == {"s1": "2+3", "s2": "5 * 2", "s3": "10 + 1"}
+    (analysis,) = events.of("dag.analysis")
+    assert analysis["achieved"] is True
+    assert all(re.search(rf"(?<!\d){n}(?!\d)", outcome.answer) for n in ("5", "10", "11"))

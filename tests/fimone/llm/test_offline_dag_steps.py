@@ -83,6 +83,30 @@ async def test_a_german_request_gets_german_steps_and_a_german_combining_step(of
     assert steps[2]["task"] == PHRASES["plan_combine"]["de"]
 
 
+@pytest.mark.parametrize(
+    ("request_text", "tasks"),
+    [
+        (
+            "Berechne zuerst 2+3, dann verdopple das Ergebnis und dann addiere 1",
+            [("5", "5 * 2"), ("10", "10 + 1")],
+        ),
+        ("先计算2+3，再乘以10，最后减去4", [("5", "5 * 10"), ("50", "50 - 4")]),
+        ("First compute 2+3, then double it, then add 1", [("5", "5 * 2"), ("10", "10 + 1")]),
+    ],
+)
+async def test_a_chain_of_three_gets_a_step_per_link(offline_llm, request_text, tasks):
+    steps = await plan(offline_llm, request_text)
+    assert [s["depends_on"] for s in steps] == [[], ["s1"], ["s2"], ["s1", "s2", "s3"]]
+    assert await step_call(offline_llm, steps[0]["task"], "") == "2+3"
+    for step, (value, expression) in zip(steps[1:3], tasks, strict=True):
+        assert await step_call(offline_llm, step["task"], f"= {value}") == expression
+
+
+async def test_independent_parts_still_make_at_most_three_steps(offline_llm):
+    steps = await plan(offline_llm, "Compute 2+3, then tell me the time, then who wrote Faust")
+    assert len(steps) == 3
+
+
 def analysis(request: str, results: dict[str, str]) -> list[ChatMessage]:
     blocks = [f"### Step {sid}: task {sid}\n{text}" for sid, text in results.items()]
     text = f"User request:\n{request}\n\nStep results:\n\n" + "\n\n".join(blocks)
