@@ -270,10 +270,13 @@ def test_keyboard_only_shift_enter_newline_enter_sends_and_tab_reaches_controls(
     page.keyboard.press("Enter")
     expect(page.locator(".msg-user .bubble")).to_have_text("line one\nline two")
     wait_done(page)
-    # Tab from the text box reaches the attach button and the mode switch; arrows switch.
+    # Tab from the text box reaches the attach button, the tools menu and the mode switch;
+    # arrows switch.
     prompt.focus()
     page.keyboard.press("Tab")
     expect(page.get_by_role("button", name="Attach images or documents")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Tools for this chat")).to_be_focused()
     page.keyboard.press("Tab")
     expect(page.locator("#mode-react")).to_be_focused()
     page.keyboard.press("ArrowRight")

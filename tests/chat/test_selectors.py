@@ -73,7 +73,7 @@ class TestAttachmentsForIds:
             selectors.attachments_for_ids(user=user, conversation=conversation, file_ids=[]) == []
         )
 
-    @pytest.mark.parametrize("bad_id", ["nope", 7, None, str(uuid.uuid4())])
+    @pytest.mark.parametrize("bad_id", ["nope", 7, None, "3f2b8c1e-0d4a-4c6e-9a57-5b1f0e2d7c90"])
     def test_malformed_or_unknown_ids_are_refused(self, user, conversation, bad_id):
         with pytest.raises(AttachmentNotFound) as excinfo:
             selectors.attachments_for_ids(user=user, conversation=conversation, file_ids=[bad_id])

@@ -16,6 +16,13 @@ export function setUpOfflineNote(onHidden) {
   if (!note) return;
   const key = "fimone.offlineNoteHidden";
   if (localStorage.getItem(key)) note.hidden = true;
+  // On a phone the note is one line until asked for the rest (it took a third of the screen).
+  const more = document.getElementById("offline-note-more");
+  more?.addEventListener("click", () => {
+    const open = more.getAttribute("aria-expanded") !== "true";
+    more.setAttribute("aria-expanded", String(open));
+    note.classList.toggle("expanded", open);
+  });
   document.getElementById("offline-note-close").addEventListener("click", () => {
     note.hidden = true;
     localStorage.setItem(key, "1");
