@@ -41,6 +41,11 @@ def approved_tools(*, conversation_id: Any) -> list[str]:
     )
 
 
+def switched_off(conversation: Conversation) -> frozenset[str]:
+    """The tool sources switched off in a loaded conversation."""
+    return _sources(conversation.disabled_tool_sources)
+
+
 def disabled_tool_sources(*, conversation_id: Any) -> frozenset[str]:
     """The tool sources switched off in the conversation (none for an unknown one)."""
     row = (
@@ -48,7 +53,11 @@ def disabled_tool_sources(*, conversation_id: Any) -> frozenset[str]:
         .values_list("disabled_tool_sources", flat=True)
         .first()
     )
-    return frozenset(str(s) for s in row or [] if isinstance(s, str))
+    return _sources(row)
+
+
+def _sources(stored: Any) -> frozenset[str]:
+    return frozenset(str(s) for s in stored or [] if isinstance(s, str))
 
 
 @transaction.atomic

@@ -28,7 +28,7 @@ from chat.models import Conversation, Message
 from chat.runs import control
 from chat.runs.deps import RunDeps
 from chat.summaries import summary_save
-from chat.tool_settings import disabled_tool_sources
+from chat.tool_settings import switched_off
 from contextmgmt.budget import Budget
 from contextmgmt.calibration import record_usage
 from contextmgmt.core.llm import LLM, Usage
@@ -57,6 +57,8 @@ class OpenedRun:
     also_answers: tuple[int, ...] = ()
     # The main model the conversation picked (a ModelConfig id), None for the default.
     model_config_id: int | None = None
+    # The tool sources switched off in the conversation, read with it (no query of its own).
+    disabled_tool_sources: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> Opene
         answer_id=answer.pk,
         mode=mode,
         model_config_id=conversation.model_config_id,
+        disabled_tool_sources=switched_off(conversation),
     )
 
 
@@ -143,6 +146,7 @@ def open_follow_up(
         mode=mode,
         also_answers=tuple(also_answers),
         model_config_id=conversation.model_config_id,
+        disabled_tool_sources=switched_off(conversation),
     )
 
 
@@ -205,6 +209,7 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         mode=mode,
         follow_up_ids=follow_up_ids,
         model_config_id=conversation.model_config_id,
+        disabled_tool_sources=switched_off(conversation),
     )
 
 
@@ -259,6 +264,7 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         answer_id=answer.pk,
         mode=mode,
         model_config_id=conversation.model_config_id,
+        disabled_tool_sources=switched_off(conversation),
     )
 
 
@@ -333,7 +339,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         history=load_history(opened.query.conversation_id, vision=history_vision),
         follow_ups=follow_ups,
         has_documents=has_documents(opened.query.conversation_id),
-        disabled_tool_sources=disabled_tool_sources(conversation_id=opened.query.conversation_id),
+        disabled_tool_sources=opened.disabled_tool_sources,
     )
 
 

@@ -264,6 +264,7 @@ async def test_run_teaches_the_budget_calibration(socket, ws_fake_llm):
     row = await ModelConfig.objects.acreate(
         name="Main", model="fake-main", role="main", is_active=True
     )
+    ws_fake_llm.reports_tools = True  # a provider counts the tools' schemas as input
     ws_fake_llm.enqueue("A short answer.")
     await send(socket, type="message", content="Explain the plan. " * 60)
     assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"

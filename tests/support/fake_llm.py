@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,10 +34,20 @@ def _estimate(messages: list[ChatMessage]) -> int:
     return sum(4 + len(m.text()) // 4 for m in messages)
 
 
+def _input_tokens(messages: list[ChatMessage], tools: list | None, with_tools: bool) -> int:
+    """What the fake reports as input: the messages and, when ``with_tools`` (as real
+    providers count them), the tool definitions sent with them."""
+    extra = len(json.dumps(tools)) // 4 if tools and with_tools else 0
+    return _estimate(messages) + extra
+
+
 class FakeLLM:
     def __init__(self, *, model_name: str = "fake", default: Any = None) -> None:
         self.model_name = model_name
         self.default = default
+        # Count the tool definitions in the reported input, as a provider does (off: the
+        # tests that add up usage by hand count the messages only).
+        self.reports_tools = False
         self.queue: list[Any] = []
         self.calls: list[Call] = []
 
@@ -72,7 +83,8 @@ class FakeLLM:
 
     async def chat(self, messages, *, tools=None, **opts) -> LLMResult:
         msg = await self._next("chat", messages, tools, opts)
-        return LLMResult(message=msg, usage=Usage(_estimate(messages), _estimate([msg])))
+        usage = Usage(_input_tokens(messages, tools, self.reports_tools), _estimate([msg]))
+        return LLMResult(message=msg, usage=usage)
 
     async def stream_chat(self, messages, *, tools=None, **opts):
         msg = await self._next("stream_chat", messages, tools, opts)
@@ -82,6 +94,6 @@ class FakeLLM:
             yield StreamChunk(text=word if i == len(words) - 1 else word + " ")
         yield StreamChunk(
             tool_calls=msg.tool_calls,
-            usage=Usage(_estimate(messages), _estimate([msg])),
+            usage=Usage(_input_tokens(messages, tools, self.reports_tools), _estimate([msg])),
             finish_reason="tool_calls" if msg.tool_calls else "stop",
         )
