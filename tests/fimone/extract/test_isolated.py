@@ -70,7 +70,12 @@ def test_a_worker_that_dies_is_a_clear_error_and_is_replaced(pool):
 
     caller = threading.Thread(target=extract)
     caller.start()
-    time.sleep(0.5)  # the worker has the file and works on it
+    # Killed only once the caller has taken this worker (a busy machine can start the
+    # thread late: killed before, the worker would just be replaced and the call succeed).
+    deadline = time.monotonic() + 30
+    while pool._idle and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # the worker has the file and works on it
     worker.process.kill()
     caller.join(timeout=60)
     assert [e.code for e in errors] == ["document_too_large"]
