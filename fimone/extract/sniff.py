@@ -58,12 +58,14 @@ def decode_text(data: bytes) -> str | None:
     if b"\x00" in data[:65536]:
         return None
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        pass
-    text = data.decode("cp1252", errors="replace")
-    controls = sum(1 for ch in text[:65536] if ord(ch) < 32 and ch not in "\t\n\r\f")
-    return None if controls > len(text[:65536]) // 100 else text
+        text = data.decode("cp1252", errors="replace")
+    # Control bytes are binary data, whatever encoding lets them decode: more than one in a
+    # hundred characters (so a stray escape in a log still reads as text).
+    head = text[:65536]
+    controls = sum(1 for ch in head if ord(ch) < 32 and ch not in "\t\n\r\f")
+    return None if controls > len(head) // 100 else text
 
 
 def sniff(data: bytes) -> str:

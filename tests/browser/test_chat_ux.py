@@ -139,9 +139,10 @@ def test_pictures_are_not_arithmetic_and_a_broken_preview_stays_in_its_tile(
     expect(answer).to_contain_text("I received 2 images, but I cannot see images")
     expect(answer).not_to_contain_text("307200")
 
-    # A file that claims to be a PNG but is not: its tile says so inside the tile.
+    # A file that claims to be a PNG but is not: its tile says so inside the tile. (Bytes
+    # that read as text would be a text document now, typed by content: these are binary.)
     broken = tmp_path / "broken.png"
-    broken.write_bytes(b"this is not a picture at all")
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
     page.locator("#file-input").set_input_files(str(broken))
     tile = page.locator("#attachment-tray .thumb").last
     expect(tile).not_to_have_class(re.compile(r"\buploading\b"))  # its upload has settled

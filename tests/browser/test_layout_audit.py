@@ -12,7 +12,7 @@ from tests.browser.layout_audit import layout_problems
 pytestmark = pytest.mark.browser
 
 LOCALES = {"en": "en-US", "de": "de-DE", "zh": "zh-CN"}
-QUESTION = "Use the calculator: what is 1234 * 5.5? Then show it as a Python snippet."
+QUESTION = "What is 1234 * 5.5? Show it as a Python snippet."
 
 
 def open_session(chromium, server, *, locale: str, phone: bool):

@@ -183,3 +183,12 @@ def test_any_bytes_give_a_document_or_an_extraction_error(data):
         assert exc.code and exc.message
     else:
         assert doc.page_count >= len(doc.pages)
+
+
+@pytest.mark.parametrize("data", [b"\x01", b"\x01\x02\x03abc", b"ok\x07\x08\x0e\x0f" * 10])
+def test_control_bytes_are_no_text_even_when_they_decode_as_utf8(data):
+    """A byte like 0x01 is valid UTF-8, but a file of them is binary data, not a document."""
+    from fimone.extract.sniff import decode_text
+
+    assert decode_text(data) is None
+    assert decode_text(b"a long log line of plain words " * 10 + b"\x1b[0m") is not None
