@@ -81,7 +81,12 @@ def login(page, server) -> None:
     page.get_by_label("Password").fill(server.password)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(re.compile(r"/(c/[^/]+/)?$"))
-    page.locator("#prompt").wait_for()
+    wait_ready(page)
+
+
+def wait_ready(page) -> None:
+    """The chat page has started: its composer listens for keys."""
+    page.locator("html[data-app=ready]").wait_for(state="attached")
 
 
 def _make_page_fixture(viewport):

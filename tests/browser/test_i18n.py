@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from fimone.llm.offline_phrases import PHRASES
 from fimone.llm.offline_text import LABELS
-from tests.browser.conftest import DESKTOP, PHONE, screenshot, send
+from tests.browser.conftest import DESKTOP, PHONE, screenshot, send, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -66,7 +66,7 @@ def login_in_page_language(page, server, *, submit: str) -> None:
     page.locator("#id_password").fill(server.password)
     page.get_by_role("button", name=submit, exact=True).click()
     page.wait_for_url(re.compile(r"/(c/[^/]+/)?$"))
-    expect(page.locator("#prompt")).to_be_visible()
+    wait_ready(page)
 
 
 def wait_done(page, count: int) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, screenshot
+from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, screenshot, wait_ready
 from tests.browser.layout_audit import layout_problems
 
 pytestmark = pytest.mark.browser
@@ -29,7 +29,7 @@ def open_session(chromium, server, *, locale: str, phone: bool):
     page.locator("#id_username").fill(server.username)
     page.locator("#id_password").fill(server.password)
     page.locator("#id_password").press("Enter")
-    expect(page.locator("#prompt")).to_be_visible()
+    wait_ready(page)
     return context, page, errors
 
 

@@ -92,6 +92,9 @@ class ChatApp {
     if (config.conversationId) await this.open(config.conversationId, { push: false });
     else this.newChat({ push: false });
     this.composer.focus();
+    // Tests (and scripts driving the page) wait for this before typing: keys pressed
+    // before the composer listens would be lost.
+    document.documentElement.dataset.app = "ready";
   }
 
   // ---- conversations -------------------------------------------------------------------
