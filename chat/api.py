@@ -7,7 +7,7 @@ the websocket layer so that a message looks the same however it reaches the brow
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -27,6 +27,26 @@ def error_response(code: str, message: str, status: int) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
+def _refusal(user: Any, method: str, allowed: set[str]) -> HttpResponse | None:
+    """What an API view answers before it runs: 401 to a stranger, 405 to a wrong method."""
+    if not user.is_authenticated:
+        # 401, not a redirect to the login page: API clients cannot follow that.
+        response = error_response("not_authenticated", gettext("Log in first."), 401)
+        response["WWW-Authenticate"] = 'Session realm="fimone"'
+        return response
+    if method not in allowed:
+        response = error_response("method_not_allowed", f"{method} is not allowed here.", 405)
+        response["Allow"] = ", ".join(sorted(allowed))
+        return response
+    return None
+
+
+def _error_of(exc: Exception) -> HttpResponse:
+    if isinstance(exc, ChatError):
+        return error_response(exc.code, exc.message, exc.status)
+    return error_response("not_found", gettext("Not found."), 404)
+
+
 def api_view(*methods: str) -> Callable:
     """Session-authenticated, method-checked JSON view; errors become JSON 4xx answers.
 
@@ -38,23 +58,34 @@ def api_view(*methods: str) -> Callable:
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if not request.user.is_authenticated:
-                # 401, not a redirect to the login page: API clients cannot follow that.
-                response = error_response("not_authenticated", gettext("Log in first."), 401)
-                response["WWW-Authenticate"] = 'Session realm="fimone"'
-                return response
-            if request.method not in allowed:
-                response = error_response(
-                    "method_not_allowed", f"{request.method} is not allowed here.", 405
-                )
-                response["Allow"] = ", ".join(sorted(allowed))
-                return response
+            refused = _refusal(request.user, request.method, allowed)
+            if refused is not None:
+                return refused
             try:
                 return view(request, *args, **kwargs)
-            except ChatError as exc:
-                return error_response(exc.code, exc.message, exc.status)
-            except ObjectDoesNotExist:
-                return error_response("not_found", gettext("Not found."), 404)
+            except (ChatError, ObjectDoesNotExist) as exc:
+                return _error_of(exc)
+
+        return wrapper
+
+    return decorator
+
+
+def async_api_view(*methods: str) -> Callable:
+    """``api_view`` for async views: the user is read without blocking the event loop."""
+
+    allowed = {m.upper() for m in methods}
+
+    def decorator(view: Callable[..., Awaitable[HttpResponse]]) -> Callable:
+        @functools.wraps(view)
+        async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            refused = _refusal(await request.auser(), request.method, allowed)
+            if refused is not None:
+                return refused
+            try:
+                return await view(request, *args, **kwargs)
+            except (ChatError, ObjectDoesNotExist) as exc:
+                return _error_of(exc)
 
         return wrapper
 

@@ -13,13 +13,12 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.translation import gettext
 
 from chat import selectors, tool_settings
-from chat.api import error_response, read_json
-from chat.errors import ChatError, InvalidInput
+from chat.api import async_api_view, read_json
+from chat.errors import InvalidInput
 from chat.runs import deps
 from fimone.agent.tools import BUILTIN_SOURCE
 
@@ -28,55 +27,30 @@ logger = logging.getLogger(__name__)
 DESCRIPTION_CHARS = 300
 
 
+@async_api_view("GET", "PATCH")
 async def conversation_tools(request: HttpRequest, conversation_id: str) -> HttpResponse:
     """GET the listing; PATCH ``{"source", "enabled"}`` switches a source, then lists."""
-    refused = await _refusal(request, ("GET", "PATCH"))
-    if refused is not None:
-        return refused
-    try:
-        conversation = await sync_to_async(selectors.conversation_get)(
-            user=request.user, conversation_id=conversation_id
+    conversation = await sync_to_async(selectors.conversation_get)(
+        user=request.user, conversation_id=conversation_id
+    )
+    if request.method == "PATCH":
+        body = read_json(request)
+        enabled = body.get("enabled")
+        if not isinstance(enabled, bool):
+            raise InvalidInput("invalid_enabled", gettext("enabled must be true or false."))
+        await sync_to_async(tool_settings.tool_source_switch)(
+            user=request.user,
+            conversation_id=conversation.pk,
+            source=body.get("source"),
+            enabled=enabled,
         )
-        if request.method == "PATCH":
-            body = read_json(request)
-            enabled = body.get("enabled")
-            if not isinstance(enabled, bool):
-                raise InvalidInput("invalid_enabled", gettext("enabled must be true or false."))
-            await sync_to_async(tool_settings.tool_source_switch)(
-                user=request.user,
-                conversation_id=conversation.pk,
-                source=body.get("source"),
-                enabled=enabled,
-            )
-        return JsonResponse({"sources": await tool_sources(conversation.pk)})
-    except ChatError as exc:
-        return error_response(exc.code, exc.message, exc.status)
-    except ObjectDoesNotExist:
-        return error_response("not_found", gettext("Not found."), 404)
+    return JsonResponse({"sources": await tool_sources(conversation.pk)})
 
 
+@async_api_view("GET")
 async def tools_catalogue(request: HttpRequest) -> HttpResponse:
     """The tools of a conversation not started yet: every source on."""
-    refused = await _refusal(request, ("GET",))
-    if refused is not None:
-        return refused
     return JsonResponse({"sources": await tool_sources(None)})
-
-
-async def _refusal(request: HttpRequest, methods: tuple[str, ...]) -> HttpResponse | None:
-    """What ``chat.api.api_view`` answers before a view runs, for these async views."""
-    user = await request.auser()
-    if not user.is_authenticated:
-        response = error_response("not_authenticated", gettext("Log in first."), 401)
-        response["WWW-Authenticate"] = 'Session realm="fimone"'
-        return response
-    if request.method not in methods:
-        response = error_response(
-            "method_not_allowed", f"{request.method} is not allowed here.", 405
-        )
-        response["Allow"] = ", ".join(sorted(methods))
-        return response
-    return None
 
 
 def source_label(source: str) -> str:

@@ -76,7 +76,7 @@ async def perform(run: Run):
     await _add_server_tools(
         run, tools, vision=prepared.vision, switched_off=prepared.disabled_tool_sources
     )
-    run.tool_results = getattr(tools, "results", None)
+    run.tool_results = tools.results
     # Counted as the engine will send it (system prompt, tool schemas, the query and the
     # follow-ups it starts with), so a history fitted here is not compacted again on the
     # first call (fimone.agent.history_room).
