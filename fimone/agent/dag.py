@@ -37,7 +37,6 @@ Cancelling the run cancels every running step (a TaskGroup: no orphan task).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,13 +50,12 @@ from contextmgmt.core.llm import (
     Usage,
 )
 from contextmgmt.core.messages import DOCUMENT_NOTES, IMAGE_NOTES, ChatMessage
-from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
+from contextmgmt.core.tokens import estimate_tokens
 
 from .calls import chat_once, compact_limit
 from .context import AgentContext, AgentOutcome, earlier_turns, summary_facts
 from .dag_context import (
     DEPENDENCY_CHARS,
-    HISTORY_HEADER,
     MAIN_INPUT_SHARE,
     PLANNER_INPUT_TOKENS,
     StepOutcome,
@@ -68,7 +66,9 @@ from .dag_context import (
     cut,
     enriched_query,
     format_history,
+    planner_input_limit,
     replan_feedback,
+    with_images,
 )
 from .loop import LoopConfig, ReactLoop, preview
 from .plan import MAX_STEPS, PlanError, Step, Verdict, fallback_plan, parse_plan, parse_verdict
@@ -84,44 +84,6 @@ class DagConfig:
     max_parallel: int = 4
     max_steps: int = MAX_STEPS
     planner_input_tokens: int = PLANNER_INPUT_TOKENS
-
-
-def planner_input_limit(main_budget: int, limit: int = PLANNER_INPUT_TOKENS) -> int:
-    """The enriched query's limit: 16K tokens — or less when the main model's budget is
-    small, since the planner has no guard in front of it."""
-    return max(1, min(limit, int(main_budget * MAIN_INPUT_SHARE)))
-
-
-# The history reaches the planner as text ("User: …" lines), whose estimate can differ a
-# little from the messages' own (labels instead of per-message overhead, an image as its
-# description instead of its pixels): the history budget keeps this share of the limit in
-# hand. A history text that still does not fit is summarised (``_enriched_query``).
-HISTORY_TEXT_MARGIN = 0.03
-
-
-def with_images(text: str, images: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    return [{"type": "text", "text": text}, *images] if images else text
-
-
-def history_budget(
-    main_budget: int,
-    *,
-    query: ChatMessage,
-    tools: ToolRegistry | None = None,
-    follow_ups: Sequence[ChatMessage] = (),
-) -> int:
-    """Tokens the loaded history may take so that the planner's input (the enriched query:
-    history text, the current request and the follow-ups the run starts with) is not
-    summarised again. 0 when nothing is left. Tools do not go to the planner."""
-    request = enriched_query(HISTORY_HEADER, query.text())
-    if follow_ups:
-        extra = "\n".join(f"- {m.text()}" for m in follow_ups)
-        request = f"{request}\n\nFollow-ups the user sent meanwhile:\n{extra}"
-    limit = planner_input_limit(main_budget)
-    # The query's images go to the planner with its text.
-    sent = ChatMessage(role="user", content=with_images(request, query.image_parts()))
-    room = limit - int(limit * HISTORY_TEXT_MARGIN) - estimate_messages_tokens([sent])
-    return max(0, room)
 
 
 async def run_dag(ctx: AgentContext, config: DagConfig | None = None) -> AgentOutcome:

@@ -13,8 +13,9 @@ character or token and it is cut or summarised):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextmgmt.core.compact import CompactResult, CompactUtils
 from contextmgmt.core.guard import apply_pinned_cap
@@ -23,6 +24,9 @@ from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens
 
 from .plan import Step, Verdict
+
+if TYPE_CHECKING:
+    from .tools import ToolRegistry
 
 PLANNER_INPUT_TOKENS = 16_000
 DEPENDENCY_CHARS = 50_000
@@ -278,3 +282,41 @@ def compact_payload(scope: str, result: CompactResult, **extra: Any) -> dict[str
         "cost_output_tokens": result.usage.output_tokens,
         **extra,
     }
+
+
+def planner_input_limit(main_budget: int, limit: int = PLANNER_INPUT_TOKENS) -> int:
+    """The enriched query's limit: 16K tokens — or less when the main model's budget is
+    small, since the planner has no guard in front of it."""
+    return max(1, min(limit, int(main_budget * MAIN_INPUT_SHARE)))
+
+
+# The history reaches the planner as text ("User: …" lines), whose estimate can differ a
+# little from the messages' own (labels instead of per-message overhead, an image as its
+# description instead of its pixels): the history budget keeps this share of the limit in
+# hand. A history text that still does not fit is summarised (``_enriched_query``).
+HISTORY_TEXT_MARGIN = 0.03
+
+
+def with_images(text: str, images: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    return [{"type": "text", "text": text}, *images] if images else text
+
+
+def history_budget(
+    main_budget: int,
+    *,
+    query: ChatMessage,
+    tools: ToolRegistry | None = None,
+    follow_ups: Sequence[ChatMessage] = (),
+) -> int:
+    """Tokens the loaded history may take so that the planner's input (the enriched query:
+    history text, the current request and the follow-ups the run starts with) is not
+    summarised again. 0 when nothing is left. Tools do not go to the planner."""
+    request = enriched_query(HISTORY_HEADER, query.text())
+    if follow_ups:
+        extra = "\n".join(f"- {m.text()}" for m in follow_ups)
+        request = f"{request}\n\nFollow-ups the user sent meanwhile:\n{extra}"
+    limit = planner_input_limit(main_budget)
+    # The query's images go to the planner with its text.
+    sent = ChatMessage(role="user", content=with_images(request, query.image_parts()))
+    room = limit - int(limit * HISTORY_TEXT_MARGIN) - estimate_messages_tokens([sent])
+    return max(0, room)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from contextmgmt.core.messages import ChatMessage
 
-from .dag import history_budget as dag_history_budget
-from .dag import planner_input_limit
+from .dag_context import history_budget as dag_history_budget
+from .dag_context import planner_input_limit
 from .react import history_budget as react_history_budget
 from .tools import ToolRegistry
 

@@ -8,7 +8,7 @@ import json
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_tokens
 from fimone.agent import run_dag
-from fimone.agent.dag import history_budget
+from fimone.agent.dag_context import history_budget
 from tests.support.fake_llm import FakeLLM
 
 PIXELS = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
