@@ -8,11 +8,8 @@ either rule from the refusal, once. Sources of both rules: tests/support/provide
 
 from __future__ import annotations
 
-import pytest
-
 from contextmgmt.core.messages import STEP_REASONING, ChatMessage, ToolCall
-from contextmgmt.core.providers import PROFILES, REASONING_ECHO, REASONING_MISSING
-from fimone.llm.openai_client import OpenAIChatLLM
+from contextmgmt.core.providers import REASONING_ECHO, REASONING_MISSING
 from tests.support.scripted_server import text
 
 THOUGHT = "I need the calculator for this."
@@ -30,32 +27,6 @@ def turn_after_a_tool_call(reasoning: str | None = THOUGHT) -> list[ChatMessage]
         ),
         ChatMessage(role="tool", content="42", tool_call_id="c1"),
     ]
-
-
-@pytest.fixture
-async def llm_for(scripted_server):
-    made: list[OpenAIChatLLM] = []
-    learnt: list[tuple[str | None, str]] = []
-
-    async def learn(profile, param, message):
-        learnt.append((param, message))
-
-    def make(profile_name: str) -> OpenAIChatLLM:
-        llm = OpenAIChatLLM(
-            model="m",
-            base_url=scripted_server.base_url,
-            api_key="k",
-            max_retries=0,
-            profile=PROFILES[profile_name],
-            on_learn=learn,
-        )
-        made.append(llm)
-        return llm
-
-    make.learnt = learnt
-    yield make
-    for llm in made:
-        await llm.aclose()
 
 
 async def test_deepseek_gets_the_steps_reasoning_back_within_the_turn(scripted_server, llm_for):

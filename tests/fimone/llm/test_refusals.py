@@ -10,38 +10,11 @@ import pytest
 from contextmgmt.core.llm import LLMRefused
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.providers import MAX_GUESSES, PROFILES, SUSPECTS
-from fimone.llm.openai_client import OpenAIChatLLM
 from tests.support.scripted_server import Reply, text
 
 
 def question() -> list[ChatMessage]:
     return [ChatMessage(role="user", content="What is 6*7?")]
-
-
-@pytest.fixture
-async def llm_for(scripted_server):
-    made: list[OpenAIChatLLM] = []
-    learnt: list[tuple[str | None, str]] = []
-
-    async def learn(profile, param, message):
-        learnt.append((param, message))
-
-    def make(profile_name: str = "openai_compatible") -> OpenAIChatLLM:
-        llm = OpenAIChatLLM(
-            model="m",
-            base_url=scripted_server.base_url,
-            api_key="k",
-            max_retries=0,
-            profile=PROFILES[profile_name],
-            on_learn=learn,
-        )
-        made.append(llm)
-        return llm
-
-    make.learnt = learnt
-    yield make
-    for llm in made:
-        await llm.aclose()
 
 
 @pytest.mark.parametrize("fake", ["openai_unverified", "openrouter_unverified"])
