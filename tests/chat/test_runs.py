@@ -27,7 +27,6 @@ from tests.support.runs import (
     answer_text,
     connect,
     events_until,
-    install_scripted_engine,
     next_event,
     of_type,
     send,
@@ -37,12 +36,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs", "ws_fake_llm"),
 ]
-
-
-@pytest.fixture
-def engine(run_deps):
-    """Scripted engines: ``engine.use(coro_fn, …)``, one per run, in order."""
-    return install_scripted_engine(run_deps)
 
 
 async def answer(ctx, text: str = "Hello **world**", *, usage=None) -> AgentOutcome:

@@ -18,17 +18,12 @@ from chat import services
 from chat.models import Message
 from chat.runs.registry import registry
 from fimone.agent.context import AgentOutcome
-from tests.support.runs import WAIT, events_until, install_scripted_engine, send
+from tests.support.runs import WAIT, events_until, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs", "ws_fake_llm"),
 ]
-
-
-@pytest.fixture
-def engine(run_deps):
-    return install_scripted_engine(run_deps)
 
 
 async def answers(ctx):

@@ -11,17 +11,12 @@ import pytest
 from chat.models import Message
 from contextmgmt.db_memory import DbMemory
 from fimone.agent.context import AgentOutcome
-from tests.support.runs import answer_text, events_until, install_scripted_engine, send
+from tests.support.runs import answer_text, events_until, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs", "ws_fake_llm"),
 ]
-
-
-@pytest.fixture
-def engine(run_deps):
-    return install_scripted_engine(run_deps)
 
 
 def answering(text: str):

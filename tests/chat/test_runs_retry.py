@@ -22,7 +22,6 @@ from tests.support.runs import (
     answer_text,
     connect,
     events_until,
-    install_scripted_engine,
     next_event,
     send,
 )
@@ -31,12 +30,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs", "ws_fake_llm"),
 ]
-
-
-@pytest.fixture
-def engine(run_deps):
-    """Scripted engines, one per run, in order; ``contexts`` holds what each run was given."""
-    return install_scripted_engine(run_deps)
 
 
 async def fails(ctx):

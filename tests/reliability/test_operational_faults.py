@@ -23,7 +23,6 @@ from tests.support.runs import (
     WAIT,
     connect,
     events_until,
-    install_scripted_engine,
     next_event,
     send,
 )
@@ -32,11 +31,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs", "ws_fake_llm"),
 ]
-
-
-@pytest.fixture
-def engine(run_deps):
-    return install_scripted_engine(run_deps)
 
 
 @pytest.fixture

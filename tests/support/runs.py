@@ -141,6 +141,13 @@ def install_scripted_engine(run_deps: RunDepsOverride) -> ScriptedEngine:
     return scripted
 
 
+@pytest.fixture
+def engine(run_deps) -> ScriptedEngine:
+    """Scripted engines: ``engine.use(coro_fn, …)``, one per run, in order;
+    ``engine.contexts`` holds what each run was given."""
+    return install_scripted_engine(run_deps)
+
+
 def use_small_budget(run_deps: RunDepsOverride, *, usable: int = 4_000) -> None:
     """Every role's budget: a 12,000-token window, 4,000 for output, ``usable`` for input."""
     from contextmgmt.budget import Budget

@@ -24,7 +24,6 @@ from tests.support.runs import (
     WAIT,
     connect,
     events_until,
-    install_scripted_engine,
     next_event,
     of_type,
     send,
@@ -34,12 +33,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs"),
 ]
-
-
-@pytest.fixture
-def engine(run_deps):
-    """Scripted engines, one per run, in order."""
-    return install_scripted_engine(run_deps)
 
 
 async def emits_steps_and_a_plan(ctx):
