@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import deque
 from typing import Any
 
@@ -25,6 +26,8 @@ RECORD_MAX_MASKED = 20  # masked tool results listed with a compaction note
 # The model's reasoning text kept with the answer (shown collapsed on reload); the start of
 # it is kept, the rest counted.
 RECORD_MAX_REASONING_CHARS = 20_000
+# The mark a cut text ends with (``fimone.agent.loop.preview`` and ``_clip``).
+_MORE_CHARS = re.compile(r"… \[([\d,]+) more chars\]\Z")
 _STEP_FIELDS = ("name", "arguments", "result", "text", "call_id", "step_id")
 _APPROVAL_FIELDS = (
     "request_id",
@@ -90,13 +93,25 @@ def _masked_fields(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _clip(value: Any) -> Any:
-    """Text cut to RECORD_TEXT_CHARS; numbers, booleans and None as they are."""
+    """Text cut to RECORD_TEXT_CHARS; numbers, booleans and None as they are.
+
+    An event text the engine already cut ends with its own "… [N more chars]", counted on
+    the whole text: it is kept as it is (cut again, its marker would count only the few
+    characters of the first marker), or its count grows by what is cut here."""
     if value is None or isinstance(value, bool | int | float):
         return value
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     if len(text) <= RECORD_TEXT_CHARS:
         return text
-    return text[:RECORD_TEXT_CHARS] + f"… [{len(text) - RECORD_TEXT_CHARS:,} more chars]"
+    more = 0
+    marked = _MORE_CHARS.search(text)
+    if marked is not None:
+        text = text[: marked.start()]
+        more = int(marked.group(1).replace(",", ""))
+        if len(text) <= RECORD_TEXT_CHARS:
+            return value
+    more += len(text) - RECORD_TEXT_CHARS
+    return text[:RECORD_TEXT_CHARS] + f"… [{more:,} more chars]"
 
 
 def step_result_html(step: dict) -> dict:

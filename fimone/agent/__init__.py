@@ -12,8 +12,10 @@ Events sent through ``ctx.sink(name, payload)`` (docs/protocol.md):
 - ``answer.delta {text}`` — streamed as the model writes, from every ReAct iteration and the
   DAG's synthesis (never a DAG step's text);
 - ``answer.retract {iteration, chars, text}`` — the last ``chars`` characters of the streamed
-  answer were the model's thinking before a tool call (or before it read a follow-up): they
-  leave the answer and become the step's thought ``text`` (cut at 2,000 chars);
+  answer were the model's thinking before a tool call: they leave the answer and become the
+  step's thought ``text`` (cut at 2,000 chars). A reply written whole before a follow-up
+  arrived is never retracted: it stays in the answer, and the reply to the follow-up
+  follows it after a blank line;
 - ``dag.plan {steps: [{id, task, depends_on}], round, fallback}``,
   ``dag.step {id, status: "running" | "done" | "error", round, result? | error?}``,
   ``dag.step.delta {id, round, text}`` (a running step's text as it streams),

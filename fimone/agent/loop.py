@@ -10,13 +10,15 @@ user message.
 Every call streams, and its text goes out as it arrives (docs/protocol.md, "Streaming"):
 in ReAct mode as ``answer.delta``; inside a DAG step as ``dag.step.delta`` (the plan shows
 the step's progress live). The iteration whose reply calls no tool *is* the answer: nothing
-is asked twice. When a reply turns out to call a tool after writing some text — or a
-follow-up arrived while it wrote, so it is no longer the answer — that text was the step's
-reasoning, not the answer: ``answer.retract {iteration, chars, text}`` tells the client to
-take the last ``chars`` characters back out of the answer and show ``text`` in the step as
-a thought. A second, tool-free call writes the answer only when the tool-free reply was
-empty, or when the iteration limit was reached (then the model gets a note to answer with
-what it has, and the answer opens with an honest "I stopped after N steps…").
+is asked twice. When a reply turns out to call a tool after writing some text, that text
+was the step's reasoning, not the answer: ``answer.retract {iteration, chars, text}`` tells
+the client to take the last ``chars`` characters back out of the answer and show ``text``
+in the step as a thought. A reply that was written whole before a follow-up arrived stays
+in the answer (the user watched it): the model reads the follow-up next, and its reply
+follows after a blank line (``PART_SEPARATOR``), live and in the stored answer. A second,
+tool-free call writes the answer only when the tool-free reply was empty, or when the
+iteration limit was reached (then the model gets a note to answer with what it has, and
+the answer opens with an honest "I stopped after N steps…").
 
 A provider ``ContextOverflow`` (our estimate said it fits, the provider disagreed) before
 any text was shown triggers one forced compaction to half the estimated size and one retry;
@@ -49,6 +51,8 @@ from .tools import ToolOutput, ToolRegistry
 from .wording import say
 
 PREVIEW_CHARS = 2_000
+# Between a reply kept in the answer when a follow-up arrived and the text that follows it.
+PART_SEPARATOR = "\n\n"
 _RECALLED_IMAGES = {"type": "text", "text": "[Images brought back by the tool results above]"}
 
 
@@ -102,6 +106,9 @@ class ReactLoop:
         self.cfg = cfg
         self.usage = Usage()
         self.compactions: list[dict[str, Any]] = []
+        # Replies that streamed whole before a follow-up arrived (they stay in the answer).
+        self._parts: list[str] = []
+        self._separate = False  # the next answer text follows a kept part
 
     async def run(self, messages: list[ChatMessage]) -> LoopResult:
         cfg = self.cfg
@@ -116,26 +123,48 @@ class ReactLoop:
             if not reply.message.tool_calls:
                 late = cfg.injections.drain() if cfg.injections is not None else []
                 if late:
-                    # A follow-up arrived while the model wrote: it must see the follow-up
-                    # first, so what it wrote was thinking, not the answer.
-                    await self._retract(iteration, reply.message, shown)
+                    # A follow-up arrived while the model wrote: it reads the follow-up next,
+                    # but what the user watched stream stays a finished part of the answer.
+                    self._keep_part(reply.message.text().strip())
                     messages.append(_as_assistant(reply.message))
                     messages.extend(late)
                     if iteration < cfg.max_iterations:
                         continue
                     answer = await self.write_answer(messages, note=None)
-                    no_answer = say("no_answer", cfg.language)
-                    return self._result(answer or no_answer, "done", iteration, messages)
+                    return self._result(self._whole(answer), "done", iteration, messages)
                 answer = reply.message.text().strip()
                 if not answer:
                     answer = await self.write_answer(messages, note=None)
-                no_answer = say("no_answer", cfg.language)
-                return self._result(answer or no_answer, "done", iteration, messages)
+                return self._result(self._whole(answer), "done", iteration, messages)
             await self._retract(iteration, reply.message, shown)
             messages = await self._act(iteration, reply.message, messages)
         answer = await self.write_answer(messages, note=LIMIT_NOTE.format(steps=cfg.max_iterations))
         answer = limit_preface(cfg.max_iterations, cfg.language) + answer
-        return self._result(answer, "limit", cfg.max_iterations, messages)
+        return self._result(self._whole(answer), "limit", cfg.max_iterations, messages)
+
+    def _keep_part(self, text: str) -> None:
+        """A reply that streamed in full before a follow-up arrived: it stays in the answer
+        (the user read it), and whatever the model writes next follows it after a blank line."""
+        if text:
+            self._parts.append(text)
+            self._separate = True
+
+    def _whole(self, answer: str) -> str:
+        """The answer as the user saw it stream: the parts kept before follow-ups, then the
+        last reply; the fallback sentence only when there is nothing at all."""
+        whole = PART_SEPARATOR.join([*self._parts, answer] if answer else self._parts)
+        return whole or say("no_answer", self.cfg.language)
+
+    async def _answer_delta(self, text: str) -> int:
+        """Stream ``text`` as answer; returns how many characters went out (a blank line
+        before the first text that follows a kept part included)."""
+        sent = 0
+        if self._separate:
+            self._separate = False
+            await self.cfg.sink("answer.delta", {"text": PART_SEPARATOR})
+            sent += len(PART_SEPARATOR)
+        await self.cfg.sink("answer.delta", {"text": text})
+        return sent + len(text)
 
     async def _reply(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]] | None
@@ -156,8 +185,7 @@ class ReactLoop:
         async def on_text(text: str) -> None:
             nonlocal shown
             if cfg.stream:
-                shown += len(text)
-                await cfg.sink("answer.delta", {"text": text})
+                shown += await self._answer_delta(text)
             elif cfg.on_progress is not None:
                 await cfg.on_progress(text)
 
@@ -187,6 +215,8 @@ class ReactLoop:
         """Move the text streamed as answer into the step, as a thought."""
         if not shown:
             return
+        # The blank line after a kept part went with the text: the next text needs one again.
+        self._separate = bool(self._parts)
         await self.cfg.sink(
             "answer.retract",
             {
@@ -332,8 +362,7 @@ class ReactLoop:
             messages.append(ChatMessage(role="system", content=note))
         messages[:] = await self._fit(messages)
         if note is not None and cfg.stream:
-            preface = limit_preface(cfg.max_iterations, cfg.language)
-            await cfg.sink("answer.delta", {"text": preface})
+            await self._answer_delta(limit_preface(cfg.max_iterations, cfg.language))
         reply, _ = await self._reply(messages, None)
         return reply.message.text().strip()
 

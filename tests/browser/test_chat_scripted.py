@@ -253,8 +253,11 @@ def test_follow_up_sent_while_running_is_shown_and_answered_rp1(logged_in_page, 
     expect(follow_up.locator(".msg-tag")).to_contain_text("while the agent was working")
     expect(follow_up).to_have_attribute("data-message-id", re.compile(r"^\d+$"))  # confirmed
     wait_done(page)
-    # One run: the agent saw the follow-up before answering (RP.1); it sits above the answer.
-    expect(page.locator(".msg-assistant .answer")).to_have_text(["Answer that saw the follow-up."])
+    # One run: the agent saw the follow-up before answering (RP.1); it sits above the answer,
+    # and the reply that streamed before the follow-up was read stays in the answer.
+    expect(page.locator(".msg-assistant .answer p")).to_have_text(
+        ["First answer.", "Answer that saw the follow-up."]
+    )
     expect(page.locator(".msg").nth(1)).to_have_class(re.compile(r"\binjected\b"))
     screenshot(page, "15-follow-up")
     page.reload()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import urllib.request
 
 import pytest
 import websockets
@@ -171,3 +172,46 @@ async def test_an_error_mid_stream_keeps_the_partial_text_and_retry_answers(
         ("error", "The answer is "),
         ("done", "The answer is 42."),
     ]
+
+
+ESSAY = "\n\n".join(f"Part {i}. " + " ".join(["The essay goes on and on."] * 10) for i in range(24))
+
+
+async def test_an_answer_interrupted_by_a_follow_up_is_kept_whole_and_exported(
+    scripted_daphne, scripted_server
+):
+    """A long answer the user watched stream, then a follow-up before it ended: the answer
+    keeps all of it (no thought, nothing cut), the reply to the follow-up after it; the
+    stored answer and the export hold the whole text."""
+    assert len(ESSAY) > 6_000
+    server, client = scripted_daphne
+    release = threading.Event()
+    scripted_server.enqueue(held(text(ESSAY), release, after=3), text("In short: it goes on."))
+    conversation_id, ws = await open_socket(server, client)
+    async with ws:
+        shown = Shown(ws)
+        await send(ws, type="message", content="Write a long essay", mode="react")
+        await shown.until("answer.delta")
+        await send(ws, type="message", content="And now in one line?")
+        await shown.until("injected")
+        # The follow-up goes from the socket to the run through the channel layer; give it
+        # a moment to be queued before the essay ends (else a follow-up run answers it).
+        await asyncio.sleep(2)
+        release.set()
+        done = await shown.until("done", "error")
+    assert done["type"] == "done", shown.events
+    whole = ESSAY.strip() + "\n\nIn short: it goes on."
+    assert "answer.retract" not in [e["type"] for e in shown.events]
+    assert shown.answer.strip() == whole
+
+    stored = stored_messages(server, conversation_id)
+    assert [m["role"] for m in stored] == ["user", "assistant", "user"]  # one run answered
+    answer = stored[1]
+    assert answer["content"] == whole
+    assert not [s for s in answer["metadata"].get("steps", []) if s["kind"] == "thought"]
+    request = urllib.request.Request(
+        f"{server.base_url}/api/conversations/{conversation_id}/export/?format=markdown"
+    )
+    with client.opener.open(request, timeout=30) as response:
+        exported = response.read().decode()
+    assert ESSAY.strip() in exported and "In short: it goes on." in exported

@@ -15,6 +15,7 @@ from chat.runs.record import (
     RECORD_TEXT_CHARS,
     RunRecord,
 )
+from fimone.agent.loop import PREVIEW_CHARS, preview
 
 
 def dag_run(record: RunRecord) -> None:
@@ -114,6 +115,21 @@ def test_texts_are_cut_at_the_bound():
     assert result.startswith("x" * RECORD_TEXT_CHARS) and "8,000 more chars" in result
     assert len(meta["dag"]["rounds"][0]["steps"][0]["task"]) < RECORD_TEXT_CHARS + 40
     assert len(meta["dag"]["rounds"][0]["analysis"]["reason"]) < RECORD_TEXT_CHARS + 40
+
+
+def test_a_text_the_engine_already_cut_keeps_its_count_of_what_is_missing():
+    """A thought cut by the engine's preview is not cut again: its marker said "20 more
+    chars" where thousands were missing."""
+    whole = "essay " * 1_100  # 6,600 characters
+    record = RunRecord()
+    record("answer.retract", {"iteration": 1, "chars": len(whole), "text": preview(whole)})
+    cut_twice = "y" * (RECORD_TEXT_CHARS + 1_000) + "… [500 more chars]"
+    record("step", {"iteration": 1, "kind": "tool_result", "result": cut_twice})
+    thought, result = record.as_metadata()["steps"]
+    assert thought["text"] == preview(whole)
+    assert thought["text"].endswith(f"… [{len(whole) - PREVIEW_CHARS:,} more chars]")
+    # Longer than the bound before its marker: cut, and the count covers both cuts.
+    assert result["result"] == "y" * RECORD_TEXT_CHARS + "… [1,500 more chars]"
 
 
 def test_long_runs_keep_the_first_and_newest_steps_and_count_the_rest():

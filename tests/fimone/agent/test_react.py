@@ -361,6 +361,8 @@ async def test_injection_mid_run_is_pinned_and_seen_next_iteration(build_context
 
 
 async def test_injection_arriving_while_the_model_answers_is_not_lost(build_context, events):
+    """A follow-up arriving while the model wrote its answer: the model reads it next, and
+    the reply the user watched stream stays in the answer, ahead of the new one."""
     holder = {}
 
     def draft(messages):
@@ -371,17 +373,60 @@ async def test_injection_arriving_while_the_model_answers_is_not_lost(build_cont
     ctx = holder["ctx"] = build_context(llm, query="Say hello.")
     outcome = await run_react(ctx)
 
-    assert outcome.answer == "Final answer, auch auf Deutsch."
+    assert outcome.answer == "Draft answer.\n\nFinal answer, auch auf Deutsch."
     sent = llm.calls[1].messages
     assert [(m.role, m.text()) for m in sent[-2:]] == [
         ("assistant", "Draft answer."),
         ("user", "And in German?"),
     ]
-    # The draft was shown while it streamed, then moved into the step as a thought.
-    assert events.of("answer.retract") == [
-        {"iteration": 1, "chars": len("Draft answer."), "text": "Draft answer."}
+    assert events.of("answer.retract") == []
+    assert not [s for s in events.of("step") if s["kind"] == "thought"]
+    # What streamed is what is stored.
+    assert events.answer_text() == outcome.answer
+
+
+async def test_a_long_reply_interrupted_by_a_follow_up_is_kept_whole(build_context, events):
+    """An essay far longer than any preview, then a follow-up: nothing of it is cut."""
+    essay = "\n\n".join(f"Paragraph {i}: " + "words " * 60 for i in range(20)).strip()
+    assert len(essay) > 6_000
+    holder = {}
+
+    def long_reply(messages):
+        holder["ctx"].injections.put_nowait(ChatMessage(role="user", content="Shorter?"))
+        return essay
+
+    llm = FakeLLM().enqueue(long_reply, "In short: words.")
+    ctx = holder["ctx"] = build_context(llm, query="Write an essay.")
+    outcome = await run_react(ctx)
+
+    assert outcome.answer == essay + "\n\nIn short: words."
+    assert events.answer_text() == outcome.answer
+
+
+async def test_a_kept_part_then_a_tool_call_retracts_only_the_new_text(build_context, events):
+    """After a kept reply, a reply that calls a tool gives back only its own text (with the
+    blank line before it), and the answer that follows is again set apart by a blank line."""
+    holder = {}
+
+    def draft(messages):
+        holder["ctx"].injections.put_nowait(ChatMessage(role="user", content="Add 2+3."))
+        return "First part."
+
+    thinking = ChatMessage(
+        role="assistant",
+        content="Let me compute.",
+        tool_calls=calc(FakeLLM(), "2+3", "c1").tool_calls,
+    )
+    llm = FakeLLM().enqueue(draft, thinking, "2+3 = 5.")
+    ctx = holder["ctx"] = build_context(llm, tools=default_tools(), query="Hi.")
+    outcome = await run_react(ctx)
+
+    assert outcome.answer == "First part.\n\n2+3 = 5."
+    retract = events.of("answer.retract")
+    assert [(r["chars"], r["text"]) for r in retract] == [
+        (len("\n\nLet me compute."), "Let me compute.")
     ]
-    assert events.answer_text() == "Final answer, auch auf Deutsch."
+    assert events.answer_text() == outcome.answer
 
 
 async def test_cancellation_during_an_llm_call_propagates(build_context):
