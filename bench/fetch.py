@@ -9,8 +9,10 @@ it: plain text) and a 50 MB body (cut at the 5 MiB cap; 2 MiB of it searched).
 For each, ``--fetches`` calls of the tool in this process, one at a time, report wall time
 p50/p95 (the server's own time is a few ms of that); a ticker on the same event loop wakes
 every 2 ms and reports its largest lag during those calls, which is what every socket of a
-daphne process would feel while one of its runs fetches: the extraction runs in a thread,
-so the lag is the GIL, not code on the loop.
+daphne process would feel while one of its runs fetches. Each case runs twice: the page
+read in a thread of this process (the lag is the GIL its C calls hold, not code on the
+loop), and read in an extraction worker process as the server does (``FetchConfig.pool``,
+the workers of uploaded documents).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ sys.path.insert(0, str(REPO))
 from fimone.agent.tools import ToolRegistry  # noqa: E402
 from fimone.agent.tools.netpolicy import AddressPolicy  # noqa: E402
 from fimone.agent.tools.web import FetchConfig, fetch_url_tool  # noqa: E402
+from fimone.extract.isolated import ExtractionPool  # noqa: E402
 
 TICK = 0.002
 
@@ -64,9 +67,18 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run(base: str, fetches: int) -> None:
-    tools = ToolRegistry(
-        [fetch_url_tool(FetchConfig(policy=AddressPolicy.from_entries(["127.0.0.1"])))]
-    )
+    pool = ExtractionPool(workers=2)
+    try:
+        for where, chosen in (("in a thread", None), ("in a worker process", pool)):
+            print(f"-- the page read {where}")
+            await run_cases(base, fetches, chosen)
+    finally:
+        pool.close()
+
+
+async def run_cases(base: str, fetches: int, pool: ExtractionPool | None) -> None:
+    policy = AddressPolicy.from_entries(["127.0.0.1"])
+    tools = ToolRegistry([fetch_url_tool(FetchConfig(policy=policy, pool=pool))])
     await tools.run("fetch_url", json.dumps({"url": base + "/article"}))  # warm imports
     cases = [
         ("article (3 kB)", "/article", fetches),

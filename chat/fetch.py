@@ -7,11 +7,13 @@ naming it instead of failing every run.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from chat.documents import extraction_pool
 from fimone.agent.tools.netpolicy import AddressPolicy
 from fimone.agent.tools.web import FetchConfig
 from fimone.agent.tools.web_fetch import FetchLimits
@@ -25,12 +27,14 @@ def fetch_config() -> FetchConfig | None:
     """The tool's configuration, or None when the operator switched it off."""
     if not settings.FIMONE_FETCH_ENABLED:
         return None
-    return _config(
+    config = _config(
         tuple(settings.FIMONE_FETCH_ALLOWED_HOSTS),
         settings.FIMONE_FETCH_MAX_BYTES,
         settings.FIMONE_FETCH_TIMEOUT_SECONDS,
         settings.FIMONE_FETCH_MAX_CHARS,
     )
+    # Pages are read by the same worker processes as uploaded documents.
+    return dataclasses.replace(config, pool=extraction_pool())
 
 
 def check_settings() -> None:

@@ -24,6 +24,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from .html import HtmlText
 from .types import (
     DamagedDocument,
     DocumentTooLarge,
@@ -123,10 +124,28 @@ class ExtractionPool:
         """As ``extract_document``; blocks the calling thread (call it from a thread)."""
         limits = limits or ExtractLimits()
         header = {"filename": filename, "mime_type": mime_type, "limits": asdict(limits)}
+        reply = self._ask(header, data, limits.seconds, what="the document")
+        return _document(reply["document"])
+
+    def html(
+        self,
+        markup: bytes,
+        *,
+        charset: str | None = None,
+        url: str | None = None,
+        raw: bool = False,
+        seconds: float = 15.0,
+    ) -> HtmlText:
+        """As ``fimone.extract.html.html_text``; blocks the calling thread."""
+        header = {"kind": "html", "charset": charset, "url": url, "raw": raw}
+        page = self._ask(header, markup, seconds, what="the page")["page"]
+        return HtmlText(page["text"], page["title"], tuple(page["notes"]))
+
+    def _ask(self, header: dict, data: bytes, seconds: float, *, what: str) -> dict:
         with self._slots:
             worker = self._take()
             started = time.monotonic()
-            reply = worker.ask(header, data, started + limits.seconds + GRACE_SECONDS)
+            reply = worker.ask(header, data, started + seconds + GRACE_SECONDS)
             if reply is None or not worker.alive():
                 worker.kill()
             else:
@@ -135,16 +154,15 @@ class ExtractionPool:
         if reply is None:
             elapsed = time.monotonic() - started
             logger.warning("extraction worker gave no answer (%.1f s): killed", elapsed)
-            if elapsed >= limits.seconds:
+            if elapsed >= seconds:
                 raise ExtractionTimeout(
-                    f"Reading the document took longer than {limits.seconds:g} seconds.",
-                    seconds=limits.seconds,
+                    f"Reading {what} took longer than {seconds:g} seconds.", seconds=seconds
                 )
-            raise DocumentTooLarge("Reading the document needs more memory than allowed.")
+            raise DocumentTooLarge(f"Reading {what} needs more memory than allowed.")
         if "error" in reply:
             cls = _ERRORS.get(reply["error"], ExtractionError)
             raise cls(reply["message"], code=reply["code"])
-        return _document(reply["document"])
+        return reply
 
     def close(self) -> None:
         with self._lock:

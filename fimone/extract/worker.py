@@ -17,6 +17,7 @@ from dataclasses import asdict
 from typing import BinaryIO
 
 from fimone.extract import ExtractionError, ExtractLimits, extract_document
+from fimone.extract.html import html_text
 
 _LENGTH = struct.Struct(">I")
 
@@ -36,6 +37,8 @@ def write_frame(stream: BinaryIO, body: bytes) -> None:
 
 
 def answer(header: dict, data: bytes) -> dict:
+    if header.get("kind") == "html":
+        return _page(header, data)
     try:
         doc = extract_document(
             data,
@@ -46,6 +49,15 @@ def answer(header: dict, data: bytes) -> dict:
     except ExtractionError as exc:
         return {"error": type(exc).__name__, "code": exc.code, "message": exc.message}
     return {"document": asdict(doc)}
+
+
+def _page(header: dict, data: bytes) -> dict:
+    options = {key: header.get(key) for key in ("charset", "url")}
+    try:
+        page = html_text(data, raw=bool(header.get("raw")), **options)
+    except Exception as exc:  # a page the parsers choke on is unreadable, not a dead worker
+        return {"error": "ExtractionError", "code": "damaged", "message": str(exc)}
+    return {"page": asdict(page)}
 
 
 def warm_up() -> None:

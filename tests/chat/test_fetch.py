@@ -7,6 +7,7 @@ import ipaddress
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from chat.documents import extraction_pool
 from chat.fetch import check_settings, fetch_config
 from chat.runs.deps import make_tools
 
@@ -51,3 +52,12 @@ def test_bad_settings_stop_start_up_with_their_name(settings, name, value, messa
     setattr(settings, name, value)
     with pytest.raises(ImproperlyConfigured, match=message.replace("(", r"\(")):
         check_settings()
+
+
+def test_pages_are_read_by_the_document_workers(settings):
+    """HTML and PDF pages go to the same worker processes as uploaded documents: their
+    parsers' C calls would otherwise hold the server's GIL (docs/tools.md)."""
+    settings.FIMONE_DOCUMENT_WORKERS = 2
+    assert fetch_config().pool is extraction_pool() is not None
+    settings.FIMONE_DOCUMENT_WORKERS = 0
+    assert fetch_config().pool is None

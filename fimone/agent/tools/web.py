@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from fimone.extract.isolated import ExtractionPool
+
 from .netpolicy import AddressPolicy, AddressRefused
 from .registry import Tool
 from .web_content import PageText, page_text
@@ -44,6 +46,9 @@ class FetchConfig:
     max_chars: int = 20_000
     resolver: Resolver = system_resolver
     tls: ssl.SSLContext | None = None  # the certificates to trust; None: the system's
+    # Worker processes that read HTML and PDF; None: a thread of this process, whose C
+    # calls then hold the GIL and stall the event loop on a large page (docs/tools.md).
+    pool: ExtractionPool | None = None
 
 
 def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
@@ -67,7 +72,7 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
                 tls=config.tls,
             )
             page = await asyncio.get_running_loop().run_in_executor(
-                _EXTRACTORS, functools.partial(page_text, fetched, raw=raw)
+                _EXTRACTORS, functools.partial(page_text, fetched, raw=raw, pool=config.pool)
             )
         except (FetchError, AddressRefused) as exc:
             logger.info("fetch_url %s: %s", _shown(url), exc)

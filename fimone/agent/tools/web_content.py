@@ -1,10 +1,10 @@
 """What ``fetch_url`` makes of a fetched body: text a model can read.
 
-HTML → the page's main text as Markdown (trafilatura: navigation, ads, footers, scripts
-and styles left out; docs/tools.md, "Web pages" says why this extractor); JSON → pretty
-printed; other text as it is; PDF → the document reader the uploads use
-(``fimone.extract``), page by page. Anything else (images, archives, …) is refused with a
-sentence saying what it was. Sync and CPU-bound: call from a thread.
+HTML → the page's main text as Markdown (``fimone.extract.html``); JSON → pretty printed;
+other text as it is; PDF → the document reader the uploads use (``fimone.extract``), page by
+page. Anything else (images, archives, …) is refused with a sentence saying what it was.
+Sync and CPU-bound: call from a thread. Given an ``ExtractionPool``, HTML and PDF are read
+in its worker processes, where their C calls cannot hold this process's GIL.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 
 from fimone.extract import ExtractionError, ExtractLimits, extract_document
+from fimone.extract.html import decoded, html_text
+from fimone.extract.isolated import ExtractionPool
 
 from .web_fetch import FetchedBody, FetchError
 
@@ -35,10 +37,8 @@ TEXT_TYPES = frozenset(
         "application/atom+xml",
     }
 )
-# Beyond this many elements a page gets its plain text, not its main text (see _html).
-MAX_HTML_ELEMENTS = 10_000
-# Markup beyond this is not searched for the main text (see _html).
-MAX_HTML_BYTES = 2 * 1024 * 1024
+# What reading one page may take in a worker process (it is killed past it).
+EXTRACT_SECONDS = 15.0
 # Types fetch_url sniffs: servers send them for anything.
 _UNSURE = frozenset({"", "application/octet-stream", "binary/octet-stream", "unknown/unknown"})
 
@@ -89,28 +89,23 @@ def _looks_like_text(sample: bytes) -> bool:
 
 
 def decode(fetched: FetchedBody) -> str:
-    """The body as text, in the charset the server named, else UTF-8 (bad bytes shown as
-    U+FFFD rather than refused: a page with one broken byte is still worth reading)."""
-    return _decoded(fetched.body, fetched.charset)
+    """The body as text, in the charset the server named, else UTF-8."""
+    return decoded(fetched.body, fetched.charset)
 
 
-def _decoded(data: bytes, charset: str | None) -> str:
-    try:
-        return data.decode(charset or "utf-8", errors="replace")
-    except LookupError:  # a charset Python does not know
-        return data.decode("utf-8", errors="replace")
-
-
-def page_text(fetched: FetchedBody, *, raw: bool = False) -> PageText:
-    """The readable text of ``fetched``; ``raw``: HTML as its source, not its main text.
-    Raises ``FetchError`` for what cannot be read."""
+def page_text(
+    fetched: FetchedBody, *, raw: bool = False, pool: ExtractionPool | None = None
+) -> PageText:
+    """The readable text of ``fetched``; ``raw``: HTML as its source, not its main text;
+    ``pool``: read HTML and PDF in its worker processes. Raises ``FetchError`` for what
+    cannot be read."""
     kind = kind_of(fetched)
     if kind == "html":
-        return _html(fetched, raw=raw)
+        return _html(fetched, raw=raw, pool=pool)
     if kind == "json":
         return _json(fetched)
     if kind == "pdf":
-        return _pdf(fetched)
+        return _pdf(fetched, pool=pool)
     if kind == "text":
         return PageText("text", decode(fetched))
     raise FetchError(
@@ -120,66 +115,16 @@ def page_text(fetched: FetchedBody, *, raw: bool = False) -> PageText:
     )
 
 
-def _html(fetched: FetchedBody, *, raw: bool) -> PageText:
-    if raw:
-        tree = _parse_html(fetched.body[:MAX_HTML_BYTES])
-        return PageText("html", decode(fetched), _title_of(tree))
-    notes: tuple[str, ...] = ()
-    markup = fetched.body
-    if len(markup) > MAX_HTML_BYTES:
-        # The extractor's C calls work on whole strings and hold the GIL meanwhile: on a
-        # page of several MB each one stalls the event loop of every socket for a while.
-        markup = markup[:MAX_HTML_BYTES]
-        notes = (
-            f"Only the first {MAX_HTML_BYTES:,} bytes of this page's HTML were searched for "
-            "its text (raw=true gives all of the source).",
-        )
-    # Without a charset from the server, the extractor reads the page's own meta tag.
-    source = _decoded(markup, fetched.charset) if fetched.charset else markup
-    tree = _parse_html(source)
-    title = _title_of(tree)
-    import trafilatura  # imported on first use: it takes a noticeable part of a second
-
-    elements = sum(1 for _ in tree.iter()) if tree is not None else 0
-    if elements > MAX_HTML_ELEMENTS:
-        # Finding the main text takes time that grows faster than the page (seconds of
-        # CPU for tens of thousands of elements); the plain text is quick at any size.
-        note = (
-            f"The page is too large ({elements:,} HTML elements) to find its main text in "
-            "time: all of its visible text is given instead."
-        )
-        text = (trafilatura.html2txt(source) or "").strip()
-        return PageText("html", text, title, (*notes, note))
-    markdown = trafilatura.extract(
-        source,
-        url=fetched.url,
-        output_format="markdown",
-        include_links=True,
-        include_tables=True,
-        include_formatting=True,
-        include_images=False,
-        include_comments=False,
-    )
-    if markdown and markdown.strip():
-        return PageText("html", markdown.strip(), title, notes)
-    # No main text found (a short page, a list of links): all of the page's visible text
-    # is better than nothing.
-    text = trafilatura.html2txt(source) or ""
-    note = "No article was found on this page; all of its visible text is given instead."
-    return PageText("html", text.strip(), title, (*notes, note))
-
-
-def _title_of(tree) -> str:
-    return " ".join((tree.findtext(".//title") or "").split()) if tree is not None else ""
-
-
-def _parse_html(source: str | bytes):
-    import lxml.html
-
+def _html(fetched: FetchedBody, *, raw: bool, pool: ExtractionPool | None) -> PageText:
+    options = {"charset": fetched.charset, "url": fetched.url, "raw": raw}
     try:
-        return lxml.html.document_fromstring(source)
-    except (ValueError, lxml.etree.ParserError):
-        return None
+        if pool is None:
+            page = html_text(fetched.body, **options)
+        else:
+            page = pool.html(fetched.body, seconds=EXTRACT_SECONDS, **options)
+    except ExtractionError as exc:
+        raise FetchError(f"{fetched.url} could not be read: {exc.message}") from None
+    return PageText("html", page.text, page.title, page.notes)
 
 
 def _json(fetched: FetchedBody) -> PageText:
@@ -192,16 +137,16 @@ def _json(fetched: FetchedBody) -> PageText:
     return PageText("json", json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def _pdf(fetched: FetchedBody) -> PageText:
+def _pdf(fetched: FetchedBody, *, pool: ExtractionPool | None) -> PageText:
     if fetched.cut:
         raise FetchError(
             f"{fetched.url} is a PDF larger than the download limit of "
             f"{len(fetched.body):,} bytes, and a PDF cut short cannot be read."
         )
     try:
-        doc = extract_document(
-            fetched.body, mime_type="application/pdf", limits=ExtractLimits(seconds=15.0)
-        )
+        read = extract_document if pool is None else pool.extract
+        limits = ExtractLimits(seconds=EXTRACT_SECONDS)
+        doc = read(fetched.body, mime_type="application/pdf", limits=limits)
     except ExtractionError as exc:
         raise FetchError(f"{fetched.url} is a PDF that cannot be read: {exc.message}") from None
     pages = "\n\n".join(f"[page {page.number}]\n{page.text.strip()}" for page in doc.pages)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from fimone.agent.tools.web_content import MAX_HTML_BYTES, MAX_HTML_ELEMENTS, kind_of, page_text
+from fimone.agent.tools import web_content
+from fimone.agent.tools.web_content import kind_of, page_text
 from fimone.agent.tools.web_fetch import FetchedBody, FetchError
+from fimone.extract import isolated
+from fimone.extract.html import MAX_HTML_BYTES, MAX_HTML_ELEMENTS
+from fimone.extract.isolated import ExtractionPool
 from tests.support.documents import make_pdf
 from tests.support.web_server import ARTICLE, ARTICLE_FACT
 
@@ -104,3 +108,43 @@ def test_the_same_page_read_again_gives_the_same_text():
     first = page_text(body(ARTICLE.encode(), "text/html"))
     for _ in range(4):
         assert page_text(body(ARTICLE.encode(), "text/html")) == first
+
+
+@pytest.fixture
+def pool():
+    made = ExtractionPool(workers=1)
+    yield made
+    made.close()
+
+
+def test_a_worker_process_reads_a_page_as_this_process_would(pool, monkeypatch):
+    """Given the extraction workers, the page is read in one of them (this process's
+    extractor is never called), with the same text, title and notes."""
+    pages = [
+        body(ARTICLE.encode(), "text/html", "utf-8"),
+        body(b"<html><head><title>App</title></head><body></body></html>", "text/html"),
+        body(ARTICLE.encode(), "text/html", "utf-8"),
+    ]
+    here = [page_text(page, raw=i == 2) for i, page in enumerate(pages)]
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the page was read in the server's process")
+
+    monkeypatch.setattr(web_content, "html_text", not_here)
+    there = [page_text(page, raw=i == 2, pool=pool) for i, page in enumerate(pages)]
+    assert there == here
+    assert ARTICLE_FACT in there[0].text and there[1].title == "App"
+    assert there[2].text == ARTICLE
+
+
+def test_a_page_read_in_a_worker_past_its_time_is_a_clear_error(pool, monkeypatch):
+    monkeypatch.setattr(web_content, "EXTRACT_SECONDS", 0.0)
+    monkeypatch.setattr(isolated, "GRACE_SECONDS", 0.0)
+    with pytest.raises(FetchError, match="Reading the page took longer than 0 seconds"):
+        page_text(body(ARTICLE.encode(), "text/html"), pool=pool)
+
+
+def test_a_pdf_is_read_in_a_worker_too(pool, monkeypatch):
+    monkeypatch.setattr(web_content, "extract_document", None)  # not called here
+    page = page_text(body(make_pdf(["first page", "second page"]), "application/pdf"), pool=pool)
+    assert page.kind == "pdf" and "[page 2]\nsecond page" in page.text

@@ -363,9 +363,9 @@ async def test_the_page_is_turned_into_text_off_the_event_loop(site, monkeypatch
 
     threads = []
 
-    def recording_page_text(fetched, *, raw=False):
+    def recording_page_text(fetched, *, raw=False, pool=None):
         threads.append(threading.current_thread().name)
-        return real_page_text(fetched, raw=raw)
+        return real_page_text(fetched, raw=raw, pool=pool)
 
     real_page_text = web.page_text
     monkeypatch.setattr(web, "page_text", recording_page_text)
