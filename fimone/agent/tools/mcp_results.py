@@ -7,7 +7,8 @@ meet in one name.
 
 Results: text as it is; structured content as JSON (once: servers also send it as text);
 images as image parts when the model sees images, else as a line naming them; embedded text
-resources framed with their URI; ``isError`` as an ``Error: …`` text the model can act on.
+resources framed with their URI; ``isError`` as an ``Error: …`` text the model can act on;
+a text over ``MAX_RESULT_CHARS`` cut with a sentence saying so.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ _BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 MAX_NAME = 64
 # An image larger than this (base64 characters) is named, not sent.
 MAX_IMAGE_CHARS = 8_000_000
+# A result's text beyond this is cut, with a sentence saying so. Every result is kept
+# whole for ``recall`` and stored with the run; a server that answers with tens of MB must
+# not fill the server's memory and database (about 100K tokens, far more than one call
+# of any model's context can use).
+MAX_RESULT_CHARS = 400_000
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -70,6 +76,16 @@ def _structured_shown(structured: Any, texts: list[str]) -> bool:
     return False
 
 
+def _capped(text: str) -> str:
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return (
+        f"{text[:MAX_RESULT_CHARS]}\n\n[The result was cut here: the tool returned "
+        f"{len(text):,} characters, of which the first {MAX_RESULT_CHARS:,} are kept. Ask the "
+        "tool for a smaller part if it can give one.]"
+    )
+
+
 def result_output(
     server: str, tool: str, result: types.CallToolResult, *, vision: bool
 ) -> ToolOutput:
@@ -101,7 +117,7 @@ def result_output(
     structured = result.structured_content
     if structured is not None and not _structured_shown(structured, texts):
         parts.append(json.dumps(structured, ensure_ascii=False, indent=2, default=str))
-    text = "\n\n".join(p for p in parts if p) or "(the tool returned nothing)"
+    text = _capped("\n\n".join(p for p in parts if p) or "(the tool returned nothing)")
     if result.is_error:
         return ToolOutput(f"Error: {tool_name(server, tool)} reported an error: {text}")
     return ToolOutput(text, tuple(images))

@@ -16,7 +16,12 @@ from fimone.agent.tools.mcp_config import (
     resolve_secrets,
     secret_names,
 )
-from fimone.agent.tools.mcp_results import NAME_RULE, result_output, tool_name
+from fimone.agent.tools.mcp_results import (
+    MAX_RESULT_CHARS,
+    NAME_RULE,
+    result_output,
+    tool_name,
+)
 from fimone.agent.tools.registry import Tool, ToolRegistry
 
 # -- names -----------------------------------------------------------------------------------
@@ -138,6 +143,16 @@ def test_other_content_is_named_and_an_error_reads_as_one():
     )
     assert failed.text.startswith("Error: ") and failed.text.endswith("no")
     assert result_output("s", "t", result(), vision=False).text == "(the tool returned nothing)"
+
+
+def test_a_huge_result_is_cut_with_a_sentence_saying_so():
+    exact = types.TextContent(type="text", text="x" * MAX_RESULT_CHARS)
+    assert result_output("s", "t", result(exact), vision=False).text == exact.text
+    huge = types.TextContent(type="text", text="y" * (MAX_RESULT_CHARS + 1))
+    text = result_output("s", "t", result(huge), vision=False).text
+    assert text.startswith("y" * MAX_RESULT_CHARS + "\n\n[The result was cut here")
+    assert f"returned {MAX_RESULT_CHARS + 1:,} characters" in text
+    assert text.count("y") == MAX_RESULT_CHARS
 
 
 # -- argument checks of arbitrary schemas ----------------------------------------------------
