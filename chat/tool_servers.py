@@ -183,9 +183,14 @@ def pool() -> McpPool:
 async def server_tools(*, vision: bool) -> McpToolset:
     """The tools of the enabled servers for one run, and the servers left out."""
     specs = await current_servers()
+    current = pool()
+    # A server taken out of the file or the admin, or switched off, is stopped here rather
+    # than at the next restart.
+    for name in current.retire(keep=specs):
+        logger.info("MCP server %s is no longer configured: its connection is closed", name)
     if not specs:
         return McpToolset([], [])
-    return await pool().toolset(specs, vision=vision)
+    return await current.toolset(specs, vision=vision)
 
 
 def cached_server_tools() -> list:

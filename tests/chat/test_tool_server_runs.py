@@ -4,7 +4,9 @@ child process (tests/support/mcp_server.py) called over a real websocket run."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import sys
 
 import pytest
@@ -177,3 +179,34 @@ async def test_a_tool_marked_in_the_file_as_needing_approval_waits_for_the_user(
         (s["name"], s["result"]) for s in of_type(events, "step") if s["kind"] == "tool_result"
     ]
     assert results == [("notes__slow", "slept 0.0"), ("notes__echo", "echo: free")]
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(FileNotFoundError, IndexError):  # a zombie is gone too
+        return open(f"/proc/{pid}/stat").read().split(") ")[1][0] != "Z"
+    return False
+
+
+async def test_a_server_taken_out_of_the_file_is_stopped_before_the_next_run(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    mcp_file({"notes": server_entry(marker_dir)})
+    ws_fake_llm.enqueue(ws_fake_llm.tool_call("notes__pid", "{}"), "Noted.")
+    await send(socket, type="message", content="Which process?", mode="react")
+    events = await events_until(socket, "done", "error")
+    [result] = [s for s in of_type(events, "step") if s["kind"] == "tool_result"]
+    pid = int(result["result"])
+    assert process_alive(pid)
+
+    mcp_file({})
+    ws_fake_llm.enqueue("No tools of that server now.")
+    await send(socket, type="message", content="And now?", mode="react")
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    assert "notes__pid" not in {t["function"]["name"] for t in ws_fake_llm.calls[-1].tools}
+    async with asyncio.timeout(WAIT):
+        while process_alive(pid):  # noqa: ASYNC110 - the child exits once its stdin closes
+            await asyncio.sleep(0.05)

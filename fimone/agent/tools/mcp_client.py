@@ -340,6 +340,23 @@ class McpPool:
             )
         return McpToolset(tools, problems)
 
+    def retire(self, keep: Sequence[McpServerSpec]) -> list[str]:
+        """Close the connections of servers not in ``keep`` (removed, switched off or
+        changed since they were started: a stdio server's process ends) and forget their
+        listings; the names of the servers closed. A call still running on one of them
+        ends with the error a stopped server gives."""
+        wanted = {spec.connection_key for spec in keep}
+        closed = []
+        for key in [key for key in self._connections if key not in wanted]:
+            connection = self._connections.pop(key)
+            closed.append(connection.spec.name)
+            closing = asyncio.create_task(connection.aclose())
+            self._closing.add(closing)  # kept until done: a task is only weakly held
+            closing.add_done_callback(self._closing.discard)
+        for key in [key for key in self._listings if key not in wanted]:
+            del self._listings[key]
+        return closed
+
     def cached_tools(self, specs: Sequence[McpServerSpec]) -> list[Tool]:
         """The tools of ``specs`` whose listing is cached (no server is asked)."""
         tools = []
