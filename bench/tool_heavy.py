@@ -14,9 +14,12 @@ numbers and ids). Three ways:
   (c) mask, then summarise — fimone's guard as it ships.
 
 For each it prints: total input tokens over the run (the 40 calls, tool schemas included,
-plus the summariser's own input), summariser calls, prefix stability (the share of calls
-after the first that send the previous call's whole request unchanged as their prefix —
-nothing before the new messages changed, so the provider's prompt cache applies), the
+plus the summariser's own input), summariser calls, prefix stability two ways — "to the
+compaction point": the share of calls after the first whose prefix up to the previous
+call's last compaction point (its last stub or summary) is byte-identical to the previous
+call's, i.e. what compaction already settled was not rewritten; "whole": the stricter share
+that send the previous call's whole request unchanged as their prefix (no compaction at
+all on that call) — the
 cached input tokens that implies under OpenAI's published rule (a request of at least
 1,024 tokens reuses the longest prefix it shares with an earlier request, counted in
 128-token steps from 1,024), and how many of the 39 facts are still reachable at the end:
@@ -40,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from contextmgmt.core.guard import ContextGuard  # noqa: E402
 from contextmgmt.core.masking import (  # noqa: E402
     KEEP_TOOL_ROUNDS,
-    LOW_WATER_SHARE,
+    MASK_MARK_SHARE,
     is_masked,
 )
 from contextmgmt.core.messages import ChatMessage, ToolCall  # noqa: E402
@@ -127,6 +130,11 @@ def common_prefix_tokens(previous: list[ChatMessage], current: list[ChatMessage]
     return TOOL_TOKENS + estimate_messages_tokens(current[:shared])
 
 
+def compaction_point(messages: list[ChatMessage]) -> int:
+    """How many leading messages compaction has settled: up to the last stub or summary."""
+    return max((i + 1 for i, m in enumerate(messages) if is_masked(m) or m.is_summary), default=0)
+
+
 def cached_tokens(prompt: int, prefix: int) -> int:
     """OpenAI's rule: at least 1,024 tokens, the shared prefix in 128-token steps."""
     if prompt < CACHE_MIN or prefix < CACHE_MIN:
@@ -149,7 +157,7 @@ async def run(way: str, sources: list[Source], budget: int, keep_rounds: int) ->
         ),
     ]
     previous: list[ChatMessage] | None = None
-    total_input = stable = cached = 0
+    total_input = stable = settled = cached = 0
     for k in range(CALLS):
         messages = list(await guard.check_and_compact(messages, hint="react_iteration"))
         prompt = TOOL_TOKENS + estimate_messages_tokens(messages)
@@ -161,6 +169,11 @@ async def run(way: str, sources: list[Source], budget: int, keep_rounds: int) ->
                 a is b or serial(a) == serial(b) for a, b in zip(previous, messages, strict=False)
             )
             stable += unchanged
+            point = compaction_point(previous)
+            settled += len(messages) >= point and all(
+                a is b or serial(a) == serial(b)
+                for a, b in zip(previous[:point], messages[:point], strict=True)
+            )
         previous = list(messages)
         if k < len(sources):
             source = sources[k]
@@ -182,6 +195,7 @@ async def run(way: str, sources: list[Source], budget: int, keep_rounds: int) ->
         "summariser_input": guard.usage.input_tokens,
         "summariser_calls": guard.summariser_calls,
         "stability": stable / (CALLS - 1),
+        "settled": settled / (CALLS - 1),
         "cached": cached,
         "reachable": reachable,
         "facts": len(sources),
@@ -201,8 +215,8 @@ def main() -> None:
     chars = [len(s.text) for s in sources]
     print(
         f"{CALLS} model calls, {len(sources)} tool results of {min(chars):,}-{max(chars):,} "
-        f"characters ({sum(chars):,} in all), budget {args.budget:,} tokens, masking keeps "
-        f"the newest {args.keep_rounds} rounds, low-water mark {LOW_WATER_SHARE:.0%}"
+        f"characters ({sum(chars):,} in all), budget {args.budget:,} tokens, masking from "
+        f"{MASK_MARK_SHARE:.0%} of it keeps the newest {args.keep_rounds} rounds"
     )
     rows = [
         asyncio.run(run(way, sources, args.budget, args.keep_rounds))
@@ -215,15 +229,16 @@ def main() -> None:
     }
     print(
         f"{'':26} {'input tokens':>13} {'summariser in':>13} {'total':>11} {'summ. calls':>11} "
-        f"{'compactions':>11} {'prefix stable':>13} {'cached (OpenAI)':>15} {'uncached':>11} "
-        f"{'facts':>7}"
+        f"{'compactions':>11} {'stable to point':>15} {'whole':>6} {'cached (OpenAI)':>15} "
+        f"{'uncached':>11} {'facts':>7}"
     )
     for row in rows:
         total = row["input"] + row["summariser_input"]
         print(
             f"{label[row['way']]:26} {row['input']:>13,} {row['summariser_input']:>13,} "
             f"{total:>11,} {row['summariser_calls']:>11} {row['compactions']:>11} "
-            f"{row['stability']:>12.0%} {row['cached']:>15,} {total - row['cached']:>11,} "
+            f"{row['settled']:>15.1%} {row['stability']:>6.1%} {row['cached']:>15,} "
+            f"{total - row['cached']:>11,} "
             f"{row['reachable']:>3}/{row['facts']}"
         )
     a, c = rows[0], rows[2]
@@ -232,7 +247,8 @@ def main() -> None:
     print(
         f"(c) against (a): total input tokens {total_c / total_a:.0%}, uncached input tokens "
         f"{(total_c - c['cached']) / (total_a - a['cached']):.0%}, summariser calls "
-        f"{c['summariser_calls']}/{a['summariser_calls']}"
+        f"{c['summariser_calls']}/{a['summariser_calls']}, prefix stable to the compaction "
+        f"point {c['settled']:.1%} (whole {c['stability']:.1%})"
     )
 
 

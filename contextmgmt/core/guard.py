@@ -5,11 +5,14 @@
 
 1. A message longer than ``max_message_chars`` is cut with a ``[Truncated]`` suffix
    (string content and the text parts of part lists; on copies).
-2. Within budget → the caller's list is returned as it is, the common case. Token
-   estimates are cached per message, so this costs one cheap pass.
-3. Over budget → old tool results are masked (``masking``: stubs saying how to get them
-   back), oldest first, down to the low-water mark; if that fits, no LLM is asked
-   (strategy "mask").
+2. Within budget and under the masking mark (half of it) → the caller's list is returned
+   as it is, the common case. Token estimates are cached per message, so this costs one
+   cheap pass.
+3. Over the masking mark → every tool result older than the newest rounds is masked
+   (``masking``: stubs saying how to get them back). Stubs never change and masking only
+   moves forward, so the prefix up to the last stub stays byte-identical from call to call
+   (the provider's cache holds). If that fits the budget, no LLM is asked (strategy "mask",
+   or "none" when there was nothing to mask).
 4. Still over budget → injected pinned messages are unpinned oldest-first while pinned content
    exceeds half the budget (the current query stays pinned), then LLM compaction
    with the hint's prompt, or ``smart_truncate`` without a compaction LLM. Any LLM
@@ -29,7 +32,7 @@ from typing import Any
 from . import tokens
 from .compact import CompactResult, CompactUtils
 from .llm import Usage
-from .masking import KEEP_TOOL_ROUNDS, low_water, mask_tool_results
+from .masking import KEEP_TOOL_ROUNDS, mask_mark, mask_tool_results
 from .messages import ChatMessage
 
 TRUNCATED_SUFFIX = "\n[Truncated]"
@@ -161,39 +164,52 @@ class ContextGuard:
                 elif content is not None and _has_oversized(msg, limit):
                     oversized = True
         n = len(messages)
-        if not oversized and total <= budget:
+        masking = self.mask_keep_rounds is not None
+        # Masking starts at its mark, below the budget: see the module's docstring.
+        mark = min(budget, mask_mark(budget)) if masking else budget
+        if not oversized and total <= mark:
             self.last = CompactResult(messages, "none", n, n, total, total)
             return messages
 
         tokens_before = total
-        work = list(messages)
+        work = messages
         cut = 0
         if oversized:
+            work = list(messages)
             for i, msg in enumerate(work):
                 copy = _cut_oversized(msg, limit)
                 if copy is not None:
                     work[i] = copy
                     cut += 1
             total = tokens.estimate_messages_tokens(work)
-            if total <= budget:
+            if total <= mark:
                 self.last = CompactResult(
                     work, "none", n, n, tokens_before, total, oversized_cut=cut
                 )
                 return work
 
         masked = []
-        if self.mask_keep_rounds is not None:
-            outcome = mask_tool_results(
-                work, target_tokens=low_water(budget), keep_rounds=self.mask_keep_rounds
-            )
+        if masking:
+            outcome = mask_tool_results(work, keep_rounds=self.mask_keep_rounds)
             if outcome.masked:
                 work, total, masked = outcome.messages, outcome.tokens_after, outcome.masked
-                if total <= budget:
-                    self.compactions += 1
-                    self.last = CompactResult(
-                        work, "mask", n, n, tokens_before, total, oversized_cut=cut, masked=masked
-                    )
-                    return work
+        if total <= budget:
+            # Over the mark, within the budget: masked if anything was old enough, else
+            # sent as it is (the same list when nothing was cut).
+            if masked:
+                self.compactions += 1
+            self.last = CompactResult(
+                work,
+                "mask" if masked else "none",
+                n,
+                n,
+                tokens_before,
+                total,
+                oversized_cut=cut,
+                masked=masked,
+            )
+            return work
+        work = list(work)
 
         work, _ = apply_pinned_cap(work, budget)
         if not any(_compactable(m) for m in work):

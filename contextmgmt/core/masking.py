@@ -16,8 +16,13 @@ The rules, each property-tested (tests/contextmgmt/core/test_masking_properties.
 - deterministic and idempotent: the same messages mask the same way, and masking a masked
   list changes nothing (a stub is never masked again);
 - a stub replaces a result only when it is smaller, so the token count never grows;
-- oldest first, and only until the total is at ``target_tokens`` (the low-water mark the
-  caller gives), so later calls find the same prefix and the provider's cache holds.
+- oldest first, and only until the total is at ``target_tokens`` when the caller gives one
+  (the turn-level history masks down to a low-water mark); without one, every result
+  older than the newest rounds is masked. The guard does the latter once the context
+  passes ``MASK_MARK_SHARE`` of its budget: a stub never changes again and masking only
+  ever moves forward, so everything up to the last masked result is byte-identical from
+  call to call and the provider's prompt cache holds (docs/architecture.md, "Context
+  tiers", with bench/tool_heavy.py's figures).
 
 Plain Python; the caller's messages are never mutated, unchanged ones stay the same objects.
 """
@@ -33,13 +38,23 @@ from .compact import tool_units
 from .messages import ChatMessage, ToolCall
 
 # The newest tool rounds (an assistant message calling tools, with its results) stay whole.
-KEEP_TOOL_ROUNDS = 3
-# When a compaction is needed, it goes down to this share of the budget, not to just under
-# it: the following calls then fit as they are and send the same prefix.
+# Two, not more: each round kept whole is sent again on every call until it is masked, and
+# bench/tool_heavy.py measured three rounds at about half again the input tokens of two.
+KEEP_TOOL_ROUNDS = 2
+# Once a run's context passes this share of the guard's budget, every tool result older
+# than the newest rounds is masked at once (not one at a time, not only at the budget):
+# the context drops well below the budget, the calls after it send the same prefix, and
+# the masking that comes next only appends stubs after the ones already sent.
+MASK_MARK_SHARE = 0.5
+# When the turn-level history is over budget, masking goes down to this share of it, not
+# to just under it: the following turns then fit as they are and send the same prefix.
 LOW_WATER_SHARE = 0.3
 MASK_PREFIX = "[Tool result masked"
 # The metadata key a stub carries: what it replaced (for the divider and the receipt).
 MASKED_KEY = "masked"
+# A result this short costs about what its stub would: it is never masked (and looking at
+# it on every call would cost more than it saves).
+MIN_MASKED_CHARS = 400
 ARGUMENT_CHARS = 120
 FIRST_LINE_CHARS = 200
 # Tools whose results are read again with another tool, not with recall.
@@ -83,6 +98,11 @@ def masked_facts(masked: list[MaskedResult]) -> dict[str, object]:
         "masked_count": len(masked),
         "masked_tokens_saved": sum(m.tokens_saved for m in masked),
     }
+
+
+def mask_mark(budget: int) -> int:
+    """The context size above which the guard masks old tool results."""
+    return int(budget * MASK_MARK_SHARE)
 
 
 def low_water(budget: int) -> int:
@@ -148,6 +168,8 @@ def mask_tool_results(
     outcome = MaskOutcome(messages, tokens_before=before, tokens_after=before)
     if target_tokens is not None and before <= target_tokens:
         return outcome
+    if not _anything_to_mask(messages, keep_rounds):
+        return outcome  # the common case once old results are stubs: one cheap pass
     units = tool_units(messages)
     rounds = [u for u in units if u[0].role == "assistant" and u[0].tool_calls]
     old = rounds[: max(0, len(rounds) - keep_rounds)]
@@ -173,6 +195,31 @@ def mask_tool_results(
     return outcome
 
 
+def _anything_to_mask(messages: list[ChatMessage], keep_rounds: int) -> bool:
+    """Whether a tool result long enough to mask, not masked yet, comes before the newest
+    ``keep_rounds`` tool rounds (results follow their call, so position tells)."""
+    cutoff = len(messages)
+    seen = 0
+    if keep_rounds > 0:
+        for i in range(len(messages) - 1, -1, -1):
+            msg = messages[i]
+            if msg.role == "assistant" and msg.tool_calls:
+                seen += 1
+                if seen == keep_rounds:
+                    cutoff = i
+                    break
+        else:
+            return False  # no more rounds than the newest ones
+    for msg in messages[:cutoff]:
+        if msg.role != "tool" or MASKED_KEY in msg.metadata:
+            continue
+        content = msg.content
+        size = len(content) if isinstance(content, str) else len(msg.text())
+        if size >= MIN_MASKED_CHARS:
+            return True
+    return False
+
+
 def _candidates(rounds: list[list[ChatMessage]]):
     """(result, its call) of every tool result of ``rounds`` that may be masked, oldest
     first: not in a pinned unit, not masked already."""
@@ -184,5 +231,7 @@ def _candidates(rounds: list[list[ChatMessage]]):
             if msg.role != "tool" or msg.tool_call_id not in calls:
                 continue
             if is_masked(msg) or msg.text().startswith(MASK_PREFIX):
+                continue
+            if len(msg.text()) < MIN_MASKED_CHARS:
                 continue
             yield msg, calls[msg.tool_call_id]

@@ -1,11 +1,11 @@
 """The ReAct iteration loop, shared by ReAct mode and every DAG step's sub-agent.
 
 Each iteration: drain injected follow-ups → the ContextGuard with the loop's own budget
-(it masks old tool results before it summarises, and only when over budget, so every
-call between two compactions sends the same prefix) → one *streaming* call with the
-tools → run the requested tools (concurrently when the model asks for several); images a
-tool brought back (``recall`` finding an earlier image) follow the tool results as one
-user message.
+(past half the budget it masks old tool results, before it summarises anything; stubs
+are only ever appended, so every call sends the previous call's prefix up to its last
+stub) → one *streaming* call with the tools → run the requested tools (concurrently
+when the model asks for several); images a tool brought back (``recall`` finding an
+earlier image) follow the tool results as one user message.
 
 Every call streams, and its text goes out as it arrives (docs/protocol.md, "Streaming"):
 in ReAct mode as ``answer.delta``; inside a DAG step as ``dag.step.delta`` (the plan shows

@@ -273,28 +273,52 @@ def _tool_heavy(rounds: int, chars: int) -> list[ChatMessage]:
 
 
 async def test_old_tool_results_are_masked_before_any_summary_rm_1():
-    """Over budget with old tool results: they become stubs, oldest first, down to the
-    low-water mark; no summariser is asked when that fits (strategy "mask")."""
+    """Over budget with old tool results: every result older than the newest rounds
+    becomes a stub; no summariser is asked when that fits (strategy "mask")."""
     msgs = _tool_heavy(6, 1_000)
     llm = FakeLLM(default="summary")
     guard = ContextGuard(compact_llm=llm, budget=estimate_messages_tokens(msgs) - 10)
     out = await guard.check_and_compact(msgs)
     assert llm.calls == [] and guard.last.strategy == "mask"
-    masked = [m.call_id for m in guard.last.masked]
-    assert masked and masked == ["c0", "c1", "c2"][: len(masked)]  # oldest first, not the newest
-    assert problems(out) == [] and estimate_messages_tokens(out) <= guard.budget * 0.6 + 700
-    assert out[-1] is msgs[-1] and out[-3] is msgs[-3] and out[-5] is msgs[-5]  # newest rounds
+    keep = guard.mask_keep_rounds
+    assert [m.call_id for m in guard.last.masked] == [f"c{i}" for i in range(6 - keep)]
+    assert problems(out) == [] and estimate_messages_tokens(out) < guard.budget / 2
+    assert all(out[-1 - 2 * i] is msgs[-1 - 2 * i] for i in range(keep))  # newest rounds
     again = await guard.check_and_compact(out)
     assert again is out  # the next call finds the same prefix, within budget
+
+
+async def test_masking_starts_at_half_the_budget_and_only_ever_appends_stubs_rm_3():
+    """Under half the budget nothing changes; past it the old results are masked though the
+    budget is not reached; a later masking leaves every stub already sent as it was, so
+    each call's prefix up to its last stub is the previous call's byte for byte."""
+    msgs = _tool_heavy(4, 1_000)
+    total = estimate_messages_tokens(msgs)
+    guard = ContextGuard(budget=2 * total + 2)
+    assert await guard.check_and_compact(msgs) is msgs and guard.last.strategy == "none"
+    guard = ContextGuard(budget=2 * total - 2)
+    first = await guard.check_and_compact(msgs)
+    assert guard.last.strategy == "mask" and guard.compactions == 1
+    assert [m.call_id for m in guard.last.masked] == ["c0", "c1"]
+    grown = list(first)
+    for i in range(4, 9):
+        grown += tool_round(f"c{i}", "read_log", f'{{"n": {i}}}', f"log {i}\n" + "x " * 1_000)
+        before = list(grown)
+        grown = await guard.check_and_compact(grown)
+        stubs = [i for i, m in enumerate(before) if m.metadata.get("masked")]
+        settled = stubs[-1] + 1
+        assert [m.to_openai() for m in grown[:settled]] == [m.to_openai() for m in before[:settled]]
+    assert problems(grown) == []
+    assert guard.compactions > 1 and estimate_messages_tokens(grown) <= guard.budget
 
 
 async def test_what_masking_cannot_fit_is_summarised_with_stubs_not_results_rm_1():
     msgs = _tool_heavy(6, 1_000)
     llm = FakeLLM(default="summary")
-    guard = ContextGuard(compact_llm=llm, budget=900)
+    guard = ContextGuard(compact_llm=llm, budget=700)
     out = await guard.check_and_compact(msgs)
     assert guard.last.strategy == "llm" and guard.last.masked
     shown = llm.calls[0].messages[-1].text()
     # The masked rounds reach the summariser as their stubs, the newest ones whole.
     assert 'read_log({"n": 0}) returned' in shown and "fact-0\nx x" not in shown
-    assert problems(out) == [] and estimate_messages_tokens(out) <= 900
+    assert problems(out) == [] and estimate_messages_tokens(out) <= 700

@@ -1,9 +1,11 @@
 """Properties of the masking tier (contextmgmt.core.masking) over random conversations:
 tool pairs stay valid, masking is deterministic and idempotent, the newest tool rounds,
-pinned messages and the current query are never touched, and the token count never grows."""
+pinned messages and the current query are never touched, and the token count never grows;
+through the guard, call after call, stubs are only ever appended to the prefix sent before."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 
@@ -11,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextmgmt.core.compact import tool_units
+from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.masking import MASK_PREFIX, is_masked, mask_tool_results
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
@@ -122,3 +125,44 @@ def test_a_stub_names_tool_arguments_size_first_line_and_the_way_back():
     ]
     stub = mask_tool_results(messages, keep_rounds=0).messages[3].text()
     assert 'call read_document({"file": "a.pdf", "page": 3}) again' in stub
+
+
+@st.composite
+def runs(draw):
+    """A run's start (system, the query) and the tool rounds its calls add, one per call."""
+    ids = iter(range(1, 10_000))
+    added = []
+    for _ in range(draw(st.integers(1, 12))):
+        calls = [
+            ToolCall(f"r{next(ids)}", draw(st.sampled_from(["fetch", "calc"])), '{"q": 1}')
+            for _ in range(draw(st.integers(1, 2)))
+        ]
+        added.append(
+            [ChatMessage(role="assistant", content=None, tool_calls=calls)]
+            + [ChatMessage(role="tool", content=draw(texts()), tool_call_id=c.id) for c in calls]
+        )
+    start = [system("Use the tools."), ChatMessage(role="user", content="Go", pinned=True)]
+    return start, added
+
+
+@settings(max_examples=100, deadline=None)
+@given(runs(), st.integers(300, 6_000))
+def test_the_guard_only_appends_stubs_so_each_call_keeps_the_previous_prefix(run, budget):
+    """Call after call of a run through the guard: pairs stay valid, and whenever only
+    masking was needed, everything up to the last stub the call started with is sent byte
+    for byte as before (the provider's cached prefix); masking never adds tokens."""
+    start, added = run
+    guard = ContextGuard(budget=budget)
+    messages = list(start)
+    for round_ in added:
+        before = messages + round_
+        settled = max((i + 1 for i, m in enumerate(before) if is_masked(m)), default=0)
+        messages = asyncio.run(guard.check_and_compact(before))
+        assert problems(messages) == []
+        if guard.last.strategy in ("none", "mask"):
+            assert [m.to_openai() for m in messages[:settled]] == [
+                m.to_openai() for m in before[:settled]
+            ]
+            assert estimate_messages_tokens(messages) <= estimate_messages_tokens(before)
+            if guard.last.strategy == "mask":
+                assert estimate_messages_tokens(messages) <= budget
