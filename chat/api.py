@@ -21,6 +21,7 @@ from chat.json_input import parse_json
 from chat.message_html import answer_html
 from chat.models import Attachment, Conversation, Message
 from chat.runs.record import dag_with_html
+from chat.versions import versions_of
 
 
 def error_response(code: str, message: str, status: int) -> JsonResponse:
@@ -131,10 +132,18 @@ def attachment_url(file_id: str) -> str:
 def messages_json(messages: list[Message], *, conversation: Conversation) -> list[dict[str, Any]]:
     """A page of messages, their images described (one query for all of them)."""
     descriptions = selectors.image_descriptions(conversation=conversation, messages=messages)
-    return [message_json(m, descriptions=descriptions) for m in messages]
+    versions = versions_of(messages)
+    return [
+        message_json(m, descriptions=descriptions, versions=versions.get(m.pk)) for m in messages
+    ]
 
 
-def message_json(message: Message, *, descriptions: dict[str, str] | None = None) -> dict[str, Any]:
+def message_json(
+    message: Message,
+    *,
+    descriptions: dict[str, str] | None = None,
+    versions: tuple[int, ...] | None = None,
+) -> dict[str, Any]:
     metadata = message.metadata or {}
     descriptions = descriptions or {}
     images = [
@@ -188,9 +197,12 @@ def message_json(message: Message, *, descriptions: dict[str, str] | None = None
         "steps_omitted": metadata.get("steps_omitted", 0),
         "dag": dag_with_html(metadata.get("dag")),
         "reasoning": metadata.get("reasoning") or "",
-        # A retried answer points at its successor, which points back (websocket ``retry``).
+        # Set on a message hidden because another version is shown (chat.versions).
         "superseded_by": metadata.get("superseded_by"),
         "retry_of": metadata.get("retry_of"),
+        # Every version of an edited question or a regenerated answer, oldest first; null
+        # for a message with one version.
+        "versions": list(versions) if versions else None,
     }
 
 

@@ -2,9 +2,10 @@
 "Export"). ``GET /api/conversations/<id>/export/?format=markdown|json``, owner-only.
 
 Markdown holds what the chat shows: the questions, the answers with their status, the tool
-calls and results of each run, and images by reference; answers replaced by a retry are
-left out. JSON holds every stored message in the shape of the messages API (without the
-rendered HTML), retried answers included and marked ``superseded_by``.
+calls and results of each run, and images by reference, on the branch of versions shown
+(``chat.versions``); the other versions are left out. JSON holds every stored message in
+the shape of the messages API (without the rendered HTML): the other versions included,
+marked ``superseded_by``, and each version listing its siblings (``versions``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from chat import selectors
 from chat.api import api_view, conversation_json, messages_json
 from chat.errors import InvalidInput
 from chat.models import Conversation, Message
+from chat.versions import is_hidden
 
 FORMATS = {
     "markdown": ("md", "text/markdown; charset=utf-8"),
@@ -82,6 +84,8 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
     ]
     for message in messages:
         metadata = message.metadata or {}
+        if is_hidden(message):
+            continue  # another version is shown, with its branch
         if message.role == Message.Role.USER:
             heading = (
                 gettext("Follow-up") if message.kind == Message.Kind.INJECTED else gettext("User")
@@ -91,8 +95,6 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
             lines += _documents(metadata)
             lines += [message.content, ""]
         elif message.role == Message.Role.ASSISTANT:
-            if metadata.get("superseded_by"):
-                continue
             status = "" if message.status == Message.Status.DONE else f" · {message.status}"
             heading = gettext("Assistant")
             lines += ["---", "", f"### {heading} · {_when(message.created_at)}{status}", ""]

@@ -181,6 +181,8 @@ def latest_summary(conversation_id: Any) -> StoredSummary | None:
     """The newest summary of the conversation a user has not discarded, or None."""
     found = (
         ContextSummary.objects.filter(conversation_id=conversation_id, discarded_at__isnull=True)
+        # Not one ending on a branch of versions that is not shown (chat.versions).
+        .exclude(covers_through__metadata__has_key="superseded_by")
         .order_by("-covers_through__created_at", "-covers_through_id", "-id")
         .values_list(
             "id",

@@ -97,6 +97,26 @@ class Message(models.Model):
     html = models.TextField(blank=True, default="", verbose_name=_("rendered HTML"))
     html_version = models.PositiveSmallIntegerField(default=0, verbose_name=_("renderer version"))
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created"))
+    # Versions (docs/architecture.md, "Versions"): an edited question or a regenerated
+    # answer is a new version of the first one, which it names here; and a message hidden
+    # because another version is shown names the version whose branch holds it (showing
+    # that version shows it again). Written only by chat.versions.
+    version_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("version of"),
+    )
+    branch_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("hidden with version"),
+    )
 
     class Meta:
         verbose_name = _("message")

@@ -153,7 +153,7 @@ def user_message_create(
             search_index.index_documents(message=message)
     fields = ["updated_at"]
     if not conversation.title and not injected:
-        conversation.title = _title_from(content)
+        conversation.title = title_from(content)
         fields.append("title")
     conversation.save(update_fields=fields)
     search_index.index_message(message=message, fresh=True)
@@ -436,7 +436,7 @@ def _clean_mode(mode: Any) -> str:
     return mode
 
 
-def _title_from(content: str) -> str:
+def title_from(content: str) -> str:
     """A title from the first query: its first non-empty line, shortened on a word."""
     line = next((ln.strip() for ln in content.splitlines() if ln.strip()), "")
     line = " ".join(line.split())

@@ -19,6 +19,8 @@ def summary_latest(*, conversation_id: Any) -> ContextSummary | None:
     """The newest summary of the conversation a user has not discarded, or None."""
     return (
         ContextSummary.objects.filter(conversation_id=conversation_id, discarded_at__isnull=True)
+        # Not one ending on a branch of versions that is not shown (chat.versions).
+        .exclude(covers_through__metadata__has_key="superseded_by")
         .select_related("covers_through")
         .order_by("-covers_through__created_at", "-covers_through_id", "-id")
         .first()

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from chat import export, pages, search_views, summary_views, tool_views, views
+from chat import export, pages, search_views, summary_views, tool_views, version_views, views
 
 app_name = "chat"
 
@@ -29,6 +29,11 @@ urlpatterns = [
         "api/conversations/<str:conversation_id>/messages/<str:message_id>/",
         summary_views.message_detail,
         name="message",
+    ),
+    path(
+        "api/conversations/<str:conversation_id>/messages/<str:message_id>/show/",
+        version_views.version_show,
+        name="message_show",
     ),
     path(
         "api/conversations/<str:conversation_id>/summaries/<str:summary_id>/",

@@ -84,6 +84,8 @@ async def launch(
             **({"retry_of": retry_of} if retry_of is not None else {}),
             # An edited question: the client replaces that question and what followed it.
             **({"edit_of": edit_of} if edit_of is not None else {}),
+            # The edited question's or the regenerated answer's versions (chat.versions).
+            **({"versions": list(opened.versions)} if opened.versions else {}),
         },
     )
     # The engine's task exists before the listener can read a cancel for it.

@@ -29,6 +29,7 @@ from chat.runs import control
 from chat.runs.deps import RunDeps
 from chat.summaries import summary_save
 from chat.tool_settings import switched_off
+from chat.versions import hidden_q, is_hidden, title_follows, version_add
 from contextmgmt.budget import Budget
 from contextmgmt.calibration import record_usage
 from contextmgmt.core.llm import LLM, Usage
@@ -59,6 +60,8 @@ class OpenedRun:
     model_config_id: int | None = None
     # The tool sources switched off in the conversation, read with it (no query of its own).
     disabled_tool_sources: frozenset[str] = frozenset()
+    # An edited question's or a regenerated answer's versions, oldest first (chat.versions).
+    versions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,9 @@ def open_follow_up(
 @transaction.atomic
 def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -> OpenedRun:
     """A run answering a failed answer's question again (no second copy of the question);
-    the failed answer is marked ``superseded_by`` the new one (the UI hides it, DbMemory
-    skips it). ``any_status``: a finished answer too (regenerate), not only a failed one."""
+    the failed answer becomes an earlier version of the new one, hidden until the user
+    shows it again (``chat.versions``). ``any_status``: a finished answer too (regenerate),
+    not only a failed one."""
     conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
     failed = Message.objects.filter(
         conversation=conversation, pk=message_id, role=Message.Role.ASSISTANT
@@ -163,7 +167,7 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         raise ChatError("bad_message_id", gettext("No answer with that id in this conversation."))
     metadata = dict(failed.metadata or {})
     statuses = (*RETRYABLE_STATUSES, Message.Status.DONE) if any_status else RETRYABLE_STATUSES
-    if failed.status not in statuses or metadata.get("superseded_by"):
+    if failed.status not in statuses or is_hidden(failed):
         raise ChatError(
             "not_retryable",
             gettext("Only a finished answer can be regenerated.")
@@ -172,6 +176,7 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         )
     newest = (
         Message.objects.filter(conversation=conversation, role=Message.Role.ASSISTANT)
+        .exclude(hidden_q())  # an earlier branch's answers may be newer
         .order_by("-created_at", "-id")
         .values_list("id", flat=True)
         .first()
@@ -185,8 +190,8 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
     control.claim_conversation(conversation_id=conversation.pk)
     mode = metadata.get("mode") or conversation.mode
     answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
-    metadata["superseded_by"] = answer.pk
-    Message.objects.filter(pk=failed.pk).update(metadata=metadata)
+    # The failed or regenerated answer stays as an earlier version, one switch away.
+    versions = version_add(old=failed, new=answer)
     follow_up_ids: tuple[int, ...] = ()
     if metadata.get("run_id"):
         follow_up_ids = tuple(
@@ -210,6 +215,7 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         follow_up_ids=follow_up_ids,
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
+        versions=versions,
     )
 
 
@@ -217,18 +223,19 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
 def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRun:
     """A run answering an edited copy of the newest question: the new question keeps the
     old one's images; the old question and everything after it (its answers, follow-ups)
-    are marked ``superseded_by`` — kept, but hidden by the UI and skipped by DbMemory."""
+    are the earlier version's branch, hidden until the user shows it again (``chat.versions``);
+    an automatic title follows an edited first question."""
     conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
     old = Message.objects.filter(
         conversation=conversation, pk=message_id, role=Message.Role.USER, kind=Message.Kind.QUERY
     ).first()
-    if old is None or (old.metadata or {}).get("superseded_by"):
+    if old is None or is_hidden(old):
         raise ChatError("bad_message_id", gettext("No question with that id in this conversation."))
     newest = (
         Message.objects.filter(
             conversation=conversation, role=Message.Role.USER, kind=Message.Kind.QUERY
         )
-        .exclude(metadata__has_key="superseded_by")
+        .exclude(hidden_q())
         .order_by("-created_at", "-id")
         .values_list("id", flat=True)
         .first()
@@ -251,13 +258,9 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         conversation=conversation, content=content, attachments=attachments, run_id=run_id
     )
     answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
-    replaced = Message.objects.filter(conversation=conversation, pk__gte=old.pk).exclude(
-        pk__in=[query.pk, answer.pk]
-    )
-    for message in replaced.exclude(metadata__has_key="superseded_by"):
-        successor = query.pk if message.role == Message.Role.USER else answer.pk
-        metadata = {**(message.metadata or {}), "superseded_by": successor}
-        Message.objects.filter(pk=message.pk).update(metadata=metadata)
+    # The old question and what followed it stay as the earlier version's branch.
+    versions = version_add(old=old, new=query, answer=answer)
+    title_follows(conversation=conversation, question=query, before=old.content)
     return OpenedRun(
         run_id=run_id,
         query=query,
@@ -265,6 +268,7 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         mode=mode,
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
+        versions=versions,
     )
 
 
@@ -278,7 +282,7 @@ def _question_of(failed: Message) -> Message | None:
         found = users.filter(pk=query_id).first()
         if found is not None:
             return found
-    return users.filter(pk__lt=failed.pk).order_by("-created_at", "-id").first()
+    return users.filter(pk__lt=failed.pk).exclude(hidden_q()).order_by("-created_at", "-id").first()
 
 
 # --- preparing the engine's input ------------------------------------------------------------

@@ -1,12 +1,14 @@
 """The websocket ``regenerate`` and ``edit`` frames: the newest answer asked again whatever
-its status, and the newest question sent again with new text. What they replace is kept,
-marked ``superseded_by`` its successor (hidden by the UI, skipped by DbMemory)."""
+its status, and the newest question sent again with new text. What they replace is kept as
+an earlier version, marked ``superseded_by`` its successor (hidden by the UI, skipped by
+DbMemory) until the user shows it again; the next run reads the version shown."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from django.test import AsyncClient
 
 from chat.models import Message
 from contextmgmt.db_memory import DbMemory
@@ -144,3 +146,29 @@ async def test_a_foreign_question_cannot_be_edited(socket, foreign_conversation)
     await expect_error(socket, "bad_message_id")
     await foreign.arefresh_from_db()
     assert foreign.content == "theirs" and "superseded_by" not in foreign.metadata
+
+
+async def test_the_next_run_reads_the_version_shown_and_every_tab_is_told(
+    socket, conversation, engine, answered_twice, user
+):
+    question = next(m for m in await rows(conversation) if m.content == "What is 6*7?")
+    engine.use(answering("56"))
+    await send(socket, type="edit", message_id=question.id, content="What is 7*8?")
+    events = await events_until(socket, "done", "error")
+    started = events[0]
+    assert started["versions"] == [question.id, started["message_id"]]
+
+    client = AsyncClient()
+    await client.aforce_login(user)
+    url = f"/api/conversations/{conversation.id}/messages/{question.id}/show/"
+    response = await client.post(url)
+    assert response.status_code == 200, response.content
+    (told,) = await events_until(socket, "versions.shown")
+    assert told["message_id"] == question.id
+
+    engine.use(answering("82"))
+    await send(socket, type="message", content="And plus 41?")
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    history = [m.text() for m in engine.contexts[-1].history]
+    assert "What is 6*7?" in history and "41" in history
+    assert "What is 7*8?" not in history and "56" not in history

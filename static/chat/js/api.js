@@ -101,6 +101,10 @@ export const api = {
     }
   },
 
+  // Show another version of an edited question or a regenerated answer (with its branch).
+  showVersion: (id, messageId) =>
+    request("POST", `/api/conversations/${enc(id)}/messages/${enc(messageId)}/show/`),
+
   // Steering compaction: pins and the summary behind the divider (``summaryId``: an id or
   // "current").
   pinMessage: (id, messageId, pinned) =>

@@ -56,6 +56,8 @@ class ChatApp {
       onStarted: () => this.refreshTitle(),
       onEnded: () => this.refreshGauge(),
       onContextChanged: () => this.refreshGauge(),
+      reloadMessages: () => this.conversation && this.reloadAfterDrop(),
+      reloadConversation: () => this.reloadConversation(),
       onAnswered: () => {
         if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
       },
@@ -229,6 +231,11 @@ class ChatApp {
 
   async refreshTitle() {
     if (!this.conversation || this.conversation.title) return;
+    return this.reloadConversation();
+  }
+
+  async reloadConversation() {
+    if (!this.conversation) return;
     try {
       this.setConversation(await api.getConversation(this.conversation.id));
     } catch (err) {

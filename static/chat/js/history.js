@@ -4,20 +4,22 @@ import { dropApprovals, showStopNote } from "./approval.js";
 import { replayRecord } from "./trace.js";
 import { AssistantView, summarizedCount, userMessage } from "./render.js";
 import { markYieldedPins, summaryDivider } from "./steering.js";
+import { showVersions } from "./versions.js";
 
 const RETRYABLE = new Set(["error", "cancelled", "interrupted"]);
 
 // Nodes for a page of persisted messages (oldest first). Registers the assistant views in
 // ``views``; returns the nodes, the newest load-time compaction and a running answer.
 // ``latest``: the page ends with the conversation's newest message, so its newest answer
-// may offer Retry (only that one can be retried). Answers replaced by a retry or a
-// regenerate, and questions edited and sent again (``superseded_by``), are not shown.
-export function buildHistoryNodes(messages, views, retry, { latest = true } = {}) {
+// may offer Retry (only that one can be retried). Only the branch of versions shown is
+// drawn (the others are ``superseded_by``); a question or answer with several versions gets
+// the switcher, whose ``showVersion(id)`` shows another.
+export function buildHistoryNodes(messages, views, retry, { latest = true, showVersion = null } = {}) {
   const nodes = [];
   let lastQuery = null;
   let compaction = null;
   let running = null;
-  // Replaced answers (retry, regenerate) and edited questions with what followed them.
+  // Other versions of answers (retry, regenerate) and of questions, with their branches.
   const shown = followUpsBeforeTheirAnswer(messages.filter((m) => !m.superseded_by));
   const newestAnswer = latest ? shown.filter((m) => m.role === "assistant").pop() : null;
   for (const message of shown) {
@@ -30,6 +32,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
         injected: message.kind === "injected",
       });
       if (message.pinned) node.dataset.pinned = "true";
+      showVersions(node, message.versions, showVersion);
       nodes.push(node);
       if (message.kind !== "injected") lastQuery = { node, message };
       continue;
@@ -60,6 +63,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true } = {}
       }
       view.setUsage(message.usage);
     }
+    showVersions(view.node, message.versions, showVersion, { actions: view.actions });
     const facts = historyFacts(message.compaction);
     if (facts && query) compaction = { facts, node: query.node };
   }

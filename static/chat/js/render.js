@@ -4,8 +4,8 @@
 import { attachmentUrl } from "./api.js";
 
 // An answer's row of actions keeps one order however its parts arrive (live, the usage
-// card comes last; after a reload, first): usage, Copy, Pin, Regenerate, then the rest.
-const ACTION_ORDER = [".usage-wrap", ".copy-btn", ".pin-btn", ".btn-regenerate"];
+// card comes last; after a reload, first): versions, usage, Copy, Pin, Regenerate, the rest.
+const ACTION_ORDER = [".versions", ".usage-wrap", ".copy-btn", ".pin-btn", ".btn-regenerate"];
 
 function actionRank(node) {
   const rank = ACTION_ORDER.findIndex((selector) => node.matches?.(selector));
@@ -212,58 +212,6 @@ export function userActions(node) {
     node.append(row);
   }
   return row;
-}
-
-// The newest question can be edited and sent again: its bubble becomes a small editor.
-// ``onSend(text)`` returns false when the edit could not be sent (the editor stays).
-export function offerEdit(node, onSend) {
-  node.querySelector(".btn-edit")?.remove();
-  if (!onSend) return;
-  const bubble = node.querySelector(".bubble");
-  if (!bubble) return;
-  const button = el(
-    "button",
-    { type: "button", class: "text-btn btn-edit", "aria-label": gettext("Edit and resend this message") },
-    icon("edit"),
-    ` ${gettext("Edit")}`,
-  );
-  button.addEventListener("click", () => {
-    const box = el("textarea", { class: "edit-box", "aria-label": gettext("Edit your message"), rows: "3" });
-    box.value = bubble.textContent;
-    const close = () => {
-      editor.replaceWith(bubble);
-      userActions(node).append(button);
-    };
-    const send = () => {
-      const text = box.value.trim();
-      if (text && onSend(text) !== false) close();
-    };
-    box.addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && !event.shiftKey) {
-        event.preventDefault();
-        send();
-      } else if (event.key === "Escape") {
-        event.preventDefault();
-        close();
-      }
-    });
-    const editor = el(
-      "div",
-      { class: "edit-form" },
-      box,
-      el(
-        "div",
-        { class: "edit-actions" },
-        el("button", { type: "button", class: "btn", text: gettext("Cancel"), onclick: close }),
-        el("button", { type: "button", class: "btn btn-send-edit", text: gettext("Send"), onclick: send }),
-      ),
-    );
-    bubble.replaceWith(editor);
-    button.remove();
-    box.focus();
-    box.setSelectionRange(box.value.length, box.value.length);
-  });
-  userActions(node).append(button);
 }
 
 // ---- compaction divider ------------------------------------------------------------------

@@ -7,8 +7,9 @@
 import { api } from "./api.js";
 import { dropApprovals, endApproval, setApprovalTransport, showApproval, showStopNote } from "./approval.js";
 import { buildHistoryNodes, placeDivider } from "./history.js";
-import { AssistantView, offerEdit, userMessage } from "./render.js";
+import { AssistantView, userMessage } from "./render.js";
 import { TRACE_HANDLERS, replayRecord } from "./trace.js";
+import { VersionSwitching, dropBranch, offerEdit } from "./versions.js";
 
 // Refusals of our ``retry`` frame (e.g. another tab started a run meanwhile).
 const RETRY_REFUSALS = new Set([
@@ -18,7 +19,8 @@ const RETRY_REFUSALS = new Set([
 export class RunController {
   // host: {messagesEl, emptyState, composer, toast(text), sendFrame(frame) -> bool,
   //        conversationId() -> id|null, resend(query), retryElsewhere() -> bool,
-//        onStarted(), onEnded(), onAnswered(), onContextChanged()}
+//        onStarted(), onEnded(), onAnswered(), onContextChanged(), reloadMessages(),
+//        reloadConversation()}
   constructor(host) {
     this.host = host;
     this.messagesEl = host.messagesEl;
@@ -28,6 +30,8 @@ export class RunController {
     this.pendingInjections = [];
     this.lastQuery = null;
     this.pendingRetry = null; // the AssistantView whose retry frame awaits run.started
+    this.versions = new VersionSwitching({ ...host, busy: () => Boolean(this.run || this.pendingRetry) });
+    this.showVersion = (id) => this.versions.show(id);
     setApprovalTransport(
       (frame) => this.host.sendFrame(frame),
       (text) => this.host.toast(text),
@@ -51,7 +55,9 @@ export class RunController {
   showHistory(messages) {
     this.views.clear();
     this.pendingRetry = null; // its view is gone; the history shows how the retry went
-    const built = buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view));
+    const built = buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view), {
+      showVersion: this.showVersion,
+    });
     if (built.running) {
       const { view, message, queryNode } = built.running;
       this.run = { runId: message.run_id, view, userNode: queryNode, local: false, replanRound: 0 };
@@ -100,24 +106,16 @@ export class RunController {
 
   // An edited question's run started: the old question and everything after it go.
   dropEdited(messageId) {
-    const old = this.messagesEl.querySelector(`.msg-user[data-message-id="${CSS.escape(String(messageId))}"]`);
     this.pendingEdit = null;
-    if (!old) return;
-    for (let node = old.nextElementSibling; node; ) {
-      const next = node.nextElementSibling;
-      if (node.classList.contains("msg") || node.classList.contains("compact-divider")) {
-        const id = node.dataset.messageId;
-        if (id) this.views.delete(id);
-        node.remove();
-      }
-      node = next;
-    }
-    old.remove();
+    dropBranch(this.messagesEl, messageId, this.views);
   }
 
   // An older page, shown above what is on screen.
   olderHistory(messages) {
-    return buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view), { latest: false });
+    return buildHistoryNodes(messages, this.views, (query, view) => this.retry(query, view), {
+      latest: false,
+      showVersion: this.showVersion,
+    });
   }
 
   // The query that was shown as sent but never confirmed by the server; forgets the run.
@@ -261,6 +259,7 @@ export class RunController {
       view.thinking();
     }
     this.host.emptyState.hidden = true;
+    this.versions.started(frame, this.messagesEl, view, this.showVersion);
     this.follow(frame, view);
     this.dropRetries(view);
     this.offerEditAndRegenerate();
@@ -435,6 +434,9 @@ export class RunController {
 // Server frame type -> RunController method (called with ``this`` = the controller).
 const EVENT_HANDLERS = {
   "run.started": RunController.prototype.runStarted,
+  "versions.shown"(frame) {
+    this.versions.shown(frame);
+  },
   "run.active": RunController.prototype.runActive,
   compact: RunController.prototype.compacted,
   step(frame) {

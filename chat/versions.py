@@ -1,0 +1,198 @@
+"""Versions of a question or an answer, and which branch of them is shown.
+
+An edited question and a regenerated (or retried) answer are new versions of the first one
+(``Message.version_of`` names it); the earlier versions are kept. Exactly one version of
+each is shown, with the messages that followed it: its branch. What is not shown is hidden
+(``superseded_by``), and so left out by the history the model reads, by search and by the
+export; ``branch_of`` names the version whose branch holds a hidden message, so showing a
+version again brings back its branch as it was left, down to the version of a later answer
+that was shown in it. docs/architecture.md, "Versions", has the picture.
+
+Because the shown messages always form one chain in creation order, a version's branch is
+the version and every shown message created after it, except, for an answer, the follow-ups
+its run was handed: the next version of the answer answers them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils.translation import gettext
+
+from chat import search_index, selectors
+from chat.errors import Conflict
+from chat.models import Conversation, Message
+from chat.services import title_from
+
+# The hidden mark, in one place: every reader leaves these rows out.
+HIDDEN_KEY = "superseded_by"
+
+
+@dataclass(frozen=True)
+class VersionShown:
+    message_id: int  # the version now shown
+    changed: bool  # False: it was shown already
+    versions: tuple[int, ...]  # every version of it, oldest first
+    title: str  # the conversation's title afterwards (it follows a first question)
+
+
+def hidden_q() -> Q:
+    """Messages hidden because another version is shown (a Q on ``Message``)."""
+    return Q(metadata__has_key=HIDDEN_KEY)
+
+
+def is_hidden(message: Message) -> bool:
+    return bool((message.metadata or {}).get(HIDDEN_KEY))
+
+
+def root_of(message: Message) -> int:
+    """The first version of ``message`` (the id its versions are grouped by)."""
+    return message.version_of_id or message.pk
+
+
+def versions_of(messages: Iterable[Message]) -> dict[int, tuple[int, ...]]:
+    """For each given message that has other versions: all its versions' ids, oldest first
+    (one query for the lot)."""
+    roots = {root_of(m) for m in messages}
+    if not roots:
+        return {}
+    groups: dict[int, list[int]] = {}
+    rows = (
+        Message.objects.filter(Q(pk__in=roots) | Q(version_of_id__in=roots))
+        .order_by("id")
+        .values_list("id", "version_of_id")
+    )
+    for pk, version_of in rows:
+        groups.setdefault(version_of or pk, []).append(pk)
+    found = {}
+    for message in messages:
+        group = groups.get(root_of(message), [])
+        if len(group) > 1:
+            found[message.pk] = tuple(group)
+    return found
+
+
+def version_add(*, old: Message, new: Message, answer: Message | None = None) -> tuple[int, ...]:
+    """``new`` becomes the shown version of ``old`` (an edited question with its new
+    ``answer``, or a regenerated answer); ``old``'s branch is hidden, kept for a switch
+    back. Called inside the transaction that stores ``new``. Returns the versions' ids."""
+    root = root_of(old)
+    Message.objects.filter(pk=new.pk).update(version_of_id=root)
+    new.version_of_id = root
+    successor_of_answers = answer.pk if answer is not None else new.pk
+    _hide(
+        _branch(old, keep=(new.pk, *((answer.pk,) if answer else ()))),
+        branch_of=old.pk,
+        by_user=new.pk,
+        by_assistant=successor_of_answers,
+    )
+    return tuple(
+        Message.objects.filter(Q(pk=root) | Q(version_of_id=root))
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+
+
+@transaction.atomic
+def version_show(*, user, conversation_id: Any, message_id: Any) -> VersionShown:
+    """Show ``message_id``'s version of its question or answer, with its branch as it was
+    left; the version shown until now is hidden with its branch. Owner-only: another
+    user's message, or an id that is not a message of this conversation, raises
+    ``Message.DoesNotExist`` (404). Refused (409) while an answer is being written, and for
+    a version inside a branch that is not shown (show that branch first)."""
+    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    # Serialises with a run starting or another switch of this conversation.
+    Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+    target = _message_of(conversation, message_id)
+    root = root_of(target)
+    group = list(Message.objects.filter(Q(pk=root) | Q(version_of_id=root)).order_by("id"))
+    ids = tuple(m.pk for m in group)
+    if not is_hidden(target):
+        return VersionShown(target.pk, False, ids, conversation.title)
+    shown = next((m for m in group if not is_hidden(m)), None)
+    if shown is None or target.branch_of_id != target.pk:
+        raise Conflict(
+            "not_switchable",
+            gettext("That version is inside a branch that is not shown; show that one first."),
+        )
+    if Message.objects.filter(
+        conversation=conversation, role=Message.Role.ASSISTANT, status=Message.Status.RUNNING
+    ).exists():
+        raise Conflict("run_active", gettext("An answer is being written: wait or stop it first."))
+    _hide(_branch(shown), branch_of=shown.pk, by_user=target.pk, by_assistant=target.pk)
+    _show(Message.objects.filter(conversation=conversation, branch_of_id=target.pk))
+    title = conversation.title
+    if target.role == Message.Role.USER:
+        title = title_follows(conversation=conversation, question=target, before=shown.content)
+    return VersionShown(target.pk, True, ids, title)
+
+
+def title_follows(*, conversation: Conversation, question: Message, before: str) -> str:
+    """An automatic title (made from the first question, never renamed) follows that
+    question when another version of it is shown; returns the title afterwards."""
+    first = (
+        Message.objects.filter(conversation=conversation, role=Message.Role.USER)
+        .exclude(hidden_q())
+        .exclude(pk=question.pk)
+        .filter(pk__lt=question.pk)
+        .exists()
+    )
+    automatic = conversation.title == title_from(before)
+    if first or not automatic:
+        return conversation.title
+    title = title_from(question.content)
+    if title and title != conversation.title:
+        conversation.title = title
+        conversation.save(update_fields=["title"])
+        search_index.index_title(conversation=conversation)
+    return conversation.title
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _message_of(conversation: Conversation, message_id: Any) -> Message:
+    if isinstance(message_id, bool):
+        raise Message.DoesNotExist
+    try:
+        pk = int(message_id)
+    except (TypeError, ValueError):
+        raise Message.DoesNotExist from None
+    return Message.objects.get(
+        conversation=conversation, pk=pk, role__in=(Message.Role.USER, Message.Role.ASSISTANT)
+    )
+
+
+def _branch(version: Message, *, keep: tuple[int, ...] = ()) -> list[Message]:
+    """``version`` and the shown messages after it: what hiding it hides (``keep``: rows
+    just stored for the next version)."""
+    after = (
+        Message.objects.filter(conversation_id=version.conversation_id, pk__gt=version.pk)
+        .exclude(hidden_q())
+        .exclude(pk__in=keep)
+        .order_by("id")
+    )
+    run_id = (version.metadata or {}).get("run_id")
+    if version.role == Message.Role.ASSISTANT and run_id:
+        # Follow-ups handed to this answer's run: its next version answers them as well.
+        after = after.exclude(kind=Message.Kind.INJECTED, metadata__run_id=run_id)
+    return [version, *after]
+
+
+def _hide(messages: list[Message], *, branch_of: int, by_user: int, by_assistant: int) -> None:
+    for message in messages:
+        if is_hidden(message):
+            continue
+        by = by_user if message.role == Message.Role.USER else by_assistant
+        metadata = {**(message.metadata or {}), HIDDEN_KEY: by}
+        Message.objects.filter(pk=message.pk).update(metadata=metadata, branch_of_id=branch_of)
+
+
+def _show(messages) -> None:
+    for message in messages:
+        metadata = {k: v for k, v in (message.metadata or {}).items() if k != HIDDEN_KEY}
+        Message.objects.filter(pk=message.pk).update(metadata=metadata, branch_of_id=None)
