@@ -51,11 +51,22 @@ def other_user(django_user_model):
     return django_user_model.objects.create_user(username="mallory", password="pw-mallory-123!")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Browser tests run last.
+    """Browser tests run last; browser tests are slow; the scale tests share one worker.
 
     Playwright's sync API keeps an event loop running in the main thread for as long as its
     session-scoped browser lives; any pytest-asyncio test after it would fail with "cannot be
-    called from a running event loop". Moving browser tests to the end keeps the one browser.
+    called from a running event loop". Moving browser tests to the end keeps the one browser
+    (bin/test keeps this order on each parallel worker: docs/testing.md).
+
+    Runs before pytest-xdist reads the ``xdist_group`` marks and before ``-m`` selects.
     """
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("scale") and not item.get_closest_marker("xdist_group"):
+            # Several processes on one PostgreSQL and Redis: one worker runs them one after
+            # another, as the serial suite did, while the other worker runs the rest.
+            item.add_marker(pytest.mark.xdist_group("servers"))
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

@@ -23,7 +23,9 @@ import websockets
 
 from tests.support import scripted_server as scripted
 
-pytestmark = pytest.mark.slow
+# Kills daphne mid-write: in parallel runs it shares the worker of the scale tests (never
+# beside them), see docs/testing.md.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("servers")]
 
 WAIT = 60.0  # hang guard on a small shared machine, not a speed requirement
 

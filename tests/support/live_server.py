@@ -19,6 +19,7 @@ The subprocess database is NOT pytest-django's test database: create data in it 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -120,7 +121,19 @@ class LiveServer:
     # -- lifecycle ---------------------------------------------------------------------
 
     def setup(self) -> None:
-        """Migrate the database, create the user and a session (idempotent)."""
+        """Migrate the database, create the user and a session (idempotent).
+
+        A fresh SQLite data directory starts as a copy of one migrated and seeded once per
+        process (``_seeded_template``): the same schema, user and session, without running
+        every migration again for each server.
+        """
+        if _may_copy_template(self.env, self.data_dir):
+            template, self.session_cookie = _seeded_template(self.username, self.password)
+            shutil.copytree(template, self.data_dir, dirs_exist_ok=True)
+            return
+        self.migrate_and_seed()
+
+    def migrate_and_seed(self) -> None:
         result = subprocess.run(
             [sys.executable, "-c", _SETUP_SCRIPT, self.username, self.password],
             cwd=REPO_ROOT,
@@ -258,6 +271,32 @@ class LiveServer:
     def manage_shell(self, code: str, timeout: float = 120) -> str:
         """Run Python code in ``manage.py shell -c`` here; returns its stdout."""
         return self.manage("shell", "-c", code, timeout=timeout).stdout
+
+
+# (username, password) -> a migrated data directory with that user and its session cookie.
+_templates: dict[tuple[str, str], tuple[Path, str]] = {}
+
+
+def _may_copy_template(env: dict[str, str], data_dir: Path) -> bool:
+    """A copy fits a server on its own SQLite file and the key kept in its data directory
+    (the session cookie is signed with it), into a data directory that holds neither yet."""
+    if env.get("DATABASE_URL") or env.get("SECRET_KEY"):
+        return False
+    return not (data_dir / "fimone.sqlite3").exists() and not (data_dir / "secret_key").exists()
+
+
+def _seeded_template(username: str, password: str) -> tuple[Path, str]:
+    """Migrating takes several seconds on a small machine, most of a server's start."""
+    key = (username, password)
+    if key not in _templates:
+        path = Path(tempfile.mkdtemp(prefix="fimone-live-template-"))
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+        seed = LiveServer(
+            port=0, data_dir=path, env=server_env(path), username=username, password=password
+        )
+        seed.migrate_and_seed()
+        _templates[key] = (path, seed.session_cookie)
+    return _templates[key]
 
 
 def server_env(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
