@@ -104,6 +104,23 @@ BENCHES = [
             "repeated check p50": (rf"repeated \(unchanged\):\s+median\s+{NUMBER}", "µs", ""),
             "repeated check p95": (rf"repeated \(unchanged\):.*?p95 {NUMBER}", "µs", "<= 200"),
             "after a tool round": (rf"after appending a tool round: median\s+{NUMBER}", "µs", ""),
+            "over the masking mark": (rf"over the masking mark .*?median\s+{NUMBER}", "µs", ""),
+        },
+    ),
+    Bench(
+        name="tool_heavy",
+        script="tool_heavy.py",
+        figures={
+            "(c)/(a) input tokens": (rf"total input tokens {NUMBER}%", "%", "<= 50"),
+            "(c)/(a) uncached input tokens": (rf"uncached input tokens {NUMBER}%", "%", ""),
+            "(c) summariser calls": (rf"summariser calls {NUMBER}/", "", ""),
+            "(c) prefix stable to the compaction point": (
+                rf"compaction point {NUMBER}%",
+                "%",
+                ">= 90",
+            ),
+            "(c) prefix stable, whole request": (rf"\(whole {NUMBER}%\)", "%", ""),
+            "(c) facts reachable": (r"^\(c\) mask, then summarise .*?(\d+)/39$", "/39", "39"),
         },
     ),
     Bench(

@@ -1,6 +1,7 @@
 """The context gauge against what runs really send (chat/pages.py): real websocket runs
-on a scripted LLM, a conversation long enough to be summarised, or one whose questions
-carry images, and the gauge read before each run."""
+on a scripted LLM, a conversation long enough to be summarised, one whose questions carry
+images, or one whose earlier run read long tool results, and the gauge read before each
+run."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from django.test import Client
 
 from chat import services
 from chat.runs.deps import make_tools
+from contextmgmt.core.masking import MASK_PREFIX
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.prompts import hint_of
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 from fimone.agent.react import tool_schema_tokens
 from tests.chat.images import image_bytes
+from tests.chat.test_runs_masking import Script, call
+from tests.support.log_tool import log_fact, log_text, with_log_tool
 from tests.support.runs import connect, events_until, of_type, send
 
 pytestmark = [
@@ -218,3 +222,46 @@ async def test_a_dag_planner_reads_earlier_images_as_their_descriptions(
     assert len(request.image_parts()) == 1  # the question's own
     assert "[image: shot0.png, 1920x1080 — PNG 1920x1080" in request.text()
     assert "[1 image]" not in request.text()
+
+
+async def test_the_gauge_counts_earlier_tool_results_as_the_stubs_that_are_sent(
+    user, conversation, ws_fake_llm, run_deps, budget_of_4000
+):
+    """An earlier run read two long logs: the next run's history carries its calls with each
+    result masked (a stub naming its stored id). The gauge counts those stubs, as sent, not
+    the whole results: the next run's first call sends exactly its figure plus the question."""
+    with_log_tool(run_deps)
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    url = f"/api/conversations/{conversation.id}/context/"
+    ws_fake_llm.default = Script(
+        call("read_log", {"n": 1}, "l1"), call("read_log", {"n": 2}, "l2"), "Both are clean."
+    )
+    socket = await connect(user, conversation.id)
+    try:
+        await send(socket, type="message", content="Read logs 1 and 2.")
+        events = await events_until(socket, "done", "error")
+        assert events[-1]["type"] == "done", events[-1]
+        gauge = (await sync_to_async(client.get)(url)).json()
+        ws_fake_llm.default = "Yes."
+        before = len(ws_fake_llm.calls)
+        query = "Were both clean?"
+        await send(socket, type="message", content=query)
+        events = await events_until(socket, "done", "error")
+        assert events[-1]["type"] == "done", events[-1]
+    finally:
+        await socket.disconnect()
+
+    first = ws_fake_llm.calls[before]
+    stubs = [m.text() for m in first.messages if m.role == "tool"]
+    assert len(stubs) == 2 and all(s.startswith(MASK_PREFIX) for s in stubs)
+    assert not any(log_fact(n) in s for n in (1, 2) for s in stubs)
+    question = estimate_message_tokens(ChatMessage(role="user", content=query))
+    empty = estimate_message_tokens(ChatMessage(role="user", content=""))
+    assert not gauge["will_compact"]
+    assert sent_tokens(first) == gauge["used_tokens"] + question - empty
+    whole = sum(
+        estimate_message_tokens(ChatMessage(role="tool", content=log_text(n), tool_call_id="x"))
+        for n in (1, 2)
+    )
+    assert gauge["history_tokens"] < whole
