@@ -62,7 +62,8 @@ export class Composer {
     });
     this.prompt.addEventListener("input", () => this.refresh());
     this.prompt.addEventListener("paste", (event) => {
-      const files = [...(event.clipboardData?.files || [])].filter((f) => f.type.startsWith("image/"));
+      // Files pasted (an image, a document copied in a file manager); pasted text stays text.
+      const files = [...(event.clipboardData?.files || [])];
       if (files.length) {
         event.preventDefault();
         this.addFiles(files);

@@ -2,6 +2,7 @@
 // the one exception is ``html`` rendered and sanitised on the server (markdown-it + nh3).
 
 import { attachmentUrl } from "./api.js";
+import { decorateCodeBlocks } from "./code_blocks.js";
 
 // An answer's row of actions keeps one order however its parts arrive (live, the usage
 // card comes last; after a reload, first): versions, usage, Copy, Pin, Regenerate, the rest.
@@ -387,36 +388,11 @@ export class AssistantView {
     this.source = content ?? this.text;
     if (html) {
       this.answer.innerHTML = html; // sanitised server-side (nh3)
-      this.addCodeCopyButtons();
+      decorateCodeBlocks(this.answer);
     } else {
       this.answer.textContent = this.source;
     }
     this.addCopyButton();
-  }
-
-  // One Copy button per code block: it copies that block's text, not the whole answer.
-  addCodeCopyButtons() {
-    for (const pre of this.answer.querySelectorAll("pre")) {
-      const code = pre.querySelector("code") || pre;
-      const button = el("button", {
-        type: "button",
-        class: "code-copy",
-        text: gettext("Copy"),
-        "aria-label": gettext("Copy this code"),
-        onclick: async () => {
-          try {
-            await navigator.clipboard.writeText(code.textContent);
-            button.textContent = gettext("Copied");
-          } catch (err) {
-            button.textContent = gettext("Copy failed");
-          }
-          setTimeout(() => (button.textContent = gettext("Copy")), 1500);
-        },
-      });
-      const block = el("div", { class: "code-block" });
-      pre.replaceWith(block);
-      block.append(pre, button);
-    }
   }
 
   // Copies the answer's Markdown source, as the model wrote it.
@@ -654,8 +630,10 @@ export class AssistantView {
       entry.row.querySelector(":scope > details.step-result")?.remove();
       // A result is Markdown: the server sends it rendered and sanitised (``result_html``).
       const body = el("div", { class: "result-body" });
-      if (frame.result_html && !frame.error) body.innerHTML = frame.result_html; // nh3-sanitised
-      else {
+      if (frame.result_html && !frame.error) {
+        body.innerHTML = frame.result_html; // nh3-sanitised
+        decorateCodeBlocks(body);
+      } else {
         body.classList.add("plain");
         body.textContent = String(detail);
       }

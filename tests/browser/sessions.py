@@ -1,0 +1,65 @@
+"""A logged-in browser session in a given language, screen and colour scheme, for tests
+that run the same steps on a desktop and a touch phone in English, German and Chinese."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from playwright.sync_api import expect
+
+from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, wait_ready
+
+# The browser's language: the server answers in it (Accept-Language).
+LOCALES = {"en": "en-US", "de": "de-DE", "zh": "zh-CN"}
+# Django's codes for the same languages (translation.override in a test).
+DJANGO_LANGUAGES = {"en": "en", "de": "de", "zh": "zh-hans"}
+
+
+@dataclass
+class Session:
+    context: object
+    page: object
+    errors: list[str] = field(default_factory=list)
+    phone: bool = False
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def open_session(
+    chromium, server, *, language: str = "en", phone: bool = False, color_scheme: str = "light"
+) -> Session:
+    """Logged in, the chat page started (its composer listens)."""
+    options = {
+        "viewport": PHONE if phone else DESKTOP,
+        "locale": LOCALES[language],
+        "color_scheme": color_scheme,
+    }
+    if phone:
+        options |= {"has_touch": True, "is_mobile": True, "device_scale_factor": 2}
+    context = chromium.new_context(**options)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    context.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    page = context.new_page()
+    session = Session(context=context, page=page, phone=phone)
+    page.on("pageerror", lambda exc: session.errors.append(str(exc)))
+    page.goto(server.base_url + "/")
+    page.locator("#id_username").fill(server.username)
+    page.locator("#id_password").fill(server.password)
+    page.locator("#id_password").press("Enter")
+    wait_ready(page)
+    return session
+
+
+def open_sidebar(session: Session) -> None:
+    """On a phone the conversation list is a drawer: open it (a desktop shows it always)."""
+    if not session.phone:
+        return
+    page = session.page
+    if "sidebar-open" in (page.locator("#layout").get_attribute("class") or ""):
+        return
+    page.locator("#sidebar-toggle").click()
+    expect(page.locator("#layout")).to_have_class(re.compile(r"\bsidebar-open\b"))
+    page.wait_for_timeout(300)  # the drawer's slide
