@@ -126,3 +126,24 @@ def test_edit_twice_go_back_to_the_first_reload_and_export_it(open_page, live_da
     wait_ready(page)
     expect(switcher(page, ".msg-assistant").locator(".version-count")).to_have_text("1 / 2")
     assert page.errors == []
+
+
+def test_a_second_tab_follows_a_switch(open_page, live_daphne):
+    page = open_page(False)
+    send(page, "What is 2+3?")
+    wait_done(page, 1)
+    edit_last_question(page, "What is 6*7?")
+    expect(page.locator(".msg-assistant .answer").last).to_contain_text("42")
+    wait_done(page, 1)
+    other = page.context.new_page()
+    other.goto(page.url)
+    wait_ready(other)
+    expect(switcher(other, ".msg-user").locator(".version-count")).to_have_text("2 / 2")
+
+    switcher(page, ".msg-user").get_by_role("button", name="Previous version").click()
+    expect(switcher(page, ".msg-user").locator(".version-count")).to_have_text("1 / 2")
+    # The other tab is told over its socket: same branch, same title, without a reload.
+    expect(switcher(other, ".msg-user").locator(".version-count")).to_have_text("1 / 2")
+    expect(other.locator(".msg-user .bubble")).to_have_text(["What is 2+3?"])
+    expect(other.locator("#conversation-title")).to_have_text("What is 2+3?")
+    assert page.errors == []
