@@ -535,6 +535,7 @@ export class AssistantView {
   clearTrace() {
     for (const card of this.approvalCards?.values() || []) card.node.remove();
     this.approvalCards = null;
+    this.maskNotes = null;
     this.steps.replaceChildren();
     this.steps.hidden = true;
     this.planBox?.remove();

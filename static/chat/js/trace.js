@@ -33,6 +33,30 @@ const MASKED = {
   fit: gettext("Old tool results masked to fit: %(before)s → %(after)s tokens"),
 };
 
+// A run masks again whenever its context passes half the budget, so a long run masks
+// many times: one note per scope (and step) gathers them — the newest figures, every
+// result masked so far — where it first appeared, rather than a note per model call.
+function maskNote(view, key, frame, text) {
+  view.maskNotes ??= new Map();
+  const earlier = view.maskNotes.get(key);
+  const count = (f) => Number(f.masked_count) || (Array.isArray(f.masked) ? f.masked.length : 0);
+  const facts = earlier
+    ? {
+        ...frame,
+        masked: [...(earlier.facts.masked || []), ...(Array.isArray(frame.masked) ? frame.masked : [])],
+        masked_count: count(earlier.facts) + count(frame),
+        masked_tokens_saved:
+          (Number(earlier.facts.masked_tokens_saved) || 0) + (Number(frame.masked_tokens_saved) || 0),
+      }
+    : frame;
+  const note = el("div", { class: "step-note", text });
+  const masked = maskedList(facts);
+  if (masked) note.append(masked);
+  if (earlier) earlier.note.replaceWith(note);
+  else view.addNote(note);
+  view.maskNotes.set(key, { facts, note });
+}
+
 export const TRACE_HANDLERS = {
   // In the user's words: what was shortened, for which part of the work, and how.
   compact(view, frame) {
@@ -46,6 +70,10 @@ export const TRACE_HANDLERS = {
       after: formatK(frame.tokens_after),
     };
     const text = interpolate(texts[scope] || texts.fit, values, true);
+    if (frame.strategy === "mask") {
+      maskNote(view, `${scope}:${frame.step_id ?? ""}`, frame, text);
+      return;
+    }
     // A summary opens like the divider: its text, the fact check, what it stands for.
     const note =
       frame.strategy === "llm" && (frame.summary || frame.summary_id)
