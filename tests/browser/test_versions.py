@@ -88,6 +88,8 @@ def test_edit_twice_go_back_to_the_first_reload_and_export_it(open_page, live_da
     expect(page.locator(".msg-user .bubble")).to_have_text(["What is 6*7?"])
     switcher(page, ".msg-user").get_by_role("button", name="Previous version").click()
     expect(switcher(page, ".msg-user").locator(".version-count")).to_have_text("1 / 3")
+    # Drawn again, the switcher keeps the keyboard (on the arrow still enabled).
+    expect(switcher(page, ".msg-user").get_by_role("button", name="Next version")).to_be_focused()
     expect(page.locator(".msg-user .bubble")).to_have_text(["What is 2+3?"])
     expect(page.locator(".msg-assistant")).to_have_count(1)
     expect(page.locator(".msg-assistant .answer")).to_contain_text("5")

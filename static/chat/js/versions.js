@@ -7,7 +7,7 @@ import { api } from "./api.js";
 import { el, icon, placeAction, userActions } from "./render.js";
 
 // The switcher for a message with several ``versions`` (ids, oldest first), or null.
-// ``onShow(id)`` shows another version.
+// ``onShow(id, direction)`` shows another version ("prev" or "next" was pressed).
 export function versionSwitcher(messageId, versions, onShow) {
   const ids = (versions || []).map(Number);
   const index = ids.indexOf(Number(messageId));
@@ -21,7 +21,7 @@ export function versionSwitcher(messageId, versions, onShow) {
       text: glyph,
       onclick: (event) => {
         event.currentTarget.disabled = true;
-        onShow(ids[to]);
+        onShow(ids[to], to < index ? "prev" : "next");
       },
     });
   const where = interpolate(gettext("Version %(index)s of %(count)s"), { index: index + 1, count: ids.length }, true);
@@ -125,7 +125,7 @@ export class VersionSwitching {
     this.mine = new Set(); // switches made here: their broadcast needs no second reload
   }
 
-  async show(id) {
+  async show(id, direction = "next") {
     const conversationId = this.host.conversationId();
     if (!conversationId) return;
     if (this.host.busy()) {
@@ -141,6 +141,9 @@ export class VersionSwitching {
     }
     await this.host.reloadMessages();
     this.host.reloadConversation(); // an automatic title follows the first question
+    // The page was drawn again: the keyboard stays on the switcher of the version shown.
+    const switcher = document.querySelector(`.msg[data-message-id="${CSS.escape(String(id))}"] .versions`);
+    (switcher?.querySelector(`.version-${direction}:enabled`) || switcher?.querySelector(".version-step:enabled"))?.focus();
   }
 
   // ``versions.shown``: another tab (or this one) showed a version.
