@@ -164,7 +164,7 @@ def stored_counts(server) -> dict:
         "for content, in Message.objects.filter(role='user').values_list('content'):\n"
         "    users[content.split(']', 1)[0] + ']'] += 1\n"
         "for run_id, status in Message.objects.filter(role='assistant')"
-        ".values_list('metadata__run_id', 'status'):\n"
+        ".values_list('run_id', 'status'):\n"
         "    answers[(run_id, status)] += 1\n"
         "print(json.dumps({'users': users,"
         " 'answers': [[r, s, n] for (r, s), n in answers.items()]}))\n",

@@ -170,7 +170,7 @@ def message_json(
         "html": answer_html(message) if is_assistant else None,
         "pinned": message.pinned,
         "created_at": message.created_at.isoformat(),
-        "run_id": metadata.get("run_id"),
+        "run_id": message.run_id or None,
         "mode": metadata.get("mode"),
         "images": images,
         # Chips: name, pages, size (chat.documents.document_refs, stored when sent).
@@ -198,7 +198,7 @@ def message_json(
         "dag": dag_with_html(metadata.get("dag")),
         "reasoning": metadata.get("reasoning") or "",
         # Set on a message hidden because another version is shown (chat.versions).
-        "superseded_by": metadata.get("superseded_by"),
+        "superseded_by": message.superseded_by_id,
         "retry_of": metadata.get("retry_of"),
         # Every version of an edited question or a regenerated answer, oldest first; null
         # for a message with one version.

@@ -14,7 +14,7 @@ What is loaded, and why:
   text is not an answer and would teach the model to apologise) and the in-flight one
   (``running``); a cancelled or interrupted answer keeps its partial text, which the user
   saw and may refer to ("go on"); an answer the user retried or regenerated
-  (``metadata["superseded_by"]``) is skipped: its successor answers the same question; so
+  (``superseded_by``) is skipped: its successor answers the same question; so
   is a question the user edited and sent again (websocket ``edit``), with what followed it;
 - a message the user pinned ("keep verbatim") comes with ``pinned=True``, even when the
   summary covers it (then also ``metadata["covered"]``: DbMemory leaves it out rather than
@@ -182,7 +182,7 @@ def latest_summary(conversation_id: Any) -> StoredSummary | None:
     found = (
         ContextSummary.objects.filter(conversation_id=conversation_id, discarded_at__isnull=True)
         # Not one ending on a branch of versions that is not shown (chat.versions).
-        .exclude(covers_through__metadata__has_key="superseded_by")
+        .filter(covers_through__superseded_by__isnull=True)
         .order_by("-covers_through__created_at", "-covers_through_id", "-id")
         .values_list(
             "id",
@@ -209,7 +209,7 @@ def context_rows(conversation_id: Any) -> Any:
         Message.objects.filter(conversation_id=conversation_id, role__in=("user", "assistant"))
         .exclude(role="assistant", status="running")
         # Retried answers, and questions edited and sent again with what followed them.
-        .exclude(metadata__has_key="superseded_by")
+        .filter(superseded_by__isnull=True)
     )
 
 

@@ -89,8 +89,33 @@ class Message(models.Model):
     # The user asked to keep this message verbatim: load-time compaction leaves it out of
     # the summary while pinned history fits in half the budget (docs/architecture.md).
     pinned = models.BooleanField(default=False, verbose_name=_("pinned"))
-    # images: [{"file_id", "mime_type"}]; usage; compaction facts; run id; …
+    # images: [{"file_id", "mime_type"}]; usage; compaction facts; mode; … Facts that relate
+    # rows are the columns below, indexed for the queries that follow them; they are
+    # written only through chat.services (docs/architecture.md, "Messages").
     metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
+    # The run the message belongs to: an answer's own run, a question's or follow-up's run
+    # it was sent to (a uuid hex; empty for rows no run wrote).
+    run_id = models.CharField(max_length=64, blank=True, default="", verbose_name=_("run"))
+    # The message that replaces this one (a retried or regenerated answer's successor; an
+    # edited question's new copy, and the answer's for what followed it). Kept, but hidden
+    # by the UI and left out of the history, search and the gauge.
+    superseded_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="supersedes",
+        verbose_name=_("superseded by"),
+    )
+    # An answer's question: the user message its run answered (stored when it started).
+    question = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="answers",
+        verbose_name=_("question"),
+    )
     # An answer's content rendered as safe HTML when it was finished, and the renderer's
     # version then (chat.markdown.RENDERER_VERSION; 0: never rendered). A read serves it
     # as stored; a renderer change re-renders an answer once, on its next read.
@@ -126,6 +151,14 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["conversation", "created_at", "id"], name="msg_conv_order"),
             models.Index(fields=["status"], name="msg_status"),
+            # A run's messages (its follow-ups, the questions its end settles).
+            models.Index(fields=["conversation", "run_id"], name="msg_conv_run"),
+            # The pinned messages a summary covers, found without reading the others.
+            models.Index(
+                fields=["conversation", "created_at", "id"],
+                condition=models.Q(pinned=True),
+                name="msg_conv_pinned",
+            ),
         ]
         constraints = [
             # The database's own backstop for "one active run per conversation", whatever

@@ -130,7 +130,7 @@ def _pixel_turn_images(conversation_id, before_id: int) -> list[str]:
     turns = image_pixel_turns() + 1
     newest = (
         Message.objects.filter(conversation_id=conversation_id, role="user", pk__lte=before_id)
-        .exclude(metadata__has_key="superseded_by")
+        .filter(superseded_by__isnull=True)
         .order_by("-created_at", "-id")
         # The key as an annotation, not "metadata__images" in values_list (see
         # docs/architecture.md: that name leaves a reference cycle behind).

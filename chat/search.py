@@ -61,7 +61,7 @@ def search(
     terms = terms[:MAX_TERMS]
     if not terms or limit <= 0 or (owner_id is None and conversation_id is None):
         return []
-    scope = SearchDocument.objects.exclude(message__metadata__has_key="superseded_by")
+    scope = SearchDocument.objects.filter(message__superseded_by__isnull=True)
     if owner_id is not None:
         scope = scope.filter(conversation__owner_id=owner_id)
     if conversation_id is not None:

@@ -140,8 +140,8 @@ def user_message_create(
                 if a.kind != Attachment.Kind.DOCUMENT
             ],
             **document_refs(attachments),
-            "run_id": run_id,
         },
+        run_id=run_id or "",
     )
     if attachments:
         # An attachment already used by an earlier message stays linked to that one; the
@@ -163,7 +163,12 @@ def user_message_create(
 
 
 @transaction.atomic
-def assistant_message_start(*, conversation: Conversation, run_id: str, mode: str) -> Message:
+def assistant_message_start(
+    *, conversation: Conversation, run_id: str, mode: str, question: Message | None = None
+) -> Message:
+    """Start a run's answer, ``running``; ``question``: the user message the run answers."""
+    if question is not None and question.conversation_id != conversation.pk:
+        raise InvalidInput("bad_question", gettext("The question belongs to another conversation."))
     return Message.objects.create(
         conversation=conversation,
         role=Message.Role.ASSISTANT,
@@ -171,7 +176,9 @@ def assistant_message_start(*, conversation: Conversation, run_id: str, mode: st
         status=Message.Status.RUNNING,
         pinned=False,
         content="",
-        metadata={"run_id": run_id, "mode": mode},
+        metadata={"mode": mode},
+        run_id=run_id,
+        question=question,
     )
 
 
@@ -229,12 +236,12 @@ def assistant_message_finish(
         user_messages_settle(
             conversation_id=message.conversation_id, ids=answered_ids, status=settled
         )
-    elif metadata.get("run_id"):
+    elif message.run_id:
         Message.objects.filter(
             conversation_id=message.conversation_id,
+            run_id=message.run_id,
             role=Message.Role.USER,
             status=Message.Status.PENDING,
-            metadata__run_id=metadata["run_id"],
         ).update(status=settled)
     Conversation.objects.filter(pk=message.conversation_id).update(updated_at=timezone.now())
     return message

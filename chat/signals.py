@@ -18,7 +18,6 @@ import logging
 
 from django.core.files.storage import Storage
 from django.db import transaction
-from django.db.models.fields.json import KT
 from django.db.models.signals import post_delete, pre_delete
 from django.dispatch import receiver
 
@@ -51,9 +50,7 @@ def note_running_runs(sender, instance: Conversation, **kwargs) -> None:
             conversation_id=instance.pk,
             role=Message.Role.ASSISTANT,
             status=Message.Status.RUNNING,
-        )
-        .annotate(run_id=KT("metadata__run_id"))
-        .values_list("run_id", flat=True)
+        ).values_list("run_id", flat=True)
         if run_id
     ]
 

@@ -20,7 +20,7 @@ def summary_latest(*, conversation_id: Any) -> ContextSummary | None:
     return (
         ContextSummary.objects.filter(conversation_id=conversation_id, discarded_at__isnull=True)
         # Not one ending on a branch of versions that is not shown (chat.versions).
-        .exclude(covers_through__metadata__has_key="superseded_by")
+        .filter(covers_through__superseded_by__isnull=True)
         .select_related("covers_through")
         .order_by("-covers_through__created_at", "-covers_through_id", "-id")
         .first()

@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import FieldDoesNotExist
 from django.db import transaction
 from django.db.models import Q
 from django.utils.translation import gettext
@@ -28,19 +27,6 @@ from chat import search_index, selectors
 from chat.errors import Conflict
 from chat.models import Conversation, Message
 from chat.services import title_from
-
-# The hidden mark, in one place: every reader leaves these rows out. It is moving from a
-# metadata key to a column of its own (as is the run id); these helpers use the column
-# when the model has it, so that nothing else here changes with the move.
-HIDDEN_KEY = "superseded_by"
-
-
-def _has_column(name: str) -> bool:
-    try:
-        Message._meta.get_field(name)
-    except FieldDoesNotExist:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -53,15 +39,11 @@ class VersionShown:
 
 def hidden_q() -> Q:
     """Messages hidden because another version is shown (a Q on ``Message``)."""
-    if _has_column(HIDDEN_KEY):
-        return Q(superseded_by__isnull=False)
-    return Q(metadata__has_key=HIDDEN_KEY)
+    return Q(superseded_by__isnull=False)
 
 
 def is_hidden(message: Message) -> bool:
-    if _has_column(HIDDEN_KEY):
-        return message.superseded_by_id is not None
-    return bool((message.metadata or {}).get(HIDDEN_KEY))
+    return message.superseded_by_id is not None
 
 
 def root_of(message: Message) -> int:
@@ -191,35 +173,19 @@ def _branch(version: Message, *, keep: tuple[int, ...] = ()) -> list[Message]:
         .exclude(pk__in=keep)
         .order_by("id")
     )
-    if _has_column("run_id"):
-        run_id, same_run = version.run_id, Q(run_id=version.run_id)
-    else:
-        run_id = (version.metadata or {}).get("run_id")
-        same_run = Q(metadata__run_id=run_id)
-    if version.role == Message.Role.ASSISTANT and run_id:
+    if version.role == Message.Role.ASSISTANT and version.run_id:
         # Follow-ups handed to this answer's run: its next version answers them as well.
-        after = after.exclude(same_run & Q(kind=Message.Kind.INJECTED))
+        after = after.exclude(run_id=version.run_id, kind=Message.Kind.INJECTED)
     return [version, *after]
 
 
 def _hide(messages: list[Message], *, branch_of: int, by_user: int, by_assistant: int) -> None:
-    column = _has_column(HIDDEN_KEY)
     for message in messages:
         if is_hidden(message):
             continue
         by = by_user if message.role == Message.Role.USER else by_assistant
-        rows = Message.objects.filter(pk=message.pk)
-        if column:
-            rows.update(superseded_by_id=by, branch_of_id=branch_of)
-        else:
-            metadata = {**(message.metadata or {}), HIDDEN_KEY: by}
-            rows.update(metadata=metadata, branch_of_id=branch_of)
+        Message.objects.filter(pk=message.pk).update(superseded_by_id=by, branch_of_id=branch_of)
 
 
 def _show(messages) -> None:
-    if _has_column(HIDDEN_KEY):
-        messages.update(superseded_by=None, branch_of=None)
-        return
-    for message in messages:
-        metadata = {k: v for k, v in (message.metadata or {}).items() if k != HIDDEN_KEY}
-        Message.objects.filter(pk=message.pk).update(metadata=metadata, branch_of_id=None)
+    messages.update(superseded_by=None, branch_of=None)

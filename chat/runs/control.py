@@ -100,14 +100,14 @@ def running_run(*, conversation_id: Any) -> RemoteRun | None:
             status=Message.Status.RUNNING,
         )
         .order_by("-created_at", "-id")
-        .values("id", "metadata")
+        .values("id", "run_id", "metadata")
         .first()
     )
     if row is None:
         return None
     metadata = row["metadata"] or {}
     return RemoteRun(
-        run_id=str(metadata.get("run_id") or ""),
+        run_id=row["run_id"],
         conversation_id=conversation_id,
         assistant_message_id=row["id"],
         mode=str(metadata.get("mode") or "react"),
@@ -157,7 +157,7 @@ def reclaim_run(*, conversation_id: Any, run_id: str) -> int:
         conversation_id=conversation_id,
         role=Message.Role.ASSISTANT,
         status=Message.Status.RUNNING,
-        metadata__run_id=run_id,
+        run_id=run_id,
     )
     changed = answer.update(status=Message.Status.INTERRUPTED)
     if changed:
@@ -165,7 +165,7 @@ def reclaim_run(*, conversation_id: Any, run_id: str) -> int:
             conversation_id=conversation_id,
             role=Message.Role.USER,
             status=Message.Status.PENDING,
-            metadata__run_id=run_id,
+            run_id=run_id,
         ).update(status=Message.Status.INTERRUPTED)
         logger.warning("run %s of conversation %s was orphaned", run_id, conversation_id)
     return changed
@@ -325,15 +325,15 @@ def running_runs() -> list[RemoteRun]:
     """Every ``running`` run in the database (sync)."""
     rows = Message.objects.filter(
         role=Message.Role.ASSISTANT, status=Message.Status.RUNNING
-    ).values_list("conversation_id", "id", "metadata")
+    ).values_list("conversation_id", "id", "run_id", "metadata")
     return [
         RemoteRun(
-            run_id=str((metadata or {}).get("run_id") or ""),
+            run_id=run_id,
             conversation_id=conversation_id,
             assistant_message_id=pk,
             mode=str((metadata or {}).get("mode") or "react"),
         )
-        for conversation_id, pk, metadata in rows
+        for conversation_id, pk, run_id, metadata in rows
     ]
 
 

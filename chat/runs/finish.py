@@ -82,7 +82,6 @@ async def finish_run(run: Run) -> None:
         usage["model"] = str(getattr(run.prepared.main, "model_name", "") or "")
     extra: dict[str, Any] = {
         "elapsed_ms": _elapsed_ms(run),
-        "query_id": run.query_message_id,
         **run.record.as_metadata(),
     }
     if run.retry_of is not None:

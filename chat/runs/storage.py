@@ -101,7 +101,9 @@ def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> Opene
     query = services.user_message_create(
         conversation=conversation, content=content, attachments=attachments, run_id=run_id
     )
-    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    answer = services.assistant_message_start(
+        conversation=conversation, run_id=run_id, mode=mode, question=query
+    )
     return OpenedRun(
         run_id=run_id,
         query=query,
@@ -141,10 +143,13 @@ def open_follow_up(
     # Another process may have started a run since this one finished: that run loads the
     # follow-ups as history, so none is left unread; RunBusy skips this one.
     control.claim_conversation(conversation_id=conversation.pk)
-    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    query = Message.objects.get(pk=query_id, conversation=conversation)
+    answer = services.assistant_message_start(
+        conversation=conversation, run_id=run_id, mode=mode, question=query
+    )
     return OpenedRun(
         run_id=run_id,
-        query=Message.objects.get(pk=query_id),
+        query=query,
         answer_id=answer.pk,
         mode=mode,
         also_answers=tuple(also_answers),
@@ -189,16 +194,16 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
     # RunBusy (nothing stored) when a run started since the caller looked.
     control.claim_conversation(conversation_id=conversation.pk)
     mode = metadata.get("mode") or conversation.mode
-    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    answer = services.assistant_message_start(
+        conversation=conversation, run_id=run_id, mode=mode, question=query
+    )
     # The failed or regenerated answer stays as an earlier version, one switch away.
     versions = version_add(old=failed, new=answer)
     follow_up_ids: tuple[int, ...] = ()
-    if metadata.get("run_id"):
+    if failed.run_id:
         follow_up_ids = tuple(
             Message.objects.filter(
-                conversation=conversation,
-                kind=Message.Kind.INJECTED,
-                metadata__run_id=metadata.get("run_id"),
+                conversation=conversation, run_id=failed.run_id, kind=Message.Kind.INJECTED
             )
             .exclude(pk=query.pk)
             .order_by("created_at", "id")
@@ -257,7 +262,9 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
     query = services.user_message_create(
         conversation=conversation, content=content, attachments=attachments, run_id=run_id
     )
-    answer = services.assistant_message_start(conversation=conversation, run_id=run_id, mode=mode)
+    answer = services.assistant_message_start(
+        conversation=conversation, run_id=run_id, mode=mode, question=query
+    )
     # The old question and what followed it stay as the earlier version's branch.
     versions = version_add(old=old, new=query, answer=answer)
     title_follows(conversation=conversation, question=query, before=old.content)
@@ -273,13 +280,12 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
 
 
 def _question_of(failed: Message) -> Message | None:
-    """The user message a run answered: stored at its end (``query_id``), else — for a run
-    the server died in — the newest user message before the answer (for a follow-up run
-    that is its injected question, as ``open_follow_up`` picks it)."""
+    """The user message a run answered: stored when it started (``question``), else — an
+    answer from before that was stored — the newest user message before the answer (for a
+    follow-up run that is its injected question, as ``open_follow_up`` picks it)."""
     users = Message.objects.filter(conversation_id=failed.conversation_id, role=Message.Role.USER)
-    query_id = (failed.metadata or {}).get("query_id")
-    if query_id:
-        found = users.filter(pk=query_id).first()
+    if failed.question_id:
+        found = users.filter(pk=failed.question_id).first()
         if found is not None:
             return found
     return users.filter(pk__lt=failed.pk).exclude(hidden_q()).order_by("-created_at", "-id").first()
@@ -490,8 +496,6 @@ def settle(*, conversation_id, ids, status) -> int:
 def leftover_injections(*, conversation_id, run_id, taken_ids) -> list[int]:
     """Follow-ups stored for the run (by any process) that its engine never took."""
     ids = Message.objects.filter(
-        conversation_id=conversation_id,
-        kind=Message.Kind.INJECTED,
-        metadata__run_id=run_id,
+        conversation_id=conversation_id, run_id=run_id, kind=Message.Kind.INJECTED
     ).values_list("id", flat=True)
     return sorted(i for i in ids if i not in taken_ids)

@@ -106,9 +106,7 @@ def test_another_users_messages_are_404(logged_in_client, foreign_conversation):
 
 def test_message_json_carries_html_images_usage_and_compaction(logged_in_client, conversation):
     services.user_message_create(conversation=conversation, content="**hi**", run_id="r1")
-    Message.objects.update(
-        metadata={"run_id": "r1", "images": [{"file_id": "f1", "mime_type": "image/png"}]}
-    )
+    Message.objects.update(metadata={"images": [{"file_id": "f1", "mime_type": "image/png"}]})
     answer = services.assistant_message_start(conversation=conversation, run_id="r1", mode="react")
     services.assistant_message_finish(
         message=answer,

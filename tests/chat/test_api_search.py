@@ -65,7 +65,7 @@ def test_retried_answers_are_not_found(logged_in_client, user):
     chat = services.conversation_create(owner=user, title="Q")
     failed = say(chat, "partial zebra", role="assistant", status="error")
     retry = services.assistant_message_start(conversation=chat, run_id="r", mode="react")
-    Message.objects.filter(pk=failed.pk).update(metadata={"superseded_by": retry.pk})
+    Message.objects.filter(pk=failed.pk).update(superseded_by=retry)
     assert results(logged_in_client, "zebra") == []
 
 

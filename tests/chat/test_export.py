@@ -26,9 +26,7 @@ def answered(user):
     say(chat, "What is 6*7? Use ```backticks``` freely.")
     failed = say(chat, "half an answer", role="assistant", status="error")
     answer = services.assistant_message_start(conversation=chat, run_id="r2", mode="react")
-    Message.objects.filter(pk=failed.pk).update(
-        metadata={**failed.metadata, "superseded_by": answer.pk}
-    )
+    Message.objects.filter(pk=failed.pk).update(superseded_by=answer)
     steps = [
         {"kind": "tool_call", "name": "calculator", "arguments": '{"expression": "6*7"}'},
         {"kind": "tool_result", "name": "calculator", "result": "42 ```` four ticks"},

@@ -39,8 +39,9 @@ def busy_conversation(user) -> Conversation:
         )
     add(conversation, "user", "look", metadata={"images": [{"file_id": "x", "mime_type": "a"}]})
     add(conversation, "assistant", "oops", kind="error", status="error")
-    add(conversation, "assistant", "old", status="error", metadata={"superseded_by": 1})
-    add(conversation, "assistant", "", status="running")
+    old = add(conversation, "assistant", "old", status="error")
+    successor = add(conversation, "assistant", "", status="running")
+    Message.objects.filter(pk=old.pk).update(superseded_by=successor)  # what a retry stores
     add(conversation, "user", "current")
     return conversation
 

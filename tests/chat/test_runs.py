@@ -87,11 +87,11 @@ async def test_events_in_order_and_everything_persisted(socket, conversation, en
     # is pinned in the engine (ctx.query), not in the table.
     assert (query.role, query.kind, query.status, query.pinned) == ("user", "query", "done", False)
     assert query.content == "Say hello"
-    assert query.metadata["run_id"] == started["run_id"] == done["run_id"]
+    assert query.run_id == started["run_id"] == done["run_id"]
     assert (reply.role, reply.kind, reply.status) == ("assistant", "answer", "done")
     assert reply.content == "Hello **world**"
     assert reply.metadata["usage"] == done["usage"]
-    assert reply.metadata["run_id"] == started["run_id"]
+    assert reply.run_id == started["run_id"]
 
 
 async def test_mode_comes_from_the_frame_else_from_the_conversation(socket, engine):
@@ -294,7 +294,7 @@ async def test_message_during_a_run_is_injected_pinned(socket, conversation, eng
     query, reply, follow_up = await messages_of(conversation)
     assert injected[0]["message_id"] == follow_up.id
     assert (follow_up.kind, follow_up.pinned, follow_up.role) == ("injected", False, "user")
-    assert follow_up.metadata["run_id"] == query.metadata["run_id"]
+    assert follow_up.run_id == query.run_id
     assert reply.content == "Also: make it rhyme"
     assert engine.modes == ["react"]  # one run, not two
 

@@ -62,7 +62,7 @@ async def test_regenerate_a_finished_answer_keeps_it_as_superseded(
     assert events[-1]["type"] == "done" and answer_text(events) == "42"
     old = await Message.objects.aget(pk=old_id)
     assert old.status == "done" and old.content == "41"  # kept as it was
-    assert old.metadata["superseded_by"] == events[-1]["message_id"]
+    assert old.superseded_by_id == events[-1]["message_id"]
     assert [m.content for m in await rows(conversation)].count("What is 6*7?") == 1
     # The regenerated run saw the question once and not the replaced answer.
     ctx = engine.contexts[-1]
@@ -111,8 +111,8 @@ async def test_edit_sends_the_last_question_again_and_supersedes_the_old_pair(
     await old_question.arefresh_from_db()
     old_answer = await Message.objects.aget(pk=old_answer_id)
     assert old_question.content == "What is 6*7?"  # kept, not rewritten
-    assert old_question.metadata["superseded_by"] == started["message_id"]
-    assert old_answer.metadata["superseded_by"] == started["assistant_message_id"]
+    assert old_question.superseded_by_id == started["message_id"]
+    assert old_answer.superseded_by_id == started["assistant_message_id"]
     ctx = engine.contexts[-1]
     assert ctx.query.text() == "What is 7*8?"
     history = [m.text() for m in ctx.history]
@@ -145,7 +145,7 @@ async def test_a_foreign_question_cannot_be_edited(socket, foreign_conversation)
     await send(socket, type="edit", message_id=foreign.id, content="mine now")
     await expect_error(socket, "bad_message_id")
     await foreign.arefresh_from_db()
-    assert foreign.content == "theirs" and "superseded_by" not in foreign.metadata
+    assert foreign.content == "theirs" and foreign.superseded_by_id is None
 
 
 async def test_the_next_run_reads_the_version_shown_and_every_tab_is_told(

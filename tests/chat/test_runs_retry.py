@@ -81,11 +81,11 @@ async def test_retry_answers_the_same_question_without_a_second_copy(
     new = after[-1]
     assert (new.id, new.status, new.content) == (done["message_id"], "done", "The full answer.")
     assert new.metadata["retry_of"] == failed_answer.id
-    assert new.metadata["query_id"] == query.id
+    assert new.question_id == query.id
     await failed_answer.arefresh_from_db()
     # Kept as history of what happened, marked as replaced.
     assert failed_answer.status == "error" and failed_answer.content == "Half an answer"
-    assert failed_answer.metadata["superseded_by"] == new.id
+    assert failed_answer.superseded_by_id == new.id
 
 
 async def test_retry_run_sees_the_question_once_pinned_and_not_the_failed_text(
@@ -248,7 +248,7 @@ async def test_retry_during_a_run_is_refused_and_the_run_goes_on(
     go.set()
     assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
     await failed_answer.arefresh_from_db()
-    assert "superseded_by" not in failed_answer.metadata
+    assert failed_answer.superseded_by_id is None
 
 
 async def test_a_second_tab_sees_the_retry_run(user, conversation, engine, failed_answer, socket):

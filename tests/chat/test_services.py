@@ -82,7 +82,7 @@ class TestUserMessage:
         message.refresh_from_db()
         assert (message.role, message.kind, message.status) == ("user", "query", "pending")
         assert message.pinned is False  # pinned is the user's keep-verbatim (RV.2)
-        assert message.metadata == {"images": [], "run_id": "run-1"}
+        assert (message.metadata, message.run_id) == ({"images": []}, "run-1")
 
     def test_an_injected_follow_up_is_marked_injected(self, conversation):
         message = services.user_message_create(
@@ -172,7 +172,7 @@ class TestAssistantMessage:
         )
         assert (message.role, message.kind, message.status) == ("assistant", "answer", "running")
         assert message.pinned is False
-        assert message.metadata == {"run_id": "run-1", "mode": "dag"}
+        assert (message.metadata, message.run_id) == ({"mode": "dag"}, "run-1")
 
     def test_finish_stores_text_usage_compaction_and_closes_the_run(self, conversation):
         query = services.user_message_create(conversation=conversation, content="q", run_id="r1")
@@ -194,8 +194,8 @@ class TestAssistantMessage:
         )
         answer.refresh_from_db()
         assert (answer.content, answer.status, answer.kind) == ("The answer", "done", "answer")
+        assert answer.run_id == "r1"
         assert answer.metadata == {
-            "run_id": "r1",
             "mode": "react",
             "usage": {"input_tokens": 10, "output_tokens": 5},
             "compaction": {"strategy": "truncate"},

@@ -36,7 +36,7 @@ def _stored(server, conversation_id: str) -> list[dict]:
         "import json; from chat.models import Message;"
         f"rows = Message.objects.filter(conversation_id='{conversation_id}').order_by('id');"
         "print(json.dumps([{'role': m.role, 'kind': m.kind, 'status': m.status,"
-        " 'content': m.content, 'run_id': (m.metadata or {}).get('run_id')} for m in rows]))"
+        " 'content': m.content, 'run_id': m.run_id or None} for m in rows]))"
     )
     return json.loads(out.strip().splitlines()[-1])
 

@@ -47,7 +47,7 @@ def test_running_run_reads_the_running_answer(conversation, running):
     _, answer = running
     active = run_control.running_run(conversation_id=conversation.pk)
     assert active == run_control.RemoteRun(
-        run_id=answer.metadata["run_id"],
+        run_id=answer.run_id,
         conversation_id=conversation.pk,
         assistant_message_id=answer.pk,
         mode="dag",
@@ -81,7 +81,7 @@ def test_claim_outside_a_transaction_is_a_programming_error(conversation):
 
 @pytest.mark.django_db
 def test_injection_lock_needs_that_run_to_be_running(conversation, running):
-    run_id = running[1].metadata["run_id"]
+    run_id = running[1].run_id
     with transaction.atomic():
         run_control.lock_running_run(conversation_id=conversation.pk, run_id=run_id)
     with pytest.raises(run_control.RunNotActive), transaction.atomic():
@@ -94,7 +94,7 @@ def test_injection_lock_needs_that_run_to_be_running(conversation, running):
 @pytest.mark.django_db
 def test_reclaim_interrupts_only_the_orphaned_run(conversation, running):
     query, answer = running
-    run_id = answer.metadata["run_id"]
+    run_id = answer.run_id
     injected = services.user_message_create(
         conversation=conversation, content="also", injected=True, run_id=run_id
     )
@@ -112,7 +112,7 @@ def test_reclaim_interrupts_only_the_orphaned_run(conversation, running):
 @pytest.mark.django_db
 def test_reclaim_of_a_run_that_finished_meanwhile_changes_nothing(conversation, running):
     services.assistant_message_finish(message=running[1], content="answer")
-    run_id = running[1].metadata["run_id"]
+    run_id = running[1].run_id
     assert run_control.reclaim_run(conversation_id=conversation.pk, run_id=run_id) == 0
     assert Message.objects.get(pk=running[1].pk).status == "done"
 
@@ -201,7 +201,7 @@ async def test_remote_run_finds_a_live_run_and_reclaims_a_dead_one(
     settings.FIMONE_RUN_PROBE_SECONDS = 0.3
     owner, other = redis_layers
     _, answer = await sync_to_async(start_run)(conversation)
-    run_id = answer.metadata["run_id"]
+    run_id = answer.run_id
     listener = await owner_listener(owner, conversation.pk, run_id)
     try:
         active = await run_control.remote_run(other, conversation_id=conversation.pk)
@@ -224,7 +224,7 @@ async def test_start_up_recovery_interrupts_orphans_only(redis_layers, user, set
     dead_conversation = await sync_to_async(services.conversation_create)(owner=user)
     _, live = await sync_to_async(start_run)(live_conversation)
     _, dead = await sync_to_async(start_run)(dead_conversation)
-    listener = await owner_listener(owner, live_conversation.pk, live.metadata["run_id"])
+    listener = await owner_listener(owner, live_conversation.pk, live.run_id)
     try:
         changed = await run_control.reclaim_orphans(restarting)
     finally:
@@ -245,7 +245,7 @@ async def test_a_run_whose_listener_is_still_joining_is_not_reclaimed(
     settings.FIMONE_RUN_PROBE_SECONDS = 0.5
     owner, other = redis_layers
     _, answer = await sync_to_async(start_run)(conversation)
-    run_id = answer.metadata["run_id"]
+    run_id = answer.run_id
     looking = asyncio.create_task(run_control.remote_run(other, conversation_id=conversation.pk))
     await asyncio.sleep(0.2)  # the first ping is out, nobody listens yet
     listener = await owner_listener(owner, conversation.pk, run_id)

@@ -77,7 +77,7 @@ def messages_in_db(server, conversation_id: str) -> list[dict]:
         "from chat.models import Message\n"
         f"rows = Message.objects.filter(conversation_id='{conversation_id}').order_by('id')\n"
         "print(json.dumps([{'role': m.role, 'kind': m.kind, 'status': m.status,\n"
-        "    'content': m.content, 'run_id': m.metadata.get('run_id')} for m in rows]))"
+        "    'content': m.content, 'run_id': m.run_id or None} for m in rows]))"
     )
     return json.loads(out.strip().splitlines()[-1])
 

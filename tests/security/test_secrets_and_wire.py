@@ -102,7 +102,7 @@ async def test_internal_fields_never_reach_the_provider(user, provider, run_deps
     bodies = list(provider.requests)
     assert bodies, "nothing reached the provider"
     run_ids = {started["run_id"]} | {
-        m.metadata.get("run_id") async for m in Message.objects.filter(conversation=conversation)
+        m.run_id async for m in Message.objects.filter(conversation=conversation)
     }
     wire = json.dumps(bodies)
     for body in bodies:

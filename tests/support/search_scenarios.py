@@ -108,16 +108,14 @@ def retried_answers_and_other_users_are_never_returned() -> None:
     failed = say(conversation, "The code word is heron (partial)", role="assistant", status="error")
     retry = services.assistant_message_start(conversation=conversation, run_id="r2", mode="react")
     # What a retry stores on the failed answer.
-    Message.objects.filter(pk=failed.pk).update(
-        metadata={**failed.metadata, "superseded_by": retry.pk}
-    )
+    Message.objects.filter(pk=failed.pk).update(superseded_by=retry)
     services.assistant_message_finish(message=retry, content="The code word is heron.")
     (found,) = passages(conversation, "heron")
     assert "(partial)" not in found and f"#{retry.pk}" in found
     # An edited question is kept marked superseded too: only its new wording is found.
     old_question = say(conversation, "Is the egret nesting?")
-    Message.objects.filter(pk=old_question.pk).update(metadata={"superseded_by": retry.pk + 1})
-    say(conversation, "Is the egret still nesting?")
+    new_question = say(conversation, "Is the egret still nesting?")
+    Message.objects.filter(pk=old_question.pk).update(superseded_by=new_question)
     (egret,) = passages(conversation, "egret")
     assert "still nesting" in egret
     stranger = new_conversation(title="heron notes")

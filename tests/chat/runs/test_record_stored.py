@@ -152,7 +152,7 @@ async def test_progress_checkpoint_stores_the_steps_so_far(
             await reply.arefresh_from_db()
     assert reply.status == "running"
     assert [s["name"] for s in reply.metadata["steps"]] == ["calculator"]
-    assert reply.metadata["run_id"] == started["run_id"]  # merged, not replaced
+    assert reply.run_id == started["run_id"]  # merged, not replaced
     gate.set()
     await events_until(socket, "done")
     await reply.arefresh_from_db()
