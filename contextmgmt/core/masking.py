@@ -39,7 +39,8 @@ from .messages import ChatMessage, ToolCall
 
 # The newest tool rounds (an assistant message calling tools, with its results) stay whole.
 # Two, not more: each round kept whole is sent again on every call until it is masked, and
-# bench/tool_heavy.py measured three rounds at about half again the input tokens of two.
+# read afresh after each masking; bench/tool_heavy.py measured three rounds at a fifth
+# more input tokens than two and 70% more uncached ones (docs/architecture.md).
 KEEP_TOOL_ROUNDS = 2
 # Once a run's context passes this share of the guard's budget, every tool result older
 # than the newest rounds is masked at once (not one at a time, not only at the budget):

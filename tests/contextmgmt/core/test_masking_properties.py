@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextmgmt.core import masking
 from contextmgmt.core.compact import tool_units
 from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.masking import MASK_PREFIX, is_masked, mask_tool_results
@@ -166,3 +168,15 @@ def test_the_guard_only_appends_stubs_so_each_call_keeps_the_previous_prefix(run
             assert estimate_messages_tokens(messages) <= estimate_messages_tokens(before)
             if guard.last.strategy == "mask":
                 assert estimate_messages_tokens(messages) <= budget
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations(), rounds)
+def test_the_quick_look_before_masking_never_misses_a_result(messages, keep):
+    """The guard runs masking on every call over half its budget; a cheap pass first says
+    whether anything is left to mask. Masking with that pass and without it agree."""
+    quick = mask_tool_results(messages, keep_rounds=keep)
+    with patch.object(masking, "_anything_to_mask", return_value=True):
+        full = mask_tool_results(messages, keep_rounds=keep)
+    assert quick.masked == full.masked
+    assert all(m.chars >= masking.MIN_MASKED_CHARS for m in full.masked)
