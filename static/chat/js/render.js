@@ -3,6 +3,7 @@
 
 import { attachmentUrl } from "./api.js";
 import { decorateCodeBlocks } from "./code_blocks.js";
+import { StreamRender } from "./stream_render.js";
 
 // An answer's row of actions keeps one order however its parts arrive (live, the usage
 // card comes last; after a reload, first): versions, usage, Copy, Pin, Regenerate, the rest.
@@ -328,6 +329,7 @@ export class AssistantView {
       this.footer,
     );
     this.text = "";
+    this.live = new StreamRender(this.answer, { decorate: decorateCodeBlocks });
     this.setId(id);
   }
 
@@ -352,17 +354,18 @@ export class AssistantView {
     );
   }
 
-  // Streamed text is plain text until the server's rendered HTML arrives at ``done``.
+  // Streamed text is shown as Markdown as it arrives (stream_render.js); the server's
+  // rendered HTML takes its place at ``done`` where the two differ.
   appendDelta(text) {
     if (!text) return;
     this.clearNotice();
     if (!this.answer.classList.contains("streaming")) {
       this.endReasoning();
       this.answer.classList.add("streaming");
-      this.answer.replaceChildren();
+      this.live.reset();
     }
     this.text += text;
-    this.answer.textContent = this.text;
+    this.live.update(this.text);
   }
 
   // ``answer.retract``: the last ``chars`` characters (code points) streamed were the
@@ -372,8 +375,9 @@ export class AssistantView {
     const chars = Array.from(this.text);
     const keep = Math.max(0, chars.length - (Number(frame.chars) || 0));
     this.text = chars.slice(0, keep).join("");
-    if (this.text) this.answer.textContent = this.text;
+    if (this.text) this.live.update(this.text);
     else {
+      this.live.reset();
       this.answer.classList.remove("streaming");
       this.thinking(); // the run goes on: the tool runs next
     }
@@ -386,10 +390,13 @@ export class AssistantView {
     this.node.removeAttribute("aria-busy");
     this.answer.classList.remove("streaming");
     this.source = content ?? this.text;
-    if (html) {
+    if (html && this.live.active) {
+      this.live.finish(html); // only where the live render differs
+    } else if (html) {
       this.answer.innerHTML = html; // sanitised server-side (nh3)
       decorateCodeBlocks(this.answer);
     } else {
+      this.live.reset();
       this.answer.textContent = this.source;
     }
     this.addCopyButton();
@@ -420,6 +427,7 @@ export class AssistantView {
   stopStreaming() {
     this.clearNotice();
     this.node.removeAttribute("aria-busy");
+    if (this.live.active) this.live.settle();
     this.answer.classList.remove("streaming");
     if (!this.text) this.answer.replaceChildren();
   }
