@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import threading
 
 import pytest
 
 from tests.scale.ws_client import Socket, of_type
 from tests.support.live_server import start_live_server
-from tests.support.scripted_server import Reply, ScriptedServer
+from tests.support.scripted_server import Reply, ScriptedServer, gated, held
 
 pytestmark = [pytest.mark.scale, pytest.mark.slow]
 
@@ -85,8 +86,9 @@ def messages_in_db(server, conversation_id: str) -> list[dict]:
 async def test_follow_up_through_b_reaches_the_run_in_a(processes, slow_model):
     a, b = processes
     conversation = new_conversation(a)
-    # A first model call long enough that B's follow-up lands inside it, even when busy.
-    slow_model.enqueue(Reply(content="Scripted answer.", delay=3 * REPLY_DELAY_SECONDS))
+    # The first model call answers only once B's follow-up is in, however busy the machine.
+    answer = threading.Event()
+    slow_model.enqueue(gated("Scripted answer.", answer))
     on_a = await Socket.open(a, conversation, "A")
     on_b = await Socket.open(b, conversation, "B")
     try:
@@ -99,10 +101,12 @@ async def test_follow_up_through_b_reaches_the_run_in_a(processes, slow_model):
         assert injected["run_id"] == started["run_id"]  # injected, not a second run
         assert await on_a.wait_type("injected") == injected
 
+        answer.set()
         done = await on_a.wait_type("done")
         assert await on_b.wait_type("done") == done
         assert done["run_id"] == started["run_id"]
     finally:
+        answer.set()
         await on_a.close()
         await on_b.close()
 
@@ -124,7 +128,8 @@ async def test_follow_up_through_b_reaches_the_run_in_a(processes, slow_model):
 async def test_cancel_through_b_stops_the_run_in_a(processes, slow_model):
     a, b = processes
     conversation = new_conversation(a)
-    slow_model.enqueue(Reply(content="Scripted answer.", delay=3 * REPLY_DELAY_SECONDS))
+    answer = threading.Event()  # never set before the cancel: the model is still thinking
+    slow_model.enqueue(gated("Scripted answer.", answer))
     on_a = await Socket.open(a, conversation, "A")
     on_b = await Socket.open(b, conversation, "B")
     try:
@@ -137,6 +142,7 @@ async def test_cancel_through_b_stops_the_run_in_a(processes, slow_model):
         assert await on_b.wait_type("run.cancelled") == cancelled
         assert not on_b.matching(of_type("error"))  # B found A's run: no "no_active_run"
     finally:
+        answer.set()
         await on_a.close()
         await on_b.close()
 
@@ -151,9 +157,10 @@ async def test_messages_sent_to_both_processes_at_once_make_one_run(processes, s
     a, b = processes
     conversation = new_conversation(a)
     # The losing process may need two pings to find the run just started (its listener
-    # joins a moment after the commit): a longer first model call keeps the follow-up
-    # inside the run even on a busy machine, so it is injected, not left for a follow-up run.
-    slow_model.enqueue(Reply(content="Scripted answer.", delay=3 * REPLY_DELAY_SECONDS))
+    # joins a moment after the commit): the first model call answers only once the other
+    # message is injected, so it cannot be left for a follow-up run on a busy machine.
+    answer = threading.Event()
+    slow_model.enqueue(gated("Scripted answer.", answer))
     on_a = await Socket.open(a, conversation, "A")
     on_b = await Socket.open(b, conversation, "B")
     try:
@@ -164,9 +171,11 @@ async def test_messages_sent_to_both_processes_at_once_make_one_run(processes, s
         started = await on_a.wait_type("run.started")
         injected = await on_a.wait_type("injected")
         assert injected["run_id"] == started["run_id"]
+        answer.set()
         await on_a.wait_type("done")
         assert len(on_a.matching(of_type("run.started"))) == 1
     finally:
+        answer.set()
         await on_a.close()
         await on_b.close()
 
@@ -179,18 +188,23 @@ async def test_messages_sent_to_both_processes_at_once_make_one_run(processes, s
 
 
 async def test_a_run_whose_process_died_is_reclaimed_by_the_next_message(
-    processes, cluster_env, tmp_path
+    processes, cluster_env, slow_model, tmp_path
 ):
     _, b = processes
     doomed = start_live_server(cluster_env, data_dir=tmp_path / "doomed")
     conversation = new_conversation(b)
+    never = threading.Event()  # the doomed run's model never answers: it dies mid-run
+    in_call = threading.Event()
+    slow_model.enqueue(gated("Scripted answer.", never, taken=in_call))
     try:
         on_doomed = await Socket.open(doomed, conversation, "doomed")
         await on_doomed.send(type="message", content="This run will be orphaned.")
         orphan = await on_doomed.wait_type("run.started")
+        assert await asyncio.to_thread(in_call.wait, 60)  # the run is inside its model call
         doomed.kill()  # SIGKILL mid-run: its "running" answer stays behind
         await on_doomed.close()
     finally:
+        never.set()
         doomed.close()
 
     on_b = await Socket.open(b, conversation, "B")
@@ -219,17 +233,23 @@ async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes
     # An orphan: its process was killed mid-run.
     doomed = start_live_server(cluster_env, data_dir=tmp_path / "doomed")
     orphaned_conversation = new_conversation(doomed)
+    never = threading.Event()  # the doomed run's model never answers: it dies mid-run
+    in_call = threading.Event()
+    slow_model.enqueue(gated("Scripted answer.", never, taken=in_call))
     try:
         on_doomed = await Socket.open(doomed, orphaned_conversation, "doomed")
         await on_doomed.send(type="message", content="Orphan me.")
         orphan = await on_doomed.wait_type("run.started")
+        assert await asyncio.to_thread(in_call.wait, 60)  # the run is inside its model call
         doomed.kill()
         await on_doomed.close()
     finally:
+        never.set()
         doomed.close()
-    # A live run in process A, long enough to be running while recover_runs looks.
+    # A live run in process A, its model answering only after recover_runs has looked.
     live_conversation = new_conversation(a)
-    slow_model.enqueue(Reply(content="Scripted answer.", delay=6 * REPLY_DELAY_SECONDS))
+    answer = threading.Event()
+    slow_model.enqueue(gated("Scripted answer.", answer))
     on_a = await Socket.open(a, live_conversation, "A")
     try:
         await on_a.send(type="message", content="Keep going while B restarts.")
@@ -239,9 +259,11 @@ async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes
         await asyncio.to_thread(b.manage, "recover_runs")
         assert not on_a.matching(of_type("done"))  # A's run was still going meanwhile
 
+        answer.set()
         done = await on_a.wait_type("done")
         assert done["run_id"] == live["run_id"]
     finally:
+        answer.set()
         await on_a.close()
 
     assert [m["status"] for m in messages_in_db(a, live_conversation)] == ["done", "done"]
@@ -259,8 +281,11 @@ async def test_a_socket_joining_on_b_mid_run_gets_the_answer_so_far_exactly_once
     conversation = new_conversation(a)
     words = [f"w{i}" for i in range(40)]
     # An empty tool-free reply makes the engine write the answer with stream_chat(), which
-    # the scripted server streams word by word.
-    slow_model.enqueue(Reply(content=""), Reply(content=" ".join(words), chunk_delay=0.1))
+    # the scripted server streams word by word: five words, then the rest once the late
+    # socket has joined (however long its handshake takes on a busy machine).
+    rest = threading.Event()
+    streamed = held(Reply(content=" ".join(words), chunk_delay=0.02), rest, after=5)
+    slow_model.enqueue(Reply(content=""), streamed)
     on_a = await Socket.open(a, conversation, "A")
     try:
         await on_a.send(type="message", content="Stream a long answer.")
@@ -268,11 +293,14 @@ async def test_a_socket_joining_on_b_mid_run_gets_the_answer_so_far_exactly_once
         await on_a.wait_type("answer.delta")  # streaming has begun in A
         late = await Socket.open(b, conversation, "late on B")
         try:
+            await late.wait_type("run.active")
+            rest.set()
             done = await late.wait_type("done")
             assert done["run_id"] == started["run_id"]
         finally:
             await late.close()
     finally:
+        rest.set()
         await on_a.close()
 
     first = late.events[0]

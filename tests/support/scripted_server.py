@@ -28,8 +28,10 @@ chunk only (when asked with ``stream_options``) or not at all (``usage=None``). 
 refuse ``stream_options`` with a 400 naming it (``reject_stream_options = True``, as several
 OpenAI-compatible servers do). ``hold=threading.Event()`` stops a stream after
 ``hold_after`` content deltas until the test sets the event, so a test can prove something
-happened while the provider was still streaming. ``on_first_content(body, t)`` is called
-with ``time.perf_counter()`` right after a stream's first content delta is written.
+happened while the provider was still streaming; ``gate=threading.Event()`` (``gated()``)
+holds any reply before it starts until the test sets the event. ``on_first_content(body,
+t)`` is called with ``time.perf_counter()`` right after a stream's first content delta is
+written.
 
 ``profile`` (``ScriptedServer(profile=…)``, ``server.use_profile(…)`` or ``--profile``)
 switches the wire behaviour to one provider's: what it refuses, where its reasoning text
@@ -84,6 +86,8 @@ class Reply:
     tool_index: bool = True  # False: tool-call deltas carry no "index" (some providers)
     hold: threading.Event | None = None  # streaming: wait for it after hold_after deltas
     hold_after: int = 1
+    gate: threading.Event | None = None  # wait for it before the response starts (any kind)
+    taken: threading.Event | None = None  # set when a request gets this reply
     status: int = 200
     error: dict[str, Any] | None = None  # the error body of a non-200 reply
     headers: dict[str, str] = field(default_factory=dict)
@@ -181,6 +185,17 @@ def held(reply: Reply | str, release: threading.Event, *, after: int = 1) -> Rep
     """``reply`` streamed up to ``after`` content deltas, the rest once ``release`` is set."""
     base = _as_reply(reply)
     base.hold, base.hold_after = release, after
+    return base
+
+
+def gated(
+    reply: Reply | str, gate: threading.Event, *, taken: threading.Event | None = None
+) -> Reply:
+    """``reply`` (streamed or not) only once ``gate`` is set: the model is still thinking
+    for as long as the test needs, however slow the machine, and answers when told.
+    ``taken`` is set when a request has got this reply (the caller is inside the call)."""
+    base = _as_reply(reply)
+    base.gate, base.taken = gate, taken
     return base
 
 
@@ -368,6 +383,12 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay and abort.wait(reply.delay):
             self.close_connection = True  # reset()/stop() while sleeping: just hang up
             return
+        if reply.taken is not None:
+            reply.taken.set()
+        while reply.gate is not None and not reply.gate.wait(0.05):
+            if abort.is_set():
+                self.close_connection = True
+                return
         if body.get("stream_options") is not None and self.server.scripted.reject_stream_options:
             # vLLM-style wording; the reply stays queued for the request without the field.
             with self.server.scripted._lock:
