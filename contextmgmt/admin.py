@@ -8,12 +8,18 @@ from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html_join
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from contextmgmt import profiles
 from contextmgmt.calibration import describe_weights, reset_calibration
 from contextmgmt.models import ModelConfig
+from contextmgmt.numbers import grouped
+
+ROLE_LABELS = {
+    ModelConfig.Role.MAIN: pgettext_lazy("model role, short", "Main"),
+    ModelConfig.Role.FAST: pgettext_lazy("model role, short", "Fast"),
+}
 
 
 @admin.register(ModelConfig)
@@ -31,6 +37,10 @@ class ModelConfigAdmin(admin.ModelAdmin):
         "profile",
     )
     search_fields = ("name", "model")
+
+    class Media:
+        css = {"all": ("admin_extra/lists.css",)}
+
     readonly_fields = (
         "usable_budget",
         "effective_budget",
@@ -129,19 +139,21 @@ class ModelConfigAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("usable input tokens"))
     def usable_budget(self, obj: ModelConfig) -> str:
-        return _unless_invalid(obj) or f"{obj.usable_input_tokens:,}"
+        return _unless_invalid(obj) or grouped(obj.usable_input_tokens)
 
     @admin.display(description=_("effective input tokens"))
     def effective_budget(self, obj: ModelConfig) -> str:
-        return _unless_invalid(obj) or f"{obj.effective_input_tokens:,}"
+        return _unless_invalid(obj) or grouped(obj.effective_input_tokens)
 
     @admin.display(description=_("role"), ordering="role")
     def role_name(self, obj: ModelConfig) -> str:
-        return obj.role  # the short code: the column stays narrow
+        # A short word in the reader's language (the choices' long labels would widen the
+        # column; the raw code is not a word).
+        return ROLE_LABELS.get(obj.role, obj.role)
 
     @admin.display(description=_("context / out"), ordering="context_size")
     def window(self, obj: ModelConfig) -> str:
-        return f"{obj.context_size:,} / {obj.max_output_tokens:,}"
+        return f"{grouped(obj.context_size)} / {grouped(obj.max_output_tokens)}"
 
     @admin.display(description=_("input"))
     def input_budget(self, obj: ModelConfig) -> str:
@@ -149,7 +161,9 @@ class ModelConfigAdmin(admin.ModelAdmin):
         if invalid:
             return invalid
         usable, effective = obj.usable_input_tokens, obj.effective_input_tokens
-        return f"{usable:,}" if usable == effective else f"{usable:,} ({effective:,})"
+        if usable == effective:
+            return grouped(usable)
+        return f"{grouped(usable)} ({grouped(effective)})"
 
     @admin.display(description=_("profile"), ordering="provider_profile")
     def profile(self, obj: ModelConfig) -> str:
@@ -166,14 +180,14 @@ class ModelConfigAdmin(admin.ModelAdmin):
                 else gettext("base weights (fitted)")
             )
         return format_html_join(
-            ", ", "{}: {} (×{})", ((n, f"{w:.3f}", f"{r:.2f}") for n, w, r in moved)
+            ", ", "{}: {} (×{})", ((n, grouped(w, 3), grouped(r, 2)) for n, w, r in moved)
         )
 
     @admin.display(description=_("ratio (samples)"))
     def calibration(self, obj: ModelConfig) -> str:
         if not obj.token_ratio_samples:
             return gettext("not calibrated")
-        return f"{obj.token_ratio:.3f} ({obj.token_ratio_samples})"
+        return f"{grouped(obj.token_ratio, 3)} ({grouped(obj.token_ratio_samples)})"
 
     @admin.display(description=_("refused parameters"))
     def refused(self, obj: ModelConfig) -> str:
@@ -227,8 +241,8 @@ class ModelConfigAdmin(admin.ModelAdmin):
                 text = gettext("%(name)s: context size %(context)s (%(source)s).")
             text %= {
                 "name": row.name,
-                "context": f"{row.context_size:,}",
-                "output": f"{row.max_output_tokens:,}",
+                "context": grouped(row.context_size),
+                "output": grouped(row.max_output_tokens),
                 "source": found.source,
             }
             note = f" {found.note}" if found.note else ""

@@ -15,6 +15,7 @@ from contextmgmt.core.budget import (
     effective_input_tokens,
     usable_input_tokens,
 )
+from contextmgmt.numbers import grouped
 from contextmgmt.secrets import secret_env_refusal
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -162,13 +163,13 @@ class ModelConfig(models.Model):
             errors["context_size"] = gettext(
                 "%(size)s tokens is larger than any model's context window (limit %(limit)s); "
                 "check for a typo."
-            ) % {"size": f"{self.context_size:,}", "limit": f"{MAX_CONTEXT_SIZE:,}"}
+            ) % {"size": grouped(self.context_size), "limit": grouped(MAX_CONTEXT_SIZE)}
         if self.max_output_tokens is None or self.max_output_tokens <= 0:
             errors["max_output_tokens"] = gettext("Max output tokens must be a positive number.")
         elif self.context_size and self.max_output_tokens >= self.context_size:
             errors["max_output_tokens"] = gettext(
                 "Max output tokens must be smaller than the context size (%(size)s)."
-            ) % {"size": f"{self.context_size:,}"}
+            ) % {"size": grouped(self.context_size)}
         elif (
             self.context_size
             and self.context_size - self.max_output_tokens - SYSTEM_PROMPT_RESERVE
@@ -181,11 +182,11 @@ class ModelConfig(models.Model):
                 "%(reserve)s system-prompt reserve); at least %(minimum)s are needed. Lower max "
                 "output tokens or raise the context size."
             ) % {
-                "left": f"{left:,}",
-                "context": f"{self.context_size:,}",
-                "output": f"{self.max_output_tokens:,}",
-                "reserve": f"{SYSTEM_PROMPT_RESERVE:,}",
-                "minimum": f"{MIN_INPUT_BUDGET:,}",
+                "left": grouped(left),
+                "context": grouped(self.context_size),
+                "output": grouped(self.max_output_tokens),
+                "reserve": grouped(SYSTEM_PROMPT_RESERVE),
+                "minimum": grouped(MIN_INPUT_BUDGET),
             }
         return errors
 

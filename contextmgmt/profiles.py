@@ -25,6 +25,7 @@ from contextmgmt.core.budget import MIN_INPUT_BUDGET, SYSTEM_PROMPT_RESERVE
 from contextmgmt.core.providers import ProviderProfile, detect
 from contextmgmt.discovery import Discovery, discover
 from contextmgmt.models import ModelConfig
+from contextmgmt.numbers import grouped
 from contextmgmt.secrets import secret_env_refusal
 
 log = logging.getLogger(__name__)
@@ -228,7 +229,7 @@ def read_from_endpoint(row: ModelConfig) -> tuple[Discovery, list[str]]:
         why = gettext(
             "could not read the context size (the endpoint reports %(size)s tokens, fewer "
             "than the %(minimum)s fimone needs)"
-        ) % {"size": f"{found.context_size:,}", "minimum": f"{MIN_CONTEXT_SIZE:,}"}
+        ) % {"size": grouped(found.context_size), "minimum": grouped(MIN_CONTEXT_SIZE)}
         return dataclasses.replace(found, context_size=None, source=why), changed
     if row.profile_auto and found.profile.name != row.provider_profile:
         set_profile(row, found.profile)

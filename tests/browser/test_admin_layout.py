@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.utils import formats, translation
 from playwright.sync_api import expect
 
 from tests.browser.conftest import DESKTOP, login, screenshot
+from tests.browser.sessions import DJANGO_LANGUAGES, open_session
 
 pytestmark = pytest.mark.browser
 
@@ -58,3 +60,45 @@ def test_model_configs_list_fits_1280_px_and_a_failed_save_reads_consistently(
     usable = page.locator(".field-usable_budget .readonly")
     expect(usable).to_have_text("not computed: fix the token fields")
     screenshot(page, f"admin-failed-save-{scheme}")
+
+
+ROLE_CELLS = "#result_list tbody td.field-role_name"
+WINDOW_CELLS = "#result_list tbody td.field-window"
+
+
+@pytest.mark.parametrize("language", ["en", "de", "zh"])
+def test_the_model_list_speaks_the_language_and_fits_1280_px(chromium, live_daphne, language):
+    """German admin: the list fits 1,280 px, numbers are German numbers ("128.000"), the
+    role column shows a word of the language, not the code "main"."""
+    live_daphne.manage_shell(MAKE_STAFF_AND_MODELS.format(username=live_daphne.username))
+    session = open_session(chromium, live_daphne, language=language)
+    page = session.page
+    try:
+        page.goto(live_daphne.base_url + "/admin/contextmgmt/modelconfig/")
+        expect(page.locator("#result_list")).to_be_visible()
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"the list is {overflow}px wider than a 1280px window"
+        hidden = page.evaluate(
+            "(() => { const box = document.querySelector('#changelist .results');"
+            " return box.scrollWidth - box.clientWidth; })()"
+        )
+        assert hidden <= 0, f"{hidden}px of the list are scrolled out of sight"
+        with translation.override(DJANGO_LANGUAGES[language]):
+            roles = {translation.pgettext("model role, short", w) for w in ("Main", "Fast")}
+            windows = {
+                f"{formats.number_format(c, force_grouping=True)} / "
+                f"{formats.number_format(o, force_grouping=True)}"
+                for c, o in ((128000, 16000), (32768, 8192))
+            }
+        shown_roles = {t.strip() for t in page.locator(ROLE_CELLS).all_inner_texts()}
+        assert shown_roles == roles
+        assert not shown_roles & {"main", "fast"}
+        assert {t.strip() for t in page.locator(WINDOW_CELLS).all_inner_texts()} == windows
+        if language == "de":
+            assert windows == {"128.000 / 16.000", "32.768 / 8.192"}
+        screenshot(page, f"admin-model-configs-1280-{language}")
+        assert not session.errors
+    finally:
+        session.close()
