@@ -9,15 +9,20 @@ serves. The database ends with every question answered and nothing interrupted o
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import signal
+import threading
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 
 from tests.scale.test_two_processes import messages_in_db, new_conversation
 from tests.scale.ws_client import Socket
 from tests.support.live_server import start_live_server
-from tests.support.scripted_server import Reply, ScriptedServer, tool_calls
+from tests.support.scripted_server import Reply, ScriptedServer, held, tool_calls
 
 pytestmark = [pytest.mark.scale, pytest.mark.slow]
 
@@ -51,12 +56,28 @@ def two_processes(postgres_server, redis_server, model, tmp_path_factory):
             server.stop(timeout=30)
 
 
+def wait_until_draining(server) -> None:
+    """``/healthz`` says the process is draining once the signal has acted (60 s hang guard)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(server.base_url + "/healthz", timeout=5).close()
+        except urllib.error.HTTPError as exc:  # 503 while draining
+            if json.loads(exc.read())["checks"]["process"] == "draining":
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"{server.base_url} never began draining")
+
+
 async def test_restarting_a_process_mid_run_loses_no_run(two_processes, model):
     a, b = two_processes
     running, waiting = new_conversation(a), new_conversation(a)
     words = [f"w{i}" for i in range(30)]
-    # The run in A streams its answer for ~3 s.
-    model.enqueue(Reply(content=""), Reply(content=" ".join(words), chunk_delay=0.1))
+    # The run in A streams its answer: one word, then the rest once the deploy is under
+    # way (however long the signal takes to act on a busy machine).
+    rest = threading.Event()
+    streamed = held(Reply(content=" ".join(words), chunk_delay=0.02), rest, after=1)
+    model.enqueue(Reply(content=""), streamed)
     on_a, on_b = await Socket.open(a, running, "A"), await Socket.open(b, running, "B")
     other_on_a = await Socket.open(a, waiting, "A, second conversation")
     try:
@@ -65,10 +86,11 @@ async def test_restarting_a_process_mid_run_loses_no_run(two_processes, model):
         await on_a.wait_type("answer.delta")
 
         a.proc.send_signal(signal.SIGTERM)  # the deploy reaches A
-        await asyncio.sleep(0.5)
+        await asyncio.to_thread(wait_until_draining, a)
         await other_on_a.send(type="message", content="Sent during the deploy.")
         refused = await other_on_a.wait_type("error")
         assert refused["code"] == "server_draining"
+        rest.set()
 
         # The run in A finishes, and B's socket sees it too.
         for sock in (on_a, on_b):
@@ -83,6 +105,7 @@ async def test_restarting_a_process_mid_run_loses_no_run(two_processes, model):
         finally:
             await retried_on_b.close()
     finally:
+        rest.set()
         for sock in (on_a, on_b, other_on_a):
             await sock.close()
 
