@@ -56,7 +56,7 @@ def wait_done(page, count: int = 1) -> None:
     expect(page.locator("#stop")).to_be_hidden()
 
 
-def test_answer_streams_as_plain_text_then_becomes_rendered_html(logged_in_page, scripted_server):
+def test_answer_streams_as_markdown_then_takes_the_servers_html(logged_in_page, scripted_server):
     page = logged_in_page
     # An empty first reply makes the agent write its answer with the streaming call (RR.2),
     # which the server sends word by word.
@@ -72,7 +72,9 @@ def test_answer_streams_as_plain_text_then_becomes_rendered_html(logged_in_page,
     expect(answer).to_contain_text("word3")
     streamed_so_far = answer.text_content()
     assert "word39" not in streamed_so_far  # seen mid-stream, not all at once
-    assert "**Bold**" in streamed_so_far  # plain text while streaming, no Markdown parser
+    # Markdown while streaming: the bold text is laid out, no asterisks shown (RU.6).
+    assert "**" not in streamed_so_far
+    expect(answer.locator("strong")).to_have_text("Bold")
     expect(page.locator("#stop")).to_be_visible()
     expect(page.locator(".msg-assistant")).to_have_attribute("aria-busy", "true")
     screenshot(page, "10-streaming")
