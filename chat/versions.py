@@ -171,6 +171,7 @@ def _branch(version: Message, *, keep: tuple[int, ...] = ()) -> list[Message]:
         Message.objects.filter(conversation_id=version.conversation_id, pk__gt=version.pk)
         .exclude(hidden_q())
         .exclude(pk__in=keep)
+        .only("id", "role", "superseded_by")  # nothing else is needed to hide them
         .order_by("id")
     )
     if version.role == Message.Role.ASSISTANT and version.run_id:
@@ -180,12 +181,61 @@ def _branch(version: Message, *, keep: tuple[int, ...] = ()) -> list[Message]:
 
 
 def _hide(messages: list[Message], *, branch_of: int, by_user: int, by_assistant: int) -> None:
-    for message in messages:
-        if is_hidden(message):
-            continue
-        by = by_user if message.role == Message.Role.USER else by_assistant
-        Message.objects.filter(pk=message.pk).update(superseded_by_id=by, branch_of_id=branch_of)
+    """Two updates, whatever the branch's length: its user messages, then the others."""
+    for is_user, by in ((True, by_user), (False, by_assistant)):
+        ids = [
+            m.pk for m in messages if not is_hidden(m) and (m.role == Message.Role.USER) == is_user
+        ]
+        if ids:
+            Message.objects.filter(pk__in=ids).update(superseded_by_id=by, branch_of_id=branch_of)
 
 
 def _show(messages) -> None:
     messages.update(superseded_by=None, branch_of=None)
+
+
+# --- rows stored before versions existed ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OldRow:
+    """What a migration reads of one message stored before versions existed."""
+
+    pk: int
+    role: str
+    kind: str
+    superseded_by: int | None
+    retry_of: int | None  # an answer's ``metadata["retry_of"]``
+
+
+def links_of_old_rows(rows: list[OldRow]) -> dict[int, tuple[int | None, int | None]]:
+    """``{pk: (version_of, branch_of)}`` for one conversation's rows (oldest first) whose
+    replacements were stored without versions: a retried or regenerated answer and its
+    successor (which says ``retry_of``), an edited question and its new copy, become
+    versions; what an edit hid after its question joins that question's branch. Plain data
+    in and out, so that the migration that links old rows uses it too."""
+    by_pk = {row.pk: row for row in rows}
+    version_of: dict[int, int] = {}
+    links: dict[int, tuple[int | None, int | None]] = {}
+    edited: list[int] = []
+    later: list[OldRow] = []
+    for row in rows:
+        successor = by_pk.get(row.superseded_by) if row.superseded_by else None
+        if successor is None:
+            continue
+        retried = row.role == "assistant" and successor.retry_of == row.pk
+        questions = {row.role, successor.role} == {"user"} and row.kind == successor.kind
+        if not (retried or (questions and row.kind == "query")):
+            later.append(row)
+            continue
+        root = version_of.get(row.pk, row.pk)
+        version_of[successor.pk] = root
+        links[successor.pk] = (root, links.get(successor.pk, (None, None))[1])
+        links[row.pk] = (links.get(row.pk, (None, None))[0], row.pk)
+        if questions:
+            edited.append(row.pk)
+    for row in later:
+        owner = max((pk for pk in edited if pk < row.pk), default=None)
+        if owner is not None:
+            links[row.pk] = (links.get(row.pk, (None, None))[0], owner)
+    return links

@@ -309,3 +309,29 @@ def test_the_shown_messages_are_one_branch_and_a_switch_back_restores_it(user, s
         assert [m.role for m in sorted(visible, key=lambda m: m.pk)] == ["user", "assistant"] * (
             len(visible) // 2
         )
+
+
+# --- rows stored before versions existed ------------------------------------------------------
+
+
+def test_old_retries_and_edits_become_versions_and_branches():
+    """A question answered, the answer regenerated, then the question edited (with a
+    follow-up the edit hid), as rows stored before versions existed."""
+    old = versions.OldRow
+    rows = [
+        old(1, "user", "query", superseded_by=6, retry_of=None),  # edited into 6
+        old(2, "assistant", "answer", superseded_by=3, retry_of=None),  # regenerated into 3
+        old(3, "assistant", "answer", superseded_by=7, retry_of=2),  # hidden by the edit
+        old(4, "user", "injected", superseded_by=6, retry_of=None),  # a follow-up, hidden too
+        old(5, "assistant", "answer", superseded_by=7, retry_of=None),  # its answer, hidden
+        old(6, "user", "query", superseded_by=None, retry_of=None),
+        old(7, "assistant", "answer", superseded_by=None, retry_of=None),
+    ]
+    assert versions.links_of_old_rows(rows) == {
+        1: (None, 1),  # the first version, hidden as itself
+        6: (1, None),  # its edit, shown
+        2: (None, 2),
+        3: (2, 1),  # the regenerated answer: a version of 2, on version 1's branch
+        4: (None, 1),
+        5: (None, 1),
+    }
