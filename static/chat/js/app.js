@@ -9,6 +9,8 @@ import { placeDivider } from "./history.js";
 import { el } from "./render.js";
 import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
+import { EmptyChatGuard } from "./empty_chat.js";
+import { ScrollFollower } from "./scroll_follow.js";
 import { setSteeringConversation, watchPins } from "./steering.js";
 import { ChatSocket } from "./socket.js";
 import { ToolsMenu } from "./tools_menu.js";
@@ -26,6 +28,8 @@ class ChatApp {
     this.outbox = [];
     this.creating = null;
     this.loadToken = 0;
+    this.emptyChat = new EmptyChatGuard();
+    this.scroller = new ScrollFollower(this.messagesEl);
 
     this.sidebar = new Sidebar({
       onOpen: (id) => this.open(id, { push: true }),
@@ -84,7 +88,7 @@ class ChatApp {
 
   async start() {
     setUpOfflineNote(() => this.composer.focus());
-    this.setUpJumpButton();
+    this.scroller.start(() => this.composer.focus());
     try {
       const page = await api.listConversations();
       this.sidebar.set(page.conversations, config.conversationId, page.next);
@@ -101,7 +105,9 @@ class ChatApp {
 
   // ---- conversations -------------------------------------------------------------------
 
-  reset() {
+  // ``nextId``: the conversation shown next (null: a new chat).
+  reset(nextId = null) {
+    this.emptyChat.leave(nextId);
     this.socket?.close();
     this.socket = null;
     this.runs.reset();
@@ -131,7 +137,7 @@ class ChatApp {
   async open(id, { push }) {
     if (!id) return this.newChat({ push: false });
     const token = ++this.loadToken;
-    this.reset();
+    this.reset(id);
     this.sidebar.select(id);
     if (push) history.pushState({}, "", `/c/${encodeURIComponent(id)}/`);
     try {
@@ -163,7 +169,7 @@ class ChatApp {
     document.title = `${conversation.title || gettext("New chat")} — fimone`;
     this.composer.mode = conversation.mode;
     this.modelPicker.value = conversation.model_config;
-    this.sidebar.upsert(conversation);
+    if (!this.emptyChat.isEmpty(conversation.id)) this.sidebar.upsert(conversation);
     this.sidebar.select(conversation.id);
   }
 
@@ -172,9 +178,8 @@ class ChatApp {
     if (!this.creating) {
       const fields = { mode: this.composer.mode, model_config: this.modelPicker.value };
       this.creating = api.createConversation(fields).then((conversation) => {
+        this.emptyChat.created(conversation.id); // listed and addressed once a message is sent
         this.setConversation(conversation);
-        this.sidebar.upsert(conversation, { toTop: true });
-        history.pushState({}, "", `/c/${encodeURIComponent(conversation.id)}/`);
         this.connect();
         this.refreshGauge();
         return conversation.id;
@@ -256,7 +261,7 @@ class ChatApp {
     this.emptyState.hidden = messages.length > 0;
     if (!messages.length) this.messagesEl.append(this.emptyState);
     this.composer.setRunning(this.runs.active);
-    this.scrollToEnd(true);
+    this.scroller.scrollToEnd(true);
   }
 
   makeLoadMoreButton() {
@@ -314,13 +319,25 @@ class ChatApp {
     const attachments = [...images, ...documents].map((i) => i.file_id);
     const frame = { type: "message", content, attachments, mode };
     this.runs.showSent({ content, images, documents, mode });
-    this.scrollToEnd(true);
+    this.scroller.scrollToEnd(true);
     this.ensureConversation()
-      .then(() => this.transmit(frame))
+      .then(() => {
+        this.keepConversation();
+        this.transmit(frame);
+      })
       .catch((err) =>
         this.runs.failLocalRun(interpolate(gettext("Could not start the conversation: %(reason)s"), { reason: err.message }, true)),
       );
     return true;
+  }
+
+  // The first message of a new chat: it joins the list and the address bar.
+  keepConversation() {
+    const conversation = this.conversation;
+    if (!conversation || !this.emptyChat.kept(conversation.id)) return;
+    this.sidebar.upsert(conversation, { toTop: true });
+    this.sidebar.select(conversation.id);
+    history.pushState({}, "", `/c/${encodeURIComponent(conversation.id)}/`);
   }
 
   // A message the server never stored, sent again as it was.
@@ -464,7 +481,7 @@ class ChatApp {
       return;
     }
     this.runs.handle(frame);
-    this.scrollToEnd(false);
+    this.scroller.scrollToEnd(false);
   }
 
   // ---- chrome --------------------------------------------------------------------------
@@ -481,61 +498,6 @@ class ChatApp {
 
   toast(text) {
     toast(text);
-  }
-
-  // The view follows new content to the bottom while the reader is there (``following``);
-  // once they scroll up it stays where they are until they come back or press ↓. Whether
-  // they are "there" is decided by their own scrolling, not measured after new content
-  // arrived (a long answer landing at once would otherwise look like scrolling away).
-  scrollToEnd(force) {
-    if (force) this.following = true;
-    if (this.following) this.pinToEnd();
-    this.updateJumpButton();
-  }
-
-  pinToEnd() {
-    const box = this.messagesEl;
-    box.scrollTo({ top: box.scrollHeight, behavior: "instant" });
-  }
-
-  nearEnd() {
-    const box = this.messagesEl;
-    return box.scrollHeight - box.scrollTop - box.clientHeight < 48;
-  }
-
-  setUpJumpButton() {
-    this.following = true;
-    this.jumpButton = document.getElementById("jump-to-end");
-    this.jumpButton.addEventListener("click", () => {
-      this.scrollToEnd(true);
-      this.composer.focus();
-    });
-    this.messagesEl.addEventListener(
-      "scroll",
-      () => {
-        // Pins land at the bottom (content that grows meanwhile is pinned again by the
-        // observer before this runs), so only the reader's own scrolling leaves it.
-        this.following = this.nearEnd();
-        this.updateJumpButton();
-      },
-      { passive: true },
-    );
-    // Content that grows later (rendered HTML replacing streamed text, images loading, a
-    // usage card) keeps a following view at the bottom too.
-    const keepPinned = () => {
-      if (this.following && !this.nearEnd()) this.pinToEnd();
-      this.updateJumpButton();
-    };
-    new MutationObserver(keepPinned).observe(this.messagesEl, {
-      childList: true,
-      subtree: true,
-      characterData: true,
-    });
-    this.messagesEl.addEventListener("load", keepPinned, true);
-  }
-
-  updateJumpButton() {
-    if (this.jumpButton) this.jumpButton.hidden = this.following || this.nearEnd();
   }
 }
 
