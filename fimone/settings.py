@@ -186,7 +186,9 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # channels' in-memory layer, sweeping for expired messages once a second instead of on
+    # every message (fimone/memory_layer.py).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "fimone.memory_layer.InMemoryChannelLayer"}}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from typing import Any
 
 from django.utils.translation import gettext, gettext_lazy
@@ -34,6 +35,21 @@ logger = logging.getLogger(__name__)
 DELTA_FLUSH_SECONDS = 0.025
 # Streamed text events, merged while they wait: the answer, and a DAG step's progress.
 DELTA_EVENTS = ("answer.delta", "dag.step.delta")
+# Streamed-text events per second that all the runs of one process send together. Each
+# event costs the process its trip through the channel layer, the socket's consumer and the
+# websocket frame; under load the model's pieces arrive further apart than the flush time,
+# so without a shared budget every piece became an event of its own and the busier the
+# process, the more work each run made (docs/operations.md, "Throughput"). Up to ten
+# streams keep the flush time; with more, each stream's wait grows with their number.
+DELTA_EVENTS_PER_SECOND = 400
+
+# The publishers of this process streaming now (text waiting or sent within their wait).
+_streaming: weakref.WeakSet = weakref.WeakSet()
+
+
+def streams_now() -> int:
+    """How many runs of this process are streaming text at the moment."""
+    return len(_streaming)
 
 
 def conversation_group(conversation_id: Any) -> str:
@@ -86,17 +102,25 @@ class EventPublisher:
         self._quiet_after = 0.0  # loop time before which a delta waits to be merged
         self._lock = asyncio.Lock()
 
+    def _wait(self) -> float:
+        """How long streamed text may wait: the flush time, longer while many runs of this
+        process stream at once (their events share ``DELTA_EVENTS_PER_SECOND``)."""
+        return max(self._flush_seconds, len(_streaming) / DELTA_EVENTS_PER_SECOND)
+
     async def __call__(self, event_type: str, payload: dict) -> None:
         if event_type in DELTA_EVENTS:
             text = payload.get("text") or ""
             if text:
+                _streaming.add(self)
                 self._buffer_delta(event_type, payload, text)
                 loop = asyncio.get_running_loop()
                 if self._timer is None and loop.time() >= self._quiet_after:
                     await self.flush()
                 elif self._timer is None:
-                    self._timer = loop.call_later(self._flush_seconds, self._flush_soon)
+                    delay = max(self._quiet_after - loop.time(), 0.0)
+                    self._timer = loop.call_later(delay, self._flush_soon)
             return
+        _streaming.discard(self)  # the stream pauses: a step, a tool call, the end
         await self.flush()
         async with self._lock:
             if self._on_sent is not None:
@@ -124,7 +148,7 @@ class EventPublisher:
             if not self._buffer:
                 return
             pending, self._buffer = self._buffer, []
-            self._quiet_after = asyncio.get_running_loop().time() + self._flush_seconds
+            self._quiet_after = asyncio.get_running_loop().time() + self._wait()
             for event_type, key, parts in pending:
                 text = "".join(parts)
                 if event_type == "answer.delta":

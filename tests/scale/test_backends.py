@@ -90,7 +90,7 @@ def test_without_redis_url_the_channel_layer_is_in_memory(tmp_path):
     done = _run([sys.executable, "-c", _LAYER_PROBE], _django_env(tmp_path))
 
     facts = json.loads(done.stdout.strip().splitlines()[-1])
-    assert facts["backend"] == "channels.layers.InMemoryChannelLayer"
+    assert facts["backend"] == "fimone.memory_layer.InMemoryChannelLayer"
 
 
 _IDLE_PROBE = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -201,3 +202,62 @@ def test_failures_have_stable_codes_and_say_the_message_is_saved(exc, code):
         assert "internal detail" not in failure["message"]
     else:
         assert str(exc) in failure["message"]
+
+
+class TimedLayer(RecordingLayer):
+    """Records when each event went out (loop time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.at: list[float] = []
+
+    async def group_send(self, group: str, message: dict) -> None:
+        self.at.append(asyncio.get_running_loop().time())
+        await super().group_send(group, message)
+
+
+async def test_many_streams_at_once_share_one_budget_of_delta_events():
+    """A busy process: pieces arrive further apart than the flush time. Each stream's deltas
+    then go out at most once per its share of the process's budget, not one per piece."""
+    from chat.runs import events as events_module
+
+    streams = 40
+    wait = streams / events_module.DELTA_EVENTS_PER_SECOND  # 0.1 s for 40 streams
+    layers = [TimedLayer() for _ in range(streams)]
+    publishers = [
+        EventPublisher(layer, f"c{i}", flush_seconds=0.001) for i, layer in enumerate(layers)
+    ]
+
+    async def stream(publish):
+        for _ in range(15):
+            await publish("answer.delta", {"text": "ab"})
+            await asyncio.sleep(0.01)  # ten times the flush time between pieces
+
+    await asyncio.gather(*(stream(p) for p in publishers))
+    assert events_module.streams_now() == streams
+    for publish in publishers:
+        await publish("done", {})
+    assert events_module.streams_now() == 0  # a stream that ended no longer counts
+
+    for layer in layers:
+        sent = events(layer)
+        assert "".join(e["text"] for e in sent if e["type"] == "answer.delta") == "ab" * 15
+        delta_times = [
+            t for t, e in zip(layer.at, sent, strict=True) if e["type"] == "answer.delta"
+        ]
+        # From the second event on (by then all 40 stream) up to the one ``done`` flushed,
+        # every gap respects the shared wait.
+        gaps = [b - a for a, b in itertools.pairwise(delta_times[1:-1])]
+        assert all(gap >= wait * 0.9 for gap in gaps), gaps
+        assert len(delta_times) < 15  # far fewer events than pieces
+
+
+async def test_a_lone_stream_keeps_the_flush_time():
+    layer = TimedLayer()
+    publish = EventPublisher(layer, "c1", flush_seconds=0.001)
+    for _ in range(10):
+        await publish("answer.delta", {"text": "x"})
+        await asyncio.sleep(0.01)
+    await publish("done", {})
+    # Pieces 10 ms apart, flush time 1 ms: alone, every piece goes out as it comes.
+    assert [e["type"] for e in events(layer)].count("answer.delta") == 10
