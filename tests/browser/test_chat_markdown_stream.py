@@ -9,6 +9,7 @@ the same DOM nodes in the same place (no jump). Desktop and phone.
 
 from __future__ import annotations
 
+import random
 import re
 import threading
 
@@ -245,3 +246,44 @@ def test_the_live_renderer_makes_the_servers_html_for_common_markdown(logged_in_
             assert "<script" not in live
             continue
         assert live == final, source
+
+
+CHUNKED = [
+    ANSWER,
+    "Intro:\n\n1. one\n\n2. two\n   - nested\n\n3. three\n\n"
+    "~~~\nfenced with a blank line\n\n``` not a close\n~~~\n\n> quoted **bold**\n> more\n\nEnd.",
+    "```js\nconst a = 1;\n\n\nconst b = `x`;\n```\nText right after the fence.\n\n"
+    "| a |\n|---|\n| 1 |",
+]
+
+
+@pytest.mark.parametrize("source", CHUNKED, ids=["answer", "lists-fences", "code"])
+def test_any_chunking_gives_the_one_shot_render_and_keeps_completed_blocks(logged_in_page, source):
+    """However the stream is cut (inside a fence marker, a `**`, a table row), the answer
+    drawn piece by piece ends as the whole text rendered at once, and the first completed
+    block is never drawn again while the rest streams in."""
+    for seed in range(12):
+        rng = random.Random(seed)
+        cuts = sorted(rng.sample(range(1, len(source)), min(40, len(source) - 1)))
+        live, whole, kept = logged_in_page.evaluate(
+            """async ([source, cuts]) => {
+              const { StreamRender } = await import("/static/chat/js/stream_render.js");
+              const { renderBlocks } = await import("/static/chat/js/markdown_live.js");
+              const root = document.createElement("div");
+              const live = new StreamRender(root);
+              let first = null;
+              for (const cut of cuts) {
+                live.update(source.slice(0, cut));
+                live.render(); // the frame, without waiting for it
+                if (!first && live.doneEnd > 0) first = root.firstElementChild;
+              }
+              live.update(source);
+              live.settle();
+              const whole = document.createElement("div");
+              whole.append(...renderBlocks(source.split("\\n")));
+              return [root.innerHTML, whole.innerHTML, first === root.firstElementChild];
+            }""",
+            [source, cuts],
+        )
+        assert live == whole, (seed, cuts)
+        assert kept, (seed, cuts)
