@@ -18,8 +18,8 @@ pytestmark = pytest.mark.browser
 def open_page(chromium, live_daphne):
     contexts = []
 
-    def make(phone: bool):
-        options = {"viewport": PHONE if phone else DESKTOP}
+    def make(phone: bool, locale: str = "en-US"):
+        options = {"viewport": PHONE if phone else DESKTOP, "locale": locale}
         if phone:
             options |= {"has_touch": True, "is_mobile": True, "device_scale_factor": 2}
         context = chromium.new_context(**options)
@@ -148,4 +148,27 @@ def test_a_second_tab_follows_a_switch(open_page, live_daphne):
     expect(switcher(other, ".msg-user").locator(".version-count")).to_have_text("1 / 2")
     expect(other.locator(".msg-user .bubble")).to_have_text(["What is 2+3?"])
     expect(other.locator("#conversation-title")).to_have_text("What is 2+3?")
+    assert page.errors == []
+
+
+@pytest.mark.parametrize("locale", ["de-DE", "zh-CN"])
+def test_the_switcher_fits_a_phone_in_german_and_chinese(open_page, locale):
+    page = open_page(True, locale)
+    send(page, "What is 2+3?")
+    wait_done(page, 1)
+    page.locator(".msg-user .btn-edit").click()
+    box = page.locator(".msg-user .edit-box")
+    box.fill("What is 6*7?")
+    box.press("Enter")
+    expect(page.locator(".msg-assistant .answer").last).to_contain_text("42")
+    wait_done(page, 1)
+    page.locator(".msg-assistant .msg-actions .btn-regenerate").click()
+    wait_done(page, 1)
+    expect(switcher(page, ".msg-assistant").locator(".version-count")).to_have_text("2 / 2")
+    versions = switcher(page, ".msg-user")
+    expect(versions.locator(".version-count")).to_have_text("2 / 2")
+    previous = {"de-DE": "Vorherige Version", "zh-CN": "上一个版本"}[locale]
+    expect(versions.get_by_role("button", name=previous)).to_be_enabled()
+    assert layout_problems(page, touch=True) == []
+    screenshot(page, f"versions-phone-{locale}")
     assert page.errors == []
