@@ -57,7 +57,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Case, Exists, OuterRef, Q, Value, When
+from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
 from django.db.models.fields.json import KT
 
 from chat.document_context import (
@@ -192,14 +192,18 @@ def latest_summary(conversation_id: Any) -> StoredSummary | None:
             "metadata",
             "uncovered_ids",
             "edited_at",
+            "covers_through__created_at",
         )
         .first()
     )
     if not found:
         return None
-    *fields, uncovered_ids, edited_at = found
+    *fields, uncovered_ids, edited_at, covers_through_at = found
     return StoredSummary.from_row(
-        *fields, uncovered_ids=uncovered_ids, edited=edited_at is not None
+        *fields,
+        uncovered_ids=uncovered_ids,
+        edited=edited_at is not None,
+        covers_through_at=covers_through_at,
     )
 
 
@@ -218,34 +222,58 @@ def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> lis
     has_tools), in (created_at, id) order."""
     rows = context_rows(conversation_id)
     if summary is None:
-        rows = rows.annotate(covered=Value(False))
+        parts = [rows.annotate(covered=Value(False))]
     else:
-        # What the summary does not cover, and what the user pinned; a pinned message
-        # loaded only for its pin is marked ``covered``.
-        through = summary.covers_through_id
-        at = Message.objects.filter(pk=through).values("created_at")[:1]
-        not_covered = (
-            Q(created_at__gt=at)
-            | Q(created_at=at, id__gt=through)
-            | Q(id__in=list(summary.uncovered_ids))
-        )
-        rows = rows.filter(not_covered | Q(pinned=True)).annotate(
-            covered=Case(When(not_covered, then=Value(False)), default=Value(True))
-        )
+        parts = _parts_after(rows, summary)
+    parts = [_with_columns(part) for part in parts]
+    combined = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
+    return [
+        (*row[:6], json_or_none(row[6]), *row[7:9], json_or_none(row[9]), row[10])
+        for row in combined.order_by("created_at", "id")
+    ]
+
+
+def _parts_after(rows: QuerySet, summary: StoredSummary) -> list[QuerySet]:
+    """What the summary does not cover, and what the user pinned, as disjoint parts that
+    each read an index: the messages after the summary's end (a range of the
+    conversation's (created_at, id) index), the pinned ones it covers (the partial index of
+    pinned messages) and those it left out (by id). A message loaded only for its pin is
+    marked ``covered``. One OR of the three made SQLite and PostgreSQL read the whole
+    conversation (bench/scale.py)."""
+    through = summary.covers_through_id
+    # The boundary's time as a value when the summary was read with it: the database then
+    # plans the range with its statistics (PostgreSQL chose another index for a subquery).
+    at = summary.covers_through_at or Subquery(
+        Message.objects.filter(pk=through).values("created_at")[:1]
+    )
+    after = rows.filter(created_at__gte=at).exclude(created_at=at, id__lte=through)
+    upto = rows.filter(created_at__lte=at).exclude(created_at=at, id__gt=through)
+    uncovered = [int(i) for i in summary.uncovered_ids]
+    parts = [
+        after.annotate(covered=Value(False)),
+        upto.filter(pinned=True).exclude(id__in=uncovered).annotate(covered=Value(True)),
+    ]
+    if uncovered:
+        parts.append(upto.filter(id__in=uncovered).annotate(covered=Value(False)))
+    return parts
+
+
+def _with_columns(rows: QuerySet) -> QuerySet:
     # Only the images key of the metadata: decoding every row's whole JSON (usage, run
     # facts, …) was a third of the load time at 2,000 messages. Named as an annotation, not
     # as "metadata__images" in values_list: Django resolves that name by first failing on
     # it as a field, and the exception it keeps ties this load (and through its frames the
     # run's whole history) in a reference cycle that only a full collection frees.
-    rows = rows.annotate(
-        images_json=KT("metadata__images"),
-        documents_json=KT("metadata__documents"),
-        # Whether its run stored tool results: their records are read only when some did.
-        has_tools=Exists(ToolResult.objects.filter(message_id=OuterRef("pk"))),
-    )
-    return [
-        (*row[:6], json_or_none(row[6]), *row[7:9], json_or_none(row[9]), row[10])
-        for row in rows.order_by("created_at", "id").values_list(
+    # No order of its own (the model's default): the parts are ordered once combined.
+    return (
+        rows.order_by()
+        .annotate(
+            images_json=KT("metadata__images"),
+            documents_json=KT("metadata__documents"),
+            # Whether its run stored tool results: their records are read only when some did.
+            has_tools=Exists(ToolResult.objects.filter(message_id=OuterRef("pk"))),
+        )
+        .values_list(
             "id",
             "role",
             "content",
@@ -258,7 +286,7 @@ def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> lis
             "documents_json",
             "has_tools",
         )
-    ]
+    )
 
 
 def json_or_none(text: str | None) -> Any:

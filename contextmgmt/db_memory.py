@@ -60,6 +60,9 @@ class StoredSummary:
     uncovered_ids: tuple[int, ...] = ()
     # A user wrote this text: it is used as it is.
     edited: bool = False
+    # When the message it covers through was written (None: not read with it): a loader
+    # bounds its index range by it.
+    covers_through_at: Any = None
 
     @classmethod
     def from_model(cls, row: Any) -> StoredSummary:
@@ -84,6 +87,7 @@ class StoredSummary:
         *,
         uncovered_ids: Any = (),
         edited: bool = False,
+        covers_through_at: Any = None,
     ) -> StoredSummary:
         return cls(
             content=content,
@@ -93,6 +97,7 @@ class StoredSummary:
             id=pk,
             uncovered_ids=tuple(int(i) for i in uncovered_ids or () if isinstance(i, int)),
             edited=edited,
+            covers_through_at=covers_through_at,
         )
 
 

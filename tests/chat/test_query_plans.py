@@ -1,0 +1,52 @@
+"""What a turn reads uses the indexes, never the whole conversation (SQLite; the same
+checks on PostgreSQL: tests/scale/test_query_plans_postgres.py).
+
+The history load after a persisted summary reads a range of the conversation's
+(created_at, id) index, the pinned messages by their partial index and the messages the
+summary left out by id; the messages API's newest page reads the index backwards up to
+its limit; the gauge counts the load's history; search checks its hits by id."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import query_plans
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def plans():
+    return query_plans.plans()
+
+
+def test_every_read_of_a_turn_uses_an_index(plans):
+    assert {p["what"] for p in plans} == {"load", "page", "gauge", "search"}
+    whole = {
+        p["sql"][:200]: query_plans.sqlite_whole_reads(p)
+        for p in plans
+        if not query_plans.is_ledger(p)
+    }
+    assert not any(whole.values()), {sql: bad for sql, bad in whole.items() if bad}
+    # The ledger is the one read of every answer (it sums their usage), and is found so.
+    (ledger,) = [p for p in plans if query_plans.is_ledger(p)]
+    assert query_plans.sqlite_whole_reads(ledger)
+
+
+def test_the_history_load_reads_after_the_summary_and_the_pins_by_index(plans):
+    (load,) = [p for p in plans if p["what"] == "load" and "UNION" in p["sql"]]
+    plan = load["plan"]
+    assert "USING INDEX msg_conv_order (conversation_id=? AND created_at>?)" in plan, plan
+    assert "USING INDEX msg_conv_pinned (conversation_id=? AND created_at<?)" in plan, plan
+    assert "USING INTEGER PRIMARY KEY (rowid=?)" in plan, plan
+
+
+def test_the_check_finds_a_load_that_reads_the_whole_conversation():
+    """The check itself: the load as it was (one OR of after-the-summary, left-out and
+    pinned) is caught."""
+    bad = {
+        "sql": "SELECT … FROM chat_message WHERE …",
+        "plan": "SEARCH chat_message USING INDEX msg_conv_order (conversation_id=?)\n"
+        "SCAN chat_message",
+    }
+    assert len(query_plans.sqlite_whole_reads(bad)) == 2
