@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import polib
 from playwright.sync_api import expect
 
 from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, wait_ready
@@ -63,3 +65,14 @@ def open_sidebar(session: Session) -> None:
     page.locator("#sidebar-toggle").click()
     expect(page.locator("#layout")).to_have_class(re.compile(r"\bsidebar-open\b"))
     page.wait_for_timeout(300)  # the drawer's slide
+
+
+def js_gettext(language: str, msgid: str) -> str:
+    """A string of the static JS in ``language``, from its catalog (djangojs.po)."""
+    if language == "en":
+        return msgid
+    folder = {"de": "de", "zh": "zh_Hans"}[language]
+    path = Path(__file__).resolve().parents[2] / "locale" / folder / "LC_MESSAGES" / "djangojs.po"
+    entry = polib.pofile(str(path)).find(msgid)
+    assert entry and entry.msgstr, f"{msgid!r} has no {language} translation"
+    return entry.msgstr

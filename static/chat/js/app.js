@@ -44,6 +44,7 @@ class ChatApp {
       ensureConversation: () => this.ensureConversation(),
       maxUploadBytes: config.maxUploadBytes,
       toast: (text) => this.toast(text),
+      draftKey: () => this.conversation?.id ?? null,
     });
     this.composer.onModeChange((mode) => this.changeMode(mode));
     this.gauge = new Gauge();
@@ -128,6 +129,7 @@ class ChatApp {
     document.title = gettext("fimone — chat");
     this.modelPicker.value = null;
     this.gauge.hide();
+    this.composer.showDraft();
     this.toolsMenu.load();
     this.sidebar.select(null);
     if (push && window.location.pathname !== "/") history.pushState({}, "", "/");
@@ -148,6 +150,7 @@ class ChatApp {
       if (token !== this.loadToken) return;
       this.setConversation(conversation);
       this.renderHistory(page.messages, page.has_more);
+      this.composer.showDraft();
     } catch (err) {
       if (token !== this.loadToken) return;
       if (err.status === 404) {

@@ -2,7 +2,8 @@
 // paste) with thumbnails or chips and remove-before-send, Enter to send, Shift+Enter for
 // a new line.
 
-import { api } from "./api.js";
+import { api, attachmentUrl } from "./api.js";
+import { loadDraft, saveDraft } from "./drafts.js";
 import { documentChip, el, imageOrNotice } from "./render.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
@@ -27,7 +28,10 @@ function isDocument(file) {
 }
 
 export class Composer {
-  constructor({ onSend, onStop, ensureConversation, maxUploadBytes, toast }) {
+  // draftKey(): the conversation whose draft the composer holds (null: a new chat).
+  constructor({ onSend, onStop, ensureConversation, maxUploadBytes, toast, draftKey = () => null }) {
+    this.draftKey = draftKey;
+    this.notice = document.getElementById("composer-notice");
     this.onSend = onSend;
     this.onStop = onStop;
     this.ensureConversation = ensureConversation;
@@ -60,7 +64,10 @@ export class Composer {
         this.onStop();
       }
     });
-    this.prompt.addEventListener("input", () => this.refresh());
+    this.prompt.addEventListener("input", () => {
+      this.refresh();
+      this.keepDraft();
+    });
     this.prompt.addEventListener("paste", (event) => {
       // Files pasted (an image, a document copied in a file manager); pasted text stays text.
       const files = [...(event.clipboardData?.files || [])];
@@ -205,12 +212,14 @@ export class Composer {
       this.toast(interpolate(gettext("Upload failed: %(reason)s"), { reason: err.message }, true));
     }
     if (this.items.includes(item)) this.renderTray();
+    this.keepDraft();
   }
 
   remove(item) {
     this.items = this.items.filter((i) => i !== item);
     if (item.previewUrl) URL.revokeObjectURL(item.previewUrl);
     this.renderTray();
+    this.keepDraft();
     this.prompt.focus();
   }
 
@@ -290,8 +299,69 @@ export class Composer {
     const accepted = this.onSend({ content, images, documents, mode: this.mode });
     if (accepted === false) return; // keep the text: nothing was sent
     this.prompt.value = "";
+    this.showNotice("");
     // Preview URLs stay alive: the sent message shows them until reload.
     this.items = [];
     this.renderTray();
+    this.keepDraft();
+  }
+
+  // ---- drafts (drafts.js) ----------------------------------------------------------------
+
+  keepDraft() {
+    const attachments = this.items
+      .filter((i) => i.state === "ready")
+      .map((i) => ({
+        file_id: i.fileId,
+        kind: i.document ? "document" : "image",
+        mime_type: i.mimeType,
+        name: i.file.name || "",
+        size: i.file.size || 0,
+        info: i.document ? i.info : undefined,
+      }));
+    saveDraft(this.draftKey(), { content: this.prompt.value, attachments, notice: this.notice?.textContent || "" });
+  }
+
+  // Shows the draft kept for the conversation now on screen (or an empty composer).
+  showDraft() {
+    const draft = loadDraft(this.draftKey());
+    this.prompt.value = draft?.content || "";
+    this.items = (draft?.attachments || []).filter((a) => a.file_id).map((a) => this.keptItem(a));
+    this.renderTray();
+    this.showNotice(draft?.notice || "");
+  }
+
+  // A message the server refused before storing it, back in the box with its files.
+  takeBack({ content, images = [], documents = [] }, notice) {
+    this.prompt.value = content || "";
+    const files = [
+      ...images.map((i) => ({ ...i, kind: "image" })),
+      ...documents.map((d) => ({ ...d, kind: "document", info: d })),
+    ];
+    this.items = files.filter((a) => a.file_id).map((a) => this.keptItem(a));
+    this.renderTray();
+    this.showNotice(notice);
+    this.keepDraft();
+    this.prompt.focus();
+  }
+
+  keptItem(a) {
+    const document = a.kind === "document";
+    return {
+      key: crypto.randomUUID ? crypto.randomUUID() : String(Math.random()),
+      file: { name: a.name || a.info?.name || "", size: a.size || a.info?.size || 0 },
+      document,
+      previewUrl: document ? "" : a.previewUrl || attachmentUrl(a.file_id),
+      state: "ready",
+      fileId: a.file_id,
+      mimeType: a.mime_type,
+      info: document ? a.info || a : undefined,
+    };
+  }
+
+  showNotice(text) {
+    if (!this.notice) return;
+    this.notice.textContent = text || "";
+    this.notice.hidden = !text;
   }
 }

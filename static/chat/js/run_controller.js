@@ -377,6 +377,16 @@ export class RunController {
       // it is sent again after reconnecting to a server that does.
       if (this.host.retryElsewhere()) return;
     }
+    if (frame.code === "rate_limited" && this.run?.local && !this.run.runId) {
+      // Sent too fast: the message goes back into the box, files and all, until it may go.
+      const { userNode, view } = this.run;
+      userNode.remove();
+      view.node.remove();
+      this.host.emptyState.hidden = Boolean(this.messagesEl.querySelector(".msg"));
+      this.endRun();
+      this.composer.takeBack(this.lastQuery, `${frame.message} ${gettext("Your message is back in the box: send it again in a moment.")}`);
+      return;
+    }
     if (this.run?.local && !this.run.runId) {
       // The message that would have started a run was refused (a bad attachment, too
       // long, rate limited…): show why and offer a retry. The socket stays usable.
