@@ -7,8 +7,12 @@ URLs and form values."""
 
 from __future__ import annotations
 
-from django.utils.formats import number_format
+from django.utils.formats import get_format, number_format
 
 
 def grouped(value: float, decimals: int | None = None) -> str:
-    return number_format(value, decimal_pos=decimals, force_grouping=True)
+    if get_format("THOUSAND_SEPARATOR"):
+        return number_format(value, decimal_pos=decimals, force_grouping=True)
+    # Django's Chinese formats name no separator (131072); CLDR, and with it the chat's own
+    # Intl.NumberFormat, write 131,072 in Chinese: the admin says it as the chat does.
+    return f"{value:,.{decimals}f}" if decimals is not None else f"{value:,}"
