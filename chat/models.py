@@ -40,6 +40,9 @@ class Conversation(models.Model):
     disabled_tool_sources = models.JSONField(
         default=list, blank=True, verbose_name=_("tool sources switched off")
     )
+    # The compaction ledger's totals over the conversation's answers, kept as each answer is
+    # stored (chat.ledger, written by chat.services): the gauge reads them, not every answer.
+    ledger = models.JSONField(default=dict, blank=True, verbose_name=_("compaction totals"))
 
     class Meta:
         verbose_name = _("conversation")

@@ -23,6 +23,7 @@ from chat.attachments import (  # noqa: F401 (re-exported: callers use chat.serv
 )
 from chat.documents import document_refs
 from chat.errors import Conflict, InvalidInput
+from chat.ledger import ledger_change
 from chat.markdown import RENDERER_VERSION, render_markdown
 from chat.models import Attachment, ContextSummary, Conversation, Message
 from chat.summaries import summary_latest
@@ -206,6 +207,7 @@ def assistant_message_finish(
         raise InvalidInput("invalid_status", f"Cannot finish a message as {status!r}.")
     # A running answer was never indexed (the index holds finished texts only).
     first_finish = message.status == Message.Status.RUNNING
+    before = message.metadata
     metadata: dict[str, Any] = dict(message.metadata or {})
     metadata.update(extra or {})
     for key, value in (("usage", usage), ("compaction", compaction), ("error", error)):
@@ -243,7 +245,12 @@ def assistant_message_finish(
             role=Message.Role.USER,
             status=Message.Status.PENDING,
         ).update(status=settled)
-    Conversation.objects.filter(pk=message.conversation_id).update(updated_at=timezone.now())
+    ledger_change(
+        conversation_id=message.conversation_id,
+        before=before,
+        after=metadata if updated else before,
+        updated_at=timezone.now(),
+    )
     return message
 
 
@@ -282,6 +289,7 @@ def assistant_usage_add_descriptions(
     usage["described_after"] = entry
     metadata["usage"] = usage
     Message.objects.filter(pk=message_id).update(metadata=metadata)
+    ledger_change(conversation_id=message.conversation_id, before=message.metadata, after=metadata)
     return metadata
 
 

@@ -22,15 +22,8 @@ def plans():
 
 def test_every_read_of_a_turn_uses_an_index(plans):
     assert {p["what"] for p in plans} == {"load", "page", "gauge", "search"}
-    whole = {
-        p["sql"][:200]: query_plans.sqlite_whole_reads(p)
-        for p in plans
-        if not query_plans.is_ledger(p)
-    }
+    whole = {p["sql"][:200]: query_plans.sqlite_whole_reads(p) for p in plans}
     assert not any(whole.values()), {sql: bad for sql, bad in whole.items() if bad}
-    # The ledger is the one read of every answer (it sums their usage), and is found so.
-    (ledger,) = [p for p in plans if query_plans.is_ledger(p)]
-    assert query_plans.sqlite_whole_reads(ledger)
 
 
 def test_the_history_load_reads_after_the_summary_and_the_pins_by_index(plans):

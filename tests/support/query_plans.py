@@ -145,15 +145,6 @@ def plans() -> list[dict]:
 # --- what a plan that reads the whole conversation looks like --------------------------------
 
 
-def is_ledger(plan: dict) -> bool:
-    """The gauge's compaction ledger: it sums the usage of every answer of the conversation
-    (chat/ledger.py), so it reads them all — known, and left as it is (docs/operations.md,
-    "Scale")."""
-    return plan["what"] == "gauge" and plan["sql"].startswith(
-        'SELECT "chat_message"."metadata" AS "metadata" FROM "chat_message"'
-    )
-
-
 # SQLite: a SCAN of the messages table, or a SEARCH of it by the conversation alone (every
 # row of the conversation) rather than by a range of its (created_at, id) index, by id or by
 # the pinned messages' index. A SEARCH bounded by ORDER BY … LIMIT on the index reads only
