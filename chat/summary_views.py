@@ -13,6 +13,7 @@ from chat import selectors, services
 from chat.api import api_view, message_json, messages_json, query_int, read_json
 from chat.errors import InvalidInput
 from chat.models import ContextSummary
+from contextmgmt.core.factcheck import is_present
 
 
 def summary_json(summary: ContextSummary, *, current: bool) -> dict[str, Any]:
@@ -26,8 +27,7 @@ def summary_json(summary: ContextSummary, *, current: bool) -> dict[str, Any]:
         "covers_through": summary.covers_through_id,
         # Messages up to covers_through that stayed verbatim (pins, mostly).
         "uncovered": list(summary.uncovered_ids or []),
-        "facts_appended": list(metadata.get("facts_appended") or []),
-        "facts_missing": list(metadata.get("facts_missing") or []),
+        **_fact_check(summary, metadata),
         "created_at": summary.created_at.isoformat(),
         "edited": summary.edited_at is not None,
         "edited_at": summary.edited_at.isoformat() if summary.edited_at else None,
@@ -36,6 +36,23 @@ def summary_json(summary: ContextSummary, *, current: bool) -> dict[str, Any]:
         "discarded": summary.discarded_at is not None,
         # Whether the next request starts from it (only then can it be edited or discarded).
         "current": current,
+    }
+
+
+def _fact_check(summary: ContextSummary, metadata: dict[str, Any]) -> dict[str, list[str]]:
+    """The fact check as it bears on the text the model now gets: once a user edited the
+    summary, a fact put back counts only while their text still holds it, and every fact the
+    check found that the text no longer holds is listed as missing."""
+    appended = list(metadata.get("facts_appended") or [])
+    missing = list(metadata.get("facts_missing") or [])
+    if summary.edited_at is None:
+        return {"facts_appended": appended, "facts_missing": missing}
+    content = summary.content
+    return {
+        "facts_appended": [fact for fact in appended if is_present(fact, content)],
+        "facts_missing": [
+            fact for fact in dict.fromkeys(missing + appended) if not is_present(fact, content)
+        ],
     }
 
 

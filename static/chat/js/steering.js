@@ -192,7 +192,13 @@ function factsBlock(summary) {
       ? factList(gettext("Put back by the fact check (they had been left out):"), appended, "appended")
       : null,
     stillMissing.length
-      ? factList(gettext("Found missing and not put back (no room):"), stillMissing, "missing")
+      ? factList(
+          summary.edited
+            ? gettext("Found by the fact check, not in your edited text:")
+            : gettext("Found missing and not put back (no room):"),
+          stillMissing,
+          "missing",
+        )
       : null,
   );
 }
