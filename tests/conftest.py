@@ -53,7 +53,7 @@ def other_user(django_user_model):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Browser tests run last; browser tests are slow; the scale tests share one worker.
+    """Browser tests run last; browser and scale tests are slow; scale tests share a worker.
 
     Playwright's sync API keeps an event loop running in the main thread for as long as its
     session-scoped browser lives; any pytest-asyncio test after it would fail with "cannot be
@@ -63,8 +63,8 @@ def pytest_collection_modifyitems(config, items):
     Runs before pytest-xdist reads the ``xdist_group`` marks and before ``-m`` selects.
     """
     for item in items:
-        if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("browser") or item.get_closest_marker("scale"):
+            item.add_marker(pytest.mark.slow)  # Chromium, PostgreSQL, Redis: not the fast part
         if item.get_closest_marker("scale") and not item.get_closest_marker("xdist_group"):
             # Several processes on one PostgreSQL and Redis: one worker runs them one after
             # another, as the serial suite did, while the other worker runs the rest.

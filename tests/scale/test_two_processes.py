@@ -83,6 +83,13 @@ def messages_in_db(server, conversation_id: str) -> list[dict]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+@pytest.fixture(autouse=True)
+def fresh_script(slow_model):
+    """Each test starts with an empty reply queue: a reply one test left unused (a run
+    cancelled before its model call, a test that failed midway) must not answer the next."""
+    slow_model.reset()
+
+
 async def test_follow_up_through_b_reaches_the_run_in_a(processes, slow_model):
     a, b = processes
     conversation = new_conversation(a)
@@ -200,7 +207,9 @@ async def test_a_run_whose_process_died_is_reclaimed_by_the_next_message(
         on_doomed = await Socket.open(doomed, conversation, "doomed")
         await on_doomed.send(type="message", content="This run will be orphaned.")
         orphan = await on_doomed.wait_type("run.started")
-        assert await asyncio.to_thread(in_call.wait, 60)  # the run is inside its model call
+        # The run is inside its model call (a fresh process's first call can take a minute
+        # on a loaded machine; the bound only stops a hang).
+        assert await asyncio.to_thread(in_call.wait, 300)
         doomed.kill()  # SIGKILL mid-run: its "running" answer stays behind
         await on_doomed.close()
     finally:
@@ -240,7 +249,9 @@ async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes
         on_doomed = await Socket.open(doomed, orphaned_conversation, "doomed")
         await on_doomed.send(type="message", content="Orphan me.")
         orphan = await on_doomed.wait_type("run.started")
-        assert await asyncio.to_thread(in_call.wait, 60)  # the run is inside its model call
+        # The run is inside its model call (a fresh process's first call can take a minute
+        # on a loaded machine; the bound only stops a hang).
+        assert await asyncio.to_thread(in_call.wait, 300)
         doomed.kill()
         await on_doomed.close()
     finally:
