@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO))
 import websockets  # noqa: E402
 
 from bench import ws_load  # noqa: E402
+from bench._daphne import start_bench_server  # noqa: E402
 from tests.support import scripted_server as scripted  # noqa: E402
-from tests.support.live_server import start_live_server  # noqa: E402
 
 ANSWER = " ".join(f"word{i}" for i in range(400))  # ~3 KB, streamed in pieces
 
@@ -107,15 +107,7 @@ def main() -> None:
     release = threading.Event()
     reply = scripted.text(ANSWER, usage=(200, 400), hold=release, hold_after=5)
     llm = scripted.ScriptedServer(default=reply).start()
-    server = start_live_server(
-        env={
-            "LLM_BASE_URL": llm.base_url,
-            "LLM_API_KEY": "bench-key",
-            "LLM_MODEL": "bench-model",
-            "LOG_LEVEL": "WARNING",
-            "FIMONE_WS_RATE_LIMIT": "1000000",
-        }
-    )
+    server = start_bench_server(llm)
     pid = server.proc.pid
     loop = asyncio.new_event_loop()
     try:

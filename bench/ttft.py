@@ -36,9 +36,9 @@ sys.path.insert(0, str(REPO))
 
 import websockets  # noqa: E402
 
+from bench._daphne import start_bench_server  # noqa: E402
 from bench.ws_load import create_conversations, percentile  # noqa: E402
 from tests.support import scripted_server as scripted  # noqa: E402
-from tests.support.live_server import start_live_server  # noqa: E402
 
 REPLY = "The first words arrive while the model is still writing the rest of this reply."
 TURN_TIMEOUT = 120.0
@@ -128,15 +128,7 @@ def main() -> None:
     )
     llm = scripted.ScriptedServer(default=reply).start()
     llm.on_first_content = _on_first_content
-    server = start_live_server(
-        env={
-            "LLM_BASE_URL": llm.base_url,
-            "LLM_API_KEY": "bench-key",
-            "LLM_MODEL": "bench-model",
-            "LOG_LEVEL": "WARNING",
-            "FIMONE_WS_RATE_LIMIT": "1000000",
-        }
-    )
+    server = start_bench_server(llm)
     try:
         warm = create_conversations(server, 1)
         asyncio.run(phase(server, warm, 2, 0.0))  # imports, first SDK client, caches

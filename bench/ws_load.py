@@ -40,8 +40,8 @@ sys.path.insert(0, str(REPO))
 
 import websockets  # noqa: E402
 
+from bench._daphne import start_bench_server  # noqa: E402
 from tests.support import scripted_server as scripted  # noqa: E402
-from tests.support.live_server import start_live_server  # noqa: E402
 
 REPLY = "Benchmark reply: the quick brown fox jumps over the lazy dog, 42 times."
 TURN_TIMEOUT = 120.0
@@ -250,17 +250,7 @@ def main() -> None:
 
     _instrument_scripted_server()
     llm = scripted.ScriptedServer(default=scripted.text(REPLY, usage=(200, 20))).start()
-    server = start_live_server(
-        env={
-            "LLM_BASE_URL": llm.base_url,
-            "LLM_API_KEY": "bench-key",
-            "LLM_MODEL": "bench-model",
-            "LOG_LEVEL": "WARNING",
-            # A benchmark client sends faster than a person; the limit is not under test.
-            "FIMONE_WS_RATE_LIMIT": "1000000",
-            **dict(item.split("=", 1) for item in args.env),
-        }
-    )
+    server = start_bench_server(llm, **dict(item.split("=", 1) for item in args.env))
     try:
         conversations = create_conversations(server, args.clients)
         # One warm-up turn on a conversation of its own (imports, first SDK client, caches).
