@@ -102,3 +102,24 @@ def test_the_headings_speak_the_pages_language(chromium, live_daphne):
         screenshot(page, "sidebar-date-groups-de-phone")
     finally:
         context.close()
+
+
+def test_the_open_conversations_title_is_whole_until_its_row_is_pointed_at(
+    logged_in_page, live_daphne
+):
+    """With a mouse the open conversation's actions show on hover, as every row's do, so its
+    title is not cut for icons nobody is pointing at."""
+    page = logged_in_page
+    seed(live_daphne)
+    page.reload()
+    link = page.locator(".conv-link", has_text="Quarterly budget for Berlin")
+    link.click()
+    expect(page.locator(".conv-item[aria-current=page]")).to_contain_text("Quarterly budget")
+    page.locator("#prompt").focus()  # as after opening it: the composer has the keyboard
+    page.mouse.move(900, 400)
+    widths = link.evaluate("a => [a.scrollWidth, a.clientWidth]")
+    assert widths[0] <= widths[1], f"the open conversation's title is clipped: {widths}"
+    actions = page.locator(".conv-item", has=link).locator(".conv-actions")
+    expect(actions).to_be_hidden()
+    link.hover()
+    expect(actions).to_be_visible()
