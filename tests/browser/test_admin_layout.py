@@ -23,6 +23,22 @@ ModelConfig.objects.create(name="Fast helper model", model="qwen2.5-14b-instruct
 """
 
 
+def assert_model_list_fits(page, server) -> None:
+    """Open the model list: it is no wider than the window, and the admin's own box around
+    a too-wide table (which scrolls it) does not need to scroll."""
+    page.goto(server.base_url + "/admin/contextmgmt/modelconfig/")
+    expect(page.locator("#result_list")).to_be_visible()
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"the list is {overflow}px wider than a 1280px window"
+    hidden = page.evaluate(
+        "(() => { const box = document.querySelector('#changelist .results');"
+        " return box.scrollWidth - box.clientWidth; })()"
+    )
+    assert hidden <= 0, f"{hidden}px of the list are scrolled out of sight"
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_model_configs_list_fits_1280_px_and_a_failed_save_reads_consistently(
     new_page, live_daphne, scheme
@@ -31,18 +47,7 @@ def test_model_configs_list_fits_1280_px_and_a_failed_save_reads_consistently(
     page = new_page(viewport=DESKTOP, color_scheme=scheme)
     login(page, live_daphne)
 
-    page.goto(live_daphne.base_url + "/admin/contextmgmt/modelconfig/")
-    expect(page.locator("#result_list")).to_be_visible()
-    overflow = page.evaluate(
-        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-    )
-    assert overflow <= 0, f"the list is {overflow}px wider than a 1280px window"
-    # The admin scrolls a too-wide table inside its box: that box must not need to.
-    hidden = page.evaluate(
-        "(() => { const box = document.querySelector('#changelist .results');"
-        " return box.scrollWidth - box.clientWidth; })()"
-    )
-    assert hidden <= 0, f"{hidden}px of the list are scrolled out of sight"
+    assert_model_list_fits(page, live_daphne)
     screenshot(page, f"admin-model-configs-1280-{scheme}")
 
     page.goto(live_daphne.base_url + "/admin/")
@@ -74,17 +79,7 @@ def test_the_model_list_speaks_the_language_and_fits_1280_px(chromium, live_daph
     session = open_session(chromium, live_daphne, language=language)
     page = session.page
     try:
-        page.goto(live_daphne.base_url + "/admin/contextmgmt/modelconfig/")
-        expect(page.locator("#result_list")).to_be_visible()
-        overflow = page.evaluate(
-            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
-        assert overflow <= 0, f"the list is {overflow}px wider than a 1280px window"
-        hidden = page.evaluate(
-            "(() => { const box = document.querySelector('#changelist .results');"
-            " return box.scrollWidth - box.clientWidth; })()"
-        )
-        assert hidden <= 0, f"{hidden}px of the list are scrolled out of sight"
+        assert_model_list_fits(page, live_daphne)
         with translation.override(DJANGO_LANGUAGES[language]):
             roles = {translation.pgettext("model role, short", w) for w in ("Main", "Fast")}
         # German groups with dots; English and Chinese with commas (in Chinese as the
