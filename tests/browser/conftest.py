@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,12 @@ def pytest_runtest_makereport(item, call):
     if report.failed and server is not None:
         report.sections.append(("daphne log (last 8,000 characters)", server.log()[-8000:]))
     return report
+
+
+@pytest.fixture
+def release(scripted_server):
+    """A gate for a scripted stream held mid-answer (``held(..., release)``); opened after
+    the test so that no stream is left waiting."""
+    gate = threading.Event()
+    yield gate
+    gate.set()

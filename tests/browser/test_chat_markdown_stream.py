@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 import re
-import threading
 
 import pytest
 from playwright.sync_api import expect
@@ -36,13 +35,6 @@ ANSWER = (
 @pytest.fixture
 def live_daphne_env(scripted_server):
     return scripted_server.daphne_env()
-
-
-@pytest.fixture
-def release(scripted_server):
-    gate = threading.Event()
-    yield gate
-    gate.set()  # never leave a scripted stream waiting
 
 
 @pytest.fixture(params=[DESKTOP, PHONE], ids=["desktop", "phone"])

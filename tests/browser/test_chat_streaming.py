@@ -6,8 +6,6 @@ releases it, so "while still streaming" is behaviour, not timing.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from playwright.sync_api import expect
 
@@ -22,13 +20,6 @@ PRE_TOOL = "Let me work this out step by step with the calculator. "
 @pytest.fixture
 def live_daphne_env(scripted_server):
     return scripted_server.daphne_env()
-
-
-@pytest.fixture
-def release(scripted_server):
-    gate = threading.Event()
-    yield gate
-    gate.set()  # never leave a scripted stream waiting
 
 
 def wait_done(page) -> None:
