@@ -225,6 +225,8 @@ def test_conversations_new_rename_and_delete(logged_in_page):
     expect(items).to_have_count(2)
     expect(items.first).to_contain_text("Second conversation")
 
+    # A row's actions show while it is hovered or focused: point at it as a mouse user does.
+    items.first.hover()
     page.get_by_role("button", name="Rename “Second conversation”").click()
     title_input = page.get_by_label("New title")
     title_input.fill("Renamed by keyboard")
@@ -238,6 +240,8 @@ def test_conversations_new_rename_and_delete(logged_in_page):
 
     page.locator("#conversation-list .conv-link", has_text="First conversation").click()
     expect(page.locator(".msg-user .bubble")).to_have_text("First conversation")
+    first_row = page.locator("#conversation-list .conv-item", has_text="First conversation")
+    first_row.hover()
     page.get_by_role("button", name="Delete “First conversation”").click()
     dialog = page.get_by_role("dialog")
     expect(dialog).to_contain_text("Delete “First conversation”? This cannot be undone.")
@@ -246,6 +250,7 @@ def test_conversations_new_rename_and_delete(logged_in_page):
     page.keyboard.press("Escape")  # cancels: nothing deleted
     expect(dialog).to_have_count(0)
     expect(page.locator("#conversation-list .conv-item")).to_have_count(2)
+    first_row.hover()
     page.get_by_role("button", name="Delete “First conversation”").click()
     page.get_by_role("dialog").get_by_role("button", name="Delete").click()
     expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
