@@ -27,7 +27,9 @@ import asyncio
 import json
 import os
 import random
+import signal
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -199,6 +201,24 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def start_profiler(pid: int, path: str) -> subprocess.Popen:
+    """py-spy sampling the process's GIL-holding thread until stopped (``stop_profiler``)."""
+    spy = Path(sys.executable).with_name("py-spy")
+    command = [str(spy), "record", "--gil", "--format", "raw", "--rate", "250"]
+    command += ["--pid", str(pid), "--output", path]
+    profiler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # py-spy attaches before the load starts
+    return profiler
+
+
+def stop_profiler(profiler: subprocess.Popen) -> None:
+    profiler.send_signal(signal.SIGINT)  # py-spy writes its file on an interrupt
+    try:
+        profiler.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        profiler.kill()
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -240,6 +260,12 @@ def main() -> None:
         help="mean seconds a client waits between its turns (0: send again at once)",
     )
     parser.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="record the server with py-spy during the load phase (collapsed stacks of the "
+        "thread holding the GIL) into PATH; bench/profile_stacks.py sums them per run",
+    )
+    parser.add_argument(
         "--env",
         action="append",
         default=[],
@@ -257,11 +283,14 @@ def main() -> None:
         warm = create_conversations(server, 1)
         asyncio.run(load(server, warm, 1, args.mode, label="warm-up"))
 
+        profiler = start_profiler(server.proc.pid, args.profile) if args.profile else None
         cpu_before = cpu_seconds(server.proc.pid)
         results, wall = asyncio.run(
             load(server, conversations, args.turns, args.mode, think=args.think)
         )
         cpu_after = cpu_seconds(server.proc.pid)
+        if profiler is not None:
+            stop_profiler(profiler)
         db = stored_counts(server)
     finally:
         server.close()
