@@ -26,6 +26,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models.fields.json import KT
 
+from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.documents import KIND_LABELS, inline_tokens, read_max_chars, size_label
 from chat.models import Attachment
 from chat.search_text import index_text, query_terms
@@ -153,10 +154,20 @@ def _normalised(file_id: str) -> str:
 
 def has_documents(conversation_id: Any) -> bool:
     """Whether the conversation has a document sent with a message (``read_document`` is
-    offered only then)."""
+    offered only then). Asked by every run: compiled once (chat.compiled_reads)."""
+    return bool(_SENT_DOCUMENT.rows(conversation=conversation_id))
+
+
+def _sent_document_query(*, conversation: Any):
     return Attachment.objects.filter(
-        conversation_id=conversation_id, kind=Attachment.Kind.DOCUMENT, message__isnull=False
-    ).exists()
+        conversation_id=conversation, kind=Attachment.Kind.DOCUMENT, message__isnull=False
+    ).values_list("id")[:1]
+
+
+_SENT_DOCUMENT = CompiledRead(
+    _sent_document_query,
+    conversation=Probe(Attachment._meta.get_field("conversation"), PROBE_UUID),
+)
 
 
 def read_document_text(

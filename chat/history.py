@@ -50,15 +50,12 @@ the text of those that go inline). Sync (ORM, file reads): call it from a thread
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
-from django.db.models.fields.json import KT
 
 from chat.document_context import (
     DocumentView,
@@ -67,8 +64,9 @@ from chat.document_context import (
     documents_for,
     with_documents,
 )
+from chat.history_rows import history_rows, latest_summary
 from chat.image_descriptions import describe_missing, describe_offline
-from chat.models import Attachment, ContextSummary, Message, ToolResult
+from chat.models import Attachment, Message, ToolResult
 from contextmgmt.core.image_tokens import HEADER_BYTES
 from contextmgmt.core.masking import MASKED_KEY, record_stub
 from contextmgmt.core.messages import DOCUMENT_NOTES, IMAGE_NOTES, ChatMessage, ToolCall
@@ -106,7 +104,7 @@ def load_history(
         summary = None
     elif summary is None:
         summary = latest_summary(conversation_id)
-    rows = _history_rows(conversation_id, summary=summary)
+    rows = history_rows(conversation_id, summary=summary)
     if rows and rows[-1][1] == "user":
         rows.pop()  # the current query: the agent re-appends it, pinned
     kept = [row for row in rows if _is_context(row)]
@@ -175,125 +173,6 @@ def _tool_records(answer_ids: list[int]) -> dict[int, list[ChatMessage]]:
 def image_pixel_turns() -> int:
     """How many of the newest earlier turns send their images as pixels (read per call)."""
     return max(0, int(getattr(settings, "FIMONE_IMAGE_PIXEL_TURNS", 2)))
-
-
-def latest_summary(conversation_id: Any) -> StoredSummary | None:
-    """The newest summary of the conversation a user has not discarded, or None."""
-    found = (
-        ContextSummary.objects.filter(conversation_id=conversation_id, discarded_at__isnull=True)
-        # Not one ending on a branch of versions that is not shown (chat.versions).
-        .filter(covers_through__superseded_by__isnull=True)
-        .order_by("-covers_through__created_at", "-covers_through_id", "-id")
-        .values_list(
-            "id",
-            "content",
-            "covers_through_id",
-            "covered_count",
-            "metadata",
-            "uncovered_ids",
-            "edited_at",
-            "covers_through__created_at",
-        )
-        .first()
-    )
-    if not found:
-        return None
-    *fields, uncovered_ids, edited_at, covers_through_at = found
-    return StoredSummary.from_row(
-        *fields,
-        uncovered_ids=uncovered_ids,
-        edited=edited_at is not None,
-        covers_through_at=covers_through_at,
-    )
-
-
-def context_rows(conversation_id: Any) -> Any:
-    """The conversation's messages that can be context, as a queryset (no order)."""
-    return (
-        Message.objects.filter(conversation_id=conversation_id, role__in=("user", "assistant"))
-        .exclude(role="assistant", status="running")
-        # Retried answers, and questions edited and sent again with what followed them.
-        .filter(superseded_by__isnull=True)
-    )
-
-
-def _history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[tuple]:
-    """(id, role, content, kind, status, created_at, images, pinned, covered, documents,
-    has_tools), in (created_at, id) order."""
-    rows = context_rows(conversation_id)
-    if summary is None:
-        parts = [rows.annotate(covered=Value(False))]
-    else:
-        parts = _parts_after(rows, summary)
-    parts = [_with_columns(part) for part in parts]
-    combined = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
-    return [
-        (*row[:6], json_or_none(row[6]), *row[7:9], json_or_none(row[9]), row[10])
-        for row in combined.order_by("created_at", "id")
-    ]
-
-
-def _parts_after(rows: QuerySet, summary: StoredSummary) -> list[QuerySet]:
-    """What the summary does not cover, and what the user pinned, as disjoint parts that
-    each read an index: the messages after the summary's end (a range of the
-    conversation's (created_at, id) index), the pinned ones it covers (the partial index of
-    pinned messages) and those it left out (by id). A message loaded only for its pin is
-    marked ``covered``. One OR of the three made SQLite and PostgreSQL read the whole
-    conversation (bench/scale.py)."""
-    through = summary.covers_through_id
-    # The boundary's time as a value when the summary was read with it: the database then
-    # plans the range with its statistics (PostgreSQL chose another index for a subquery).
-    at = summary.covers_through_at or Subquery(
-        Message.objects.filter(pk=through).values("created_at")[:1]
-    )
-    after = rows.filter(created_at__gte=at).exclude(created_at=at, id__lte=through)
-    upto = rows.filter(created_at__lte=at).exclude(created_at=at, id__gt=through)
-    uncovered = [int(i) for i in summary.uncovered_ids]
-    parts = [
-        after.annotate(covered=Value(False)),
-        upto.filter(pinned=True).exclude(id__in=uncovered).annotate(covered=Value(True)),
-    ]
-    if uncovered:
-        parts.append(upto.filter(id__in=uncovered).annotate(covered=Value(False)))
-    return parts
-
-
-def _with_columns(rows: QuerySet) -> QuerySet:
-    # Only the images key of the metadata: decoding every row's whole JSON (usage, run
-    # facts, …) was a third of the load time at 2,000 messages. Named as an annotation, not
-    # as "metadata__images" in values_list: Django resolves that name by first failing on
-    # it as a field, and the exception it keeps ties this load (and through its frames the
-    # run's whole history) in a reference cycle that only a full collection frees.
-    # No order of its own (the model's default): the parts are ordered once combined.
-    return (
-        rows.order_by()
-        .annotate(
-            images_json=KT("metadata__images"),
-            documents_json=KT("metadata__documents"),
-            # Whether its run stored tool results: their records are read only when some did.
-            has_tools=Exists(ToolResult.objects.filter(message_id=OuterRef("pk"))),
-        )
-        .values_list(
-            "id",
-            "role",
-            "content",
-            "kind",
-            "status",
-            "created_at",
-            "images_json",
-            "pinned",
-            "covered",
-            "documents_json",
-            "has_tools",
-        )
-    )
-
-
-def json_or_none(text: str | None) -> Any:
-    try:
-        return json.loads(text) if text else None
-    except ValueError:  # not JSON: not a list of images either
-        return None
 
 
 def _is_context(row: tuple) -> bool:

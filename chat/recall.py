@@ -33,7 +33,8 @@ from collections.abc import Awaitable, Callable
 from asgiref.sync import sync_to_async
 from django.db.models.fields.json import KT
 
-from chat.history import data_url, image_note, image_pixel_turns, json_or_none
+from chat.history import data_url, image_note, image_pixel_turns
+from chat.history_rows import json_or_none
 from chat.models import Attachment, Message, SearchDocument, ToolResult
 from chat.search import CANDIDATES, Hit, search
 from chat.search_text import Term, index_text, query_terms, snippet_bounds

@@ -17,7 +17,7 @@ from django.db.models import Q, QuerySet
 from django.utils.translation import gettext
 
 from chat.errors import AttachmentNotFound, InvalidInput
-from chat.history import context_rows
+from chat.history_rows import context_rows
 from chat.models import Attachment, ContextSummary, Conversation, Message
 from chat.summaries import summary_latest
 from contextmgmt.models import ModelConfig

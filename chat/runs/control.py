@@ -46,6 +46,7 @@ from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 from django.db import transaction
 
+from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.models import Conversation, Message
 from chat.runs.events import control_group, conversation_group
 
@@ -92,26 +93,36 @@ def probe_seconds() -> float:
 
 
 def running_run(*, conversation_id: Any) -> RemoteRun | None:
-    """The conversation's ``running`` assistant message as a run, or None."""
-    row = (
+    """The conversation's ``running`` assistant message as a run, or None (asked before
+    every run: compiled once, chat.compiled_reads)."""
+    found = _RUNNING_ANSWER.rows(conversation=conversation_id)
+    if not found:
+        return None
+    pk, run_id, metadata = found[0]
+    return RemoteRun(
+        run_id=run_id,
+        conversation_id=conversation_id,
+        assistant_message_id=pk,
+        mode=str((metadata or {}).get("mode") or "react"),
+    )
+
+
+def _running_answer_query(*, conversation: Any):
+    return (
         Message.objects.filter(
-            conversation_id=conversation_id,
+            conversation_id=conversation,
             role=Message.Role.ASSISTANT,
             status=Message.Status.RUNNING,
         )
         .order_by("-created_at", "-id")
-        .values("id", "run_id", "metadata")
-        .first()
+        .values_list("id", "run_id", "metadata")[:1]
     )
-    if row is None:
-        return None
-    metadata = row["metadata"] or {}
-    return RemoteRun(
-        run_id=row["run_id"],
-        conversation_id=conversation_id,
-        assistant_message_id=row["id"],
-        mode=str(metadata.get("mode") or "react"),
-    )
+
+
+_RUNNING_ANSWER = CompiledRead(
+    _running_answer_query,
+    conversation=Probe(Message._meta.get_field("conversation"), PROBE_UUID),
+)
 
 
 def claim_conversation(*, conversation_id: Any) -> None:

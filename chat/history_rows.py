@@ -1,0 +1,176 @@
+"""The rows a run reads of its conversation: the newest summary and the messages it does not
+cover (``chat.history`` turns them into ``ChatMessage``s).
+
+Which messages, and why, is in ``chat.history``'s docstring. Read on every run, so the
+common shapes (no summary; a summary read with its boundary's time) are compiled once per
+connection (``chat.compiled_reads``); a summary that left messages out goes through the
+ORM. Each part of a load reads an index, never the whole conversation (bench/scale.py,
+tests/chat/test_query_plans.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
+from django.db.models.fields.json import KT
+
+from chat.compiled_reads import PROBE_ID, PROBE_TIME, PROBE_UUID, CompiledRead, Probe
+from chat.models import ContextSummary, Message, ToolResult
+from contextmgmt.db_memory import StoredSummary
+
+
+def latest_summary(conversation_id: Any) -> StoredSummary | None:
+    """The newest summary of the conversation a user has not discarded, or None."""
+    found = LATEST_SUMMARY.rows(conversation=conversation_id)
+    if not found:
+        return None
+    *fields, uncovered_ids, edited_at, covers_through_at = found[0]
+    return StoredSummary.from_row(
+        *fields,
+        uncovered_ids=uncovered_ids,
+        edited=edited_at is not None,
+        covers_through_at=covers_through_at,
+    )
+
+
+def latest_summary_query(*, conversation: Any) -> QuerySet:
+    return (
+        ContextSummary.objects.filter(conversation_id=conversation, discarded_at__isnull=True)
+        # Not one ending on a branch of versions that is not shown (chat.versions).
+        .filter(covers_through__superseded_by__isnull=True)
+        .order_by("-covers_through__created_at", "-covers_through_id", "-id")
+        .values_list(
+            "id",
+            "content",
+            "covers_through_id",
+            "covered_count",
+            "metadata",
+            "uncovered_ids",
+            "edited_at",
+            "covers_through__created_at",
+        )[:1]
+    )
+
+
+def context_rows(conversation_id: Any) -> Any:
+    """The conversation's messages that can be context, as a queryset (no order)."""
+    return (
+        Message.objects.filter(conversation_id=conversation_id, role__in=("user", "assistant"))
+        .exclude(role="assistant", status="running")
+        # Retried answers, and questions edited and sent again with what followed them.
+        .filter(superseded_by__isnull=True)
+    )
+
+
+def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[tuple]:
+    """(id, role, content, kind, status, created_at, images, pinned, covered, documents,
+    has_tools), in (created_at, id) order."""
+    if summary is None:
+        rows = HISTORY.rows(conversation=conversation_id)
+    elif summary.covers_through_at is not None and not summary.uncovered_ids:
+        rows = HISTORY_AFTER.rows(
+            conversation=conversation_id,
+            at=summary.covers_through_at,
+            through=summary.covers_through_id,
+        )
+    else:  # rarer shapes (messages the summary left out, a boundary not read with it)
+        rows = history_query(
+            conversation=conversation_id,
+            through=summary.covers_through_id,
+            at=summary.covers_through_at,
+            uncovered=summary.uncovered_ids,
+        )
+    return [
+        (*row[:6], json_or_none(row[6]), *row[7:9], json_or_none(row[9]), row[10]) for row in rows
+    ]
+
+
+def history_query(
+    *, conversation: Any, through: int | None = None, at: Any = None, uncovered: Any = ()
+) -> QuerySet:
+    """The history's rows: all of them, or those after a summary covering through the
+    message ``through`` (written at ``at``), with the pinned ones it covers and those it
+    left out (``uncovered``)."""
+    rows = context_rows(conversation)
+    if through is None:
+        parts = [rows.annotate(covered=Value(False))]
+    else:
+        parts = _parts_after(rows, through=through, at=at, uncovered=uncovered)
+    parts = [_with_columns(part) for part in parts]
+    combined = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
+    return combined.order_by("created_at", "id")
+
+
+def _parts_after(rows: QuerySet, *, through: int, at: Any, uncovered: Any) -> list[QuerySet]:
+    """What the summary does not cover, and what the user pinned, as disjoint parts that
+    each read an index: the messages after the summary's end (a range of the
+    conversation's (created_at, id) index), the pinned ones it covers (the partial index of
+    pinned messages) and those it left out (by id). A message loaded only for its pin is
+    marked ``covered``. One OR of the three made SQLite and PostgreSQL read the whole
+    conversation (bench/scale.py)."""
+    # The boundary's time as a value when the summary was read with it: the database then
+    # plans the range with its statistics (PostgreSQL chose another index for a subquery).
+    at = at or Subquery(Message.objects.filter(pk=through).values("created_at")[:1])
+    after = rows.filter(created_at__gte=at).exclude(created_at=at, id__lte=through)
+    upto = rows.filter(created_at__lte=at).exclude(created_at=at, id__gt=through)
+    uncovered = [int(i) for i in uncovered]
+    parts = [
+        after.annotate(covered=Value(False)),
+        upto.filter(pinned=True).exclude(id__in=uncovered).annotate(covered=Value(True)),
+    ]
+    if uncovered:
+        parts.append(upto.filter(id__in=uncovered).annotate(covered=Value(False)))
+    return parts
+
+
+def _with_columns(rows: QuerySet) -> QuerySet:
+    # Only the images key of the metadata: decoding every row's whole JSON (usage, run
+    # facts, …) was a third of the load time at 2,000 messages. Named as an annotation, not
+    # as "metadata__images" in values_list: Django resolves that name by first failing on
+    # it as a field, and the exception it keeps ties this load (and through its frames the
+    # run's whole history) in a reference cycle that only a full collection frees.
+    # No order of its own (the model's default): the parts are ordered once combined.
+    return (
+        rows.order_by()
+        .annotate(
+            images_json=KT("metadata__images"),
+            documents_json=KT("metadata__documents"),
+            # Whether its run stored tool results: their records are read only when some did.
+            has_tools=Exists(ToolResult.objects.filter(message_id=OuterRef("pk"))),
+        )
+        .values_list(
+            "id",
+            "role",
+            "content",
+            "kind",
+            "status",
+            "created_at",
+            "images_json",
+            "pinned",
+            "covered",
+            "documents_json",
+            "has_tools",
+        )
+    )
+
+
+# The shapes every run reads, compiled once per connection (chat.compiled_reads).
+_CONVERSATION = Probe(Message._meta.get_field("conversation"), PROBE_UUID)
+
+LATEST_SUMMARY = CompiledRead(latest_summary_query, conversation=_CONVERSATION)
+HISTORY = CompiledRead(history_query, conversation=_CONVERSATION)
+HISTORY_AFTER = CompiledRead(
+    history_query,
+    conversation=_CONVERSATION,
+    at=Probe(Message._meta.get_field("created_at"), PROBE_TIME),
+    through=Probe(Message._meta.get_field("id"), PROBE_ID),
+)
+
+
+def json_or_none(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:  # not JSON: not a list of images either
+        return None

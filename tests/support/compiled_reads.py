@@ -1,0 +1,127 @@
+"""Side by side: each read a run makes through ``chat.compiled_reads`` against the same
+query through the ORM, on a conversation with every kind of row those reads tell apart.
+Used by ``tests/chat/test_compiled_reads.py`` (SQLite) and, in a Django subprocess on
+PostgreSQL, by ``tests/scale/test_compiled_reads_postgres.py``.
+
+``compare()`` returns, per read, whether it ran compiled and whether its rows equalled the
+ORM's, for two conversations read one after the other (the second read fills the compiled
+statement with other values).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from chat import history_rows as history
+from chat.document_context import _SENT_DOCUMENT, _sent_document_query
+from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
+from chat.runs import control
+
+
+def _conversation(owner, *, with_summary: bool, name: str) -> Conversation:
+    conversation = Conversation.objects.create(owner=owner, title=name)
+    start = timezone.now() - timedelta(hours=1)
+    messages = []
+    for i in range(12):
+        role = "user" if i % 2 == 0 else "assistant"
+        message = Message.objects.create(
+            conversation=conversation,
+            role=role,
+            content=f"{name} message {i}",
+            status="done" if role == "assistant" else "sent",
+            pinned=i == 2,
+            metadata={"images": [{"id": f"img{i}"}]} if i == 4 else {},
+        )
+        # Two messages at the same instant: the boundary is (created_at, id).
+        at = start + timedelta(seconds=i if i != 7 else 6)
+        Message.objects.filter(pk=message.pk).update(created_at=at)
+        messages.append(message)
+    Message.objects.filter(pk=messages[9].pk).update(superseded_by=messages[11])
+    ToolResult.objects.create(
+        conversation=conversation,
+        message=messages[5],
+        call_id="c1",
+        name="calculator",
+        arguments="{}",
+        content="4",
+        chars=1,
+    )
+    Message.objects.create(
+        conversation=conversation, role="assistant", status="running", run_id=f"run-{name}"
+    )
+    Attachment.objects.create(
+        conversation=conversation,
+        owner=owner,
+        kind=Attachment.Kind.DOCUMENT,
+        message=messages[4],
+        file=f"uploads/{name}.txt",
+        original_name=f"{name}.txt",
+        mime_type="text/plain",
+        size=3,
+    )
+    if with_summary:
+        ContextSummary.objects.create(
+            conversation=conversation,
+            content=f"{name}: the first seven messages",
+            covers_through=messages[6],
+            covered_count=7,
+        )
+    return conversation
+
+
+def compare() -> dict[str, dict[str, bool]]:
+    owner = get_user_model().objects.create_user(f"compiled-{timezone.now().timestamp()}")
+    first = _conversation(owner, with_summary=True, name="first")
+    second = _conversation(owner, with_summary=True, name="second")
+    plain = _conversation(owner, with_summary=False, name="plain")
+    report: dict[str, dict[str, bool]] = {}
+
+    def check(name, compiled_read, read, orm):
+        results = [read(c) == orm(c) for c in (first, second, plain)]
+        report[name] = {
+            "compiled": compiled_read.compiled_for(),
+            "equal": all(results),
+            "rows": bool(read(first)),
+        }
+
+    check(
+        "latest_summary",
+        history.LATEST_SUMMARY,
+        lambda c: history.LATEST_SUMMARY.rows(conversation=c.id),
+        lambda c: [tuple(r) for r in history.latest_summary_query(conversation=c.id)],
+    )
+    check(
+        "history",
+        history.HISTORY,
+        lambda c: history.HISTORY.rows(conversation=c.id),
+        lambda c: [tuple(r) for r in history.history_query(conversation=c.id)],
+    )
+
+    def after(c):
+        summary = history.latest_summary(c.id)
+        if summary is None:
+            return dict(through=0, at=timezone.now())
+        return dict(through=summary.covers_through_id, at=summary.covers_through_at)
+
+    check(
+        "history_after_summary",
+        history.HISTORY_AFTER,
+        lambda c: history.HISTORY_AFTER.rows(conversation=c.id, **after(c)),
+        lambda c: [tuple(r) for r in history.history_query(conversation=c.id, **after(c))],
+    )
+    check(
+        "sent_document",
+        _SENT_DOCUMENT,
+        lambda c: _SENT_DOCUMENT.rows(conversation=c.id),
+        lambda c: [tuple(r) for r in _sent_document_query(conversation=c.id)],
+    )
+    check(
+        "running_answer",
+        control._RUNNING_ANSWER,
+        lambda c: control._RUNNING_ANSWER.rows(conversation=c.id),
+        lambda c: [tuple(r) for r in control._running_answer_query(conversation=c.id)],
+    )
+    return report
