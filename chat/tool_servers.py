@@ -21,6 +21,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -28,14 +29,17 @@ from django.db import IntegrityError, transaction
 
 from chat.tool_server_models import ToolServer
 from contextmgmt.secrets import secret_env_allowed, secret_env_refusal
-from fimone.agent.tools.mcp_client import McpPool, McpToolset
 from fimone.agent.tools.mcp_config import (
     McpServerSpec,
+    McpToolset,
     ParsedServers,
     SecretRefused,
     parse_mcp_servers,
     server_from_entry,
 )
+
+if TYPE_CHECKING:
+    from fimone.agent.tools.mcp_client import McpPool
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +172,10 @@ def forget_cached_servers() -> None:
 
 def pool() -> McpPool:
     """This process's pool (a new one on another event loop: a test's own loop)."""
+    # Imported here: the MCP SDK is loaded once a server is configured, not by every
+    # process start (docs/testing.md, "How long it takes").
+    from fimone.agent.tools.mcp_client import McpPool
+
     loop = asyncio.get_running_loop()
     current = _pool["pool"]
     if current is None or _pool["loop"] is not loop:
@@ -183,6 +191,8 @@ def pool() -> McpPool:
 async def server_tools(*, vision: bool) -> McpToolset:
     """The tools of the enabled servers for one run, and the servers left out."""
     specs = await current_servers()
+    if not specs and _pool["pool"] is None:
+        return McpToolset([], [])  # nothing configured, nothing started
     current = pool()
     # A server taken out of the file or the admin, or switched off, is stopped here rather
     # than at the next restart.

@@ -20,7 +20,6 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
@@ -30,7 +29,14 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST
 
-from .mcp_config import McpServerSpec, SecretLookup, SecretRefused, resolve_secrets
+from .mcp_config import (
+    McpServerSpec,
+    McpToolset,
+    SecretLookup,
+    SecretRefused,
+    ServerProblem,
+    resolve_secrets,
+)
 from .mcp_results import result_output, tool_name
 from .registry import Tool, ToolOutput
 
@@ -52,18 +58,6 @@ class SessionExpired(ServerGone):
 
 class SecretNotForwarded(RuntimeError):
     """A request would have carried the configured headers to another origin."""
-
-
-@dataclass(frozen=True)
-class ServerProblem:
-    server: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class McpToolset:
-    tools: list[Tool]
-    problems: list[ServerProblem]
 
 
 def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:

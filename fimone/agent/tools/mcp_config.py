@@ -13,7 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .registry import Tool
 
 DEFAULT_CALL_TIMEOUT = 60.0
 SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,40}$")
@@ -185,3 +188,17 @@ def unique(specs: Iterable[McpServerSpec]) -> list[McpServerSpec]:
     for spec in specs:
         seen.setdefault(spec.name, spec)
     return list(seen.values())
+
+
+# What a run is offered by the servers, light to import: the client (and the MCP SDK
+# behind it, about half a second of imports) loads only once a server is configured.
+@dataclass(frozen=True)
+class ServerProblem:
+    server: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class McpToolset:
+    tools: list[Tool]
+    problems: list[ServerProblem]
