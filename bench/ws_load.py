@@ -201,6 +201,27 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """User + system CPU time of each thread of a process so far (Linux /proc)."""
+    times = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        times[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return times
+
+
+def cpu_split(pid: int, before: dict[int, float], after: dict[int, float]) -> tuple[float, float]:
+    """CPU seconds between two readings: the event loop's (the main thread) and the rest
+    (the database thread, the executor's threads; a thread that ended meanwhile is left
+    out, so the rest is a lower bound)."""
+    spent = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
+    loop = spent.pop(pid, 0.0)
+    return loop, sum(spent.values())
+
+
 def start_profiler(pid: int, path: str) -> subprocess.Popen:
     """py-spy sampling the process's GIL-holding thread until stopped (``stop_profiler``)."""
     spy = Path(sys.executable).with_name("py-spy")
@@ -285,10 +306,12 @@ def main() -> None:
 
         profiler = start_profiler(server.proc.pid, args.profile) if args.profile else None
         cpu_before = cpu_seconds(server.proc.pid)
+        threads_before = thread_cpu_seconds(server.proc.pid)
         results, wall = asyncio.run(
             load(server, conversations, args.turns, args.mode, think=args.think)
         )
         cpu_after = cpu_seconds(server.proc.pid)
+        threads_after = thread_cpu_seconds(server.proc.pid)
         if profiler is not None:
             stop_profiler(profiler)
         db = stored_counts(server)
@@ -339,6 +362,11 @@ def main() -> None:
         cpu_ms = (cpu_after - cpu_before) * 1000 / len(finished)
         print(
             f"server CPU per run: {cpu_ms:.1f} ms ({(cpu_after - cpu_before) / wall:.0%} of a core)"
+        )
+        loop_s, rest_s = cpu_split(server.proc.pid, threads_before, threads_after)
+        print(
+            f"  of which the event loop's thread {loop_s * 1000 / len(finished):.1f} ms, "
+            f"other threads (database, executor) {rest_s * 1000 / len(finished):.1f} ms"
         )
     print(f"lost: client={lost_client} db={lost_db}  duplicated={duplicated}  garbled={garbled}")
     if errors:

@@ -96,11 +96,14 @@ def _conversation_cursor_read(cursor: str) -> tuple[datetime, datetime, uuid.UUI
         raise invalid from None
 
 
-def conversation_get(*, user, conversation_id) -> Conversation:
+def conversation_get(*, user, conversation_id, for_update: bool = False) -> Conversation:
+    """The user's conversation (``Conversation.DoesNotExist`` for anyone else's).
+    ``for_update``: its row locked until the transaction ends (inside ``atomic``)."""
     pk = _as_uuid(conversation_id)
     if pk is None or not getattr(user, "is_authenticated", False):
         raise Conversation.DoesNotExist
-    return Conversation.objects.get(pk=pk, owner=user)
+    rows = Conversation.objects.select_for_update() if for_update else Conversation.objects
+    return rows.get(pk=pk, owner=user)
 
 
 def message_page(

@@ -133,6 +133,12 @@ def claim_conversation(*, conversation_id: Any) -> None:
     new ``running`` message.
     """
     _lock(conversation_id)
+    refuse_if_running(conversation_id=conversation_id)
+
+
+def refuse_if_running(*, conversation_id: Any) -> None:
+    """Raise :class:`RunBusy` when the conversation has a run; its row must be locked
+    already (``claim_conversation``, or read with ``select_for_update``)."""
     active = running_run(conversation_id=conversation_id)
     if active is not None:
         raise RunBusy(active)

@@ -92,11 +92,14 @@ class PreparedRun:
 def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> OpenedRun:
     """Persist the user message and start the answer; raises ``control.RunBusy`` (nothing
     stored) when another process started a run since we looked."""
-    conversation = selectors.conversation_get(user=user, conversation_id=conversation_id)
+    # Read and locked in one query: the claim below holds until the commit.
+    conversation = selectors.conversation_get(
+        user=user, conversation_id=conversation_id, for_update=True
+    )
     attachments = selectors.attachments_for_ids(
         user=user, conversation=conversation, file_ids=list(file_ids)
     )
-    control.claim_conversation(conversation_id=conversation.pk)
+    control.refuse_if_running(conversation_id=conversation.pk)
     mode = mode or conversation.mode
     query = services.user_message_create(
         conversation=conversation, content=content, attachments=attachments, run_id=run_id
