@@ -1,0 +1,85 @@
+"""What compiling a run's reads saves: each read through the ORM (build, compile, run)
+against the same read compiled once per connection (``chat.compiled_reads``).
+
+    .venv/bin/python bench/compiled_reads.py [--repeat 2000]
+
+On a fresh SQLite database with three conversations of 13 messages (a summary, a pin,
+images, a document, a tool result: tests/support/compiled_reads.py). Prints the median
+microseconds of CPU (``thread_time``) per read for each of the reads every run makes, both
+ways, and their sum per run. The rows are the same either way (the test suite checks it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._django import setup_django  # noqa: E402
+
+
+def cpu_us(read, repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.thread_time_ns()
+        read()
+        samples.append((time.thread_time_ns() - start) / 1000)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=2000)
+    args = parser.parse_args()
+    setup_django(prefix="fimone-bench-compiled-")
+
+    from django.contrib.auth import get_user_model
+
+    from chat import history_rows as rows
+    from chat.document_context import _SENT_DOCUMENT, _sent_document_query
+    from chat.runs import control
+    from tests.support.compiled_reads import _conversation
+
+    owner = get_user_model().objects.create_user("bench")
+    conversations = [_conversation(owner, with_summary=True, name=name) for name in ("a", "b", "c")]
+    target = conversations[1].id
+    summary = rows.latest_summary(target)
+    after = {"through": summary.covers_through_id, "at": summary.covers_through_at}
+    reads = {
+        "newest summary": (
+            lambda: rows.LATEST_SUMMARY.rows(conversation=target),
+            lambda: list(rows.latest_summary_query(conversation=target)),
+        ),
+        "history after the summary": (
+            lambda: rows.HISTORY_AFTER.rows(conversation=target, **after),
+            lambda: list(rows.history_query(conversation=target, **after)),
+        ),
+        "sent documents": (
+            lambda: _SENT_DOCUMENT.rows(conversation=target),
+            lambda: list(_sent_document_query(conversation=target)),
+        ),
+        "running answer": (
+            lambda: control._RUNNING_ANSWER.rows(conversation=target),
+            lambda: list(control._running_answer_query(conversation=target)),
+        ),
+    }
+    print(f"median CPU per read, µs ({args.repeat} reads each, SQLite)")
+    print(f"{'read':28} {'ORM':>8} {'compiled':>9} {'ratio':>6}")
+    totals = [0.0, 0.0]
+    for name, (compiled, orm) in reads.items():
+        compiled()  # compiles on first use
+        orm_us, compiled_us = cpu_us(orm, args.repeat), cpu_us(compiled, args.repeat)
+        totals[0] += orm_us
+        totals[1] += compiled_us
+        print(f"{name:28} {orm_us:8.1f} {compiled_us:9.1f} {compiled_us / orm_us:6.2f}")
+    print(
+        f"{'per run (the four)':28} {totals[0]:8.1f} {totals[1]:9.1f} {totals[1] / totals[0]:6.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
