@@ -99,6 +99,7 @@ class TurnResult:
     text: str = ""
     run_ids: set[str] = field(default_factory=set)
     dones: int = 0
+    events: int = 0  # frames the server sent for this turn
     error: str | None = None
 
 
@@ -137,6 +138,7 @@ async def client(
                     while True:
                         event = json.loads(await ws.recv())
                         kind = event["type"]
+                        result.events += 1
                         if kind == "run.started":
                             result.run_ids.add(event["run_id"])
                         elif kind == "answer.delta":
@@ -368,6 +370,8 @@ def main() -> None:
             f"  of which the event loop's thread {loop_s * 1000 / len(finished):.1f} ms, "
             f"other threads (database, executor) {rest_s * 1000 / len(finished):.1f} ms"
         )
+    if finished:
+        print(f"frames per run: {statistics.fmean(r.events for r in finished):.1f}")
     print(f"lost: client={lost_client} db={lost_db}  duplicated={duplicated}  garbled={garbled}")
     if errors:
         print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")
