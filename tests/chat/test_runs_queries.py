@@ -26,9 +26,10 @@ pytestmark = [
 
 # message -> done of a plain ReAct turn with history, models and budgets already resolved
 # (chat.runs.storage caches them for a moment): the query's transaction (the owner check
-# that also locks the row, whether a run is going, the two messages), the history (summary, messages), whether the conversation has
-# documents (read_document is offered only then), the answer's transaction, and the
-# full-text index: one insert for the question, one for the answer (chat.search_index).
+# that also locks the row, whether a run is going, the two messages), the history
+# (summary, messages), whether the conversation has documents (read_document is offered
+# only then), the answer's transaction, and the full-text index: one insert for the
+# question, one for the answer (chat.search_index).
 # The tool sources switched off come with the conversation's row, at no query of their own.
 MAX_QUERIES_PER_RUN = 14
 MAX_TRANSACTIONS_PER_RUN = 2
