@@ -10,6 +10,8 @@ pytest_plugins = [
     "tests.support.runs",
     # A real daphne subprocess (browser / end-to-end tests, benchmarks).
     "tests.support.live_server",
+    # Daphne servers shared by browser tests, a fresh user for each test.
+    "tests.support.shared_servers",
     # A scripted OpenAI-compatible server on loopback.
     "tests.support.scripted_server",
     # Session-scoped private PostgreSQL / Redis servers; skip or, under CI, fail.

@@ -33,6 +33,13 @@ PHONE = {"width": 390, "height": 844}
 TIMEOUT_MS = 45_000
 
 
+@pytest.fixture
+def live_daphne_shared(request) -> bool:
+    """Browser tests share a daphne per environment, each as a fresh user of its own
+    (tests/support/shared_servers.py), unless marked ``own_server`` (docs/testing.md)."""
+    return request.node.get_closest_marker("own_server") is None
+
+
 @pytest.fixture(scope="session")
 def chromium():
     if not CHROMIUM.exists():

@@ -9,7 +9,8 @@ from playwright.sync_api import expect
 from tests.browser.conftest import DESKTOP, login, screenshot
 from tests.browser.sessions import DJANGO_LANGUAGES, open_session
 
-pytestmark = pytest.mark.browser
+# Makes its user staff and adds model configurations, which every user of a server sees.
+pytestmark = [pytest.mark.browser, pytest.mark.own_server]
 
 MAKE_STAFF_AND_MODELS = """
 from django.contrib.auth import get_user_model

@@ -18,7 +18,8 @@ from websockets.sync.client import connect
 from tests.browser.conftest import send
 from tests.support.scripted_server import text
 
-pytestmark = pytest.mark.browser
+# SIGTERMs and restarts its daphne.
+pytestmark = [pytest.mark.browser, pytest.mark.own_server]
 
 DEFAULT_REPLY = "This is the scripted server's default reply."
 

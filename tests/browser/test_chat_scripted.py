@@ -208,6 +208,7 @@ def test_divider_appears_live_from_compact_event_and_on_reopen_ru1(
     assert not page.errors
 
 
+@pytest.mark.own_server  # kills and restarts its daphne
 def test_lost_socket_reconnects_and_catches_up(logged_in_page, live_daphne, scripted_server):
     page = logged_in_page
     send(page, "First, while connected")
@@ -394,6 +395,7 @@ ModelConfig.objects.create(name="Small model", model="small-1", role="main")
 """
 
 
+@pytest.mark.own_server  # adds model configurations, which every user of a server sees
 @pytest.mark.parametrize(("viewport", "scheme"), [("desktop", "light"), ("phone", "dark")])
 def test_a_model_picked_for_a_conversation_answers_and_shows_on_the_usage_card(
     new_page, live_daphne, scripted_server, viewport, scheme

@@ -13,7 +13,8 @@ from tests.browser.layout_audit import layout_problems
 from tests.browser.sessions import LOCALES
 from tests.browser.test_edited_summary_panel import SEED
 
-pytestmark = pytest.mark.browser
+# Makes its user staff: the admin's lists show every user's rows.
+pytestmark = [pytest.mark.browser, pytest.mark.own_server]
 
 DAG_QUESTIONS = {
     "en": "First compute 2+3, then double the result",

@@ -1,6 +1,7 @@
 """The live-server fixture itself: a real daphne that answers, survives restarts and kills."""
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -13,6 +14,7 @@ def _get(url: str, cookie: str = "") -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.own_server  # kills its daphne and counts every user in its database
 def test_live_daphne_serves_login_page_and_keeps_data_across_kill(live_daphne):
     assert _get(live_daphne.base_url + "/admin/login/") == 200
     assert live_daphne.session_cookie
@@ -25,3 +27,38 @@ def test_live_daphne_serves_login_page_and_keeps_data_across_kill(live_daphne):
         "print(json.dumps(list(get_user_model().objects.values_list('username', flat=True))))"
     )
     assert json.loads(out.strip().splitlines()[-1]) == [live_daphne.username]
+
+
+@pytest.mark.slow
+def test_a_shared_daphne_gives_each_test_a_user_who_sees_only_their_own_chats(
+    shared_live_servers,
+):
+    first = shared_live_servers.user_server({})
+    second = shared_live_servers.user_server({})
+    assert (first.port, first.data_dir) == (second.port, second.data_dir)
+    assert first.username != second.username
+    assert first.session_cookie != second.session_cookie
+
+    made = first.api("POST", "/api/conversations/", {"title": "First's own"})
+    assert made["id"] in [c["id"] for c in first.api("GET", "/api/conversations/")["conversations"]]
+    assert second.api("GET", "/api/conversations/")["conversations"] == []
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        second.api("GET", f"/api/conversations/{made['id']}/")
+    assert refused.value.code == 404
+
+    # The process is everyone's: a test that must stop it asks for a server of its own.
+    for stop in (first.stop, first.kill, first.restart):
+        with pytest.raises(RuntimeError, match="own_server"):
+            stop()
+    assert _get(second.base_url + "/accounts/login/") == 200
+
+
+@pytest.mark.slow
+def test_a_browser_test_on_live_daphne_gets_a_shared_server_and_a_user_of_its_own(
+    live_daphne, shared_live_servers
+):
+    assert live_daphne.username != "tester"
+    assert live_daphne.api("GET", "/api/conversations/")["conversations"] == []  # logged in
+    other = shared_live_servers.user_server({})
+    assert other.port == live_daphne.port
+    assert other.username != live_daphne.username

@@ -5,6 +5,8 @@ and seeded with one user before daphne starts, and is reachable on a free loopba
 
 In pytest use the ``live_daphne`` fixture (extra environment: override the
 ``live_daphne_env`` fixture in your module, or call ``live_daphne_factory(env={...})``).
+Browser tests share one server per environment and worker, each test logged in as a user
+of its own (``SharedServers``; docs/testing.md says which tests keep a server to themselves).
 Outside pytest (benchmarks)::
 
     server = start_live_server(env={"LLM_BASE_URL": "http://127.0.0.1:9000/v1"})
@@ -380,6 +382,21 @@ def live_daphne_factory(tmp_path_factory):
 
 
 @pytest.fixture
-def live_daphne(live_daphne_factory, live_daphne_env) -> LiveServer:
+def live_daphne_shared() -> bool:
+    """Whether ``live_daphne`` may be a server shared with other tests under a user of the
+    test's own (tests/browser/conftest.py says yes unless a test is marked ``own_server``)."""
+    return False
+
+
+@pytest.fixture
+def live_daphne(request, live_daphne_factory, live_daphne_env, live_daphne_shared) -> LiveServer:
     """A running daphne with a migrated database and a user (``.username``/``.password``)."""
+    if live_daphne_shared:
+        server = request.getfixturevalue("shared_live_servers").user_server(live_daphne_env)
+        if server is not None:
+            if "scripted_server" in request.fixturenames:
+                # A run that ended while we waited for the server to go idle may have
+                # logged a request: this test starts with an empty log, as on its own server.
+                request.getfixturevalue("scripted_server").reset()
+            return server
     return live_daphne_factory(env=live_daphne_env)
