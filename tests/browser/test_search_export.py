@@ -31,7 +31,7 @@ trip = chat(me, "Lisbon trip", [
     *[(f"Question {n} about the museum", f"Answer {n}: open 10-18.") for n in range(35)],
 ])
 chat(me, "Groceries", [("Buy oat milk and 预算 notes", "Noted.")])
-other = User.objects.create_user(username="someone-else")
+other = User.objects.create_user(username=f"someone-else-than-{me.username}")
 chat(other, "Their Alfama notes", [("Alfama secret", "hidden")])
 print(trip.id)
 """

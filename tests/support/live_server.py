@@ -392,11 +392,23 @@ def live_daphne_shared() -> bool:
 def live_daphne(request, live_daphne_factory, live_daphne_env, live_daphne_shared) -> LiveServer:
     """A running daphne with a migrated database and a user (``.username``/``.password``)."""
     if live_daphne_shared:
-        server = request.getfixturevalue("shared_live_servers").user_server(live_daphne_env)
+        shared = request.getfixturevalue("shared_live_servers")
+        server = shared.user_server(live_daphne_env)
         if server is not None:
-            if "scripted_server" in request.fixturenames:
-                # A run that ended while we waited for the server to go idle may have
-                # logged a request: this test starts with an empty log, as on its own server.
-                request.getfixturevalue("scripted_server").reset()
-            return server
-    return live_daphne_factory(env=live_daphne_env)
+            scripted = (
+                request.getfixturevalue("scripted_server")
+                if "scripted_server" in request.fixturenames
+                else None
+            )
+            if scripted is not None:
+                # A run that ended while the server went idle may have logged a request:
+                # this test starts with an empty log, as on a server of its own.
+                scripted.reset()
+            yield server
+            if scripted is not None:
+                scripted.reset()  # ends replies still sleeping, held or gated
+            # As a server of its own would have drained before stopping: no run of this
+            # test's may ask the model while the next test talks to it.
+            shared.settle(server)
+            return
+    yield live_daphne_factory(env=live_daphne_env)
