@@ -19,6 +19,19 @@ pytest_plugins = [
 ]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def hashing_passwords_cheaply():
+    """Django's advice for test suites: a fast password hasher. The default one is meant to
+    be slow (0.4 s of CPU per hash here), and most tests create a user with a password.
+    Only this process: the live daphnes a test starts hash as in production."""
+    from django.test.utils import override_settings
+
+    cheap = override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
+    cheap.enable()
+    yield
+    cheap.disable()
+
+
 @pytest.fixture(autouse=True)
 def serving_with_fresh_rate_limits():
     """Each test starts with no websocket frames counted and the process not draining."""
