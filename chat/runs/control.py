@@ -300,7 +300,12 @@ async def remote_run(layer, *, conversation_id: Any) -> RemoteRun | None:
 
 
 async def announce_injection(layer, *, conversation_id: Any, run_id: str, message) -> None:
-    """Show a stored follow-up on every socket (``injected``), then hand it to the run."""
+    """Hand a stored follow-up to the run, then show it on every socket (``injected``): in
+    that order, a socket that sees it knows the run has been told."""
+    await layer.group_send(
+        control_group(conversation_id),
+        {"type": "run.inject", "run_id": run_id, "message_id": message.pk},
+    )
     await layer.group_send(
         conversation_group(conversation_id),
         {
@@ -314,10 +319,6 @@ async def announce_injection(layer, *, conversation_id: Any, run_id: str, messag
                 "run_id": run_id,
             },
         },
-    )
-    await layer.group_send(
-        control_group(conversation_id),
-        {"type": "run.inject", "run_id": run_id, "message_id": message.pk},
     )
 
 

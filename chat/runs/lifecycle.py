@@ -119,6 +119,8 @@ async def _listen(run: Run, layer) -> None:
             # Another process asks whether this run is alive (orphan detection).
             await control.answer_ping(layer, message, run_id=run.run_id)
         elif kind == "run.inject":
+            # Expected from now on: an engine about to end waits for it (InjectionQueue).
+            run.injections.expect()
             try:
                 injected = await database_sync_to_async(storage.load_injection)(
                     message["message_id"], vision=_vision(run)
@@ -126,7 +128,10 @@ async def _listen(run: Run, layer) -> None:
             except Exception:
                 logger.exception("run %s: could not load injected message", run.run_id)
                 continue
-            run.injections.put_nowait(injected)
+            else:
+                run.injections.put_nowait(injected)
+            finally:
+                run.injections.expected_done()
 
 
 def _vision(run: Run) -> bool:

@@ -75,9 +75,33 @@ class InjectionQueue:
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[ChatMessage] = asyncio.Queue()
+        self._expected = 0  # announced follow-ups still being loaded
+        self._settled = asyncio.Event()
+        self._settled.set()
 
     def put_nowait(self, message: ChatMessage) -> None:
         self._queue.put_nowait(message)
+
+    def expect(self) -> None:
+        """A follow-up was announced and is being loaded: ``drain_settled`` waits for it.
+        Pair every call with ``expected_done`` (loaded and put, or given up)."""
+        self._expected += 1
+        self._settled.clear()
+
+    def expected_done(self) -> None:
+        self._expected = max(0, self._expected - 1)
+        if self._expected == 0:
+            self._settled.set()
+
+    async def drain_settled(self, wait: float) -> list[ChatMessage]:
+        """``drain()`` once the follow-ups announced so far are loaded (at most ``wait``
+        seconds): an engine about to end its run takes one the user sent just before."""
+        if self._expected:
+            try:
+                await asyncio.wait_for(self._settled.wait(), wait)
+            except TimeoutError:
+                pass  # what is still loading is answered by a follow-up run
+        return self.drain()
 
     def empty(self) -> bool:
         return self._queue.empty()

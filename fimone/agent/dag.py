@@ -70,7 +70,7 @@ from .dag_context import (
     replan_feedback,
     with_images,
 )
-from .loop import LoopConfig, ReactLoop, preview
+from .loop import LATE_FOLLOW_UP_WAIT, LoopConfig, ReactLoop, preview
 from .plan import MAX_STEPS, PlanError, Step, Verdict, fallback_plan, parse_plan, parse_verdict
 from .prompts import ANALYSER_SYSTEM, PLANNER_SYSTEM, STEP_SYSTEM, SYNTHESIS_SYSTEM
 from .tools import ToolRegistry
@@ -124,7 +124,7 @@ class DagRun:
                 break
             await self.ctx.sink("dag.replan", {"round": number + 1})
             feedback = replan_feedback(steps, outcomes, verdict, number + 1)
-        self.followups.extend(self.ctx.injections.drain())
+        self.followups.extend(await self.ctx.injections.drain_settled(LATE_FOLLOW_UP_WAIT))
         answer = await self._synthesise(self._request(), rounds)
         return AgentOutcome(
             answer=answer,

@@ -53,6 +53,9 @@ from .wording import say
 PREVIEW_CHARS = 2_000
 # Between a reply kept in the answer when a follow-up arrived and the text that follows it.
 PART_SEPARATOR = "\n\n"
+# Before it ends, a run waits at most this long for follow-ups announced to it and still
+# being loaded (a database hop, longer on a busy server); later ones get a run of their own.
+LATE_FOLLOW_UP_WAIT = 2.0
 _RECALLED_IMAGES = {"type": "text", "text": "[Images brought back by the tool results above]"}
 
 
@@ -121,7 +124,11 @@ class ReactLoop:
             reply, shown = await self._reply(messages, tools)
             messages = reply.messages
             if not reply.message.tool_calls:
-                late = cfg.injections.drain() if cfg.injections is not None else []
+                late = (
+                    await cfg.injections.drain_settled(LATE_FOLLOW_UP_WAIT)
+                    if cfg.injections is not None
+                    else []
+                )
                 if late:
                     # A follow-up arrived while the model wrote: it reads the follow-up next,
                     # but what the user watched stream stays a finished part of the answer.

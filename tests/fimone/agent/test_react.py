@@ -385,6 +385,34 @@ async def test_injection_arriving_while_the_model_answers_is_not_lost(build_cont
     assert events.answer_text() == outcome.answer
 
 
+async def test_a_follow_up_still_loading_when_the_answer_ends_is_taken_by_the_run(
+    build_context, events
+):
+    """Announced while the model wrote, its row still being read (a busy server's database
+    hop): the run waits for it rather than ending, and the model reads it next."""
+    holder = {}
+
+    async def arrive_later():
+        await asyncio.sleep(0.2)
+        holder["ctx"].injections.put_nowait(ChatMessage(role="user", content="And in German?"))
+        holder["ctx"].injections.expected_done()
+
+    def draft(messages):
+        holder["ctx"].injections.expect()
+        holder["late"] = asyncio.get_running_loop().create_task(arrive_later())
+        return "Draft answer."
+
+    llm = FakeLLM().enqueue(draft, "Final answer, auch auf Deutsch.")
+    ctx = holder["ctx"] = build_context(llm, query="Say hello.")
+    outcome = await run_react(ctx)
+
+    assert outcome.answer == "Draft answer.\n\nFinal answer, auch auf Deutsch."
+    assert [(m.role, m.text()) for m in llm.calls[1].messages[-2:]] == [
+        ("assistant", "Draft answer."),
+        ("user", "And in German?"),
+    ]
+
+
 async def test_a_long_reply_interrupted_by_a_follow_up_is_kept_whole(build_context, events):
     """An essay far longer than any preview, then a follow-up: nothing of it is cut."""
     essay = "\n\n".join(f"Paragraph {i}: " + "words " * 60 for i in range(20)).strip()
