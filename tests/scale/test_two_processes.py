@@ -191,18 +191,20 @@ async def test_messages_sent_to_both_processes_at_once_make_one_run(processes, s
         await on_a.close()
         await on_b.close()
 
-    # Both messages are kept, and the second went to the first's run (checked above).
-    # Usually that run answers it too; in about one run of seven here the follow-up is
-    # answered by a follow-up run after it (its row then says query), which loses nothing.
-    # Why the run sometimes does not take it is open (docs/testing.md, "Known flakes").
+    # Both messages are kept, and the later one went to the first one's run (checked
+    # above). Either process may win the race: whichever message came first is the query.
+    # The run answers the other too; should it end before it has loaded it (a busy server),
+    # a follow-up run answers it (its row then says query), which loses nothing
+    # (docs/testing.md, "Known flakes").
     stored = messages_in_db(a, conversation)
     users = sorted((m["content"], m["kind"]) for m in stored if m["role"] == "user")
     assert [content for content, _ in users] == ["first, via A", "first, via B"], stored
-    assert users[0][1] == "query" and users[1][1] in ("injected", "query"), stored
+    kinds = sorted(kind for _, kind in users)
+    assert kinds in (["injected", "query"], ["query", "query"]), stored
     answers = [m for m in stored if m["role"] == "assistant"]
     assert answers and answers[0]["status"] == "done", stored
     # One answer when the run took the follow-up; else the follow-up run's (maybe running).
-    assert len(answers) == 1 if users[1][1] == "injected" else len(answers) <= 2, stored
+    assert len(answers) == 1 if "injected" in kinds else len(answers) <= 2, stored
 
 
 async def test_a_run_whose_process_died_is_reclaimed_by_the_next_message(
