@@ -4,7 +4,7 @@
 ``finish_run`` runs once the work task has ended, whatever its end: it waits for a
 checkpoint in flight, works out the status (done, error, cancelled, interrupted) and the
 text to keep (the answer, or what was streamed), the usage (compaction included) and the
-record, stores them in one write (``storage.persist_finish``) and only then tells the
+record, stores them in one write (``writes.persist_finish``) and only then tells the
 sockets. It also lets go of what would keep a finished run alive in a reference cycle (the
 work task, the frames of its exception: docs/architecture.md). Apart from the work because
 it never touches the engine, only what the run kept; leaving the registry and starting
@@ -23,7 +23,7 @@ from channels.db import database_sync_to_async
 from django.utils.translation import gettext, gettext_lazy
 
 from chat.models import Message
-from chat.runs import ahead, storage
+from chat.runs import ahead, writes
 from chat.runs.events import failure_of
 from chat.runs.metering import usage_totals
 from chat.runs.state import Run
@@ -97,7 +97,7 @@ async def finish_run(run: Run) -> None:
     ]
     html = ""
     try:
-        html = await database_sync_to_async(storage.persist_finish)(
+        html = await database_sync_to_async(writes.persist_finish)(
             message_id=run.assistant_message_id,
             content=content,
             status=status,

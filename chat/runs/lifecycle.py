@@ -28,7 +28,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from chat.runs import control, finish, storage, work
+from chat.runs import control, finish, storage, work, writes
 from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, control_group
 from chat.runs.record import RunRecord
@@ -179,7 +179,7 @@ async def _close(run: Run, layer) -> None:
         try:
             # The database, not this process's memory: a follow-up may have been stored by
             # another server process.
-            leftovers = await database_sync_to_async(storage.leftover_injections)(
+            leftovers = await database_sync_to_async(writes.leftover_injections)(
                 conversation_id=run.conversation_id,
                 run_id=run.run_id,
                 taken_ids=run.injections.taken_ids,
@@ -189,7 +189,7 @@ async def _close(run: Run, layer) -> None:
             if stopped:
                 # Stopped by the user (or interrupted by a shutdown): its follow-ups were
                 # not answered and none will be until the next message or a retry.
-                await database_sync_to_async(storage.settle)(
+                await database_sync_to_async(writes.settle)(
                     conversation_id=run.conversation_id,
                     ids=leftovers,
                     status="interrupted" if run.interrupted else "cancelled",
@@ -213,7 +213,7 @@ async def _close(run: Run, layer) -> None:
             # Another process started a run meanwhile; it reads these follow-ups as history
             # and answers them.
             logger.info("run %s: follow-ups go to the run another process started", run.run_id)
-            await database_sync_to_async(storage.settle)(
+            await database_sync_to_async(writes.settle)(
                 conversation_id=run.conversation_id, ids=leftovers, status="done"
             )
         except Exception:

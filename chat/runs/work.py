@@ -24,7 +24,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from chat import image_describer, tool_servers
-from chat.runs import approvals, storage
+from chat.runs import approvals, storage, writes
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
@@ -124,7 +124,7 @@ async def perform(run: Run):
                 cost_input_tokens=facts["cost_input_tokens"],
                 cost_output_tokens=facts["cost_output_tokens"],
             )
-            facts["summary_id"] = await database_sync_to_async(storage.save_summary)(
+            facts["summary_id"] = await database_sync_to_async(writes.save_summary)(
                 run.conversation_id, summary
             )
         elif stored is not None:
@@ -148,7 +148,7 @@ async def perform(run: Run):
         summary = run.compactions.to_store(scope, result)
         if summary is None:
             return None
-        return await database_sync_to_async(storage.save_summary)(run.conversation_id, summary)
+        return await database_sync_to_async(writes.save_summary)(run.conversation_id, summary)
 
     ctx = AgentContext(
         llm=main,
@@ -292,7 +292,7 @@ async def checkpoints(run: Run) -> None:
         record = run.record.as_metadata() if run.record.version != recorded else None
         saved, recorded = run.answer_version, run.record.version
         try:
-            await database_sync_to_async(storage.save_progress)(
+            await database_sync_to_async(writes.save_progress)(
                 message_id=run.assistant_message_id,
                 content="".join(run.answer_parts),
                 record=record,
