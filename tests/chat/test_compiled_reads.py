@@ -15,16 +15,7 @@ pytestmark = pytest.mark.django_db
 
 def test_each_read_of_a_run_runs_compiled_and_returns_the_orms_rows():
     report = compiled_reads.compare()
-    assert report == {
-        name: {"compiled": True, "equal": True, "rows": True}
-        for name in (
-            "latest_summary",
-            "history",
-            "history_after_summary",
-            "sent_document",
-            "running_answer",
-        )
-    }
+    assert report == compiled_reads.ALL_COMPILED_AND_EQUAL
 
 
 def _titles(*, conversation):

@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from tests.support import compiled_reads
+
 pytestmark = pytest.mark.scale
 
 _COMPARE = """
@@ -25,13 +27,4 @@ print(json.dumps(report))
 
 def test_each_read_of_a_run_runs_compiled_and_returns_the_orms_rows(on_postgres):
     report = json.loads(on_postgres.run(_COMPARE).strip().splitlines()[-1])
-    assert report == {
-        name: {"compiled": True, "equal": True, "rows": True}
-        for name in (
-            "latest_summary",
-            "history",
-            "history_after_summary",
-            "sent_document",
-            "running_answer",
-        )
-    }
+    assert report == compiled_reads.ALL_COMPILED_AND_EQUAL

@@ -72,6 +72,11 @@ def _conversation(owner, *, with_summary: bool, name: str) -> Conversation:
     return conversation
 
 
+READS = ("latest_summary", "history", "history_after_summary", "sent_document", "running_answer")
+# Each read ran compiled, returned the ORM's rows for every conversation, and found some.
+ALL_COMPILED_AND_EQUAL = {name: {"compiled": True, "equal": True, "rows": True} for name in READS}
+
+
 def compare() -> dict[str, dict[str, bool]]:
     owner = get_user_model().objects.create_user(f"compiled-{timezone.now().timestamp()}")
     first = _conversation(owner, with_summary=True, name="first")
