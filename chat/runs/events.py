@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from django.utils.translation import gettext, gettext_lazy
@@ -43,12 +45,47 @@ DELTA_EVENTS = ("answer.delta", "dag.step.delta")
 # streams keep the flush time; with more, each stream's wait grows with their number.
 DELTA_EVENTS_PER_SECOND = 400
 
-# The publishers of this process streaming now (text waiting or sent within their wait).
-_streaming: weakref.WeakSet = weakref.WeakSet()
+# A publisher whose last piece of text is older than this no longer counts as streaming,
+# even if its run never sent the event that ends the stream (a run that died mid-answer
+# must not slow every other stream of the process for good).
+STREAM_IDLE_SECONDS = 1.0
+# How often publishers idle for longer are dropped from the count: it is read at every
+# flush, and dropping them walks all the process's publishers.
+_PRUNE_EVERY_SECONDS = 0.05
+
+# The publishers of this process that streamed text, with the monotonic time of their last
+# piece; a publisher leaves when its stream pauses (a step, a tool call, the end).
+_streaming: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _Pruning:
+    last_at: float = -1.0
+
+
+_pruning = _Pruning()
+
+
+def _drop_idle_streams() -> None:
+    now = time.monotonic()
+    _pruning.last_at = now
+    since = now - STREAM_IDLE_SECONDS
+    for publisher, last in list(_streaming.items()):
+        if last < since:
+            _streaming.pop(publisher, None)
 
 
 def streams_now() -> int:
     """How many runs of this process are streaming text at the moment."""
+    _drop_idle_streams()
+    return len(_streaming)
+
+
+def _streams_lately() -> int:
+    """``streams_now()``, but the idle are dropped at most every ``_PRUNE_EVERY_SECONDS``:
+    a stream that starts counts at once, one gone idle a moment late."""
+    if time.monotonic() - _pruning.last_at >= _PRUNE_EVERY_SECONDS:
+        _drop_idle_streams()
     return len(_streaming)
 
 
@@ -105,13 +142,13 @@ class EventPublisher:
     def _wait(self) -> float:
         """How long streamed text may wait: the flush time, longer while many runs of this
         process stream at once (their events share ``DELTA_EVENTS_PER_SECOND``)."""
-        return max(self._flush_seconds, len(_streaming) / DELTA_EVENTS_PER_SECOND)
+        return max(self._flush_seconds, _streams_lately() / DELTA_EVENTS_PER_SECOND)
 
     async def __call__(self, event_type: str, payload: dict) -> None:
         if event_type in DELTA_EVENTS:
             text = payload.get("text") or ""
             if text:
-                _streaming.add(self)
+                _streaming[self] = time.monotonic()
                 self._buffer_delta(event_type, payload, text)
                 loop = asyncio.get_running_loop()
                 if self._timer is None and loop.time() >= self._quiet_after:
@@ -120,7 +157,7 @@ class EventPublisher:
                     delay = max(self._quiet_after - loop.time(), 0.0)
                     self._timer = loop.call_later(delay, self._flush_soon)
             return
-        _streaming.discard(self)  # the stream pauses: a step, a tool call, the end
+        _streaming.pop(self, None)  # the stream pauses: a step, a tool call, the end
         await self.flush()
         async with self._lock:
             if self._on_sent is not None:

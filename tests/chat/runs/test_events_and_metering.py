@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import weakref
 
 import pytest
 from hypothesis import given, settings
@@ -216,10 +217,23 @@ class TimedLayer(RecordingLayer):
         await super().group_send(group, message)
 
 
-async def test_many_streams_at_once_share_one_budget_of_delta_events():
+@pytest.fixture
+def no_other_streams_in_this_process(monkeypatch):
+    """The process's count of streams starts from none: publishers other tests of this
+    worker left streaming must not share the budget of the test's own."""
+    from chat.runs import events as events_module
+
+    monkeypatch.setattr(events_module, "_streaming", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(events_module, "_pruning", events_module._Pruning())
+    return events_module
+
+
+async def test_many_streams_at_once_share_one_budget_of_delta_events(
+    no_other_streams_in_this_process,
+):
     """A busy process: pieces arrive further apart than the flush time. Each stream's deltas
     then go out at most once per its share of the process's budget, not one per piece."""
-    from chat.runs import events as events_module
+    events_module = no_other_streams_in_this_process
 
     streams = 40
     wait = streams / events_module.DELTA_EVENTS_PER_SECOND  # 0.1 s for 40 streams
@@ -252,7 +266,7 @@ async def test_many_streams_at_once_share_one_budget_of_delta_events():
         assert len(delta_times) < 15  # far fewer events than pieces
 
 
-async def test_a_lone_stream_keeps_the_flush_time():
+async def test_a_lone_stream_keeps_the_flush_time(no_other_streams_in_this_process):
     layer = TimedLayer()
     publish = EventPublisher(layer, "c1", flush_seconds=0.001)
     for _ in range(10):
@@ -261,3 +275,23 @@ async def test_a_lone_stream_keeps_the_flush_time():
     await publish("done", {})
     # Pieces 10 ms apart, flush time 1 ms: alone, every piece goes out as it comes.
     assert [e["type"] for e in events(layer)].count("answer.delta") == 10
+
+
+async def test_a_stream_whose_run_never_ended_stops_counting_once_idle(
+    no_other_streams_in_this_process, monkeypatch
+):
+    """A run that died mid-answer never sends the event that ends its stream; it must not
+    slow the process's other streams for good (RX.4)."""
+    events_module = no_other_streams_in_this_process
+    monkeypatch.setattr(events_module, "STREAM_IDLE_SECONDS", 0.05)
+    abandoned = EventPublisher(TimedLayer(), "dead", flush_seconds=0.001)
+    await abandoned("answer.delta", {"text": "half an ans"})
+    assert events_module.streams_now() == 1
+
+    await asyncio.sleep(0.1)
+    assert events_module.streams_now() == 0  # still alive, no longer streaming
+
+    await abandoned("answer.delta", {"text": "wer"})  # it streams again: it counts again
+    assert events_module.streams_now() == 1
+    await abandoned("done", {})
+    assert events_module.streams_now() == 0
