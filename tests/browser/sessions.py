@@ -10,7 +10,7 @@ from pathlib import Path
 import polib
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, wait_ready
+from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, login
 
 # The browser's language: the server answers in it (Accept-Language).
 LOCALES = {"en": "en-US", "de": "de-DE", "zh": "zh-CN"}
@@ -47,11 +47,7 @@ def open_session(
     page = context.new_page()
     session = Session(context=context, page=page, phone=phone)
     page.on("pageerror", lambda exc: session.errors.append(str(exc)))
-    page.goto(server.base_url + "/")
-    page.locator("#id_username").fill(server.username)
-    page.locator("#id_password").fill(server.password)
-    page.locator("#id_password").press("Enter")
-    wait_ready(page)
+    login(page, server)
     return session
 
 
