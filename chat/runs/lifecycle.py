@@ -21,6 +21,7 @@ The run's state is ``state.Run``; the work and the finish are modules of their o
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -34,6 +35,7 @@ from chat.runs.events import EventPublisher, control_group
 from chat.runs.record import RunRecord
 from chat.runs.registry import registry
 from chat.runs.state import Run
+from contextmgmt.core.messages import ChatMessage
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,8 @@ async def launch(
         record=record,
         retry_of=retry_of,
     )
+    if not control.is_single_process(layer):
+        run.injections.look_up = functools.partial(_stored_follow_ups, run)
     await layer.group_add(control_group(conversation_id), control_channel)
     registry.add(run)
     query = opened.query
@@ -132,6 +136,21 @@ async def _listen(run: Run, layer) -> None:
                 run.injections.put_nowait(injected)
             finally:
                 run.injections.expected_done()
+
+
+async def _stored_follow_ups(run: Run, taken_ids: frozenset[int]) -> list[ChatMessage]:
+    """Follow-ups stored for the run that the engine has not taken (TrackedInjections)."""
+    try:
+        return await database_sync_to_async(storage.stored_follow_ups)(
+            conversation_id=run.conversation_id,
+            run_id=run.run_id,
+            taken_ids=taken_ids,
+            vision=_vision(run),
+        )
+    except Exception:
+        # The run's finish looks again and answers them with a follow-up run.
+        logger.exception("run %s: could not read its stored follow-ups", run.run_id)
+        return []
 
 
 def _vision(run: Run) -> bool:

@@ -10,6 +10,7 @@ and what a socket joining mid-run is shown.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,16 +26,40 @@ from fimone.agent import InjectionQueue
 
 
 class TrackedInjections(InjectionQueue):
-    """Remembers which injected messages the engine took (the rest get a follow-up run)."""
+    """Remembers which injected messages the engine took (the rest get a follow-up run).
 
-    def __init__(self) -> None:
+    With ``look_up`` (several server processes), an engine about to end also reads the
+    follow-ups stored for its run from the database: one stored by another process is
+    committed before any socket hears of it, but the message that hands it to this run
+    travels the channel layer and may still be on its way. A follow-up taken that way and
+    handed over later is not taken twice.
+    """
+
+    def __init__(self, look_up: FollowUpLookUp | None = None) -> None:
         super().__init__()
         self.taken_ids: set[int] = set()
+        self.look_up = look_up
+
+    def put_nowait(self, message: ChatMessage) -> None:
+        if message.metadata.get("id") not in self.taken_ids:
+            super().put_nowait(message)
 
     def drain(self) -> list[ChatMessage]:
         drained = super().drain()
         self.taken_ids.update(m.metadata.get("id") for m in drained)
         return drained
+
+    async def drain_settled(self, wait: float) -> list[ChatMessage]:
+        drained = await super().drain_settled(wait)
+        if drained or self.look_up is None:
+            return drained
+        for message in await self.look_up(frozenset(self.taken_ids)):
+            super().put_nowait(message)
+        return self.drain()
+
+
+# Follow-ups stored for a run other than those with the given ids, oldest first.
+FollowUpLookUp = Callable[[frozenset[int]], Awaitable[list[ChatMessage]]]
 
 
 @dataclass(eq=False)

@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.utils import translation
@@ -388,3 +389,13 @@ def history_sees_images(*, mode: str, model_config_id: int | None, deps: RunDeps
 
 def load_injection(message_id: int, *, vision: bool) -> ChatMessage:
     return query_message(Message.objects.get(pk=message_id), vision=vision)
+
+
+def stored_follow_ups(
+    *, conversation_id: Any, run_id: str, taken_ids: frozenset[int], vision: bool
+) -> list[ChatMessage]:
+    """The follow-ups stored for the run (by any process) but ``taken_ids``, oldest first."""
+    rows = Message.objects.filter(
+        conversation_id=conversation_id, run_id=run_id, kind=Message.Kind.INJECTED
+    ).order_by("created_at", "id")
+    return [query_message(row, vision=vision) for row in rows if row.pk not in taken_ids]

@@ -1,0 +1,92 @@
+"""A run's follow-ups (``TrackedInjections``): which the engine took, and, with several
+server processes, those stored for the run that were not handed to it yet (RP.1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat import services
+from chat.models import Conversation
+from chat.runs.state import TrackedInjections
+from chat.runs.storage import stored_follow_ups
+from contextmgmt.core.messages import ChatMessage
+
+
+def follow_up(message_id: int, text: str) -> ChatMessage:
+    return ChatMessage(role="user", content=text, metadata={"id": message_id})
+
+
+class StoredFollowUps:
+    """The database as ``look_up`` sees it: follow-ups stored for the run, by id."""
+
+    def __init__(self, *messages: ChatMessage) -> None:
+        self.messages = list(messages)
+        self.asked_without: list[frozenset[int]] = []
+
+    async def __call__(self, taken_ids: frozenset[int]) -> list[ChatMessage]:
+        self.asked_without.append(taken_ids)
+        return [m for m in self.messages if m.metadata["id"] not in taken_ids]
+
+
+async def test_an_engine_about_to_end_takes_a_follow_up_stored_but_not_handed_over():
+    stored = StoredFollowUps(follow_up(7, "Answer in one word, please."))
+    injections = TrackedInjections(look_up=stored)
+
+    late = await injections.drain_settled(0.01)
+
+    assert [m.content for m in late] == ["Answer in one word, please."]
+    assert all(m.pinned and m.injected for m in late)  # as any follow-up the engine drains
+    assert injections.taken_ids == {7}
+
+
+async def test_a_follow_up_taken_from_the_database_is_not_taken_again_when_handed_over():
+    stored = StoredFollowUps(follow_up(7, "late"))
+    injections = TrackedInjections(look_up=stored)
+    assert len(await injections.drain_settled(0.01)) == 1
+
+    injections.put_nowait(follow_up(7, "late"))  # the other process's message arrives now
+    assert injections.drain() == []
+    injections.put_nowait(follow_up(8, "later still"))
+    assert [m.content for m in injections.drain()] == ["later still"]
+
+
+async def test_the_database_is_read_only_when_no_follow_up_was_handed_over():
+    stored = StoredFollowUps(follow_up(9, "stored"))
+    injections = TrackedInjections(look_up=stored)
+    injections.put_nowait(follow_up(8, "handed over"))
+
+    assert [m.content for m in await injections.drain_settled(0.01)] == ["handed over"]
+    assert stored.asked_without == []
+    # The next time the engine would end, the one only stored is read, the taken one left.
+    assert [m.content for m in await injections.drain_settled(0.01)] == ["stored"]
+    assert stored.asked_without == [frozenset({8})]
+
+
+async def test_one_process_never_reads_the_database():
+    injections = TrackedInjections()
+    assert await injections.drain_settled(0.01) == []
+
+
+@pytest.mark.django_db
+def test_stored_follow_ups_are_the_runs_own_not_taken_oldest_first(user):
+    conversation = Conversation.objects.create(owner=user)
+    services.user_message_create(conversation=conversation, content="the question")
+    first = services.user_message_create(
+        conversation=conversation, content="first", injected=True, run_id="run-a"
+    )
+    services.user_message_create(
+        conversation=conversation, content="another run's", injected=True, run_id="run-b"
+    )
+    second = services.user_message_create(
+        conversation=conversation, content="second", injected=True, run_id="run-a"
+    )
+
+    def contents(taken: frozenset[int]) -> list[str]:
+        found = stored_follow_ups(
+            conversation_id=conversation.pk, run_id="run-a", taken_ids=taken, vision=False
+        )
+        return [m.content for m in found]
+
+    assert contents(frozenset()) == ["first", "second"]
+    assert contents(frozenset({first.pk})) == ["second"]
+    assert contents(frozenset({first.pk, second.pk})) == []
