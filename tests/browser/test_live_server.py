@@ -6,6 +6,8 @@ import urllib.request
 
 import pytest
 
+from tests.support.server_shell import ShellFailed
+
 
 def _get(url: str, cookie: str = "") -> int:
     request = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
@@ -62,3 +64,23 @@ def test_a_browser_test_on_live_daphne_gets_a_shared_server_and_a_user_of_its_ow
     other = shared_live_servers.user_server({})
     assert other.port == live_daphne.port
     assert other.username != live_daphne.username
+
+
+@pytest.mark.slow
+def test_manage_shell_runs_code_in_one_process_that_reads_the_servers_latest_writes(
+    live_daphne,
+):
+    """One shell process per server (tests/support/server_shell.py) behaves as a fresh
+    ``manage.py shell -c`` for every call: models by name, a namespace of its own, the
+    server's writes made between two calls seen, a failure raised with its traceback."""
+    owner = live_daphne.username
+    count = f"print(Conversation.objects.filter(owner__username={owner!r}).count(), os.getpid())"
+    with pytest.raises(ShellFailed, match="NameError: name 'os' is not defined"):
+        live_daphne.manage_shell(count)  # nothing left over from an earlier call either
+    before, pid = live_daphne.manage_shell("import os\n" + count).split()
+
+    live_daphne.api("POST", "/api/conversations/", {"title": "made by the server"})
+
+    after, same_pid = live_daphne.manage_shell("import os\n" + count).split()
+    assert (int(before), int(after)) == (0, 1)
+    assert same_pid == pid  # no new process per call

@@ -27,8 +27,8 @@ WAIT = 120.0
 
 
 @pytest.fixture
-def scripted_daphne(live_daphne_factory, scripted_server):
-    return live_daphne_factory(
+def scripted_daphne(shared_daphne_factory, scripted_server):
+    return shared_daphne_factory(
         env={"LLM_BASE_URL": scripted_server.base_url, "LLM_API_KEY": "k", "LLM_MODEL": "m"}
     )
 

@@ -18,8 +18,8 @@ from tests.support.scripted_server import text, tool_calls
 pytestmark = pytest.mark.slow
 
 
-def scripted(live_daphne_factory, scripted_server, **env):
-    server = live_daphne_factory(
+def scripted(shared_daphne_factory, scripted_server, **env):
+    server = shared_daphne_factory(
         env={
             "LLM_BASE_URL": scripted_server.base_url,
             "LLM_API_KEY": "test-key",
@@ -34,8 +34,8 @@ def scripted(live_daphne_factory, scripted_server, **env):
 
 
 @pytest.fixture
-def scripted_daphne(live_daphne_factory, scripted_server):
-    return scripted(live_daphne_factory, scripted_server)
+def scripted_daphne(shared_daphne_factory, scripted_server):
+    return scripted(shared_daphne_factory, scripted_server)
 
 
 def note(text_: str, call_id: str = "n1"):
@@ -108,10 +108,10 @@ async def test_a_decline_is_what_the_model_reads_next(scripted_daphne, scripted_
 
 
 async def test_no_answer_in_time_ends_the_run_cancelled_with_a_note(
-    live_daphne_factory, scripted_server
+    shared_daphne_factory, scripted_server
 ):
     server, client = scripted(
-        live_daphne_factory, scripted_server, FIMONE_TOOL_APPROVAL_SECONDS="1"
+        shared_daphne_factory, scripted_server, FIMONE_TOOL_APPROVAL_SECONDS="1"
     )
     scripted_server.enqueue(note("late"))
     conversation_id, ws = await open_socket(server, client)

@@ -89,9 +89,9 @@ async def test_socket_refusals_on_a_real_server(live_daphne):
 
 
 async def test_run_through_the_openai_sdk_against_the_scripted_server(
-    live_daphne_factory, scripted_server
+    shared_daphne_factory, scripted_server
 ):
-    server = live_daphne_factory(
+    server = shared_daphne_factory(
         env={
             "LLM_BASE_URL": scripted_server.base_url,
             "LLM_API_KEY": "test-key",

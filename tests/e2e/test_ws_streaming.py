@@ -24,8 +24,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def scripted_daphne(live_daphne_factory, scripted_server):
-    server = live_daphne_factory(
+def scripted_daphne(shared_daphne_factory, scripted_server):
+    server = shared_daphne_factory(
         env={
             "LLM_BASE_URL": scripted_server.base_url,
             "LLM_API_KEY": "test-key",

@@ -26,8 +26,8 @@ LARGEST_GAP_SECONDS = 1.5
 
 
 @pytest.fixture
-def scripted_daphne(live_daphne_factory, scripted_server):
-    return live_daphne_factory(
+def scripted_daphne(shared_daphne_factory, scripted_server):
+    return shared_daphne_factory(
         env={"LLM_BASE_URL": scripted_server.base_url, "LLM_API_KEY": "k", "LLM_MODEL": "m"}
     )
 

@@ -40,6 +40,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.server_shell import ServerShell
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_USERNAME = "tester"
 DEFAULT_PASSWORD = "pw-tester-123!"
@@ -231,6 +233,9 @@ class LiveServer:
 
     def close(self) -> None:
         self.stop()
+        shell = _shells.pop(_shell_key(self.env), None)
+        if shell is not None:
+            shell.close()
         if self.owns_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -271,8 +276,29 @@ class LiveServer:
         )
 
     def manage_shell(self, code: str, timeout: float = 120) -> str:
-        """Run Python code in ``manage.py shell -c`` here; returns its stdout."""
-        return self.manage("shell", "-c", code, timeout=timeout).stdout
+        """Run Python code as ``manage.py shell -c`` would, against this server's database
+        and settings; returns what it printed (tests/support/server_shell.py)."""
+        key = _shell_key(self.env)
+        shell = _shells.get(key)
+        if shell is None or not shell.alive():
+            shell = _shells[key] = ServerShell(env=dict(self.env), cwd=REPO_ROOT)
+        return shell.run(code, timeout)
+
+
+# A server's environment -> the shell process running test code with its settings; the
+# users of a shared server share it.
+_shells: dict[tuple[tuple[str, str], ...], ServerShell] = {}
+
+
+def _shell_key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(env.items()))
+
+
+@atexit.register
+def _close_shells() -> None:
+    for shell in _shells.values():
+        shell.close()
+    _shells.clear()
 
 
 # (username, password) -> a migrated data directory with that user and its session cookie.
@@ -392,23 +418,5 @@ def live_daphne_shared() -> bool:
 def live_daphne(request, live_daphne_factory, live_daphne_env, live_daphne_shared) -> LiveServer:
     """A running daphne with a migrated database and a user (``.username``/``.password``)."""
     if live_daphne_shared:
-        shared = request.getfixturevalue("shared_live_servers")
-        server = shared.user_server(live_daphne_env)
-        if server is not None:
-            scripted = (
-                request.getfixturevalue("scripted_server")
-                if "scripted_server" in request.fixturenames
-                else None
-            )
-            if scripted is not None:
-                # A run that ended while the server went idle may have logged a request:
-                # this test starts with an empty log, as on a server of its own.
-                scripted.reset()
-            yield server
-            if scripted is not None:
-                scripted.reset()  # ends replies still sleeping, held or gated
-            # As a server of its own would have drained before stopping: no run of this
-            # test's may ask the model while the next test talks to it.
-            shared.settle(server)
-            return
-    yield live_daphne_factory(env=live_daphne_env)
+        return request.getfixturevalue("shared_daphne_factory")(live_daphne_env)
+    return live_daphne_factory(env=live_daphne_env)

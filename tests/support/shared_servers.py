@@ -218,3 +218,32 @@ def shared_live_servers(tmp_path_factory):
     servers = SharedServers(lambda: tmp_path_factory.mktemp("live-daphne-shared"))
     yield servers
     servers.close()
+
+
+@pytest.fixture
+def shared_daphne_factory(request, shared_live_servers, live_daphne_factory):
+    """``make(env)``: a fresh user of the test's own on the process's daphne for ``env``
+    (a server of the test's own when ``env`` names its own database or key). After the
+    test, no run of its may be left asking the scripted model while the next one talks to
+    it: the scripted model's pending replies end, then the server is waited for."""
+    scripted = (
+        request.getfixturevalue("scripted_server")
+        if "scripted_server" in request.fixturenames
+        else None
+    )
+    handed: list[UserOnSharedServer] = []
+
+    def make(env: dict[str, str] | None = None) -> LiveServer:
+        server = shared_live_servers.user_server(dict(env or {}))
+        if server is None:
+            return live_daphne_factory(env=env)
+        handed.append(server)
+        return server
+
+    yield make
+    if handed and scripted is not None:
+        scripted.reset()  # ends replies still sleeping, held or gated
+    for server in handed:
+        shared_live_servers.settle(server)
+    if handed and scripted is not None:
+        scripted.reset()  # a request a run made while it was waited for
