@@ -16,6 +16,8 @@ from pathlib import Path
 import polib
 import pytest
 
+pytestmark = pytest.mark.slow  # runs makemessages over the whole tree (not in bin/test --fast)
+
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("zh_Hans", "de")
 DOMAINS = ("django", "djangojs")

@@ -17,6 +17,7 @@ from tests.support.mcp_servers import REPO_ROOT, SERVER_MODULE
 from tests.support.runs import WAIT, events_until, of_type, send
 
 pytestmark = [
+    pytest.mark.slow,  # real MCP servers, a process each (not in bin/test --fast)
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs"),
 ]

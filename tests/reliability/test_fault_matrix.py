@@ -47,6 +47,7 @@ from tests.support.runs import (
 )
 
 pytestmark = [
+    pytest.mark.slow,  # each timeout cell waits its timeout out (not in bin/test --fast)
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("clean_runs"),
 ]

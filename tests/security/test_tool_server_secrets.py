@@ -15,6 +15,8 @@ from fimone.agent.tools.mcp_client import McpPool, SecretNotForwarded, origin_gu
 from fimone.agent.tools.mcp_config import McpServerSpec, SecretRefused
 from tests.support.mcp_servers import free_port, http_server
 
+pytestmark = pytest.mark.slow  # real MCP servers over HTTP (not in bin/test --fast)
+
 SECRET = "s3cret-value-for-the-test"
 
 

@@ -117,7 +117,11 @@ def recording_server(routes: dict[str, Answer]) -> Iterator[RecordingServer]:
     server.daemon_threads = True
     server.block_on_close = False  # a dripping answer must not hold up the test's end
     recording.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.05},  # shutdown() waits up to one interval
+        daemon=True,
+    )
     thread.start()
     try:
         yield recording

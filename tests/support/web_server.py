@@ -262,7 +262,12 @@ def serve_pages(tls: ssl.SSLContext | None = None) -> Iterator[PageServer]:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
     server.RequestHandlerClass = _handler(site)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="page-server", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.05},  # shutdown() waits up to one interval
+        name="page-server",
+        daemon=True,
+    )
     thread.start()
     try:
         yield site

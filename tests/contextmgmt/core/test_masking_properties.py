@@ -10,6 +10,7 @@ import copy
 import json
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_messages_tokens
 
 from .builders import problems, system
+
+pytestmark = pytest.mark.slow  # long hypothesis searches (not in bin/test --fast)
 
 WORDS = ["total", "50875.356", "EUR", "host", "db-17", "log", "ERROR", "x", "页面", "Zeile"]
 

@@ -16,6 +16,8 @@ from fimone.extract import (
 from fimone.extract.isolated import ExtractionPool
 from tests.support import documents
 
+pytestmark = pytest.mark.slow  # extraction worker processes, one killed (not in bin/test --fast)
+
 
 @pytest.fixture
 def pool():

@@ -16,6 +16,8 @@ from fimone.agent.tools.mcp_config import McpServerSpec
 from fimone.agent.tools.mcp_results import NAME_RULE
 from tests.support.mcp_servers import stdio_spec
 
+pytestmark = pytest.mark.slow  # real MCP servers, hanging ones waited out (not in bin/test --fast)
+
 WAIT = 60.0
 
 
