@@ -6,6 +6,7 @@ which ``read_document`` must bring to the model and ``recall`` must cite with it
 
 from __future__ import annotations
 
+import functools
 import io
 import zipfile
 
@@ -41,6 +42,9 @@ def make_pdf(pages: list[str], *, title: str = "", outline: list[tuple[str, int]
     return bytes(pdf.output())
 
 
+# Made once per process: fpdf2 takes about 10 ms a page (3 s for ``long_pdf``), and the
+# bytes are the same for the same arguments.
+@functools.cache
 def pdf_with_fact(pages: int = 12, fact_page: int = 7) -> bytes:
     texts = [_filler(n) for n in range(1, pages + 1)]
     texts[fact_page - 1] = f"{_filler(fact_page)}\n\n{FACT}"
@@ -51,6 +55,7 @@ def pdf_with_fact(pages: int = 12, fact_page: int = 7) -> bytes:
     )
 
 
+@functools.cache
 def long_pdf(pages: int = 300) -> bytes:
     """A long text PDF (each page about 1,200 characters), the fact on page 7."""
     body = " ".join(_filler(0) for _ in range(5))
