@@ -33,7 +33,8 @@ logger = logging.getLogger(__name__)
 
 # How long streamed deltas may wait to be merged into one event. Short enough to read as
 # live streaming, long enough that a zero-latency model sends a handful of events, not
-# hundreds. The first delta after a quiet spell goes out at once (time to first token).
+# hundreds. The first delta after a quiet spell goes out at the event loop's next turn (time
+# to first token), with the pieces that arrived in the same read of the model's stream.
 DELTA_FLUSH_SECONDS = 0.025
 # Streamed text events, merged while they wait: the answer, and a DAG step's progress.
 DELTA_EVENTS = ("answer.delta", "dag.step.delta")
@@ -109,7 +110,9 @@ class EventPublisher:
     """Publishes run events to a conversation's sockets, in order.
 
     Streamed text (``answer.delta``, ``dag.step.delta``) is throttled: a delta after a quiet
-    spell goes out at once, later ones are buffered for at most ``flush_seconds`` and sent
+    spell goes out at the loop's next turn, merged with the pieces the stream yields before
+    it waits for the network again (a fast model's whole answer often arrives in one read:
+    one event, not two); later ones are buffered for at most ``flush_seconds`` and sent
     merged (consecutive deltas of the same stream become one event). Any other event flushes
     the buffer first, so no event overtakes text streamed before it.
     """
@@ -151,9 +154,8 @@ class EventPublisher:
                 _streaming[self] = time.monotonic()
                 self._buffer_delta(event_type, payload, text)
                 loop = asyncio.get_running_loop()
-                if self._timer is None and loop.time() >= self._quiet_after:
-                    await self.flush()
-                elif self._timer is None:
+                if self._timer is None:
+                    # After a quiet spell: no delay, the next turn of the loop.
                     delay = max(self._quiet_after - loop.time(), 0.0)
                     self._timer = loop.call_later(delay, self._flush_soon)
             return

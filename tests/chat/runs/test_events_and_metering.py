@@ -30,23 +30,47 @@ def events(layer: RecordingLayer) -> list[dict]:
     return [event for _, event in layer.sent]
 
 
+async def next_turns_of_the_loop(layer: RecordingLayer, count: int) -> None:
+    sent = len(layer.sent)
+    for _ in range(50):
+        if len(layer.sent) >= sent + count:
+            return
+        await asyncio.sleep(0)
+
+
 async def test_deltas_are_merged_and_never_overtaken():
     layer = RecordingLayer()
     publish = EventPublisher(layer, "c1", flush_seconds=3600)
-    for piece in ["Hel", "lo", " wor", "ld"]:
+    for piece in ["Hel", "lo"]:  # one read of the model's stream
+        await publish("answer.delta", {"text": piece})
+    await next_turns_of_the_loop(layer, 1)
+    for piece in [" wor", "ld"]:
         await publish("answer.delta", {"text": piece})
     await publish("step", {"iteration": 2, "kind": "thought"})
     await publish("answer.delta", {"text": "!"})
     await publish("done", {"message_id": 7})
     assert events(layer) == [
-        # The first delta goes out at once (time to first token), the rest merged.
-        {"type": "answer.delta", "text": "Hel"},
-        {"type": "answer.delta", "text": "lo world"},
+        # After a quiet spell, the text goes out at the loop's next turn (time to first
+        # token) with what arrived with it; the rest waits to be merged.
+        {"type": "answer.delta", "text": "Hello"},
+        {"type": "answer.delta", "text": " world"},
         {"type": "step", "iteration": 2, "kind": "thought"},
         {"type": "answer.delta", "text": "!"},
         {"type": "done", "message_id": 7},
     ]
     assert {group for group, _ in layer.sent} == {conversation_group("c1")}
+
+
+async def test_a_fast_models_whole_answer_read_at_once_is_one_event():
+    layer = RecordingLayer()
+    publish = EventPublisher(layer, "c1", flush_seconds=0.025)
+    for piece in ["The ", "answer ", "is ", "42."]:
+        await publish("answer.delta", {"text": piece})
+    await publish("done", {"message_id": 7})
+    assert events(layer) == [
+        {"type": "answer.delta", "text": "The answer is 42."},
+        {"type": "done", "message_id": 7},
+    ]
 
 
 async def test_buffered_text_is_sent_by_the_timer_without_another_event():
@@ -66,8 +90,9 @@ async def test_a_retract_follows_the_text_it_takes_back_and_trims_the_published_
     publish = EventPublisher(
         layer, "c1", flush_seconds=3600, on_sent=lambda t, p: recorded.append(t)
     )
-    for piece in ["Let me ", "check. "]:
-        await publish("answer.delta", {"text": piece})
+    await publish("answer.delta", {"text": "Let me "})
+    await next_turns_of_the_loop(layer, 1)
+    await publish("answer.delta", {"text": "check. "})
     await publish("answer.retract", {"iteration": 1, "chars": 14, "text": "Let me check."})
     await publish("answer.delta", {"text": "It is 42."})
     await publish.flush()
