@@ -21,10 +21,10 @@ The run's state is ``state.Run``; the work and the finish are modules of their o
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 import uuid
+import weakref
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -34,7 +34,7 @@ from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, control_group
 from chat.runs.record import RunRecord
 from chat.runs.registry import registry
-from chat.runs.state import Run
+from chat.runs.state import FollowUpLookUp, Run
 from contextmgmt.core.messages import ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ async def launch(
         retry_of=retry_of,
     )
     if not control.is_single_process(layer):
-        run.injections.look_up = functools.partial(_stored_follow_ups, run)
+        run.injections.look_up = _stored_follow_ups_of(run)
     await layer.group_add(control_group(conversation_id), control_channel)
     registry.add(run)
     query = opened.query
@@ -138,19 +138,29 @@ async def _listen(run: Run, layer) -> None:
                 run.injections.expected_done()
 
 
-async def _stored_follow_ups(run: Run, taken_ids: frozenset[int]) -> list[ChatMessage]:
-    """Follow-ups stored for the run that the engine has not taken (TrackedInjections)."""
-    try:
-        return await database_sync_to_async(storage.stored_follow_ups)(
-            conversation_id=run.conversation_id,
-            run_id=run.run_id,
-            taken_ids=taken_ids,
-            vision=_vision(run),
-        )
-    except Exception:
-        # The run's finish looks again and answers them with a follow-up run.
-        logger.exception("run %s: could not read its stored follow-ups", run.run_id)
-        return []
+def _stored_follow_ups_of(run: Run) -> FollowUpLookUp:
+    """The run's look-up of its stored follow-ups (TrackedInjections). It holds the run
+    weakly: the run holds it, and a cycle would keep every finished run until a full
+    garbage collection (docs/architecture.md)."""
+    run_ref = weakref.ref(run)
+
+    async def look_up(taken_ids: frozenset[int]) -> list[ChatMessage]:
+        run = run_ref()
+        if run is None:
+            return []
+        try:
+            return await database_sync_to_async(storage.stored_follow_ups)(
+                conversation_id=run.conversation_id,
+                run_id=run.run_id,
+                taken_ids=taken_ids,
+                vision=_vision(run),
+            )
+        except Exception:
+            # The run's finish looks again and answers them with a follow-up run.
+            logger.exception("run %s: could not read its stored follow-ups", run.run_id)
+            return []
+
+    return look_up
 
 
 def _vision(run: Run) -> bool:

@@ -175,3 +175,18 @@ async def test_a_run_that_compacts_its_history_at_load_leaves_no_cycle(
     )
     assert events[-1]["type"] == "done"
     assert [e["scope"] for e in of_type(events, "compact")] == ["history"]
+
+
+async def test_a_run_of_a_multi_process_install_leaves_no_cycle(
+    socket, conversation, ws_fake_llm, watch, monkeypatch
+):
+    """With several server processes a run also reads its stored follow-ups before it
+    ends (chat.runs.state.TrackedInjections): that look-up must not hold the run."""
+    from chat.runs import control
+
+    monkeypatch.setattr(control, "is_single_process", lambda layer: False)
+    ws_fake_llm.enqueue("It is 42.")
+    events = await run_to_its_end(
+        socket, conversation, watch, {"type": "message", "content": "6*7?", "mode": "react"}
+    )
+    assert events[-1]["type"] == "done"
