@@ -153,6 +153,13 @@ def message_list(
     ).messages
 
 
+def run_follow_ups(*, conversation_id, run_id: str) -> QuerySet[Message]:
+    """The follow-ups stored for a run, by any server process, oldest first."""
+    return Message.objects.filter(
+        conversation_id=conversation_id, run_id=run_id, kind=Message.Kind.INJECTED
+    ).order_by("created_at", "id")
+
+
 def message_get(*, conversation: Conversation, message_id) -> Message:
     """A message of the (already owner-checked) conversation; DoesNotExist otherwise."""
     if not isinstance(message_id, int) or isinstance(message_id, bool):

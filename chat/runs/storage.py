@@ -395,7 +395,5 @@ def stored_follow_ups(
     *, conversation_id: Any, run_id: str, taken_ids: frozenset[int], vision: bool
 ) -> list[ChatMessage]:
     """The follow-ups stored for the run (by any process) but ``taken_ids``, oldest first."""
-    rows = Message.objects.filter(
-        conversation_id=conversation_id, run_id=run_id, kind=Message.Kind.INJECTED
-    ).order_by("created_at", "id")
+    rows = selectors.run_follow_ups(conversation_id=conversation_id, run_id=run_id)
     return [query_message(row, vision=vision) for row in rows if row.pk not in taken_ids]

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from chat import services
+from chat import selectors, services
 from chat.history import load_history
 from chat.models import Message
 from chat.summaries import summary_save
@@ -129,7 +129,5 @@ def settle(*, conversation_id, ids, status) -> int:
 
 def leftover_injections(*, conversation_id, run_id, taken_ids) -> list[int]:
     """Follow-ups stored for the run (by any process) that its engine never took."""
-    ids = Message.objects.filter(
-        conversation_id=conversation_id, run_id=run_id, kind=Message.Kind.INJECTED
-    ).values_list("id", flat=True)
-    return sorted(i for i in ids if i not in taken_ids)
+    ids = selectors.run_follow_ups(conversation_id=conversation_id, run_id=run_id)
+    return sorted(i for i in ids.values_list("id", flat=True) if i not in taken_ids)
