@@ -13,6 +13,32 @@ from tests.support.scripted_server import server_error, slow, text, tool_calls
 pytestmark = pytest.mark.browser
 
 DEFAULT_REPLY = "This is the scripted server's default reply."
+# Every websocket of the page waits at the door until ``window.openHeldSockets()``: a
+# page whose socket is still opening while its history is already on screen.
+HOLD_SOCKETS_JS = """(() => {
+  const Real = window.WebSocket;
+  const held = [];
+  window.openHeldSockets = () => { while (held.length) held.shift()(); };
+  class HeldSocket extends EventTarget {
+    constructor(url) {
+      super();
+      this.readyState = Real.CONNECTING;
+      held.push(() => {
+        const ws = (this.real = new Real(url));
+        for (const type of ["open", "message", "close", "error"]) {
+          ws.addEventListener(type, (event) => {
+            this.readyState = ws.readyState;
+            this.dispatchEvent(new event.constructor(type, event));
+          });
+        }
+      });
+    }
+    send(data) { this.real.send(data); }
+    close(code, reason) { if (this.real) this.real.close(code, reason); this.readyState = Real.CLOSED; }
+  }
+  for (const name of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) HeldSocket[name] = Real[name];
+  window.WebSocket = HeldSocket;
+})();"""
 TRACE_JS = """node => [...node.querySelectorAll(':scope > .plan, :scope > .steps')]
     .map(part => part.outerHTML)"""
 
@@ -123,6 +149,32 @@ def test_a_stopped_answer_can_be_retried_after_a_reload(logged_in_page, scripted
     expect(page.locator(".msg-user .bubble")).to_have_text(["Stop me, then ask again"])
     expect(page.locator(".msg-assistant .answer")).to_have_text([DEFAULT_REPLY])
     expect(page.locator(".status-badge")).to_have_count(0)
+
+
+def test_a_retry_clicked_while_the_socket_still_opens_goes_out_once_it_is_open(
+    logged_in_page, scripted_server
+):
+    page = logged_in_page
+    scripted_server.enqueue(server_error(500))
+    send(page, "Asked before the socket was back")
+    expect(page.locator(".msg-assistant .error-box")).to_be_visible()
+
+    page.add_init_script(HOLD_SOCKETS_JS)
+    page.reload()
+    retry = page.locator(".msg-assistant").get_by_role("button", name="Retry")
+    expect(retry).to_have_count(1)
+    retry.click()  # the history is on screen; the socket is not open yet
+    expect(retry).to_have_text("Retrying…")  # waiting for the socket, not refused
+    expect(retry).to_be_disabled()
+    expect(page.locator(".toast")).to_have_count(0)
+    assert len(scripted_server.requests) == 1
+
+    page.evaluate("window.openHeldSockets()")
+    wait_done(page)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["Asked before the socket was back"])
+    expect(page.locator(".msg-assistant .answer")).to_have_text([DEFAULT_REPLY])
+    expect(page.locator(".msg-assistant .error-box")).to_have_count(0)
+    assert len(scripted_server.requests) == 2
 
 
 def test_reload_mid_run_shows_the_steps_so_far_once_and_keeps_going(

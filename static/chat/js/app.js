@@ -55,6 +55,7 @@ class ChatApp {
       composer: this.composer,
       toast: (text) => this.toast(text),
       sendFrame: (frame) => Boolean(this.socket?.send(frame)),
+      sendSoon: (frame) => this.sendSoon(frame),
       conversationId: () => this.conversation?.id ?? null,
       resend: (query) => this.resend(query),
       retryElsewhere: () => this.retryElsewhere(),
@@ -349,6 +350,15 @@ class ChatApp {
     const images = (query.images || []).filter((i) => i.file_id);
     const documents = (query.documents || []).filter((i) => i.file_id);
     this.send({ content: query.content || "", images, documents, mode: query.mode || this.composer.mode });
+  }
+
+  // A frame a click asked for (retry, regenerate, edit) while the socket is still opening,
+  // e.g. just after a reload: it waits in the outbox for the open instead of being refused.
+  sendSoon(frame) {
+    if (this.socket?.send(frame)) return true;
+    if (!this.socket?.opening) return false;
+    this.outbox.push(frame);
+    return true;
   }
 
   transmit(frame) {

@@ -28,6 +28,12 @@ export class ChatSocket {
     return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
   }
 
+  // The handshake is under way (a page just loaded, or a reconnect attempt): a frame
+  // queued now can go out in a moment.
+  get opening() {
+    return !this.closedByUs && this.ws !== null && this.ws.readyState === WebSocket.CONNECTING;
+  }
+
   connect() {
     this.closedByUs = false;
     this.onStatus(this.everOpened ? "reconnecting" : "connecting", { attempt: this.attempt });
