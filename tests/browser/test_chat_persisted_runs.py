@@ -34,7 +34,10 @@ HOLD_SOCKETS_JS = """(() => {
       });
     }
     send(data) { this.real.send(data); }
-    close(code, reason) { if (this.real) this.real.close(code, reason); this.readyState = Real.CLOSED; }
+    close(code, reason) {
+      if (this.real) this.real.close(code, reason);
+      this.readyState = Real.CLOSED;
+    }
   }
   for (const name of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) HeldSocket[name] = Real[name];
   window.WebSocket = HeldSocket;
