@@ -54,8 +54,7 @@ class ChatApp {
       emptyState: this.emptyState,
       composer: this.composer,
       toast: (text) => this.toast(text),
-      sendFrame: (frame) => Boolean(this.socket?.send(frame)),
-      sendSoon: (frame) => this.sendSoon(frame),
+      sendFrame: (frame) => this.sendSoon(frame),
       conversationId: () => this.conversation?.id ?? null,
       resend: (query) => this.resend(query),
       retryElsewhere: () => this.retryElsewhere(),
@@ -352,8 +351,9 @@ class ChatApp {
     this.send({ content: query.content || "", images, documents, mode: query.mode || this.composer.mode });
   }
 
-  // A frame a click asked for (retry, regenerate, edit) while the socket is still opening,
-  // e.g. just after a reload: it waits in the outbox for the open instead of being refused.
+  // A frame a click asked for (retry, regenerate, edit, stop, an approval) while the socket
+  // is still opening, e.g. just after a reload: it waits in the outbox for the open instead
+  // of being refused.
   sendSoon(frame) {
     if (this.socket?.send(frame)) return true;
     if (!this.socket?.opening) return false;

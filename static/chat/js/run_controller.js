@@ -17,8 +17,8 @@ const RETRY_REFUSALS = new Set([
 ]);
 
 export class RunController {
-  // host: {messagesEl, emptyState, composer, toast(text), sendFrame(frame) -> bool,
-  //        sendSoon(frame) -> bool (sent, or queued while the socket opens),
+  // host: {messagesEl, emptyState, composer, toast(text),
+  //        sendFrame(frame) -> bool (sent, or queued while the socket opens),
   //        conversationId() -> id|null, resend(query), retryElsewhere() -> bool,
 //        onStarted(), onEnded(), onAnswered(), onContextChanged(), reloadMessages(),
 //        reloadConversation()}
@@ -86,7 +86,7 @@ export class RunController {
       this.host.toast(gettext("Wait for the current answer, or stop it first."));
       return false;
     }
-    const sent = this.host.sendSoon({ type: "edit", message_id: Number(node.dataset.messageId), content });
+    const sent = this.host.sendFrame({ type: "edit", message_id: Number(node.dataset.messageId), content });
     if (!sent) {
       this.host.toast(gettext("Not connected: cannot send the edit right now."));
       return false;
@@ -98,7 +98,7 @@ export class RunController {
 
   regenerate(view) {
     if (this.run || this.pendingRetry) return this.host.toast(gettext("Wait for the current answer, or stop it first."));
-    if (!this.host.sendSoon({ type: "regenerate", message_id: Number(view.id) })) {
+    if (!this.host.sendFrame({ type: "regenerate", message_id: Number(view.id) })) {
       this.offerEditAndRegenerate();
       return this.host.toast(gettext("Not connected: cannot regenerate right now."));
     }
@@ -155,7 +155,7 @@ export class RunController {
     if (this.run) return this.host.toast(gettext("Wait for the current answer, or stop it first."));
     if (view?.id) {
       if (this.pendingRetry) return;
-      if (!this.host.sendSoon({ type: "retry", message_id: Number(view.id) })) {
+      if (!this.host.sendFrame({ type: "retry", message_id: Number(view.id) })) {
         return this.host.toast(gettext("Not connected: cannot retry right now."));
       }
       this.pendingRetry = view;
