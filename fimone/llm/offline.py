@@ -233,6 +233,11 @@ def _last_user_index(messages: list[ChatMessage]) -> int | None:
     return None
 
 
+# The pieces one read of a network stream hands over at once: the loop runs between reads,
+# not between pieces (a provider's read carries the pieces that arrived meanwhile).
+PIECES_PER_READ = 64
+
+
 def _stream_pieces(text: str) -> list[str]:
     """Word-sized pieces (whitespace kept); CJK runs in 3-character pieces."""
     pieces: list[str] = []
@@ -331,8 +336,9 @@ class OfflineLLM:
         **opts: Any,
     ) -> AsyncIterator[StreamChunk]:
         reply = self.reply(messages, tools, opts)
-        for piece in _stream_pieces(reply.text()):
-            await asyncio.sleep(0)  # let cancellation and injections in between pieces
+        for number, piece in enumerate(_stream_pieces(reply.text())):
+            if number % PIECES_PER_READ == 0:
+                await asyncio.sleep(0)  # a read of the stream: cancellation can come in
             yield StreamChunk(text=piece)
         yield StreamChunk(
             tool_calls=reply.tool_calls,

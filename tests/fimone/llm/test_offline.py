@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -430,6 +431,35 @@ async def test_stream_gives_the_chat_answer_in_small_pieces(offline_llm, query):
     final = chunks[-1]
     assert final.finish_reason == "stop" and final.tool_calls is None
     assert final.usage == expected.usage
+
+
+async def test_a_long_stream_lets_the_loop_run_once_per_read_not_once_per_piece(offline_llm):
+    # A network stream's read hands over the pieces that arrived meanwhile; the loop runs
+    # between reads. Counted by a task that ticks whenever the loop gets to run it.
+    from fimone.llm.offline import PIECES_PER_READ
+
+    ticks = 0
+    streaming = True
+
+    async def ticker():
+        nonlocal ticks
+        while streaming:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    start = ticks
+    long_query = "Write me a long essay. " + " ".join(
+        f"Sentence {i} is about the sea." for i in range(PIECES_PER_READ)
+    )
+    pieces = [c.text async for c in offline_llm.stream_chat(user_turn(long_query)) if c.text]
+    ran = ticks - start
+    streaming = False
+    await task
+    reads = -(-len(pieces) // PIECES_PER_READ)
+    assert len(pieces) > 2 * PIECES_PER_READ
+    assert reads <= ran <= reads + 1  # the loop ran between reads (cancellation gets in)
 
 
 async def test_stream_delivers_tool_calls_on_the_final_chunk(offline_llm):
