@@ -125,8 +125,10 @@ async def submit_message(
                 return {"run_id": active.run_id, "message_id": message.pk, "injected": True}
 
             _refuse_while_draining()
+            run_deps = deps.current()
             try:
-                opened = await database_sync_to_async(storage.open_run)(
+                ready = await database_sync_to_async(storage.open_and_prepare)(
+                    deps=run_deps,
                     user=user,
                     conversation_id=conversation_id,
                     content=content,
@@ -136,12 +138,14 @@ async def submit_message(
                 )
             except control.RunBusy:
                 continue  # another process started a run a moment ago: inject into it
+            opened = ready.opened
             await lifecycle.launch(
                 layer,
                 opened,
                 conversation_id=conversation_id,
-                deps=deps.current(),
+                deps=run_deps,
                 received=received,
+                prepared=ready.prepared,
             )
             return {"run_id": opened.run_id, "message_id": opened.query.pk, "injected": False}
     raise ChatError(

@@ -52,8 +52,10 @@ async def launch(
     received: float,
     retry_of: int | None = None,
     edit_of: int | None = None,
+    prepared: storage.PreparedRun | None = None,
 ) -> Run:
-    """Register the run, join its control group, announce it and start its tasks."""
+    """Register the run, join its control group, announce it and start its tasks;
+    ``prepared``: what its work needs, already read (else the work reads it)."""
     record = RunRecord()
     # Join before registering: an inject/cancel sent the moment the run is visible arrives.
     # The default prefix matters: channels-redis multiplexes all of a process's channels
@@ -68,6 +70,7 @@ async def launch(
         control_channel=control_channel,
         record=record,
         retry_of=retry_of,
+        prepared=prepared,
     )
     if not control.is_single_process(layer):
         run.injections.look_up = _stored_follow_ups_of(run)

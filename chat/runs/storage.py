@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import translation
 from django.utils.translation import gettext
 
-from chat import selectors, services
+from chat import selectors, services, tool_servers
 from chat.document_context import has_documents
 from chat.errors import ChatError
 from chat.history import load_history, query_message
@@ -352,6 +352,37 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         has_documents=has_documents(opened.query.conversation_id),
         disabled_tool_sources=opened.disabled_tool_sources,
     )
+
+
+def prepare_work(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
+    """``prepare``, and the tool servers read in the same thread hop: no second hop before
+    the engine starts (``tool_servers.current_servers``)."""
+    prepared = prepare(opened, deps)
+    tool_servers.warm()
+    return prepared
+
+
+@dataclass(frozen=True)
+class ReadyRun:
+    """A new message's run, opened and prepared in one thread hop."""
+
+    opened: OpenedRun
+    # None when preparing failed: the work prepares again and reports that as its failure.
+    prepared: PreparedRun | None
+
+
+def open_and_prepare(*, deps: RunDeps, **open_args: Any) -> ReadyRun:
+    """``open_run`` and, once it committed, ``prepare_work``: a run for a new message costs
+    one database thread hop before its engine starts instead of two (under load each hop
+    is a hand-over between the loop and the database thread; docs/operations.md,
+    "Throughput")."""
+    opened = open_run(**open_args)
+    try:
+        prepared = prepare_work(opened, deps)
+    except Exception:
+        logger.debug("run %s: its work prepares it again", opened.run_id, exc_info=True)
+        prepared = None
+    return ReadyRun(opened=opened, prepared=prepared)
 
 
 def reload_history(opened: OpenedRun, prepared: PreparedRun) -> LoadedHistory:

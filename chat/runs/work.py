@@ -23,7 +23,7 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext
 
-from chat import image_describer, tool_servers
+from chat import image_describer
 from chat.runs import approvals, storage, writes
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
@@ -48,7 +48,10 @@ CHECKPOINT_SECONDS = 2.0
 async def perform(run: Run):
     """The run's work task: prepare, fit the history, run the engine; its result is the
     engine's outcome, its exception (or cancellation) how the run failed."""
-    prepared = await database_sync_to_async(_prepare)(run)
+    # A new message's run was prepared when it was opened (``storage.open_and_prepare``).
+    prepared = run.prepared or await database_sync_to_async(storage.prepare_work)(
+        run.opened, run.deps
+    )
     run.prepared = prepared
     # This task estimates tokens as the main model counts them (its calibrated weights).
     activate_weights(prepared.main_weights)
@@ -172,14 +175,6 @@ async def perform(run: Run):
         approve=functools.partial(approvals.ask, run),
     )
     return await run.deps.engine_for(run.mode)(ctx)
-
-
-def _prepare(run: Run) -> storage.PreparedRun:
-    """``storage.prepare``, and the tool servers read in the same database thread: no
-    second thread hop before the engine starts (``tool_servers.current_servers``)."""
-    prepared = storage.prepare(run.opened, run.deps)
-    tool_servers.warm()
-    return prepared
 
 
 async def _add_server_tools(
