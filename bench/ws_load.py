@@ -224,10 +224,13 @@ def cpu_split(pid: int, before: dict[int, float], after: dict[int, float]) -> tu
     return loop, sum(spent.values())
 
 
-def start_profiler(pid: int, path: str) -> subprocess.Popen:
-    """py-spy sampling the process's GIL-holding thread until stopped (``stop_profiler``)."""
+def start_profiler(pid: int, path: str, *, every_thread: bool = False) -> subprocess.Popen:
+    """py-spy sampling the process until stopped (``stop_profiler``): the thread holding the
+    GIL, or with ``every_thread`` each thread that is on a CPU (a database thread inside
+    SQLite's C code, the GIL released, counts too), its id in front of each stack."""
     spy = Path(sys.executable).with_name("py-spy")
-    command = [str(spy), "record", "--gil", "--format", "raw", "--rate", "250"]
+    which = ["--threads"] if every_thread else ["--gil"]
+    command = [str(spy), "record", *which, "--format", "raw", "--rate", "250"]
     command += ["--pid", str(pid), "--output", path]
     profiler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # py-spy attaches before the load starts
@@ -289,6 +292,11 @@ def main() -> None:
         "thread holding the GIL) into PATH; bench/profile_stacks.py sums them per run",
     )
     parser.add_argument(
+        "--every-thread",
+        action="store_true",
+        help="with --profile: sample every thread on a CPU, not only the one holding the GIL",
+    )
+    parser.add_argument(
         "--env",
         action="append",
         default=[],
@@ -306,7 +314,11 @@ def main() -> None:
         warm = create_conversations(server, 1)
         asyncio.run(load(server, warm, 1, args.mode, label="warm-up"))
 
-        profiler = start_profiler(server.proc.pid, args.profile) if args.profile else None
+        profiler = (
+            start_profiler(server.proc.pid, args.profile, every_thread=args.every_thread)
+            if args.profile
+            else None
+        )
         cpu_before = cpu_seconds(server.proc.pid)
         threads_before = thread_cpu_seconds(server.proc.pid)
         results, wall = asyncio.run(
