@@ -13,6 +13,10 @@ page of a document sent with a user message (labelled with its file name and pag
 ``index_documents``). An answer the user retried stays indexed; the selector leaves it
 out (``superseded_by``).
 A long text is indexed as passages (``chat.search_passages``), one document each.
+
+The writes join their caller's transaction without a savepoint of their own (two
+statements less per indexed message on every run): no caller goes on after one of them
+failed, so the caller's whole transaction rolls back, as it would with a savepoint.
 """
 
 from __future__ import annotations
@@ -122,7 +126,7 @@ def _question_of(message: Message) -> str:
     return found or ""
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def index_message(*, message: Message, fresh: bool = False) -> None:
     """Make the index say what ``message`` says now, replacing what it said before;
     ``fresh``: the message was never indexed (a new one, or an answer finishing its run),
@@ -163,7 +167,7 @@ def _page_documents(attachment: Attachment, message_id: int, created_at) -> list
     ]
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def index_documents(*, message: Message) -> None:
     """Index every page of the documents linked to ``message`` (the one that sent them)."""
     documents = []
@@ -172,7 +176,7 @@ def index_documents(*, message: Message) -> None:
     SearchDocument.objects.bulk_create(documents, batch_size=500)
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def index_title(*, conversation: Conversation, fresh: bool = False) -> None:
     if not fresh:
         SearchDocument.objects.filter(

@@ -293,7 +293,7 @@ def assistant_usage_add_descriptions(
     return metadata
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # one statement: the caller's transaction is enough
 def user_messages_settle(*, conversation_id, ids: Sequence[int], status: str) -> int:
     """Give user messages of the conversation that wait for an answer (``pending``, or
     ``interrupted`` and answered again by a retry) their final ``status``."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from chat import services
+from chat import search_index, services
 from chat.errors import InvalidInput
-from chat.models import Attachment, Conversation, Message
+from chat.models import Attachment, Conversation, Message, SearchDocument
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db
@@ -235,6 +236,39 @@ class TestAssistantMessage:
         finished = services.assistant_message_finish(message=answer, content="late")
         assert finished.status == "done"
         assert not Message.objects.exists()
+
+    def test_finish_indexes_and_settles_in_its_transaction_without_savepoints(
+        self, conversation
+    ):
+        query = services.user_message_create(conversation=conversation, content="q", run_id="r1")
+        answer = services.assistant_message_start(
+            conversation=conversation, run_id="r1", mode="react"
+        )
+        with CaptureQueriesContext(connection) as seen:
+            services.assistant_message_finish(
+                message=answer, content="An indexed answer", answered_ids=[query.id]
+            )
+        statements = [q["sql"].split()[0].upper() for q in seen.captured_queries]
+        # The finish's own (the test runs in a transaction); none for the index or settling.
+        assert statements.count("SAVEPOINT") == 1 and "INSERT" in statements
+        assert SearchDocument.objects.filter(message=answer, body="An indexed answer").exists()
+        query.refresh_from_db()
+        assert query.status == "done"
+
+    def test_a_failed_index_write_rolls_the_whole_finish_back(self, conversation, monkeypatch):
+        answer = services.assistant_message_start(
+            conversation=conversation, run_id="r1", mode="react"
+        )
+
+        def broken(message):
+            raise IntegrityError("the index refused it")
+
+        monkeypatch.setattr(search_index, "_documents", broken)
+        with pytest.raises(IntegrityError), transaction.atomic():
+            services.assistant_message_finish(message=answer, content="never stored")
+        answer.refresh_from_db()
+        assert (answer.status, answer.content) == ("running", "")
+        assert not SearchDocument.objects.filter(message=answer).exists()
 
     @pytest.mark.parametrize("status", ["running", "pending", "bogus"])
     def test_finish_refuses_a_non_final_status(self, conversation, status):
