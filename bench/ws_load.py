@@ -27,10 +27,12 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -245,6 +247,22 @@ def stop_profiler(profiler: subprocess.Popen) -> None:
         profiler.kill()
 
 
+def print_hops(hops_dir: str, runs: int) -> None:
+    """The database thread hops' CPU (``--hop-cpu``), per function, per run."""
+    spent: dict[str, list] = {}
+    for path in Path(hops_dir).glob("hops.*.json"):
+        spent.update(json.loads(path.read_text(encoding="utf-8")))
+    shutil.rmtree(hops_dir, ignore_errors=True)
+    print("database thread hops (CPU of the thread that ran them):")
+    for name, (calls, seconds) in sorted(spent.items(), key=lambda item: -item[1][1]):
+        print(
+            f"  {seconds * 1000 / runs:6.2f} ms per run  {calls:6d} calls  "
+            f"{seconds * 1e6 / calls:7.0f} µs each  {name}"
+        )
+    total = sum(seconds for _calls, seconds in spent.values())
+    print(f"  {total * 1000 / runs:6.2f} ms per run in all")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -297,6 +315,11 @@ def main() -> None:
         help="with --profile: sample every thread on a CPU, not only the one holding the GIL",
     )
     parser.add_argument(
+        "--hop-cpu",
+        action="store_true",
+        help="print the CPU time of each database thread hop per run (bench/_hop_cpu)",
+    )
+    parser.add_argument(
         "--env",
         action="append",
         default=[],
@@ -307,13 +330,19 @@ def main() -> None:
 
     _instrument_scripted_server()
     llm = scripted.ScriptedServer(default=scripted.text(REPLY, usage=(200, 20))).start()
-    server = start_bench_server(llm, **dict(item.split("=", 1) for item in args.env))
+    env = dict(item.split("=", 1) for item in args.env)
+    hops_dir = tempfile.mkdtemp(prefix="fimone-bench-hops-") if args.hop_cpu else None
+    if hops_dir is not None:
+        env.update(PYTHONPATH=str(REPO / "bench" / "_hop_cpu"), FIMONE_BENCH_HOP_CPU=hops_dir)
+    server = start_bench_server(llm, **env)
     try:
         conversations = create_conversations(server, args.clients)
         # One warm-up turn on a conversation of its own (imports, first SDK client, caches).
         warm = create_conversations(server, 1)
         asyncio.run(load(server, warm, 1, args.mode, label="warm-up"))
 
+        if hops_dir is not None:
+            os.kill(server.proc.pid, signal.SIGUSR1)  # count the load's hops only
         profiler = (
             start_profiler(server.proc.pid, args.profile, every_thread=args.every_thread)
             if args.profile
@@ -384,6 +413,8 @@ def main() -> None:
         )
     if finished:
         print(f"frames per run: {statistics.fmean(r.events for r in finished):.1f}")
+    if hops_dir is not None and finished:
+        print_hops(hops_dir, len(finished))
     print(f"lost: client={lost_client} db={lost_db}  duplicated={duplicated}  garbled={garbled}")
     if errors:
         print(f"errors ({len(errors)}): {sorted(set(errors))[:5]}")

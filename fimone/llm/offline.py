@@ -21,8 +21,9 @@ decides by the messages it is given:
   request's own, else the interface language it was given (``speaking``).
 
 Usage is the fimone estimator's count, marked ``estimated`` (there is no provider to report
-one). ``stream_chat`` streams like a provider: the answer in word-sized pieces, and a tool
-decision as whole calls on the final chunk.
+one). ``stream_chat`` streams like a provider: the answer in word-sized pieces, handed over
+as a network stream's reads hand them over (up to ``PIECES_PER_READ`` per read, the event
+loop running between reads), and a tool decision as whole calls on the final chunk.
 
 Answers are rendered as Markdown by the UI: what they quote (the user's words, expressions,
 tool results, the headers around DAG step results) is escaped or set as inline code
