@@ -237,9 +237,7 @@ class TestAssistantMessage:
         assert finished.status == "done"
         assert not Message.objects.exists()
 
-    def test_finish_indexes_and_settles_in_its_transaction_without_savepoints(
-        self, conversation
-    ):
+    def test_finish_indexes_and_settles_in_its_transaction_without_savepoints(self, conversation):
         query = services.user_message_create(conversation=conversation, content="q", run_id="r1")
         answer = services.assistant_message_start(
             conversation=conversation, run_id="r1", mode="react"
