@@ -5,7 +5,8 @@ Order matters and is kept here: the user message and the running answer are comm
 before anything can fail (``open_run``), and a run's end is stored before it is announced.
 ``prepare`` then reads what the engine needs (models, budgets, the query, the history) into
 a ``PreparedRun``; it raises when that cannot be had, and the run reports that as its own
-failure. What a run writes while it works and at its end is ``chat.runs.writes``.
+failure. A new message's run does both in one hop (``open_and_prepare``). What a run
+writes while it works and at its end is ``chat.runs.writes``.
 """
 
 from __future__ import annotations
