@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -297,15 +298,17 @@ def _question_of(failed: Message) -> Message | None:
 
 # Which models and budgets to use changes only when an admin edits a ModelConfig row; four
 # lookups per run were a third of a run's database time. Reused for CONFIG_TTL_SECONDS.
+# The collaborators are held weakly: replaced ones (a test's, with what they recorded of
+# its runs) are freed at once, not kept until the next lookup replaces them.
 CONFIG_TTL_SECONDS = 2.0
-_config_cache: dict[str, tuple[RunDeps, float, tuple]] = {}
+_config_cache: dict[str, tuple[weakref.ref[RunDeps], float, tuple]] = {}
 
 
 def _models_and_budgets(deps: RunDeps) -> tuple[LLM, LLM, Budget, Budget]:
     now = time.monotonic()
     cached = _config_cache.get("config")
     # Other collaborators (a test's) get a fresh lookup.
-    if cached is not None and cached[0] is deps and now - cached[1] < CONFIG_TTL_SECONDS:
+    if cached is not None and cached[0]() is deps and now - cached[1] < CONFIG_TTL_SECONDS:
         return cached[2]
     config = (
         deps.get_llm("main"),
@@ -313,7 +316,7 @@ def _models_and_budgets(deps: RunDeps) -> tuple[LLM, LLM, Budget, Budget]:
         deps.resolve_budget("main"),
         deps.resolve_budget("fast"),
     )
-    _config_cache["config"] = (deps, now, config)
+    _config_cache["config"] = (weakref.ref(deps), now, config)
     return config
 
 

@@ -1,14 +1,17 @@
 """Opening a run for a new message (RX.4): the run is opened and what its work needs is
 read in one database thread hop; when that read fails, the work reads it again and a
 failure is the run's own. Over real Channels websockets with the real ReAct engine and a
-scripted model."""
+scripted model. The models' cache keeps no replaced collaborators alive (RS.3)."""
 
 from __future__ import annotations
+
+import dataclasses
+import weakref
 
 import pytest
 
 from chat.models import Message
-from chat.runs import storage
+from chat.runs import deps, storage
 from tests.support.runs import events_until, send
 
 pytestmark = [
@@ -72,3 +75,13 @@ async def test_a_read_that_keeps_failing_is_the_runs_own_failure_and_the_questio
     assert question.content == "Say hello"
     answer = await Message.objects.filter(conversation=conversation, role="assistant").alast()
     assert answer.status == "error"
+
+
+def test_the_models_cache_frees_collaborators_that_were_replaced():
+    # A test's collaborators record its runs (a scripted engine keeps each run's context):
+    # held by the cache, a whole finished run stayed alive until the next lookup.
+    replaced = dataclasses.replace(deps.current())
+    gone = weakref.ref(replaced)
+    storage._models_and_budgets(replaced)
+    del replaced
+    assert gone() is None  # freed by reference counting, no collection needed
