@@ -122,3 +122,30 @@ def test_the_tools_menu_lists_the_sources_and_switches_one_off_for_this_chat(ope
     wait_done(page, 1)
     expect(card(page)).to_have_count(0)
     expect(page.locator(".msg-assistant .step")).to_have_count(0)
+
+
+def test_a_message_sent_while_a_switch_is_saved_waits_for_the_switch(open_page):
+    page = open_page()
+    held = []  # the switch's PATCH, kept from the server until the message is on screen
+
+    def hold_switches(route):
+        if route.request.method == "PATCH":
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/api/conversations/*/tools/", hold_switches)
+    page.locator("#tools-button").click()
+    switch = page.locator('#tools-menu [data-source="test"]').get_by_role("switch")
+    expect(switch).to_be_checked()
+    switch.press("Space")
+    expect(switch).not_to_be_checked()  # as the user sees it, before the server knows
+    page.keyboard.press("Escape")
+    send(page, ASK)
+    expect(page.locator(".msg-user .bubble")).to_have_text([ASK])
+    assert len(held) == 1
+    held[0].continue_()
+    wait_done(page, 1)
+    # The message went out after the switch: send_note was off for its answer.
+    expect(card(page)).to_have_count(0)
+    expect(page.locator(".msg-assistant .step")).to_have_count(0)

@@ -324,6 +324,7 @@ class ChatApp {
     this.runs.showSent({ content, images, documents, mode });
     this.scroller.scrollToEnd(true);
     this.ensureConversation()
+      .then(() => this.toolsMenu.settled())
       .then(() => {
         this.keepConversation();
         this.transmit(frame);

@@ -15,6 +15,7 @@ export class ToolsMenu {
     this.count = document.getElementById("tools-count");
     this.sources = [];
     this.loadToken = 0;
+    this.switching = new Set(); // switches on their way to the server
     this.button.addEventListener("click", () => this.show(this.menu.hidden));
     document.addEventListener("click", (event) => {
       if (!this.menu.hidden && !this.menu.contains(event.target) && !this.button.contains(event.target)) {
@@ -112,7 +113,20 @@ export class ToolsMenu {
     );
   }
 
-  async switchSource(source, input) {
+  // Resolves once every switch made so far has reached the server: a message sent right
+  // after a switch waits for it, so its answer uses the tools the menu shows.
+  settled() {
+    return Promise.allSettled([...this.switching]);
+  }
+
+  switchSource(source, input) {
+    const switching = this.saveSwitch(source, input);
+    this.switching.add(switching);
+    switching.finally(() => this.switching.delete(switching));
+    return switching;
+  }
+
+  async saveSwitch(source, input) {
     const enabled = input.checked;
     input.disabled = true;
     try {
