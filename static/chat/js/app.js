@@ -26,6 +26,7 @@ class ChatApp {
     this.conversation = null;
     this.socket = null;
     this.outbox = [];
+    this.modelSaving = Promise.resolve(); // the model pick on its way to the server
     this.creating = null;
     this.loadToken = 0;
     this.emptyChat = new EmptyChatGuard();
@@ -225,9 +226,14 @@ class ChatApp {
     }
   }
 
-  // The pick is stored on the conversation; a new chat takes it when it is created.
-  async changeModel(id) {
+  // The pick is stored on the conversation; a new chat takes it when it is created. A
+  // message sent meanwhile waits for the save (``send``): its run reads the pick.
+  changeModel(id) {
     if (!this.conversation) return;
+    this.modelSaving = this.saveModel(id);
+  }
+
+  async saveModel(id) {
     try {
       this.conversation = await api.updateConversation(this.conversation.id, { model_config: id });
       this.refreshGauge();
@@ -324,7 +330,7 @@ class ChatApp {
     this.runs.showSent({ content, images, documents, mode });
     this.scroller.scrollToEnd(true);
     this.ensureConversation()
-      .then(() => this.toolsMenu.settled())
+      .then(() => Promise.all([this.toolsMenu.settled(), this.modelSaving]))
       .then(() => {
         this.keepConversation();
         this.transmit(frame);
