@@ -138,6 +138,7 @@ def test_a_message_sent_while_a_switch_is_saved_waits_for_the_switch(open_page):
     page.locator("#tools-button").click()
     switch = page.locator('#tools-menu [data-source="test"]').get_by_role("switch")
     expect(switch).to_be_checked()
+    expect(page.locator("#tools-menu input").first).to_be_focused()  # the menu has loaded
     switch.press("Space")
     expect(switch).not_to_be_checked()  # as the user sees it, before the server knows
     page.keyboard.press("Escape")

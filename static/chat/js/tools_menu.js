@@ -16,6 +16,7 @@ export class ToolsMenu {
     this.sources = [];
     this.loadToken = 0;
     this.switching = new Set(); // switches on their way to the server
+    this.switches = 0; // switches made so far
     this.button.addEventListener("click", () => this.show(this.menu.hidden));
     document.addEventListener("click", (event) => {
       if (!this.menu.hidden && !this.menu.contains(event.target) && !this.button.contains(event.target)) {
@@ -45,9 +46,11 @@ export class ToolsMenu {
   // The conversation shown changed (or its tools did): read the listing again.
   async load() {
     const token = ++this.loadToken;
+    const switches = this.switches;
     try {
       const { sources } = await api.tools(this.host.conversationId());
-      if (token !== this.loadToken) return;
+      // A switch made meanwhile answered with a newer listing: this one is stale.
+      if (token !== this.loadToken || switches !== this.switches) return;
       this.sources = sources;
     } catch (err) {
       if (token !== this.loadToken) return;
@@ -120,6 +123,7 @@ export class ToolsMenu {
   }
 
   switchSource(source, input) {
+    this.switches += 1;
     const switching = this.saveSwitch(source, input);
     this.switching.add(switching);
     switching.finally(() => this.switching.delete(switching));
