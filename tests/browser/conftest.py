@@ -172,6 +172,21 @@ def send(page, text: str) -> None:
     prompt.press("Enter")
 
 
+def hold_saves(page, url_pattern: str) -> list:
+    """Keep the page's ``PATCH`` requests to ``url_pattern`` from the server: the held routes
+    are returned, for the test to ``continue_()`` when it chooses; other requests pass."""
+    held = []
+
+    def hold(route):
+        if route.request.method == "PATCH":
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(url_pattern, hold)
+    return held
+
+
 def enqueue_dag_with_one_replan(scripted_server) -> None:
     """Script a DAG run whose analyser rejects the first plan once (RD.6), then succeeds."""
     plan = '{"steps": [{"id": "s1", "task": "Find the height of Mont Blanc", "depends_on": []}]}'

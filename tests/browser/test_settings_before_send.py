@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import login, send
+from tests.browser.conftest import hold_saves, login, send
 from tests.browser.test_chat_scripted import SEED_MAIN_MODELS, wait_done
 
 pytestmark = pytest.mark.browser
@@ -32,15 +32,8 @@ def test_a_message_sent_while_the_model_pick_is_saved_is_answered_by_the_picked_
     wait_done(page)
     assert scripted_server.requests[-1]["model"] == "big-1"
 
-    held = []  # the pick's PATCH, kept from the server until the message is on screen
-
-    def hold_saves(route):
-        if route.request.method == "PATCH":
-            held.append(route)
-        else:
-            route.continue_()
-
-    page.route("**/api/conversations/*/", hold_saves)
+    # The pick's PATCH, kept from the server until the message is on screen.
+    held = hold_saves(page, "**/api/conversations/*/")
     page.get_by_label("Model for this conversation").select_option(label="Small model (small-1)")
     scripted_server.enqueue("Answered by the small model.")
     send(page, "And who answers now?")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DESKTOP, PHONE, login, screenshot, send
+from tests.browser.conftest import DESKTOP, PHONE, hold_saves, login, screenshot, send
 
 pytestmark = pytest.mark.browser
 
@@ -126,15 +126,8 @@ def test_the_tools_menu_lists_the_sources_and_switches_one_off_for_this_chat(ope
 
 def test_a_message_sent_while_a_switch_is_saved_waits_for_the_switch(open_page):
     page = open_page()
-    held = []  # the switch's PATCH, kept from the server until the message is on screen
-
-    def hold_switches(route):
-        if route.request.method == "PATCH":
-            held.append(route)
-        else:
-            route.continue_()
-
-    page.route("**/api/conversations/*/tools/", hold_switches)
+    # The switch's PATCH, kept from the server until the message is on screen.
+    held = hold_saves(page, "**/api/conversations/*/tools/")
     page.locator("#tools-button").click()
     switch = page.locator('#tools-menu [data-source="test"]').get_by_role("switch")
     expect(switch).to_be_checked()
