@@ -6,6 +6,7 @@ import { api, loginUrl } from "./api.js";
 import { Gauge, ModelPicker, setUpOfflineNote, toast } from "./chrome.js";
 import { Composer } from "./composer.js";
 import { placeDivider } from "./history.js";
+import { PendingSaves } from "./pending_saves.js";
 import { el } from "./render.js";
 import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
@@ -26,7 +27,7 @@ class ChatApp {
     this.conversation = null;
     this.socket = null;
     this.outbox = [];
-    this.modelSaving = Promise.resolve(); // the model pick on its way to the server
+    this.saves = new PendingSaves(); // what a message sent now waits for
     this.creating = null;
     this.loadToken = 0;
     this.emptyChat = new EmptyChatGuard();
@@ -72,6 +73,7 @@ class ChatApp {
     this.toolsMenu = new ToolsMenu({
       conversationId: () => this.conversation?.id ?? null,
       ensureConversation: () => this.ensureConversation(),
+      trackSave: (save) => this.saves.track(save),
       toast: (text) => this.toast(text),
       onChanged: () => this.refreshGauge(),
     });
@@ -230,7 +232,7 @@ class ChatApp {
   // message sent meanwhile waits for the save (``send``): its run reads the pick.
   changeModel(id) {
     if (!this.conversation) return;
-    this.modelSaving = this.saveModel(id);
+    this.saves.track(this.saveModel(id));
   }
 
   async saveModel(id) {
@@ -330,7 +332,7 @@ class ChatApp {
     this.runs.showSent({ content, images, documents, mode });
     this.scroller.scrollToEnd(true);
     this.ensureConversation()
-      .then(() => Promise.all([this.toolsMenu.settled(), this.modelSaving]))
+      .then(() => this.saves.settled())
       .then(() => {
         this.keepConversation();
         this.transmit(frame);

@@ -6,8 +6,8 @@ import { api } from "./api.js";
 import { el } from "./render.js";
 
 export class ToolsMenu {
-  // host: {conversationId() -> id|null, ensureConversation() -> Promise<id>, toast(text),
-  //        onChanged()}
+  // host: {conversationId() -> id|null, ensureConversation() -> Promise<id>,
+  //        trackSave(promise) -> promise, toast(text), onChanged()}
   constructor(host) {
     this.host = host;
     this.button = document.getElementById("tools-button");
@@ -15,7 +15,6 @@ export class ToolsMenu {
     this.count = document.getElementById("tools-count");
     this.sources = [];
     this.loadToken = 0;
-    this.switching = new Set(); // switches on their way to the server
     this.switches = 0; // switches made so far
     this.button.addEventListener("click", () => this.show(this.menu.hidden));
     document.addEventListener("click", (event) => {
@@ -116,18 +115,11 @@ export class ToolsMenu {
     );
   }
 
-  // Resolves once every switch made so far has reached the server: a message sent right
-  // after a switch waits for it, so its answer uses the tools the menu shows.
-  settled() {
-    return Promise.allSettled([...this.switching]);
-  }
-
+  // A message sent right after a switch waits for its save (``trackSave``), so its answer
+  // uses the tools the menu shows.
   switchSource(source, input) {
     this.switches += 1;
-    const switching = this.saveSwitch(source, input);
-    this.switching.add(switching);
-    switching.finally(() => this.switching.delete(switching));
-    return switching;
+    return this.host.trackSave(this.saveSwitch(source, input));
   }
 
   async saveSwitch(source, input) {
