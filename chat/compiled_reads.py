@@ -12,10 +12,11 @@ and passes the rows through the compiler's own converters. The rows are those th
 would return (tested side by side).
 
 This is an escape hatch from Django's public API: it relies on the compiler's ``as_sql``,
-``select`` and ``results_iter`` and on the queryset's ``_fields``. It is measured
-(``bench/compiled_reads.py``: 6.8 ms of CPU per run through the ORM, 0.4 ms compiled;
-docs/operations.md, "Throughput") and checked row for row against the ORM on SQLite and
-PostgreSQL by the tests, where a Django upgrade that changes those internals shows first.
+``select``, ``get_converters`` and ``apply_converters`` and on the queryset's ``_fields``.
+It is measured (``bench/compiled_reads.py``: 6.8 ms of CPU per run through the ORM, 0.4 ms
+compiled; docs/operations.md, "Throughput") and checked row for row against the ORM on
+SQLite and PostgreSQL by the tests, where a Django upgrade that changes those internals
+shows first.
 
 A shape whose probes cannot be located without doubt — a probe missing from the
 parameters, two probes at one position, a ``values_list`` whose selected columns are not in
@@ -27,7 +28,7 @@ from __future__ import annotations
 import uuid
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,6 +56,9 @@ class _Compiled:
     params: tuple = ()
     slots: tuple[tuple[int, str], ...] = ()  # (parameter position, value name)
     compiler: Any = None
+    # The compiler's converters of the selected columns (``from_db_value`` and the
+    # backend's own), looked up once: ``results_iter`` would look them up on every read.
+    converters: dict = field(default_factory=dict)
 
 
 class CompiledRead:
@@ -87,7 +91,11 @@ class CompiledRead:
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             fetched = cursor.fetchall()
-        return list(compiled.compiler.results_iter(results=[fetched], tuple_expected=True))
+        if not compiled.converters:
+            return [tuple(row) for row in fetched]
+        return [
+            tuple(row) for row in compiled.compiler.apply_converters(fetched, compiled.converters)
+        ]
 
     def compiled_for(self, using: str = DEFAULT_DB_ALIAS) -> bool:
         """Whether this shape runs as compiled SQL on this thread's connection to the
@@ -113,7 +121,18 @@ class CompiledRead:
             slots += [(i, name) for i in found]
         if len(slots) != len({position for position, _ in slots}):
             return _Compiled(sql=None)
-        return _Compiled(sql=sql, params=tuple(params), slots=tuple(slots), compiler=compiler)
+        selected = [
+            expression for expression, _sql, _alias in compiler.select[: compiler.col_count]
+        ]
+        if compiler.has_composite_fields(selected):
+            return _Compiled(sql=None)  # rows the ORM would regroup into tuples
+        return _Compiled(
+            sql=sql,
+            params=tuple(params),
+            slots=tuple(slots),
+            compiler=compiler,
+            converters=compiler.get_converters(selected),
+        )
 
 
 def _same(param: Any, prepared: Any) -> bool:
