@@ -138,3 +138,31 @@ class CompiledRead:
 def _same(param: Any, prepared: Any) -> bool:
     # Same type too: a probe of -982451653 must not match a boolean or a float parameter.
     return type(param) is type(prepared) and param == prepared
+
+
+class CompiledGet:
+    """``get(**values)``: the one row of ``model`` that ``build(**values)`` (a filtered
+    queryset) finds, read by a compiled statement of all its columns and made into an
+    instance by ``Model.from_db``, as ``QuerySet.get`` makes it; ``DoesNotExist`` and
+    ``MultipleObjectsReturned`` as ``get`` raises them. For the rows every run reads by
+    key (its conversation, its answer): the ORM spends ~0.3 ms of CPU building and
+    compiling such a query, the database a few microseconds answering it."""
+
+    def __init__(self, model: type, build: Callable[..., QuerySet], **probes: Probe) -> None:
+        self.model = model
+        self._names = tuple(f.attname for f in model._meta.concrete_fields)
+        self._read = CompiledRead(
+            lambda **values: build(**values).values_list(*self._names)[:2], **probes
+        )
+
+    def get(self, **values: Any):
+        rows = self._read.rows(**values)
+        name = self.model._meta.object_name
+        if not rows:
+            raise self.model.DoesNotExist(f"{name} matching query does not exist.")
+        if len(rows) > 1:
+            raise self.model.MultipleObjectsReturned(f"get() returned more than one {name}.")
+        return self.model.from_db(router.db_for_read(self.model), self._names, rows[0])
+
+    def compiled_for(self, using: str = DEFAULT_DB_ALIAS) -> bool:
+        return self._read.compiled_for(using)

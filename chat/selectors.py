@@ -13,9 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.db import router, transaction
 from django.db.models import Q, QuerySet
+from django.db.transaction import TransactionManagementError
 from django.utils.translation import gettext
 
+from chat.compiled_reads import PROBE_ID, PROBE_UUID, CompiledGet, Probe
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.history_rows import context_rows
 from chat.models import Attachment, ContextSummary, Conversation, Message
@@ -98,12 +101,49 @@ def _conversation_cursor_read(cursor: str) -> tuple[datetime, datetime, uuid.UUI
 
 def conversation_get(*, user, conversation_id, for_update: bool = False) -> Conversation:
     """The user's conversation (``Conversation.DoesNotExist`` for anyone else's).
-    ``for_update``: its row locked until the transaction ends (inside ``atomic``)."""
+    ``for_update``: its row locked until the transaction ends (inside ``atomic``).
+    Every request and run reads one: compiled once (``chat.compiled_reads``)."""
     pk = _as_uuid(conversation_id)
     if pk is None or not getattr(user, "is_authenticated", False):
         raise Conversation.DoesNotExist
-    rows = Conversation.objects.select_for_update() if for_update else Conversation.objects
-    return rows.get(pk=pk, owner=user)
+    if not for_update:
+        return _OWN_CONVERSATION.get(conversation=pk, owner=user.pk)
+    if transaction.get_autocommit(router.db_for_write(Conversation)):
+        # As the ORM refuses it: outside a transaction the lock would end at once.
+        raise TransactionManagementError(
+            "select_for_update cannot be used outside of a transaction."
+        )
+    return _OWN_CONVERSATION_LOCKED.get(conversation=pk, owner=user.pk)
+
+
+def _own_conversation(*, conversation, owner) -> QuerySet:
+    return Conversation.objects.filter(pk=conversation, owner_id=owner)
+
+
+def _own_conversation_locked(*, conversation, owner) -> QuerySet:
+    return Conversation.objects.select_for_update().filter(pk=conversation, owner_id=owner)
+
+
+def message_by_id(message_id: int) -> Message:
+    """A message by its id, whoever owns it (a run's own answer): compiled once."""
+    return _MESSAGE_BY_ID.get(message=message_id)
+
+
+def _message_by_id(*, message) -> QuerySet:
+    return Message.objects.filter(pk=message)
+
+
+_MESSAGE_BY_ID = CompiledGet(
+    Message, _message_by_id, message=Probe(Message._meta.get_field("id"), PROBE_ID)
+)
+
+
+_OWNER_PROBES = {
+    "conversation": Probe(Conversation._meta.get_field("id"), PROBE_UUID),
+    "owner": Probe(Conversation._meta.get_field("owner"), PROBE_ID),
+}
+_OWN_CONVERSATION = CompiledGet(Conversation, _own_conversation, **_OWNER_PROBES)
+_OWN_CONVERSATION_LOCKED = CompiledGet(Conversation, _own_conversation_locked, **_OWNER_PROBES)
 
 
 def message_page(

@@ -65,7 +65,7 @@ def persist_finish(
 ) -> str:
     """Store the outcome on the answer and settle the user messages it answered; returns
     the answer rendered as HTML. ``Message.DoesNotExist``: the conversation was deleted."""
-    message = Message.objects.get(pk=message_id)
+    message = selectors.message_by_id(message_id)
     finished = services.assistant_message_finish(
         answered_ids=answered_ids,
         message=message,

@@ -7,10 +7,12 @@ import uuid
 import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+from django.db.transaction import TransactionManagementError
 
 from chat import selectors, services
 from chat.errors import AttachmentNotFound, InvalidInput
-from chat.models import Attachment, Conversation
+from chat.models import Attachment, Conversation, Message
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db
@@ -47,6 +49,38 @@ def test_conversation_get_accepts_uuid_or_text(user, conversation):
         assert (
             selectors.conversation_get(user=user, conversation_id=conversation_id) == conversation
         )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_locked_read_needs_a_transaction_and_still_refuses_a_foreign_conversation(
+    user, conversation, foreign_conversation
+):
+    # As the ORM's select_for_update: outside a transaction the lock would end at once.
+    with pytest.raises(TransactionManagementError):
+        selectors.conversation_get(user=user, conversation_id=conversation.id, for_update=True)
+    with transaction.atomic():
+        found = selectors.conversation_get(
+            user=user, conversation_id=conversation.id, for_update=True
+        )
+        assert found == conversation and found.title == conversation.title
+        with pytest.raises(Conversation.DoesNotExist):
+            selectors.conversation_get(
+                user=user, conversation_id=foreign_conversation.id, for_update=True
+            )
+
+
+def test_message_by_id_reads_the_whole_row(conversation):
+    message = services.user_message_create(conversation=conversation, content="hello", run_id="r")
+    found = selectors.message_by_id(message.id)
+    assert (found, found.content, found.run_id, found.metadata) == (
+        message,
+        "hello",
+        "r",
+        {"images": []},
+    )
+    assert not found._state.adding
+    with pytest.raises(Message.DoesNotExist):
+        selectors.message_by_id(message.id + 1000)
 
 
 def test_message_list_is_oldest_first(conversation):

@@ -13,9 +13,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.utils import timezone
 
 from chat import history_rows as history
+from chat import selectors
 from chat.document_context import _SENT_DOCUMENT, _sent_document_query
 from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
 from chat.runs import control
@@ -72,7 +74,16 @@ def _conversation(owner, *, with_summary: bool, name: str) -> Conversation:
     return conversation
 
 
-READS = ("latest_summary", "history", "history_after_summary", "sent_document", "running_answer")
+READS = (
+    "latest_summary",
+    "history",
+    "history_after_summary",
+    "sent_document",
+    "running_answer",
+    "own_conversation",
+    "own_conversation_locked",
+    "message_by_id",
+)
 # Each read ran compiled, returned the ORM's rows for every conversation, and found some.
 ALL_COMPILED_AND_EQUAL = {name: {"compiled": True, "equal": True, "rows": True} for name in READS}
 
@@ -128,5 +139,37 @@ def compare() -> dict[str, dict[str, bool]]:
         control._RUNNING_ANSWER,
         lambda c: control._RUNNING_ANSWER.rows(conversation=c.id),
         lambda c: [tuple(r) for r in control._running_answer_query(conversation=c.id)],
+    )
+
+    def fields(instance) -> tuple:
+        # Every column, and the state the ORM leaves on an instance it read.
+        values = tuple(getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields)
+        return (type(instance), values, instance._state.adding, instance._state.db)
+
+    def gets(name, compiled_get, get, orm):
+        check(name, compiled_get, lambda c: fields(get(c)), lambda c: fields(orm(c)))
+
+    gets(
+        "own_conversation",
+        selectors._OWN_CONVERSATION,
+        lambda c: selectors.conversation_get(user=owner, conversation_id=c.id),
+        lambda c: Conversation.objects.get(pk=c.id, owner=owner),
+    )
+    with transaction.atomic():
+        gets(
+            "own_conversation_locked",
+            selectors._OWN_CONVERSATION_LOCKED,
+            lambda c: selectors.conversation_get(user=owner, conversation_id=c.id, for_update=True),
+            lambda c: Conversation.objects.select_for_update().get(pk=c.id, owner=owner),
+        )
+
+    def newest_message(c):
+        return Message.objects.filter(conversation=c).order_by("id").last()
+
+    gets(
+        "message_by_id",
+        selectors._MESSAGE_BY_ID,
+        lambda c: selectors.message_by_id(newest_message(c).id),
+        lambda c: Message.objects.get(pk=newest_message(c).id),
     )
     return report
