@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.models import ContextSummary, Conversation
 
 
@@ -131,9 +132,20 @@ def ledger_change(*, conversation_id, before: Any, after: Any, updated_at=None) 
     rows = Conversation.objects.filter(pk=conversation_id)
     fields: dict[str, Any] = {} if updated_at is None else {"updated_at": updated_at}
     if old != new:
-        ledger = rows.select_for_update().values_list("ledger", flat=True).first()
-        if ledger is None:
+        found = _LOCKED_LEDGER.rows(conversation=conversation_id)
+        if not found:
             return  # the conversation was deleted
+        ledger = found[0][0]
         fields["ledger"] = ledger_plus(ledger_plus(ledger, old, -1), new)
     if fields:
         rows.update(**fields)
+
+
+def _locked_ledger_query(*, conversation: Any):
+    return Conversation.objects.select_for_update().filter(pk=conversation).values_list("ledger")
+
+
+# Read at the end of every run that used tokens: compiled once (chat.compiled_reads).
+_LOCKED_LEDGER = CompiledRead(
+    _locked_ledger_query, conversation=Probe(Conversation._meta.get_field("id"), PROBE_UUID)
+)

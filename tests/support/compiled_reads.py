@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat import history_rows as history
-from chat import selectors
+from chat import ledger, selectors
 from chat.document_context import _SENT_DOCUMENT, _sent_document_query
 from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
 from chat.runs import control
@@ -83,6 +83,7 @@ READS = (
     "own_conversation",
     "own_conversation_locked",
     "message_by_id",
+    "locked_ledger",
 )
 # Each read ran compiled, returned the ORM's rows for every conversation, and found some.
 ALL_COMPILED_AND_EQUAL = {name: {"compiled": True, "equal": True, "rows": True} for name in READS}
@@ -161,6 +162,14 @@ def compare() -> dict[str, dict[str, bool]]:
             selectors._OWN_CONVERSATION_LOCKED,
             lambda c: selectors.conversation_get(user=owner, conversation_id=c.id, for_update=True),
             lambda c: Conversation.objects.select_for_update().get(pk=c.id, owner=owner),
+        )
+
+    with transaction.atomic():
+        check(
+            "locked_ledger",
+            ledger._LOCKED_LEDGER,
+            lambda c: ledger._LOCKED_LEDGER.rows(conversation=c.id),
+            lambda c: [tuple(r) for r in ledger._locked_ledger_query(conversation=c.id)],
         )
 
     def newest_message(c):
