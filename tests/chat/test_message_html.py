@@ -4,11 +4,10 @@ read; a running answer's growing text is rendered but not stored."""
 
 from __future__ import annotations
 
-import nh3
 import pytest
 from django.urls import reverse
 
-from chat import services
+from chat import markdown, services
 from chat.markdown import RENDERER_VERSION, render_markdown
 from chat.models import Message
 
@@ -31,13 +30,14 @@ def finished_answer(conversation) -> Message:
 def counted_renders(monkeypatch) -> list[str]:
     """Every sanitising pass (one per rendering), counted."""
     calls: list[str] = []
-    clean = nh3.clean
+    cleaner = markdown._cleaner()
 
-    def counting(html, *args, **kwargs):
-        calls.append(html)
-        return clean(html, *args, **kwargs)
+    class Counting:
+        def clean(self, html: str) -> str:
+            calls.append(html)
+            return cleaner.clean(html)
 
-    monkeypatch.setattr(nh3, "clean", counting)
+    monkeypatch.setattr(markdown, "_cleaner", Counting)
     return calls
 
 
