@@ -69,6 +69,13 @@ def _new_page(chromium, viewport, color_scheme="light"):
     errors = PageErrors()
     page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
     page.errors = errors
+    # What a failed test's report shows of the page (``pytest_runtest_makereport``).
+    page.console_lines = lines = []
+    page.on("console", lambda message: lines.append(f"{message.type}: {message.text}"))
+    page.on(
+        "requestfailed",
+        lambda request: lines.append(f"failed: {request.method} {request.url} {request.failure}"),
+    )
     page.confirm_dialogs = False  # a test that clicks Delete sets this to accept its confirm()
 
     def on_dialog(dialog):
@@ -208,12 +215,19 @@ def enqueue_dag_with_one_replan(scripted_server) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed browser test's report carries the end of its daphne's log: a request that
-    hung or failed on the server says so there, and the server's folder is gone after."""
+    """A failed browser test's report carries the end of its daphne's log (a request that
+    hung or failed on the server says so there, and the server's folder is gone after) and
+    its pages' console messages and failed requests."""
     report = yield
-    server = item.funcargs.get("live_daphne") if hasattr(item, "funcargs") else None
+    funcargs = getattr(item, "funcargs", {})
+    server = funcargs.get("live_daphne")
     if report.failed and server is not None:
         report.sections.append(("daphne log (last 8,000 characters)", server.log()[-8000:]))
+    pages = [v for v in funcargs.values() if hasattr(v, "console_lines")]
+    if report.failed and pages:
+        # The browser's side: where each page was and what its console and network said.
+        text = "\n".join(f"{page.url}\n" + "\n".join(page.console_lines[-60:]) for page in pages)
+        report.sections.append(("browser console and failed requests", text))
     return report
 
 
