@@ -61,8 +61,8 @@ from .retries import (
     retry_or_raise,
     retrying,
 )
-from .sse import sse_data
-from .streaming import StreamReader, whole_reply_chunks
+from .sse import sse_batches
+from .streaming import StreamReader, coalesced, whole_reply_chunks
 from .think_tags import opens_in_prompt, split_whole
 from .vision import (
     ImagesRefused,
@@ -382,8 +382,8 @@ class OpenAIChatLLM:
                         yield StreamChunk(notice=notice)
                     await asyncio.sleep(retry.wait)
                 started = True
-                async for chunk in sse_data(response):
-                    for out in reader.read(chunk):
+                async for batch in sse_batches(response):
+                    for out in coalesced(out for chunk in batch for out in reader.read(chunk)):
                         yield out
         except (httpx2.TimeoutException, openai.APITimeoutError) as err:
             raise LLMTimeout("the model did not answer in time") from err

@@ -9,7 +9,7 @@ usage and finish reason): reasoning arrives in the profile's delta field or inli
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from contextmgmt.core.llm import (
@@ -71,6 +71,30 @@ class StreamReader:
     def flush(self) -> Iterator[StreamChunk]:
         """What the think-tag splitter held back, once the stream has ended."""
         yield from _chunks(self._think.flush(), self.text)
+
+
+def coalesced(chunks: Iterable[StreamChunk]) -> list[StreamChunk]:
+    """``chunks`` with each run of text-only pieces (and of reasoning-only pieces) joined
+    into one: what arrived in one read of the stream goes on as one piece where nothing
+    else comes between (``fimone.llm.sse``)."""
+    out: list[StreamChunk] = []
+    for chunk in chunks:
+        last = out[-1] if out else None
+        if last is not None and _text_only(chunk) and _text_only(last):
+            out[-1] = StreamChunk(text=last.text + chunk.text)
+        elif last is not None and _reasoning_only(chunk) and _reasoning_only(last):
+            out[-1] = StreamChunk(reasoning=last.reasoning + chunk.reasoning)
+        else:
+            out.append(chunk)
+    return out
+
+
+def _text_only(chunk: StreamChunk) -> bool:
+    return chunk == StreamChunk(text=chunk.text) and bool(chunk.text)
+
+
+def _reasoning_only(chunk: StreamChunk) -> bool:
+    return chunk == StreamChunk(reasoning=chunk.reasoning) and bool(chunk.reasoning)
 
 
 def whole_reply_chunks(result: LLMResult) -> Iterator[StreamChunk]:
