@@ -104,18 +104,17 @@ def compare() -> dict[str, dict[str, bool]]:
             "rows": bool(read(first)),
         }
 
-    check(
-        "latest_summary",
-        history.LATEST_SUMMARY,
-        lambda c: history.LATEST_SUMMARY.rows(conversation=c.id),
-        lambda c: [tuple(r) for r in history.latest_summary_query(conversation=c.id)],
-    )
-    check(
-        "history",
-        history.HISTORY,
-        lambda c: history.HISTORY.rows(conversation=c.id),
-        lambda c: [tuple(r) for r in history.history_query(conversation=c.id)],
-    )
+    def by_conversation(name, compiled_read, query):
+        # A read whose only value is the conversation, against its query through the ORM.
+        check(
+            name,
+            compiled_read,
+            lambda c: compiled_read.rows(conversation=c.id),
+            lambda c: [tuple(r) for r in query(conversation=c.id)],
+        )
+
+    by_conversation("latest_summary", history.LATEST_SUMMARY, history.latest_summary_query)
+    by_conversation("history", history.HISTORY, history.history_query)
 
     def after(c):
         summary = history.latest_summary(c.id)
@@ -129,18 +128,8 @@ def compare() -> dict[str, dict[str, bool]]:
         lambda c: history.HISTORY_AFTER.rows(conversation=c.id, **after(c)),
         lambda c: [tuple(r) for r in history.history_query(conversation=c.id, **after(c))],
     )
-    check(
-        "sent_document",
-        _SENT_DOCUMENT,
-        lambda c: _SENT_DOCUMENT.rows(conversation=c.id),
-        lambda c: [tuple(r) for r in _sent_document_query(conversation=c.id)],
-    )
-    check(
-        "running_answer",
-        control._RUNNING_ANSWER,
-        lambda c: control._RUNNING_ANSWER.rows(conversation=c.id),
-        lambda c: [tuple(r) for r in control._running_answer_query(conversation=c.id)],
-    )
+    by_conversation("sent_document", _SENT_DOCUMENT, _sent_document_query)
+    by_conversation("running_answer", control._RUNNING_ANSWER, control._running_answer_query)
 
     def fields(instance) -> tuple:
         # Every column, and the state the ORM leaves on an instance it read.
@@ -165,12 +154,7 @@ def compare() -> dict[str, dict[str, bool]]:
         )
 
     with transaction.atomic():
-        check(
-            "locked_ledger",
-            ledger._LOCKED_LEDGER,
-            lambda c: ledger._LOCKED_LEDGER.rows(conversation=c.id),
-            lambda c: [tuple(r) for r in ledger._locked_ledger_query(conversation=c.id)],
-        )
+        by_conversation("locked_ledger", ledger._LOCKED_LEDGER, ledger._locked_ledger_query)
 
     def newest_message(c):
         return Message.objects.filter(conversation=c).order_by("id").last()
