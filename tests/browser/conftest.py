@@ -179,13 +179,18 @@ def send(page, text: str) -> None:
     prompt.press("Enter")
 
 
-def hold_saves(page, url_pattern: str) -> list:
+def hold_saves(page, url_pattern) -> list:
     """Keep the page's ``PATCH`` requests to ``url_pattern`` from the server: the held routes
     are returned, for the test to ``continue_()`` when it chooses; other requests pass."""
+    return hold_requests(page, url_pattern, method="PATCH")
+
+
+def hold_requests(page, url_pattern, *, method: str) -> list:
+    """``hold_saves`` for requests of any ``method``."""
     held = []
 
     def hold(route):
-        if route.request.method == "PATCH":
+        if route.request.method == method:
             held.append(route)
         else:
             route.continue_()

@@ -219,10 +219,18 @@ class ChatApp {
     this.toast(gettext("Conversation deleted."));
   }
 
+  // Whether the conversation ``id`` is still the one on screen: an answer about it that
+  // arrives after the user opened another one, or a new chat, must not bring it back.
+  isCurrent(id) {
+    return this.conversation?.id === id;
+  }
+
   async changeMode(mode) {
     if (!this.conversation) return;
+    const id = this.conversation.id;
     try {
-      this.conversation = await api.updateConversation(this.conversation.id, { mode });
+      const saved = await api.updateConversation(id, { mode });
+      if (this.isCurrent(id)) this.conversation = saved;
     } catch (err) {
       this.toast(interpolate(gettext("Could not switch mode: %(reason)s"), { reason: err.message }, true));
     }
@@ -235,12 +243,15 @@ class ChatApp {
     this.saves.track(this.saveModel(id));
   }
 
-  async saveModel(id) {
+  async saveModel(configId) {
+    const id = this.conversation.id;
     try {
-      this.conversation = await api.updateConversation(this.conversation.id, { model_config: id });
+      const saved = await api.updateConversation(id, { model_config: configId });
+      if (!this.isCurrent(id)) return;
+      this.conversation = saved;
       this.refreshGauge();
     } catch (err) {
-      this.modelPicker.value = this.conversation.model_config;
+      if (this.isCurrent(id)) this.modelPicker.value = this.conversation.model_config;
       this.toast(interpolate(gettext("Could not switch the model: %(reason)s"), { reason: err.message }, true));
     }
   }
@@ -252,8 +263,10 @@ class ChatApp {
 
   async reloadConversation() {
     if (!this.conversation) return;
+    const id = this.conversation.id;
     try {
-      this.setConversation(await api.getConversation(this.conversation.id));
+      const conversation = await api.getConversation(id);
+      if (this.isCurrent(id)) this.setConversation(conversation);
     } catch (err) {
       /* the title is cosmetic; the next load shows it */
     }
