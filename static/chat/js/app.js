@@ -304,7 +304,7 @@ class ChatApp {
     const id = this.conversation.id;
     try {
       const page = await api.messagePage(id, { before: this.oldestId });
-      if (this.conversation?.id !== id) return;
+      if (!this.isCurrent(id)) return;
       const built = this.runs.olderHistory(page.messages);
       const box = this.messagesEl;
       const fromBottom = box.scrollHeight - box.scrollTop;
@@ -445,10 +445,13 @@ class ChatApp {
 
   async checkStillWelcome() {
     if (!this.conversation) return;
+    const id = this.conversation.id;
     try {
-      await api.getConversation(this.conversation.id);
+      await api.getConversation(id);
     } catch (err) {
-      if (err.status === 404) this.conversationGone();
+      if (err.status !== 404) return;
+      if (this.isCurrent(id)) this.conversationGone();
+      else this.sidebar.removeItem(id); // left meanwhile: only its row goes
     }
   }
 
@@ -483,7 +486,7 @@ class ChatApp {
     try {
       const page = await api.messagePage(id);
       const messages = page.messages;
-      if (this.conversation?.id !== id) return;
+      if (!this.isCurrent(id)) return;
       const unconfirmed = this.runs.takeUnconfirmed();
       this.renderHistory(messages, page.has_more);
       if (unconfirmed && this.outbox.length) {
