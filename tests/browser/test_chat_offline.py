@@ -306,7 +306,7 @@ def test_an_answer_about_the_last_chat_arriving_after_new_chat_leaves_the_new_on
     assert held, "the run's start asked for its conversation"
     page.get_by_role("button", name="New chat", exact=True).click()
     expect(page.locator("#empty-state")).to_be_visible()
-    with page.expect_response(lambda response: response.request.method == "GET"):
+    with page.expect_response(lambda response: one_conversation.match(response.url)):
         for route in held:
             route.continue_()
     page.unroute(one_conversation)  # the next run's asks go through
