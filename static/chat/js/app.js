@@ -5,9 +5,9 @@
 import { api, loginUrl } from "./api.js";
 import { Gauge, ModelPicker, setUpOfflineNote, toast } from "./chrome.js";
 import { Composer } from "./composer.js";
+import { EarlierPages } from "./earlier_pages.js";
 import { placeDivider } from "./history.js";
 import { PendingSaves } from "./pending_saves.js";
-import { el } from "./render.js";
 import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
 import { EmptyChatGuard } from "./empty_chat.js";
@@ -68,6 +68,14 @@ class ChatApp {
       onAnswered: () => {
         if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
       },
+    });
+
+    this.earlier = new EarlierPages({
+      messagesEl: this.messagesEl,
+      runs: this.runs,
+      conversationId: () => this.conversation?.id ?? null,
+      placeDivider: (facts, node) => this.placeDivider(facts, node),
+      toast: (text) => this.toast(text),
     });
 
     this.toolsMenu = new ToolsMenu({
@@ -277,59 +285,14 @@ class ChatApp {
   // History arrives a page at a time (newest first shown); older pages load on demand.
   renderHistory(messages, hasMore = false) {
     const built = this.runs.showHistory(messages);
-    this.loadMoreButton = hasMore ? this.makeLoadMoreButton() : null;
-    this.oldestId = messages.length ? messages[0].id : null;
-    this.messagesEl.replaceChildren(...[this.loadMoreButton, ...built.nodes].filter(Boolean));
+    const button = this.earlier.reset(messages, hasMore);
+    this.messagesEl.replaceChildren(...[button, ...built.nodes].filter(Boolean));
     // On reopen, the divider of the newest load-time compaction, from the persisted facts.
     if (built.compaction) this.placeDivider(built.compaction.facts, built.compaction.node);
     this.emptyState.hidden = messages.length > 0;
     if (!messages.length) this.messagesEl.append(this.emptyState);
     this.composer.setRunning(this.runs.active);
     this.scroller.scrollToEnd(true);
-  }
-
-  makeLoadMoreButton() {
-    return el("button", {
-      type: "button",
-      class: "btn load-more",
-      text: gettext("Show earlier messages"),
-      onclick: () => this.loadEarlier(),
-    });
-  }
-
-  async loadEarlier() {
-    const button = this.loadMoreButton;
-    if (!button || !this.conversation || this.oldestId === null) return;
-    button.disabled = true;
-    const id = this.conversation.id;
-    try {
-      const page = await api.messagePage(id, { before: this.oldestId });
-      if (!this.isCurrent(id)) return;
-      const built = this.runs.olderHistory(page.messages);
-      const box = this.messagesEl;
-      const fromBottom = box.scrollHeight - box.scrollTop;
-      button.after(...built.nodes);
-      if (page.messages.length) this.oldestId = page.messages[0].id;
-      if (built.compaction && !box.querySelector(".compact-divider")) {
-        this.placeDivider(built.compaction.facts, built.compaction.node);
-      }
-      box.scrollTop = box.scrollHeight - fromBottom; // keep the reader's place
-      if (page.has_more) {
-        button.disabled = false;
-      } else {
-        button.remove();
-        this.loadMoreButton = null;
-        const first = built.nodes[0];
-        if (first) {
-          // The button is gone: keep keyboard focus where the reader is.
-          first.tabIndex = -1;
-          first.focus({ preventScroll: true });
-        }
-      }
-    } catch (err) {
-      button.disabled = false;
-      this.toast(interpolate(gettext("Could not load earlier messages: %(reason)s"), { reason: err.message }, true));
-    }
   }
 
   placeDivider(facts, queryNode) {
