@@ -115,7 +115,7 @@ class CompiledRead:
         slots: list[tuple[int, str]] = []
         for name, probe in self._probes.items():
             prepared = probe.field.get_db_prep_value(probe.value, connection, prepared=False)
-            found = [i for i, value in enumerate(params) if _same(value, prepared)]
+            found = [i for i, value in enumerate(params) if same_param(value, prepared)]
             if not found:
                 return _Compiled(sql=None)
             slots += [(i, name) for i in found]
@@ -135,7 +135,7 @@ class CompiledRead:
         )
 
 
-def _same(param: Any, prepared: Any) -> bool:
+def same_param(param: Any, prepared: Any) -> bool:
     # Same type too: a probe of -982451653 must not match a boolean or a float parameter.
     return type(param) is type(prepared) and param == prepared
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chat import row_updates
 from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.models import ContextSummary, Conversation
 
@@ -129,7 +130,6 @@ def ledger_change(*, conversation_id, before: Any, after: Any, updated_at=None) 
     usage changes from ``before`` to ``after``; ``updated_at``: touch the conversation in the
     same update. The row is locked when the totals change, so two writers add up."""
     old, new = answer_share(before), answer_share(after)
-    rows = Conversation.objects.filter(pk=conversation_id)
     fields: dict[str, Any] = {} if updated_at is None else {"updated_at": updated_at}
     if old != new:
         found = _LOCKED_LEDGER.rows(conversation=conversation_id)
@@ -138,7 +138,7 @@ def ledger_change(*, conversation_id, before: Any, after: Any, updated_at=None) 
         ledger = found[0][0]
         fields["ledger"] = ledger_plus(ledger_plus(ledger, old, -1), new)
     if fields:
-        rows.update(**fields)
+        row_updates.CONVERSATION.update(fields, conversation=conversation_id)
 
 
 def _locked_ledger_query(*, conversation: Any):

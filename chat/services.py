@@ -12,11 +12,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from chat import search_index
+from chat import row_updates, search_index
 from chat.attachments import (  # noqa: F401 (re-exported: callers use chat.services)
     attachment_create,
     attachments_delete_unsent,
@@ -152,13 +152,19 @@ def user_message_create(
         ).update(message=message)
         if linked:
             search_index.index_documents(message=message)
-    fields = ["updated_at"]
-    if not conversation.title and not injected:
+    titled = not conversation.title and not injected
+    if titled:
         conversation.title = title_from(content)
-        fields.append("title")
-    conversation.save(update_fields=fields)
+        conversation.save(update_fields=["updated_at", "title"])
+    else:  # most messages: the update save(update_fields=…) makes, compiled
+        conversation.updated_at = timezone.now()
+        touched = row_updates.CONVERSATION.update(
+            {"updated_at": conversation.updated_at}, conversation=conversation.pk
+        )
+        if not touched:  # as save(update_fields=…) says it
+            raise DatabaseError("Save with update_fields did not affect any rows.")
     search_index.index_message(message=message, fresh=True)
-    if "title" in fields:
+    if titled:
         search_index.index_title(conversation=conversation)
     return message
 
@@ -221,13 +227,16 @@ def assistant_message_finish(
     message.html, message.html_version = render_markdown(content), RENDERER_VERSION
     # An update, not save(): if the conversation was deleted mid-run there is nothing left
     # to finish, and that must not turn into an error in the run that is winding down.
-    updated = Message.objects.filter(pk=message.pk).update(
-        content=message.content,
-        status=message.status,
-        kind=message.kind,
-        metadata=metadata,
-        html=message.html,
-        html_version=message.html_version,
+    updated = row_updates.MESSAGE.update(
+        {
+            "content": message.content,
+            "status": message.status,
+            "kind": message.kind,
+            "metadata": metadata,
+            "html": message.html,
+            "html_version": message.html_version,
+        },
+        message=message.pk,
     )
     if updated:
         # The answer's text and the tool results of its run become searchable.
@@ -299,12 +308,9 @@ def user_messages_settle(*, conversation_id, ids: Sequence[int], status: str) ->
     ``interrupted`` and answered again by a retry) their final ``status``."""
     if not ids:
         return 0
-    return Message.objects.filter(
-        conversation_id=conversation_id,
-        role=Message.Role.USER,
-        pk__in=list(ids),
-        status__in=[Message.Status.PENDING, Message.Status.INTERRUPTED],
-    ).update(status=status)
+    return row_updates.WAITING_QUESTIONS.update(
+        {"status": status}, conversation=conversation_id, ids=list(ids)
+    )
 
 
 @transaction.atomic
