@@ -1,12 +1,15 @@
-"""What compiling a run's reads saves: each read through the ORM (build, compile, run)
-against the same read compiled once per connection (``chat.compiled_reads``).
+"""What compiling a run's reads and updates saves: each through the ORM (build, compile,
+run) against the same statement compiled once per connection (``chat.compiled_reads``,
+``chat.compiled_updates``).
 
     .venv/bin/python bench/compiled_reads.py [--repeat 2000]
 
 On a fresh SQLite database with three conversations of 13 messages (a summary, a pin,
 images, a document, a tool result: tests/support/compiled_reads.py). Prints the median
 microseconds of CPU (``thread_time``) per read for each of the reads every run makes, both
-ways, and their sum per run. The rows are the same either way (the test suite checks it).
+ways, and their sum per run; then the same for the four updates a run's end makes (inside
+one transaction, rolled back: a commit per update would measure the disk). The rows are the
+same either way (the test suite checks it).
 """
 
 from __future__ import annotations
@@ -76,6 +79,67 @@ def main() -> None:
         totals[0] += orm_us
         totals[1] += compiled_us
         print(f"{name:28} {orm_us:8.1f} {compiled_us:9.1f} {compiled_us / orm_us:6.2f}")
+    print(
+        f"{'per run (the four)':28} {totals[0]:8.1f} {totals[1]:9.1f} {totals[1] / totals[0]:6.2f}"
+    )
+    updates(conversations[0], args.repeat)
+
+
+def updates(conversation, repeat: int) -> None:
+    from django.db import transaction
+    from django.utils import timezone
+
+    from chat import row_updates
+    from chat.models import Conversation, Message
+
+    question, answer = Message.objects.filter(conversation=conversation).order_by("id")[:2]
+    at = timezone.now()
+    finish = {
+        "content": "The answer, with **some** Markdown.",
+        "status": "done",
+        "kind": "answer",
+        "metadata": {"mode": "react", "usage": {"input_tokens": 200, "output_tokens": 20}},
+        "html": "<p>The answer, with <strong>some</strong> Markdown.</p>",
+        "html_version": 3,
+    }
+    ledger = {"updated_at": at, "ledger": {"saved_input_tokens": 10, "summaries": {}}}
+    waiting = {"conversation": conversation.pk, "ids": [question.pk]}
+    shapes = {
+        "conversation's time": (
+            lambda: row_updates.CONVERSATION.update(
+                {"updated_at": at}, conversation=conversation.pk
+            ),
+            lambda: Conversation.objects.filter(pk=conversation.pk).update(updated_at=at),
+        ),
+        "answer stored": (
+            lambda: row_updates.MESSAGE.update(finish, message=answer.pk),
+            lambda: Message.objects.filter(pk=answer.pk).update(**finish),
+        ),
+        "question settled": (
+            lambda: row_updates.WAITING_QUESTIONS.update({"status": "done"}, **waiting),
+            lambda: Message.objects.filter(
+                conversation_id=conversation.pk,
+                role="user",
+                pk__in=[question.pk],
+                status__in=["pending", "interrupted"],
+            ).update(status="done"),
+        ),
+        "totals and time": (
+            lambda: row_updates.CONVERSATION.update(ledger, conversation=conversation.pk),
+            lambda: Conversation.objects.filter(pk=conversation.pk).update(**ledger),
+        ),
+    }
+    print(f"\nmedian CPU per update, µs ({repeat} updates each, SQLite, in one transaction)")
+    print(f"{'update':28} {'ORM':>8} {'compiled':>9} {'ratio':>6}")
+    totals = [0.0, 0.0]
+    with transaction.atomic():
+        for name, (compiled, orm) in shapes.items():
+            compiled()  # compiles on first use
+            orm_us, compiled_us = cpu_us(orm, repeat), cpu_us(compiled, repeat)
+            totals[0] += orm_us
+            totals[1] += compiled_us
+            print(f"{name:28} {orm_us:8.1f} {compiled_us:9.1f} {compiled_us / orm_us:6.2f}")
+        transaction.set_rollback(True)
     print(
         f"{'per run (the four)':28} {totals[0]:8.1f} {totals[1]:9.1f} {totals[1] / totals[0]:6.2f}"
     )
