@@ -42,3 +42,21 @@ class Conflict(ChatError):
     is no longer the one in force)."""
 
     status = 409
+
+
+def check_storable(text: str, what: str) -> None:
+    """Refuse text no database stores: a lone surrogate (JSON lets a client send ``\\ud800``)
+    cannot be encoded as UTF-8, and PostgreSQL text cannot hold NUL. Checked here, before
+    anything is written, so neither becomes a 500 or a half-stored run."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        ok = False
+    else:
+        ok = "\x00" not in text
+    if not ok:
+        raise InvalidInput(
+            "invalid_text",
+            f"The {what} contains characters that cannot be stored "
+            "(a NUL byte or an unpaired surrogate).",
+        )

@@ -22,21 +22,21 @@ from chat.attachments import (  # noqa: F401 (re-exported: callers use chat.serv
     attachments_delete_unsent,
 )
 from chat.documents import document_refs
-from chat.errors import Conflict, InvalidInput
+from chat.errors import InvalidInput, check_storable
 from chat.ledger import ledger_change
 from chat.markdown import RENDERER_VERSION, render_markdown
-from chat.models import Attachment, ContextSummary, Conversation, Message
-from chat.summaries import summary_latest
-from contextmgmt.core.compact import CompactUtils
-from contextmgmt.core.messages import SUMMARY_PREFIX
+from chat.models import Attachment, Conversation, Message
+from chat.steering import (  # noqa: F401 (re-exported: callers use chat.services)
+    message_pin_set,
+    summary_discard,
+    summary_edit,
+)
 from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)
 
 TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
 AUTO_TITLE_CHARS = 60
-# An edited summary is sent as it is: it must stay a summary, not a second conversation.
-SUMMARY_MAX_CHARS = 20_000
 FINISH_STATUSES = {
     Message.Status.DONE,
     Message.Status.ERROR,
@@ -119,7 +119,7 @@ def user_message_create(
     """Persist what the user typed, ``pending`` until its run finishes."""
     if not isinstance(content, str):
         raise InvalidInput("invalid_content", gettext("The message content must be text."))
-    _check_storable(content, "message")
+    check_storable(content, "message")
     if not content.strip() and not attachments:
         raise InvalidInput("empty_message", gettext("The message is empty."))
     for attachment in attachments:
@@ -335,108 +335,17 @@ def messages_mark_interrupted() -> int:
     ).update(status=Message.Status.INTERRUPTED)
 
 
-# --- steering compaction: pins and summaries --------------------------------------------------
-
-
-@transaction.atomic
-def message_pin_set(*, message: Message, pinned: bool) -> Message:
-    """Pin a message ("keep verbatim": load-time compaction leaves it out of the summary
-    while pinned history fits in half the budget) or unpin it."""
-    if not isinstance(pinned, bool):
-        raise InvalidInput("invalid_pinned", gettext("pinned must be true or false."))
-    if message.role not in (Message.Role.USER, Message.Role.ASSISTANT) or (
-        message.kind == Message.Kind.ERROR
-    ):
-        raise InvalidInput("not_pinnable", gettext("Only questions and answers can be pinned."))
-    if message.pinned != pinned:
-        message.pinned = pinned
-        message.save(update_fields=["pinned"])
-    return message
-
-
-@transaction.atomic
-def summary_edit(*, summary: ContextSummary, content: Any) -> ContextSummary:
-    """Replace the summary in force with the user's text, used as it is from the next
-    request on (nothing rewrites it); the model's own text is kept in ``metadata``."""
-    if not isinstance(content, str):
-        raise InvalidInput("invalid_content", gettext("The summary must be text."))
-    _check_storable(content, "summary")
-    text = content.strip()
-    if text.startswith(SUMMARY_PREFIX):
-        text = text[len(SUMMARY_PREFIX) :].strip()
-    if not text:
-        raise InvalidInput("empty_summary", gettext("The summary is empty: discard it instead."))
-    if len(text) > SUMMARY_MAX_CHARS:
-        raise InvalidInput(
-            "summary_too_long",
-            gettext("A summary may have at most %(count)s characters.")
-            % {"count": f"{SUMMARY_MAX_CHARS:,}"},
-        )
-    summary = _summary_in_force(summary)
-    metadata = dict(summary.metadata or {})
-    metadata.setdefault("original", summary.content)
-    summary.content = f"{SUMMARY_PREFIX}\n{text}"
-    summary.tokens = CompactUtils.estimate_tokens(summary.content)
-    summary.metadata = metadata
-    summary.edited_at = timezone.now()
-    summary.save(update_fields=["content", "tokens", "metadata", "edited_at"])
-    return summary
-
-
-@transaction.atomic
-def summary_discard(*, summary: ContextSummary) -> int:
-    """Discard the summary in force and the earlier ones folded into it: the next request
-    summarises the original messages afresh. Returns how many summaries were discarded."""
-    summary = _summary_in_force(summary)
-    return ContextSummary.objects.filter(
-        conversation_id=summary.conversation_id, discarded_at__isnull=True
-    ).update(discarded_at=timezone.now())
-
-
-def _summary_in_force(summary: ContextSummary) -> ContextSummary:
-    """``summary``, locked, if it is the one the next request starts from; else Conflict."""
-    Conversation.objects.select_for_update().filter(pk=summary.conversation_id).first()
-    current = summary_latest(conversation_id=summary.conversation_id)
-    if current is None or current.pk != summary.pk:
-        raise Conflict(
-            "summary_not_current",
-            gettext(
-                "This summary is no longer the one in use: a newer one replaced it, or it "
-                "was discarded."
-            ),
-        )
-    return current
-
-
 # --- helpers -------------------------------------------------------------------------------
 
 
 def _clean_title(title: Any) -> str:
     if not isinstance(title, str):
         raise InvalidInput("invalid_title", "The title must be text.")
-    _check_storable(title, "title")
+    check_storable(title, "title")
     title = " ".join(title.split())
     if len(title) > TITLE_MAX_CHARS:
         raise InvalidInput("title_too_long", f"The title is longer than {TITLE_MAX_CHARS} chars.")
     return title
-
-
-def _check_storable(text: str, what: str) -> None:
-    """Refuse text no database stores: a lone surrogate (JSON lets a client send ``\\ud800``)
-    cannot be encoded as UTF-8, and PostgreSQL text cannot hold NUL. Checked here, before
-    anything is written, so neither becomes a 500 or a half-stored run."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        ok = False
-    else:
-        ok = "\x00" not in text
-    if not ok:
-        raise InvalidInput(
-            "invalid_text",
-            f"The {what} contains characters that cannot be stored "
-            "(a NUL byte or an unpaired surrogate).",
-        )
 
 
 def _clean_model_config(value: Any) -> int | None:
