@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import PHONE, hold_requests, login, png_file, screenshot, send
+from tests.browser.conftest import PHONE, login, png_file, screenshot, send
 
 pytestmark = pytest.mark.browser
 
@@ -286,37 +286,6 @@ def test_keyboard_only_shift_enter_newline_enter_sends_and_tab_reaches_controls(
     expect(page.locator("#mode-react")).to_be_focused()
     page.keyboard.press("ArrowRight")
     expect(page.locator("#mode-dag")).to_be_checked()
-
-
-def test_an_answer_about_the_last_chat_arriving_after_new_chat_leaves_the_new_one_alone(
-    logged_in_page,
-):
-    # A run's start asks for its conversation again (the automatic title). Its answer came
-    # after a click on "New chat" and put the old conversation back under the empty page:
-    # the next message went to the old conversation's closed socket and was never sent.
-    page = logged_in_page
-    one_conversation = re.compile(r".*/api/conversations/[0-9a-f-]{36}/$")
-    held = hold_requests(page, one_conversation, method="GET")
-    send(page, "First conversation")
-    wait_done(page)
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(50)
-    assert held, "the run's start asked for its conversation"
-    page.get_by_role("button", name="New chat", exact=True).click()
-    expect(page.locator("#empty-state")).to_be_visible()
-    with page.expect_response(lambda response: one_conversation.match(response.url)):
-        for route in held:
-            route.continue_()
-    page.unroute(one_conversation)  # the next run's asks go through
-    page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 0))")
-    expect(page.locator("#conversation-title")).to_have_text("New chat")
-    send(page, "Second conversation")
-    wait_done(page)
-    items = page.locator("#conversation-list .conv-item")
-    expect(items).to_have_count(2)
-    expect(items.first).to_contain_text("Second conversation")
 
 
 def test_narrow_phone_viewport(logged_in_phone_page):

@@ -2,7 +2,7 @@
 // websocket. The run on screen and its events belong to RunController (run_controller.js);
 // the frames are described in docs/protocol.md.
 
-import { api, loginUrl } from "./api.js";
+import { api } from "./api.js";
 import { Gauge, ModelPicker, setUpOfflineNote, toast } from "./chrome.js";
 import { Composer } from "./composer.js";
 import { EarlierPages } from "./earlier_pages.js";
@@ -11,9 +11,10 @@ import { PendingSaves } from "./pending_saves.js";
 import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
 import { EmptyChatGuard } from "./empty_chat.js";
+import { deliverToLeftChat, keepAsDraft } from "./left_chat.js";
 import { ScrollFollower } from "./scroll_follow.js";
 import { setSteeringConversation, watchPins } from "./steering.js";
-import { ChatSocket } from "./socket.js";
+import { connectionMethods } from "./app_connection.js";
 import { ToolsMenu } from "./tools_menu.js";
 
 const config = JSON.parse(document.getElementById("ui-config").textContent);
@@ -120,6 +121,8 @@ class ChatApp {
   // ``nextId``: the conversation shown next (null: a new chat).
   reset(nextId = null) {
     this.emptyChat.leave(nextId);
+    this.creating = null;
+    this.loading = null;
     this.socket?.close();
     this.socket = null;
     this.runs.reset();
@@ -153,21 +156,31 @@ class ChatApp {
     this.reset(id);
     this.sidebar.select(id);
     if (push) history.pushState({}, "", `/c/${encodeURIComponent(id)}/`);
+    // A message sent before the conversation is on screen waits for it (``send``).
+    const done = this.load(id, token);
+    this.loading = { id, done };
+    await done;
+    if (this.loading?.done === done) this.loading = null;
+  }
+
+  // Resolves false when the conversation does not exist (any more).
+  async load(id, token) {
     try {
       const [conversation, page] = await Promise.all([
         api.getConversation(id),
         api.messagePage(id),
       ]);
-      if (token !== this.loadToken) return;
+      if (token !== this.loadToken) return true;
       this.setConversation(conversation);
       this.renderHistory(page.messages, page.has_more);
       this.composer.showDraft();
     } catch (err) {
-      if (token !== this.loadToken) return;
+      if (token !== this.loadToken) return err.status !== 404;
       if (err.status === 404) {
         this.toast(gettext("That conversation does not exist any more."));
         this.sidebar.removeItem(id);
-        return this.newChat();
+        this.newChat();
+        return false;
       }
       this.toast(interpolate(gettext("Could not load the conversation: %(reason)s"), { reason: err.message }, true));
     }
@@ -175,6 +188,7 @@ class ChatApp {
     this.refreshGauge();
     this.toolsMenu.load();
     this.composer.focus();
+    return true;
   }
 
   setConversation(conversation) {
@@ -189,20 +203,34 @@ class ChatApp {
 
   ensureConversation() {
     if (this.conversation) return Promise.resolve(this.conversation.id);
-    if (!this.creating) {
-      const fields = { mode: this.composer.mode, model_config: this.modelPicker.value };
-      this.creating = api.createConversation(fields).then((conversation) => {
-        this.emptyChat.created(conversation.id); // listed and addressed once a message is sent
-        this.setConversation(conversation);
-        this.connect();
-        this.refreshGauge();
-        return conversation.id;
-      });
-      this.creating.catch(() => {
-        this.creating = null;
-      });
-    }
-    return this.creating;
+    return this.newConversation().made.then((conversation) => conversation.id);
+  }
+
+  // The new chat on screen made a conversation on the server, once (an upload, a tool
+  // switch and the first message share it); ``messages``: how many were sent to it.
+  newConversation() {
+    if (this.creating) return this.creating;
+    const token = this.loadToken;
+    const fields = { mode: this.composer.mode, model_config: this.modelPicker.value };
+    const creating = { messages: 0 };
+    creating.made = api.createConversation(fields).then((conversation) => {
+      if (token !== this.loadToken) {
+        // Another chat was opened meanwhile: this one is not brought back on screen. Its
+        // messages still go to it (``send``); with none it is an empty chat left, deleted.
+        if (!creating.messages) api.deleteConversation(conversation.id).catch(() => {});
+        return conversation;
+      }
+      this.emptyChat.created(conversation.id); // listed and addressed once a message is sent
+      this.setConversation(conversation);
+      this.connect();
+      this.refreshGauge();
+      return conversation;
+    });
+    creating.made.catch(() => {
+      if (this.creating === creating) this.creating = null;
+    });
+    this.creating = creating;
+    return creating;
   }
 
   async rename(id, title) {
@@ -301,22 +329,57 @@ class ChatApp {
 
   // ---- sending -------------------------------------------------------------------------
 
-  send({ content, images, documents = [], mode }) {
+  send(message) {
+    const { content, images, documents = [], mode } = message;
     if (!content && !images.length && !documents.length) return false;
-    const attachments = [...images, ...documents].map((i) => i.file_id);
-    const frame = { type: "message", content, attachments, mode };
+    if (this.loading && !this.conversation) return this.sendOnceLoaded(message);
+    const frame = messageFrame(message);
     this.runs.showSent({ content, images, documents, mode });
     this.scroller.scrollToEnd(true);
+    // The chat it was sent in: if the user opens another before it goes out, it goes to
+    // this one all the same (left_chat.js), not through the socket of the one on screen.
+    const token = this.loadToken;
+    if (!this.conversation) this.newConversation().messages += 1;
     this.ensureConversation()
-      .then(() => this.saves.settled())
-      .then(() => {
+      .then((id) => this.saves.settled().then(() => id))
+      .then((id) => {
+        if (token !== this.loadToken) return this.deliverLeft(id, frame, { content, images, documents });
         this.keepConversation();
         this.transmit(frame);
       })
-      .catch((err) =>
-        this.runs.failLocalRun(interpolate(gettext("Could not start the conversation: %(reason)s"), { reason: err.message }, true)),
-      );
+      .catch((err) => {
+        const reason = interpolate(gettext("Could not start the conversation: %(reason)s"), { reason: err.message }, true);
+        if (token === this.loadToken) this.runs.failLocalRun(reason);
+        else this.toast(reason);
+      });
     return true;
+  }
+
+  // Sent while the conversation on screen was still loading (the page just opened): it
+  // goes there once its history is shown, or after the user left it, all the same.
+  sendOnceLoaded(message) {
+    const { id, done } = this.loading;
+    const token = this.loadToken;
+    done.then((found) => {
+      if (!found) return this.composer.takeBack(message, gettext("Your last message did not reach the server. It is back in the box: send it again."));
+      if (token === this.loadToken && this.isCurrent(id)) return this.send(message);
+      this.deliverLeft(id, messageFrame(message), message);
+    });
+    return true;
+  }
+
+  async deliverLeft(id, frame, message) {
+    const delivered = await deliverToLeftChat(id, frame);
+    if (!delivered) {
+      keepAsDraft(id, message, gettext("Your last message did not reach the server. It is back in the box: send it again."));
+      this.toast(gettext("Your message did not reach the chat you left: it waits there as a draft."));
+    }
+    try {
+      const conversation = await api.getConversation(id);
+      if (!this.isCurrent(id)) this.sidebar.upsert(conversation, { toTop: true });
+    } catch (err) {
+      /* deleted meanwhile; the list shows what there is at the next load */
+    }
   }
 
   // The first message of a new chat: it joins the list and the address bar.
@@ -368,123 +431,6 @@ class ChatApp {
     return true;
   }
 
-  // ---- socket --------------------------------------------------------------------------
-
-  connect() {
-    if (!this.conversation || this.socket) return;
-    this.socket = new ChatSocket(this.conversation.id, {
-      onEvent: (frame) => this.onEvent(frame),
-      onStatus: (state, detail) => this.onSocketStatus(state, detail),
-    });
-    this.socket.connect();
-  }
-
-  onSocketStatus(state, detail) {
-    if (state === "reconnecting" && detail.draining) {
-      this.setConnection(
-        gettext("The server is restarting; your message will be sent again in a moment."),
-      );
-    } else if (state === "reconnecting") {
-      const text = detail.delay
-        ? interpolate(
-            gettext("Connection lost. Reconnecting in %(seconds)s s…"),
-            { seconds: Math.ceil(detail.delay / 1000) },
-            true,
-          )
-        : gettext("Connection lost. Reconnecting…");
-      this.setConnection(text, "error");
-      // A refused handshake looks like a network error: every few tries, ask the API
-      // whether we are still logged in (401 → login page) and the conversation exists.
-      if (detail.delay && detail.attempt % 3 === 0) this.checkStillWelcome();
-    } else if (state === "refused") {
-      if (detail.code === 4401) window.location.assign(loginUrl());
-      else this.conversationGone();
-    } else if (state === "open") {
-      this.setConnection(null);
-      if (detail.reconnected) this.catchUp();
-      else this.flushOutbox();
-    }
-  }
-
-  async checkStillWelcome() {
-    if (!this.conversation) return;
-    const id = this.conversation.id;
-    try {
-      await api.getConversation(id);
-    } catch (err) {
-      if (err.status !== 404) return;
-      if (this.isCurrent(id)) this.conversationGone();
-      else this.sidebar.removeItem(id); // left meanwhile: only its row goes
-    }
-  }
-
-  conversationGone() {
-    const id = this.conversation?.id;
-    this.toast(gettext("This conversation was deleted."));
-    if (id) this.sidebar.removeItem(id);
-    this.newChat();
-  }
-
-  flushOutbox() {
-    const frames = this.outbox;
-    this.outbox = [];
-    for (const frame of frames) this.transmit(frame);
-  }
-
-  // After a drop: the server's runs went on without us; the messages API has the truth.
-  async catchUp() {
-    if (!this.conversation) return;
-    this.eventBuffer = [];
-    try {
-      await this.reloadAfterDrop();
-    } finally {
-      const frames = this.eventBuffer;
-      this.eventBuffer = null;
-      for (const frame of frames) this.onEvent(frame);
-    }
-  }
-
-  async reloadAfterDrop() {
-    const id = this.conversation.id;
-    try {
-      const page = await api.messagePage(id);
-      const messages = page.messages;
-      if (!this.isCurrent(id)) return;
-      const unconfirmed = this.runs.takeUnconfirmed();
-      this.renderHistory(messages, page.has_more);
-      if (unconfirmed && this.outbox.length) {
-        // Never sent: show it again as pending and send it now.
-        this.outbox = [];
-        this.send(unconfirmed);
-        return;
-      }
-      const lastUser = messages.filter((m) => m.role === "user").pop();
-      if (unconfirmed && lastUser?.content !== unconfirmed.content) {
-        // Sent as the connection died, never reached the server: nothing typed is lost.
-        this.composer.prompt.value = unconfirmed.content;
-        this.composer.refresh();
-        this.toast(
-          gettext("Your last message did not reach the server. It is back in the box: send it again."),
-        );
-      }
-    } catch (err) {
-      this.toast(interpolate(gettext("Could not refresh the conversation: %(reason)s"), { reason: err.message }, true));
-    }
-    this.flushOutbox();
-    this.refreshGauge();
-  }
-
-  onEvent(frame) {
-    if (frame.type === "run.started") this.drainRetries = 0;
-    if (this.eventBuffer) {
-      // Catching up: events wait until the history they apply to is on the page.
-      this.eventBuffer.push(frame);
-      return;
-    }
-    this.runs.handle(frame);
-    this.scroller.scrollToEnd(false);
-  }
-
   // ---- chrome --------------------------------------------------------------------------
 
   refreshGauge() {
@@ -500,6 +446,13 @@ class ChatApp {
   toast(text) {
     toast(text);
   }
+}
+
+Object.assign(ChatApp.prototype, connectionMethods);
+
+function messageFrame({ content, images, documents = [], mode }) {
+  const attachments = [...images, ...documents].map((i) => i.file_id);
+  return { type: "message", content, attachments, mode };
 }
 
 function idFromPath() {

@@ -1,0 +1,177 @@
+"""The chat UI when answers and clicks cross: what the server says about a conversation
+the user has left (or is leaving) goes to that conversation, and the one on screen stays
+as the user chose it. On the built-in offline model; held requests make the crossing
+certain rather than likely."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import hold_requests, png_file, send
+
+pytestmark = pytest.mark.browser
+
+ONE_CONVERSATION = re.compile(r".*/api/conversations/[0-9a-f-]{36}/$")
+CREATE = re.compile(r".*/api/conversations/$")
+
+
+def wait_done(page, count: int = 1) -> None:
+    """``count`` answers finished: each finished answer carries its usage card."""
+    expect(page.locator(".msg-assistant .usage-card")).to_have_count(count)
+    expect(page.locator("#stop")).to_be_hidden()
+
+
+def wait_held(page, held: list) -> None:
+    for _ in range(100):
+        if held:
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError("the request was never made")
+
+
+def conversations(page) -> list[dict]:
+    return page.evaluate(
+        "async () => (await (await fetch('/api/conversations/')).json()).conversations"
+    )
+
+
+def user_texts(page, conversation_id: str) -> list[str]:
+    messages = page.evaluate(
+        "async (id) => (await (await fetch(`/api/conversations/${id}/messages/`)).json()).messages",
+        conversation_id,
+    )
+    return [m["content"] for m in messages if m["role"] == "user"]
+
+
+def test_an_answer_about_the_last_chat_arriving_after_new_chat_leaves_the_new_one_alone(
+    logged_in_page,
+):
+    # A run's start asks for its conversation again (the automatic title). Its answer came
+    # after a click on "New chat" and put the old conversation back under the empty page:
+    # the next message went to the old conversation's closed socket and was never sent.
+    page = logged_in_page
+    held = hold_requests(page, ONE_CONVERSATION, method="GET")
+    send(page, "First conversation")
+    wait_done(page)
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the run's start asked for its conversation"
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.locator("#empty-state")).to_be_visible()
+    with page.expect_response(lambda response: ONE_CONVERSATION.match(response.url)):
+        for route in held:
+            route.continue_()
+    page.unroute(ONE_CONVERSATION)  # the next run's asks go through
+    page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 0))")
+    expect(page.locator("#conversation-title")).to_have_text("New chat")
+    send(page, "Second conversation")
+    wait_done(page)
+    items = page.locator("#conversation-list .conv-item")
+    expect(items).to_have_count(2)
+    expect(items.first).to_contain_text("Second conversation")
+
+
+def test_a_first_message_whose_new_chat_was_left_before_the_server_made_it_goes_there(
+    logged_in_page,
+):
+    # The first message of a new chat waits for the server to make its conversation. The
+    # user opened another conversation meanwhile: the new chat came back over it, or the
+    # message went out through the other conversation's socket, into the wrong chat.
+    page = logged_in_page
+    send(page, "First conversation")
+    wait_done(page)
+    first_url = page.url
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.locator("#empty-state")).to_be_visible()
+    held = hold_requests(page, CREATE, method="POST")
+    send(page, "Second question: what is 6*7?")
+    wait_held(page, held)
+    items = page.locator("#conversation-list .conv-item")
+    items.first.click()
+    expect(page.locator("#conversation-title")).to_have_text("First conversation")
+    expect(page.locator(".msg-user .bubble")).to_have_text(["First conversation"])
+    with page.expect_response(lambda r: CREATE.match(r.url) and r.request.method == "POST"):
+        for route in held:
+            route.continue_()
+    page.unroute(CREATE)
+
+    # The new chat joins the list with its question; the screen stays where the user went.
+    expect(items).to_have_count(2)
+    expect(items.first).to_contain_text("Second question")
+    expect(page.locator("#conversation-title")).to_have_text("First conversation")
+    expect(page.locator(".msg-user .bubble")).to_have_text(["First conversation"])
+    assert page.url == first_url
+    stored = {c["title"]: c["id"] for c in conversations(page)}
+    assert user_texts(page, stored["First conversation"]) == ["First conversation"]
+    assert user_texts(page, stored["Second question: what is 6*7?"]) == [
+        "Second question: what is 6*7?"
+    ]
+
+    items.first.click()
+    wait_done(page)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["Second question: what is 6*7?"])
+    expect(page.locator(".msg-assistant").last.locator(".answer")).to_contain_text("42")
+
+
+def test_a_new_chat_left_before_the_server_made_it_for_an_upload_is_not_kept(
+    logged_in_page, tmp_path
+):
+    # An image attached in a new chat makes its conversation; left before that is done
+    # (nothing sent), it is an empty chat like any other left: deleted, never listed.
+    page = logged_in_page
+    send(page, "First conversation")
+    wait_done(page)
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.locator("#empty-state")).to_be_visible()
+    held = hold_requests(page, CREATE, method="POST")
+    page.locator("#file-input").set_input_files(png_file(tmp_path, "left.png"))
+    wait_held(page, held)
+    items = page.locator("#conversation-list .conv-item")
+    items.first.click()
+    expect(page.locator("#conversation-title")).to_have_text("First conversation")
+    with page.expect_response(
+        lambda r: ONE_CONVERSATION.match(r.url) and r.request.method == "DELETE"
+    ):
+        for route in held:
+            route.continue_()
+    page.unroute(CREATE)
+    expect(items).to_have_count(1)
+    assert [c["title"] for c in conversations(page)] == ["First conversation"]
+    expect(page.locator("#conversation-title")).to_have_text("First conversation")
+
+
+def test_a_message_sent_while_the_conversation_loads_goes_to_that_conversation(
+    logged_in_page,
+):
+    # The page of a conversation has just opened and its history is still on the way: a
+    # message sent now went to a new conversation of its own (the one on screen was not
+    # known yet), and its answer appeared nowhere.
+    page = logged_in_page
+    send(page, "First conversation")
+    wait_done(page)
+    url = page.url
+    history = re.compile(r".*/api/conversations/[0-9a-f-]{36}/messages/.*")
+    held = hold_requests(page, history, method="GET")
+    page.goto(url)
+    wait_held(page, held)
+    send(page, "Sent before the history arrived")
+    with page.expect_response(lambda r: history.match(r.url)):
+        for route in held:
+            route.continue_()
+    page.unroute(history)
+    wait_done(page, 2)
+    expect(page.locator(".msg-user .bubble")).to_have_text(
+        ["First conversation", "Sent before the history arrived"]
+    )
+    stored = conversations(page)
+    assert [c["title"] for c in stored] == ["First conversation"]
+    assert user_texts(page, stored[0]["id"]) == [
+        "First conversation",
+        "Sent before the history arrived",
+    ]
+    assert page.url == url
