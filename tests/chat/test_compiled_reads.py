@@ -1,6 +1,6 @@
 """The reads every run makes, compiled once per connection (``chat.compiled_reads``), return
 the ORM's rows; a shape whose parameters cannot be located runs through the ORM.
-(The same comparison on PostgreSQL: tests/scale/test_compiled_reads_postgres.py.)"""
+(The same comparison on PostgreSQL: tests/scale/test_compiled_statements_postgres.py.)"""
 
 from __future__ import annotations
 

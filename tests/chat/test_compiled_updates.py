@@ -1,7 +1,7 @@
 """The updates every run makes, compiled once per connection and shape
 (``chat.compiled_updates``), change the rows the ORM's updates change; a shape that cannot
 be placed without doubt runs through the ORM. (The same comparison on PostgreSQL:
-tests/scale/test_compiled_updates_postgres.py.)"""
+tests/scale/test_compiled_statements_postgres.py.)"""
 
 from __future__ import annotations
 

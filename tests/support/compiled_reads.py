@@ -1,7 +1,7 @@
 """Side by side: each read a run makes through ``chat.compiled_reads`` against the same
 query through the ORM, on a conversation with every kind of row those reads tell apart.
 Used by ``tests/chat/test_compiled_reads.py`` (SQLite) and, in a Django subprocess on
-PostgreSQL, by ``tests/scale/test_compiled_reads_postgres.py``.
+PostgreSQL, by ``tests/scale/test_compiled_statements_postgres.py``.
 
 ``compare()`` returns, per read, whether it ran compiled and whether its rows equalled the
 ORM's, for two conversations read one after the other (the second read fills the compiled
