@@ -6,7 +6,9 @@ tests/scale/test_compiled_statements_postgres.py.)"""
 from __future__ import annotations
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.db.transaction import TransactionManagementError
 
 from chat import row_updates
 from chat.compiled_reads import PROBE_ID, PROBE_UUID, Probe
@@ -81,3 +83,18 @@ def test_a_filter_over_a_join_runs_through_the_orm(user, three_user_messages):
 def test_wrong_value_names_are_refused():
     with pytest.raises(TypeError):
         row_updates.MESSAGE.update({"status": "done"}, pk=1)
+
+
+def test_a_failed_update_spoils_its_transaction_as_the_orms_does(three_user_messages):
+    # A NOT NULL column set to NULL: the database refuses it, and (as after the ORM's
+    # update) the transaction takes no more queries until its atomic block ends.
+    first = three_user_messages[0]
+    row_updates.MESSAGE.update({"status": "done"}, message=first.pk)  # compiled from here on
+    with transaction.atomic():
+        with pytest.raises(IntegrityError):
+            row_updates.MESSAGE.update({"role": None}, message=first.pk)
+        assert row_updates.MESSAGE.compiled_for({"role": None}, message=first.pk)
+        with pytest.raises(TransactionManagementError):
+            Message.objects.count()
+    first.refresh_from_db()
+    assert first.role == "user"
