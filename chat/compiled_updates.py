@@ -1,9 +1,10 @@
 """Updates every run makes, compiled once per database connection and shape, then run with
 fresh values: the same idea as ``chat.compiled_reads``, for ``QuerySet.update``.
 
-A run ends with four updates (its question settled, its answer stored, the conversation's
-totals and time); through the ORM each spends 130-250 µs of CPU building and compiling
-its statement, the database ~25 µs running it (measured: docs/operations.md,
+A run makes four updates: the conversation's time as it starts; its answer, the questions
+it settled and the conversation's totals as it ends. Through the ORM each spent 90-190 µs
+of CPU building and compiling its statement (in-process medians; more on a busy server),
+the database some 20 µs running it (``bench/compiled_reads.py``; docs/operations.md,
 "Throughput"). So the statement of a *shape* — which columns are set, which of them to
 NULL, how many ids an ``in`` lookup names — is compiled once: the filter is built with
 probe values (``compiled_reads.Probe``) whose positions among the parameters are
@@ -98,8 +99,10 @@ class CompiledUpdate:
         out = {}
         for name, probe in self._probes.items():
             given = where[name]
-            if isinstance(given, list | tuple):
+            if isinstance(given, list | tuple) and isinstance(probe.value, int):
                 out[name] = [probe.value - i for i in range(len(given))]
+            elif isinstance(given, list | tuple):  # not compiled (``_compile``)
+                out[name] = [probe.value] * len(given)
             else:
                 out[name] = probe.value
         return out

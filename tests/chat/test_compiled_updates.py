@@ -98,3 +98,16 @@ def test_a_failed_update_spoils_its_transaction_as_the_orms_does(three_user_mess
             Message.objects.count()
     first.refresh_from_db()
     assert first.role == "user"
+
+
+def test_a_list_for_a_probe_that_is_not_an_int_runs_through_the_orm(user):
+    kept = Conversation.objects.create(owner=user, title="kept")
+    renamed = Conversation.objects.create(owner=user, title="old")
+    update = CompiledUpdate(
+        lambda *, conversations: Conversation.objects.filter(pk__in=conversations),
+        conversations=Probe(Conversation._meta.get_field("id"), PROBE_UUID),
+    )
+    assert update.update({"title": "new"}, conversations=[renamed.pk]) == 1
+    assert not update.compiled_for({"title": "new"}, conversations=[renamed.pk])
+    titles = set(Conversation.objects.values_list("title", flat=True))
+    assert titles == {"kept", "new"} and kept.pk != renamed.pk
