@@ -5,6 +5,7 @@ certain rather than likely."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -175,3 +176,44 @@ def test_a_message_sent_while_the_conversation_loads_goes_to_that_conversation(
         "Sent before the history arrived",
     ]
     assert page.url == url
+
+
+def test_a_message_for_a_left_chat_that_cannot_go_waits_there_as_a_draft(logged_in_page):
+    # The left chat's own socket is answered by a refusal (a server shutting down): the
+    # message is not lost, it is that chat's draft, with the notice saying why.
+    page = logged_in_page
+    send(page, "First conversation")
+    wait_done(page)
+    first_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.locator("#empty-state")).to_be_visible()
+    held = hold_requests(page, CREATE, method="POST")
+    send(page, "A question the server refuses")
+    wait_held(page, held)
+    items = page.locator("#conversation-list .conv-item")
+    items.first.click()
+    expect(page.locator("#conversation-title")).to_have_text("First conversation")
+
+    def refuse(socket):
+        socket.on_message(
+            lambda _frame: socket.send(
+                json.dumps({"type": "error", "code": "server_draining", "message": "draining"})
+            )
+        )
+
+    page.route_web_socket(re.compile(rf".*/ws/chat/(?!{first_id}).*"), refuse)
+    for route in held:
+        route.continue_()
+    page.unroute(CREATE)
+    expect(page.locator(".toast")).to_have_text(
+        "Your message did not reach the chat you left: it waits there as a draft."
+    )
+    expect(items).to_have_count(2)
+    expect(page.locator("#conversation-title")).to_have_text("First conversation")
+    stored = {c["title"]: c["id"] for c in conversations(page)}
+    assert set(stored) == {"First conversation", ""}
+    assert user_texts(page, stored[""]) == []
+
+    items.first.click()
+    expect(page.locator("#prompt")).to_have_value("A question the server refuses")
+    expect(page.locator("#composer-notice")).to_contain_text("did not reach the server")
