@@ -217,3 +217,25 @@ def test_a_message_for_a_left_chat_that_cannot_go_waits_there_as_a_draft(logged_
     items.first.click()
     expect(page.locator("#prompt")).to_have_value("A question the server refuses")
     expect(page.locator("#composer-notice")).to_contain_text("did not reach the server")
+
+
+def test_a_message_sent_while_the_conversation_fails_to_load_goes_back_in_the_box(
+    logged_in_page,
+):
+    page = logged_in_page
+    send(page, "First conversation")
+    wait_done(page)
+    url = page.url
+    history = re.compile(r".*/api/conversations/[0-9a-f-]{36}/messages/.*")
+    held = hold_requests(page, history, method="GET")
+    page.goto(url)
+    wait_held(page, held)
+    send(page, "Sent while the history failed")
+    for route in held:
+        route.fulfill(status=500, content_type="application/json", body='{"error": {}}')
+    page.unroute(history)
+    expect(page.locator("#prompt")).to_have_value("Sent while the history failed")
+    expect(page.locator("#composer-notice")).to_contain_text("did not reach the server")
+    stored = conversations(page)
+    assert [c["title"] for c in stored] == ["First conversation"]
+    assert user_texts(page, stored[0]["id"]) == ["First conversation"]

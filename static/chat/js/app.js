@@ -361,8 +361,10 @@ class ChatApp {
     const { id, done } = this.loading;
     const token = this.loadToken;
     done.then((found) => {
-      if (!found) return this.composer.takeBack(message, gettext("Your last message did not reach the server. It is back in the box: send it again."));
-      if (token === this.loadToken && this.isCurrent(id)) return this.send(message);
+      const stayed = token === this.loadToken;
+      if (stayed && this.isCurrent(id)) return this.send(message);
+      // Gone, or it could not be loaded: back in the box of the chat on screen.
+      if (!found || stayed) return this.composer.takeBack(message, gettext("Your last message did not reach the server. It is back in the box: send it again."));
       this.deliverLeft(id, messageFrame(message), message);
     });
     return true;
