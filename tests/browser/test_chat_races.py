@@ -239,3 +239,59 @@ def test_a_message_sent_while_the_conversation_fails_to_load_goes_back_in_the_bo
     stored = conversations(page)
     assert [c["title"] for c in stored] == ["First conversation"]
     assert user_texts(page, stored[0]["id"]) == ["First conversation"]
+
+
+def test_a_conversation_read_before_a_mode_pick_does_not_undo_it(logged_in_page):
+    # A run's start reads its conversation again (the automatic title). Read before the
+    # switch to DAG was saved and answered after it, it switched the composer back to
+    # ReAct, and the next question ran in the mode the user had just left.
+    page = logged_in_page
+    held = hold_requests(page, ONE_CONVERSATION, method="GET")
+    send(page, "What is 12*7?")
+    wait_done(page)
+    wait_held(page, held)
+    stale = held[0].fetch()  # the conversation as it was before the pick: ReAct
+    assert stale.json()["mode"] == "react"
+    with page.expect_response(
+        lambda r: ONE_CONVERSATION.match(r.url) and r.request.method == "PATCH"
+    ):
+        page.locator("label[for=mode-dag]").click()
+    held[0].fulfill(response=stale)
+    for route in held[1:]:
+        route.continue_()
+    page.unroute(ONE_CONVERSATION)
+    page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 50))")
+    expect(page.locator("#mode-dag")).to_be_checked()
+    send(page, "First compute 2+3, then double the result")
+    wait_done(page, 2)
+    expect(page.locator(".msg-assistant").last.locator(".plan-head")).to_be_visible()
+
+
+def test_a_message_sent_before_the_conversation_list_arrives_goes_to_the_open_conversation(
+    logged_in_page,
+):
+    # The page of a conversation loaded its list of conversations first and only then the
+    # conversation itself: a message sent in between started a new chat of its own.
+    page = logged_in_page
+    send(page, "First conversation")
+    wait_done(page)
+    url = page.url
+    listing = re.compile(r".*/api/conversations/\?limit=.*")
+    held = hold_requests(page, listing, method="GET")
+    page.goto(url)
+    wait_held(page, held)
+    send(page, "Sent before the list arrived")
+    for route in held:
+        route.continue_()
+    page.unroute(listing)
+    wait_done(page, 2)
+    expect(page.locator(".msg-user .bubble")).to_have_text(
+        ["First conversation", "Sent before the list arrived"]
+    )
+    expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
+    stored = conversations(page)
+    assert [c["title"] for c in stored] == ["First conversation"]
+    assert user_texts(page, stored[0]["id"]) == [
+        "First conversation",
+        "Sent before the list arrived",
+    ]

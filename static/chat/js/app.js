@@ -31,6 +31,7 @@ class ChatApp {
     this.saves = new PendingSaves(); // what a message sent now waits for
     this.creating = null;
     this.loadToken = 0;
+    this.picks = 0;
     this.emptyChat = new EmptyChatGuard();
     this.scroller = new ScrollFollower(this.messagesEl);
 
@@ -102,14 +103,19 @@ class ChatApp {
   async start() {
     setUpOfflineNote(() => this.composer.focus());
     this.scroller.start(() => this.composer.focus());
+    // The conversation loads beside the list: a message sent before either is in waits for
+    // the conversation (``send``); it does not start a new chat.
+    const listed = api.listConversations();
+    const shown = config.conversationId ? this.open(config.conversationId, { push: false }) : this.newChat({ push: false });
     try {
-      const page = await api.listConversations();
-      this.sidebar.set(page.conversations, config.conversationId, page.next);
+      const page = await listed;
+      this.sidebar.set(page.conversations, this.conversation?.id ?? config.conversationId ?? null, page.next);
+      // Already on screen, and perhaps older than the list's first page: it stays listed.
+      if (this.conversation && !this.emptyChat.isEmpty(this.conversation.id)) this.sidebar.upsert(this.conversation);
     } catch (err) {
       this.toast(interpolate(gettext("Could not load your conversations: %(reason)s"), { reason: err.message }, true));
     }
-    if (config.conversationId) await this.open(config.conversationId, { push: false });
-    else this.newChat({ push: false });
+    await shown;
     this.composer.focus();
     // Tests (and scripts driving the page) wait for this before typing: keys pressed
     // before the composer listens would be lost.
@@ -261,8 +267,16 @@ class ChatApp {
     return this.conversation?.id === id;
   }
 
-  async changeMode(mode) {
+  // A mode or a model picked: saved on the conversation, and a message sent meanwhile waits
+  // for the save (``send``). ``picks`` counts them, so that an older answer about the
+  // conversation does not undo a newer pick (``reloadConversation``).
+  changeMode(mode) {
     if (!this.conversation) return;
+    this.picks += 1;
+    this.saves.track(this.saveMode(mode));
+  }
+
+  async saveMode(mode) {
     const id = this.conversation.id;
     try {
       const saved = await api.updateConversation(id, { mode });
@@ -272,10 +286,10 @@ class ChatApp {
     }
   }
 
-  // The pick is stored on the conversation; a new chat takes it when it is created. A
-  // message sent meanwhile waits for the save (``send``): its run reads the pick.
+  // A new chat takes the model picked when it is created; its run reads the pick.
   changeModel(id) {
     if (!this.conversation) return;
+    this.picks += 1;
     this.saves.track(this.saveModel(id));
   }
 
@@ -300,9 +314,17 @@ class ChatApp {
   async reloadConversation() {
     if (!this.conversation) return;
     const id = this.conversation.id;
+    const picks = this.picks;
+    const saving = this.saves.busy;
     try {
       const conversation = await api.getConversation(id);
-      if (this.isCurrent(id)) this.setConversation(conversation);
+      if (!this.isCurrent(id)) return;
+      if (saving || picks !== this.picks) {
+        // Read before a pick reached the server: the page keeps the user's newer choice.
+        conversation.mode = this.composer.mode;
+        conversation.model_config = this.modelPicker.value;
+      }
+      this.setConversation(conversation);
     } catch (err) {
       /* the title is cosmetic; the next load shows it */
     }
