@@ -17,6 +17,8 @@ pytestmark = pytest.mark.browser
 
 ONE_CONVERSATION = re.compile(r".*/api/conversations/[0-9a-f-]{36}/$")
 CREATE = re.compile(r".*/api/conversations/$")
+HISTORY = re.compile(r".*/api/conversations/[0-9a-f-]{36}/messages/.*")
+LISTING = re.compile(r".*/api/conversations/\?limit=.*")
 
 
 def wait_done(page, count: int = 1) -> None:
@@ -31,6 +33,18 @@ def wait_held(page, held: list) -> None:
             return
         page.wait_for_timeout(50)
     raise AssertionError("the request was never made")
+
+
+def reopened_with(page, held_pattern) -> tuple[str, list]:
+    """A first conversation with one answer, opened again with the requests matching
+    ``held_pattern`` (GET) held: its address and the held routes."""
+    send(page, "First conversation")
+    wait_done(page)
+    url = page.url
+    held = hold_requests(page, held_pattern, method="GET")
+    page.goto(url)
+    wait_held(page, held)
+    return url, held
 
 
 def conversations(page) -> list[dict]:
@@ -153,18 +167,12 @@ def test_a_message_sent_while_the_conversation_loads_goes_to_that_conversation(
     # message sent now went to a new conversation of its own (the one on screen was not
     # known yet), and its answer appeared nowhere.
     page = logged_in_page
-    send(page, "First conversation")
-    wait_done(page)
-    url = page.url
-    history = re.compile(r".*/api/conversations/[0-9a-f-]{36}/messages/.*")
-    held = hold_requests(page, history, method="GET")
-    page.goto(url)
-    wait_held(page, held)
+    url, held = reopened_with(page, HISTORY)
     send(page, "Sent before the history arrived")
-    with page.expect_response(lambda r: history.match(r.url)):
+    with page.expect_response(lambda r: HISTORY.match(r.url)):
         for route in held:
             route.continue_()
-    page.unroute(history)
+    page.unroute(HISTORY)
     wait_done(page, 2)
     expect(page.locator(".msg-user .bubble")).to_have_text(
         ["First conversation", "Sent before the history arrived"]
@@ -223,17 +231,11 @@ def test_a_message_sent_while_the_conversation_fails_to_load_goes_back_in_the_bo
     logged_in_page,
 ):
     page = logged_in_page
-    send(page, "First conversation")
-    wait_done(page)
-    url = page.url
-    history = re.compile(r".*/api/conversations/[0-9a-f-]{36}/messages/.*")
-    held = hold_requests(page, history, method="GET")
-    page.goto(url)
-    wait_held(page, held)
+    _, held = reopened_with(page, HISTORY)
     send(page, "Sent while the history failed")
     for route in held:
         route.fulfill(status=500, content_type="application/json", body='{"error": {}}')
-    page.unroute(history)
+    page.unroute(HISTORY)
     expect(page.locator("#prompt")).to_have_value("Sent while the history failed")
     expect(page.locator("#composer-notice")).to_contain_text("did not reach the server")
     stored = conversations(page)
@@ -273,17 +275,11 @@ def test_a_message_sent_before_the_conversation_list_arrives_goes_to_the_open_co
     # The page of a conversation loaded its list of conversations first and only then the
     # conversation itself: a message sent in between started a new chat of its own.
     page = logged_in_page
-    send(page, "First conversation")
-    wait_done(page)
-    url = page.url
-    listing = re.compile(r".*/api/conversations/\?limit=.*")
-    held = hold_requests(page, listing, method="GET")
-    page.goto(url)
-    wait_held(page, held)
+    url, held = reopened_with(page, LISTING)
     send(page, "Sent before the list arrived")
     for route in held:
         route.continue_()
-    page.unroute(listing)
+    page.unroute(LISTING)
     wait_done(page, 2)
     expect(page.locator(".msg-user .bubble")).to_have_text(
         ["First conversation", "Sent before the list arrived"]
