@@ -37,23 +37,28 @@ def plan_of(result) -> list[dict]:
     return steps
 
 
-async def test_a_two_part_request_becomes_two_parallel_steps_and_a_combining_one(offline_llm):
+async def planned(llm, request: str, **opts) -> list[dict]:
+    """The offline planner's steps for ``request`` (checked by ``plan_of``)."""
     messages = [
         ChatMessage(role="system", content=PLANNER),
-        ChatMessage(role="user", content="What is 12*7 and then what time is it in UTC?"),
+        ChatMessage(role="user", content=request),
     ]
-    steps = plan_of(await offline_llm.chat(messages, response_format={"type": "json_object"}))
+    return plan_of(await llm.chat(messages, **opts))
+
+
+async def test_a_two_part_request_becomes_two_parallel_steps_and_a_combining_one(offline_llm):
+    steps = await planned(
+        offline_llm,
+        "What is 12*7 and then what time is it in UTC?",
+        response_format={"type": "json_object"},
+    )
     assert len(steps) == 3
     assert "12*7" in steps[0]["task"]
     assert "time" in steps[1]["task"]
 
 
 async def test_a_single_request_becomes_gather_then_answer(offline_llm):
-    messages = [
-        ChatMessage(role="system", content=PLANNER),
-        ChatMessage(role="user", content="Explain how our Q3 budget of 4,200 EUR was spent"),
-    ]
-    steps = plan_of(await offline_llm.chat(messages))
+    steps = await planned(offline_llm, "Explain how our Q3 budget of 4,200 EUR was spent")
     assert len(steps) == 2
     assert "4,200 EUR" in steps[0]["task"]
 
@@ -65,22 +70,14 @@ async def test_the_plan_is_about_the_current_request_not_the_history(offline_llm
         "A previous plan (attempt 1) did not achieve this request. The checker said: no\n"
         "Its steps and results:\n- s1 (x): (step failed: boom)"
     )
-    messages = [
-        ChatMessage(role="system", content=PLANNER),
-        ChatMessage(role="user", content=enriched),
-    ]
-    steps = plan_of(await offline_llm.chat(messages))
+    steps = await planned(offline_llm, enriched)
     tasks = " ".join(s["task"] for s in steps)
     assert "19.99" in tasks and "24.50" in tasks
     assert "penguin" not in tasks and "previous plan" not in tasks and "boom" not in tasks
 
 
 async def test_a_chinese_request_gets_a_chinese_plan(offline_llm):
-    messages = [
-        ChatMessage(role="system", content=PLANNER),
-        ChatMessage(role="user", content="总结一下第二季度的预算情况"),
-    ]
-    steps = plan_of(await offline_llm.chat(messages))
+    steps = await planned(offline_llm, "总结一下第二季度的预算情况")
     assert all(detect_language(s["task"]) == "zh" for s in steps)
 
 
@@ -124,11 +121,7 @@ async def test_a_result_that_merely_mentions_errors_is_still_achieved(offline_ll
 
 
 async def test_a_request_of_many_parts_still_makes_at_most_three_steps(offline_llm):
-    messages = [
-        ChatMessage(role="system", content=PLANNER),
-        ChatMessage(role="user", content="What is 2+3? What time is it? Who wrote Faust?"),
-    ]
-    steps = plan_of(await offline_llm.chat(messages))
+    steps = await planned(offline_llm, "What is 2+3? What time is it? Who wrote Faust?")
     assert len(steps) == 3
     tasks = " ".join(s["task"] for s in steps[:2])
     assert "2+3" in tasks and "time" in tasks and "Faust" in tasks
