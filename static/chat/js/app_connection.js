@@ -3,6 +3,7 @@
 // the messages API. Methods of ChatApp (app.js), kept here to keep that module small.
 
 import { api, loginUrl } from "./api.js";
+import { notReached } from "./app_sending.js";
 import { ChatSocket } from "./socket.js";
 
 export const connectionMethods = {
@@ -100,7 +101,7 @@ export const connectionMethods = {
         this.composer.prompt.value = unconfirmed.content;
         this.composer.refresh();
         this.toast(
-          gettext("Your last message did not reach the server. It is back in the box: send it again."),
+          notReached(),
         );
       }
     } catch (err) {
