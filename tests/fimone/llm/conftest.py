@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from contextmgmt.core.providers import PROFILES
+from fimone.llm.offline import OfflineLLM
 from fimone.llm.openai_client import OpenAIChatLLM
 
 
@@ -33,3 +34,9 @@ async def llm_for(scripted_server):
     yield make
     for llm in made:
         await llm.aclose()
+
+
+@pytest.fixture
+def offline_llm() -> OfflineLLM:
+    """The built-in offline model."""
+    return OfflineLLM()

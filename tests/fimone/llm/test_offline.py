@@ -57,11 +57,6 @@ assistant: 明白了。需要我准备议程吗？
 user: 好的"""
 
 
-@pytest.fixture
-def offline_llm() -> OfflineLLM:
-    return OfflineLLM()
-
-
 def compaction_call(transcript: str, hint: str = "general") -> list[ChatMessage]:
     """The shape of a compaction call: system = hint prompt, user = transcript (compact.py)."""
     return [
@@ -394,91 +389,3 @@ async def test_german_answers_use_the_german_sentences(offline_llm):
     text = (await offline_llm.chat([ChatMessage(role="user", content=parts)])).message.content
     assert "kann aber keine Bilder sehen" in text and "Offline-Modell" in text
     assert "offline model" not in text
-
-
-async def test_a_dependent_part_depends_on_the_step_before(offline_llm):
-    messages = [
-        ChatMessage(role="system", content=PLANNER),
-        ChatMessage(role="user", content="First compute 3+4, then multiply that result by 10."),
-    ]
-    steps = json.loads((await offline_llm.chat(messages)).message.content)["steps"]
-    assert [s["depends_on"] for s in steps] == [[], ["s1"], ["s1", "s2"]]
-    assert steps[0]["task"] == "compute 3+4"
-
-
-async def test_a_step_reads_the_result_it_depends_on(offline_llm):
-    messages = [
-        ChatMessage(role="system", content="You are one worker in a multi-step plan."),
-        ChatMessage(
-            role="user",
-            content="Results of the steps your task depends on:\n\n"
-            "Result of step s1 (compute 3+4):\n`3+4` = 7",
-        ),
-        ChatMessage(role="user", content="Your task: multiply that result by 10", pinned=True),
-    ]
-    result = await offline_llm.chat(messages, tools=TOOLS)
-    (call,) = result.message.tool_calls
-    assert json.loads(call.arguments) == {"expression": "7 * 10"}
-
-
-def demo_analysis(results: dict[str, str]) -> str:
-    blocks = [f"### Step {sid}: task {sid}\n{text}" for sid, text in results.items()]
-    return (
-        "User request:\nFirst compute 3+4, then multiply that result by 10, and report both."
-        "\n\nStep results:\n\n" + "\n\n".join(blocks)
-    )
-
-
-async def test_the_analyser_rejects_results_that_lack_a_requested_figure(offline_llm):
-    async def judge(results):
-        messages = [
-            ChatMessage(role="system", content=ANALYSER),
-            ChatMessage(role="user", content=demo_analysis(results)),
-        ]
-        return json.loads((await offline_llm.chat(messages)).message.content)
-
-    lacking = await judge({"s1": "`3+4` = 7", "s2": "You asked: “multiply that result”."})
-    assert lacking["achieved"] is False and lacking["confidence"] < 0.8
-    assert "70" in lacking["reason"]
-    complete = await judge({"s1": "`3+4` = 7", "s2": "`7 * 10` = 70"})
-    assert complete["achieved"] is True
-
-
-def _log_line(i: int, level: str) -> str:
-    return (
-        f"2026-03-{i % 28 + 1:02d}T0{i % 10}:1{i % 6}:2{i % 10}Z {level} worker-{i % 9} "
-        f"req={1000 + 37 * i} from 10.{i}.{2 * i}.{i % 200 + 1} took {10 + i}ms status=200"
-    )
-
-
-def test_log_lines_an_earlier_summary_kept_stay_log_lines_rf_5():
-    """A summary that kept a few log lines, folded again, must not promote them above the
-    facts: they are still one template repeated."""
-    from fimone.llm.offline_text import extractive_summary
-
-    lines = [f"- User: {_log_line(i, level)}" for i in range(8) for level in ("INFO", "WARN")]
-    earlier = f"{SUMMARY_PREFIX}\n" + "\n".join(lines)
-    transcript = (
-        f"system: {earlier}\n"
-        "user: The contract owner on their side is Amelia Novak.\n"
-        "user: Jonas Berger is on call for the migration weekend.\n"
-    )
-    summary = extractive_summary(transcript, max_tokens=120)
-    assert "Amelia Novak" in summary and "Jonas Berger" in summary
-    assert summary.count("worker-") <= 4  # two lines of each template at most
-
-
-def test_log_lines_spread_over_the_summaries_of_pieces_are_recognised_rf_5():
-    """Each piece of one long log was summarised apart and kept two lines per template:
-    folded together, the template shows across the pieces' summaries."""
-    from fimone.llm.offline_text import extractive_summary
-
-    pieces = [
-        f"system: {SUMMARY_PREFIX}\n- User: {_log_line(2 * p, 'INFO')}\n"
-        f"- User: {_log_line(2 * p + 1, 'INFO')}"
-        for p in range(6)
-    ]
-    transcript = "\n".join(pieces) + "\nuser: Carlos Ortega from legal reviews the agreement.\n"
-    summary = extractive_summary(transcript, max_tokens=90)
-    assert "Carlos Ortega" in summary
-    assert summary.count("worker-") <= 2

@@ -37,11 +37,6 @@ CHAINS = [
 ]
 
 
-@pytest.fixture
-def offline_llm() -> OfflineLLM:
-    return OfflineLLM()
-
-
 async def plan(llm: OfflineLLM, request: str) -> list[dict]:
     messages = [
         ChatMessage(role="system", content=PLANNER),
@@ -167,3 +162,51 @@ async def test_a_skipped_step_is_a_surer_failure_than_a_missing_figure(offline_l
     assert failed["achieved"] is False and missing["achieved"] is False
     assert failed["confidence"] < missing["confidence"] < 0.8
     assert "s1, s2, s3" in failed["reason"]
+
+
+async def test_a_dependent_part_depends_on_the_step_before(offline_llm):
+    messages = [
+        ChatMessage(role="system", content=PLANNER),
+        ChatMessage(role="user", content="First compute 3+4, then multiply that result by 10."),
+    ]
+    steps = json.loads((await offline_llm.chat(messages)).message.content)["steps"]
+    assert [s["depends_on"] for s in steps] == [[], ["s1"], ["s1", "s2"]]
+    assert steps[0]["task"] == "compute 3+4"
+
+
+async def test_a_step_reads_the_result_it_depends_on(offline_llm):
+    messages = [
+        ChatMessage(role="system", content="You are one worker in a multi-step plan."),
+        ChatMessage(
+            role="user",
+            content="Results of the steps your task depends on:\n\n"
+            "Result of step s1 (compute 3+4):\n`3+4` = 7",
+        ),
+        ChatMessage(role="user", content="Your task: multiply that result by 10", pinned=True),
+    ]
+    result = await offline_llm.chat(messages, tools=TOOLS)
+    (call,) = result.message.tool_calls
+    assert json.loads(call.arguments) == {"expression": "7 * 10"}
+
+
+def demo_analysis(results: dict[str, str]) -> str:
+    blocks = [f"### Step {sid}: task {sid}\n{text}" for sid, text in results.items()]
+    return (
+        "User request:\nFirst compute 3+4, then multiply that result by 10, and report both."
+        "\n\nStep results:\n\n" + "\n\n".join(blocks)
+    )
+
+
+async def test_the_analyser_rejects_results_that_lack_a_requested_figure(offline_llm):
+    async def judge(results):
+        messages = [
+            ChatMessage(role="system", content=ANALYSER),
+            ChatMessage(role="user", content=demo_analysis(results)),
+        ]
+        return json.loads((await offline_llm.chat(messages)).message.content)
+
+    lacking = await judge({"s1": "`3+4` = 7", "s2": "You asked: “multiply that result”."})
+    assert lacking["achieved"] is False and lacking["confidence"] < 0.8
+    assert "70" in lacking["reason"]
+    complete = await judge({"s1": "`3+4` = 7", "s2": "`7 * 10` = 70"})
+    assert complete["achieved"] is True

@@ -9,16 +9,10 @@ import json
 import pytest
 
 from contextmgmt.core.messages import ChatMessage
-from fimone.llm.offline import OfflineLLM
 from fimone.llm.offline_text import detect_language
 
 PLANNER = "You are the planner. Reply with a JSON plan only."
 ANALYSER = "Reply with a JSON verdict only."
-
-
-@pytest.fixture
-def offline_llm() -> OfflineLLM:
-    return OfflineLLM()
 
 
 # --- planner ---------------------------------------------------------------------------------

@@ -9,13 +9,8 @@ import asyncio
 import pytest
 
 from contextmgmt.core.tokens import estimate_messages_tokens
-from fimone.llm.offline import PIECES_PER_READ, OfflineLLM
+from fimone.llm.offline import PIECES_PER_READ
 from tests.fimone.llm.test_offline import TOOLS, user_turn
-
-
-@pytest.fixture
-def offline_llm() -> OfflineLLM:
-    return OfflineLLM()
 
 
 @pytest.mark.parametrize(

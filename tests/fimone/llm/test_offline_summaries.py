@@ -1,6 +1,6 @@
 """The offline model's extractive summaries keep fact sentences over log noise (RF.5)."""
 
-from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.prompts import compact_prompt
 from contextmgmt.core.tokens import estimate_tokens
 from fimone.llm.offline import OfflineLLM
@@ -63,3 +63,43 @@ async def test_a_log_alone_still_gets_a_summary_from_its_lines():
     ]
     summary = (await OfflineLLM().chat(messages, max_tokens=120)).message.text()
     assert "worker-" in summary and estimate_tokens(summary) <= 120
+
+
+def _log_line(i: int, level: str) -> str:
+    return (
+        f"2026-03-{i % 28 + 1:02d}T0{i % 10}:1{i % 6}:2{i % 10}Z {level} worker-{i % 9} "
+        f"req={1000 + 37 * i} from 10.{i}.{2 * i}.{i % 200 + 1} took {10 + i}ms status=200"
+    )
+
+
+def test_log_lines_an_earlier_summary_kept_stay_log_lines_rf_5():
+    """A summary that kept a few log lines, folded again, must not promote them above the
+    facts: they are still one template repeated."""
+    from fimone.llm.offline_text import extractive_summary
+
+    lines = [f"- User: {_log_line(i, level)}" for i in range(8) for level in ("INFO", "WARN")]
+    earlier = f"{SUMMARY_PREFIX}\n" + "\n".join(lines)
+    transcript = (
+        f"system: {earlier}\n"
+        "user: The contract owner on their side is Amelia Novak.\n"
+        "user: Jonas Berger is on call for the migration weekend.\n"
+    )
+    summary = extractive_summary(transcript, max_tokens=120)
+    assert "Amelia Novak" in summary and "Jonas Berger" in summary
+    assert summary.count("worker-") <= 4  # two lines of each template at most
+
+
+def test_log_lines_spread_over_the_summaries_of_pieces_are_recognised_rf_5():
+    """Each piece of one long log was summarised apart and kept two lines per template:
+    folded together, the template shows across the pieces' summaries."""
+    from fimone.llm.offline_text import extractive_summary
+
+    pieces = [
+        f"system: {SUMMARY_PREFIX}\n- User: {_log_line(2 * p, 'INFO')}\n"
+        f"- User: {_log_line(2 * p + 1, 'INFO')}"
+        for p in range(6)
+    ]
+    transcript = "\n".join(pieces) + "\nuser: Carlos Ortega from legal reviews the agreement.\n"
+    summary = extractive_summary(transcript, max_tokens=90)
+    assert "Carlos Ortega" in summary
+    assert summary.count("worker-") <= 2
