@@ -9,6 +9,7 @@ on a page fails the test that caused it. Screenshots go to test-output/screensho
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import threading
@@ -76,6 +77,7 @@ def _new_page(chromium, viewport, color_scheme="light"):
         "requestfailed",
         lambda request: lines.append(f"failed: {request.method} {request.url} {request.failure}"),
     )
+    page.socket_log = _socket_log(page)
     page.confirm_dialogs = False  # a test that clicks Delete sets this to accept its confirm()
 
     def on_dialog(dialog):
@@ -118,6 +120,30 @@ def wait_ready(page) -> None:
     page.locator("html[data-app=ready]").wait_for(state="attached")
 
 
+def _socket_log(page) -> list[str]:
+    """The page's websocket frames, a short line each: what a failed test's report shows of
+    what the page was told."""
+    log: list[str] = []
+
+    def line(arrow: str, payload) -> None:
+        try:
+            frame = json.loads(payload)
+        except (TypeError, ValueError):
+            log.append(f"{arrow} {str(payload)[:80]}")
+            return
+        said = {k: v for k, v in frame.items() if k != "type"}
+        log.append(f"{arrow} {frame.get('type')} {json.dumps(said)[:160]}")
+
+    def on_socket(ws) -> None:
+        log.append(f"open {ws.url}")
+        ws.on("framesent", lambda payload: line("->", payload))
+        ws.on("framereceived", lambda payload: line("<-", payload))
+        ws.on("close", lambda _ws: log.append(f"closed {ws.url}"))
+
+    page.on("websocket", on_socket)
+    return log
+
+
 def _make_page_fixture(viewport):
     @pytest.fixture
     def fixture(chromium, live_daphne):
@@ -143,8 +169,10 @@ def new_page(chromium):
     def make(viewport=DESKTOP, color_scheme="light"):
         context, page = _new_page(chromium, viewport, color_scheme)
         contexts.append(context)
+        make.pages.append(page)
         return page
 
+    make.pages = []  # for a failed test's report
     yield make
     for context in contexts:
         context.close()
@@ -220,20 +248,40 @@ def enqueue_dag_with_one_replan(scripted_server) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A failed browser test's report carries the end of its daphne's log (a request that
-    hung or failed on the server says so there, and the server's folder is gone after) and
-    its pages' console messages and failed requests."""
+    """A failed browser test's report carries the end of its daphnes' logs (a request that
+    hung or failed on the server says so there, and the server's folder is gone after), its
+    pages' console messages, failed requests and visible chat, and what the scripted model
+    server was asked."""
     report = yield
+    if not report.failed:
+        return report
     funcargs = getattr(item, "funcargs", {})
-    server = funcargs.get("live_daphne")
-    if report.failed and server is not None:
-        report.sections.append(("daphne log (last 8,000 characters)", server.log()[-8000:]))
+    servers = [funcargs["live_daphne"]] if "live_daphne" in funcargs else []
+    servers += getattr(funcargs.get("live_daphne_factory"), "servers", [])
+    for server in {id(server): server for server in servers}.values():
+        report.sections.append((f"daphne log {server.base_url} (end)", server.log()[-8000:]))
     pages = [v for v in funcargs.values() if hasattr(v, "console_lines")]
-    if report.failed and pages:
-        # The browser's side: where each page was and what its console and network said.
-        text = "\n".join(f"{page.url}\n" + "\n".join(page.console_lines[-60:]) for page in pages)
-        report.sections.append(("browser console and failed requests", text))
+    pages += getattr(funcargs.get("new_page"), "pages", [])
+    if pages:
+        report.sections.append(("browser pages", "\n\n".join(map(_page_state, pages))))
+    scripted = funcargs.get("scripted_server")
+    if scripted is not None:
+        report.sections.append(("scripted model server", scripted.describe()))
     return report
+
+
+def _page_state(page) -> str:
+    """Where a page was, what its console and network said, and the chat it showed."""
+    try:
+        shown = page.locator("#messages").inner_text(timeout=2000)[-3000:]
+    except Exception as exc:  # a closed page or one without a chat: the report says so
+        shown = f"(no chat shown: {exc.__class__.__name__})"
+    console = "\n".join([*page.errors, *page.console_lines[-60:]])
+    frames = "\n".join(page.socket_log[-80:])
+    return (
+        f"{page.url}\n{console}\n--- websocket frames (last 80) ---\n{frames}"
+        f"\n--- chat shown (end) ---\n{shown}"
+    )
 
 
 @pytest.fixture

@@ -402,6 +402,7 @@ def live_daphne_factory(tmp_path_factory):
         servers.append(server)
         return server
 
+    make.servers = servers  # for a failed test's report (tests/browser/conftest.py)
     yield make
     for server in servers:
         server.stop()

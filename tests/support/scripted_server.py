@@ -271,6 +271,13 @@ class ScriptedServer:
             self.queue.extend(_as_reply(r) for r in replies)
         return self
 
+    def describe(self) -> str:
+        """What it was asked and what is left to answer, for a failed test's report."""
+        with self._lock:
+            asked = [_request_line(body) for body in self.requests]
+            left = len(self.queue)
+        return "\n".join([f"{len(asked)} request(s), {left} scripted reply(ies) left", *asked])
+
     def use_profile(self, name: str) -> ScriptedServer:
         self.profile = PROFILES[name]
         return self
@@ -631,6 +638,15 @@ def _pieces(content: str) -> list[str]:
 
 
 # --- pytest fixtures (imported by tests/conftest.py) ---------------------------------------
+
+
+def _request_line(body: dict[str, Any]) -> str:
+    messages = body.get("messages") or [{}]
+    last = messages[-1]
+    said = str(last.get("content") or last.get("tool_calls") or "")[:100]
+    tools = len(body.get("tools") or [])
+    role = last.get("role")
+    return f"- {body.get('model')}: {len(messages)} messages, {tools} tools; last {role}: {said!r}"
 
 
 @pytest.fixture(scope="session")

@@ -54,15 +54,28 @@ def test_an_overrun_is_killed_and_the_next_call_gets_a_fresh_worker(pool, monkey
     assert pool.extract(documents.csv_bytes()).kind == "csv"
 
 
-def test_a_worker_that_dies_is_a_clear_error_and_is_replaced(pool):
+@pytest.mark.parametrize(
+    "document",
+    [
+        # Fits the pipe: the caller has handed it over and waits for the answer.
+        pytest.param(documents.csv_bytes, id="while-the-caller-waits-for-the-answer"),
+        # Larger than the pipe's buffer: the caller is still writing it.
+        pytest.param(lambda: documents.long_pdf(pages=300), id="while-the-caller-writes"),
+    ],
+)
+def test_a_worker_that_dies_is_a_clear_error_and_is_replaced(pool, document):
     """What a worker killed by the kernel (over its memory limit) looks like to the caller."""
+    import signal
     import threading
     import time
 
     pool.extract(documents.csv_bytes())
     [worker] = pool._idle
     errors = []
-    data = documents.long_pdf(pages=300)  # about two seconds of work for the worker
+    data = document()
+    # Stopped, the worker is still alive to the pool but does no work: it dies with the
+    # job in hand however fast the machine (a timed kill raced the job's end).
+    worker.process.send_signal(signal.SIGSTOP)
 
     def extract():
         try:
@@ -72,12 +85,12 @@ def test_a_worker_that_dies_is_a_clear_error_and_is_replaced(pool):
 
     caller = threading.Thread(target=extract)
     caller.start()
-    # Killed only once the caller has taken this worker (a busy machine can start the
-    # thread late: killed before, the worker would just be replaced and the call succeed).
+    # Killed only once the caller has taken this worker (killed before, the worker would
+    # just be replaced and the call succeed).
     deadline = time.monotonic() + 30
     while pool._idle and time.monotonic() < deadline:
         time.sleep(0.01)
-    time.sleep(0.3)  # the worker has the file and works on it
+    time.sleep(0.1)  # the caller writes the document or waits for the answer
     worker.process.kill()
     caller.join(timeout=60)
     assert [e.code for e in errors] == ["document_too_large"]
