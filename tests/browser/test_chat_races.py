@@ -291,3 +291,64 @@ def test_a_message_sent_before_the_conversation_list_arrives_goes_to_the_open_co
         "First conversation",
         "Sent before the list arrived",
     ]
+
+
+def test_text_typed_while_the_conversation_loads_stays_in_the_box(logged_in_page):
+    # The history's arrival put the conversation's stored draft (none) in the box, over
+    # what the user had typed meanwhile: the Enter that followed sent nothing.
+    page = logged_in_page
+    _, held = reopened_with(page, HISTORY)
+    prompt = page.locator("#prompt")
+    prompt.click()
+    prompt.fill("Typed before the history arrived")
+    with page.expect_response(lambda r: HISTORY.match(r.url)):
+        for route in held:
+            route.continue_()
+    page.unroute(HISTORY)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["First conversation"])
+    expect(prompt).to_have_value("Typed before the history arrived")
+    prompt.press("Enter")
+    wait_done(page, 2)
+    expect(page.locator(".msg-user .bubble")).to_have_text(
+        ["First conversation", "Typed before the history arrived"]
+    )
+
+
+def test_a_draft_shows_at_once_and_what_is_typed_while_its_chat_loads_stays_its_own(
+    logged_in_page,
+):
+    # Opening another chat from the list: its draft (kept in this browser) is in the box
+    # before its history arrives, and what is typed meanwhile belongs to it, not to the chat
+    # left (which the box used to save it to, while showing it under the new one).
+    page = logged_in_page
+    send(page, "First conversation")
+    wait_done(page)
+    page.get_by_role("button", name="New chat", exact=True).click()
+    send(page, "Second conversation")
+    wait_done(page)
+    prompt = page.locator("#prompt")
+    prompt.fill("A draft for the second")
+    items = page.locator("#conversation-list .conv-item")
+    items.filter(has_text="First conversation").click()
+    expect(page.locator("#conversation-title")).to_have_text("First conversation")
+    expect(prompt).to_have_value("")
+
+    held = hold_requests(page, HISTORY, method="GET")
+    items.filter(has_text="Second conversation").click()
+    wait_held(page, held)
+    expect(prompt).to_have_value("A draft for the second")
+    prompt.press("End")
+    prompt.type(", and more")
+    with page.expect_response(lambda r: HISTORY.match(r.url)):
+        for route in held:
+            route.continue_()
+    page.unroute(HISTORY)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["Second conversation"])
+    expect(prompt).to_have_value("A draft for the second, and more")
+
+    items.filter(has_text="First conversation").click()
+    expect(page.locator(".msg-user .bubble")).to_have_text(["First conversation"])
+    expect(prompt).to_have_value("")
+    items.filter(has_text="Second conversation").click()
+    expect(page.locator(".msg-user .bubble")).to_have_text(["Second conversation"])
+    expect(prompt).to_have_value("A draft for the second, and more")

@@ -48,7 +48,8 @@ class ChatApp {
       ensureConversation: () => this.ensureConversation(),
       maxUploadBytes: config.maxUploadBytes,
       toast: (text) => this.toast(text),
-      draftKey: () => this.conversation?.id ?? null,
+      // While a conversation loads, the box is already that conversation's.
+      draftKey: () => this.loading?.id ?? this.conversation?.id ?? null,
     });
     this.composer.onModeChange((mode) => this.changeMode(mode));
     this.gauge = new Gauge();
@@ -162,11 +163,15 @@ class ChatApp {
     this.reset(id);
     this.sidebar.select(id);
     if (push) history.pushState({}, "", `/c/${encodeURIComponent(id)}/`);
-    // A message sent before the conversation is on screen waits for it (``send``).
-    const done = this.load(id, token);
-    this.loading = { id, done };
-    await done;
-    if (this.loading?.done === done) this.loading = null;
+    // A message sent before the conversation is on screen waits for it (``send``), and
+    // what is typed meanwhile is its draft, shown at once: the draft is in this browser,
+    // and the history's arrival must not replace what the user typed while it came.
+    const loading = { id, done: null };
+    this.loading = loading;
+    this.composer.showDraft();
+    loading.done = this.load(id, token);
+    await loading.done;
+    if (this.loading === loading) this.loading = null;
   }
 
   // Resolves false when the conversation does not exist (any more).
@@ -179,7 +184,6 @@ class ChatApp {
       if (token !== this.loadToken) return true;
       this.setConversation(conversation);
       this.renderHistory(page.messages, page.has_more);
-      this.composer.showDraft();
     } catch (err) {
       if (token !== this.loadToken) return err.status !== 404;
       if (err.status === 404) {
@@ -208,6 +212,7 @@ class ChatApp {
   }
 
   ensureConversation() {
+    if (this.loading) return Promise.resolve(this.loading.id); // an upload while it loads
     if (this.conversation) return Promise.resolve(this.conversation.id);
     return this.newConversation().made.then((conversation) => conversation.id);
   }

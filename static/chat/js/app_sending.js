@@ -9,7 +9,7 @@ export const sendingMethods = {
   send(message) {
     const { content, images, documents = [], mode } = message;
     if (!content && !images.length && !documents.length) return false;
-    if (this.loading && !this.conversation) return this.sendOnceLoaded(message);
+    if (this.loading) return this.sendOnceLoaded(message);
     const frame = messageFrame(message);
     this.runs.showSent({ content, images, documents, mode });
     this.scroller.scrollToEnd(true);
@@ -32,8 +32,9 @@ export const sendingMethods = {
     return true;
   },
 
-  // Sent while the conversation on screen was still loading (the page just opened): it
-  // goes there once its history is shown, or after the user left it, all the same.
+  // Sent while the conversation on screen was still loading (the page just opened, or the
+  // user opened it from the list): it goes there once its history is shown, or after the
+  // user left it, all the same.
   sendOnceLoaded(message) {
     const { id, done } = this.loading;
     const token = this.loadToken;
