@@ -20,9 +20,9 @@ Standalone (benchmarks, a daphne subprocess pointed at it through ``LLM_BASE_URL
 
 Replies that the SDK retries (5xx, 429) carry ``retry-after-ms: 1`` so retry tests stay fast.
 
-Streams look like real providers' (``Reply`` fields): ``first_chunk_delay`` (headers at once,
-then the prompt-processing pause before the first delta) and ``chunk_delay`` between deltas;
-tool calls with their arguments in 7-character fragments or whole in one chunk
+Streams look like real providers' (``Reply`` fields, tests/support/scripted_replies.py):
+``first_chunk_delay`` (headers at once, then the prompt-processing pause before the first
+delta) and ``chunk_delay`` between deltas; tool calls with their arguments in 7-character fragments or whole in one chunk
 (``tool_chunks="whole"``), with or without ``index`` (``tool_index=False``); usage in the last
 chunk only (when asked with ``stream_options``) or not at all (``usage=None``). A server can
 refuse ``stream_options`` with a 400 naming it (``reject_stream_options = True``, as several
@@ -47,172 +47,61 @@ import json
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from tests.support.provider_profiles import PROFILES, WireProfile
-
-DEFAULT_TEXT = "This is the scripted server's default reply."
-OVERFLOW_MESSAGE = (
-    "This model's maximum context length is 8192 tokens. However, your messages resulted in "
-    "9001 tokens. Please reduce the length of the messages."
+from tests.support.scripted_replies import (
+    DEFAULT_TEXT,
+    OVERFLOW_MESSAGE,
+    Reply,
+    as_reply,
+    context_overflow,
+    cut_off,
+    ends_early,
+    gated,
+    held,
+    http_error,
+    malformed,
+    no_choices,
+    rate_limited,
+    rate_limited_as_openai,
+    server_error,
+    slow,
+    stream_error,
+    text,
+    tool_call,
+    tool_calls,
 )
 
-
-@dataclass
-class Reply:
-    """One scripted answer (or fault) to one ``/v1/chat/completions`` request.
-
-    ``usage``: ``(prompt_tokens, completion_tokens)``, ``"auto"`` (a rough count of the
-    request and reply), or ``None`` to send no usage at all (tests the client's estimate).
-    ``fault``: ``None``, ``"cut_off"`` (the connection drops mid-body), ``"ends_early"`` (a
-    stream ends cleanly without finishing), ``"stream_error"`` (an error event mid-stream),
-    ``"malformed"`` (the body or an SSE event is not JSON) or ``"no_choices"`` (an empty
-    ``choices`` list).
-    """
-
-    content: str | None = DEFAULT_TEXT
-    reasoning: str | None = None  # sent only by profiles that stream reasoning text
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    usage: tuple[int, int] | str | None = "auto"
-    finish_reason: str | None = None
-    delay: float = 0.0  # seconds before the response starts ("slow")
-    first_chunk_delay: float = 0.0  # streaming: seconds between the headers and the first delta
-    chunk_delay: float = 0.0  # seconds between streamed chunks
-    tool_chunks: str = "split"  # "split": arguments in fragments; "whole": one chunk per call
-    tool_index: bool = True  # False: tool-call deltas carry no "index" (some providers)
-    hold: threading.Event | None = None  # streaming: wait for it after hold_after deltas
-    hold_after: int = 1
-    gate: threading.Event | None = None  # wait for it before the response starts (any kind)
-    taken: threading.Event | None = None  # set when a request gets this reply
-    status: int = 200
-    error: dict[str, Any] | None = None  # the error body of a non-200 reply
-    headers: dict[str, str] = field(default_factory=dict)
-    fault: str | None = None
-
-    def resolved_finish_reason(self) -> str:
-        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
-
-
-# --- reply builders -------------------------------------------------------------------------
-
-
-def text(content: str, *, usage: tuple[int, int] | str | None = "auto", **kw: Any) -> Reply:
-    return Reply(content=content, usage=usage, **kw)
-
-
-def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict:
-    """One tool call for :func:`tool_calls`; ``arguments`` as a dict or raw JSON text."""
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"id": call_id, "name": name, "arguments": args}
-
-
-def tool_calls(
-    *calls: dict[str, Any] | tuple[str, dict[str, Any] | str],
-    content: str | None = None,
-    usage: tuple[int, int] | str | None = "auto",
-    **kw: Any,
-) -> Reply:
-    """A reply calling one tool, or several in parallel: ``tool_calls(("calculator", {...}))``."""
-    built = []
-    for i, call in enumerate(calls):
-        spec = tool_call(*call) if isinstance(call, tuple) else dict(call)
-        spec["id"] = spec.get("id") or f"call_{i}_{spec['name']}"
-        built.append(spec)
-    return Reply(content=content, tool_calls=built, usage=usage, **kw)
-
-
-def http_error(
-    status: int, message: str = "Scripted failure.", *, code: str | None = None, **kw: Any
-) -> Reply:
-    headers = {"retry-after-ms": "1"} if status == 429 or status >= 500 else {}
-    headers.update(kw.pop("headers", {}))
-    body = {"message": message, "type": "scripted_error", "param": None, "code": code}
-    return Reply(content=None, status=status, error=body, headers=headers, **kw)
-
-
-def server_error(status: int = 500) -> Reply:
-    return http_error(status, "The scripted server had an internal error.", code="server_error")
-
-
-def rate_limited() -> Reply:
-    return http_error(429, "Rate limit reached (scripted).", code="rate_limit_exceeded")
-
-
-def rate_limited_as_openai(headers: dict[str, str]) -> Reply:
-    """OpenAI's 429 for a tokens-per-minute limit (the body as its API sends it), with the
-    given rate-limit headers instead of the fast ``retry-after-ms`` test default."""
-    message = (
-        "Rate limit reached for gpt-4o in organization org-scripted on tokens per min (TPM): "
-        "Limit 30000, Used 29800, Requested 1200. Please try again in 2.4s. Visit "
-        "https://platform.openai.com/account/rate-limits to learn more."
-    )
-    body = {"message": message, "type": "tokens", "param": None, "code": "rate_limit_exceeded"}
-    return Reply(content=None, status=429, error=body, headers=dict(headers))
-
-
-def context_overflow(status: int = 400, message: str = OVERFLOW_MESSAGE) -> Reply:
-    return http_error(status, message, code="context_length_exceeded")
-
-
-def slow(seconds: float, reply: Reply | str | None = None) -> Reply:
-    """``reply`` (default: the default text), sent only after ``seconds``."""
-    base = _as_reply(reply if reply is not None else DEFAULT_TEXT)
-    base.delay = seconds
-    return base
-
-
-def cut_off(partial: str = "The answer is") -> Reply:
-    """Streaming: some text, then the connection drops (no finish, no [DONE])."""
-    return Reply(content=partial, fault="cut_off")
-
-
-def ends_early(partial: str = "The answer is") -> Reply:
-    """Streaming: some text, then a clean end of the body without a finish_reason."""
-    return Reply(content=partial, fault="ends_early")
-
-
-def stream_error(message: str = "The scripted stream failed.", partial: str = "Par") -> Reply:
-    """Streaming: some text, then an ``{"error": …}`` event inside the stream."""
-    error = {"message": message, "type": "scripted_error", "code": None}
-    return Reply(content=partial, error=error, fault="stream_error")
-
-
-def held(reply: Reply | str, release: threading.Event, *, after: int = 1) -> Reply:
-    """``reply`` streamed up to ``after`` content deltas, the rest once ``release`` is set."""
-    base = _as_reply(reply)
-    base.hold, base.hold_after = release, after
-    return base
-
-
-def gated(
-    reply: Reply | str, gate: threading.Event, *, taken: threading.Event | None = None
-) -> Reply:
-    """``reply`` (streamed or not) only once ``gate`` is set: the model is still thinking
-    for as long as the test needs, however slow the machine, and answers when told.
-    ``taken`` is set when a request has got this reply (the caller is inside the call)."""
-    base = _as_reply(reply)
-    base.gate, base.taken = gate, taken
-    return base
-
-
-def malformed() -> Reply:
-    return Reply(fault="malformed")
-
-
-def no_choices() -> Reply:
-    return Reply(fault="no_choices")
-
-
-def _as_reply(reply: Reply | str) -> Reply:
-    if isinstance(reply, Reply):
-        return Reply(**{k: getattr(reply, k) for k in reply.__dataclass_fields__})
-    if isinstance(reply, str):
-        return Reply(content=reply)
-    raise TypeError(f"not a scripted reply: {reply!r}")
+# The replies are made here for the tests that import them from the server.
+__all__ = [
+    "DEFAULT_TEXT",
+    "OVERFLOW_MESSAGE",
+    "Reply",
+    "context_overflow",
+    "cut_off",
+    "ends_early",
+    "gated",
+    "held",
+    "http_error",
+    "malformed",
+    "no_choices",
+    "rate_limited",
+    "rate_limited_as_openai",
+    "server_error",
+    "slow",
+    "stream_error",
+    "text",
+    "tool_call",
+    "tool_calls",
+    "ScriptedServer",
+    "free_port",
+    "scripted_server",
+    "scripted_server_session",
+]
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -268,7 +157,7 @@ class ScriptedServer:
 
     def enqueue(self, *replies: Reply | str) -> ScriptedServer:
         with self._lock:
-            self.queue.extend(_as_reply(r) for r in replies)
+            self.queue.extend(as_reply(r) for r in replies)
         return self
 
     def describe(self) -> str:
@@ -328,7 +217,7 @@ class ScriptedServer:
                 return Reply(content=None, status=400, error=refusal), self._abort
             reply = self.queue.pop(0) if self.queue else None
             if reply is None and self.default is not None:
-                reply = _as_reply(self.default)
+                reply = as_reply(self.default)
             if reply is not None and self.profile.whole_tool_calls:
                 reply.tool_chunks, reply.tool_index = "whole", False
             return reply, self._abort
