@@ -22,16 +22,16 @@ Replies that the SDK retries (5xx, 429) carry ``retry-after-ms: 1`` so retry tes
 
 Streams look like real providers' (``Reply`` fields, tests/support/scripted_replies.py):
 ``first_chunk_delay`` (headers at once, then the prompt-processing pause before the first
-delta) and ``chunk_delay`` between deltas; tool calls with their arguments in 7-character fragments or whole in one chunk
-(``tool_chunks="whole"``), with or without ``index`` (``tool_index=False``); usage in the last
-chunk only (when asked with ``stream_options``) or not at all (``usage=None``). A server can
-refuse ``stream_options`` with a 400 naming it (``reject_stream_options = True``, as several
-OpenAI-compatible servers do). ``hold=threading.Event()`` stops a stream after
-``hold_after`` content deltas until the test sets the event, so a test can prove something
-happened while the provider was still streaming; ``gate=threading.Event()`` (``gated()``)
-holds any reply before it starts until the test sets the event. ``on_first_content(body,
-t)`` is called with ``time.perf_counter()`` right after a stream's first content delta is
-written.
+delta) and ``chunk_delay`` between deltas; tool calls with their arguments in 7-character
+fragments or whole in one chunk (``tool_chunks="whole"``), with or without ``index``
+(``tool_index=False``); usage in the last chunk only (when asked with ``stream_options``) or
+not at all (``usage=None``). A server can refuse ``stream_options`` with a 400 naming it
+(``reject_stream_options = True``, as several OpenAI-compatible servers do).
+``hold=threading.Event()`` stops a stream after ``hold_after`` content deltas until the test
+sets the event, so a test can prove something happened while the provider was still streaming;
+``gate=threading.Event()`` (``gated()``) holds any reply before it starts until the test sets
+the event. ``on_first_content(body, t)`` is called with ``time.perf_counter()`` right after a
+stream's first content delta is written.
 
 ``profile`` (``ScriptedServer(profile=…)``, ``server.use_profile(…)`` or ``--profile``)
 switches the wire behaviour to one provider's: what it refuses, where its reasoning text
