@@ -174,8 +174,10 @@ def new_page(chromium):
 
     make.pages = []  # for a failed test's report
     yield make
+    errors = [error for page in make.pages for error in page.errors]
     for context in contexts:
         context.close()
+    assert not errors, f"a page raised: {errors}"
 
 
 def screenshot(page, name: str) -> Path:
