@@ -47,6 +47,14 @@ def reopened_with(page, held_pattern) -> tuple[str, list]:
     return url, held
 
 
+def let_through(page, held: list, pattern) -> None:
+    """The held requests go on, and the page has their answers; later ones are not held."""
+    with page.expect_response(lambda r: pattern.match(r.url)):
+        for route in held:
+            route.continue_()
+    page.unroute(pattern)
+
+
 def conversations(page) -> list[dict]:
     return page.evaluate(
         "async () => (await (await fetch('/api/conversations/')).json()).conversations"
@@ -169,10 +177,7 @@ def test_a_message_sent_while_the_conversation_loads_goes_to_that_conversation(
     page = logged_in_page
     url, held = reopened_with(page, HISTORY)
     send(page, "Sent before the history arrived")
-    with page.expect_response(lambda r: HISTORY.match(r.url)):
-        for route in held:
-            route.continue_()
-    page.unroute(HISTORY)
+    let_through(page, held, HISTORY)
     wait_done(page, 2)
     expect(page.locator(".msg-user .bubble")).to_have_text(
         ["First conversation", "Sent before the history arrived"]
@@ -301,10 +306,7 @@ def test_text_typed_while_the_conversation_loads_stays_in_the_box(logged_in_page
     prompt = page.locator("#prompt")
     prompt.click()
     prompt.fill("Typed before the history arrived")
-    with page.expect_response(lambda r: HISTORY.match(r.url)):
-        for route in held:
-            route.continue_()
-    page.unroute(HISTORY)
+    let_through(page, held, HISTORY)
     expect(page.locator(".msg-user .bubble")).to_have_text(["First conversation"])
     expect(prompt).to_have_value("Typed before the history arrived")
     prompt.press("Enter")
@@ -339,10 +341,7 @@ def test_a_draft_shows_at_once_and_what_is_typed_while_its_chat_loads_stays_its_
     expect(prompt).to_have_value("A draft for the second")
     prompt.press("End")
     prompt.type(", and more")
-    with page.expect_response(lambda r: HISTORY.match(r.url)):
-        for route in held:
-            route.continue_()
-    page.unroute(HISTORY)
+    let_through(page, held, HISTORY)
     expect(page.locator(".msg-user .bubble")).to_have_text(["Second conversation"])
     expect(prompt).to_have_value("A draft for the second, and more")
 
