@@ -61,12 +61,15 @@ def conversations(page) -> list[dict]:
     )
 
 
-def user_texts(page, conversation_id: str) -> list[str]:
-    messages = page.evaluate(
+def stored_messages(page, conversation_id: str) -> list[dict]:
+    return page.evaluate(
         "async (id) => (await (await fetch(`/api/conversations/${id}/messages/`)).json()).messages",
         conversation_id,
     )
-    return [m["content"] for m in messages if m["role"] == "user"]
+
+
+def user_texts(page, conversation_id: str) -> list[str]:
+    return [m["content"] for m in stored_messages(page, conversation_id) if m["role"] == "user"]
 
 
 def test_an_answer_about_the_last_chat_arriving_after_new_chat_leaves_the_new_one_alone(
@@ -351,3 +354,29 @@ def test_a_draft_shows_at_once_and_what_is_typed_while_its_chat_loads_stays_its_
     items.filter(has_text="Second conversation").click()
     expect(page.locator(".msg-user .bubble")).to_have_text(["Second conversation"])
     expect(prompt).to_have_value("A draft for the second, and more")
+
+
+def test_an_image_attached_while_the_conversation_loads_goes_with_its_next_message(
+    logged_in_page, tmp_path
+):
+    # Attached before the history arrived, the image made a new conversation of its own,
+    # which then took the place of the one being opened.
+    page = logged_in_page
+    url, held = reopened_with(page, HISTORY)
+    uploaded = re.compile(r".*/attachments/$")
+    with page.expect_response(lambda r: uploaded.match(r.url) and r.request.method == "POST"):
+        page.locator("#file-input").set_input_files(png_file(tmp_path, "early.png"))
+    let_through(page, held, HISTORY)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["First conversation"])
+    tray = page.locator("#attachment-tray")
+    expect(tray.locator(".thumb")).to_have_count(1)
+    expect(tray.locator(".thumb.uploading")).to_have_count(0)
+    send(page, "And this picture")
+    wait_done(page, 2)
+    assert page.url == url
+    stored = conversations(page)
+    assert [c["title"] for c in stored] == ["First conversation"]
+    [last_question] = [
+        m for m in stored_messages(page, stored[0]["id"]) if m["content"] == "And this picture"
+    ]
+    assert len(last_question["images"]) == 1, last_question
