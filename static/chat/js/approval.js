@@ -3,7 +3,7 @@
 // answered (here, in another tab, or by the time-out) a line in the answer's steps says
 // how it ended. Live events and a replayed record (reload, run.active) draw the same way.
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 let sendAnswer = () => false; // (frame) -> bool, set by the run controller
 let onUnsent = () => {};

@@ -1,7 +1,8 @@
 // Page furniture: the context gauge, the offline-model note, toasts.
 
 import { api } from "./api.js";
-import { el, formatK } from "./render.js";
+import { el } from "./dom.js";
+import { formatK } from "./usage_card.js";
 
 export function toast(text) {
   document.querySelector(".toast")?.remove();

@@ -4,7 +4,8 @@
 
 import { api, attachmentUrl } from "./api.js";
 import { loadDraft, saveDraft } from "./drafts.js";
-import { documentChip, el, imageOrNotice } from "./render.js";
+import { el } from "./dom.js";
+import { documentChip, imageOrNotice } from "./render.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
 // What the server reads as a document (it decides by the content; this only spares an

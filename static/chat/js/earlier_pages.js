@@ -4,7 +4,7 @@
 // host: {messagesEl, runs, conversationId(), placeDivider(facts, node), toast(text)}
 
 import { api } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export class EarlierPages {
   constructor(host) {

@@ -2,7 +2,7 @@
 // and message text (GET /api/search/); a drawer on narrow screens.
 
 import { loginUrl } from "./api.js";
-import { el, icon } from "./render.js";
+import { el, icon } from "./dom.js";
 
 const SEARCH_DELAY_MS = 200;
 const MAX_OLDER_PAGES = 40; // how far back a search hit may send "Show earlier messages"

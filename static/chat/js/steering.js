@@ -5,7 +5,8 @@
 // "keep verbatim". Text from the server only ever goes in through textContent.
 
 import { api } from "./api.js";
-import { compactDivider, el, icon, maskedList, placeAction, userActions } from "./render.js";
+import { el, icon, placeAction } from "./dom.js";
+import { compactDivider, maskedList, userActions } from "./render.js";
 
 const SUMMARY_PREFIX = "[Conversation summary]";
 const COVERED_PAGE = 50;

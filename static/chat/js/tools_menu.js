@@ -3,7 +3,7 @@
 // turned off for this chat alone (docs/protocol.md, "Tools of a conversation").
 
 import { api } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export class ToolsMenu {
   // host: {conversationId() -> id|null, ensureConversation() -> Promise<id>,

@@ -4,7 +4,9 @@
 // ({replanRound}); only the re-plan counter is read here.
 
 import { showApproval } from "./approval.js";
-import { el, formatK, maskedList } from "./render.js";
+import { el } from "./dom.js";
+import { maskedList } from "./render.js";
+import { formatK } from "./usage_card.js";
 import { compactionNote } from "./steering.js";
 
 // One whole sentence per case, so that each language can word it naturally.

@@ -4,7 +4,8 @@
 // every other tab show the same branch; the page then reloads its messages.
 
 import { api } from "./api.js";
-import { el, icon, placeAction, userActions } from "./render.js";
+import { el, icon, placeAction } from "./dom.js";
+import { userActions } from "./render.js";
 
 // The switcher for a message with several ``versions`` (ids, oldest first), or null.
 // ``onShow(id, direction)`` shows another version ("prev" or "next" was pressed).
