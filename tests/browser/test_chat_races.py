@@ -380,3 +380,34 @@ def test_an_image_attached_while_the_conversation_loads_goes_with_its_next_messa
         m for m in stored_messages(page, stored[0]["id"]) if m["content"] == "And this picture"
     ]
     assert len(last_question["images"]) == 1, last_question
+
+
+def test_a_mode_picked_while_the_conversation_loads_is_that_conversations(logged_in_page):
+    # Picked before the conversation was read, the mode was not saved at all (at the page's
+    # start) or saved on the chat left (when opened from the list), and the history's
+    # arrival switched the composer back.
+    page = logged_in_page
+    send(page, "First conversation")
+    wait_done(page)
+    page.get_by_role("button", name="New chat", exact=True).click()
+    send(page, "Second conversation")
+    wait_done(page)
+    items = page.locator("#conversation-list .conv-item")
+    ids = {c["title"]: c["id"] for c in conversations(page)}
+
+    held = hold_requests(page, HISTORY, method="GET")
+    items.filter(has_text="First conversation").click()
+    wait_held(page, held)
+    with page.expect_response(
+        lambda r: ONE_CONVERSATION.match(r.url) and r.request.method == "PATCH"
+    ) as patched:
+        page.locator("label[for=mode-dag]").click()
+    assert ids["First conversation"] in patched.value.url
+    let_through(page, held, HISTORY)
+    expect(page.locator(".msg-user .bubble")).to_have_text(["First conversation"])
+    expect(page.locator("#mode-dag")).to_be_checked()
+    modes = {c["title"]: c["mode"] for c in conversations(page)}
+    assert modes == {"First conversation": "dag", "Second conversation": "react"}
+    items.filter(has_text="Second conversation").click()
+    expect(page.locator(".msg-user .bubble")).to_have_text(["Second conversation"])
+    expect(page.locator("#mode-react")).to_be_checked()

@@ -31,7 +31,7 @@ class ChatApp {
     this.saves = new PendingSaves(); // what a message sent now waits for
     this.creating = null;
     this.loadToken = 0;
-    this.picks = 0;
+    this.picks = { mode: 0, model: 0 };
     this.emptyChat = new EmptyChatGuard();
     this.scroller = new ScrollFollower(this.messagesEl);
 
@@ -49,7 +49,7 @@ class ChatApp {
       maxUploadBytes: config.maxUploadBytes,
       toast: (text) => this.toast(text),
       // While a conversation loads, the box is already that conversation's.
-      draftKey: () => this.loading?.id ?? this.conversation?.id ?? null,
+      draftKey: () => this.shownId(),
     });
     this.composer.onModeChange((mode) => this.changeMode(mode));
     this.gauge = new Gauge();
@@ -176,13 +176,15 @@ class ChatApp {
 
   // Resolves false when the conversation does not exist (any more).
   async load(id, token) {
+    const picks = { ...this.picks };
     try {
       const [conversation, page] = await Promise.all([
         api.getConversation(id),
         api.messagePage(id),
       ]);
       if (token !== this.loadToken) return true;
-      this.setConversation(conversation);
+      // A mode or model picked while it loaded stays: its save is on its way.
+      this.setConversation(this.keepPicks(conversation, picks));
       this.renderHistory(page.messages, page.has_more);
     } catch (err) {
       if (token !== this.loadToken) return err.status !== 404;
@@ -212,8 +214,8 @@ class ChatApp {
   }
 
   ensureConversation() {
-    if (this.loading) return Promise.resolve(this.loading.id); // an upload while it loads
-    if (this.conversation) return Promise.resolve(this.conversation.id);
+    const id = this.shownId(); // an upload while it loads goes to the one loading
+    if (id) return Promise.resolve(id);
     return this.newConversation().made.then((conversation) => conversation.id);
   }
 
@@ -272,17 +274,23 @@ class ChatApp {
     return this.conversation?.id === id;
   }
 
+  // The conversation on screen: the one being opened while it loads (the box, the mode and
+  // the model are already its own), else the one shown; null for a new chat.
+  shownId() {
+    return this.loading?.id ?? this.conversation?.id ?? null;
+  }
+
   // A mode or a model picked: saved on the conversation, and a message sent meanwhile waits
   // for the save (``send``). ``picks`` counts them, so that an older answer about the
   // conversation does not undo a newer pick (``reloadConversation``).
   changeMode(mode) {
-    if (!this.conversation) return;
-    this.picks += 1;
-    this.saves.track(this.saveMode(mode));
+    const id = this.shownId();
+    if (!id) return;
+    this.picks.mode += 1;
+    this.saves.track(this.saveMode(id, mode));
   }
 
-  async saveMode(mode) {
-    const id = this.conversation.id;
+  async saveMode(id, mode) {
     try {
       const saved = await api.updateConversation(id, { mode });
       if (this.isCurrent(id)) this.conversation = saved;
@@ -292,14 +300,14 @@ class ChatApp {
   }
 
   // A new chat takes the model picked when it is created; its run reads the pick.
-  changeModel(id) {
-    if (!this.conversation) return;
-    this.picks += 1;
-    this.saves.track(this.saveModel(id));
+  changeModel(configId) {
+    const id = this.shownId();
+    if (!id) return;
+    this.picks.model += 1;
+    this.saves.track(this.saveModel(id, configId));
   }
 
-  async saveModel(configId) {
-    const id = this.conversation.id;
+  async saveModel(id, configId) {
     try {
       const saved = await api.updateConversation(id, { model_config: configId });
       if (!this.isCurrent(id)) return;
@@ -319,20 +327,24 @@ class ChatApp {
   async reloadConversation() {
     if (!this.conversation) return;
     const id = this.conversation.id;
-    const picks = this.picks;
+    const picks = { ...this.picks };
     const saving = this.saves.busy;
     try {
       const conversation = await api.getConversation(id);
       if (!this.isCurrent(id)) return;
-      if (saving || picks !== this.picks) {
-        // Read before a pick reached the server: the page keeps the user's newer choice.
-        conversation.mode = this.composer.mode;
-        conversation.model_config = this.modelPicker.value;
-      }
-      this.setConversation(conversation);
+      // Read before a pick reached the server: the page keeps the user's newer choice.
+      this.setConversation(this.keepPicks(conversation, picks, { all: saving }));
     } catch (err) {
       /* the title is cosmetic; the next load shows it */
     }
+  }
+
+  // ``conversation`` as read, with what the user picked since ``picks`` (a copy of
+  // ``this.picks``) put back; ``all``: both picks, whichever changed.
+  keepPicks(conversation, picks, { all = false } = {}) {
+    if (all || picks.mode !== this.picks.mode) conversation.mode = this.composer.mode;
+    if (all || picks.model !== this.picks.model) conversation.model_config = this.modelPicker.value;
+    return conversation;
   }
 
   // ---- history -------------------------------------------------------------------------
