@@ -1,4 +1,5 @@
-"""Conversation search in the sidebar and export, as a person uses them (sidebar.js)."""
+"""Conversation search in the sidebar and export, as a person uses them
+(sidebar_search.js, sidebar_export.js)."""
 
 from __future__ import annotations
 

@@ -39,6 +39,7 @@ const ICON_PATHS = {
   edit: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
   trash: "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6",
   pin: "M9 4h6l-1 6 4 4H6l4-4-1-6zM12 14v7",
+  download: "M12 4v11M7 10l5 5 5-5M5 20h14",
 };
 
 // A small stroke icon; decorative (the button carries the accessible label).

@@ -1,35 +1,9 @@
 // The conversation list: open, new, rename (inline), delete, export; search over titles
 // and message text (GET /api/search/); a drawer on narrow screens.
 
-import { loginUrl } from "./api.js";
 import { el, icon } from "./dom.js";
-
-const SEARCH_DELAY_MS = 200;
-const MAX_OLDER_PAGES = 40; // how far back a search hit may send "Show earlier messages"
-const SVG_NS = "http://www.w3.org/2000/svg";
-
-function downloadIcon() {
-  const svg = document.createElementNS(SVG_NS, "svg");
-  for (const [k, v] of Object.entries({
-    viewBox: "0 0 24 24", width: "16", height: "16", fill: "none", stroke: "currentColor",
-    "stroke-width": "1.8", "stroke-linecap": "round", "stroke-linejoin": "round",
-    "aria-hidden": "true", focusable: "false",
-  })) svg.setAttribute(k, v);
-  const path = document.createElementNS(SVG_NS, "path");
-  path.setAttribute("d", "M12 4v11M7 10l5 5 5-5M5 20h14");
-  svg.append(path);
-  return svg;
-}
-
-function exportUrl(id, format) {
-  return `/api/conversations/${encodeURIComponent(id)}/export/?format=${format}`;
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function titleOf(conversation) {
-  return conversation.title || gettext("New chat");
-}
+import { exportMethods } from "./sidebar_export.js";
+import { searchMethods } from "./sidebar_search.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -84,6 +58,10 @@ export class Sidebar {
 
   get isOpen() {
     return this.layout.classList.contains("sidebar-open");
+  }
+
+  titleOf(conversation) {
+    return conversation.title || gettext("New chat");
   }
 
   open() {
@@ -212,7 +190,7 @@ export class Sidebar {
 
   item(conversation) {
     const current = conversation.id === this.currentId;
-    const title = titleOf(conversation);
+    const title = this.titleOf(conversation);
     const link = el("a", {
       class: "conv-link",
       href: `/c/${encodeURIComponent(conversation.id)}/`,
@@ -243,7 +221,7 @@ export class Sidebar {
             title: gettext("Export"),
             onclick: (event) => this.toggleExportMenu(event.currentTarget, conversation),
           },
-          downloadIcon(),
+          icon("download"),
         ),
         el(
           "button",
@@ -323,7 +301,7 @@ export class Sidebar {
         id: "confirm-text",
         text: interpolate(
           gettext("Delete “%(title)s”? This cannot be undone."),
-          { title: titleOf(conversation) },
+          { title: this.titleOf(conversation) },
           true,
         ),
       }),
@@ -343,249 +321,9 @@ export class Sidebar {
     cancel.focus();
   }
 
-  // ---- export ----------------------------------------------------------------------------
-
-  setUpExportMenu() {
-    this.exportMenu = el("div", { class: "export-menu", role: "menu", hidden: true });
-    document.body.append(this.exportMenu);
-    this.exportButton = null;
-    document.addEventListener("click", (event) => {
-      if (this.exportMenu.hidden) return;
-      if (this.exportMenu.contains(event.target) || this.exportButton?.contains(event.target)) return;
-      this.closeExportMenu();
-    });
-    this.exportMenu.addEventListener("keydown", (event) => {
-      const items = [...this.exportMenu.querySelectorAll("a")];
-      const at = items.indexOf(document.activeElement);
-      if (event.key === "Escape") {
-        event.preventDefault();
-        event.stopPropagation();
-        this.closeExportMenu({ focus: true });
-      } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
-        event.preventDefault();
-        const step = event.key === "ArrowDown" ? 1 : -1;
-        items[(at + step + items.length) % items.length]?.focus();
-      }
-    });
-  }
-
-  toggleExportMenu(button, conversation) {
-    if (!this.exportMenu.hidden && this.exportButton === button) return this.closeExportMenu();
-    this.closeExportMenu();
-    const title = titleOf(conversation);
-    const item = (format, label) =>
-      el("a", {
-        role: "menuitem",
-        class: "export-item",
-        href: exportUrl(conversation.id, format),
-        download: "",
-        text: label,
-        "aria-label": interpolate(gettext("%(action)s: “%(title)s”"), { action: label, title }, true),
-        onclick: () => this.closeExportMenu(),
-      });
-    this.exportMenu.replaceChildren(
-      item("markdown", gettext("Download as Markdown")),
-      item("json", gettext("Download as JSON")),
-    );
-    const box = button.getBoundingClientRect();
-    this.exportMenu.style.top = `${Math.round(box.bottom + 4)}px`;
-    this.exportMenu.style.left = `${Math.round(Math.max(8, box.right - 200))}px`;
-    this.exportMenu.hidden = false;
-    this.exportButton = button;
-    button.setAttribute("aria-expanded", "true");
-    this.exportMenu.querySelector("a").focus();
-  }
-
-  closeExportMenu({ focus = false } = {}) {
-    if (this.exportMenu.hidden) return;
-    this.exportMenu.hidden = true;
-    this.exportButton?.setAttribute("aria-expanded", "false");
-    if (focus) this.exportButton?.focus();
-    this.exportButton = null;
-  }
-
-  // ---- search ----------------------------------------------------------------------------
-
-  setUpSearch() {
-    this.searchInput = el("input", {
-      id: "conversation-search",
-      class: "conv-search-input",
-      type: "search",
-      placeholder: gettext("Search conversations"),
-      "aria-label": gettext("Search conversations"),
-      "aria-controls": "search-results",
-      autocomplete: "off",
-      maxlength: "200",
-      spellcheck: "false",
-    });
-    this.searchStatus = el("p", { class: "search-status", role: "status", "aria-live": "polite" });
-    this.searchResults = el("ul", {
-      id: "search-results",
-      class: "search-results",
-      "aria-label": gettext("Search results"),
-      hidden: true,
-    });
-    const form = el(
-      "form",
-      { class: "conv-search", role: "search", onsubmit: (event) => event.preventDefault() },
-      this.searchInput,
-    );
-    const nav = this.list.closest("nav");
-    nav.before(form);
-    nav.prepend(this.searchStatus, this.searchResults);
-    this.searchToken = 0;
-    this.searchTimer = null;
-    this.searchInput.addEventListener("input", () => this.scheduleSearch());
-    this.searchInput.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.searchInput.value) {
-        event.preventDefault();
-        event.stopPropagation(); // clear the search, do not close the drawer
-        this.clearSearch();
-      } else if (event.key === "ArrowDown") {
-        const first = this.searchResults.querySelector("a");
-        if (first && !this.searchResults.hidden) {
-          event.preventDefault();
-          first.focus();
-        }
-      }
-    });
-  }
-
   get searching() {
     return this.searchInput.value.trim().length > 0;
   }
-
-  clearSearch() {
-    this.searchInput.value = "";
-    this.scheduleSearch();
-  }
-
-  scheduleSearch() {
-    clearTimeout(this.searchTimer);
-    const token = ++this.searchToken;
-    if (!this.searching) {
-      this.showSearch(false);
-      return;
-    }
-    this.searchTimer = setTimeout(() => this.runSearch(token), SEARCH_DELAY_MS);
-  }
-
-  showSearch(on) {
-    this.searchResults.hidden = !on;
-    this.list.hidden = on;
-    this.more.hidden = on || !this.next;
-    if (on) this.empty.hidden = true;
-    else {
-      this.searchStatus.textContent = "";
-      this.searchResults.replaceChildren();
-      this.render();
-    }
-  }
-
-  async runSearch(token) {
-    const query = this.searchInput.value;
-    let data;
-    try {
-      const response = await fetch(`/api/search/?q=${encodeURIComponent(query)}`, {
-        headers: { Accept: "application/json" },
-        credentials: "same-origin",
-      });
-      if (response.status === 401) return window.location.assign(loginUrl());
-      data = await response.json();
-      if (!response.ok) throw new Error(data?.error?.message || `HTTP ${response.status}`);
-    } catch (err) {
-      if (token !== this.searchToken) return;
-      this.showSearch(true);
-      this.searchResults.replaceChildren();
-      this.searchStatus.textContent = interpolate(
-        gettext("Search failed: %(reason)s"),
-        { reason: err.message },
-        true,
-      );
-      return;
-    }
-    if (token !== this.searchToken) return; // a newer query is on its way
-    this.showSearch(true);
-    const results = data.results || [];
-    this.searchStatus.textContent = results.length
-      ? interpolate(
-          ngettext("%(count)s match", "%(count)s matches", results.length),
-          { count: results.length },
-          true,
-        )
-      : gettext("No matches");
-    this.searchResults.replaceChildren(...results.map((result) => this.searchItem(result)));
-  }
-
-  searchItem(result) {
-    const conversation = result.conversation;
-    const snippet = el("span", { class: "search-snippet" });
-    for (const [text, marked] of result.parts || [[result.snippet, false]]) {
-      snippet.append(marked ? el("mark", { text }) : document.createTextNode(text));
-    }
-    const where =
-      result.kind === "title"
-        ? gettext("Title")
-        : result.kind === "tool"
-          ? interpolate(gettext("Tool result · %(tool)s"), { tool: result.label }, true)
-          : result.kind === "document"
-            ? interpolate(gettext("Document · %(where)s"), { where: result.label }, true)
-            : result.role === "assistant"
-            ? gettext("Answer")
-            : gettext("You");
-    const when = new Date(result.created_at).toLocaleDateString(document.documentElement.lang);
-    const href = `/c/${encodeURIComponent(conversation.id)}/` +
-      (result.message_id ? `#message-${result.message_id}` : "");
-    const link = el(
-      "a",
-      {
-        class: "search-hit",
-        href,
-        onclick: (event) => {
-          if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
-          event.preventDefault();
-          this.jumpTo(conversation.id, result.message_id);
-        },
-        onkeydown: (event) => this.moveInResults(event),
-      },
-      el("span", { class: "search-title", text: titleOf(conversation) }),
-      snippet,
-      el("span", { class: "search-meta", text: `${where} · ${when}` }),
-    );
-    return el("li", { class: "search-item", "data-id": conversation.id }, link);
-  }
-
-  moveInResults(event) {
-    const links = [...this.searchResults.querySelectorAll("a")];
-    const at = links.indexOf(event.currentTarget);
-    if (event.key === "ArrowDown" && at < links.length - 1) links[at + 1].focus();
-    else if (event.key === "ArrowUp") (at > 0 ? links[at - 1] : this.searchInput).focus();
-    else return;
-    event.preventDefault();
-  }
-
-  // Open the conversation, then bring the message into view: older pages are loaded with
-  // the page's own "Show earlier messages" button until the message is there.
-  async jumpTo(conversationId, messageId) {
-    this.close();
-    await this.onOpen(conversationId);
-    if (!messageId) return;
-    const box = document.getElementById("messages");
-    const selector = `[data-message-id="${CSS.escape(String(messageId))}"]`;
-    let node = box.querySelector(selector);
-    for (let page = 0; !node && page < MAX_OLDER_PAGES; page += 1) {
-      const more = box.querySelector(".load-more");
-      if (!more) break;
-      if (!more.disabled) more.click();
-      await sleep(100);
-      node = box.querySelector(selector);
-    }
-    if (!node) return;
-    await new Promise((resolve) => requestAnimationFrame(resolve));
-    node.scrollIntoView({ block: "center" });
-    node.classList.add("search-target");
-    node.tabIndex = -1;
-    node.focus({ preventScroll: true });
-    setTimeout(() => node.classList.remove("search-target"), 2500);
-  }
 }
+
+Object.assign(Sidebar.prototype, exportMethods, searchMethods);
