@@ -55,6 +55,15 @@ def let_through(page, held: list, pattern) -> None:
     page.unroute(pattern)
 
 
+def two_conversations(page) -> None:
+    """ "First conversation" and "Second conversation", each answered; the second on screen."""
+    send(page, "First conversation")
+    wait_done(page)
+    page.get_by_role("button", name="New chat", exact=True).click()
+    send(page, "Second conversation")
+    wait_done(page)
+
+
 def conversations(page) -> list[dict]:
     return page.evaluate(
         "async () => (await (await fetch('/api/conversations/')).json()).conversations"
@@ -326,11 +335,7 @@ def test_a_draft_shows_at_once_and_what_is_typed_while_its_chat_loads_stays_its_
     # before its history arrives, and what is typed meanwhile belongs to it, not to the chat
     # left (which the box used to save it to, while showing it under the new one).
     page = logged_in_page
-    send(page, "First conversation")
-    wait_done(page)
-    page.get_by_role("button", name="New chat", exact=True).click()
-    send(page, "Second conversation")
-    wait_done(page)
+    two_conversations(page)
     prompt = page.locator("#prompt")
     prompt.fill("A draft for the second")
     items = page.locator("#conversation-list .conv-item")
@@ -387,11 +392,7 @@ def test_a_mode_picked_while_the_conversation_loads_is_that_conversations(logged
     # start) or saved on the chat left (when opened from the list), and the history's
     # arrival switched the composer back.
     page = logged_in_page
-    send(page, "First conversation")
-    wait_done(page)
-    page.get_by_role("button", name="New chat", exact=True).click()
-    send(page, "Second conversation")
-    wait_done(page)
+    two_conversations(page)
     items = page.locator("#conversation-list .conv-item")
     ids = {c["title"]: c["id"] for c in conversations(page)}
 

@@ -284,10 +284,16 @@ class ChatApp {
   // for the save (``send``). ``picks`` counts them, so that an older answer about the
   // conversation does not undo a newer pick (``reloadConversation``).
   changeMode(mode) {
+    this.pick("mode", (id) => this.saveMode(id, mode));
+  }
+
+  // ``kind``: which pick it is (``this.picks``); ``save(id)``: its save on the conversation
+  // on screen. A new chat has nothing to save yet: it takes the picks when it is created.
+  pick(kind, save) {
     const id = this.shownId();
     if (!id) return;
-    this.picks.mode += 1;
-    this.saves.track(this.saveMode(id, mode));
+    this.picks[kind] += 1;
+    this.saves.track(save(id));
   }
 
   async saveMode(id, mode) {
@@ -301,10 +307,7 @@ class ChatApp {
 
   // A new chat takes the model picked when it is created; its run reads the pick.
   changeModel(configId) {
-    const id = this.shownId();
-    if (!id) return;
-    this.picks.model += 1;
-    this.saves.track(this.saveModel(id, configId));
+    this.pick("model", (id) => this.saveModel(id, configId));
   }
 
   async saveModel(id, configId) {
