@@ -40,11 +40,19 @@ _OOXML_MAIN = {
 }
 _MACRO_ENABLED = re.compile(rb"macroEnabled", re.I)
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # .doc, .xls, .ppt (and .msg): the old binary formats
-_HTML = re.compile(rb"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.I | re.S)
+# What may open an HTML document, after any comments and white space (see _opens_as_html).
+_HTML_START = re.compile(rb"<(?:!doctype\s+html|html|head|body)\b", re.I)
+_SPACE = re.compile(rb"\s*")
+# Every repeat in these patterns stops at a character its start cannot be (no white space
+# run crosses a line, link text and address stop at the next bracket): each match attempt
+# reads at most to the next such character, so the search is linear in the text.
 _MARKDOWN = re.compile(
-    r"^(?:#{1,6}\s+\S|```|\s*[-*+]\s+\S|\s*\d+\.\s+\S|>\s)|\[[^\]\n]+\]\([^)\s]+\)|\*\*[^*\n]+\*\*",
+    r"^(?:#{1,6}[ \t]+\S|```|[ \t]*[-*+][ \t]+\S|[ \t]*\d+\.[ \t]+\S|>\s)"
+    r"|\[[^\[\]\n]+\]\([^()\[\]\s]+\)|\*\*[^*\n]+\*\*",
     re.M,
 )
+# The delimiters a table may use, in the order they are preferred when several fit.
+CSV_DELIMITERS = ",\t;|"
 
 
 def decode_text(data: bytes) -> str | None:
@@ -97,7 +105,7 @@ def text_kind(text: str) -> str:
             return "json"
         except ValueError:
             pass
-    if _HTML.match(text[:4096].encode("utf-8", "replace")):
+    if _opens_as_html(text[:4096].encode("utf-8", "replace")):
         return "html"
     if _looks_like_csv(text):
         return "csv"
@@ -106,18 +114,49 @@ def text_kind(text: str) -> str:
     return "text"
 
 
-def _looks_like_csv(text: str) -> bool:
-    lines = [line for line in text[:20000].splitlines() if line.strip()][:20]
+def _opens_as_html(head: bytes) -> bool:
+    """Whether ``head`` starts with an HTML document's first tag, after any number of
+    comments and white space. A scan that only moves forward (each comment's end is found
+    once): as one pattern with a repeated lazy comment, a failed match tried every way of
+    splitting a run of comments, twice the work for each comment more."""
+    position = 0
+    while True:
+        position = _SPACE.match(head, position).end()
+        if not head.startswith(b"<!--", position):
+            return _HTML_START.match(head, position) is not None
+        end = head.find(b"-->", position + 4)
+        if end < 0:
+            return False
+        position = end + 3
+
+
+def csv_delimiter(lines: list[str]) -> str | None:
+    """The delimiter that splits every one of ``lines`` (at least two) into the same number
+    of fields, at least two; None when none does. The csv module's reader (linear in the
+    text) does the splitting: ``csv.Sniffer`` guesses quotes with patterns whose work grows
+    with the square of a line."""
     if len(lines) < 2:
-        return False
-    try:
-        dialect = csv.Sniffer().sniff("\n".join(lines), delimiters=",;\t|")
-    except csv.Error:
-        return False
-    rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect))
-    widths = {len(row) for row in rows}
+        return None
+    best: tuple[int, str] | None = None
+    for delimiter in CSV_DELIMITERS:
+        try:
+            rows = list(csv.reader(lines, delimiter=delimiter, skipinitialspace=True))
+        except csv.Error:
+            continue
+        widths = {len(row) for row in rows}
+        if len(widths) == 1 and (width := widths.pop()) >= 2 and (best is None or width > best[0]):
+            best = (width, delimiter)
+    return None if best is None else best[1]
+
+
+def head_lines(text: str) -> list[str]:
+    """The first non-blank lines of ``text``: what tells whether it is a table."""
+    return [line for line in text[:20000].splitlines() if line.strip()][:20]
+
+
+def _looks_like_csv(text: str) -> bool:
     # Every line the same number of fields, at least two: a table, not prose with commas.
-    return len(widths) == 1 and widths.pop() >= 2
+    return csv_delimiter(head_lines(text)) is not None
 
 
 def _ooxml_kind(data: bytes) -> str:

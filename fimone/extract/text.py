@@ -11,12 +11,12 @@ import csv
 import io
 import json
 import re
-from html.parser import HTMLParser
 
+from .sniff import csv_delimiter, head_lines
 from .types import Budget, Heading, Page
 
 PAGE_CHARS = 3_000
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_HEADING_MARK = re.compile(r"(#{1,6})[ \t]+(?=\S)")
 
 
 def paginate(blocks: list[str], budget: Budget, *, page_chars: int = PAGE_CHARS) -> list[str]:
@@ -72,9 +72,9 @@ def read_markdown(text: str, budget: Budget) -> tuple[list[Page], int, list[Head
         for line in page.text.splitlines():
             if line.lstrip().startswith("```"):
                 in_code = not in_code
-            m = None if in_code else _MD_HEADING.match(line)
-            if m:
-                headings.append(Heading(m.group(2), page.number, len(m.group(1))))
+            found = None if in_code else markdown_heading(line)
+            if found:
+                headings.append(Heading(found.text, page.number, found.level))
     return pages, count, headings
 
 
@@ -86,13 +86,10 @@ def read_json(text: str, budget: Budget) -> tuple[list[Page], int]:
 def read_csv(text: str, budget: Budget) -> tuple[list[Page], int]:
     """Rows as ``a | b | c`` lines; each page starts with the header row again, so a page
     read alone still says what its columns are."""
-    sample = "\n".join(text.splitlines()[:20])
-    try:
-        dialect = csv.Sniffer().sniff(sample, delimiters=",;\t|")
-    except csv.Error:
-        dialect = csv.excel
+    delimiter = csv_delimiter(head_lines(text)) or ","
     rows = [
-        " | ".join(cell.strip() for cell in row) for row in csv.reader(io.StringIO(text), dialect)
+        " | ".join(cell.strip() for cell in row)
+        for row in csv.reader(io.StringIO(text), delimiter=delimiter, skipinitialspace=True)
     ]
     if not rows:
         return [], 0
@@ -101,19 +98,38 @@ def read_csv(text: str, budget: Budget) -> tuple[list[Page], int]:
     return limited_pages([f"{header}\n{page}" for page in pages] or [header], budget)
 
 
+def markdown_heading(line: str) -> Heading | None:
+    """The heading a Markdown line is (``## Title ##``: "Title", level 2; page 0), or None.
+    The text is cut by string methods: a pattern with a lazy text followed by optional
+    spaces and hashes tried every split of a long line of spaces (cubic work)."""
+    mark = _HEADING_MARK.match(line)
+    if mark is None:
+        return None
+    text = line[mark.end() :].rstrip()
+    closing = text.rstrip("#")
+    if closing != text and closing[-1:] in (" ", "\t"):  # a closing run of #s
+        text = closing.rstrip()
+    return Heading(text, 0, len(mark.group(1))) if text else None
+
+
 def read_html(text: str, budget: Budget) -> tuple[list[Page], int, list[Heading], str]:
-    parser = _TextOfHtml()
+    import lxml.etree
+
+    # libxml2's HTML parser, events only (no tree): linear in the markup, where the
+    # standard library's parser rescans an unclosed attribute quote for every tag after it.
+    target = _TextOfHtml()
+    parser = lxml.etree.HTMLParser(target=target, no_network=True)
     parser.feed(text)
     parser.close()
-    blocks = [b for b in parser.blocks if b.strip()]
+    blocks = [b for b in target.blocks if b.strip()]
     pages, count = limited_pages(paginate(blocks, budget), budget)
     headings = []
     for page in pages:
         for line in page.text.splitlines():
-            m = _MD_HEADING.match(line)
-            if m:
-                headings.append(Heading(m.group(2), page.number, len(m.group(1))))
-    return pages, count, headings, " ".join(parser.title.split())
+            found = markdown_heading(line)
+            if found:
+                headings.append(Heading(found.text, page.number, found.level))
+    return pages, count, headings, " ".join(target.title.split())
 
 
 def _paragraphs(text: str) -> list[str]:
@@ -121,7 +137,7 @@ def _paragraphs(text: str) -> list[str]:
     return [p for p in re.split(r"\n\s*\n", text) if p.strip()] or ([text] if text.strip() else [])
 
 
-class _TextOfHtml(HTMLParser):
+class _TextOfHtml:
     """An HTML file's visible text, a block per paragraph, headings as ``#`` lines; scripts,
     styles and templates are dropped, and nothing is fetched or run."""
 
@@ -152,7 +168,6 @@ class _TextOfHtml(HTMLParser):
     }
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.blocks: list[str] = []
         self.title = ""
         self._current: list[str] = []
@@ -160,7 +175,7 @@ class _TextOfHtml(HTMLParser):
         self._in_title = False
         self._heading = 0
 
-    def handle_starttag(self, tag: str, attrs) -> None:
+    def start(self, tag: str, attrib) -> None:
         if tag == "title":
             self._in_title = True
         if tag in self._SKIP:
@@ -172,7 +187,7 @@ class _TextOfHtml(HTMLParser):
         if tag == "li":
             self._current.append("- ")
 
-    def handle_endtag(self, tag: str) -> None:
+    def end(self, tag: str) -> None:
         if tag == "title":
             self._in_title = False
         if self._skipping and self._skipping[-1] == tag:
@@ -182,7 +197,7 @@ class _TextOfHtml(HTMLParser):
         if tag in {"td", "th"}:
             self._current.append(" | ")
 
-    def handle_data(self, data: str) -> None:
+    def data(self, data: str) -> None:
         if self._in_title:
             self.title += data
             return
@@ -190,7 +205,6 @@ class _TextOfHtml(HTMLParser):
             self._current.append(data)
 
     def close(self) -> None:
-        super().close()
         self._end_block()
 
     def _end_block(self) -> None:

@@ -147,3 +147,25 @@ def zip_bomb_docx(size: int = 300_000_000) -> bytes:
             for _ in range(size // len(chunk)):
                 member.write(chunk)
     return buffer.getvalue()
+
+
+def many_paragraph_docx(paragraphs: int = 60_000) -> bytes:
+    """A Word document of ``paragraphs`` short paragraphs ("Paragraph 1." …), the last one
+    ``FACT``: written straight into the document's XML (python-docx's ``add_paragraph``
+    takes minutes for that many)."""
+    body = b"".join(
+        b"<w:p><w:r><w:t>Paragraph %d.</w:t></w:r></w:p>" % n for n in range(1, paragraphs)
+    )
+    body += f"<w:p><w:r><w:t>{FACT}</w:t></w:r></w:p>".encode()
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(docx_bytes())) as real,
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as out,
+    ):
+        for item in real.infolist():
+            data = real.read(item)
+            if item.filename == "word/document.xml":
+                start, end = data.index(b"<w:body>") + len(b"<w:body>"), data.index(b"</w:body>")
+                data = data[:start] + body + data[end:]
+            out.writestr(item, data)
+    return buffer.getvalue()

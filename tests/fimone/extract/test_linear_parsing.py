@@ -1,0 +1,160 @@
+"""RO.11: untrusted text is parsed in linear time. Each input is read by the extraction
+worker, whose deadline is the observable: a document (or a clear error other than
+``extraction_timeout``) comes back, where a backtracking pattern or a loop that recounts
+what it has read ran past the deadline and was refused."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fimone.extract import ExtractionError, ExtractLimits, sniff
+from fimone.extract.isolated import ExtractionPool
+from fimone.extract.text import markdown_heading
+from tests.support import documents
+
+pytestmark = [
+    pytest.mark.slow,  # extraction worker processes (not in bin/test --fast)
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+
+# Far more than any of these inputs needs read linearly (milliseconds), far less than the
+# old patterns needed (minutes to years).
+DEADLINE = ExtractLimits(seconds=10)
+
+LICENCE = [
+    "Copyright 2019 The Example Authors. All rights reserved.",
+    "",
+    'Licensed under the Apache License, Version 2.0 (the "License");',
+    "you may not use this file except in compliance with the License.",
+    "You may obtain a copy of the License at",
+    "",
+    "    http://www.apache.org/licenses/LICENSE-2.0",
+    "",
+    "Unless required by applicable law or agreed to in writing, software",
+    'distributed under the License is distributed on an "AS IS" BASIS,',
+    "WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.",
+    "See the License for the specific language governing permissions and",
+    "limitations under the License.",
+]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    made = ExtractionPool(workers=1)
+    yield made
+    made.close()
+
+
+def read(pool: ExtractionPool, data: bytes):
+    """The document the worker read from ``data``; an ``ExtractionError`` other than a
+    timeout counts as read too (the input was judged, not given up on)."""
+    try:
+        return pool.extract(data, limits=DEADLINE)
+    except ExtractionError as exc:
+        assert exc.code != "extraction_timeout", data[:200]
+        return None
+
+
+@pytest.mark.parametrize("comments", [26, 40, 400])
+def test_ro11_runs_of_comments_are_sniffed_without_backtracking(pool, comments):
+    """Empty comments before something that is not an HTML tag: each comment more doubled
+    the work of the old pattern (26 took 8 s)."""
+    text = pool.extract(b"<!---->" * comments + b"<root>a note</root>", limits=DEADLINE)
+    assert text.kind == "text" and "a note" in text.text
+    page = b"<!---->" * comments + b"<html><body><p>Hello</p></body></html>"
+    assert pool.extract(page, limits=DEADLINE).kind == "html"
+
+
+def test_ro11_an_xml_file_with_a_licence_header_is_accepted(pool):
+    """A real kind of file: a 30-line licence, one comment a line, then the XML."""
+    header = "\n".join(f"<!-- {line} -->" for line in (LICENCE * 3)[:30])
+    body = '<resources>\n  <string name="app_name">Bluebird</string>\n</resources>\n'
+    data = f"{header}\n{body}".encode()
+    assert 1_500 < len(data) < 4_096  # within the part the sniff reads, like the report's
+    doc = pool.extract(data, filename="strings.xml", limits=DEADLINE)
+    assert doc.kind == "text" and "Bluebird" in doc.text and "Apache License" in doc.text
+
+
+def test_ro11_a_word_file_of_60000_paragraphs_is_read_completely(pool):
+    """Short paragraphs: the old reader summed every block's length again for each
+    paragraph and looked each paragraph's style up among all styles. Read with the
+    default limits, as an upload is."""
+    data = documents.many_paragraph_docx(60_000)
+    doc = pool.extract(data, filename="long.docx")
+    assert doc.kind == "docx" and not doc.truncated and doc.page_count == len(doc.pages)
+    assert doc.pages[0].text.startswith("Paragraph 1.\nParagraph 2.\n")
+    assert "Paragraph 59999." in doc.text and doc.pages[-1].text.endswith(documents.FACT)
+
+
+# Pieces that made the old patterns and parsers backtrack or rescan: comment openers,
+# unclosed quotes and tags, runs of blank lines, spaces, brackets and hashes.
+UNITS = [
+    "<!---->",
+    "<!--",
+    "<!-- x -->\n",
+    "\n",
+    " ",
+    "\t\n",
+    "[",
+    "[a](",
+    "**",
+    "# ",
+    ",'",
+    ',"',
+    "<a b='",
+    "<div>",
+    "<![",
+    "1",
+]
+# What the run follows: nothing, the start of an HTML page, of a Markdown heading, of a
+# table, of a JSON value.
+PREFIXES = ["", "<html>", "# a", "## x ", "a,b\nc,d\n", "[", "- item\n"]
+SUFFIXES = ["", "b", "x\n", "-->", "\n\n"]
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    prefix=st.sampled_from(PREFIXES),
+    units=st.lists(st.sampled_from(UNITS), min_size=1, max_size=3),
+    repeats=st.integers(min_value=1_000, max_value=20_000),
+    suffix=st.sampled_from(SUFFIXES),
+)
+def test_ro11_adversarial_text_uploads_are_read_within_the_deadline(
+    pool, prefix, units, repeats, suffix
+):
+    data = (prefix + "".join(units) * repeats + suffix).encode()
+    doc = read(pool, data)
+    if doc is not None:
+        assert doc.page_count >= len(doc.pages)
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "text"),
+    [
+        ("# Title", 1, "Title"),
+        ("## Title ##", 2, "Title"),
+        ("### Title   ", 3, "Title"),
+        ("# C#", 1, "C#"),
+        ("# a" + " " * 5_000 + "b", 1, "a" + " " * 5_000 + "b"),
+    ],
+)
+def test_ro11_markdown_headings(line, level, text):
+    heading = markdown_heading(line)
+    assert heading is not None and (heading.level, heading.text) == (level, text)
+
+
+@pytest.mark.parametrize("line", ["#", "#Title", "####### seven", "# ", "text # not"])
+def test_ro11_what_is_no_markdown_heading(line):
+    assert markdown_heading(line) is None
+
+
+def test_ro11_tables_are_told_by_one_width_for_every_line():
+    assert sniff(b"city;population\nBerlin;3.7\nParis;2.1\n") == "csv"
+    assert sniff(b'name, note\nAda, "slides, talk"\nBob, "tea"\n') == "csv"
+    assert sniff(b"One line, with a comma.\nAnother line without.\n") == "text"
