@@ -4,9 +4,10 @@ A fetched URL comes from a model, and a model repeats what a page or a user told
 alone it would read the server's own admin ports, the office network or the cloud's
 metadata service (which hands out credentials). So every address a fetch connects to must
 be public, unless the operator allowed its host name or network in
-``FIMONE_FETCH_ALLOWED_HOSTS``. The check is on the resolved address (docs/tools.md, "Web
-pages"); addresses that carry an IPv4 address inside an IPv6 one are judged by the IPv4
-address they lead to.
+``FIMONE_FETCH_ALLOWED_HOSTS``. A metadata address is the exception: only an entry naming
+exactly that address allows it, never a host name or a network that contains it. The
+check is on the resolved address (docs/tools.md, "Web pages"); addresses that carry an
+IPv4 address inside an IPv6 one are judged by the IPv4 address they lead to.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
     if address.teredo is not None:
         return address.teredo[1]
     return None
+
+
+def is_metadata(address: IPAddress) -> bool:
+    """Whether ``address`` is (or leads to) a cloud metadata service's address."""
+    return address in _METADATA or embedded_ipv4(address) in _METADATA
 
 
 def refusal_reason(address: IPAddress) -> str | None:
@@ -118,6 +124,12 @@ class AddressPolicy:
         name = host.lower().rstrip(".")
         return name in self.hosts or any(name.endswith(d) for d in self.domains)
 
+    def metadata_allowed(self, address: IPAddress) -> bool:
+        """Whether an entry names exactly ``address`` (or the IPv4 address it leads to):
+        the only way a metadata address is allowed."""
+        named = {n.network_address for n in self.networks if n.num_addresses == 1}
+        return address in named or embedded_ipv4(address) in named
+
     def address_allowed(self, address: IPAddress) -> bool:
         candidates = [address]
         inner = embedded_ipv4(address)
@@ -133,14 +145,24 @@ class AddressPolicy:
     def check(self, host: str, address: IPAddress) -> None:
         """Raise ``AddressRefused`` unless a connection to ``address`` for ``host`` is
         allowed."""
-        if self.host_allowed(host) or self.address_allowed(address):
+        if is_metadata(address):
+            # Credentials are handed out there: an allowed name (which may be re-pointed),
+            # a wildcard or a network that merely contains the address is no consent.
+            if self.metadata_allowed(address):
+                return
+        elif self.host_allowed(host) or self.address_allowed(address):
             return
         reason = refusal_reason(address)
         if reason is None:
             return
         shown = host if host == str(address) else f"{host} (which resolves to {address})"
+        allow = (
+            "An operator can allow exactly this address (not a network around it) in "
+            "FIMONE_FETCH_ALLOWED_HOSTS."
+            if is_metadata(address)
+            else "An operator can allow this host or network in FIMONE_FETCH_ALLOWED_HOSTS."
+        )
         raise AddressRefused(
             f"refused to connect to {shown}: that is {reason}, and fetch_url only "
-            "reads public web pages. An operator can allow this host or network in "
-            "FIMONE_FETCH_ALLOWED_HOSTS."
+            f"reads public web pages. {allow}"
         )

@@ -109,3 +109,38 @@ def test_an_allowed_network_admits_its_addresses_whatever_the_name():
 def test_a_bad_allow_list_entry_is_named(entry):
     with pytest.raises(ValueError, match="is neither a host name nor an address"):
         AddressPolicy.from_entries([entry])
+
+
+@pytest.mark.parametrize(
+    ("network", "address"),
+    [
+        ("100.64.0.0/10", "100.100.100.200"),
+        ("169.254.0.0/16", "169.254.169.254"),
+        ("0.0.0.0/0", "169.254.169.254"),
+        ("0.0.0.0/0", "169.254.170.2"),
+        ("fd00::/8", "fd00:ec2::254"),
+        ("::/0", "::ffff:169.254.169.254"),
+        ("192.0.0.0/24", "192.0.0.192"),
+    ],
+)
+def test_ro12_a_metadata_address_never_passes_through_an_allowed_network(network, address):
+    """RO.12, RO.13: a network that contains a metadata address allows its neighbours, not
+    the credentials service; neither does a host name or a wildcard."""
+    policy = AddressPolicy.from_entries([network, "metadata.google.internal", ".internal"])
+    for host in (address, "metadata.google.internal", "x.internal"):
+        with pytest.raises(AddressRefused, match="metadata service.*exactly this address"):
+            policy.check(host, ipaddress.ip_address(address))
+
+
+@pytest.mark.parametrize(
+    ("entry", "address"),
+    [
+        ("169.254.169.254", "169.254.169.254"),
+        ("169.254.169.254/32", "::ffff:169.254.169.254"),
+        ("[fd00:ec2::254]", "fd00:ec2::254"),
+    ],
+)
+def test_ro12_an_entry_naming_exactly_a_metadata_address_allows_it(entry, address):
+    AddressPolicy.from_entries([entry]).check("metadata", ipaddress.ip_address(address))
+    with pytest.raises(AddressRefused):
+        AddressPolicy.from_entries([entry]).check("x", ipaddress.ip_address("169.254.170.2"))
