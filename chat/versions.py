@@ -15,6 +15,7 @@ its run was handed: the next version of the answer answers them too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -151,14 +152,19 @@ def title_follows(*, conversation: Conversation, question: Message, before: str)
 
 # --- helpers ---------------------------------------------------------------------------------
 
+_ROW_ID = re.compile(r"[1-9][0-9]{0,17}")
+
 
 def _message_of(conversation: Conversation, message_id: Any) -> Message:
-    if isinstance(message_id, bool):
-        raise Message.DoesNotExist
-    try:
+    # A row id is an int, or plain ASCII digits without sign, space or leading zero: int()
+    # also reads " 359", "+359", "0359" and "٣٥٩" as 359 (a malformed id is a 404,
+    # docs/protocol.md); at most 18 digits, so it fits the database's integer.
+    if isinstance(message_id, int) and not isinstance(message_id, bool):
+        pk = message_id
+    elif isinstance(message_id, str) and _ROW_ID.fullmatch(message_id):
         pk = int(message_id)
-    except (TypeError, ValueError):
-        raise Message.DoesNotExist from None
+    else:
+        raise Message.DoesNotExist
     return Message.objects.get(
         conversation=conversation, pk=pk, role__in=(Message.Role.USER, Message.Role.ASSISTANT)
     )

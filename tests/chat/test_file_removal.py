@@ -115,3 +115,13 @@ def test_cleanup_uploads_refuses_too_few_hours_and_deletes_nothing(user, convers
     with pytest.raises(CommandError, match="--hours must be at least 1"):
         call_command("cleanup_uploads", f"--hours={hours}")
     assert Attachment.objects.filter(pk=unsent.pk).exists()
+
+
+@pytest.mark.parametrize("hours", ["99999999999999", "1e300", "876601"])
+def test_ro13_cleanup_uploads_refuses_more_than_a_century(user, conversation, hours):
+    """RO.13: a huge --hours was an OverflowError traceback, not a clear error."""
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--hours must be at most 876,600"):
+        call_command("cleanup_uploads", f"--hours={hours}")
+    call_command("cleanup_uploads", "--hours=876600")  # the longest age allowed works

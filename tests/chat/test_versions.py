@@ -206,6 +206,28 @@ def test_bad_ids_and_methods_are_refused(logged_in_client, asked_three_ways):
     assert Client().post(show_url(q1)).status_code == 401
 
 
+@pytest.mark.parametrize("spelling", [" {}", "+{}", "0{}", "{} ", "{}\n", "arabic", "-{}"])
+def test_ro13_an_id_is_plain_ascii_digits_only(logged_in_client, asked_three_ways, spelling):
+    """RO.13: " 359", "+359", "0359" and "٣٥٩" were read as id 359."""
+    from urllib.parse import quote
+
+    chat, (q1, _q2, _q3) = asked_three_ways
+    if spelling == "arabic":
+        message_id = str(q1.pk).translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩"))
+    else:
+        message_id = spelling.format(q1.pk)
+    response = logged_in_client.post(
+        f"/api/conversations/{chat.id}/messages/{quote(message_id)}/show/"
+    )
+    assert response.status_code == 404, message_id
+    assert response.json()["error"]["code"] == "not_found"
+    assert logged_in_client.post(show_url(q1)).status_code == 200
+    assert (
+        logged_in_client.post(f"/api/conversations/{chat.id}/messages/{'9' * 40}/show/").status_code
+        == 404
+    )
+
+
 def test_a_switch_needs_the_csrf_token(csrf_enforcing_client, asked_three_ways):
     chat, (q1, _q2, _q3) = asked_three_ways
     response = csrf_enforcing_client.post(show_url(q1))

@@ -13,6 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 from chat.services import attachments_delete_unsent
 
 MIN_HOURS = 1.0
+# A century: more is no age any upload can have (and a date that far back overflows).
+MAX_HOURS = 100 * 365.25 * 24
 
 
 class Command(BaseCommand):
@@ -26,5 +28,9 @@ class Command(BaseCommand):
         # number deleted every unsent one, minutes-old ones included).
         if not math.isfinite(hours) or hours < MIN_HOURS:
             raise CommandError(f"--hours must be at least {MIN_HOURS:g} (got {hours:g}).")
+        if hours > MAX_HOURS:
+            raise CommandError(
+                f"--hours must be at most {MAX_HOURS:,.0f} (a century; got {hours:g})."
+            )
         count = attachments_delete_unsent(older_than=timedelta(hours=hours))
         self.stdout.write(f"Deleted {count} unsent upload(s) older than {hours:g} hours.")
