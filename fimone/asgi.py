@@ -2,7 +2,6 @@
 
 import asyncio
 import gc
-import logging
 import os
 import sys
 
@@ -22,16 +21,25 @@ from chat.routing import websocket_urlpatterns  # noqa: E402
 from fimone.loop_monitor import MonitoredApp  # noqa: E402
 
 
+def _formless_under_daphne() -> None:
+    """Under daphne, Twisted's form parsing is off, whichever command started it: plain
+    ``daphne fimone.asgi:application`` imports this module before it builds its HTTP
+    factory, in time for the switch (fimone/server.py says why)."""
+    if "daphne.server" not in sys.modules:
+        return  # imported by another server or by tests
+    from fimone.server import serve_without_form_parsing
+
+    serve_without_form_parsing()
+
+
+_formless_under_daphne()
+
+
 def _drain_on_sigterm() -> None:
     """Under daphne, SIGTERM drains this process instead of dropping its runs
     (docs/operations.md). Installed once Twisted's own signal handlers are in place."""
     if "daphne.server" not in sys.modules:
         return  # imported by another server or by tests
-    if "fimone.server" not in sys.modules:
-        logging.getLogger(__name__).warning(
-            "started by plain daphne: Twisted parses form bodies on the event loop; start "
-            "fimone with `python -m fimone.server` (docs/operations.md, section 3)"
-        )
     from twisted.internet import reactor
 
     def install() -> None:

@@ -1,4 +1,4 @@
-"""The server fimone runs: daphne, with Twisted's form parsing turned off.
+"""daphne with Twisted's form parsing turned off, whichever command starts it.
 
 Twisted's ``Request.requestReceived`` parses a ``multipart/form-data`` or
 ``application/x-www-form-urlencoded`` POST body into ``request.args`` on the event loop,
@@ -8,11 +8,15 @@ empty 400 instead of fimone's JSON error. daphne never reads ``request.args``, s
 parsing is off and Django alone parses bodies, in a worker thread, with its limits
 (``DATA_UPLOAD_MAX_MEMORY_SIZE``, ``DATA_UPLOAD_MAX_NUMBER_FIELDS``) and its error handlers.
 
-Run it exactly like daphne (the same options)::
+The switch is ``serve_without_form_parsing``, called when ``fimone.asgi`` is imported
+under daphne: daphne's command line imports the application before it builds its HTTP
+factory, so the usual Channels command is as safe as fimone's own::
 
-    python -m fimone.server -b 127.0.0.1 -p 8001 fimone.asgi:application
+    daphne -b 127.0.0.1 -p 8001 fimone.asgi:application
+    python -m fimone.server -b 127.0.0.1 -p 8001 fimone.asgi:application   # bin/run
 
-``bin/run``, the live-server test fixture and docs/operations.md's systemd unit use it.
+(the second is daphne's command line with the switch made before anything is imported;
+``bin/run``, the live-server test fixture and docs/operations.md's systemd unit use it).
 """
 
 from __future__ import annotations
@@ -22,11 +26,11 @@ import sys
 import daphne.server
 from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
-from daphne.server import Server
 
 
 class FormlessRequest(WebRequest):
-    """daphne's request, without Twisted's parsing of form bodies into ``args``."""
+    """daphne's request, without Twisted's parsing of form bodies into ``args`` (through
+    the public ``parsePOSTFormSubmission`` argument of Twisted's ``Request``)."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs["parsePOSTFormSubmission"] = False
@@ -40,21 +44,19 @@ class FormlessHTTPFactory(HTTPFactory):
         return protocol
 
 
-class FimoneServer(Server):
-    def run(self) -> None:
-        # Server.run builds its HTTP factory by this module-level name and then serves until
-        # the reactor stops, so the name is pointed at ours first (this process serves only
-        # fimone).
-        daphne.server.HTTPFactory = FormlessHTTPFactory
-        super().run()
-
-
-class FimoneCommandLine(CommandLineInterface):
-    server_class = FimoneServer
+def serve_without_form_parsing() -> None:
+    """Make the daphne server of this process build formless requests (before its
+    ``Server.run``). daphne 4 has no hook or option for its request class: ``Server.run``
+    builds its HTTP factory by the module-level name ``daphne.server.HTTPFactory``, so that
+    name is pointed at ours (this process serves only fimone). tests/security/
+    test_bodies_live.py checks both commands, so a daphne that stops reading the name
+    fails there."""
+    daphne.server.HTTPFactory = FormlessHTTPFactory
 
 
 def main(argv: list[str] | None = None) -> None:
-    FimoneCommandLine().run(sys.argv[1:] if argv is None else argv)
+    serve_without_form_parsing()
+    CommandLineInterface().run(sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 no form body is parsed on the event loop, so a hostile body sent without a login does not
 pause a streaming answer, and a broken multipart upload gets fimone's JSON error.
 
-The server is fimone's (``fimone.server``, as ``bin/run`` and docs/operations.md start it).
+The server is fimone's (``fimone.server``, as ``bin/run`` and docs/operations.md start it);
+plain ``daphne fimone.asgi:application``, the usual Channels command, is as safe.
 """
 
 from __future__ import annotations
@@ -135,3 +136,22 @@ def test_a_broken_multipart_upload_is_the_json_invalid_multipart(
     )
     assert (status, answered_type) == (400, "application/json"), answer
     assert json.loads(answer)["error"]["code"] == "invalid_multipart"
+
+
+def test_ro13_plain_daphne_parses_no_form_bodies_either(live_daphne_factory, scripted_server):
+    """RO.13: the usual Channels command got Twisted's parsing (and its empty 400 for a
+    broken multipart body); ``python -m fimone.server`` logged that it was plain daphne."""
+    env = {"LLM_BASE_URL": scripted_server.base_url, "LLM_API_KEY": "k", "LLM_MODEL": "m"}
+    for module in ("fimone.server", "daphne"):
+        server = live_daphne_factory(env=env, server_module=module)
+        cid = server.api("POST", "/api/conversations/", {})["id"]
+        status, answered_type, answer = post(
+            server,
+            f"/api/conversations/{cid}/attachments/",
+            b"--x\r\nbroken\r\n",
+            "multipart/form-data",
+            logged_in=True,
+        )
+        assert (status, answered_type) == (400, "application/json"), (module, answer)
+        assert json.loads(answer)["error"]["code"] == "invalid_multipart"
+        assert "plain daphne" not in server.log()

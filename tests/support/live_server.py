@@ -93,6 +93,9 @@ class LiveServer:
     proc: subprocess.Popen | None = None
     owns_data_dir: bool = False
     startup_timeout: float = 60.0
+    # What ``python -m`` runs: fimone's daphne command line, or "daphne" itself (the usual
+    # Channels command, which must be as safe).
+    server_module: str = "fimone.server"
     _log_file: object | None = field(default=None, repr=False)
 
     @property
@@ -160,7 +163,7 @@ class LiveServer:
             [
                 sys.executable,
                 "-m",
-                "fimone.server",  # daphne without Twisted's form parsing, as in production
+                self.server_module,
                 "-b",
                 "127.0.0.1",
                 "-p",
@@ -355,6 +358,7 @@ def start_live_server(
     port: int | None = None,
     username: str = DEFAULT_USERNAME,
     password: str = DEFAULT_PASSWORD,
+    server_module: str = "fimone.server",
 ) -> LiveServer:
     """Migrate, seed and start a daphne server; the caller must ``stop()``/``close()`` it."""
     owns = data_dir is None
@@ -367,6 +371,7 @@ def start_live_server(
         username=username,
         password=password,
         owns_data_dir=owns,
+        server_module=server_module,
     )
     server.setup()
     server.start()
