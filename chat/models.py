@@ -331,7 +331,10 @@ class SearchDocument(models.Model):
 
     class Kind(models.TextChoices):
         MESSAGE = "message"
-        TOOL = "tool"  # a tool result stored in an answer's ``metadata["steps"]``
+        # A tool result: a passage of a stored whole one (``tool_result``), else the preview
+        # an answer's ``metadata["steps"]`` keeps (runs before whole results were kept, DAG
+        # step results).
+        TOOL = "tool"
         TITLE = "title"
         DOCUMENT = "document"  # a page of a document sent with a user message
 
@@ -350,6 +353,14 @@ class SearchDocument(models.Model):
     # (``chat.search_passages``), each its own document.
     offset = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField()
+    # The whole tool result this passage is of (``recall`` names its id).
+    tool_result = models.ForeignKey(
+        "ToolResult",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="search_documents",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["conversation", "kind"], name="searchdoc_conv_kind")]

@@ -1,11 +1,12 @@
 """The ``recall`` tool's search: exact passages from the whole persisted conversation.
 
 Compaction may have summarised a detail away (numbers, names, early decisions); the
-messages themselves, and the tool results of earlier runs, are still in the database and
-in its full-text index (``chat.search``), so the agent can look them up by any of their
-words. Each passage is a verbatim slice of the stored text around the first match, with
-its date and the message it came from; a page of a document sent with a message is
-quoted with its file name and page.
+messages themselves, and the whole tool results of earlier runs, are still in the database
+and in its full-text index (``chat.search``), so the agent can look them up by any of their
+words; a passage of a tool result names the id that brings the whole result back. Each
+passage is a verbatim slice of the stored text around the first match, with its date and
+the message it came from; a page of a document sent with a message is quoted with its
+file name and page.
 
 What a result costs the model is its characters, not its count: a text said several times
 (a question asked again, a stock reply) is quoted once, and short passages leave room for
@@ -232,7 +233,13 @@ def passage_of(hit: Hit, terms: list[Term], *, copies: int = 1) -> str:
     prefix = "…" if start > 0 or document.offset > 0 else ""
     suffix = "…" if end < whole else ""
     when = document.created_at.strftime("%Y-%m-%d %H:%M")
-    if document.kind == SearchDocument.Kind.TOOL:
+    if document.kind == SearchDocument.Kind.TOOL and document.tool_result_id is not None:
+        # A passage of a stored whole result: its id brings the whole back.
+        source = (
+            f"tool result of {document.label} ({when}, in answer #{document.message_id}; "
+            f'whole result: recall id "r{document.tool_result_id}")'
+        )
+    elif document.kind == SearchDocument.Kind.TOOL:
         source = f"tool result of {document.label} ({when}, in answer #{document.message_id})"
     elif document.kind == SearchDocument.Kind.DOCUMENT:
         # The label names the file and the page: "report.pdf, page 7".

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from chat import selectors, services
+from chat import search_index, selectors, services
 from chat.history import load_history
 from chat.models import Message
 from chat.summaries import summary_save
@@ -66,6 +66,15 @@ def persist_finish(
     """Store the outcome on the answer and settle the user messages it answered; returns
     the answer rendered as HTML. ``Message.DoesNotExist``: the conversation was deleted."""
     message = selectors.message_by_id(message_id)
+    stored = False
+    if tool_results:
+        # Whole, for the next runs' records, recall and the chat's "show all" (a failure
+        # loses only that). Stored before the answer is indexed: its steps' previews of
+        # these results are then left out of the index, their whole text goes in instead.
+        try:
+            stored = services.tool_results_store(message=message, results=tool_results) > 0
+        except Exception:
+            logger.warning("answer %s: could not keep its tool results", message_id, exc_info=True)
     finished = services.assistant_message_finish(
         answered_ids=answered_ids,
         message=message,
@@ -76,12 +85,13 @@ def persist_finish(
         error=error,
         extra=extra,
     )
-    if tool_results:
-        # Whole, for the next runs' records and recall by id (a failure loses only that).
+    if stored:
+        # Each result in a short transaction of its own, after the answer's (a failure
+        # leaves the result stored, found by ``manage.py rebuild_search_index``).
         try:
-            services.tool_results_store(message=message, results=tool_results)
+            search_index.index_tool_results(message=message)
         except Exception:
-            logger.warning("answer %s: could not keep its tool results", message_id, exc_info=True)
+            logger.warning("answer %s: could not index its tool results", message_id, exc_info=True)
     _record_calibration(calibration)
     return finished.html  # rendered once with the message
 

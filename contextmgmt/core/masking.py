@@ -4,7 +4,8 @@ A tool result the model has read and acted on is rarely needed word for word man
 later, yet it costs its tokens on every call. Before an LLM is asked for a summary, tool
 results older than the newest ``keep_rounds`` tool rounds are replaced by a stub naming
 the tool, its arguments (short), the result's size and first line, and how to get the whole
-back (``recall`` with the result's id; ``read_document`` for a document's text). Only what
+back (``recall`` with the result's id, or with words from it, since a run's whole results are
+stored and indexed; ``read_document`` for a document's text). Only what
 is still over budget is summarised afterwards (docs/architecture.md, "Context tiers").
 
 The rules, each property-tested (tests/contextmgmt/core/test_masking_properties.py):
@@ -134,6 +135,7 @@ def stub_text(call: ToolCall, text: str, *, result_id: str | None = None) -> str
         back = f"call {call.name}({args}) again"
     else:
         back = f'call recall with id "{result_id or call.id}"'
+        back += " (from the next turn on, also with words from it)"
     return (
         f"{MASK_PREFIX}: {call.name}({args}) returned {len(text):,} characters. "
         f"First line: {first}. For the whole result, {back}.]"
@@ -148,7 +150,7 @@ def record_stub(call: ToolCall, chars: int, first_line: str, result_id: str) -> 
     back = (
         f"call {call.name}({args}) again"
         if call.name in DOCUMENT_TOOLS
-        else f'call recall with id "{result_id}"'
+        else f'call recall with id "{result_id}" (or with words from it)'
     )
     return (
         f"{MASK_PREFIX}: {call.name}({args}) returned {chars:,} characters. "

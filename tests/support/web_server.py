@@ -51,6 +51,39 @@ page of the logbook.</p>
 <script>document.write("SCRIPT_MARKER again")</script>
 </body></html>
 """
+
+
+def long_fact(n: int) -> str:
+    """The one fact of long page ``n``."""
+    return f"The locker code of pier {n} is QX-{n:02d}-{7311 + n * 37}."
+
+
+_FILLER = (
+    "The tide table for the northern pier lists the usual times for the week.",
+    "Gulls gathered on the breakwater while the ferry unloaded its morning cargo.",
+    "A crew repainted the railings along the promenade before the summer season.",
+    "Fishing boats returned at dusk with crates of mackerel and a few crabs.",
+)
+
+
+def long_page(n: int, chars: int, at: float) -> str:
+    """About ``chars`` characters of plain prose whose one fact (``long_fact(n)``) starts at
+    the share ``at`` of the text, on a line of its own."""
+    lines: list[str] = []
+    size = 0
+    fact_at = int(chars * at)
+    i = 0
+    while size < chars:
+        if size >= fact_at and fact_at >= 0:
+            lines.append(long_fact(n))
+            fact_at = -1
+        else:
+            lines.append(f"{i}. {_FILLER[i % len(_FILLER)]}")
+            i += 1
+        size += len(lines[-1]) + 1
+    return "\n".join(lines)
+
+
 DATA = {"station": "Tern Island", "readings": [{"hour": 6, "celsius": 4.5}], "ok": True}
 
 
@@ -103,6 +136,13 @@ def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
                 )
             elif path == "/data.json":
                 self.send_body(json.dumps(DATA, separators=(",", ":")).encode(), "application/json")
+            elif path == "/long.txt":  # long_page(?n=, ?chars=, ?at=)
+                text = long_page(
+                    int(query.get("n", "0")),
+                    int(query.get("chars", "50000")),
+                    float(query.get("at", "0.6")),
+                )
+                self.send_body(text.encode(), "text/plain; charset=utf-8")
             elif path == "/notes.txt":
                 self.send_body(b"line one\n  line two, indented\n", "text/plain")
             elif path == "/report.pdf":
