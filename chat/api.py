@@ -133,8 +133,34 @@ def messages_json(messages: list[Message], *, conversation: Conversation) -> lis
     """A page of messages, their images described (one query for all of them)."""
     descriptions = selectors.image_descriptions(conversation=conversation, messages=messages)
     versions = versions_of(messages)
+    results = selectors.tool_result_ids(messages=messages)
     return [
-        message_json(m, descriptions=descriptions, versions=versions.get(m.pk)) for m in messages
+        message_json(
+            m, descriptions=descriptions, versions=versions.get(m.pk), results=results.get(m.pk)
+        )
+        for m in messages
+    ]
+
+
+def tool_result_url(conversation_id, result_id: int) -> str:
+    return reverse(
+        "chat:tool_result",
+        kwargs={"conversation_id": str(conversation_id), "result_id": str(result_id)},
+    )
+
+
+def _steps_json(message: Message, steps: list, results: dict[str, int] | None) -> list:
+    """The recorded steps; a tool result's with ``result_url`` when its whole text is
+    stored (the step itself keeps a preview)."""
+    if not results:
+        return steps
+    return [
+        {**step, "result_url": tool_result_url(message.conversation_id, results[step["call_id"]])}
+        if isinstance(step, dict)
+        and step.get("kind") == "tool_result"
+        and step.get("call_id") in results
+        else step
+        for step in steps
     ]
 
 
@@ -143,7 +169,9 @@ def message_json(
     *,
     descriptions: dict[str, str] | None = None,
     versions: tuple[int, ...] | None = None,
+    results: dict[str, int] | None = None,
 ) -> dict[str, Any]:
+    """``results``: the message's stored whole tool results, by call id."""
     metadata = message.metadata or {}
     descriptions = descriptions or {}
     images = [
@@ -193,7 +221,7 @@ def message_json(
         # Why a run stopped by itself (an approval that waited too long): {code, message}.
         "note": metadata.get("note"),
         # What the run showed besides its answer (chat.runs.record.RunRecord), for a reload.
-        "steps": metadata.get("steps") or [],
+        "steps": _steps_json(message, metadata.get("steps") or [], results),
         "steps_omitted": metadata.get("steps_omitted", 0),
         "dag": dag_with_html(metadata.get("dag")),
         "reasoning": metadata.get("reasoning") or "",

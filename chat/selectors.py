@@ -21,7 +21,7 @@ from django.utils.translation import gettext
 from chat.compiled_reads import PROBE_ID, PROBE_UUID, CompiledGet, Probe
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.history_rows import context_rows
-from chat.models import Attachment, ContextSummary, Conversation, Message
+from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
 from chat.summaries import summary_latest
 from contextmgmt.models import ModelConfig
 
@@ -208,6 +208,30 @@ def message_get(*, conversation: Conversation, message_id) -> Message:
         except ValueError:
             raise Message.DoesNotExist from None
     return Message.objects.get(pk=message_id, conversation=conversation)
+
+
+def tool_result_get(*, conversation: Conversation, result_id) -> ToolResult:
+    """A stored whole tool result of the (already owner-checked) conversation, by its id
+    (``12`` or ``r12``, as a stub names it); DoesNotExist otherwise."""
+    text = str(result_id)
+    try:
+        pk = int(text[1:] if text.startswith("r") else text)
+    except ValueError:
+        raise ToolResult.DoesNotExist from None
+    return ToolResult.objects.get(pk=pk, conversation=conversation)
+
+
+def tool_result_ids(*, messages: Iterable[Message]) -> dict[int, dict[str, int]]:
+    """The stored whole results of ``messages`` (answers) by message id, then call id (the
+    newest of a call id repeated in one run): one query for a page."""
+    ids = [m.pk for m in messages if m.role == Message.Role.ASSISTANT and m.metadata]
+    out: dict[int, dict[str, int]] = {}
+    if not ids:
+        return out
+    rows = ToolResult.objects.filter(message_id__in=ids).order_by("id")
+    for pk, message_id, call_id in rows.values_list("id", "message_id", "call_id"):
+        out.setdefault(message_id, {})[call_id] = pk
+    return out
 
 
 def summary_get(*, conversation: Conversation, summary_id) -> ContextSummary:

@@ -2,7 +2,16 @@
 
 from django.urls import path
 
-from chat import export, pages, search_views, summary_views, tool_views, version_views, views
+from chat import (
+    export,
+    pages,
+    search_views,
+    summary_views,
+    tool_result_views,
+    tool_views,
+    version_views,
+    views,
+)
 
 app_name = "chat"
 
@@ -54,6 +63,11 @@ urlpatterns = [
         "api/conversations/<str:conversation_id>/tools/",
         tool_views.conversation_tools,
         name="tools",
+    ),
+    path(
+        "api/conversations/<str:conversation_id>/tool-results/<str:result_id>/",
+        tool_result_views.tool_result_detail,
+        name="tool_result",
     ),
     path("api/tools/", tool_views.tools_catalogue, name="tools_catalogue"),
     path("api/attachments/<str:file_id>/", views.attachment_file, name="attachment"),

@@ -119,6 +119,9 @@ export const api = {
     return request("GET", `/api/conversations/${enc(id)}/summaries/${enc(summaryId)}/messages/?limit=${limit}${cursor}`);
   },
 
+  // A run's whole tool result (``url``: a recorded step's ``result_url``).
+  toolResult: (url) => request("GET", url),
+
   uploadImage(id, file) {
     const form = new FormData();
     form.append("file", file, file.name || "pasted-image.png");

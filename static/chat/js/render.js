@@ -1,7 +1,7 @@
 // DOM builders for messages. Text from messages only ever goes in through textContent;
 // the one exception is ``html`` rendered and sanitised on the server (markdown-it + nh3).
 
-import { attachmentUrl } from "./api.js";
+import { api, attachmentUrl } from "./api.js";
 import { decorateCodeBlocks } from "./code_blocks.js";
 import { el, icon, placeAction } from "./dom.js";
 import { planMethods } from "./plan_view.js";
@@ -180,6 +180,41 @@ const PLAN_STEP_LABEL = {
   thought: gettext("Thought"),
 };
 
+// The mark a recorded preview ends with when its text was cut (chat/runs/record.py).
+const CUT_TEXT = /… \[[\d,]+ more chars\]$/;
+
+// "Show all" under a cut tool result: the whole stored result, fetched when asked for
+// (docs/protocol.md, "Tool results").
+function showAllButton(pre, url) {
+  const button = el("button", {
+    type: "button",
+    class: "step-show-all",
+    text: gettext("Show all"),
+    onclick: async () => {
+      button.disabled = true;
+      button.textContent = gettext("Loading…");
+      try {
+        const result = await api.toolResult(url);
+        pre.textContent = result.content;
+        if (result.truncated) {
+          const note = interpolate(
+            gettext("(kept up to here: the result had %(chars)s characters)"),
+            { chars: Number(result.chars).toLocaleString() },
+            true,
+          );
+          pre.append(`\n… ${note}`);
+        }
+        button.remove();
+      } catch (err) {
+        button.disabled = false;
+        button.textContent = gettext("Could not load the whole result. Try again.");
+        button.title = err.message;
+      }
+    },
+  });
+  return button;
+}
+
 export class AssistantView {
   constructor({ id = null, onRetry = null } = {}) {
     this.onRetry = onRetry;
@@ -332,6 +367,9 @@ export class AssistantView {
       ),
       el("pre", { class: "step-body", text: String(body) }),
     );
+    if (kind === "tool_result" && frame.result_url && CUT_TEXT.test(String(body))) {
+      item.append(showAllButton(item.querySelector(".step-body"), frame.result_url));
+    }
     if (planEntry) {
       // A DAG step's own tool calls go inside that step of the plan.
       planEntry.activity.hidden = false;
