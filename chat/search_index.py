@@ -57,6 +57,10 @@ QUESTION_CHARS = 300
 ARGUMENTS_CHARS = 1_000
 # The rebuild writes a conversation's documents in batches of this many.
 REBUILD_BATCH = 2_000
+# A stored tool result's passages are written this many to a transaction: the longest
+# result (``chat.services.TOOL_RESULT_MAX_CHARS``) holds the database's write lock for a
+# few short moments rather than one long one (docs/architecture.md, "Search").
+INDEX_BATCH = 200
 
 
 def message_texts(
@@ -228,9 +232,9 @@ def _tool_result_documents(result: ToolResult, question: str, created_at) -> lis
 def index_tool_results(*, message: Message) -> int:
     """Index the whole stored tool results of ``message`` (an answer), replacing what was
     indexed of them; returns how many passages. One result at a time: its passages are
-    computed outside any transaction and written in a short one of their own, so a
-    megabyte-long result holds neither the answer's transaction nor the others' results
-    (docs/architecture.md, "Search")."""
+    computed outside any transaction and written ``INDEX_BATCH`` to a short transaction,
+    so a megabyte-long result holds neither the answer's transaction nor the database's
+    write lock for long (docs/architecture.md, "Search")."""
     question = _question_before(message)
     ids = list(
         ToolResult.objects.filter(message_id=message.pk)
@@ -244,9 +248,11 @@ def index_tool_results(*, message: Message) -> int:
         if result is None:
             continue  # deleted meanwhile, with its conversation
         documents = _tool_result_documents(result, question, message.created_at)
-        with transaction.atomic():
-            SearchDocument.objects.filter(tool_result_id=pk).delete()
-            _insert(documents)
+        for start in range(0, max(len(documents), 1), INDEX_BATCH):
+            with transaction.atomic():
+                if start == 0:
+                    SearchDocument.objects.filter(tool_result_id=pk).delete()
+                _insert(documents[start : start + INDEX_BATCH])
         count += len(documents)
     return count
 

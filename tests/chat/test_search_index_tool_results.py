@@ -175,3 +175,21 @@ def test_rt2_the_migration_indexes_results_stored_before_in_place_of_their_previ
         assert FACT in found[0]
     finally:
         _migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_rt2_a_long_result_is_written_in_batches_and_indexed_again_in_place(
+    conversation, monkeypatch
+):
+    monkeypatch.setattr(search_index, "INDEX_BATCH", 7)
+    result = long_result()
+    answer = answer_with_steps(conversation, result)
+    finish_as_a_run_does(answer, result)
+    stored = ToolResult.objects.get(message=answer)
+    first = list(SearchDocument.objects.filter(tool_result=stored).values_list("body", "offset"))
+    assert len(first) > 7 * 3
+
+    assert search_index.index_tool_results(message=answer) == len(first)
+
+    again = SearchDocument.objects.filter(tool_result=stored).values_list("body", "offset")
+    assert sorted(again) == sorted(first)
