@@ -19,6 +19,13 @@ longest event-loop stall a lag monitor waking every millisecond saw during the c
 Window 60,000 is the fast model's default input budget (one summariser call); window 8,000
 forces summarising in rounds. "terse" answers one sentence, so the fact check finds nearly
 every fact missing; "faithful" answers with a third of what it is shown (cut to its cap).
+
+Side by side, on the same conversations, the reference design's compaction
+(``reference_compact``: FIM One's ``CompactUtils.llm_compact`` as its documentation
+describes it: its estimate, system and pinned messages kept, the four newest verbatim, the
+rest in one transcript, one summariser call, no fact check), and ``--mix`` picks the
+conversation's languages: ``en-zh`` (bench/_mixed.py as it was) or ``fr-es-ja-ru``
+(the same shapes with French, Spanish, Japanese and Russian requests), or ``all``.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _mixed import mixed_conversation  # noqa: E402
+from _mixed import MIXES, mixed_conversation  # noqa: E402
 
 from contextmgmt.core import factscan  # noqa: E402
 from contextmgmt.core.compact import CompactUtils  # noqa: E402
@@ -44,6 +51,35 @@ from contextmgmt.core.tokens import estimate_messages_tokens  # noqa: E402
 from fimone.loop_monitor import LoopLagMonitor  # noqa: E402
 
 BUDGET = 8_000
+
+
+def _reference_estimate(text: str) -> int:
+    """The reference design's estimate: ASCII 4 characters per token, other 1.5, counted
+    character by character in Python (it imports no tokenizer library)."""
+    ascii_count = sum(1 for c in text if ord(c) < 128)
+    return ascii_count // 4 + int((len(text) - ascii_count) / 1.5)
+
+
+async def reference_compact(messages: list[ChatMessage], llm, max_tokens: int) -> list:
+    """The reference design's LLM compaction: system and pinned messages kept, the four
+    newest of the rest verbatim, the older ones summarised in one call, no fact check."""
+    before = sum(_reference_estimate(m.text()) + 4 for m in messages)
+    if before <= max_tokens:
+        return messages
+    system = [m for m in messages if m.role == "system"]
+    pinned = [m for m in messages if m.pinned and m.role != "system"]
+    rest = [m for m in messages if m.role != "system" and not m.pinned]
+    old, recent = rest[:-4], rest[-4:]
+    transcript = "\n".join(f"{m.role}: {m.text()}" for m in old)
+    request = [
+        ChatMessage(role="system", content="Summarise the conversation. Keep key facts."),
+        ChatMessage(role="user", content=transcript),
+    ]
+    result = await llm.chat(request, max_tokens=max_tokens // 4)
+    summary = ChatMessage(role="system", content="[Conversation summary]\n" + result.message.text())
+    out = [*system, summary, *recent, *pinned]
+    sum(_reference_estimate(m.text()) + 4 for m in out)  # still too long? (it is not)
+    return out
 
 
 class InstantSummariser:
@@ -68,7 +104,20 @@ class InstantSummariser:
         raise NotImplementedError("compaction only calls chat()")
 
 
-async def measure(kind: str, count: int, calls: int, window: int) -> dict[str, float]:
+async def measure_reference(kind: str, count: int, calls: int, mix: str) -> float:
+    """Median CPU milliseconds of the reference design's compaction of the same input."""
+    llm = InstantSummariser(kind)
+    cpu_ms = []
+    for _ in range(calls):
+        messages = mixed_conversation(count, languages=mix)
+        await asyncio.sleep(0.003)
+        started = time.process_time()
+        await reference_compact(messages, llm, BUDGET)
+        cpu_ms.append((time.process_time() - started) * 1000)
+    return statistics.median(cpu_ms)
+
+
+async def measure(kind: str, count: int, calls: int, window: int, mix: str) -> dict[str, float]:
     llm = InstantSummariser(kind)
     monitor = LoopLagMonitor(interval=0.001, threshold=1.0).start()
     figures: dict[str, float] = {}
@@ -79,7 +128,7 @@ async def measure(kind: str, count: int, calls: int, window: int) -> dict[str, f
         for _ in range(calls):
             # Built just before its call, as a server loads one conversation per request:
             # only its objects are alive for the garbage collector to walk.
-            messages = mixed_conversation(count)
+            messages = mixed_conversation(count, languages=mix)
             if phase == "cold":
                 factscan.clear_cache()
             await asyncio.sleep(0.003)  # let the monitor wake between calls
@@ -106,23 +155,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--mix", choices=[*MIXES, "all"], default="all")
     args = parser.parse_args()
-    sample = mixed_conversation(args.messages)
-    chars = sum(len(m.text()) for m in sample)
-    print(
-        f"conversation: {len(sample)} messages, {chars:,} characters, "
-        f"~{estimate_messages_tokens(sample):,} tokens; budget {BUDGET:,}; {args.calls} calls"
-    )
-    for window in (60_000, 8_000):
-        for kind in ("terse", "faithful"):
-            r = asyncio.run(measure(kind, args.messages, args.calls, window))
-            print(
-                f"full compaction, window {window:,}, {kind} summariser: CPU per call cold "
-                f"median {r['cold']:.1f} ms (p95 {r['cold_p95']:.1f}), warm median "
-                f"{r['warm']:.1f} ms (p95 {r['warm_p95']:.1f}); longest loop stall "
-                f"{r['stall']:.1f} ms; summariser calls {r['llm_calls']}; facts missing "
-                f"{r['facts_missing']}, appended {r['facts_appended']}"
-            )
+    for mix in MIXES if args.mix == "all" else [args.mix]:
+        sample = mixed_conversation(args.messages, languages=mix)
+        chars = sum(len(m.text()) for m in sample)
+        print(
+            f"conversation {mix}: {len(sample)} messages, {chars:,} characters, "
+            f"~{estimate_messages_tokens(sample):,} tokens; budget {BUDGET:,}; "
+            f"{args.calls} calls"
+        )
+        for window in (60_000, 8_000):
+            for kind in ("terse", "faithful"):
+                r = asyncio.run(measure(kind, args.messages, args.calls, window, mix))
+                reference = asyncio.run(measure_reference(kind, args.messages, args.calls, mix))
+                print(
+                    f"  window {window:,}, {kind}: CPU per call cold median {r['cold']:.1f} ms "
+                    f"(p95 {r['cold_p95']:.1f}), warm {r['warm']:.1f} ms "
+                    f"(p95 {r['warm_p95']:.1f}); reference design {reference:.1f} ms; "
+                    f"longest loop stall {r['stall']:.1f} ms; summariser calls "
+                    f"{r['llm_calls']}; facts missing {r['facts_missing']}, appended "
+                    f"{r['facts_appended']}"
+                )
 
 
 if __name__ == "__main__":

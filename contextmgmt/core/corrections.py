@@ -20,6 +20,7 @@ plain "not" needs its old value next to it.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass
@@ -27,9 +28,9 @@ from dataclasses import dataclass
 from .factscan import (
     SHAPE,
     Placed,
-    facts_in,
     normalise,
     occurrences_of,
+    placed_facts_of,
     without_repeated_lines,
 )
 
@@ -63,7 +64,10 @@ OLD_MARKERS = {
 _WEAK = re.compile("|".join(weak for weak, _ in CUES.values()).casefold())
 _STRONG = re.compile("|".join(strong for _, strong in CUES.values()).casefold())
 _OLD_MARKER = re.compile("|".join(OLD_MARKERS.values()), re.IGNORECASE)
+# What stands right after an old value, in the languages that say it after ("12日ではなく").
+_OLD_AFTER = re.compile(r"\s*(?:ではなく|じゃなく|でなく|ではありません|から)")
 _CUE_WORDS = re.compile(_WEAK.pattern + "|" + _STRONG.pattern, re.IGNORECASE)
+_ANY_CUE = re.compile(_WEAK.pattern + "|" + _STRONG.pattern)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
 _LATIN_WORD = re.compile(r"[^\W\d_]{4,}")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
@@ -109,41 +113,125 @@ def _subject(sentence: str, facts: list[Placed]) -> set[str]:
     return words
 
 
-@functools.lru_cache(maxsize=8192)
-def _facts_of(sentence: str) -> tuple[Placed, ...]:
-    return tuple(facts_in(sentence))
+# A sentence of a source: its text and its facts (places within it).
+_Sentence = tuple[str, tuple[Placed, ...]]
+
+
+def _split(source: str) -> list[_Sentence]:
+    """The sentences of ``source`` (without its repeated lines, as the scan reads it) with
+    their facts, from the scan's cache (``factscan.placed_facts_of``): no text is scanned
+    twice. A separator inside a fact ("Dr. Katrin Vogel") does not split it."""
+    text = without_repeated_lines(source)
+    facts = placed_facts_of([source])[0]
+    spans: list[tuple[int, int]] = []
+    start = 0
+    at = 0
+    for separator in _SENTENCE.finditer(text):
+        cut, resume = separator.span()
+        while at < len(facts) and facts[at][1] <= cut:
+            at += 1
+        if at < len(facts) and facts[at][0] < cut:
+            continue  # inside a fact
+        spans.append((start, cut))
+        start = resume
+    spans.append((start, len(text)))
+    sentences: list[_Sentence] = []
+    at = 0
+    for begin, end in spans:
+        mine = []
+        while at < len(facts) and facts[at][0] < end:
+            fact = facts[at]
+            if fact[0] >= begin:
+                mine.append((fact[0] - begin, fact[1] - begin, fact[2], fact[3], fact[4]))
+            at += 1
+        sentences.append((text[begin:end], tuple(mine)))
+    return sentences
 
 
 @functools.lru_cache(maxsize=2048)
 def _cue_sentences(source: str) -> tuple[tuple[str, bool, tuple[Placed, ...]], ...]:
     """The sentences of ``source`` that hold a cue and a fact: (sentence, whether its cue
     is strong, its facts). Cached: a compaction checks the same messages several times."""
-    text = without_repeated_lines(source)  # a pasted log's lines state no corrections
-    lowered = text.casefold()
-    if not _WEAK.search(lowered) and not _STRONG.search(lowered):
+    if not _ANY_CUE.search(source.casefold()):
         return ()
     out = []
-    for sentence in _SENTENCE.split(text):
+    for sentence, facts in _split(source):
+        if not facts:
+            continue
         folded = sentence.casefold()
         strong = _STRONG.search(folded) is not None
-        if not strong and not _WEAK.search(folded):
-            continue
-        facts = facts_in(sentence)
-        if facts:
-            out.append((sentence, strong, tuple(facts)))
+        if strong or _WEAK.search(folded):
+            out.append((sentence, strong, facts))
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=2048)
+def _subjects_of(source: str) -> tuple[tuple[str, tuple[Placed, ...], frozenset[str]], ...]:
+    """Each sentence of ``source`` with its facts and its subject (:func:`_subject`)."""
+    return tuple(
+        (sentence, facts, frozenset(_subject(sentence, facts)))
+        for sentence, facts in _split(source)
+    )
+
+
+# How many of the latest sentences naming a word a correction compares itself with, per
+# word of its subject: what it replaces was said about the same thing, most often lately;
+# the bound keeps the search linear however often a word recurs.
+LATEST_PER_WORD = 16
+
+
+class _Earlier:
+    """Every sentence of the sources, numbered in order, and by each word of its subject
+    the numbers of the sentences that name it (ascending): a correction that does not name
+    its old value looks only at the latest sentences sharing a word with it."""
+
+    def __init__(self, sources: list[str]) -> None:
+        self.sentences: list[tuple[str, tuple[Placed, ...], frozenset[str]]] = []
+        self.first_of_source: list[int] = []
+        naming: dict[str, list[int]] = {}
+        for source in sources:
+            self.first_of_source.append(len(self.sentences))
+            for entry in _subjects_of(source):
+                number = len(self.sentences)
+                self.sentences.append(entry)
+                for word in entry[2]:
+                    naming.setdefault(word, []).append(number)
+        self.first_of_source.append(len(self.sentences))
+        self.naming = naming
+
+    def candidates(self, subject: set[str], index: int) -> list[int]:
+        """Sentences up to the end of source ``index`` that share a word of ``subject``."""
+        cutoff = self.first_of_source[index + 1]
+        found: set[int] = set()
+        for word in subject:
+            numbers = self.naming.get(word)
+            if numbers:
+                end = bisect.bisect_left(numbers, cutoff)
+                found.update(numbers[max(0, end - LATEST_PER_WORD) : end])
+        return sorted(found)
+
+
 def superseded(sources: list[str]) -> Superseded:
-    """The values of ``sources`` (oldest first) that a later correction replaced."""
+    """The values of ``sources`` (oldest first) that a later correction replaced.
+
+    Linear in what it reads: the sentences and their facts come from the scan's cache (no
+    text is scanned again); a correction that does not name its old value compares itself
+    with a bounded number of earlier sentences sharing a word with it (an index of them
+    built once per call), and the values of each kind and shape are gathered once.
+    """
     by: dict[str, str] = {}
+    earlier: _Earlier | None = None
+    shapes: _Shapes | None = None
     for index, source in enumerate(sources):
         for sentence, strong, facts in _cue_sentences(source):
             olds, news = [], []
             previous_end = 0
-            for fact in facts:
+            for at, fact in enumerate(facts):
                 before = sentence[previous_end : fact[0]]
-                (olds if _OLD_MARKER.search(before) else news).append(fact)
+                following = facts[at + 1][0] if at + 1 < len(facts) else len(sentence)
+                after = sentence[fact[1] : following]
+                old = _OLD_MARKER.search(before) or _OLD_AFTER.match(after)
+                (olds if old else news).append(fact)
                 previous_end = fact[1]
             if not news:
                 continue
@@ -153,9 +241,13 @@ def superseded(sources: list[str]) -> Superseded:
                     new = min(same, key=lambda n: abs(n[0] - old[0]))
                     _replace(by, normalise(old[3]), normalise(new[3]))
             elif strong:
-                texts = [without_repeated_lines(s) for s in sources[: index + 1]]
-                folded = [text.casefold() for text in texts]
-                _replace_earlier(by, texts, folded, sentence, list(facts), news)
+                if earlier is None:
+                    earlier = _Earlier(sources)
+                wanted = _replace_earlier(by, earlier, index, sentence, list(facts), news)
+                if wanted:
+                    if shapes is None:
+                        shapes = _Shapes(sources)
+                    shapes.replace(by, index, wanted)
     return Superseded(by)
 
 
@@ -167,54 +259,53 @@ def _replace(by: dict[str, str], old: str, new: str) -> None:
 
 def _replace_earlier(
     by: dict[str, str],
-    sources: list[str],
-    folded: list[str],
+    earlier: _Earlier,
+    index: int,
     sentence: str,
     facts: list[Placed],
     news: list[Placed],
-) -> None:
+) -> dict[str, str]:
     """Each of ``news`` replaces an earlier fact of its kind in the sentence most about the
-    same thing (sharing the most words of :func:`_subject`; the latest of equals)."""
+    same thing (sharing the most words of :func:`_subject`; the latest of equals), among
+    the sentences up to source ``index``. Returns the new values (by kind) for which no
+    such sentence was found."""
     subject = _subject(sentence, facts)
     if not subject:
-        return
+        return {}
     new_keys = {normalise(n[3]) for n in news}
     wanted = {n[2]: normalise(n[3]) for n in news}
     best: dict[str, tuple[int, int, str]] = {}  # kind: (shared words, place, old key)
-    place = 0
-    for source, lowered in zip(sources, folded, strict=False):
-        if not any(word in lowered for word in subject):
-            place += 1
+    for place in earlier.candidates(subject, index):
+        text, earlier_facts, earlier_subject = earlier.sentences[place]
+        if text == sentence:
             continue
-        for earlier in _SENTENCE.split(source):
-            place += 1
-            if earlier == sentence or not any(w in earlier.casefold() for w in subject):
-                continue
-            earlier_facts = _facts_of(earlier)
-            shared = len(subject & _subject(earlier, earlier_facts))
-            if not shared:
-                continue
-            for fact in earlier_facts:
+        shared = len(subject & earlier_subject)
+        for fact in earlier_facts:
+            if fact[2] in wanted:
                 key = normalise(fact[3])
-                if fact[2] in wanted and key not in new_keys:
-                    if (shared, place) >= best.get(fact[2], (0, 0, ""))[:2]:
-                        best[fact[2]] = (shared, place, key)
+                if key not in new_keys and (shared, place) >= best.get(fact[2], (0, 0, ""))[:2]:
+                    best[fact[2]] = (shared, place, key)
     for kind, (_, _, old) in best.items():
         _replace(by, old, wanted.pop(kind))
-    if wanted:
-        _replace_same_shape(by, sources, wanted)
+    return wanted
 
 
-def _replace_same_shape(by: dict[str, str], sources: list[str], wanted: dict[str, str]) -> None:
+class _Shapes:
     """For a new value whose thing no earlier sentence names (an earlier summary's bare
     list of facts, a Key-facts line): the one earlier value of its kind and shape ("B1-05"
-    for "B2-17"), if there is exactly one."""
-    shapes = {kind: key.translate(SHAPE) for kind, key in wanted.items()}
-    candidates: dict[str, set[str]] = {kind: set() for kind in wanted}
-    for occurrences in occurrences_of(sources):
-        for kind, _, key, *_ in occurrences:
-            if kind in wanted and key != wanted[kind] and key.translate(SHAPE) == shapes[kind]:
-                candidates[kind].add(key)
-    for kind, keys in candidates.items():
-        if len(keys) == 1:
-            _replace(by, keys.pop(), wanted[kind])
+    for "B2-17"), if there is exactly one. The values of every kind and shape, with the
+    first source holding each, are gathered once (from the scan's cache)."""
+
+    def __init__(self, sources: list[str]) -> None:
+        self.first: dict[tuple[str, str], dict[str, int]] = {}
+        for index, occurrences in enumerate(occurrences_of(sources)):
+            for kind, _, key, _, _, _ in occurrences:
+                keys = self.first.setdefault((kind, key.translate(SHAPE)), {})
+                keys.setdefault(key, index)
+
+    def replace(self, by: dict[str, str], index: int, wanted: dict[str, str]) -> None:
+        for kind, new in wanted.items():
+            keys = self.first.get((kind, new.translate(SHAPE)), {})
+            candidates = [key for key, first in keys.items() if first <= index and key != new]
+            if len(candidates) == 1:
+                _replace(by, candidates[0], new)

@@ -17,6 +17,9 @@ matches inside one ("12.380" of "12.380,50 €") are left out (``factscan``).
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -35,15 +38,24 @@ _DE_UNITS = (
     r"€|EUR|Euro|CHF|%|t|kg|km|m²|qm|Stück|Stk\.?|Paletten?|Kartons?|Kisten?|Monate?|Wochen?"
     r"|Tage?|Jahre?|Stunden?|Minuten?|Zimmer|Personen|Plätze|Arbeitsplätze|Besucher|Mitarbeiter"
 )
-_CURRENCY_CODES = r"EUR|USD|GBP|CHF|CNY|RMB|JPY"
+_CURRENCY_CODES = r"EUR|USD|GBP|CHF|CNY|RMB|JPY|RUB"
 # What a row needs in a text to be tried at all (a substring search costs next to
 # nothing; a pattern, a pass over the text).
-_SIGNS = ("€", "$", "£", "¥", "￥")
+_SIGNS = ("€", "$", "£", "¥", "￥", "₽")
 _CODES = tuple(_CURRENCY_CODES.split("|"))
-# An amount in any notation: 12,000 / 12.380,50 / 2’450.00 / 3 400 / 980 / 8,750.00.
-_AMOUNT = r"\d{1,3}(?:[.,’' ]\d{3})+(?:[.,]\d{1,2})?(?!\d)|\d+(?:[.,]\d{1,2})?(?![\d.,]\d)"
-# The same after its first digit (for patterns that check the start of a number there).
-_AMOUNT_REST = r"\d{0,2}(?:[.,’' ]\d{3})+(?:[.,]\d{1,2})?(?!\d)|\d*(?:[.,]\d{1,2})?(?![\d.,]\d)"
+
+
+def _amount(groups: str) -> tuple[str, str]:
+    """An amount in any notation, with ``groups`` (a character class's inside) between
+    groups of three: 12,000 / 12.380,50 / 2’450.00 / 3 400 / 184 500,00 / 980 / 8,750.00;
+    and the same after its first digit (for patterns that check the start of a number
+    there)."""
+    return (
+        rf"\d{{1,3}}(?:[{groups}]\d{{3}})+(?:[.,]\d{{1,2}})?(?!\d)|\d+(?:[.,]\d{{1,2}})?(?![\d.,]\d)",
+        rf"\d{{0,2}}(?:[{groups}]\d{{3}})+(?:[.,]\d{{1,2}})?(?!\d)|\d*(?:[.,]\d{{1,2}})?(?![\d.,]\d)",
+    )
+
+
 _HAN = r"[\u4e00-\u9fff]"
 _CJK_NUMERALS = "亿万千百"
 # The Chinese surnames that most people bear: a name is one of them and one or two more
@@ -56,6 +68,11 @@ _SURNAMES = (
 _NAME_WORDS = (
     "Die|Der|Das|Den|Dem|Des|Ein|Eine|Einen|Unser|Unsere|Wir|Ich|Sie|Er|Es|Bitte|Hier|Neue|Neuer"
     "|Korrektur|Update|The|A|An|Our|We|It|This|That|Please|Here|New|Correction|For|On|In|At|Im|Am"
+    # French and Spanish words that start a sentence or a street, Russian likewise.
+    "|Le|La|Les|Un|Une|Nous|Notre|Nos|Votre|Vous|Merci|Bonjour|Pour|Pas|Correction|Rue|Avenue"
+    "|Place|El|Los|Las|Una|Nuestro|Nuestra|Por|Para|Gracias|Hola|Calle|Avenida|Paseo|Plaza"
+    "|Corrección|Это|Мы|Наш|Наша|Наше|Ваш|Ваша|Пожалуйста|Адрес|Счёт|Счет|Заявка|Менеджер"
+    "|Спасибо|Здравствуйте|Поправка|Контакт|Теперь|Встреча|Оплата|Доставка|Договор"
 )
 
 
@@ -72,25 +89,7 @@ _NUMBER_START = r"\d(?<![\w.,]\d)"
 # (kind, weight, pattern[, what a text must hold for it to be tried]) per language; "all"
 # applies to every text. Where a pattern has a
 # group "v", the fact is that group (the rest is context, like the word before a name).
-LANGUAGE_FACTS: dict[str, list[tuple]] = {
-    "all": [
-        ("iban", 6, r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"),
-        (
-            "bic",
-            5,
-            r"[A-Z](?<!\w[A-Z])[A-Z]{3}(?:DE|AT|CH|CN|HK|GB|US|FR|IT|ES|NL|BE|LU|JP|SG)"
-            r"[A-Z0-9]{2}(?:[A-Z0-9]{3})?\b",
-        ),
-        # A currency sign or code before or after an amount in any notation.
-        ("money", 5, r"[€$£¥￥] ?(?:" + _AMOUNT + ")", _SIGNS),
-        ("money", 5, _words(_CURRENCY_CODES) + r" ?(?:" + _AMOUNT + ")", _CODES),
-        (
-            "money",
-            5,
-            _NUMBER_START + r"(?:" + _AMOUNT_REST + r") ?(?:[€$£¥]|(?:" + _CURRENCY_CODES + r")\b)",
-            _SIGNS + _CODES,
-        ),
-    ],
+_TABLES: dict[str, list[tuple]] = {
     "de": [
         ("date", 4, r"\d(?<![\d.]\d)\d?\.\d{1,2}\.(?:\d{4}|\d{2})(?!\.?\d)"),
         ("date", 4, _NUMBER_START + r"\d?\. ?(?:" + _DE_MONTHS + r")(?: \d{4})?\b"),
@@ -148,8 +147,9 @@ LANGUAGE_FACTS: dict[str, list[tuple]] = {
         ),
     ],
     "zh": [
-        ("amount", 5, r"\d+(?:\.\d+)?[亿万千百]+(?:\d+[亿万千百]+)*(?:元|块|人民币)?"),
-        ("date", 4, r"\d{4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]"),
+        ("amount", 5, r"\d(?<!\d\d)\d*(?:\.\d+)?[亿万千百]+(?:\d+[亿万千百]+)*(?:元|块|人民币)?"),
+        ("date", 4, r"\d(?<!\d\d)\d{3}年\d{1,2}月(?:\d{1,2}[日号])?"),
+        ("date", 4, r"\d(?<!\d\d)\d?月\d{1,2}[日号]"),
         ("date", 3, r"(?:星期|周|礼拜)[一二三四五六日天]"),
         (
             "time",
@@ -182,6 +182,245 @@ LANGUAGE_FACTS: dict[str, list[tuple]] = {
         ),
     ],
 }
+
+
+@functools.cache
+def _cldr() -> dict[str, str]:
+    """What Unicode's CLDR (through Babel) says each language writes: month names as a
+    date writes them (French "décembre", Spanish "diciembre", Russian "декабря", the
+    genitive), weekday names, and the characters that separate groups of three digits
+    (a narrow no-break space in French, a no-break space in Russian, an apostrophe in
+    Swiss German), each as a regex alternation or class. Read once, when first needed."""
+    from babel.dates import get_day_names, get_month_names
+    from babel.numbers import get_currency_symbol, get_group_symbol
+
+    def alternation(names: set[str]) -> str:
+        # Longest first: "sept." before "sept".
+        return "|".join(re.escape(n) for n in sorted(names, key=lambda n: (-len(n), n)))
+
+    out = {}
+    for language in ("fr", "es", "ru"):
+        months = set()
+        for width in ("wide", "abbreviated"):
+            months.update(get_month_names(width, "format", language).values())
+        months = {m for m in months if len(m.rstrip(".")) >= 3}
+        out[f"{language}_months"] = alternation(months)
+        days = set(get_day_names("wide", "format", language).values())
+        out[f"{language}_days"] = alternation(days | {d.capitalize() for d in days})
+    out["ja_days"] = alternation(set(get_day_names("wide", "format", "ja").values()))
+    groups = {" ", "’", "'"}
+    for language in ("en", "de", "de_CH", "fr", "es", "ru", "ja", "zh"):
+        groups.add(get_group_symbol(language))
+    out["groups"] = "".join(sorted(re.escape(g) for g in groups if len(g) == 1))
+    signs = set(_SIGNS)
+    for language in ("en", "de", "fr", "es", "ru", "ja", "zh"):
+        for code in _CODES:
+            symbol = get_currency_symbol(code, language)
+            if len(symbol) == 1 and not symbol.isalnum():
+                signs.add(symbol)
+    out["signs"] = "".join(sorted(re.escape(s) for s in signs))
+    return out
+
+
+# Currencies written as words after an amount, in the languages read.
+_CURRENCY_WORDS = (
+    r"euros?|dollars?|dólares|pesos|рублей|рубля|рубль|руб\.|р\.|евро|долларов|円|万円|ドル"
+)
+_LATIN_UPPER = "A-ZÀ-ÖØ-Þ"
+_LATIN_LOWER = "a-zß-öø-ÿ"
+# A Japanese text's kanji and kana.
+_JA = r"\u3040-\u30ff\u4e00-\u9fff"
+
+
+@functools.cache
+def language_facts() -> dict[str, list[tuple]]:
+    """(kind, weight, pattern[, what a text must hold for it to be tried]) per language;
+    "all" applies to every text. Where a pattern has a group "v", the fact is that group
+    (the rest is context, like the word before a name). Built once, when first needed
+    (the month names and group separators are CLDR's, :func:`_cldr`)."""
+    cldr = _cldr()
+    amount, amount_rest = _amount(".," + cldr["groups"])
+    signs = cldr["signs"]
+    upper, lower = _LATIN_UPPER, _LATIN_LOWER
+    latin_name = rf"[{upper}][{lower}]+(?:[- ][{upper}][{lower}]+)?"
+    return {
+        "all": [
+            ("iban", 6, r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"),
+            (
+                "bic",
+                5,
+                r"[A-Z](?<!\w[A-Z])[A-Z]{3}(?:DE|AT|CH|CN|HK|GB|US|FR|IT|ES|NL|BE|LU|JP|SG|RU)"
+                r"[A-Z0-9]{2}(?:[A-Z0-9]{3})?\b",
+            ),
+            # A currency sign or code before or after an amount in any notation.
+            ("money", 5, rf"[{signs}] ?(?:{amount})", _SIGNS),
+            ("money", 5, _words(_CURRENCY_CODES) + rf" ?(?:{amount})", _CODES),
+            (
+                "money",
+                5,
+                _NUMBER_START + rf"(?:{amount_rest}) ?(?:[{signs}]|(?:{_CURRENCY_CODES})\b"
+                rf"|(?:{_CURRENCY_WORDS})(?!\w))",
+            ),
+            # A hyphenated ISBN-13 (978-4-06-123456-7).
+            ("identifier", 5, _NUMBER_START + r"(?<=9)7[89]-\d{1,5}-\d{1,7}-\d{1,7}-[\dX]\b"),
+        ],
+        "de": [
+            ("date", 4, _NUMBER_START + r"\d?\.\d{1,2}\.(?:\d{4}|\d{2})(?!\.?\d)"),
+            *_TABLES["de"][1:],
+        ],
+        "fr": [
+            # 7 décembre 2026, 1er mars, 7 déc. 2026
+            ("date", 4, _NUMBER_START + rf"\d?(?:er)? (?:{cldr['fr_months']})(?: \d{{4}})?(?!\w)"),
+            ("date", 3, _words(cldr["fr_days"]) + r"\b"),
+            # A day of the month said alone: "le 14", "au lieu du 12".
+            (
+                "date",
+                3,
+                _words("le|du|au|Le|Du|Au")
+                + r" (?P<v>\d{1,2}(?:er)?)(?![\w/%€-]|[.,:]\d| ?(?:h\b|%|€))",
+            ),
+            ("time", 3, _NUMBER_START + r"\d? ?h ?\d{2}\b"),
+            (
+                "address",
+                5,
+                _NUMBER_START + r"\d{0,3}(?: ?(?:bis|ter))?,? (?:rue|avenue|av\.|boulevard|bd"
+                r"|place|chemin|allée|impasse|quai|route|cours) (?:de la |du |des |de |d'|d’|l'"
+                rf"|l’)?[{upper}][\w'’-]*(?: [{upper}][\w'’-]*){{0,3}}"
+                rf"(?:, \d{{5}} [{upper}][\w-]+)?",
+            ),
+            ("name", 3, _words(r"M\.|Mme|Mlle|Monsieur|Madame|Maître") + " " + latin_name),
+        ],
+        "es": [
+            # 7 de diciembre de 2026
+            (
+                "date",
+                4,
+                _NUMBER_START + rf"\d? de (?:{cldr['es_months']})(?: de(?:l)? \d{{4}})?(?!\w)",
+            ),
+            ("date", 3, _words(cldr["es_days"]) + r"\b"),
+            # "el 14 y no el 12", "en vez del 12"
+            (
+                "date",
+                3,
+                _words("el|del|al|El") + r" (?P<v>\d{1,2})(?![\w/%€-]|[.,:]\d| ?(?:h\b|%|€|de\b))",
+            ),
+            (
+                "address",
+                5,
+                _words(
+                    r"Calle|C/|Avenida|Avda\.|Av\.|Paseo|Plaza|Pza\.|Camino|Carretera|Ronda"
+                    r"|Travesía|Glorieta"
+                )
+                + r" (?:de la |de los |de las |del |de )?"
+                + rf"[{upper}][\w-]*(?: [{upper}][\w-]*){{0,3}},? (?:n\.?º ?)?\d+[A-Za-z]?\b"
+                + rf"(?:, \d{{5}} [{upper}][\w-]+)?",
+            ),
+            (
+                "name",
+                3,
+                _words(r"Sr\.|Sra\.|Srta\.|Don|Doña|Dña\.|Dra\.") + " " + latin_name,
+            ),
+        ],
+        "en": _TABLES["en"][:-1]
+        + [
+            # Two capitalised words, the first not one that starts a sentence ("Lena
+            # Hoffmann", "José García"), in the Latin-script languages (those words:
+            # ``NAME_WORDS``).
+            (
+                "name",
+                2,
+                rf"[{upper}](?<![\w.-][{upper}])[{lower}]+ [{upper}][{lower}]{{2,}}"
+                rf"(?:-[{upper}][{lower}]+)?\b",
+            ),
+        ],
+        "zh": [
+            (
+                "amount",
+                5,
+                r"\d(?<!\d\d)\d*(?:\.\d+)?[亿万千百]+(?:\d+[亿万千百]+)*(?:元|块|人民币|円)?",
+            ),
+            ("date", 4, r"\d(?<!\d\d)\d{3}年\d{1,2}月(?:\d{1,2}[日号])?"),
+            ("date", 4, r"\d(?<!\d\d)\d?月\d{1,2}[日号]"),
+            *_TABLES["zh"][2:],
+        ],
+        "ja": [
+            ("amount", 5, r"\d(?<!\d\d)(?:\d{0,2}(?:,\d{3})+|\d*)(?:\.\d+)?[万億千]?円"),
+            ("date", 3, rf"(?:{cldr['ja_days']})"),
+            ("date", 3, r"\d(?<!\d\d)\d?日(?![曜本])"),
+            ("time", 3, r"\d(?<!\d\d)\d?時(?:\d{1,2}分|半)?"),
+            ("time", 3, r"(?:午前|午後)\d{1,2}時(?:\d{1,2}分|半)?"),
+            (
+                "address",
+                5,
+                r"(?:〒\d{3}-\d{4} ?)?(?:東京都|北海道|大阪府|京都府|[\u4e00-\u9fff]{2,3}県)"
+                rf"[{_JA}]{{1,12}}?\d+(?:(?:丁目|番地?|号)\d*|[-－]\d+)*",
+            ),
+            (
+                "name",
+                3,
+                r"[はがをにのとも、。：:「\s](?P<v>[\u4e00-\u9fff]{2,4})(?:さん|様|氏|先生)",
+            ),
+            # An ASCII identifier right after or before Japanese (JP-20261207-0042です),
+            # where the combined pattern sees no word boundary.
+            (
+                "identifier",
+                4,
+                r"[A-Za-z0-9](?<![A-Za-z0-9_.-][A-Za-z0-9])(?=[A-Za-z0-9_-]*\d)"
+                r"(?=[0-9_-]*[A-Za-z])[A-Za-z0-9_-]*[A-Za-z0-9](?![A-Za-z0-9_-])",
+            ),
+        ],
+        "ru": [
+            # 7 декабря 2026 (г.)
+            ("date", 4, _NUMBER_START + rf"\d? (?:{cldr['ru_months']})(?: \d{{4}})?(?!\w)"),
+            ("date", 3, _words(cldr["ru_days"]) + r"(?!\w)"),
+            (
+                "address",
+                5,
+                r"(?:г\. ?[А-ЯЁ][а-яё-]+, )?(?:ул\.|улица|пр-т|просп\.|проспект|пер\.|переулок"
+                r"|наб\.|набережная|ш\.|шоссе|бул\.|бульвар|пл\.|площадь) ?[А-ЯЁ][а-яё-]+"
+                r"(?: [А-ЯЁа-яё-]+)?,? (?:д\. ?|дом )?\d+[а-я]?(?!\w)"
+                r"(?:,? (?:корп\.|стр\.|кв\.|офис) ?\d+)*",
+            ),
+            # Cyrillic identifiers: ТП-2026-0412, СЧ-40074, СЧ-118/26.
+            (
+                "identifier",
+                4,
+                r"[А-ЯЁ](?<![\w-][А-ЯЁ])[А-ЯЁA-Z]{0,5}[-/№]?\d[\dА-ЯЁA-Z/-]*(?<![/-])",
+            ),
+            (
+                "name",
+                3,
+                _words("г-н|г-жа|господин|госпожа|Господин|Госпожа") + r" [А-ЯЁ][а-яё]+"
+                r"(?: [А-ЯЁ][а-яё]+){0,2}",
+            ),
+            (
+                "name",
+                2,
+                r"[А-ЯЁ](?<![\w.-][А-ЯЁ])[а-яё]+ [А-ЯЁ][а-яё]{2,}"
+                r"(?: [А-ЯЁ][а-яё]+(?:вич|вна|ична))?(?!\w)",
+            ),
+            (
+                "number",
+                3,
+                _NUMBER_START + r"(?:\d{0,2}(?:[ \u00a0\u202f]\d{3})+(?:,\d+)?|\d*,\d+|\d*)"
+                r" ?(?:шт\.|кг|км|т|м²|человек|дней|дня|месяцев|часов|%)(?![\w²])",
+            ),
+        ],
+    }
+
+
+# Which texts a language's rows are tried on: those holding a character of its script.
+SCRIPTS = {
+    "all": "any",
+    "de": "any",
+    "fr": "any",
+    "es": "any",
+    "en": "any",
+    "zh": "cjk",
+    "ja": "cjk",
+    "ru": "cyrillic",
+}
+
 NAME_WORDS = frozenset(_NAME_WORDS.split("|"))
 
 
@@ -194,18 +433,110 @@ class Found:
     weight: int
 
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-# (kind, weight, pattern, whether it needs a CJK character), in the tables' order.
-_ROWS = [
-    (row[0], row[1], re.compile(row[2]), language == "zh", row[3] if len(row) > 3 else ())
-    for language, rows in LANGUAGE_FACTS.items()
-    for row in rows
-]
+# What texts scanned together are joined by. No pattern matches across a line break, and
+# the NUL after it is what no fact starts or ends with and no pattern takes as context
+# (not white space, not a word character): to every pattern, each text's edges look
+# as they do when it is scanned alone.
+SEPARATOR = "\n\x00"
+
+# A fact found by the tables at its place in a text: (start, end, kind, value, weight).
+Placed = tuple[int, int, str, str, int]
+
+# The characters of each script a language's rows need (``SCRIPTS``).
+_SCRIPT_CHARACTER = {
+    "cjk": re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]"),
+    "cyrillic": re.compile(r"[\u0400-\u04ff]"),
+}
+# Rows that start with one of these (a digit that starts a number) are joined in one
+# pattern per script, the start checked once: one pass finds them all (most rows start
+# with a digit, and a pass over a text costs about the same whatever it looks for).
+_GUARDS = (_NUMBER_START, r"\d(?<!\d\d)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    kind: str
+    weight: int
+    pattern: re.Pattern[str]
+    needs: tuple[str, ...]  # tried only on texts holding one of these
+    valued: bool  # the fact is its group "v"
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Rows with one start (``_GUARDS``) joined: a match's last group is its row's."""
+
+    pattern: re.Pattern[str]
+    row_of_group: tuple[int, ...]
+    value_group: tuple[int, ...]  # per row in the tables: its group "v" here, or 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Tables:
+    """The tables compiled, per script ("any", "cjk", "cyrillic"): the joined patterns of
+    the rows that start with a digit, and the others' row numbers (a pattern each)."""
+
+    rows: tuple[_Row, ...]
+    groups: dict[str, tuple[_Group, ...]]
+    others: dict[str, tuple[int, ...]]
+
+
+@functools.cache
+def _tables() -> _Tables:
+    """Compiled once, when first needed."""
+    rows: list[_Row] = []
+    sources: list[tuple[str, str]] = []  # (script, pattern) per row
+    for language, table in language_facts().items():
+        for row in table:
+            pattern = row[2]
+            rows.append(
+                _Row(
+                    row[0],
+                    row[1],
+                    re.compile(pattern),
+                    row[3] if len(row) > 3 else (),
+                    "(?P<v>" in pattern,
+                )
+            )
+            sources.append((SCRIPTS[language], pattern))
+    groups: dict[str, list[_Group]] = {}
+    others: dict[str, list[int]] = {}
+    for script in dict.fromkeys(SCRIPTS.values()):
+        mine = [i for i, (row_script, _) in enumerate(sources) if row_script == script]
+        for guard in _GUARDS:
+            led = [i for i in mine if sources[i][1].startswith(guard) and not rows[i].needs]
+            if len(led) < 2:
+                continue
+            branches = []
+            for i in led:
+                rest = sources[i][1][len(guard) :].replace("(?P<v>", f"(?P<v{i}>")
+                # The row's own group closes last: it names the row.
+                branches.append(f"(?:{rest})(?P<r{i}>)")
+            pattern = re.compile(guard + "(?:" + "|".join(branches) + ")")
+            row_of_group = [0] * (pattern.groups + 1)
+            value_group = [0] * len(rows)
+            for name, index in pattern.groupindex.items():
+                if name[0] == "r":
+                    row_of_group[index] = int(name[1:])
+                else:
+                    value_group[int(name[1:])] = index
+            groups.setdefault(script, []).append(
+                _Group(pattern, tuple(row_of_group), tuple(value_group))
+            )
+            mine = [i for i in mine if i not in led]
+        others[script] = mine
+    return _Tables(
+        tuple(rows),
+        {script: tuple(found) for script, found in groups.items()},
+        {script: tuple(found) for script, found in others.items()},
+    )
+
+
 # The kinds only these tables find, in the order a check ranks them among equals (after
 # the combined pattern's kinds).
 KINDS = ("iban", "bic", "money", "address", "phone", "amount", "name")
 # A text in lower case and digits-free ASCII holds none of these.
-_WORTH_A_LOOK = re.compile(r"[\dA-Z\u4e00-\u9fff]")
+_WORTH_A_LOOK = re.compile(r"[\dA-ZÀ-ÖØ-Þ\u0400-\u04ff\u3040-\u30ff\u4e00-\u9fff]")
 # International ("+49 30 901820"), national with a trunk prefix ("(030) 2345 6789",
 # "0421 3344556") or a Chinese mobile number ("139 1234 5678"); the library decides.
 _PHONE_CANDIDATE = re.compile(
@@ -226,7 +557,10 @@ def _iban_ok(value: str) -> bool:
     return int(digits) % 97 == 1
 
 
+@functools.lru_cache(maxsize=4096)
 def _phone_ok(value: str) -> bool:
+    """Whether the library reads ``value`` as a phone number (cached: parsing it for four
+    regions costs more than the rest of a text's scan)."""
     digits = sum(c.isdigit() for c in value)
     if digits < 7 or digits > 15:
         return False
@@ -247,35 +581,108 @@ def _phone_ok(value: str) -> bool:
 def locale_facts(text: str) -> list[Found]:
     """The facts of ``text`` that the language tables and the phone-number library find,
     in order, none overlapping."""
-    if not _WORTH_A_LOOK.search(text):
-        return []
-    cjk = _CJK.search(text) is not None
-    matches = []
-    for order, (kind, weight, pattern, needs_cjk, needs) in enumerate(_ROWS):
-        if (needs_cjk and not cjk) or (needs and not any(n in text for n in needs)):
+    return [Found(*fact) for fact in locale_facts_of([text])[0]]
+
+
+def locale_facts_of(texts: list[str]) -> list[list[Placed]]:
+    """:func:`locale_facts` of each of ``texts``, as (start, end, kind, value, weight).
+
+    The texts are scanned together, joined by :data:`SEPARATOR`: each pattern makes one
+    pass over all of them (a script's rows over the texts holding that script), whatever
+    their number, so the cost is linear in what is read and a pass's overhead is paid
+    once per batch, not once per text.
+    """
+    out: list[list[Placed]] = [[] for _ in texts]
+    worth = [i for i, text in enumerate(texts) if _WORTH_A_LOOK.search(text)]
+    if not worth:
+        return out
+    tables = _tables()
+    rows = tables.rows
+    # Per text: (start, row, stop, kind, value, weight) of every row's matches.
+    matches: list[list[tuple]] = [[] for _ in texts]
+    for script in tables.others:
+        if script == "any":
+            chosen = worth
+        else:
+            has = _SCRIPT_CHARACTER[script].search
+            chosen = [i for i in worth if has(texts[i])]
+        if not chosen:
             continue
-        for match in pattern.finditer(text):
-            start, stop = match.span("v") if "v" in pattern.groupindex else match.span()
-            value = text[start:stop]
-            if kind == "iban" and not _iban_ok(value):
+        joined = SEPARATOR.join([texts[i] for i in chosen])
+        offsets = list(
+            itertools.accumulate((len(texts[i]) + len(SEPARATOR) for i in chosen[:-1]), initial=0)
+        )
+        found: list[tuple] = []
+        for group in tables.groups.get(script, ()):
+            row_of_group, value_group = group.row_of_group, group.value_group
+            for match in group.pattern.finditer(joined):
+                order = row_of_group[match.lastindex or 0]
+                row = rows[order]
+                start, stop = match.span(value_group[order]) if row.valued else match.span()
+                found.append((start, order, stop, row.kind, joined[start:stop], row.weight))
+        for order in tables.others[script]:
+            row = rows[order]
+            if row.needs and not any(n in joined for n in row.needs):
                 continue
-            if kind == "name" and value.split(" ", 1)[0] in NAME_WORDS:
-                continue
-            matches.append((start, order, stop, kind, value, weight))
-    # Where two overlap, the one that starts first wins, then the earlier in the tables.
+            _row_matches(row, order, joined, found)
+        for fact in found:
+            n = bisect.bisect_right(offsets, fact[0]) - 1
+            base = offsets[n]
+            matches[chosen[n]].append((fact[0] - base, fact[1], fact[2] - base, *fact[3:]))
+    joined = SEPARATOR.join([texts[i] for i in worth])
+    offsets = list(
+        itertools.accumulate((len(texts[i]) + len(SEPARATOR) for i in worth[:-1]), initial=0)
+    )
+    phones: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+    for match in _PHONE_CANDIDATE.finditer(joined):
+        n = bisect.bisect_right(offsets, match.start()) - 1
+        base = offsets[n]
+        phones[worth[n]].append((match.start() - base, match.end() - base, match.group()))
+    for i in worth:
+        if matches[i] or phones[i]:
+            out[i] = _resolved(matches[i], phones[i])
+    return out
+
+
+def _row_matches(row: _Row, order: int, joined: str, found: list[tuple]) -> None:
+    """The matches of one row over ``joined``; a match that fails its check (an IBAN's
+    checksum, a name that is a sentence's first word) is looked past by one character,
+    so that what starts inside it is still found."""
+    kind, search, at = row.kind, row.pattern.search, 0
+    match = search(joined, at)
+    while match is not None:
+        start, stop = match.span("v") if row.valued else match.span()
+        value = joined[start:stop]
+        if (kind == "iban" and not _iban_ok(value)) or (
+            kind == "name" and value.split(" ", 1)[0] in NAME_WORDS
+        ):
+            match = search(joined, match.start() + 1)
+            continue
+        found.append((start, order, stop, kind, value, row.weight))
+        match = search(joined, match.end() if match.end() > match.start() else match.end() + 1)
+
+
+def _resolved(matches: list[tuple], candidates: list[tuple[int, int, str]]) -> list[Placed]:
+    """One text's facts: where two matches overlap, the one that starts first wins, then
+    the earlier in the tables; then the phone numbers the library accepts among the
+    candidates that overlap none of them."""
     matches.sort()
-    found: list[Found] = []
+    found: list[Placed] = []
     end = 0
     for start, _, stop, kind, value, weight in matches:
         if start >= end:
-            found.append(Found(start, stop, kind, value, weight))
+            found.append((start, stop, kind, value, weight))
             end = stop
-    taken = [(f.start, f.end) for f in found]
-    for match in _PHONE_CANDIDATE.finditer(text):
-        start, end = match.span()
-        if any(s < end and start < e for s, e in taken):
+    if not candidates:
+        return found
+    starts = [fact[0] for fact in found]
+    phones: list[Placed] = []
+    for start, stop, value in candidates:
+        # The facts are in order and do not overlap: only the one starting last before
+        # the candidate's end can overlap it.
+        at = bisect.bisect_left(starts, stop) - 1
+        if at >= 0 and found[at][1] > start:
             continue
-        if _phone_ok(match.group()):
-            found.append(Found(start, end, "phone", match.group(), 5))
-    found.sort(key=lambda f: f.start)
-    return found
+        if _phone_ok(value):
+            phones.append((start, stop, "phone", value, 5))
+    return sorted(found + phones) if phones else found

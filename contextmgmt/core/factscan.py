@@ -20,7 +20,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 
-from .factlang import locale_facts
+from .factlang import SEPARATOR, locale_facts_of
 from .factpatterns import PATTERN_WEIGHT, scanner_for
 
 # A separator between digits and three more; the look behind comes after the separator so
@@ -105,10 +105,16 @@ _CACHED = 512
 Occurrence = tuple[str, str, str, str, int, bytes]
 
 
+# What a scan keeps of a text: its facts as the check needs them, and with their places in
+# the text without its repeated lines (:func:`without_repeated_lines`), as corrections
+# need them (so that they never scan a text again).
+_Scanned = tuple[tuple[Occurrence, ...], tuple["Placed", ...]]
+
+
 # Texts' facts by text, least recently used first: a compaction in rounds checks a
 # message's facts in its round and again at the end, and the next compaction of the same
 # conversation meets most of them again. Fact checks run in worker threads: a lock.
-_cache: OrderedDict[str, tuple[Occurrence, ...]] = OrderedDict()
+_cache: OrderedDict[str, _Scanned] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -121,46 +127,63 @@ def clear_cache() -> None:
 def occurrences_of(sources: list[str]) -> list[tuple[Occurrence, ...]]:
     """The facts of each of ``sources``, in order; the texts not cached are scanned
     together (:func:`_scan`)."""
-    found: list[tuple[Occurrence, ...] | None] = []
+    return [scanned[0] for scanned in _scanned(sources)]
+
+
+def placed_facts_of(sources: list[str]) -> list[tuple[Placed, ...]]:
+    """The facts of each of ``sources`` with their places in the text without its repeated
+    lines (:func:`without_repeated_lines`), from the same scan and cache as
+    :func:`occurrences_of`."""
+    return [scanned[1] for scanned in _scanned(sources)]
+
+
+def _scanned(sources: list[str]) -> list[_Scanned]:
+    found: list[_Scanned | None] = []
     unseen: dict[str, None] = {}
     cached, used = _cache.get, _cache.move_to_end
     with _cache_lock:
         for text in sources:
-            occurrences = cached(text)
-            if occurrences is None:
+            entry = cached(text)
+            if entry is None:
                 unseen[text] = None
             else:
                 used(text)
-            found.append(occurrences)
+            found.append(entry)
     if not unseen:
         return found  # type: ignore[return-value]
-    scanned = dict(zip(unseen, _scan(list(unseen)), strict=True))
+    scanned = dict(zip(unseen, _scan_placed(list(unseen)), strict=True))
     with _cache_lock:
-        for text, occurrences in scanned.items():
+        for text, entry in scanned.items():
             if len(text) <= _CACHED_CHARS:
-                _cache[text] = occurrences
+                _cache[text] = entry
         while len(_cache) > _CACHED:
             _cache.popitem(last=False)
-    return [scanned[text] if o is None else o for text, o in zip(sources, found, strict=True)]
+    return [scanned[text] if e is None else e for text, e in zip(sources, found, strict=True)]
 
 
 def _scan(texts: list[str], *, languages: bool = True) -> list[tuple[Occurrence, ...]]:
-    """The facts of each of ``texts``. Each text is scanned on its own; what is worked out
-    for each fact is worked out for all of them at once (a few C calls over their values
-    joined, not a dozen Python steps per fact)."""
+    """The facts of each of ``texts`` (:func:`_scan_placed` without the places)."""
+    return [scanned[0] for scanned in _scan_placed(texts, languages=languages)]
+
+
+def _scan_placed(texts: list[str], *, languages: bool = True) -> list[_Scanned]:
+    """The facts of each of ``texts``, scanned together (:func:`facts_in_texts`); what is
+    worked out for each fact is worked out for all of them at once (a few C calls over
+    their values joined, not a dozen Python steps per fact)."""
     kinds: list[str] = []
     values: list[str] = []
     weights: list[int] = []
     ends: list[int] = []  # how many values there are after each text
-    for text in texts:
-        found = facts_in(without_repeated_lines(text), languages=languages)
+    cleaned = [without_repeated_lines(text) for text in texts]
+    placed = facts_in_texts(cleaned, languages=languages)
+    for found in placed:
         for _, _, kind, value, weight in found:
             kinds.append(kind)
             values.append(value)
             weights.append(weight)
         ends.append(len(values))
     if not values:
-        return [() for _ in texts]
+        return [((), ()) for _ in texts]
     # No value holds a line break, and case folding, the thousands separators and shapes go
     # character by character: all values are done in one go.
     joined = "\n".join(values)
@@ -174,10 +197,10 @@ def _scan(texts: list[str], *, languages: bool = True) -> list[tuple[Occurrence,
     # (A value, and so its key, is never empty.)
     needles = [needle_of(key) if key[0] in "$€£¥+-" or key[-1] == "%" else key for key in keys]
     rows = list(zip(kinds, values, keys, needles, weights, shapes, strict=True))
-    out = []
+    out: list[_Scanned] = []
     start = 0
-    for end in ends:
-        out.append(tuple(rows[start:end]))
+    for end, places in zip(ends, placed, strict=True):
+        out.append((tuple(rows[start:end]), tuple(places)))
         start = end
     return out
 
@@ -190,18 +213,42 @@ def facts_in(text: str, *, languages: bool = True) -> list[Placed]:
     """The facts of ``text`` in order, with their places (not cached: the check's scan,
     :func:`occurrences_of`, is; this serves those that need places, like corrections).
     ``languages=False``: the combined pattern's alone."""
+    return facts_in_texts([text], languages=languages)[0]
+
+
+def facts_in_texts(texts: list[str], *, languages: bool = True) -> list[list[Placed]]:
+    """:func:`facts_in` of each of ``texts``, scanned together: joined by the language
+    tables' separator (``factlang.SEPARATOR``: no fact spans it, and each text's edges look
+    to every pattern as they do alone), each pattern makes one pass over all of them, so
+    the cost is linear in what is read and the overhead of a pass is paid once per batch."""
+    if not texts:
+        return []
     # What a language writes its own way first: the combined pattern's matches inside one
     # of these ("12.380" of "12.380,50 €") are left out.
-    local = locale_facts(text) if languages else []
-    spans = [(f.start + 1, f.end + 1) for f in local]  # the scanner reads " " + text
-    found: list[Placed] = [(f.start, f.end, f.kind, f.value, f.weight) for f in local]
-    scanner, kinds_by_group = scanner_for(text)
+    local = locale_facts_of(texts) if languages else [[] for _ in texts]
+    joined = SEPARATOR.join(texts)
+    offsets = []
     at = 0
-    for match in scanner.finditer(" " + text):
+    for text in texts:
+        offsets.append(at)
+        at += len(text) + len(SEPARATOR)
+    spans: list[tuple[int, int]] = []
+    found: list[list[Placed]] = []
+    for base, facts in zip(offsets, local, strict=True):
+        spans.extend((f[0] + base, f[1] + base) for f in facts)
+        found.append(list(facts))
+    scanner, kinds_by_group = scanner_for(joined)
+    at = 0
+    text_at = 0
+    last = len(texts) - 1
+    # The scanner reads " " + text: a fact at the very start is found too.
+    for match in scanner.finditer(" " + joined):
         # Each kind is one group holding no other: the last group matched is the fact.
         group = match.lastindex
         kind = kinds_by_group[group]
         start, end = match.span(group)
+        start -= 1
+        end -= 1
         if spans:
             while at < len(spans) and spans[at][1] <= start:
                 at += 1
@@ -212,9 +259,14 @@ def facts_in(text: str, *, languages: bool = True) -> list[Placed]:
             value = _trimmed(value, kind)
             if not value:
                 continue
-        found.append((start - 1, end - 1, kind, value, PATTERN_WEIGHT[kind]))
-    if local:
-        found.sort(key=_place)
+        while text_at < last and offsets[text_at + 1] <= start:
+            text_at += 1
+        base = offsets[text_at]
+        found[text_at].append((start - base, end - base, kind, value, PATTERN_WEIGHT[kind]))
+    if languages:
+        for facts, own in zip(found, local, strict=True):
+            if own:
+                facts.sort(key=_place)
     return found
 
 

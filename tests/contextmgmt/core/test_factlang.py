@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from contextmgmt.core.factcheck import check_key_facts, extract_facts
-from contextmgmt.core.factlang import LANGUAGE_FACTS, locale_facts
+from contextmgmt.core.factlang import language_facts, locale_facts
 
 # (a real-looking message, the fact it states, its kind), per language and kind.
 EXAMPLES = [
@@ -102,6 +102,6 @@ def test_what_is_not_a_language_fact(message):
 
 
 def test_every_language_has_its_own_table():
-    assert {"all", "de", "en", "zh"} <= set(LANGUAGE_FACTS)
-    for rows in LANGUAGE_FACTS.values():
+    assert {"all", "de", "en", "zh"} <= set(language_facts())
+    for rows in language_facts().values():
         assert all(isinstance(kind, str) and weight > 0 for kind, weight, *_ in rows)
