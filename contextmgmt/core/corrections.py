@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .factscan import (
     SHAPE,
@@ -51,6 +51,27 @@ CUES: dict[str, tuple[str, str]] = {
         r"不是|而不是|而非",
         r"改为|改成|改到|改在|调整为|变更为|更新为|更正|换成|现在是|推迟到|提前到",
     ),
+    "fr": (
+        r"\bpas\b|\bau lieu d|\bplutôt que\b|\bet non\b",
+        r"\b(?:changée?s?|modifiée?s?|corrigée?s?|reportée?s?|déplacée?s?|décalée?s?"
+        r"|remplacée?s?|avancée?s?)\b|\bcorrection\b|\bdésormais\b|\bmaintenant\b"
+        r"|\bn'est plus\b|\bnouvelle?\b",
+    ),
+    "es": (
+        r"\bno\b|\ben vez de|\ben lugar de",
+        r"\b(?:cambiad[oa]s?|corregid[oa]s?|modificad[oa]s?|aplazad[oa]s?|trasladad[oa]s?"
+        r"|actualizad[oa]s?|adelantad[oa]s?)\b|\bcorrección\b|\bahora\b|\bya no\b"
+        r"|\bpasa a\b|\bnuev[oa]\b",
+    ),
+    "ja": (
+        r"ではなく|じゃなく|でなく|ではありません",
+        r"変更|訂正|修正|延期|に変わ|更新",
+    ),
+    "ru": (
+        r"\bне\b|\bвместо\b",
+        r"\b(?:изменен[аоы]?|изменили|перенесен[аоы]?|перенесли|исправлен[аоы]?|исправили"
+        r"|обновлен[аоы]?)\b|\bпоправка\b|\bтеперь\b|\bуже не\b|\bнов(?:ый|ая|ое)\b",
+    ),
 }
 # What stands right before an old value, per language.
 OLD_MARKERS = {
@@ -59,6 +80,11 @@ OLD_MARKERS = {
     "de": r"(?:\bnicht|\bstatt|\banstatt|\bvon|\bnicht mehr|\bbisher|\bfrüher)"
     r"(?: am| um| im| in der| bei| auf| den| die| das)?\s*$",
     "zh": r"(?:不是|而不是|而非|由|从|原来是|原为|原是|原)\s*$",
+    "fr": r"(?:\bpas|\bau lieu d[eu]?|\bau lieu des|\bplutôt que|\bet non|\bdu|\bancien(?:ne)?"
+    r"|\bauparavant)(?: le| la| les| l'| du| au| à| de)?\s*$",
+    "es": r"(?:\bno|\ben vez de(?:l)?|\ben lugar de(?:l)?|\bantes|\bera)"
+    r"(?: el| la| los| las| al| de| del| en)?\s*$",
+    "ru": r"(?:\bне|\bвместо|\bа не|\bраньше|\bранее|\bбыло|\bс)(?: с| на| в)?\s*$",
 }
 # Matched against case-folded text (faster than IGNORECASE over long texts).
 _WEAK = re.compile("|".join(weak for weak, _ in CUES.values()).casefold())
@@ -74,16 +100,24 @@ _CJK_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
 _STOPWORDS = frozenset(
     "that this with from have will they them there their what when which about also into "
     "than then were been your ours dass eine einer einem einen sind wird wurde haben nicht "
-    "bitte noch auch oder aber sondern statt jetzt neue neuer neues".split()
+    "bitte noch auch oder aber sondern statt jetzt neue neuer neues "
+    "pour dans avec sont cette mais nous vous leur lieu plus être était nouveau nouvelle "
+    "para como pero este esta será sido desde nuevo nueva ahora entonces "
+    "этот эта было будет если когда чтобы теперь вместо также новый новая".split()
 )
 
 
 @dataclass(slots=True)
 class Superseded:
     """Replaced values by their keys (``factscan.normalise``): the key of the value that
-    replaced each, the newest when it was corrected again."""
+    replaced each, the newest when it was corrected again; and ``doubtful``, the keys a
+    correction may have replaced: it named neither its old value nor a thing an earlier
+    sentence names, and several earlier values have its kind and shape (an earlier
+    summary's bare list of facts holds "2027年3月15日" and "2027年3月20日" when
+    "撤展截止时间改为2027年3月21日" comes). The check puts none of them back as if current."""
 
     by: dict[str, str]
+    doubtful: set[str] = field(default_factory=set)
 
     def replacement(self, key: str) -> str | None:
         seen = set()
@@ -98,6 +132,10 @@ class Superseded:
 
     def __bool__(self) -> bool:
         return bool(self.by)
+
+    def stale(self, key: str) -> bool:
+        """Whether ``key`` is a value a correction replaced, or may have."""
+        return key in self.by or key in self.doubtful
 
 
 def _subject(sentence: str, facts: list[Placed]) -> set[str]:
@@ -220,6 +258,7 @@ def superseded(sources: list[str]) -> Superseded:
     built once per call), and the values of each kind and shape are gathered once.
     """
     by: dict[str, str] = {}
+    doubtful: set[str] = set()
     earlier: _Earlier | None = None
     shapes: _Shapes | None = None
     for index, source in enumerate(sources):
@@ -247,8 +286,8 @@ def superseded(sources: list[str]) -> Superseded:
                 if wanted:
                     if shapes is None:
                         shapes = _Shapes(sources)
-                    shapes.replace(by, index, wanted)
-    return Superseded(by)
+                    shapes.replace(by, doubtful, index, wanted)
+    return Superseded(by, doubtful - set(by.values()))
 
 
 def _replace(by: dict[str, str], old: str, new: str) -> None:
@@ -303,9 +342,13 @@ class _Shapes:
                 keys = self.first.setdefault((kind, key.translate(SHAPE)), {})
                 keys.setdefault(key, index)
 
-    def replace(self, by: dict[str, str], index: int, wanted: dict[str, str]) -> None:
+    def replace(
+        self, by: dict[str, str], doubtful: set[str], index: int, wanted: dict[str, str]
+    ) -> None:
         for kind, new in wanted.items():
             keys = self.first.get((kind, new.translate(SHAPE)), {})
             candidates = [key for key, first in keys.items() if first <= index and key != new]
             if len(candidates) == 1:
                 _replace(by, candidates[0], new)
+            else:
+                doubtful.update(candidates)

@@ -195,7 +195,8 @@ def _ranked_missing(summary: str, sources: Iterable[str], stated: Iterable[str] 
     missing = [
         first
         for first in firsts.values()
-        if not (first[3] in text and _whole_token_in(text, first[3])) and first[2] not in replaced
+        if not (first[3] in text and _whole_token_in(text, first[3]))
+        and not replaced.stale(first[2])
     ]
     commonness = Counter([first[5] for first in missing])
     damp = {shape: 1.0 + math.log2(n) for shape, n in commonness.items()}

@@ -23,9 +23,10 @@ from collections import Counter, OrderedDict
 from .factlang import SEPARATOR, locale_facts_of
 from .factpatterns import PATTERN_WEIGHT, scanner_for
 
-# A separator between digits and three more; the look behind comes after the separator so
-# that the pattern starts with it (the regex engine then skips other characters in C).
-_THOUSANDS = re.compile(r"[,\u00a0\u202f](?<=\d[,\u00a0\u202f])(?=\d{3}\b)")
+# A separator between digits and three more (a comma, a space, a no-break or narrow
+# no-break space, an apostrophe); the look behind comes after the separator so that the
+# pattern starts with it (the regex engine then skips other characters in C).
+_THOUSANDS = re.compile(r"[, \u00a0\u202f'’](?<=\d[, \u00a0\u202f'’])(?=\d{3}\b)")
 # Digits, upper- and lower-case ASCII letters each become one symbol: two facts of the same
 # template ("10.0.3.17" and "10.0.9.21") get the same shape.
 SHAPE = str.maketrans(
@@ -40,10 +41,7 @@ _SHAPE_BYTES = bytes.maketrans(
 
 def normalise(text: str) -> str:
     """``text`` as facts are compared: case folded, thousands separators dropped."""
-    text = text.casefold()
-    if "," in text or "\u00a0" in text or "\u202f" in text:
-        text = _THOUSANDS.sub("", text)
-    return text
+    return _THOUSANDS.sub("", text.casefold())
 
 
 # A line repeated with other numbers at least this often in one message is a log's template.

@@ -106,3 +106,97 @@ def test_the_summariser_is_asked_to_keep_current_values_only():
     for prompt in COMPACT_PROMPTS.values():
         assert "keep only the newest value" in prompt
         assert "never state a replaced value as if it were current" in prompt
+
+
+# French, Spanish, Japanese and Russian, each correction phrase: (earlier, correction, old,
+# new).
+CORRECTIONS_FR_ES_JA_RU = [
+    (
+        ["La livraison est prévue le 12 décembre 2026."],
+        "Correction : la livraison est le 14 décembre 2026 au lieu du 12 décembre 2026.",
+        "12 décembre 2026",
+        "14 décembre 2026",
+    ),
+    (["La livraison est prévue le 12."], "La livraison est le 14 au lieu du 12.", "12", "14"),
+    (["Le devis est de 1 200,00 €."], "Le devis est désormais de 1 350,00 €.", "1 200,00 €",
+     "1 350,00 €"),
+    (
+        ["El pago vence el 7 de diciembre de 2026."],
+        "El pago vence el 9 de diciembre de 2026, en vez del 7 de diciembre de 2026.",
+        "7 de diciembre de 2026",
+        "9 de diciembre de 2026",
+    ),
+    (["La entrega es el 12."], "La entrega es el 14 y no el 12.", "12", "14"),
+    (
+        ["La oficina está en Calle Mayor 15, 28013 Madrid."],
+        "Corrección: la oficina está en Calle Mayor 17, 28013 Madrid.",
+        "Calle Mayor 15, 28013 Madrid",
+        "Calle Mayor 17, 28013 Madrid",
+    ),
+    (
+        ["納品は2026年12月12日です。"],
+        "納品は2026年12月12日ではなく2026年12月14日です。",
+        "2026年12月12日",
+        "2026年12月14日",
+    ),
+    (["納品は12日です。"], "納品は12日ではなく14日に変更です。", "12日", "14日"),
+    (
+        ["注文番号はJP-20261207-0042です。"],
+        "注文番号はJP-20261207-0043に変更になりました。",
+        "JP-20261207-0042",
+        "JP-20261207-0043",
+    ),
+    (
+        ["Оплата до 7 декабря 2026."],
+        "Оплата до 9 декабря 2026 вместо 7 декабря 2026.",
+        "7 декабря 2026",
+        "9 декабря 2026",
+    ),
+    (
+        ["Сумма счёта 184 500,00 ₽."],
+        "Поправка: сумма счёта 186 000,00 ₽.",
+        "184 500,00 ₽",
+        "186 000,00 ₽",
+    ),
+    (
+        ["Заявка ТП-2026-0412."],
+        "Заявка теперь ТП-2026-0415, а не ТП-2026-0412.",
+        "ТП-2026-0412",
+        "ТП-2026-0415",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("earlier", "correction", "old", "new"),
+    CORRECTIONS_FR_ES_JA_RU,
+    ids=[c[1][:40] for c in CORRECTIONS_FR_ES_JA_RU],
+)
+def test_corrections_in_french_spanish_japanese_russian_rf_11(earlier, correction, old, new):
+    sources = [*earlier, *FILLER, correction]
+    assert superseded(sources).replacement(normalise(old)) == normalise(new)
+    dropped_both = check_key_facts("We discussed the plan.", sources)
+    assert new in dropped_both.appended
+    assert old not in dropped_both.appended and old not in dropped_both.missing
+
+
+def test_an_old_value_only_a_bare_list_holds_is_never_put_back_rf_5():
+    """A correction that names neither its old value nor a thing an earlier sentence
+    names, while an earlier summary's bare list holds two values of its kind and shape:
+    neither is put back as if current (the German/Chinese conversation's stale date)."""
+    sources = [
+        "Facts stated: 2027年3月15日; B2-17; 2027年3月20日; 41,500.",
+        "撤展截止时间改为2027年3月21日。",
+    ]
+    checked = check_key_facts("Facts stated: 2027年3月15日; 2027年3月21日; B2-17; 41,500.", sources)
+    assert "2027年3月20日" not in checked.appended
+    assert checked.missing == []
+
+
+def test_a_correction_is_matched_in_a_long_history_rs_3():
+    """The index of earlier sentences finds the value a correction replaces among many
+    sentences naming the same words."""
+    sources = [f"The staging budget for team {i} is {1000 + i} EUR." for i in range(300)]
+    sources.insert(150, "The warehouse door code is 4471.")
+    sources.append("The warehouse door code is now 5582.")
+    assert superseded(sources).replacement("4471") == "5582"

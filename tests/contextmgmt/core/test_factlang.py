@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from contextmgmt.core.factcheck import check_key_facts, extract_facts
-from contextmgmt.core.factlang import language_facts, locale_facts
+from contextmgmt.core.factlang import language_facts, locale_facts, locale_facts_of
 
 # (a real-looking message, the fact it states, its kind), per language and kind.
 EXAMPLES = [
@@ -105,3 +105,92 @@ def test_every_language_has_its_own_table():
     assert {"all", "de", "en", "zh"} <= set(language_facts())
     for rows in language_facts().values():
         assert all(isinstance(kind, str) and weight > 0 for kind, weight, *_ in rows)
+
+
+# French, Spanish, Japanese and Russian: (a real-looking message, the fact, its kind).
+EXAMPLES_FR_ES_JA_RU = [
+    # French
+    ("La livraison part le 7 décembre 2026, pas avant.", "7 décembre 2026", "date"),
+    ("La réunion est le 1er mars 2027 au siège.", "1er mars 2027", "date"),
+    ("Le rendez-vous est fixé à 14h30 demain.", "14h30", "time"),
+    ("Le rendez-vous est lundi, au bureau.", "lundi", "date"),
+    ("Le total est de 1 234,56 € TTC.", "1 234,56 €", "money"),
+    ("Le total est de 1\u202f234,56 € TTC.", "1\u202f234,56 €", "money"),
+    ("La facture fait 3 400 euros, hors taxes.", "3 400 euros", "money"),
+    (
+        "L'adresse est 12 rue de la Paix, 75002 Paris, au troisième.",
+        "12 rue de la Paix, 75002 Paris",
+        "address",
+    ),
+    ("Le contact est Mme Claire Dubois, au service achats.", "Mme Claire Dubois", "name"),
+    ("Le responsable chez eux est José García depuis mai.", "José García", "name"),
+    ("Le livre a l'ISBN 978-2-07-036822-8, édition de poche.", "978-2-07-036822-8", "identifier"),
+    # Spanish
+    ("El pago vence el 7 de diciembre de 2026 sin falta.", "7 de diciembre de 2026", "date"),
+    ("El lunes llega el camión con la mercancía.", "lunes", "date"),
+    ("El importe total es de 12.250,00 € con IVA.", "12.250,00 €", "money"),
+    (
+        "La oficina está en Calle Mayor 15, 28013 Madrid, segunda planta.",
+        "Calle Mayor 15, 28013 Madrid",
+        "address",
+    ),
+    ("Hable con Sra. Ana López mañana por la mañana.", "Sra. Ana López", "name"),
+    # Japanese
+    ("注文番号はJP-20261207-0042です。", "JP-20261207-0042", "identifier"),
+    ("納品は2026年12月7日です。", "2026年12月7日", "date"),
+    ("定例会議は月曜日です。", "月曜日", "date"),
+    ("会議は午後3時半から始めます。", "午後3時半", "time"),
+    ("見積もりの金額は12,000円です。", "12,000円", "amount"),
+    ("予算は50万円までです。", "50万円", "amount"),
+    ("住所は東京都千代田区丸の内1-9-2です。", "東京都千代田区丸の内1-9-2", "address"),
+    ("担当は山田太郎さんです。", "山田太郎", "name"),
+    # Russian
+    ("Оплата до 7 декабря 2026 г., пожалуйста.", "7 декабря 2026", "date"),
+    ("Встреча в понедельник в офисе.", "понедельник", "date"),
+    ("Итого к оплате 184 500,00 ₽ по счёту.", "184 500,00 ₽", "money"),
+    ("Итого к оплате 184\u00a0500,00 ₽ по счёту.", "184\u00a0500,00 ₽", "money"),
+    ("Стоимость работ 1 250 000 рублей без НДС.", "1 250 000 рублей", "money"),
+    ("Заявка ТП-2026-0412 принята в работу.", "ТП-2026-0412", "identifier"),
+    ("Счёт СЧ-40074 оплачен вчера.", "СЧ-40074", "identifier"),
+    ("Адрес склада: г. Москва, ул. Тверская, д. 7.", "г. Москва, ул. Тверская, д. 7", "address"),
+    ("Менеджер проекта Иван Петров, звоните ему.", "Иван Петров", "name"),
+    # Swiss notation
+    ("Der Preis ist CHF 1'234.50 netto.", "CHF 1'234.50", "money"),
+]
+
+
+@pytest.mark.parametrize(
+    ("message", "fact", "kind"), EXAMPLES_FR_ES_JA_RU, ids=[e[1] for e in EXAMPLES_FR_ES_JA_RU]
+)
+def test_french_spanish_japanese_russian_facts_are_one_whole_fact_rf_11(message, fact, kind):
+    facts = {f.text: f.kind for f in extract_facts([message])}
+    assert facts.get(fact) == kind, facts
+    assert not [t for t in facts if t != fact and t in fact], facts
+
+
+@pytest.mark.parametrize(
+    ("message", "fact", "kind"), EXAMPLES_FR_ES_JA_RU, ids=[e[1] for e in EXAMPLES_FR_ES_JA_RU]
+)
+def test_the_key_facts_line_gives_them_back_whole_rf_11(message, fact, kind):
+    checked = check_key_facts("The user gave some details.", [message])
+    assert fact in checked.appended
+
+
+def test_a_summary_that_groups_digits_another_way_keeps_the_amount_rf_11():
+    # The same amount with a narrow no-break space, a space or none between the groups.
+    source = ["Итого к оплате 184 500,00 ₽ по счёту."]
+    for written in ("184\u202f500,00 ₽", "184\u00a0500,00 ₽", "184500,00 ₽"):
+        assert check_key_facts(f"Сумма: {written}.", source).missing == []
+
+
+def test_every_language_read_has_a_table_rf_11():
+    assert {"fr", "es", "ja", "ru"} <= set(language_facts())
+
+
+def test_scanning_texts_together_finds_what_each_alone_finds_rs_3():
+    texts = [message for message, _, _ in EXAMPLES + EXAMPLES_FR_ES_JA_RU]
+    together = locale_facts_of(texts)
+    assert together == [locale_facts_of([text])[0] for text in texts]
+    assert together == [
+        [(f.start, f.end, f.kind, f.value, f.weight) for f in locale_facts(text)] for text in texts
+    ]

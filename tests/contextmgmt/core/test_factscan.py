@@ -2,6 +2,7 @@
 combined pattern finds what each kind alone would, in priority order."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -99,3 +100,47 @@ def _assert_scan_matches_the_reference(text: str) -> None:
                 continue
         trimmed.append((kind, value))
     assert scanned == trimmed
+
+
+# Pieces of every script and notation the tables read, for texts scanned together.
+_MIXED_PIECES = [
+    *SCAN_PIECES,
+    " 7 décembre 2026",
+    " le 14 au lieu du 12",
+    " 7 de diciembre de 2026",
+    " 184 500,00 ₽",
+    " 1\u202f234,56 €",
+    " ТП-2026-0412",
+    " Иван Петров",
+    "注文番号はJP-20261207-0042です。",
+    "东京都",
+    "2027年3月15日",
+    " Musterstraße 12, 10115 Berlin",
+    " +49 30 901820",
+    "\n",
+    " ",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(_MIXED_PIECES), max_size=8).map("".join)))
+def test_texts_scanned_together_give_what_each_alone_gives_rs_3(texts):
+    together = factscan.facts_in_texts(texts)
+    assert together == [factscan.facts_in(text) for text in texts]
+
+
+# Long runs of what the patterns repeat (digits, separators, capitals, letters, CJK), and
+# near misses of every format: a pattern that backtracks catastrophically would take
+# minutes on these; the generous deadline separates that from a linear scan.
+_ADVERSARIAL = ["1", "1 ", "1.", "1,", "1'", "1\u202f", "A", "Ab ", "а", "Я", "年", "月", "-",
+                "/", ". ", "de ", "rue ", "ул. ", "丸の内", "9-", "0", " ", "\u00a0"]  # fmt: skip
+
+
+@settings(max_examples=25, deadline=timedelta(seconds=20))
+@given(
+    piece=st.lists(st.sampled_from(_ADVERSARIAL), min_size=1, max_size=4).map("".join),
+    tail=st.sampled_from(["", "x", "€", "号", " Street", "!", "年"]),
+)
+def test_no_pattern_backtracks_catastrophically_on_adversarial_input_rf_12(piece, tail):
+    text = piece * (20_000 // len(piece)) + tail
+    factscan.facts_in_texts([text, text[: len(text) // 2]])
