@@ -20,5 +20,7 @@ class ChatConfig(AppConfig):
 
         # A bad fetch allow-list stops start-up with its name rather than failing each run.
         from chat.fetch import check_settings
+        from chat.tool_servers import max_tools
 
         check_settings()
+        max_tools()

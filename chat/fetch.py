@@ -37,19 +37,30 @@ def fetch_config() -> FetchConfig | None:
     return dataclasses.replace(config, pool=extraction_pool())
 
 
+def address_policy() -> AddressPolicy:
+    """The addresses ``fetch_url`` may connect to; a tool server added in the admin obeys
+    the same policy (docs/tools.md, "MCP servers")."""
+    return _policy(tuple(settings.FIMONE_FETCH_ALLOWED_HOSTS))
+
+
 def check_settings() -> None:
     """Raise ``ImproperlyConfigured`` for settings the tool cannot work with."""
     fetch_config()
 
 
 @functools.lru_cache(maxsize=4)
+def _policy(allowed: tuple[str, ...]) -> AddressPolicy:
+    try:
+        return AddressPolicy.from_entries(allowed)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"FIMONE_FETCH_ALLOWED_HOSTS: {exc}") from None
+
+
+@functools.lru_cache(maxsize=4)
 def _config(
     allowed: tuple[str, ...], max_bytes: int, total_seconds: float, max_chars: int
 ) -> FetchConfig:
-    try:
-        policy = AddressPolicy.from_entries(allowed)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"FIMONE_FETCH_ALLOWED_HOSTS: {exc}") from None
+    policy = _policy(allowed)
     for name, value in (
         ("FIMONE_FETCH_MAX_BYTES", max_bytes),
         ("FIMONE_FETCH_TIMEOUT_SECONDS", total_seconds),

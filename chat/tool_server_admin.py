@@ -8,7 +8,10 @@ may do what".
   or whether a server is on, needs the permission "Can add tool servers and change their
   URL, headers and enabling" besides the model's own; without it those fields are shown
   read-only. View-only staff change nothing and run no action.
-- A header naming an environment variable off the key allow-list is refused on save.
+- A header naming an environment variable off the key allow-list is refused on save, and
+  so is a URL whose host is (or resolves to) an address ``fetch_url`` may not reach:
+  loopback, this machine, private networks, metadata services — unless the operator
+  allowed it in ``FIMONE_FETCH_ALLOWED_HOSTS``. Every connection checks it again.
 """
 
 from __future__ import annotations
@@ -55,6 +58,15 @@ class ToolServerForm(forms.ModelForm):
         if refusals:
             raise forms.ValidationError(refusals)
         return headers
+
+    def clean_url(self):
+        url = self.cleaned_data.get("url") or ""
+        refusal = tool_servers.url_refusal(url) if url else None
+        if refusal is not None:
+            raise forms.ValidationError(
+                gettext("This URL cannot be used: %(reason)s.") % {"reason": refusal}
+            )
+        return url
 
     def clean_timeout_seconds(self):
         timeout = self.cleaned_data.get("timeout_seconds")

@@ -4,9 +4,11 @@ connections to them that every run shares (docs/tools.md, docs/operations.md).
 Servers come from the operator's ``FIMONE_MCP_CONFIG`` file (stdio and HTTP) and from the
 admin's ``ToolServer`` rows (streamable HTTP only). A file server gets a row the first time
 it is seen, so the admin can switch it and its tools; its command, environment, URL and
-headers are always the file's. Secrets in headers and environments are ``${NAME}``
-references to environment variables on the allow-list shared with model keys
-(``contextmgmt.secrets``), resolved when a server is connected.
+headers are always the file's, and of the file and the row the stricter wins for switching
+it off and for the tools that need approval. An admin-added server's URL obeys
+``fetch_url``'s address policy, on save and on every connection. Secrets in headers and
+environments are ``${NAME}`` references to environment variables on the allow-list shared
+with model keys (``contextmgmt.secrets``), resolved when a server is connected.
 
 One pool per process: a stdio server is one child of this process, reused by every run,
 started again when it died, closed on shutdown and at the end of a drain (``close``).
@@ -16,17 +18,22 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
 import json
 import logging
 import os
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 
+from chat.fetch import address_policy
 from chat.tool_server_models import ToolServer
 from contextmgmt.secrets import secret_env_allowed, secret_env_refusal
 from fimone.agent.tools.mcp_config import (
@@ -34,6 +41,7 @@ from fimone.agent.tools.mcp_config import (
     McpToolset,
     ParsedServers,
     SecretRefused,
+    address_refusal,
     parse_mcp_servers,
     server_from_entry,
 )
@@ -114,6 +122,29 @@ def admin_row_spec(row: ToolServer) -> McpServerSpec:
     return server_from_entry(row.name, entry, source="admin")
 
 
+def url_refusal(url: str) -> str | None:
+    """Why an admin may not add a server at ``url``: its host is, or resolves to, an address
+    ``fetch_url`` may not reach (and the operator did not allow), or None. A name that does
+    not resolve (yet) is not refused here: every connection checks it again (sync: a DNS
+    lookup)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return None  # the URL field's own check says what is wrong
+    if not host:
+        return None
+    try:
+        addresses = [ipaddress.ip_address(host)]
+    except ValueError:
+        try:
+            found = socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            return None
+        addresses = [ipaddress.ip_address(info[4][0]) for info in found]
+    return address_refusal(host, addresses, address_policy())
+
+
 def configured_servers() -> list[McpServerSpec]:
     """The enabled servers, file first (a name defined in the file is the file's)."""
     parsed = read_config_file()
@@ -135,12 +166,15 @@ def configured_servers() -> list[McpServerSpec]:
 
 
 def _with_row(spec: McpServerSpec, row: ToolServer) -> McpServerSpec:
+    """The spec as run: the row's allow-list and timeout; off if the file or the row says
+    so, and a tool needs approval if either says so. The file is the operator's emergency
+    switch: it must hold even after the admin touched the row (docs/operations.md)."""
     return dataclasses.replace(
         spec,
         allowed_tools=row.allowed_set,
-        approval_tools=row.approval_set,
+        approval_tools=spec.approval_tools | row.approval_set,
         timeout=row.timeout_seconds,
-        extra={**spec.extra, "enabled": row.enabled},
+        extra={**spec.extra, "enabled": row.enabled and not spec.extra.get("disabled", False)},
     )
 
 
@@ -183,9 +217,19 @@ def pool() -> McpPool:
             secret_lookup,
             list_ttl=settings.FIMONE_MCP_TOOLS_TTL_SECONDS,
             start_timeout=settings.FIMONE_MCP_START_TIMEOUT_SECONDS,
+            max_tools=max_tools(),
+            policy=address_policy,
         )
         _pool.update(pool=current, loop=loop)
     return current
+
+
+def max_tools() -> int:
+    """``FIMONE_MCP_MAX_TOOLS``, the most tools one server offers."""
+    value = settings.FIMONE_MCP_MAX_TOOLS
+    if value < 1:
+        raise ImproperlyConfigured(f"FIMONE_MCP_MAX_TOOLS must be 1 or more, not {value}")
+    return value
 
 
 async def server_tools(*, vision: bool) -> McpToolset:

@@ -21,6 +21,7 @@ from chat.api import async_api_view, read_json
 from chat.errors import InvalidInput
 from chat.runs import deps
 from fimone.agent.tools import BUILTIN_SOURCE
+from fimone.agent.tools.mcp_config import ServerCap
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,13 @@ def source_label(source: str) -> str:
     return source
 
 
+def cap_note(cap: ServerCap) -> str:
+    return gettext(
+        "This server lists more tools than are offered: only its first %(count)d are "
+        "(at most %(limit)d per server)."
+    ) % {"count": cap.offered, "limit": cap.limit}
+
+
 def _settings_and_local_tools(conversation_id: Any) -> tuple[frozenset[str], set[str], list]:
     off: frozenset[str] = frozenset()
     approved: set[str] = set()
@@ -74,9 +82,11 @@ def _settings_and_local_tools(conversation_id: Any) -> tuple[frozenset[str], set
 async def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
     """Every tool a run of the conversation may be offered, grouped by source (the
     switched-off ones included, marked), built-in first; a tool server that cannot be
-    listed right now is a source with its ``error`` and no tools."""
+    listed right now is a source with its ``error`` and no tools; one that lists more tools
+    than are offered has a ``note`` saying so."""
     off, approved, tools = await sync_to_async(_settings_and_local_tools)(conversation_id)
     errors: dict[str, str] = {}
+    notes: dict[str, str] = {}
     try:
         served = await deps.current().server_tools(vision=False)
     except Exception as exc:  # the menu shows what it can; the log says why not more
@@ -84,6 +94,7 @@ async def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
     else:
         tools += [t for t in served.tools if t.name not in {x.name for x in tools}]
         errors = {tool_settings.server_source(p.server): p.reason for p in served.problems}
+        notes = {tool_settings.server_source(c.server): cap_note(c) for c in served.capped}
     groups: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
         groups.setdefault(tool.source, []).append(
@@ -106,6 +117,7 @@ async def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
             "can_disable": source != BUILTIN_SOURCE,
             "tools": groups.get(source, []),
             **({"error": errors[source]} if source in errors else {}),
+            **({"note": notes[source]} if source in notes else {}),
         }
         for source in order
     ]

@@ -333,6 +333,9 @@ FIMONE_MCP_TOOLS_TTL_SECONDS = _typed(env.float, "FIMONE_MCP_TOOLS_TTL_SECONDS",
 FIMONE_MCP_START_TIMEOUT_SECONDS = _typed(
     env.float, "FIMONE_MCP_START_TIMEOUT_SECONDS", default=30.0
 )
+# The most tools one tool server offers (after its allow-list); a server listing more is
+# cut, with a note in the tools menu (docs/tools.md).
+FIMONE_MCP_MAX_TOOLS = _typed(env.int, "FIMONE_MCP_MAX_TOOLS", default=128)
 
 # Drain on SIGTERM (chat.drain): how long running runs may take to finish before the rest
 # are marked interrupted and the process exits.

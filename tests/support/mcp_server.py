@@ -3,11 +3,14 @@
 
     python -m tests.support.mcp_server stdio [--marker-dir DIR]
     python -m tests.support.mcp_server http --port 8123 [--marker-dir DIR] [--require-header NAME]
-    python -m tests.support.mcp_server fail-at-start | hang-at-start
+    python -m tests.support.mcp_server fail-at-start | hang-at-start [--marker-dir DIR]
+    python -m tests.support.mcp_server many-tools --count 10000 [--page-size N] [--endless]
 
 Its tools cover what a client must handle: text, structured content, images, an error
 result, embedded resources, a slow call that notes its cancellation (in ``marker-dir``), a
-call that kills the process, and one that never answers.
+call that kills the process, and one that never answers. ``many-tools`` is a server of
+``--count`` tools (each says its name back), listed ``--page-size`` at a time; ``--endless``
+always offers a next page. ``hang-at-start`` notes each start in ``marker-dir``.
 """
 
 from __future__ import annotations
@@ -106,8 +109,13 @@ def build(marker_dir: Path | None) -> MCPServer:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["stdio", "http", "fail-at-start", "hang-at-start"])
+    parser.add_argument(
+        "mode", choices=["stdio", "http", "fail-at-start", "hang-at-start", "many-tools"]
+    )
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--endless", action="store_true")
     parser.add_argument("--marker-dir", type=Path)
     parser.add_argument("--require-header", default="")
     args = parser.parse_args(argv)
@@ -115,7 +123,12 @@ def main(argv: list[str] | None = None) -> None:
         print("this server cannot start", file=sys.stderr)
         sys.exit(2)
     if args.mode == "hang-at-start":
+        if args.marker_dir is not None:
+            (args.marker_dir / f"hang-started-{os.getpid()}").write_text("")
         time.sleep(3600)  # never answers the handshake
+    if args.mode == "many-tools":
+        asyncio.run(_serve_many_tools(args.count, args.page_size or args.count, args.endless))
+        return
     server = build(args.marker_dir)
     if args.mode == "stdio":
         server.run("stdio")
@@ -126,6 +139,32 @@ def main(argv: list[str] | None = None) -> None:
     if args.require_header:
         app = _RequireHeader(app, args.require_header, args.marker_dir)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+async def _serve_many_tools(count: int, page_size: int, endless: bool) -> None:
+    """The SDK's low-level server with ``count`` tools, paginated; the cursor is an offset."""
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+    from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool
+
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    tools = [
+        Tool(name=f"tool_{i:05d}", description=f"Tool number {i}.", input_schema=schema)
+        for i in range(count)
+    ]
+
+    async def list_tools(ctx, params) -> ListToolsResult:
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        page = tools[start % count : start % count + page_size]
+        more = endless or start + page_size < count
+        return ListToolsResult(tools=page, next_cursor=str(start + page_size) if more else None)
+
+    async def call_tool(ctx, params) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=f"called {params.name}")])
+
+    server = Server("fimone-many-tools", on_list_tools=list_tools, on_call_tool=call_tool)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
 
 
 class _RequireHeader:

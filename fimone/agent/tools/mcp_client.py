@@ -6,9 +6,15 @@ server is a child process) or ``streamable_http_client``. A connection lives in 
 its own on the server process's event loop and is shared by every run: a stdio server is
 started once, not per call, and started again when it has died (the next use notices and
 restarts it; a call under way when it dies gets an error the model reads). A run asks for
-the tools of its servers; the listing is cached for ``list_ttl`` seconds, a failure for
-less, and a server that cannot be started or listed is left out of the run with a
-``ServerProblem`` the run shows as a note. Each call has the server's timeout; a cancelled
+the tools of its servers; the listing is cached for ``list_ttl`` seconds, and a server
+that cannot be started or listed is left out of the run with a ``ServerProblem`` the run
+shows as a note. A failure is remembered from the moment it happened (``failure_memory``
+seconds, doubled for each failure in a row up to ``MAX_FAILURE_MEMORY``): a server that
+hangs costs one start timeout, not one per run. A listing keeps at most ``max_tools``
+tools (after the allow-list) and stops asking for pages once it has them; a server cut so
+is named in ``McpToolset.capped``. An admin-added server is connected only to addresses
+the ``fetch_url`` address policy allows (docs/tools.md, "MCP servers"). Each call has the
+server's timeout; a cancelled
 call (the user pressed Stop, or the timeout) sends the server the protocol's
 ``notifications/cancelled``, which the SDK does when the awaiting task is cancelled.
 """
@@ -16,10 +22,12 @@ call (the user pressed Stop, or the timeout) sends the server the protocol's
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
@@ -34,17 +42,25 @@ from .mcp_config import (
     McpToolset,
     SecretLookup,
     SecretRefused,
+    ServerCap,
     ServerProblem,
+    address_refusal,
     resolve_secrets,
 )
 from .mcp_results import result_output, tool_name
+from .netpolicy import AddressPolicy
 from .registry import Tool, ToolOutput
+from .web_fetch import Resolver, system_resolver
 
 logger = logging.getLogger(__name__)
 
 CLIENT_INFO = types.Implementation(name="fimone", version="3")
 MAX_LIST_PAGES = 20
-FAILURE_TTL = 5.0  # a failed start or listing is tried again after this long
+DEFAULT_MAX_TOOLS = 128
+# A failed start or listing is tried again this long after it failed, doubled for each
+# failure in a row up to the maximum (docs/operations.md, "round 4: tool servers").
+FAILURE_MEMORY = 30.0
+MAX_FAILURE_MEMORY = 300.0
 
 
 class ServerGone(RuntimeError):
@@ -58,6 +74,26 @@ class SessionExpired(ServerGone):
 
 class SecretNotForwarded(RuntimeError):
     """A request would have carried the configured headers to another origin."""
+
+
+class AddressNotAllowed(RuntimeError):
+    """An admin-added server's host is (or resolves to) an address the policy refuses."""
+
+
+@dataclass(frozen=True)
+class ToolListing:
+    """What a server listed, as offered: at most the pool's ``max_tools`` of the tools its
+    allow-list keeps; ``cut`` when it listed more (or more pages than are read)."""
+
+    tools: tuple[types.Tool, ...]
+    cut: bool
+
+
+@dataclass(frozen=True)
+class _Failure:
+    reason: str
+    until: float  # monotonic time
+    in_a_row: int
 
 
 def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
@@ -84,14 +120,56 @@ def origin_guard(configured: str) -> Callable[[httpx2.Request], Awaitable[None]]
     return guard
 
 
+class PolicyTransport(httpx2.AsyncBaseTransport):
+    """Connects only where the address policy allows, and to exactly the address checked:
+    the host is resolved once per request, every address it gives is checked, and the
+    connection goes to the first with the name in the Host header and in TLS — a second
+    lookup could answer differently (as ``fetch_url``, docs/tools.md). No proxy from the
+    environment: a proxy would make the connection the check never saw."""
+
+    def __init__(self, policy: AddressPolicy, resolver: Resolver = system_resolver) -> None:
+        self._policy, self._resolver = policy, resolver
+        self._inner = httpx2.AsyncHTTPTransport(trust_env=False, retries=0)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        url = request.url
+        host = url.raw_host.decode("ascii")
+        try:
+            addresses = [ipaddress.ip_address(host)]
+        except ValueError:
+            port = url.port or (443 if url.scheme == "https" else 80)
+            addresses = [ipaddress.ip_address(a) for a in await self._resolver(host, port)]
+        refusal = address_refusal(host, addresses, self._policy) if addresses else None
+        if refusal is not None or not addresses:
+            raise AddressNotAllowed(refusal or f"{host} resolves to no address")
+        pinned = httpx2.Request(
+            request.method,
+            url.copy_with(host=str(addresses[0])),
+            headers=request.headers,  # the Host header keeps the name
+            stream=request.stream,
+            extensions={**request.extensions, "sni_hostname": host},
+        )
+        return await self._inner.handle_async_request(pinned)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class McpConnection:
     """One live session with one server (see the module's docstring)."""
 
     def __init__(
-        self, spec: McpServerSpec, secret: SecretLookup, *, start_timeout: float, errlog: TextIO
+        self,
+        spec: McpServerSpec,
+        secret: SecretLookup,
+        *,
+        start_timeout: float,
+        errlog: TextIO,
+        policy: AddressPolicy | None = None,
     ) -> None:
         self.spec = spec
         self._secret = secret
+        self._policy = policy
         self._start_timeout = start_timeout
         self._errlog = errlog
         self._ready: asyncio.Future[ClientSession] | None = None
@@ -112,6 +190,7 @@ class McpConnection:
             headers=headers,
             timeout=httpx2.Timeout(30.0, read=max(300.0, spec.timeout)),
             event_hooks={"request": [origin_guard(spec.url)]},
+            transport=PolicyTransport(self._policy) if self._policy is not None else None,
         )
         return _HttpTransport(spec.url, client)
 
@@ -167,18 +246,20 @@ class McpConnection:
         self.dead = True
         self._stop.set()
 
-    async def list_tools(self) -> list[types.Tool]:
+    async def list_tools(self, *, keep: Callable[[str], bool], limit: int) -> ToolListing:
+        """The server's tools ``keep`` keeps (the allow-list), at most ``limit``: no page
+        is asked for once more than that are in hand."""
         session = await self.session()
-        tools: list[types.Tool] = []
+        kept: list[types.Tool] = []
         cursor: str | None = None
         for _ in range(MAX_LIST_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await self._request(session.list_tools(params=params))
-            tools.extend(page.tools)
+            kept.extend(tool for tool in page.tools if keep(tool.name))
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or len(kept) > limit:
                 break
-        return tools
+        return ToolListing(tuple(kept[:limit]), cut=len(kept) > limit or bool(cursor))
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         session = await self.session()
@@ -248,7 +329,7 @@ def _describe(exc: BaseException) -> str:
     """A short, readable reason."""
     exc = _unwrap(exc)
     text = str(exc).strip()
-    if isinstance(exc, ServerGone | TimeoutError | SecretRefused) and text:
+    if isinstance(exc, ServerGone | TimeoutError | SecretRefused | AddressNotAllowed) and text:
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -260,7 +341,10 @@ def _start_error(exc: BaseException) -> Exception:
 
 
 class McpPool:
-    """This process's connections and tool listings (one pool per server process)."""
+    """This process's connections and tool listings (one pool per server process).
+
+    ``policy`` gives the address policy an admin-added server must obey (read when it is
+    connected); ``max_tools`` is the most tools one server offers."""
 
     def __init__(
         self,
@@ -268,14 +352,23 @@ class McpPool:
         *,
         list_ttl: float = 30.0,
         start_timeout: float = 30.0,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        failure_memory: float = FAILURE_MEMORY,
+        policy: Callable[[], AddressPolicy] | None = None,
         errlog: TextIO | None = None,
     ) -> None:
         self._secret = secret
         self.list_ttl = list_ttl
         self.start_timeout = start_timeout
+        self.max_tools = max_tools
+        self.failure_memory = failure_memory
+        self._policy = policy
         self._errlog = errlog or sys.stderr
         self._connections: dict[tuple, McpConnection] = {}
-        self._listings: dict[tuple, tuple[float, list[types.Tool] | str]] = {}
+        # By (connection key, allow-list): (fresh until, listing).
+        self._listings: dict[tuple, tuple[float, ToolListing]] = {}
+        self._listing_tasks: dict[tuple, asyncio.Task[ToolListing]] = {}
+        self._failures: dict[tuple, _Failure] = {}  # by connection key
         self._lock = asyncio.Lock()
         self._closing: set[asyncio.Task] = set()
 
@@ -290,30 +383,73 @@ class McpPool:
                 closing = asyncio.create_task(current.aclose())
                 self._closing.add(closing)  # kept until done: a task is only weakly held
                 closing.add_done_callback(self._closing.discard)
+            policy = self._policy() if self._policy is not None and spec.source == "admin" else None
             fresh = McpConnection(
-                spec, self._secret, start_timeout=self.start_timeout, errlog=self._errlog
+                spec,
+                self._secret,
+                start_timeout=self.start_timeout,
+                errlog=self._errlog,
+                policy=policy,
             )
             self._connections[spec.connection_key] = fresh
             return fresh
 
-    async def listing(self, spec: McpServerSpec) -> list[types.Tool]:
-        """The server's tools, cached; raises what made starting or listing fail."""
+    async def listing(self, spec: McpServerSpec) -> ToolListing:
+        """The server's tools as offered, cached; raises what made starting or listing
+        fail, also while that failure is remembered. Runs asking at once share one listing."""
         now = time.monotonic()
-        cached = self._listings.get(spec.connection_key)
+        failure = self._failures.get(spec.connection_key)
+        if failure is not None and failure.until > now:
+            raise ServerGone(failure.reason)
+        key = (spec.connection_key, spec.allowed_tools)
+        cached = self._listings.get(key)
         if cached is not None and cached[0] > now:
-            if isinstance(cached[1], str):
-                raise ServerGone(cached[1])
             return cached[1]
+        task = self._listing_tasks.get(key)
+        if task is None:
+            task = asyncio.create_task(self._list(spec, key), name=f"mcp-list:{spec.name}")
+            self._listing_tasks[key] = task
+            task.add_done_callback(lambda done: self._listing_done(key, done))
+        # Shielded: a run stopped meanwhile does not stop the listing the others wait for.
+        return await asyncio.shield(task)
+
+    def _listing_done(self, key: tuple, task: asyncio.Task) -> None:
+        if self._listing_tasks.get(key) is task:
+            del self._listing_tasks[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: a failure nobody waits for any more is no error
+
+    async def _list(self, spec: McpServerSpec, key: tuple) -> ToolListing:
         try:
             async with asyncio.timeout(self.start_timeout + 5):
-                tools = await (await self.connection(spec)).list_tools()
+                connection = await self.connection(spec)
+                listing = await connection.list_tools(keep=spec.allows, limit=self.max_tools)
         except Exception as exc:
             timed_out = isinstance(_unwrap(exc), TimeoutError) and not str(_unwrap(exc))
             reason = "the server did not answer in time" if timed_out else _describe(exc)
-            self._listings[spec.connection_key] = (now + FAILURE_TTL, reason)
+            previous = self._failures.get(spec.connection_key)
+            in_a_row = previous.in_a_row + 1 if previous is not None else 1
+            memory = min(
+                self.failure_memory * 2 ** (in_a_row - 1),
+                max(self.failure_memory, MAX_FAILURE_MEMORY),
+            )
+            # Counted from now, when it failed: the attempt may have taken the whole start
+            # timeout, and a memory counted from before it would be over already.
+            self._failures[spec.connection_key] = _Failure(
+                reason, time.monotonic() + memory, in_a_row
+            )
             raise ServerGone(reason) from None
-        self._listings[spec.connection_key] = (time.monotonic() + self.list_ttl, tools)
-        return tools
+        self._failures.pop(spec.connection_key, None)
+        if listing.cut:
+            logger.warning(
+                "MCP server %s lists more tools than are offered: only its first %d are "
+                "(FIMONE_MCP_MAX_TOOLS=%d)",
+                spec.name,
+                len(listing.tools),
+                self.max_tools,
+            )
+        self._listings[key] = (time.monotonic() + self.list_ttl, listing)
+        return listing
 
     async def toolset(self, specs: Sequence[McpServerSpec], *, vision: bool) -> McpToolset:
         """The tools of ``specs`` for one run (their servers listed concurrently)."""
@@ -322,6 +458,7 @@ class McpPool:
         )
         tools: list[Tool] = []
         problems: list[ServerProblem] = []
+        capped: list[ServerCap] = []
         for spec, listed in zip(specs, results, strict=True):
             if isinstance(listed, BaseException):
                 if isinstance(listed, asyncio.CancelledError):
@@ -329,16 +466,16 @@ class McpPool:
                 logger.warning("MCP server %s left out of this run: %s", spec.name, listed)
                 problems.append(ServerProblem(spec.name, str(listed)))
                 continue
-            tools.extend(
-                self._tool(spec, entry, vision) for entry in listed if spec.allows(entry.name)
-            )
-        return McpToolset(tools, problems)
+            tools.extend(self._tool(spec, entry, vision) for entry in listed.tools)
+            if listed.cut:
+                capped.append(ServerCap(spec.name, len(listed.tools), self.max_tools))
+        return McpToolset(tools, problems, capped)
 
     def retire(self, keep: Sequence[McpServerSpec]) -> list[str]:
         """Close the connections of servers not in ``keep`` (removed, switched off or
         changed since they were started: a stdio server's process ends) and forget their
-        listings; the names of the servers closed. A call still running on one of them
-        ends with the error a stopped server gives."""
+        listings and failures; the names of the servers closed. A call still running on
+        one of them ends with the error a stopped server gives."""
         wanted = {spec.connection_key for spec in keep}
         closed = []
         for key in [key for key in self._connections if key not in wanted]:
@@ -347,17 +484,19 @@ class McpPool:
             closing = asyncio.create_task(connection.aclose())
             self._closing.add(closing)  # kept until done: a task is only weakly held
             closing.add_done_callback(self._closing.discard)
-        for key in [key for key in self._listings if key not in wanted]:
+        for key in [key for key in self._listings if key[0] not in wanted]:
             del self._listings[key]
+        for key in [key for key in self._failures if key not in wanted]:
+            del self._failures[key]
         return closed
 
     def cached_tools(self, specs: Sequence[McpServerSpec]) -> list[Tool]:
         """The tools of ``specs`` whose listing is cached (no server is asked)."""
         tools = []
         for spec in specs:
-            cached = self._listings.get(spec.connection_key)
-            if cached is not None and not isinstance(cached[1], str):
-                tools.extend(self._tool(spec, t, False) for t in cached[1] if spec.allows(t.name))
+            cached = self._listings.get((spec.connection_key, spec.allowed_tools))
+            if cached is not None:
+                tools.extend(self._tool(spec, t, False) for t in cached[1].tools)
         return tools
 
     def _tool(self, spec: McpServerSpec, entry: types.Tool, vision: bool) -> Tool:
@@ -394,7 +533,10 @@ class McpPool:
 
     async def aclose(self) -> None:
         """Close every connection (stdio servers exit); the pool can be used again."""
+        for task in self._listing_tasks.values():
+            task.cancel()
         connections = list(self._connections.values())
         self._connections.clear()
         self._listings.clear()
+        self._failures.clear()
         await asyncio.gather(*(c.aclose() for c in connections), return_exceptions=True)

@@ -11,9 +11,11 @@ Plain Python: the chat layer reads the file and the admin's rows and hands specs
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from .netpolicy import AddressPolicy, AddressRefused, IPAddress, refusal_reason
 
 if TYPE_CHECKING:
     from .registry import Tool
@@ -199,6 +201,38 @@ class ServerProblem:
 
 
 @dataclass(frozen=True)
+class ServerCap:
+    """A server that lists more tools than are offered: only its first ``offered`` are
+    (at most ``limit`` per server)."""
+
+    server: str
+    offered: int
+    limit: int
+
+
+@dataclass(frozen=True)
 class McpToolset:
     tools: list[Tool]
     problems: list[ServerProblem]
+    capped: list[ServerCap] = field(default_factory=list)
+
+
+def address_refusal(host: str, addresses: Sequence[IPAddress], policy: AddressPolicy) -> str | None:
+    """Why an admin-added server at ``host`` (resolving to ``addresses``) may not be
+    connected to, or None. The decision is ``fetch_url``'s address policy: such a URL is
+    typed by someone who cannot run a program here, and must not reach what a fetched page
+    may not (loopback, this machine, the office network, a metadata service)."""
+    for address in addresses:
+        try:
+            policy.check(host, address)
+        except AddressRefused as exc:
+            reason = refusal_reason(address)
+            if reason is None:
+                return str(exc)
+            shown = host if host == str(address) else f"{host} (which resolves to {address})"
+            return (
+                f"{shown} is {reason}: a tool server added in the admin must be on a public "
+                "address unless the operator allows its host or network in "
+                "FIMONE_FETCH_ALLOWED_HOSTS"
+            )
+    return None

@@ -111,6 +111,7 @@ export class ToolsMenu {
       "section",
       { class: `tools-source${source.enabled ? "" : " tools-source-off"}`, "data-source": source.source },
       header,
+      source.note ? el("p", { class: "tools-note", text: source.note }) : null,
       source.tools.length ? list : el("p", { class: "tools-empty", text: gettext("No tools listed right now.") }),
     );
   }
