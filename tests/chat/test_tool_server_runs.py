@@ -211,3 +211,40 @@ async def test_a_server_taken_out_of_the_file_is_stopped_before_the_next_run(
     async with asyncio.timeout(WAIT):
         while process_alive(pid):  # noqa: ASYNC110 - the child exits once its stdin closes
             await asyncio.sleep(0.05)
+
+
+async def test_a_server_listing_more_tools_than_the_cap_is_cut_with_a_note_in_the_menu(
+    user, socket, conversation, ws_fake_llm, mcp_file, settings
+):
+    """RO.12 / RT.3: the SDK's own server listing 300 tools, FIMONE_MCP_MAX_TOOLS=20: the
+    run completes, its request carries the first 20, and the tools menu says why."""
+    from asgiref.sync import sync_to_async
+    from django.test import AsyncClient
+
+    settings.FIMONE_MCP_MAX_TOOLS = 20
+    many = {
+        "command": sys.executable,
+        "args": ["-m", SERVER_MODULE, "many-tools", "--count", "300"],
+    }
+    mcp_file({"many": {**many, "cwd": str(REPO_ROOT)}})
+    ws_fake_llm.enqueue(ws_fake_llm.tool_call("many__tool_00007", "{}"), "Called it.")
+    await send(socket, type="message", content="Use tool 7", mode="react")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    results = [s for s in of_type(events, "step") if s["kind"] == "tool_result"]
+    assert [s["result"] for s in results] == ["called tool_00007"]
+    for call in ws_fake_llm.calls:
+        offered = [
+            t["function"]["name"] for t in call.tools if t["function"]["name"].startswith("many__")
+        ]
+        assert offered == [f"many__tool_{i:05d}" for i in range(20)]
+
+    client = AsyncClient()
+    await sync_to_async(client.force_login)(user)
+    menu = (await client.get(f"/api/conversations/{conversation.id}/tools/")).json()
+    source = next(s for s in menu["sources"] if s["source"] == "mcp:many")
+    assert len(source["tools"]) == 20
+    assert source["note"] == (
+        "This server lists more tools than are offered: only its first 20 are "
+        "(at most 20 per server)."
+    )

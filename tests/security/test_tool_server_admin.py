@@ -175,3 +175,31 @@ def test_the_api_cannot_create_or_change_a_tool_server(client, user, config_file
     assert list(ToolServer.objects.values()) == rows  # no server row was made or changed
     (spec,) = [s for s in tool_servers.configured_servers() if s.name == "local"]
     assert spec.command == sys.executable and spec.transport == "stdio"
+
+
+def test_the_stricter_of_the_file_and_the_admin_wins_also_after_the_row_exists(config_file):
+    """RO.12: ``needsApproval`` or ``"disabled": true`` added to the operator's file once the
+    server's row exists still holds (the file is the emergency switch); the admin may add
+    approvals or switch it off, not take the file's away."""
+    entry = json.loads(config_file.read_text())["mcpServers"]["local"]
+
+    def file_says(**changes) -> list:
+        config_file.write_text(json.dumps({"mcpServers": {"local": {**entry, **changes}}}))
+        tool_servers.forget_cached_servers()
+        return [s for s in tool_servers.configured_servers() if s.name == "local"]
+
+    (spec,) = file_says()  # the row is made from this
+    assert not spec.needs_approval("echo")
+    (spec,) = file_says(needsApproval=["echo"])
+    assert spec.needs_approval("echo") and not spec.needs_approval("add")
+    row = ToolServer.objects.get(name="local")
+    row.approval_tools, row.enabled = "add", True
+    row.save()
+    (spec,) = file_says(needsApproval=["echo"])
+    assert spec.approval_tools == frozenset({"echo", "add"})
+    assert file_says(needsApproval=["echo"], disabled=True) == []  # the row says on
+    (spec,) = file_says()
+    assert spec.approval_tools == frozenset({"add"})
+    row.enabled = False
+    row.save()
+    assert file_says() == []  # the admin's switch still switches it off

@@ -5,12 +5,14 @@
     python -m tests.support.mcp_server http --port 8123 [--marker-dir DIR] [--require-header NAME]
     python -m tests.support.mcp_server fail-at-start | hang-at-start [--marker-dir DIR]
     python -m tests.support.mcp_server many-tools --count 10000 [--page-size N] [--endless]
+        [--marker-dir DIR]
 
 Its tools cover what a client must handle: text, structured content, images, an error
 result, embedded resources, a slow call that notes its cancellation (in ``marker-dir``), a
 call that kills the process, and one that never answers. ``many-tools`` is a server of
 ``--count`` tools (each says its name back), listed ``--page-size`` at a time; ``--endless``
-always offers a next page. ``hang-at-start`` notes each start in ``marker-dir``.
+always offers a next page; each page asked for is noted in ``marker-dir``.
+``hang-at-start`` notes each start there.
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
             (args.marker_dir / f"hang-started-{os.getpid()}").write_text("")
         time.sleep(3600)  # never answers the handshake
     if args.mode == "many-tools":
-        asyncio.run(_serve_many_tools(args.count, args.page_size or args.count, args.endless))
+        page_size = args.page_size or args.count
+        asyncio.run(_serve_many_tools(args.count, page_size, args.endless, args.marker_dir))
         return
     server = build(args.marker_dir)
     if args.mode == "stdio":
@@ -141,20 +144,31 @@ def main(argv: list[str] | None = None) -> None:
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
-async def _serve_many_tools(count: int, page_size: int, endless: bool) -> None:
-    """The SDK's low-level server with ``count`` tools, paginated; the cursor is an offset."""
+async def _serve_many_tools(
+    count: int, page_size: int, endless: bool, marker_dir: Path | None
+) -> None:
+    """The SDK's low-level server with ``count`` tools, paginated; the cursor is an offset.
+    Each page asked for is a line of ``marker_dir/pages-listed``."""
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
     from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool
 
-    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    # About 350 bytes a tool, as the hostile server's (3.5 MB for 10,000).
+    schema = {
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "Any text."}},
+    }
+    about = "Looks the text up in one of many indexes and says what it found there, " * 3
     tools = [
-        Tool(name=f"tool_{i:05d}", description=f"Tool number {i}.", input_schema=schema)
+        Tool(name=f"tool_{i:05d}", description=f"Tool number {i}. {about}", input_schema=schema)
         for i in range(count)
     ]
 
     async def list_tools(ctx, params) -> ListToolsResult:
         start = int(params.cursor) if params is not None and params.cursor else 0
+        if marker_dir is not None:
+            with (marker_dir / "pages-listed").open("a") as f:  # noqa: ASYNC230
+                f.write(f"{start}\n")
         page = tools[start % count : start % count + page_size]
         more = endless or start + page_size < count
         return ListToolsResult(tools=page, next_cursor=str(start + page_size) if more else None)

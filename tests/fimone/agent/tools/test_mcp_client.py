@@ -14,7 +14,7 @@ import pytest
 from fimone.agent.tools import ToolRegistry
 from fimone.agent.tools.mcp_config import McpServerSpec
 from fimone.agent.tools.mcp_results import NAME_RULE
-from tests.support.mcp_servers import stdio_spec
+from tests.support.mcp_servers import REPO_ROOT, stdio_spec
 
 pytestmark = pytest.mark.slow  # real MCP servers, hanging ones waited out (not in bin/test --fast)
 
@@ -206,3 +206,67 @@ async def test_a_restarted_http_server_gets_a_new_session_without_a_failed_call(
         assert (await tools.run_output("web__echo", '{"text": "one"}')).text == "echo: one"
     with http_server(tmp_path, port=port):  # the same URL, a new process: old session unknown
         assert (await tools.run_output("web__echo", '{"text": "two"}')).text == "echo: two"
+
+
+# -- a cap on the tools of one server ----------------------------------------------------------
+
+
+def many_tools_spec(marker_dir, *args: str, **changes) -> McpServerSpec:
+    """The test module's server of many tools (``many-tools``), pages noted in marker_dir."""
+    fields = {
+        "name": "many",
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ("-m", "tests.support.mcp_server", "many-tools", "--marker-dir", str(marker_dir))
+        + args,
+        "cwd": str(REPO_ROOT),
+    }
+    return McpServerSpec(**{**fields, **changes})
+
+
+def pages_listed(marker_dir) -> list[int]:
+    return [int(line) for line in (marker_dir / "pages-listed").read_text().split()]
+
+
+@pytest.fixture
+async def capped_pool():
+    """A pool whose servers offer at most 50 tools each."""
+    from fimone.agent.tools.mcp_client import McpPool
+    from tests.support.mcp_servers import no_secrets
+
+    pool = McpPool(no_secrets, start_timeout=30.0, max_tools=50)
+    yield pool
+    await pool.aclose()
+
+
+async def test_a_server_listing_more_tools_than_the_cap_offers_the_first_ones_with_a_note(
+    capped_pool, marker_dir
+):
+    """RO.12 / RT.3: 300 tools listed, 50 offered, and the toolset names the server cut."""
+    toolset = await capped_pool.toolset(
+        [many_tools_spec(marker_dir, "--count", "300")], vision=False
+    )
+    assert [t.name for t in toolset.tools] == [f"many__tool_{i:05d}" for i in range(50)]
+    assert [(c.server, c.offered, c.limit) for c in toolset.capped] == [("many", 50, 50)]
+    assert toolset.problems == []
+
+
+async def test_endless_pagination_stops_once_the_cap_is_reached(capped_pool, marker_dir):
+    """RO.12: pages of 20 tools, always with a next one: three pages give the 50 tools (and
+    one more, which says there are more), instead of the 20 pages read before."""
+    spec = many_tools_spec(marker_dir, "--count", "1000", "--page-size", "20", "--endless")
+    toolset = await capped_pool.toolset([spec], vision=False)
+    assert len(toolset.tools) == 50 and toolset.capped
+    assert pages_listed(marker_dir) == [0, 20, 40]
+
+
+async def test_the_cap_counts_the_tools_the_allow_list_keeps(capped_pool, marker_dir):
+    """Tools allowed on a later page are still found: the cap is on what is offered."""
+    allowed = frozenset({"tool_00003", "tool_00250"})
+    spec = many_tools_spec(
+        marker_dir, "--count", "300", "--page-size", "100", allowed_tools=allowed
+    )
+    toolset = await capped_pool.toolset([spec], vision=False)
+    assert sorted(t.name for t in toolset.tools) == ["many__tool_00003", "many__tool_00250"]
+    assert toolset.capped == []
+    assert pages_listed(marker_dir) == [0, 100, 200]
