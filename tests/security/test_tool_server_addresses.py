@@ -104,3 +104,13 @@ async def test_an_allowed_name_is_connected_to_the_address_it_was_checked_at(htt
     finally:
         await pool.aclose()
     assert toolset.problems == [] and "named__echo" in {t.name for t in toolset.tools}
+
+
+def test_a_metadata_address_is_refused_though_a_network_around_it_is_allowed(
+    admin_client, settings
+):
+    settings.FIMONE_FETCH_ALLOWED_HOSTS = ["169.254.0.0/16"]
+    response = admin_client.post(ADD_URL, http_form(url="http://169.254.169.254/latest"))
+    page = response.content.decode()
+    assert response.status_code == 200 and "the address of a cloud metadata service" in page
+    assert admin_client.post(ADD_URL, http_form(url="http://169.254.1.2/mcp")).status_code == 302

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .netpolicy import AddressPolicy, AddressRefused, IPAddress, refusal_reason
+from .netpolicy import AddressPolicy, AddressRefused, IPAddress, is_metadata, refusal_reason
 
 if TYPE_CHECKING:
     from .registry import Tool
@@ -230,9 +230,9 @@ def address_refusal(host: str, addresses: Sequence[IPAddress], policy: AddressPo
             if reason is None:
                 return str(exc)
             shown = host if host == str(address) else f"{host} (which resolves to {address})"
+            allowed = "exactly this address" if is_metadata(address) else "its host or network"
             return (
                 f"{shown} is {reason}: a tool server added in the admin must be on a public "
-                "address unless the operator allows its host or network in "
-                "FIMONE_FETCH_ALLOWED_HOSTS"
+                f"address unless the operator allows {allowed} in FIMONE_FETCH_ALLOWED_HOSTS"
             )
     return None
