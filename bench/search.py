@@ -10,9 +10,14 @@ log-like filler, plus many other conversations of the same owner, then:
   and p95 time per query;
 - runs two-word search-box queries over all the owner's conversations (median, p95);
 - times storing a user message with the index (``services.user_message_create``) against
-  the same row without it (``Message.objects.create``).
+  the same row without it (``Message.objects.create``);
+- measures recall quality with crowded keys (``bench/_recall_quality.py``: five languages,
+  20 filler mentions per key, values stated plainly, in reply to a question, or at the end
+  of a long message): the place of the passage quoting the value. ``--quality`` runs only
+  this part.
 
     .venv/bin/python bench/search.py [--conversations 100] [--messages 200] [--long 2000]
+        [--quality]
 """
 
 from __future__ import annotations
@@ -95,9 +100,16 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200)
     parser.add_argument("--long", type=int, default=2000)
     parser.add_argument("--facts", type=int, default=50)
+    parser.add_argument("--quality", action="store_true", help="only the recall quality")
     args = parser.parse_args()
     data_dir = setup_django()
     try:
+        import _recall_quality
+        from django.contrib.auth import get_user_model
+
+        if args.quality:
+            _recall_quality.report(get_user_model().objects.create_user(username="quality"))
+            return
         from django.db import connection
 
         from chat import search_index, services
@@ -154,6 +166,7 @@ def main() -> None:
             Message.objects.create(conversation=target, role="user", content=text)
             without.append(time.perf_counter() - started)
         print(f"store a user message: with index {ms(with_index)}; the bare row {ms(without)}")
+        _recall_quality.report(owner)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 

@@ -30,6 +30,7 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 from django.db.models.fields.json import KT
@@ -37,8 +38,21 @@ from django.db.models.fields.json import KT
 from chat.history import data_url, image_note, image_pixel_turns
 from chat.history_rows import json_or_none
 from chat.models import Attachment, Message, SearchDocument, ToolResult
+from chat.recall_quotes import (
+    COMPANION_CHARS,
+    Focus,
+    centred_bounds,
+    focus_of,
+    is_question,
+    message_name,
+    neighbours,
+    places,
+    shown_messages,
+    states_value_early,
+    where_text,
+)
 from chat.search import CANDIDATES, Hit, search
-from chat.search_text import Term, index_text, query_terms, snippet_bounds
+from chat.search_text import Term, index_text, query_terms
 from fimone.agent.tools import KeptResult, RecalledImage
 
 PASSAGE_CHARS = 600
@@ -116,10 +130,12 @@ def recall_images(
         if score or general:
             scored.append((score, attachment.message.created_at, attachment, note))
     scored.sort(key=lambda s: (s[0], s[1]), reverse=True)
+    best = scored[:IMAGE_LIMIT]
+    place = places(conversation_id, ((a.message_id, created) for _, created, a, _ in best))
     found = []
-    for _score, created, attachment, note in scored[:IMAGE_LIMIT]:
-        when = created.strftime("%Y-%m-%d %H:%M")
-        label = f"image sent by the user ({when}, message #{attachment.message_id}): {note}"
+    for _score, created, attachment, note in best:
+        where = where_text(created, place.get(attachment.message_id))
+        label = f"image sent by the user ({where}): {note}"
         url = data_url(attachment) if vision else None
         part = {"type": "image_url", "image_url": {"url": url}} if url else None
         found.append(RecalledImage(label=label, part=part))
@@ -156,6 +172,15 @@ def _is_uuid(value) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    hit: Hit
+    focus: Focus | None  # where its quote is centred
+    states_value: int  # 2: a value next to the key; 1: in the reply it got; 0: none
+    question: bool  # the last passage of a message that ends with a question
+    reply: Message | None  # the reply a question got (the next shown message, other side)
+
+
 def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) -> list[str]:
     most = limit * MAX_PASSAGES_PER_LIMIT
     hits = search(
@@ -169,42 +194,157 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
         # paste's passages.
         limit=CANDIDATES,
     )
+    candidates = _candidates(hits, terms, before_id)
     copies: dict[str, int] = {}
-    distinct: list[Hit] = []
-    for hit in hits:
-        key = hit.document.terms
-        if key not in copies:
-            distinct.append(hit)
+    chosen: dict[str, _Candidate] = {}
+    for candidate in candidates:
+        key = candidate.hit.document.terms
         copies[key] = copies.get(key, 0) + 1
+        # Of a text said several times, the copy that stated a value (a question asked
+        # again, answered once) is the one quoted.
+        if key not in chosen or candidate.states_value > chosen[key].states_value:
+            chosen[key] = candidate
+    distinct = [c for c in candidates if chosen[c.hit.document.terms] is c]
     # A question asked again with another number ("… for route 3?", "… for route 4?")
     # tells less each time: each text's rank is shared among the texts of its template, so
     # the one passage that stated a detail comes before a dozen variations of one question.
-    template = {hit.document.terms: hit.document.terms.translate(_NO_DIGITS) for hit in hits}
+    template = {key: key.translate(_NO_DIGITS) for key in copies}
     variants = Counter(template[key] for key in copies)
     # Machine output (a pasted log, an export: one row shape repeated) names a word on
     # every row, and a long paste has dozens of passages: such a passage counts for a
     # fraction, and each further passage of the same message for less.
     from_message: Counter[int | None] = Counter()
     weighted = []
-    for hit in distinct:
-        weight = variants[template[hit.document.terms]] * copies[hit.document.terms]
-        if _is_machine_output(hit.document.body):
+    for candidate in distinct:
+        document = candidate.hit.document
+        weight = variants[template[document.terms]] * copies[document.terms]
+        if _is_machine_output(document.body):
             weight /= MACHINE_OUTPUT_SHARE
-        from_message[hit.document.message_id] += 1
-        weight *= from_message[hit.document.message_id]
-        weighted.append((hit.matched, hit.rank / weight, hit))
-    weighted.sort(key=lambda w: (w[0], w[1]), reverse=True)
-    distinct = [hit for _, _, hit in weighted]
+        from_message[document.message_id] += 1
+        weight *= from_message[document.message_id]
+        # A passage that states a value next to the key comes before a question whose
+        # reply gave one, and both before those that only name the key, among those
+        # holding as many of the query's terms.
+        order = (candidate.hit.matched, candidate.states_value, candidate.hit.rank / weight)
+        weighted.append((order, candidate))
+    weighted.sort(key=lambda w: w[0], reverse=True)
+    best = [candidate for _, candidate in weighted[:most]]
+    quotes = _Quotes.of(conversation_id, best)
     room = limit * PASSAGE_CHARS
     passages: list[str] = []
-    for hit in distinct[:most]:
-        passage = passage_of(hit, terms, copies=copies[hit.document.terms])
+    for candidate in best:
+        passage = quotes.passage(candidate, terms, copies=copies[candidate.hit.document.terms])
+        if passage is None:
+            continue  # quoted whole already, as another passage's question or reply
         cost = min(len(passage), PASSAGE_CHARS)  # a full passage costs one slot
         if cost > room:
             break
         passages.append(passage)
         room -= cost
     return passages
+
+
+def _candidates(hits: list[Hit], terms: list[Term], before_id: int | None) -> list[_Candidate]:
+    """The hits with what ranking them needs: where each states a value next to the key,
+    and for a question, the reply it got (one query for the replies' ids, one for them)."""
+    questions = {
+        hit.document.message_id
+        for hit in hits
+        if hit.document.kind == SearchDocument.Kind.MESSAGE
+        and _ends_its_message(hit)
+        and is_question(hit.document.body)
+    }
+    after = neighbours(questions, before_id=before_id)
+    replies = shown_messages(n.after for n in after.values() if n.after is not None)
+    out = []
+    for hit in hits:
+        focus = focus_of(hit.document.body, terms)
+        question = hit.document.message_id in questions
+        reply = None
+        if question:
+            reply = replies.get(after[hit.document.message_id].after)
+            if reply is not None and reply.role == hit.message.role:
+                reply = None  # the same side again: no reply
+        if focus is not None and focus.states_value:
+            states_value = 2
+        elif reply is not None and states_value_early(reply.content):
+            states_value = 1
+        else:
+            states_value = 0
+        out.append(_Candidate(hit, focus, states_value, question, reply))
+    return out
+
+
+def _ends_its_message(hit: Hit) -> bool:
+    document = hit.document
+    message = hit.message
+    return message is not None and document.offset + len(document.body) >= len(message.content)
+
+
+@dataclass
+class _Quotes:
+    """What the chosen passages are quoted with: their questions, replies and places."""
+
+    questions: dict[int, Message]  # a reply's message id -> the question it answered
+    places: dict[int, int]
+    quoted: set[int] = field(default_factory=set)  # messages quoted whole so far
+
+    @classmethod
+    def of(cls, conversation_id, chosen: list[_Candidate]) -> _Quotes:
+        opening = [
+            c.hit.document.message_id
+            for c in chosen
+            if c.hit.document.kind == SearchDocument.Kind.MESSAGE and c.hit.document.offset == 0
+        ]
+        before = neighbours(opening)
+        earlier = shown_messages(n.before for n in before.values() if n.before is not None)
+        questions = {}
+        for c in chosen:
+            neighbour = before.get(c.hit.document.message_id)
+            question = earlier.get(neighbour.before) if neighbour else None
+            if (
+                question is not None
+                and question.role != c.hit.message.role
+                and is_question(question.content)
+            ):
+                questions[c.hit.document.message_id] = question
+        named = {c.hit.document.message_id: c.hit.document.created_at for c in chosen}
+        named.update((m.pk, m.created_at) for m in questions.values())
+        named.update((c.reply.pk, c.reply.created_at) for c in chosen if c.reply)
+        named.pop(None, None)
+        return cls(questions=questions, places=places(conversation_id, named.items()))
+
+    def passage(self, candidate: _Candidate, terms: list[Term], *, copies: int) -> str | None:
+        hit = candidate.hit
+        message_id = hit.document.message_id
+        whole = hit.document.kind == SearchDocument.Kind.MESSAGE and hit.document.offset == 0
+        if whole and message_id in self.quoted:
+            return None
+        text = passage_of(
+            hit, terms, copies=copies, focus=candidate.focus, place=self.places.get(message_id)
+        )
+        if whole and len(hit.document.body) <= PASSAGE_CHARS:
+            self.quoted.add(message_id)
+        question = self.questions.get(message_id)
+        if question is not None and question.pk not in self.quoted:
+            text = f"in reply to {self._companion(question, tail=True)}\n{text}"
+        reply = candidate.reply if candidate.question else None
+        if reply is not None and reply.pk not in self.quoted:
+            text = f"{text}\n↳ reply, {self._companion(reply, tail=False)}"
+        return text
+
+    def _companion(self, message: Message, *, tail: bool) -> str:
+        """A question (its end) or a reply (its start), named, at most COMPANION_CHARS."""
+        content = message.content.strip()
+        if len(content) <= COMPANION_CHARS:
+            self.quoted.add(message.pk)
+            quote = content
+        elif tail:
+            quote = "…" + content[-COMPANION_CHARS:]
+        else:
+            quote = content[:COMPANION_CHARS] + "…"
+        name = message_name(message.role, message.created_at, self.places.get(message.pk))
+        return f"{name}: {quote}"
 
 
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -221,10 +361,21 @@ def _is_machine_output(body: str) -> bool:
     return shapes.most_common(1)[0][1] * 2 >= len(lines)
 
 
-def passage_of(hit: Hit, terms: list[Term], *, copies: int = 1) -> str:
+def passage_of(
+    hit: Hit,
+    terms: list[Term],
+    *,
+    copies: int = 1,
+    focus: Focus | None = None,
+    place: int | None = None,
+) -> str:
+    """``hit`` quoted: at most ``PASSAGE_CHARS`` of it centred on ``focus`` (its best
+    match, ``focus_of``), named by its kind, its date and ``place`` in the chat."""
     document = hit.document
     text = document.body
-    start, end = snippet_bounds(text, terms, PASSAGE_CHARS)
+    if focus is None:
+        focus = focus_of(text, terms)
+    start, end = centred_bounds(text, focus, PASSAGE_CHARS)
     snippet = text[start:end].strip()
     # The passage's place in its whole text (a long message is indexed as passages).
     whole = len(text)
@@ -232,21 +383,21 @@ def passage_of(hit: Hit, terms: list[Term], *, copies: int = 1) -> str:
         whole = len(hit.message.content) - document.offset
     prefix = "…" if start > 0 or document.offset > 0 else ""
     suffix = "…" if end < whole else ""
-    when = document.created_at.strftime("%Y-%m-%d %H:%M")
+    where = where_text(document.created_at, place)
     if document.kind == SearchDocument.Kind.TOOL and document.tool_result_id is not None:
         # A passage of a stored whole result: its id brings the whole back.
         source = (
-            f"tool result of {document.label} ({when}, in answer #{document.message_id}; "
+            f"tool result of {document.label} (in your answer of {where}; "
             f'whole result: recall id "r{document.tool_result_id}")'
         )
     elif document.kind == SearchDocument.Kind.TOOL:
-        source = f"tool result of {document.label} ({when}, in answer #{document.message_id})"
+        source = f"tool result of {document.label} (in your answer of {where})"
     elif document.kind == SearchDocument.Kind.DOCUMENT:
         # The label names the file and the page: "report.pdf, page 7".
-        source = f"document {document.label} (sent {when}, message #{document.message_id})"
+        source = f"document {document.label} (sent with the user's message of {where})"
     else:
-        role = hit.message.role if hit.message else "message"
-        source = f"{role} ({when}, message #{document.message_id})"
+        role = hit.message.role if hit.message else Message.Role.USER
+        source = message_name(role, document.created_at, place)
     if copies > 1:
         source += f" [said {copies} times]"
     return f"{source}: {prefix}{snippet}{suffix}"

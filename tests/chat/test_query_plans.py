@@ -21,7 +21,7 @@ def plans():
 
 
 def test_every_read_of_a_turn_uses_an_index(plans):
-    assert {p["what"] for p in plans} == {"load", "page", "gauge", "search"}
+    assert {p["what"] for p in plans} == {"load", "page", "gauge", "search", "recall"}
     whole = {p["sql"][:200]: query_plans.sqlite_whole_reads(p) for p in plans}
     assert not any(whole.values()), {sql: bad for sql, bad in whole.items() if bad}
 
@@ -43,3 +43,16 @@ def test_the_check_finds_a_load_that_reads_the_whole_conversation():
         "SCAN chat_message",
     }
     assert len(query_plans.sqlite_whole_reads(bad)) == 2
+
+
+def test_recall_counts_a_hits_place_in_the_chat_on_the_conversations_index(plans):
+    """RF.10: "14th in this chat" is one count over a range of the conversation's
+    (created_at, id) index; the messages around a hit are one step in it each."""
+    recall = [p for p in plans if p["what"] == "recall"]
+    (count,) = [p for p in recall if "COUNT(" in p["sql"]]
+    assert (
+        count["plan"]
+        == "SEARCH chat_message USING INDEX msg_conv_order (conversation_id=? AND created_at<?)"
+    ), count["plan"]
+    (around,) = [p for p in recall if '"before_id"' in p["sql"]]
+    assert around["plan"].count("USING INDEX msg_conv_order") == 2, around["plan"]

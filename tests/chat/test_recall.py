@@ -53,9 +53,9 @@ def test_passages_are_verbatim_and_best_match_first(conversation):
     passages = recall_passages(conversation_id=conversation.id, query="Lisbon budget")
     assert len(passages) == 2
     assert "We agreed the budget is 48,500 EUR for the Lisbon office." in passages[0]
-    assert passages[0].startswith("user (") and "message #" in passages[0]
+    assert passages[0].startswith("the user's message (") and "1st in this chat" in passages[0]
     assert "The budget meeting is on Friday." in passages[1]
-    assert passages[1].startswith("assistant (")
+    assert passages[1].startswith("your answer (")
 
 
 def test_other_conversations_are_never_searched(conversation, foreign_conversation):
@@ -199,9 +199,10 @@ async def test_recall_leaves_out_an_answer_the_user_retried(
     # …and gone once it is superseded; the new answer is there instead.
     search = recall_search_for(conversation.id)
     assert await search("aurora", 5) == []
-    passages = await search("lighthouse code", 5)
-    assert sorted(p.split(" (")[0] for p in passages) == ["assistant", "user"]
-    assert any("42-borealis" in p for p in passages)
+    # The answer states the code and is quoted with the question it answered.
+    (passage,) = await search("lighthouse code", 5)
+    assert passage.startswith("in reply to the user's message (")
+    assert "Which lighthouse code?\nyour answer (" in passage and "42-borealis" in passage
 
 
 @pytest.mark.django_db(transaction=True)
@@ -231,7 +232,7 @@ async def test_an_edited_question_and_its_answer_are_found_only_in_their_new_for
     search = recall_search_for(conversation.id)
     assert await search("porto", 5) == []
     found = await search("faro ferry", 5)
-    assert sorted(p.split(" (")[0] for p in found) == ["assistant", "user"]
+    assert sorted(p.split(" (")[0] for p in found) == ["the user's message", "your answer"]
 
 
 def test_recalling_images_leaves_no_reference_cycle(conversation):

@@ -33,7 +33,7 @@ def postgres_plans(migrated_postgres, tmp_path_factory):
 
 
 def test_every_read_of_a_turn_uses_an_index(postgres_plans):
-    assert {p["what"] for p in postgres_plans} == {"load", "page", "gauge", "search"}
+    assert {p["what"] for p in postgres_plans} == {"load", "page", "gauge", "search", "recall"}
     whole = {p["sql"][:200]: query_plans.postgres_whole_reads(p) for p in postgres_plans}
     assert not any(whole.values()), {sql: bad for sql, bad in whole.items() if bad}
 

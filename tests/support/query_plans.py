@@ -4,7 +4,7 @@
 
 ``plans()`` builds a conversation whose summary covers all but its newest messages (a
 pinned message and one left out among those it covers), runs the history load, the
-messages API's newest page, the context gauge and a search in it, and returns each one's
+messages API's newest page, the context gauge, a search and a recall in it, and returns each one's
 queries on ``chat_message`` with the plan the database chose for them (EXPLAIN). The checks
 say whether a plan reads the whole conversation.
 """
@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from chat.history import load_history
 from chat.models import ContextSummary, Conversation, Message, SearchDocument
+from chat.recall import recall_passages
 from chat.search import search
 from chat.search_text import index_text
 
@@ -139,6 +140,13 @@ def plans() -> list[dict]:
         "search", lambda: hits.extend(search(query="herons", conversation_id=conversation.pk))
     )
     assert len(hits) == MESSAGES // 10, hits
+    # recall names each hit by its place in the chat and looks at the messages around it.
+    passages: list = []
+    found += _plans_of(
+        "recall",
+        lambda: passages.extend(recall_passages(conversation_id=conversation.pk, query="herons")),
+    )
+    assert "in this chat" in passages[0], passages
     return [asdict(p) for p in found]
 
 

@@ -98,7 +98,8 @@ def tool_results_are_searchable() -> None:
         message=answer, content="It is on its way.", extra={"steps": steps}
     )
     (found,) = passages(conversation, "Rotterdam")
-    assert found.startswith("tool result of shipping (") and f"#{answer.pk}" in found, found
+    assert found.startswith("tool result of shipping (in your answer of ")
+    assert "2nd in this chat" in found, found
     assert "Parcel ZX-4471 left Rotterdam." in found
 
 
@@ -111,7 +112,8 @@ def retried_answers_and_other_users_are_never_returned() -> None:
     Message.objects.filter(pk=failed.pk).update(superseded_by=retry)
     services.assistant_message_finish(message=retry, content="The code word is heron.")
     (found,) = passages(conversation, "heron")
-    assert "(partial)" not in found and f"#{retry.pk}" in found
+    # The failed answer is hidden: the retry is the chat's second message.
+    assert "(partial)" not in found and "2nd in this chat" in found, found
     # An edited question is kept marked superseded too: only its new wording is found.
     old_question = say(conversation, "Is the egret nesting?")
     new_question = say(conversation, "Is the egret still nesting?")
