@@ -279,7 +279,128 @@ def chinese_words_are_found_by_their_parts() -> None:
     assert "B2-17" in exhibitor
 
 
+# --- RF.10: the value, not the mentions ----------------------------------------------------
+
+_FILLER_ASKS = (
+    "Did the {k} confirm the {t}?",
+    "We should ask the {k} about the {t} again.",
+    "Is the {k} still fine with the {t}?",
+    "The {k} has not replied about the {t} yet.",
+    "Who talked to the {k} about the {t}?",
+)
+_FILLER_TOPICS = ("schedule", "budget", "kickoff", "contract")
+
+
+def _filler_mentions(conversation: Conversation, key: str, part: slice = slice(None)) -> None:
+    """Short messages naming ``key`` with no value (20 distinct ones; ``part`` of them),
+    each acknowledged."""
+    mentions = [ask.format(k=key, t=topic) for topic in _FILLER_TOPICS for ask in _FILLER_ASKS]
+    for text in mentions[part]:
+        say(conversation, text)
+        say(conversation, "Noted, I will keep it in mind.", role="assistant")
+
+
+def a_stated_value_comes_first_among_20_filler_mentions_of_its_key() -> None:
+    """RF.10: the message stating the translator's number is the first passage, ahead of
+    20 short messages that only name the translator (in English and in Japanese)."""
+    conversation = new_conversation()
+    _filler_mentions(conversation, "translator", slice(0, 10))
+    say(conversation, "The translator's direct line is +49 30 9018 2277, best before noon.")
+    _filler_mentions(conversation, "translator", slice(10, 20))
+    for ask in ("翻訳者は{t}について確認しましたか？", "{t}の翻訳者の件はまだ未解決です。"):
+        for topic in (
+            "日程",
+            "予算",
+            "契約",
+            "研修",
+            "監査",
+            "報告",
+            "会議",
+            "計画",
+            "発表",
+            "引き継ぎ",
+        ):
+            say(conversation, ask.format(t=topic))
+    say(conversation, "翻訳者の直通電話は03-5551-0199です。")
+    found = passages(conversation, "translator")
+    assert "+49 30 9018 2277" in found[0], found
+    found = passages(conversation, "翻訳者")
+    assert "03-5551-0199" in found[0], found
+
+
+def a_value_given_in_reply_to_a_question_is_quoted_with_the_question() -> None:
+    """RF.10: "Your EORI number?" holds the key, the user's reply only the value: the
+    question is quoted with its reply, first among 20 filler mentions; and an answer is
+    quoted with the question it answered."""
+    conversation = new_conversation()
+    _filler_mentions(conversation, "EORI")
+    say(conversation, "Your EORI number, please?", role="assistant")
+    say(conversation, "DE884123456789012")
+    say(conversation, "Thanks, noted.", role="assistant")
+    found = passages(conversation, "EORI")
+    assert found[0].startswith("your answer ("), found
+    assert "Your EORI number, please?\n↳ reply, the user's message (" in found[0], found
+    assert found[0].endswith("): DE884123456789012"), found
+    say(conversation, "Which warehouse gate do we use?")
+    say(conversation, "Gate 17, the warehouse code is WH-5523.", role="assistant")
+    found = passages(conversation, "warehouse")
+    assert found[0].startswith("in reply to the user's message ("), found
+    assert "Which warehouse gate do we use?\nyour answer (" in found[0], found
+    assert len(found) == 1, found  # the question is not quoted a second time
+
+
+def the_quote_is_centred_on_the_match_that_states_the_value() -> None:
+    """RF.10: a long message names the translator in passing at its start and gives the
+    number 1,000 characters later: the 600-character quote holds the number."""
+    conversation = new_conversation()
+    padding = " ".join(["We walked through the agenda once more."] * 25)
+    text = (
+        f"Did the translator see the agenda? {padding} The translator's phone is +44 20 7946 0958."
+    )
+    assert len(text) > 1_000
+    say(conversation, text)
+    (found,) = passages(conversation, "translator")
+    assert "+44 20 7946 0958" in found, found
+    body = found.split("): ", 1)[1]
+    assert body.startswith("…") and body[1:].strip() in text, body
+    assert len(body) <= 601
+
+
+def a_hit_is_named_by_its_date_and_place_in_the_chat() -> None:
+    """RF.10: "the user's message (3 March 2026 14:05 UTC, 5th in this chat)": the place
+    counts the conversation's shown messages before it, not the hidden ones."""
+    from datetime import UTC, datetime
+
+    conversation = new_conversation()
+    said = [
+        say(conversation, "Hello"),
+        say(conversation, "Hi, how can I help?", role="assistant"),
+        say(conversation, "An old wording"),
+        say(conversation, "Let us plan the trip."),
+        say(conversation, "Sure.", role="assistant"),
+        say(conversation, "The ferry ticket number is FT-88120."),
+        say(conversation, "Your ferry ticket is FT-88120, noted.", role="assistant"),
+    ]
+    Message.objects.filter(pk=said[2].pk).update(superseded_by=said[3])  # edited: hidden
+    for minute, message in enumerate(said):
+        when = datetime(2026, 3, 3, 14, minute, tzinfo=UTC)
+        Message.objects.filter(pk=message.pk).update(created_at=when)
+        SearchDocument.objects.filter(message=message).update(created_at=when)
+    found = passages(conversation, "ferry ticket")
+    assert any(
+        p.startswith("the user's message (3 March 2026 14:05 UTC, 5th in this chat): The ferry")
+        for p in found
+    ), found
+    assert any(
+        p.startswith("your answer (3 March 2026 14:06 UTC, 6th in this chat): ") for p in found
+    ), found
+
+
 ALL = [
+    a_stated_value_comes_first_among_20_filler_mentions_of_its_key,
+    a_value_given_in_reply_to_a_question_is_quoted_with_the_question,
+    the_quote_is_centred_on_the_match_that_states_the_value,
+    a_hit_is_named_by_its_date_and_place_in_the_chat,
     one_mention_in_a_long_paste_is_found_on_its_passage,
     a_table_row_is_found_by_its_column_name,
     german_compounds_are_found_by_their_parts,
