@@ -162,6 +162,14 @@ class Message(models.Model):
                 condition=models.Q(pinned=True),
                 name="msg_conv_pinned",
             ),
+            # The hidden messages (another version shown): a message's place in the chat
+            # is the messages before it in msg_conv_order, less these (docs/architecture.md,
+            # "Search").
+            models.Index(
+                fields=["conversation", "created_at", "id"],
+                condition=models.Q(superseded_by__isnull=False),
+                name="msg_conv_hidden",
+            ),
         ]
         constraints = [
             # The database's own backstop for "one active run per conversation", whatever

@@ -14,8 +14,8 @@
   question it answered: "Your EORI number?" holds the key, the reply "DE8841…" the value.
 - **Names**: a message is named by its date and its place among the conversation's shown
   messages — "the user's message (3 March 2026 14:05 UTC, 14th in this chat)" — the places
-  of all the quoted messages counted by one query over a range of the conversation's
-  (created_at, id) index (``msg_conv_order``), up to the newest of them.
+  of all the quoted messages counted in the conversation's (created_at, id) index alone, up
+  to the newest of them, less the hidden messages before each (a partial index of those).
 """
 
 from __future__ import annotations
@@ -189,7 +189,8 @@ def shown_messages(ids: Iterable[int]) -> dict[int, Message]:
 
 def places(conversation_id, messages: Iterable[tuple[int, datetime]]) -> dict[int, int]:
     """Each message's place in the conversation (1 = first): one more than the shown
-    messages before it (see the module's docstring)."""
+    messages before it — the messages before it less the hidden ones, each counted in an
+    index alone (``msg_conv_order``; the partial ``msg_conv_hidden``, which holds few)."""
     targets = dict(messages)
     if not targets:
         return {}
@@ -198,10 +199,17 @@ def places(conversation_id, messages: Iterable[tuple[int, datetime]]) -> dict[in
     def before(pk: int, when: datetime) -> Q:
         return Q(created_at__lt=when) | Q(created_at=when, id__lt=pk)
 
-    counts = Message.objects.filter(
-        conversation_id=conversation_id, superseded_by__isnull=True, created_at__lte=newest
-    ).aggregate(**{f"m{pk}": Count("id", filter=before(pk, when)) for pk, when in targets.items()})
-    return {pk: counts[f"m{pk}"] + 1 for pk in targets}
+    upto = Message.objects.filter(conversation_id=conversation_id, created_at__lte=newest)
+    counts = upto.order_by().aggregate(
+        **{f"m{pk}": Count("id", filter=before(pk, when)) for pk, when in targets.items()}
+    )
+    hidden = list(
+        upto.filter(superseded_by__isnull=False).order_by().values_list("created_at", "id")
+    )
+    return {
+        pk: counts[f"m{pk}"] + 1 - sum(1 for at, other in hidden if (at, other) < (when, pk))
+        for pk, when in targets.items()
+    }
 
 
 # --- names --------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 _WORD = re.compile(r"[^\W_]+")
 # Han (with extensions A and compatibility), kana, Hangul syllables and jamo.
@@ -163,6 +164,7 @@ def query_terms(query: str, *, stopwords: frozenset[str] = frozenset()) -> list[
 # --- where terms occur in the original text (passages and highlights) ---------------------
 
 
+@lru_cache(maxsize=256)  # recall looks for each term in hundreds of passages
 def term_pattern(term: Term) -> re.Pattern[str]:
     """Where a term occurs in the original text: whole words, any case; CJK as written."""
     if term.cjk:

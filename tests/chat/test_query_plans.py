@@ -45,14 +45,17 @@ def test_the_check_finds_a_load_that_reads_the_whole_conversation():
     assert len(query_plans.sqlite_whole_reads(bad)) == 2
 
 
-def test_recall_counts_a_hits_place_in_the_chat_on_the_conversations_index(plans):
-    """RF.10: "14th in this chat" is one count over a range of the conversation's
-    (created_at, id) index; the messages around a hit are one step in it each."""
+def test_recall_counts_a_hits_place_in_the_chat_in_the_indexes_alone(plans):
+    """RF.10: "14th in this chat" is a count in the conversation's (created_at, id) index,
+    less the hidden messages found by their partial index; the messages around a hit are
+    a step in the conversation's index each."""
     recall = [p for p in plans if p["what"] == "recall"]
     (count,) = [p for p in recall if "COUNT(" in p["sql"]]
-    assert (
-        count["plan"]
-        == "SEARCH chat_message USING INDEX msg_conv_order (conversation_id=? AND created_at<?)"
+    assert count["plan"] == (
+        "SEARCH chat_message USING COVERING INDEX msg_conv_order "
+        "(conversation_id=? AND created_at<?)"
     ), count["plan"]
+    (hidden,) = [p for p in recall if '"superseded_by_id" IS NOT NULL' in p["sql"]]
+    assert "USING INDEX msg_conv_hidden (conversation_id=? AND created_at<?)" in hidden["plan"]
     (around,) = [p for p in recall if '"before_id"' in p["sql"]]
     assert around["plan"].count("USING INDEX msg_conv_order") == 2, around["plan"]
