@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat", "0019_conversation_ledger"),
+        ("chat", "0020_whole_tool_results_indexed"),
     ]
 
     operations = [
