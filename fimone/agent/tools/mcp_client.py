@@ -410,8 +410,14 @@ class McpPool:
             task = asyncio.create_task(self._list(spec, key), name=f"mcp-list:{spec.name}")
             self._listing_tasks[key] = task
             task.add_done_callback(lambda done: self._listing_done(key, done))
-        # Shielded: a run stopped meanwhile does not stop the listing the others wait for.
-        return await asyncio.shield(task)
+        try:
+            # Shielded: a run stopped meanwhile does not stop the listing others wait for.
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # this run was stopped
+            raise ServerGone("the tool servers were closed during the listing") from None
 
     def _listing_done(self, key: tuple, task: asyncio.Task) -> None:
         if self._listing_tasks.get(key) is task:

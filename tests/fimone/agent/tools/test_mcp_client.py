@@ -270,3 +270,26 @@ async def test_the_cap_counts_the_tools_the_allow_list_keeps(capped_pool, marker
     assert sorted(t.name for t in toolset.tools) == ["many__tool_00003", "many__tool_00250"]
     assert toolset.capped == []
     assert pages_listed(marker_dir) == [0, 100, 200]
+
+
+async def test_closing_the_pool_during_a_listing_leaves_the_server_out_of_the_run(marker_dir):
+    """A listing runs apart from the runs that wait for it: closing the pool (a drain's
+    end) ends it, and a waiting run reads a problem, not a cancellation of its own."""
+    from fimone.agent.tools.mcp_client import McpPool
+    from tests.support.mcp_servers import no_secrets
+
+    pool = McpPool(no_secrets, start_timeout=60.0)
+    hanging = McpServerSpec(
+        name="mute",
+        transport="stdio",
+        command=sys.executable,
+        args=("-m", "tests.support.mcp_server", "hang-at-start", "--marker-dir", str(marker_dir)),
+        cwd=str(REPO_ROOT),
+    )
+    waiting = asyncio.create_task(pool.toolset([hanging], vision=False))
+    async with asyncio.timeout(WAIT):
+        while not list(marker_dir.glob("hang-started-*")):  # noqa: ASYNC110 - a child writes it
+            await asyncio.sleep(0.05)
+    await pool.aclose()
+    toolset = await waiting
+    assert toolset.tools == [] and [p.server for p in toolset.problems] == ["mute"]
