@@ -15,7 +15,7 @@ The files: runs of empty comments before a non-HTML tag (the HTML sniff), an XML
 a 30-line licence header, Word files of 20,000 and 60,000 short paragraphs and the same
 text as a .txt, a presentation of 1,200 slides, and the corners of the Markdown, table and
 HTML readers (a heading line of 2,000 spaces, 20,000 blank lines, 8,000 ``,'`` pairs,
-8,000 unclosed attribute quotes).
+8,000 unclosed attribute quotes) and a text of one 10 MB paragraph (cut into pages).
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ FILES: list[tuple[str, Callable[[], bytes]]] = [
     ("20,000 blank lines, then text", lambda: b"\n" * 20_000 + b"hello"),
     ("table: a,b then 8,000 ,' pairs", lambda: b"a,b\n" + b",'" * 8_000 + b"\nc,d\n"),
     ("HTML: 8,000 unclosed attribute quotes", lambda: b"<html><body>" + b"<a b='" * 8_000),
+    ("txt, one paragraph of 10 MB", lambda: b"word " * 2_000_000),
 ]
 
 

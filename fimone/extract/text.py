@@ -33,10 +33,15 @@ def paginate(blocks: list[str], budget: Budget, *, page_chars: int = PAGE_CHARS)
         current, size = [], 0
 
     for block in blocks:
-        while len(block) > page_chars:
+        # A block longer than a page is cut by position: cutting the rest off again for
+        # each page copied the rest once a page (quadratic in the block).
+        start = 0
+        while len(block) - start > page_chars and len(pages) < budget.limits.max_pages:
             flush()
-            pages.append(block[:page_chars])
-            block = block[page_chars:]
+            pages.append(block[start : start + page_chars])
+            start += page_chars
+        if start:
+            block = block[start:]
         if size and size + len(block) + 1 > page_chars:
             flush()
         current.append(block)

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from fimone.extract import ExtractionError, ExtractLimits, sniff
 from fimone.extract.isolated import ExtractionPool
-from fimone.extract.text import markdown_heading
+from fimone.extract.text import PAGE_CHARS, markdown_heading, paginate
+from fimone.extract.types import Budget
 from tests.support import documents
 
 pytestmark = [
@@ -152,6 +153,29 @@ def test_ro11_markdown_headings(line, level, text):
 @pytest.mark.parametrize("line", ["#", "#Title", "####### seven", "# ", "text # not"])
 def test_ro11_what_is_no_markdown_heading(line):
     assert markdown_heading(line) is None
+
+
+class CopyCountingText(str):
+    """A text that counts the characters its slices copy."""
+
+    copied = 0
+
+    def __getitem__(self, key):
+        part = CopyCountingText(str.__getitem__(self, key))
+        CopyCountingText.copied += len(part)
+        return part
+
+
+@pytest.mark.parametrize("pages", [10, 400, 2_000])
+def test_ro11_a_paragraph_of_many_pages_is_cut_with_one_copy(pages):
+    """A text file without blank lines is one block: it was cut by slicing the rest off
+    for each page (8 MB: 6 s, quadratic); its pages now cost one copy of the text."""
+    block = CopyCountingText("x" * (PAGE_CHARS * pages + 7))
+    CopyCountingText.copied = 0
+    cut = paginate([block], Budget(ExtractLimits()))
+    assert len(cut) == min(pages, ExtractLimits().max_pages) + 1
+    assert cut[0] == "x" * PAGE_CHARS and len(cut[-1]) <= len(block)
+    assert CopyCountingText.copied <= 2 * len(block)
 
 
 def test_ro11_tables_are_told_by_one_width_for_every_line():
