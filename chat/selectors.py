@@ -223,8 +223,9 @@ def tool_result_get(*, conversation: Conversation, result_id) -> ToolResult:
 
 def tool_result_ids(*, messages: Iterable[Message]) -> dict[int, dict[str, int]]:
     """The stored whole results of ``messages`` (answers) by message id, then call id (the
-    newest of a call id repeated in one run): one query for a page."""
-    ids = [m.pk for m in messages if m.role == Message.Role.ASSISTANT and m.metadata]
+    newest of a call id repeated in one run): one query for a page, none for a page
+    without tool results."""
+    ids = [m.pk for m in messages if _has_tool_result_steps(m)]
     out: dict[int, dict[str, int]] = {}
     if not ids:
         return out
@@ -232,6 +233,15 @@ def tool_result_ids(*, messages: Iterable[Message]) -> dict[int, dict[str, int]]
     for pk, message_id, call_id in rows.values_list("id", "message_id", "call_id"):
         out.setdefault(message_id, {})[call_id] = pk
     return out
+
+
+def _has_tool_result_steps(message: Message) -> bool:
+    if message.role != Message.Role.ASSISTANT or not isinstance(message.metadata, dict):
+        return False
+    steps = message.metadata.get("steps")
+    return isinstance(steps, list) and any(
+        isinstance(s, dict) and s.get("kind") == "tool_result" for s in steps
+    )
 
 
 def summary_get(*, conversation: Conversation, summary_id) -> ContextSummary:
