@@ -15,10 +15,9 @@ from fimone.extract.text import PAGE_CHARS, markdown_heading, paginate
 from fimone.extract.types import Budget
 from tests.support import documents
 
-pytestmark = [
-    pytest.mark.slow,  # extraction worker processes (not in bin/test --fast)
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# The tests that read through an extraction worker process (not in bin/test --fast).
+through_a_worker = pytest.mark.slow
 
 # Far more than any of these inputs needs read linearly (milliseconds), far less than the
 # old patterns needed (minutes to years).
@@ -58,6 +57,7 @@ def read(pool: ExtractionPool, data: bytes):
         return None
 
 
+@through_a_worker
 @pytest.mark.parametrize("comments", [26, 40, 400])
 def test_ro11_runs_of_comments_are_sniffed_without_backtracking(pool, comments):
     """Empty comments before something that is not an HTML tag: each comment more doubled
@@ -68,6 +68,7 @@ def test_ro11_runs_of_comments_are_sniffed_without_backtracking(pool, comments):
     assert pool.extract(page, limits=DEADLINE).kind == "html"
 
 
+@through_a_worker
 def test_ro11_an_xml_file_with_a_licence_header_is_accepted(pool):
     """A real kind of file: a 30-line licence, one comment a line, then the XML."""
     header = "\n".join(f"<!-- {line} -->" for line in (LICENCE * 3)[:30])
@@ -78,6 +79,7 @@ def test_ro11_an_xml_file_with_a_licence_header_is_accepted(pool):
     assert doc.kind == "text" and "Bluebird" in doc.text and "Apache License" in doc.text
 
 
+@through_a_worker
 def test_ro11_a_word_file_of_60000_paragraphs_is_read_completely(pool):
     """Short paragraphs: the old reader summed every block's length again for each
     paragraph and looked each paragraph's style up among all styles. Read with the
@@ -115,6 +117,7 @@ PREFIXES = ["", "<html>", "# a", "## x ", "a,b\nc,d\n", "[", "- item\n"]
 SUFFIXES = ["", "b", "x\n", "-->", "\n\n"]
 
 
+@through_a_worker
 @settings(
     max_examples=40,
     deadline=None,
