@@ -30,6 +30,7 @@ from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.documents import KIND_LABELS, inline_tokens, read_max_chars, size_label
 from chat.models import Attachment
 from chat.search_text import index_text, query_terms
+from contextmgmt.core.readon import READ_ON, call_text
 from fimone.agent.tools.documents import MAX_PAGES_PER_CALL, parse_pages
 
 QUERY_PAGES = 3
@@ -218,7 +219,7 @@ def read_document_text(
     else:
         numbers = list(range(1, len(texts) + 1))
         intro = f"{name}, from the start ({len(texts)} pages):"
-    return intro + "\n\n" + _page_blocks(texts, numbers, max_chars)
+    return intro + "\n\n" + _page_blocks(texts, numbers, max_chars, name=name)
 
 
 def _find(file: str, known: list[tuple]) -> tuple | None:
@@ -249,7 +250,7 @@ def _best_pages(texts: list[str], query: str) -> list[int]:
     return [number for _score, number in scored[:QUERY_PAGES]]
 
 
-def _page_blocks(texts: list[str], numbers: list[int], max_chars: int) -> str:
+def _page_blocks(texts: list[str], numbers: list[int], max_chars: int, *, name: str) -> str:
     blocks: list[str] = []
     room = max_chars
     shown = 0
@@ -266,10 +267,13 @@ def _page_blocks(texts: list[str], numbers: list[int], max_chars: int) -> str:
         shown += 1
     rest = numbers[shown:]
     if rest:
+        # A read-on line (contextmgmt.core.readon): it outlives this result in the stub
+        # that replaces it and in a summary of the run.
+        next_call = call_text("read_document", {"file": name, "pages": _spans(rest)})
         blocks.append(
-            f"[{len(rest)} more page(s) asked for were not shown (at most "
-            f"{MAX_PAGES_PER_CALL} pages and {max_chars:,} characters a call): read pages "
-            f'"{_spans(rest)}" next]'
+            f"[Pages {_spans(numbers[:shown])} of {len(texts)} shown; {len(rest)} more "
+            f"page(s) asked for were not shown (at most {MAX_PAGES_PER_CALL} pages and "
+            f"{max_chars:,} characters a call); {READ_ON}{next_call}]"
         )
     return "\n\n".join(blocks)
 

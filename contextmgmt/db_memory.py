@@ -30,7 +30,7 @@ from asgiref.sync import sync_to_async
 from contextmgmt.core.compact import CompactResult, CompactUtils, tool_units
 from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT, PINNED_CAP_SHARE
 from contextmgmt.core.llm import LLM
-from contextmgmt.core.masking import low_water, mask_tool_results
+from contextmgmt.core.masking import keep_share, low_water, mask_tool_results
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.textcut import clip_to_tokens
@@ -286,7 +286,11 @@ class DbMemory(BaseMemory):
         ]
         base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
         # The cheap tier first: old tool results (earlier runs' records) become stubs.
-        masking = mask_tool_results(base, target_tokens=low_water(self.max_tokens))
+        masking = mask_tool_results(
+            base,
+            target_tokens=low_water(self.max_tokens),
+            keep_tokens=keep_share(self.max_tokens),
+        )
         self.masked = masking.masked
         if masking.masked:
             base = masking.messages

@@ -66,6 +66,8 @@ class CompactResult:
     summary_overshoots: int = 0
     # Tool results masked before any summary (masking.MaskedResult), oldest first.
     masked: list[Any] = field(default_factory=list)
+    # Results of the round not read yet, cut to fit with a read-on line (masking.CutResult).
+    results_cut: list[Any] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- units

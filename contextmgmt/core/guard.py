@@ -9,10 +9,14 @@
    as it is, the common case. Token estimates are cached per message, so this costs one
    cheap pass.
 3. Over the masking mark → every tool result older than the newest rounds is masked
-   (``masking``: stubs saying how to get them back). Stubs never change and masking only
-   moves forward, so the prefix up to the last stub stays byte-identical from call to call
-   (the provider's cache holds). If that fits the budget, no LLM is asked (strategy "mask",
-   or "none" when there was nothing to mask).
+   (``masking``: stubs saying how to get them back); the newest rounds stay whole only
+   while they fit their share of the budget. Still over budget → every round the model
+   has answered is masked too, and then the results of the round it has not read yet are
+   cut to the room left, each ending with a line saying how to read on (``recall`` with
+   its id and a start). Stubs never change and masking only moves forward, so the prefix
+   up to the last stub stays byte-identical from call to call (the provider's cache
+   holds). If that fits the budget, no LLM is asked (strategy "mask", or "none" when there
+   was nothing to mask or cut).
 4. Still over budget → injected pinned messages are unpinned oldest-first while pinned content
    exceeds half the budget (the current query stays pinned), then LLM compaction
    with the hint's prompt, or ``smart_truncate`` without a compaction LLM. Any LLM
@@ -32,11 +36,22 @@ from typing import Any
 from . import tokens
 from .compact import CompactResult, CompactUtils
 from .llm import Usage
-from .masking import KEEP_TOOL_ROUNDS, mask_mark, mask_tool_results
+from .masking import (
+    KEEP_TOOL_ROUNDS,
+    cut_unread_results,
+    keep_share,
+    mask_mark,
+    mask_tool_results,
+    unanswered_round,
+)
 from .messages import ChatMessage
 
 TRUNCATED_SUFFIX = "\n[Truncated]"
 PINNED_CAP_SHARE = 0.5
+# The results the model has not read yet keep at least this share of the budget when the
+# rest of the context leaves them less: the rest is then summarised, not them.
+UNREAD_FLOOR_SHARE = 0.5
+CUT_ATTEMPTS = 3
 DEFAULT_COMPACT_TIMEOUT = 60.0
 
 
@@ -98,6 +113,19 @@ def apply_pinned_cap(messages: list[ChatMessage], budget: int) -> tuple[list[Cha
             pinned -= tokens.estimate_message_tokens(msg)
             unpinned += 1
     return out, unpinned
+
+
+def _unread_tokens(messages: list[ChatMessage]) -> int:
+    """The tokens of the results of the round the model has not answered yet."""
+    start = unanswered_round(messages)
+    if start is None:
+        return 0
+    wanted = {tc.id for tc in messages[start].tool_calls or ()}
+    return sum(
+        tokens.estimate_message_tokens(m)
+        for m in messages[start + 1 :]
+        if m.role == "tool" and m.tool_call_id in wanted
+    )
 
 
 def _compactable(msg: ChatMessage) -> bool:
@@ -189,24 +217,50 @@ class ContextGuard:
                 return work
 
         masked = []
+        cut_results = []
         if masking:
-            outcome = mask_tool_results(work, keep_rounds=self.mask_keep_rounds)
+            # Old rounds first; the newest stay whole while they fit their share.
+            outcome = mask_tool_results(
+                work, keep_rounds=self.mask_keep_rounds, keep_tokens=keep_share(budget)
+            )
             if outcome.masked:
                 work, total, masked = outcome.messages, outcome.tokens_after, outcome.masked
+            if total > budget:
+                # Still over: every round the model has answered becomes stubs before any
+                # summary is made (it acted on them; recall brings them back).
+                outcome = mask_tool_results(work, keep_rounds=0)
+                if outcome.masked:
+                    work, total = outcome.messages, outcome.tokens_after
+                    masked = [*masked, *outcome.masked]
+            if total > budget:
+                # The round it has not read yet does not fit: its results are cut to the
+                # room left, each ending with how to read on — never summarised unseen.
+                unread = _unread_tokens(work)
+                room = max(budget - (total - unread), int(budget * UNREAD_FLOOR_SHARE))
+                for _ in range(CUT_ATTEMPTS):
+                    trimmed = cut_unread_results(work, room_tokens=room)
+                    if not trimmed.cut:
+                        break
+                    work, total, cut_results = trimmed.messages, trimmed.tokens_after, trimmed.cut
+                    if total <= budget:
+                        break
+                    # Estimates of pieces add up to a token or two less than the whole's.
+                    room -= total - budget
         if total <= budget:
             # Over the mark, within the budget: masked if anything was old enough, else
             # sent as it is (the same list when nothing was cut).
-            if masked:
+            if masked or cut_results:
                 self.compactions += 1
             self.last = CompactResult(
                 work,
-                "mask" if masked else "none",
+                "mask" if masked or cut_results else "none",
                 n,
                 n,
                 tokens_before,
                 total,
                 oversized_cut=cut,
                 masked=masked,
+                results_cut=cut_results,
             )
             return work
         work = list(work)
@@ -215,9 +269,17 @@ class ContextGuard:
         if not any(_compactable(m) for m in work):
             # Only the system prompt and pinned messages (the query): nothing to shrink, so
             # no compaction — the call goes as it is and the provider has the last word.
-            strategy = "mask" if masked else "none"
+            strategy = "mask" if masked or cut_results else "none"
             self.last = CompactResult(
-                work, strategy, n, n, tokens_before, total, oversized_cut=cut, masked=masked
+                work,
+                strategy,
+                n,
+                n,
+                tokens_before,
+                total,
+                oversized_cut=cut,
+                masked=masked,
+                results_cut=cut_results,
             )
             return work
         if self.compact_llm is not None:
@@ -238,6 +300,7 @@ class ContextGuard:
         result.tokens_before = tokens_before
         result.oversized_cut = cut
         result.masked = masked
+        result.results_cut = cut_results
         self.usage.add(result.usage)
         self.summariser_calls += result.summary_calls
         self.compactions += 1

@@ -32,17 +32,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from . import tokens
 from .compact import tool_units
 from .messages import ChatMessage, ToolCall
+from .readon import READ_ON, read_on_lines
+from .textcut import clip_to_tokens
 
 # The newest tool rounds (an assistant message calling tools, with its results) stay whole.
 # Two, not more: each round kept whole is sent again on every call until it is masked, and
 # read afresh after each masking; bench/tool_heavy.py measured three rounds at a fifth
 # more input tokens than two and 70% more uncached ones (docs/architecture.md).
 KEEP_TOOL_ROUNDS = 2
+# The newest rounds stay whole only while together they take at most this share of the
+# budget: at a small window two rounds of long pages alone fill it, and keeping them would
+# leave a summary as the only way to fit (the round not answered yet always stays).
+KEEP_ROUNDS_SHARE = 0.5
 # Once a run's context passes this share of the guard's budget, every tool result older
 # than the newest rounds is masked at once (not one at a time, not only at the budget):
 # the context drops well below the budget, the calls after it send the same prefix, and
@@ -57,8 +64,17 @@ MASKED_KEY = "masked"
 # A result this short costs about what its stub would: it is never masked (and looking at
 # it on every call would cost more than it saves).
 MIN_MASKED_CHARS = 400
+# The metadata key of a result the guard cut to fit: its whole size and what is shown.
+CUT_KEY = "cut"
+# However little room is left, a cut result keeps at least this many tokens of its start.
+MIN_CUT_TOKENS = 64
+# A stub carries at most this many read-on lines of the result it replaces (the newest).
+STUB_READ_ON_LINES = 2
 ARGUMENT_CHARS = 120
 FIRST_LINE_CHARS = 200
+# How recall finds a result besides its id: a run's results are indexed when it is stored.
+THIS_RUN_NOTE = " (from the next turn on, also with words from it)"
+STORED_NOTE = " (or with words from it)"
 # Tools whose results are read again with another tool, not with recall.
 DOCUMENT_TOOLS = frozenset({"read_document"})
 
@@ -125,36 +141,68 @@ def short_arguments(arguments: str, limit: int = ARGUMENT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def stub_text(call: ToolCall, text: str, *, result_id: str | None = None) -> str:
-    """The stub that stands for ``text``, the result of ``call``."""
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+def stub_for(
+    call: ToolCall,
+    *,
+    chars: int,
+    first_line: str,
+    result_id: str,
+    read_on: Sequence[str] = (),
+    recall_note: str = THIS_RUN_NOTE,
+) -> str:
+    """The one stub format: the tool and its arguments (short), the result's size, its first
+    line, the way back to the whole result (``recall_note`` says when words find it too),
+    and the read-on lines of the result it replaces (where a long page stood and how to
+    read on: ``readon``). Every stub is made here."""
+    first = first_line.strip()
     if len(first) > FIRST_LINE_CHARS:
         first = first[: FIRST_LINE_CHARS - 1] + "…"
     args = short_arguments(call.arguments)
     if call.name in DOCUMENT_TOOLS:
         back = f"call {call.name}({args}) again"
     else:
-        back = f'call recall with id "{result_id or call.id}"'
-        back += " (from the next turn on, also with words from it)"
-    return (
-        f"{MASK_PREFIX}: {call.name}({args}) returned {len(text):,} characters. "
+        back = f'call recall with id "{result_id}"' + recall_note
+    stub = (
+        f"{MASK_PREFIX}: {call.name}({args}) returned {chars:,} characters. "
         f"First line: {first}. For the whole result, {back}.]"
+    )
+    lines = list(read_on)[-STUB_READ_ON_LINES:]
+    return "\n".join([stub, *lines]) if lines else stub
+
+
+def stub_text(call: ToolCall, text: str, *, result_id: str | None = None) -> str:
+    """The stub that stands for ``text``, the result of ``call``."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return stub_for(
+        call,
+        chars=len(text),
+        first_line=first,
+        result_id=result_id or call.id,
+        read_on=read_on_lines(text),
     )
 
 
 def record_stub(call: ToolCall, chars: int, first_line: str, result_id: str) -> str:
     """The stub of an earlier run's result, from what is stored of it (size, first line):
     what the next runs' history carries for each of its tool calls."""
-    first = first_line if len(first_line) <= FIRST_LINE_CHARS else first_line[:199] + "…"
-    args = short_arguments(call.arguments)
-    back = (
-        f"call {call.name}({args}) again"
-        if call.name in DOCUMENT_TOOLS
-        else f'call recall with id "{result_id}" (or with words from it)'
+    return stub_for(
+        call, chars=chars, first_line=first_line, result_id=result_id, recall_note=STORED_NOTE
     )
-    return (
-        f"{MASK_PREFIX}: {call.name}({args}) returned {chars:,} characters. "
-        f"First line: {first}. For the whole result, {back}.]"
+
+
+def _stub_of(msg: ChatMessage, call: ToolCall) -> str:
+    """The stub of the result ``msg``: a result the guard cut counts its whole size."""
+    text = msg.text()
+    cut = msg.metadata.get(CUT_KEY)
+    if not isinstance(cut, dict):
+        return stub_text(call, text, result_id=msg.metadata.get("result_id"))
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return stub_for(
+        call,
+        chars=int(cut.get("chars") or len(text)),
+        first_line=first,
+        result_id=msg.metadata.get("result_id") or call.id,
+        read_on=read_on_lines(text),
     )
 
 
@@ -163,57 +211,102 @@ def mask_tool_results(
     *,
     target_tokens: int | None = None,
     keep_rounds: int = KEEP_TOOL_ROUNDS,
+    keep_tokens: int | None = None,
 ) -> MaskOutcome:
     """``messages`` with old tool results masked, oldest first, until the estimate is at
-    ``target_tokens`` (all that may be masked when None)."""
+    ``target_tokens`` (all that may be masked when None).
+
+    The newest ``keep_rounds`` tool rounds stay whole while together they take at most
+    ``keep_tokens`` (no limit when None); the round the model has not answered yet always
+    stays (``unanswered_round``), even with ``keep_rounds=0``."""
     messages = list(messages)
     before = tokens.estimate_messages_tokens(messages)
     outcome = MaskOutcome(messages, tokens_before=before, tokens_after=before)
     if target_tokens is not None and before <= target_tokens:
         return outcome
-    if not _anything_to_mask(messages, keep_rounds):
+    window = kept_window_start(messages, keep_rounds=keep_rounds, keep_tokens=keep_tokens)
+    if not _anything_to_mask(messages, window):
         return outcome  # the common case once old results are stubs: one cheap pass
-    units = tool_units(messages)
-    rounds = [u for u in units if u[0].role == "assistant" and u[0].tool_calls]
-    old = rounds[: max(0, len(rounds) - keep_rounds)]
     position = {id(m): i for i, m in enumerate(messages)}
+    old = [
+        u
+        for u in tool_units(messages)
+        if u[0].role == "assistant" and u[0].tool_calls and position[id(u[0])] < window
+    ]
     total = before
     for msg, call in _candidates(old):
         if target_tokens is not None and total <= target_tokens:
             break
         text = msg.text()
+        cut = msg.metadata.get(CUT_KEY)
+        chars = int(cut["chars"]) if isinstance(cut, dict) and cut.get("chars") else len(text)
         stub = dataclasses.replace(
             msg,
-            content=stub_text(call, text, result_id=msg.metadata.get("result_id")),
-            metadata={**msg.metadata, MASKED_KEY: {"tool": call.name, "chars": len(text)}},
+            content=_stub_of(msg, call),
+            metadata={**msg.metadata, MASKED_KEY: {"tool": call.name, "chars": chars}},
         )
         saved = tokens.estimate_message_tokens(msg) - tokens.estimate_message_tokens(stub)
         if saved <= 0:
             continue  # the result is no bigger than its stub: it stays
         messages[position[id(msg)]] = stub
         total -= saved
-        outcome.masked.append(MaskedResult(msg.tool_call_id or "", call.name, len(text), saved))
+        outcome.masked.append(MaskedResult(msg.tool_call_id or "", call.name, chars, saved))
     if outcome.masked:
         outcome.tokens_after = tokens.estimate_messages_tokens(messages)
     return outcome
 
 
-def _anything_to_mask(messages: list[ChatMessage], keep_rounds: int) -> bool:
-    """Whether a tool result long enough to mask, not masked yet, comes before the newest
-    ``keep_rounds`` tool rounds (results follow their call, so position tells)."""
-    cutoff = len(messages)
-    seen = 0
-    if keep_rounds > 0:
-        for i in range(len(messages) - 1, -1, -1):
-            msg = messages[i]
-            if msg.role == "assistant" and msg.tool_calls:
-                seen += 1
-                if seen == keep_rounds:
-                    cutoff = i
-                    break
-        else:
-            return False  # no more rounds than the newest ones
-    for msg in messages[:cutoff]:
+def unanswered_round(messages: list[ChatMessage]) -> int | None:
+    """Where the tool round the model has not answered yet starts: the last assistant
+    message when it calls tools (what follows it is its results, perhaps a follow-up or a
+    note); None when the last assistant message calls none."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if msg.role == "assistant":
+            return i if msg.tool_calls else None
+    return None
+
+
+def kept_window_start(
+    messages: list[ChatMessage], *, keep_rounds: int, keep_tokens: int | None = None
+) -> int:
+    """The index from which tool rounds stay whole: the round not answered yet, then the
+    newest answered rounds while they are at most ``keep_rounds`` rounds in all and take at
+    most ``keep_tokens`` together (len(messages) when nothing stays)."""
+    n = len(messages)
+    start = n
+    kept = used = 0
+    answered = False  # an assistant message without tool calls was met walking back
+    for i in range(n - 1, -1, -1):
+        msg = messages[i]
+        if msg.role != "assistant":
+            continue
+        if not msg.tool_calls:
+            answered = True
+            continue
+        end = i + 1
+        while end < n and messages[end].role == "tool":
+            end += 1
+        cost = tokens.estimate_messages_tokens(messages[i:end])
+        if not answered and kept == 0:
+            start, kept, used = i, 1, cost  # the round the model has not answered yet
+            answered = True
+            continue
+        if kept >= keep_rounds or (keep_tokens is not None and used + cost > keep_tokens):
+            break
+        start, kept, used = i, kept + 1, used + cost
+    return start
+
+
+def keep_share(budget: int) -> int:
+    """The most the newest whole tool rounds may take together under ``budget``."""
+    return int(budget * KEEP_ROUNDS_SHARE)
+
+
+def _anything_to_mask(messages: list[ChatMessage], window: int) -> bool:
+    """Whether a tool result long enough to mask, not masked yet, comes before ``window``
+    (results follow their call, so position tells)."""
+    for msg in messages[:window]:
         if msg.role != "tool" or MASKED_KEY in msg.metadata:
             continue
         content = msg.content
@@ -238,3 +331,108 @@ def _candidates(rounds: list[list[ChatMessage]]):
             if len(msg.text()) < MIN_MASKED_CHARS:
                 continue
             yield msg, calls[msg.tool_call_id]
+
+
+# --- results larger than the room left ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CutResult:
+    """One unread tool result cut to fit: its call, its whole size, what is shown of it."""
+
+    call_id: str
+    chars: int
+    shown: int
+
+
+@dataclass(slots=True)
+class CutOutcome:
+    messages: list[ChatMessage]
+    cut: list[CutResult] = field(default_factory=list)
+    tokens_after: int = 0
+
+
+def cut_line(result_id: str, shown: int, chars: int) -> str:
+    """The read-on line a cut result ends with: what is shown and how to read on."""
+    return (
+        f"[Cut to fit the context: characters 0–{shown:,} of {chars:,} of this result shown; "
+        f'{READ_ON}recall(id="{result_id}", start={shown})]'
+    )
+
+
+def cut_unread_results(messages: list[ChatMessage], *, room_tokens: int) -> CutOutcome:
+    """``messages`` with the results of the round the model has not answered yet cut so
+    that together they take at most ``room_tokens``, each fairly (the smaller ones whole).
+
+    A cut result keeps its beginning, then a line saying what is shown and how to read on
+    (``recall`` with its id and where to start), then the tool's own read-on lines: the
+    model reads what fits and knows where the rest is — nothing it has not read is
+    summarised. Pinned rounds and results too small to cut are left as they are."""
+    messages = list(messages)
+    outcome = CutOutcome(messages, tokens_after=tokens.estimate_messages_tokens(messages))
+    start = unanswered_round(messages)
+    if start is None or messages[start].pinned:
+        return outcome
+    wanted = {tc.id for tc in messages[start].tool_calls or ()}
+    results = [
+        i
+        for i in range(start + 1, len(messages))
+        if messages[i].role == "tool"
+        and messages[i].tool_call_id in wanted
+        and isinstance(messages[i].content, str)
+        and not is_masked(messages[i])
+    ]
+    sizes = {i: tokens.estimate_message_tokens(messages[i]) for i in results}
+    if sum(sizes.values()) <= room_tokens:
+        return outcome
+    # Fair shares: the smallest results whole while they fit their share, the rest split
+    # what is left equally.
+    shares: dict[int, int] = {}
+    left = max(0, room_tokens)
+    order = sorted(results, key=lambda i: sizes[i])
+    for k, i in enumerate(order):
+        share = left // (len(order) - k)
+        shares[i] = min(sizes[i], share)
+        left -= shares[i]
+    for i in results:
+        if shares[i] >= sizes[i]:
+            continue
+        copy = _cut_to(messages[i], shares[i])
+        if copy is None:
+            continue
+        messages[i] = copy
+        cut = copy.metadata[CUT_KEY]
+        outcome.cut.append(CutResult(copy.tool_call_id or "", cut["chars"], cut["shown"]))
+    if outcome.cut:
+        outcome.tokens_after = tokens.estimate_messages_tokens(messages)
+    return outcome
+
+
+def _cut_to(msg: ChatMessage, share: int) -> ChatMessage | None:
+    """A copy of the result ``msg`` cut to about ``share`` tokens (message overhead and the
+    read-on lines included), or None when it would not get smaller."""
+    text = msg.text()
+    previous = msg.metadata.get(CUT_KEY)
+    if isinstance(previous, dict):
+        chars, shown = int(previous["chars"]), int(previous["shown"])
+        head = text[:shown]
+        own = [line for line in read_on_lines(text[shown:]) if not line.startswith("[Cut to fit")]
+    else:
+        chars, head = len(text), text
+        own = read_on_lines(text)
+    result_id = str(msg.metadata.get("result_id") or msg.tool_call_id or "")
+    tail_tokens = tokens.estimate_tokens(
+        "\n\n" + "\n".join([cut_line(result_id, chars, chars), *own])
+    )
+    room = max(MIN_CUT_TOKENS, share - tokens.MESSAGE_OVERHEAD - tail_tokens)
+    kept = clip_to_tokens(head, room, marker="")
+    if len(kept) >= len(head):
+        return None
+    content = "\n\n".join([kept, "\n".join([cut_line(result_id, len(kept), chars), *own])])
+    if len(content) >= len(text) or tokens.estimate_tokens(content) >= tokens.estimate_tokens(text):
+        return None  # too short to gain anything by cutting it
+    return dataclasses.replace(
+        msg,
+        content=content,
+        metadata={**msg.metadata, CUT_KEY: {"chars": chars, "shown": len(kept)}},
+    )

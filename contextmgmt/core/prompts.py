@@ -51,7 +51,8 @@ COMPACT_PROMPTS: dict[str, str] = {
         "from where it stands.",
         "the user's current goal; the recent chain of reasoning and what it concluded; which "
         "tools were called with which essential arguments and the key data they returned; "
-        "what has been tried and ruled out, stated once.",
+        "what has been tried and ruled out, stated once; for a page or document read in parts, "
+        "which parts were read and the line saying how to read on, as written.",
         "old steps that later steps superseded; failed retries and their error noise beyond "
         "one line saying what failed and why; verbose tool output beyond the facts it "
         "established.",
@@ -79,7 +80,8 @@ COMPACT_PROMPTS: dict[str, str] = {
         "no longer fits the context window. Summarise it so the conversation can continue "
         "without loss of substance.",
         "key facts; decisions and agreements; the user's requests and open questions; tool "
-        "results that were relied on.",
+        "results that were relied on; for a page or document read in parts, which parts "
+        "were read and the line saying how to read on.",
         "greetings and filler; redundant back-and-forth; repeated explanations.",
     ),
 }

@@ -28,9 +28,12 @@ from .factcheck import KEY_FACTS_MAX_TOKENS, KeyFacts, check_key_facts
 from .llm import Usage
 from .messages import SUMMARY_PREFIX, ChatMessage
 from .prompts import compact_prompt
+from .readon import newest_read_on_lines
 from .textcut import WINDOW_MARGIN, clip_to_tokens, fit_reply, pack_segments
 from .transcript import fact_source, stated_text, transcript_pieces
 
+# Heads the read-on lines a summary keeps of the messages it stands for.
+READING_IN_PARTS = "Read in parts so far (where each stands, how to read on):"
 # Never ask for a summary shorter than this (a cap below it says nothing useful).
 MIN_CAP_TOKENS = 32
 # Sources of more characters than this are split and fact-checked in a worker thread, so
@@ -199,12 +202,19 @@ async def summarise_rounds(
         job.outcome.facts_missing = job.outcome.facts_appended = 0
         job.outcome.missing_facts, job.outcome.appended_facts = [], []
         return job.outcome
-    content = f"{SUMMARY_PREFIX}\n{body}"
+    # Where the pages read in parts stand and how to read on: kept as written, whatever
+    # the summariser made of them (docs/architecture.md, "Reading in parts").
+    pointers = [line for line in newest_read_on_lines(sources) if line not in body]
+    reading = f"\n{READING_IN_PARTS}\n" + "\n".join(pointers) if pointers else ""
+    content = f"{SUMMARY_PREFIX}\n{body}{reading}"
     # Pieces estimated apart can come to a token more once joined: cut until it fits.
     while (over := tokens.estimate_tokens(content) - max_summary_tokens) > 0:
         body = clip_to_tokens(body, max(0, tokens.estimate_tokens(body) - over - 1))
-        content = f"{SUMMARY_PREFIX}\n{body}"
+        content = f"{SUMMARY_PREFIX}\n{body}{reading}"
         if not body:
+            if reading:
+                reading, content = "", f"{SUMMARY_PREFIX}\n{body}"
+                continue
             break
     folded = sum(m.metadata.get("summarized_count", 1) if m.is_summary else 1 for m in messages)
     job.outcome.summary = ChatMessage(

@@ -91,7 +91,12 @@ def test_read_document_never_returns_300_pages_at_once(user, conversation, setti
     assert len(text) < 13_000
     shown = text.count("--- page ")
     assert 1 <= shown < 20
-    assert f'read pages "{shown + 1}-300" next' in text
+    # Where the part stands and how to read on, as one read-on line (RT.4).
+    assert text.endswith(
+        f"[Pages 1-{shown} of 300 shown; {300 - shown} more page(s) asked for were not shown "
+        "(at most 20 pages and 12,000 characters a call); read on with "
+        f'read_document(file="long.pdf", pages="{shown + 1}-300")]'
+    )
     whole = read_document_text(conversation.id, file="long.pdf", max_chars=12_000)
     assert len(whole) < 13_000 and "more page(s)" in whole
 

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from contextmgmt.core.readon import call_text, parts_of, read_on_line
 from fimone.extract.isolated import ExtractionPool
 
 from .netpolicy import AddressPolicy, AddressRefused
@@ -92,7 +93,9 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
             header.append(f"Title: {page.title}")
         if not 200 <= fetched.status < 300:
             header.insert(0, f"Error: the server answered HTTP {fetched.status}.")
-        return "\n".join(header) + "\n\n" + _window(page, fetched.cut, config, start_index, length)
+        asked = ReadOn(url.strip(), max_length, raw)
+        body = _window(page, fetched.cut, config, start_index, length, asked)
+        return "\n".join(header) + "\n\n" + body
 
     return Tool(
         name="fetch_url",
@@ -100,7 +103,7 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
             "Fetch a web page or file by its http(s) URL and return its content as text: "
             "an HTML page's main text as Markdown (menus, ads and scripts left out), JSON "
             "pretty-printed, plain text as is, a PDF's text page by page. Long pages come "
-            "in parts: call again with start_index to read on. Only public addresses can "
+            "in parts: each part ends with the call that reads on. Only public addresses can "
             "be fetched."
         ),
         parameters={
@@ -138,20 +141,57 @@ def _shown(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{parts.path}"[:200]
 
 
+@dataclass(frozen=True)
+class ReadOn:
+    """What the model asked for, for the call that reads the next part the same way."""
+
+    url: str
+    max_length: int | None
+    raw: bool
+
+    def next_call(self, start_index: int) -> str:
+        arguments: dict[str, object] = {"url": self.url, "start_index": start_index}
+        if self.max_length is not None:
+            arguments["max_length"] = self.max_length
+        if self.raw:
+            arguments["raw"] = True
+        return call_text("fetch_url", arguments)
+
+
 def _window(
-    page: PageText, cut: str | None, config: FetchConfig, start_index: int, length: int
+    page: PageText,
+    cut: str | None,
+    config: FetchConfig,
+    start_index: int,
+    length: int,
+    asked: ReadOn,
 ) -> str:
-    """The part of the page's text this call returns, with notes on what is left out."""
+    """The part of the page's text this call returns, with notes on what is left out: a
+    part of a long page ends with where it stands and the call that reads on
+    (contextmgmt.core.readon: the line outlives the part in stubs and summaries)."""
     total = len(page.text)
     if total and start_index >= total:
         return f"Error: start_index {start_index} is past the end of the text ({total} characters)."
     part = page.text[start_index : start_index + length]
     notes = list(page.notes)
     end = start_index + len(part)
-    if start_index or end < total:
-        notes.append(f"Characters {start_index}–{end} of {total}.")
+    number, parts = parts_of(start_index, length, total)
     if end < total:
-        notes.append(f"The text goes on: call fetch_url again with start_index={end} to read on.")
+        line = read_on_line(
+            part=number,
+            parts=parts,
+            start=start_index,
+            end=end,
+            total=total,
+            unit="characters",
+            next_call=asked.next_call(end),
+        )
+        notes.append(line[1:-1])
+    elif start_index:
+        notes.append(
+            f"Part {number:,} of {parts:,}: characters {start_index:,}–{end:,} of {total:,}; "
+            "the end of the text."
+        )
     if cut == "size":
         limit = config.limits.max_bytes
         notes.append(

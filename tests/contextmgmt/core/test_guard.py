@@ -314,6 +314,8 @@ async def test_masking_starts_at_half_the_budget_and_only_ever_appends_stubs_rm_
 
 async def test_what_masking_cannot_fit_is_summarised_with_stubs_not_results_rm_1():
     msgs = _tool_heavy(6, 1_000)
+    # An earlier exchange too long for the budget beside the stubs: only a summary fits it.
+    msgs[1:1] = [user("An earlier question " * 200), assistant("An earlier answer " * 200)]
     llm = FakeLLM(default="summary")
     guard = ContextGuard(compact_llm=llm, budget=700)
     out = await guard.check_and_compact(msgs)

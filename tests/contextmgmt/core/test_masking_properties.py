@@ -78,6 +78,9 @@ def test_pairs_stay_valid_and_only_old_unpinned_tool_results_change(messages, ta
     assert len(out.messages) == len(messages)
     newest = [u for u in tool_units(messages) if u[0].tool_calls][::-1][:keep]
     untouchable = {id(m) for u in newest for m in u}
+    unread = masking.unanswered_round(messages)
+    if unread is not None:  # the round the model has not answered: never stubbed (RT.1)
+        untouchable |= {id(m) for m in messages[unread:]}
     untouchable |= {id(m) for u in tool_units(messages) for m in u if any(x.pinned for x in u)}
     for before, after in zip(messages, out.messages, strict=True):
         if after is before:
@@ -114,6 +117,7 @@ def test_a_stub_names_tool_arguments_size_first_line_and_the_way_back():
         ChatMessage(role="user", content="Fetch it", pinned=True),
         ChatMessage(role="assistant", content=None, tool_calls=[call]),
         ChatMessage(role="tool", content=result, tool_call_id="call_7"),
+        ChatMessage(role="assistant", content="Read."),
     ]
     out = mask_tool_results(messages, keep_rounds=0)
     stub = out.messages[3].text()
@@ -127,6 +131,7 @@ def test_a_stub_names_tool_arguments_size_first_line_and_the_way_back():
     messages[2:] = [
         ChatMessage(role="assistant", content=None, tool_calls=[document]),
         ChatMessage(role="tool", content=result, tool_call_id="call_8"),
+        ChatMessage(role="assistant", content="Read."),
     ]
     stub = mask_tool_results(messages, keep_rounds=0).messages[3].text()
     assert 'call read_document({"file": "a.pdf", "page": 3}) again' in stub
@@ -183,3 +188,67 @@ def test_the_quick_look_before_masking_never_misses_a_result(messages, keep):
         full = mask_tool_results(messages, keep_rounds=keep)
     assert quick.masked == full.masked
     assert all(m.chars >= masking.MIN_MASKED_CHARS for m in full.masked)
+
+
+@st.composite
+def page_runs(draw):
+    """A run reading long results: each step one or two calls whose results are up to
+    60,000 characters (some ending with a read-on line), sometimes a follow-up after."""
+    steps = []
+    for step in range(draw(st.integers(1, 7))):
+        calls = [
+            ToolCall(f"p{step}_{k}", draw(st.sampled_from(["mcp__page", "fetch_url"])), "{}")
+            for k in range(draw(st.integers(1, 2)))
+        ]
+        results = []
+        for call in calls:
+            size = draw(st.integers(50, 60_000))
+            words = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=4, max_size=12)))
+            text = (f"# {call.id}\n" + (words + "\n") * (size // (len(words) + 1) + 1))[:size]
+            if draw(st.booleans()):
+                line = f"Part 1 of 3: characters 0–{size} of {3 * size}"
+                text += f'\n[{line}; read on with x(id="{call.id}")]'
+            results.append(ChatMessage(role="tool", content=text, tool_call_id=call.id))
+        unit = [ChatMessage(role="assistant", content=None, tool_calls=calls), *results]
+        if draw(st.integers(0, 5)) == 0:
+            unit.append(ChatMessage(role="user", content=draw(texts(20))))
+        steps.append(unit)
+    return steps
+
+
+windows = st.sampled_from([4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 200_000])
+
+
+@settings(max_examples=60, deadline=None)
+@given(page_runs(), windows, st.booleans())
+def test_at_every_window_a_run_fits_keeps_pairs_pins_and_stubs_rt_1(steps, window, summarise):
+    """RT.1 at windows from 4K to 200K, call after call of a run through the guard: the
+    budget is respected, the pinned query and every tool call/result pair stay, the caller's
+    messages are never changed, a stub once made is the same text at every later call, and
+    the round the model has not answered yet is never stubbed."""
+    from tests.support.fake_llm import FakeLLM
+
+    llm = FakeLLM(default="Summary of the earlier steps.") if summarise else None
+    guard = ContextGuard(compact_llm=llm, budget=window)
+    query = ChatMessage(role="user", content="Read every page.", pinned=True)
+    messages = [system("Use the tools."), query]
+    stubs: dict[str, str] = {}
+    for unit in steps:
+        before = messages + unit
+        snapshot = copy.deepcopy(before)
+        messages = list(asyncio.run(guard.check_and_compact(before)))
+        assert before == snapshot  # never mutated
+        assert problems(messages) == []
+        assert any(m is query for m in messages)
+        assert estimate_messages_tokens(messages) <= window
+        for m in messages:
+            if is_masked(m):
+                assert stubs.setdefault(m.tool_call_id, m.text()) == m.text()
+        for call_id, text in stubs.items():  # a stub stays as it was while it is sent
+            sent = [m for m in messages if m.role == "tool" and m.tool_call_id == call_id]
+            assert all(m.text() == text for m in sent)
+        unread = masking.unanswered_round(messages)
+        assert unread is not None
+        assert not any(is_masked(m) for m in messages[unread:])
+        ids = {tc.id for tc in unit[0].tool_calls}
+        assert ids <= {m.tool_call_id for m in messages[unread:] if m.role == "tool"}

@@ -234,7 +234,7 @@ async def test_a_50_mb_response_is_cut_at_the_cap(site):
     )
     assert "all work and no play" in result
     assert f"[The download stopped at the limit of {cap:,} bytes" in result
-    assert "call fetch_url again with start_index=2000" in result
+    assert f'read on with fetch_url(url="{site.url("/big?mb=50")}", start_index=2000)]' in result
     # The server noticed the client hang up long before the 50 MB.
     for _ in range(100):
         if site.big_bytes_sent:
@@ -255,12 +255,23 @@ async def test_a_page_still_arriving_at_the_deadline_is_given_as_far_as_it_came(
     assert "[The server was still sending after 1 seconds" in result
 
 
-async def test_a_long_page_is_read_in_parts(site):
+async def test_a_long_page_is_read_in_parts_each_saying_where_it_stands_rt_4(site):
     tools = fetcher("127.0.0.1", max_chars=100)
-    first = await fetch(tools, site.url("/article"))
-    assert "call fetch_url again with start_index=100" in first
-    second = await fetch(tools, site.url("/article"), start_index=100, max_length=50)
-    assert "[Characters 100–150 of " in second
+    url = site.url("/article")
+    first = await fetch(tools, url)
+    total = int(first.rsplit(" of ", 1)[1].split(";")[0])
+    parts = -(-total // 100)
+    assert first.endswith(
+        f"[Part 1 of {parts}: characters 0–100 of {total}; "
+        f'read on with fetch_url(url="{url}", start_index=100)]'
+    )
+    second = await fetch(tools, url, start_index=100, max_length=50)
+    assert second.endswith(
+        f"[Part 3 of {-(-total // 50)}: characters 100–150 of {total}; "
+        f'read on with fetch_url(url="{url}", start_index=150, max_length=50)]'
+    )
+    last = await fetch(tools, url, start_index=total - 10, max_length=50)
+    assert last.endswith(f"characters {total - 10}–{total} of {total}; the end of the text.]")
 
 
 async def test_raw_gives_the_html_source(site):
