@@ -96,9 +96,11 @@ def recall_tool(
     results: ToolResults | None = None,
     fetch_result: FetchResult | None = None,
 ) -> Tool:
-    async def recall(query: str = "", id: str = "") -> str | ToolOutput:  # noqa: A002
+    async def recall(  # noqa: A002
+        query: str = "", id: str = "", start: int = 0
+    ) -> str | ToolOutput:
         if id.strip():
-            return await _whole_result(id.strip(), results, fetch_result)
+            return await _whole_result(id.strip(), results, fetch_result, start)
         query = query.strip()
         if not query:
             return "Error: give a word or phrase to look for, or the id of a masked result."
@@ -133,6 +135,11 @@ def recall_tool(
             "properties": {
                 "query": {"type": "string", "description": "word or phrase"},
                 "id": {"type": "string", "description": "the id a masked tool result names"},
+                "start": {
+                    "type": "integer",
+                    "description": "with id: the character to read on from, as a result cut "
+                    "to fit says (default 0)",
+                },
             },
         },
         func=recall,
@@ -141,15 +148,24 @@ def recall_tool(
 
 
 async def _whole_result(
-    result_id: str, results: ToolResults | None, fetch_result: FetchResult | None
+    result_id: str, results: ToolResults | None, fetch_result: FetchResult | None, start: int = 0
 ) -> str:
-    """A masked tool result, whole: this run's own, else an earlier run's stored one."""
+    """A masked tool result, whole: this run's own, else an earlier run's stored one; from
+    ``start`` on for a result that was cut to fit (its read-on line names the start)."""
     kept = results.get(result_id) if results is not None else None
     if kept is None and fetch_result is not None:
         kept = await fetch_result(result_id)
     if kept is None:
         return f"Error: no tool result has the id {result_id!r}."
-    return f"The whole result of {kept.name}({kept.arguments}), id {result_id!r}:\n\n{kept.text}"
+    call = f"{kept.name}({kept.arguments}), id {result_id!r}"
+    if not start:
+        return f"The whole result of {call}:\n\n{kept.text}"
+    if not 0 < start < len(kept.text):
+        return f"Error: start must be between 0 and {len(kept.text) - 1} for result {result_id!r}."
+    return (
+        f"The result of {call}, from character {start:,} of {len(kept.text):,}:\n\n"
+        f"{kept.text[start:]}"
+    )
 
 
 def default_tools(

@@ -218,3 +218,27 @@ def test_default_tools_offer_recall_only_with_a_search():
         return []
 
     assert default_tools(recall_search=search).names() == ["calculator", "current_time", "recall"]
+
+
+async def test_recall_reads_a_cut_result_on_from_the_start_its_line_names_rt_1():
+    """A result cut to fit ends with 'read on with recall(id=…, start=N)': recall with that
+    start gives the rest, from exactly where the cut stopped."""
+    from fimone.agent.tools.registry import ToolResults
+
+    async def search(query, limit):
+        return []
+
+    results = ToolResults()
+    text = "".join(f"line {i}\n" for i in range(3_000))
+    results.add("c1", "pages__read", '{"n": 1}', text)
+    registry = ToolRegistry([recall_tool(search, results=results)])
+    rest = await registry.run("recall", '{"id": "c1", "start": 1000}')
+    assert rest.startswith(
+        f"The result of pages__read({{\"n\": 1}}), id 'c1', from character 1,000 of "
+        f"{len(text):,}:\n\n"
+    )
+    assert rest.endswith(text[1_000:])
+    whole = await registry.run("recall", '{"id": "c1"}')
+    assert whole.endswith("\n\n" + text)
+    past = await registry.run("recall", f'{{"id": "c1", "start": {len(text)}}}')
+    assert past.startswith("Error: start must be between 0 and")
