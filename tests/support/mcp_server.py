@@ -7,12 +7,12 @@
     python -m tests.support.mcp_server many-tools --count 10000 [--page-size N] [--endless]
         [--marker-dir DIR]
 
-Its tools cover what a client must handle: text, structured content, images, an error
-result, embedded resources, a slow call that notes its cancellation (in ``marker-dir``), a
-call that kills the process, and one that never answers. ``many-tools`` is a server of
-``--count`` tools (each says its name back), listed ``--page-size`` at a time; ``--endless``
-always offers a next page; each page asked for is noted in ``marker-dir``.
-``hang-at-start`` notes each start there.
+Its tools cover what a client must handle: text, long pages, structured content, images,
+an error result, embedded resources, a slow call that notes its cancellation (in
+``marker-dir``), a call that kills the process, and one that never answers. ``many-tools``
+is a server of ``--count`` tools (each says its name back), listed ``--page-size`` at a
+time; ``--endless`` always offers a next page; each page asked for is noted in
+``marker-dir``. ``hang-at-start`` notes each start there.
 """
 
 from __future__ import annotations
@@ -39,6 +39,12 @@ PNG = base64.b64decode(
 class Sum(BaseModel):
     total: int
     terms: list[int]
+
+
+def long_page(number: int, chars: int) -> str:
+    """Page ``number`` of a long report: a heading, then one reading repeated to ``chars``."""
+    line = f"Reading {number}: sensor {number} logged {1000 + number}.{number:02d} units. "
+    return (f"# Page {number}\n" + line * (chars // len(line) + 1))[:chars]
 
 
 def build(marker_dir: Path | None) -> MCPServer:
@@ -82,6 +88,11 @@ def build(marker_dir: Path | None) -> MCPServer:
                 uri="file:///notes/today.md", mime_type="text/markdown", text="# Notes\nBuy milk."
             ),
         )
+
+    @server.tool()
+    def page(number: int, chars: int = 30_000) -> str:
+        """A long page of a report: about ``chars`` characters, its number throughout."""
+        return long_page(number, chars)
 
     @server.tool()
     async def slow(seconds: float) -> str:
