@@ -249,9 +249,14 @@ async def test_pinned_query_survives_an_overflowing_tool_output(build_context, e
     assert estimate_messages_tokens(sent) <= 4_000
     assert all(len(m.text()) <= 50_000 + len("\n[Truncated]") for m in sent)
     (compact,) = events.of("compact")
-    assert compact["scope"] == "iteration" and compact["strategy"] == "truncate"
+    # The model has not read the output yet: it is cut to the room left, never dropped,
+    # and says how to read on (RT.1).
+    assert compact["scope"] == "iteration" and compact["strategy"] == "mask"
     assert compact["tokens_before"] > 4_000 >= compact["tokens_after"]
     assert outcome.compactions == [compact]
+    (dump,) = [m for m in sent if m.role == "tool"]
+    assert dump.text().startswith("line of log output\n")
+    assert 'read on with recall(id="d1", start=' in dump.text()
 
 
 async def test_llm_compaction_in_the_loop_counts_as_compaction_usage(build_context, events):
