@@ -10,6 +10,7 @@ from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.masking import (
     CUT_KEY,
     MASK_PREFIX,
+    THIS_RUN_NOTE,
     cut_unread_results,
     is_masked,
     kept_window_start,
@@ -168,7 +169,7 @@ def test_the_stub_format_is_one_function_rt_1():
     stub = stub_for(call, chars=12_345, first_line="Terns", result_id="r7", read_on=[PAGE_LINE])
     assert stub == (
         f'{MASK_PREFIX}: search({{"q": "tern"}}) returned 12,345 characters. First line: Terns. '
-        f'For the whole result, call recall with id "r7".]\n{PAGE_LINE}'
+        f'For the whole result, call recall with id "r7"{THIS_RUN_NOTE}.]\n{PAGE_LINE}'
     )
 
 
