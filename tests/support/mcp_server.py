@@ -12,7 +12,7 @@ an error result, embedded resources, a slow call that notes its cancellation (in
 ``marker-dir``), a call that kills the process, and one that never answers. ``many-tools``
 is a server of ``--count`` tools (each says its name back), listed ``--page-size`` at a
 time; ``--endless`` always offers a next page; each page asked for is noted in
-``marker-dir``. ``hang-at-start`` notes each start there.
+``marker-dir``. ``hang-at-start`` and ``fail-at-start`` note each start there.
 """
 
 from __future__ import annotations
@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--require-header", default="")
     args = parser.parse_args(argv)
     if args.mode == "fail-at-start":
+        if args.marker_dir is not None:
+            (args.marker_dir / f"fail-started-{os.getpid()}").write_text("")
         print("this server cannot start", file=sys.stderr)
         sys.exit(2)
     if args.mode == "hang-at-start":

@@ -293,3 +293,51 @@ async def test_closing_the_pool_during_a_listing_leaves_the_server_out_of_the_ru
     await pool.aclose()
     toolset = await waiting
     assert toolset.tools == [] and [p.server for p in toolset.problems] == ["mute"]
+
+
+class StoppedClock:
+    """``time`` for the pool's module: a monotonic clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+async def test_a_failure_is_remembered_from_when_it_happened_and_longer_each_time(
+    marker_dir, monkeypatch
+):
+    """RO.12: 30 s from the failure, then 60 s after a second failure in a row; no start
+    is tried meanwhile (the clock stands still while a start fails)."""
+    from fimone.agent.tools import mcp_client
+    from tests.support.mcp_servers import no_secrets
+
+    clock = StoppedClock()
+    monkeypatch.setattr(mcp_client, "time", clock)
+    pool = mcp_client.McpPool(no_secrets, start_timeout=30.0, failure_memory=30.0)
+    broken = McpServerSpec(
+        name="broken",
+        transport="stdio",
+        command=sys.executable,
+        args=("-m", "tests.support.mcp_server", "fail-at-start", "--marker-dir", str(marker_dir)),
+        cwd=str(REPO_ROOT),
+    )
+
+    def starts() -> int:
+        return len(list(marker_dir.glob("fail-started-*")))
+
+    try:
+        for moved_to, expected_starts in [
+            (1000.0, 1),  # the first failure: remembered until 1030
+            (1029.0, 1),
+            (1030.5, 2),  # the second in a row: until 1090.5
+            (1090.0, 2),
+            (1091.0, 3),
+        ]:
+            clock.now = moved_to
+            toolset = await pool.toolset([broken], vision=False)
+            assert [p.server for p in toolset.problems] == ["broken"]
+            assert starts() == expected_starts, moved_to
+    finally:
+        await pool.aclose()
