@@ -179,6 +179,8 @@ def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
                     self.send_body(b"late", "text/plain")
             elif path == "/trickle":
                 self.send_trickle(float(query.get("s", "0.2")), int(query.get("n", "100")))
+            elif path == "/one-byte-chunks":
+                self.send_one_byte_chunks(float(query.get("s", "30")))
             else:
                 self.send_body(b"not found", "text/plain", 404)
 
@@ -219,6 +221,24 @@ def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
                     self.wfile.write(f"piece {i}\n".encode())
                     self.wfile.flush()
                     time.sleep(pause)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def send_one_byte_chunks(self, seconds: float) -> None:
+            """A page in chunks of one byte each, as fast as the client takes them, for
+            ``seconds`` or until the client hangs up: the client's HTTP parser works on
+            every byte."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.close_connection = True
+            batch = b"1\r\nx\r\n" * 10_000
+            stop = time.monotonic() + seconds
+            try:
+                while time.monotonic() < stop:
+                    self.wfile.write(batch)
+                self.wfile.write(b"0\r\n\r\n")
             except (BrokenPipeError, ConnectionResetError):
                 pass
 

@@ -11,11 +11,14 @@ reads. What it may connect to and how much it may download are set by the operat
 from __future__ import annotations
 
 import asyncio
-import functools
+import concurrent.futures
+import contextlib
 import logging
 import ssl
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from contextmgmt.core.readon import call_text, parts_of, read_on_line
@@ -24,16 +27,14 @@ from fimone.extract.isolated import ExtractionPool
 from .netpolicy import AddressPolicy, AddressRefused
 from .registry import Tool
 from .web_content import PageText, page_text
-from .web_fetch import FetchError, FetchLimits, Resolver, fetch, system_resolver
+from .web_fetch import FetchedBody, FetchError, FetchLimits, Resolver, fetch, system_resolver
 
 logger = logging.getLogger(__name__)
 
 # Time for turning the body into text, on top of the fetch's own deadline.
 _EXTRACT_SECONDS = 20.0
-# Pages are turned into text in threads of their own: a few large pages at once take
-# seconds of CPU, and must not hold up the default executor's threads, which render
-# Markdown and count tokens for every run. No thread starts before the first fetch.
-_EXTRACTORS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fetch_url")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,14 @@ class FetchConfig:
     # Worker processes that read HTML and PDF; None: a thread of this process, whose C
     # calls then hold the GIL and stall the event loop on a large page (docs/tools.md).
     pool: ExtractionPool | None = None
+    # Whose share of the pool's workers the pages take (a user's id, from the run).
+    owner_key: str = ""
+
+
+@dataclass(frozen=True)
+class _ReadPage:
+    fetched: FetchedBody
+    page: PageText
 
 
 def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
@@ -64,7 +73,8 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
         if length < 1:
             return "Error: max_length must be at least 1."
         length = min(length, config.max_chars)
-        try:
+
+        async def read() -> _ReadPage:
             fetched = await fetch(
                 url,
                 policy=config.policy,
@@ -72,12 +82,15 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
                 resolver=config.resolver,
                 tls=config.tls,
             )
-            page = await asyncio.get_running_loop().run_in_executor(
-                _EXTRACTORS, functools.partial(page_text, fetched, raw=raw, pool=config.pool)
-            )
+            page = page_text(fetched, raw=raw, pool=config.pool, owner=config.owner_key)
+            return _ReadPage(fetched, page)
+
+        try:
+            read_page = await on_a_loop_of_its_own(read)
         except (FetchError, AddressRefused) as exc:
             logger.info("fetch_url %s: %s", _shown(url), exc)
             return f"Error: {exc}"
+        fetched, page = read_page.fetched, read_page.page
         logger.info(
             "fetch_url %s: HTTP %s, %s, %d bytes%s",
             _shown(fetched.url),
@@ -130,6 +143,46 @@ def fetch_url_tool(config: FetchConfig | None = None) -> Tool:
         func=fetch_url,
         timeout=config.limits.total_seconds + _EXTRACT_SECONDS,
     )
+
+
+async def on_a_loop_of_its_own(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``work()`` run on an event loop of its own, in a thread of its own, for as long as
+    it takes (its own deadlines bound it); cancelling the caller cancels it.
+
+    A page's body is read there, and turned into text: a server that sends its body one
+    byte per chunk makes the HTTP client work on every byte without ever waiting, and on
+    the server's loop that froze every other user for the whole fetch deadline. Here it
+    costs one thread its time slices, and the loop keeps its pace (docs/tools.md). A
+    thread per call, not a pool: a pool of a few threads would let one user's slow pages
+    hold up everyone's."""
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(work())  # not started until the thread runs the loop
+    outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            result = loop.run_until_complete(task)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                outcome.set_exception(exc)
+        else:
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                outcome.set_result(result)
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
+            finally:
+                loop.close()
+
+    threading.Thread(target=run, name="fetch_url", daemon=True).start()
+    try:
+        return await asyncio.wrap_future(outcome)
+    except asyncio.CancelledError:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the work has ended
+            loop.call_soon_threadsafe(task.cancel)
+        raise
 
 
 def _shown(url: str) -> str:

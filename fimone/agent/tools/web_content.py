@@ -4,7 +4,8 @@ HTML → the page's main text as Markdown (``fimone.extract.html``); JSON → pr
 other text as it is; PDF → the document reader the uploads use (``fimone.extract``), page by
 page. Anything else (images, archives, …) is refused with a sentence saying what it was.
 Sync and CPU-bound: call from a thread. Given an ``ExtractionPool``, HTML and PDF are read
-in its worker processes, where their C calls cannot hold this process's GIL.
+in its worker processes, where their C calls cannot hold this process's GIL, as the
+share of the workers of the user who asked (``owner``).
 """
 
 from __future__ import annotations
@@ -94,18 +95,22 @@ def decode(fetched: FetchedBody) -> str:
 
 
 def page_text(
-    fetched: FetchedBody, *, raw: bool = False, pool: ExtractionPool | None = None
+    fetched: FetchedBody,
+    *,
+    raw: bool = False,
+    pool: ExtractionPool | None = None,
+    owner: str = "",
 ) -> PageText:
     """The readable text of ``fetched``; ``raw``: HTML as its source, not its main text;
-    ``pool``: read HTML and PDF in its worker processes. Raises ``FetchError`` for what
-    cannot be read."""
+    ``pool``: read HTML and PDF in its worker processes, as ``owner``'s share. Raises
+    ``FetchError`` for what cannot be read."""
     kind = kind_of(fetched)
     if kind == "html":
-        return _html(fetched, raw=raw, pool=pool)
+        return _html(fetched, raw=raw, pool=pool, owner=owner)
     if kind == "json":
         return _json(fetched)
     if kind == "pdf":
-        return _pdf(fetched, pool=pool)
+        return _pdf(fetched, pool=pool, owner=owner)
     if kind == "text":
         return PageText("text", decode(fetched))
     raise FetchError(
@@ -115,13 +120,13 @@ def page_text(
     )
 
 
-def _html(fetched: FetchedBody, *, raw: bool, pool: ExtractionPool | None) -> PageText:
+def _html(fetched: FetchedBody, *, raw: bool, pool: ExtractionPool | None, owner: str) -> PageText:
     options = {"charset": fetched.charset, "url": fetched.url, "raw": raw}
     try:
         if pool is None:
             page = html_text(fetched.body, **options)
         else:
-            page = pool.html(fetched.body, seconds=EXTRACT_SECONDS, **options)
+            page = pool.html(fetched.body, seconds=EXTRACT_SECONDS, owner=owner, **options)
     except ExtractionError as exc:
         raise FetchError(f"{fetched.url} could not be read: {exc.message}") from None
     return PageText("html", page.text, page.title, page.notes)
@@ -137,16 +142,20 @@ def _json(fetched: FetchedBody) -> PageText:
     return PageText("json", json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def _pdf(fetched: FetchedBody, *, pool: ExtractionPool | None) -> PageText:
+def _pdf(fetched: FetchedBody, *, pool: ExtractionPool | None, owner: str) -> PageText:
     if fetched.cut:
         raise FetchError(
             f"{fetched.url} is a PDF larger than the download limit of "
             f"{len(fetched.body):,} bytes, and a PDF cut short cannot be read."
         )
     try:
-        read = extract_document if pool is None else pool.extract
         limits = ExtractLimits(seconds=EXTRACT_SECONDS)
-        doc = read(fetched.body, mime_type="application/pdf", limits=limits)
+        if pool is None:
+            doc = extract_document(fetched.body, mime_type="application/pdf", limits=limits)
+        else:
+            doc = pool.extract(
+                fetched.body, mime_type="application/pdf", limits=limits, owner=owner
+            )
     except ExtractionError as exc:
         raise FetchError(f"{fetched.url} is a PDF that cannot be read: {exc.message}") from None
     pages = "\n\n".join(f"[page {page.number}]\n{page.text.strip()}" for page in doc.pages)

@@ -374,9 +374,9 @@ async def test_the_page_is_turned_into_text_off_the_event_loop(site, monkeypatch
 
     threads = []
 
-    def recording_page_text(fetched, *, raw=False, pool=None):
+    def recording_page_text(fetched, *, raw=False, pool=None, owner=""):
         threads.append(threading.current_thread().name)
-        return real_page_text(fetched, raw=raw, pool=pool)
+        return real_page_text(fetched, raw=raw, pool=pool, owner=owner)
 
     real_page_text = web.page_text
     monkeypatch.setattr(web, "page_text", recording_page_text)
