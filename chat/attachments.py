@@ -46,7 +46,7 @@ def attachment_create(
         )
     else:
         # Seconds of CPU for a long PDF: done before the transaction, which only stores.
-        document = extract_upload(data, name=name)
+        document = extract_upload(data, name=name, owner_key=str(owner.pk))
         attachment = Attachment(
             owner=owner,
             conversation=conversation,

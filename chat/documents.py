@@ -100,15 +100,16 @@ class StoredDocument:
     document: dict[str, Any]
 
 
-def extract_upload(data: bytes, *, name: str) -> StoredDocument:
-    """The uploaded ``data`` read as a document; ``UploadRejected`` (translated) when it
-    cannot be: nothing is stored then."""
+def extract_upload(data: bytes, *, name: str, owner_key: str) -> StoredDocument:
+    """The uploaded ``data`` read as a document, as ``owner_key``'s share of the workers
+    (a user's id: one user's slow files do not hold up another's); ``UploadRejected``
+    (translated) when it cannot be: nothing is stored then."""
     try:
         pool = extraction_pool()
         if pool is None:
             doc = extract_document(data, filename=name, limits=document_limits())
         else:
-            doc = pool.extract(data, filename=name, limits=document_limits())
+            doc = pool.extract(data, filename=name, limits=document_limits(), owner=owner_key)
     except ExtractionError as exc:
         raise UploadRejected(exc.code, rejection_message(exc), status=_status(exc)) from exc
     return StoredDocument(

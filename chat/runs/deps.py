@@ -49,20 +49,22 @@ def make_tools(
     vision: bool = False,
     documents: bool = False,
     disabled_sources: Collection[str] = (),
+    owner_key: str = "",
 ) -> ToolRegistry:
     """The default tools, with ``recall`` searching this conversation's older messages (and
     images, sent again as pixels when the model can see them: ``vision``), ``fetch_url``
     unless the operator switched it off, ``read_document`` when the conversation has
     documents (``documents``), then the operator's extra tools, but none of a source the
     user switched off for the conversation (``disabled_sources``; the built-in tools
-    cannot be switched off)."""
+    cannot be switched off). ``owner_key`` (the user's id) is whose share of the
+    extraction workers ``fetch_url``'s pages take."""
     tools = default_tools(
         recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision),
         fetch_result=tool_result_for(conversation_id),
     )
     config = fetch_config()
     if config is not None:
-        tools.register(fetch_url_tool(config))
+        tools.register(fetch_url_tool(dataclasses.replace(config, owner_key=owner_key)))
     if documents:
         tools.register(
             read_document_tool(document_reader_for(conversation_id, before_id=before_id))

@@ -62,6 +62,8 @@ class OpenedRun:
     disabled_tool_sources: frozenset[str] = frozenset()
     # An edited question's or a regenerated answer's versions, oldest first (chat.versions).
     versions: tuple[int, ...] = ()
+    # Whose conversation: the run's share of shared workers (fimone.extract.isolated).
+    owner_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> Opene
         mode=mode,
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
+        owner_id=conversation.owner_id,
     )
 
 
@@ -158,6 +161,7 @@ def open_follow_up(
         also_answers=tuple(also_answers),
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
+        owner_id=conversation.owner_id,
     )
 
 
@@ -223,6 +227,7 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         follow_up_ids=follow_up_ids,
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
+        owner_id=conversation.owner_id,
         versions=versions,
     )
 
@@ -278,6 +283,7 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         mode=mode,
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
+        owner_id=conversation.owner_id,
         versions=versions,
     )
 

@@ -75,6 +75,7 @@ async def perform(run: Run):
         vision=prepared.vision,
         documents=prepared.has_documents,
         disabled_sources=prepared.disabled_tool_sources,
+        owner_key=str(run.opened.owner_id or ""),
     )
     await _add_server_tools(
         run, tools, vision=prepared.vision, switched_off=prepared.disabled_tool_sources

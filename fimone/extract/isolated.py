@@ -9,6 +9,13 @@ the next file (starting one and importing the PDF library costs most of a second
 address-space limit, and is killed when it overruns the time limit by ``GRACE_SECONDS``
 (the next call starts a fresh one); one that dies (out of memory) is replaced too. It ends
 by itself when its parent goes (its stdin closes).
+
+The workers are shared fairly (``FairShares``): every call names its owner (the caller
+passes a key, a user's id; this layer knows nothing of users), no owner holds more than
+``per_owner`` workers at once (one less than all of them, so one user's slow files always
+leave a worker for the others), and a free worker goes to the waiting owner who holds the
+fewest, the earliest among equals. A call waits for a worker at most ``QUEUE_FACTOR``
+times its own time limit. docs/operations.md ("Round 4") says why.
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
@@ -41,6 +51,8 @@ from .worker import _LENGTH
 logger = logging.getLogger(__name__)
 
 GRACE_SECONDS = 5.0
+# How long a call may wait for a worker, in multiples of what it may take once it has one.
+QUEUE_FACTOR = 2.0
 DEFAULT_MEMORY_BYTES = 2 * 1024**3
 _ERRORS = {
     cls.__name__: cls
@@ -104,12 +116,71 @@ class _Worker:
         return b"".join(chunks)
 
 
+class NoWorkerFree(Exception):
+    """No worker came free for a call within its wait."""
+
+
+class FairShares:
+    """Who gets the next free worker: the waiting owner who holds the fewest, the earliest
+    among equals, and never one who already holds ``per_owner`` (module docstring)."""
+
+    def __init__(self, workers: int, per_owner: int) -> None:
+        self._free = workers
+        self._per_owner = per_owner
+        self._held: Counter[str] = Counter()
+        self._waiting: list[tuple[int, str]] = []  # (ticket, owner), oldest first
+        self._tickets = 0
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def share(self, owner: str, *, wait_seconds: float) -> Iterator[None]:
+        """Hold one worker for ``owner`` in the ``with`` block; ``NoWorkerFree`` when none
+        came within ``wait_seconds``."""
+        with self._changed:
+            self._tickets += 1
+            ticket = (self._tickets, owner)
+            self._waiting.append(ticket)
+            try:
+                if not self._changed.wait_for(lambda: self._next() == ticket, wait_seconds):
+                    raise NoWorkerFree
+            finally:
+                self._waiting.remove(ticket)
+                self._changed.notify_all()  # the next in line may be someone else now
+            self._free -= 1
+            self._held[owner] += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._free += 1
+                self._held[owner] -= 1
+                if not self._held[owner]:
+                    del self._held[owner]
+                self._changed.notify_all()
+
+    def _next(self) -> tuple[int, str] | None:
+        """The waiting call a free worker goes to, or None (none free, or no one may)."""
+        if self._free <= 0:
+            return None
+        allowed = [t for t in self._waiting if self._held[t[1]] < self._per_owner]
+        return min(allowed, key=lambda t: (self._held[t[1]], t[0]), default=None)
+
+
 class ExtractionPool:
     """Worker processes of one server process (module docstring)."""
 
-    def __init__(self, *, workers: int = 2, memory_bytes: int = DEFAULT_MEMORY_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        workers: int = 2,
+        memory_bytes: int = DEFAULT_MEMORY_BYTES,
+        per_owner: int | None = None,
+    ) -> None:
         self.memory_bytes = memory_bytes
-        self._slots = threading.BoundedSemaphore(max(1, workers))
+        workers = max(1, workers)
+        if per_owner is None:
+            per_owner = max(1, workers - 1)
+        self._shares = FairShares(workers, max(1, per_owner))
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
 
@@ -120,11 +191,13 @@ class ExtractionPool:
         filename: str | None = None,
         mime_type: str | None = None,
         limits: ExtractLimits | None = None,
+        owner: str = "",
     ) -> ExtractedDocument:
-        """As ``extract_document``; blocks the calling thread (call it from a thread)."""
+        """As ``extract_document``, as ``owner``'s share of the workers; blocks the calling
+        thread (call it from a thread)."""
         limits = limits or ExtractLimits()
         header = {"filename": filename, "mime_type": mime_type, "limits": asdict(limits)}
-        reply = self._ask(header, data, limits.seconds, what="the document")
+        reply = self._ask(header, data, limits.seconds, what="the document", owner=owner)
         return _document(reply["document"])
 
     def html(
@@ -135,22 +208,34 @@ class ExtractionPool:
         url: str | None = None,
         raw: bool = False,
         seconds: float = 15.0,
+        owner: str = "",
     ) -> HtmlText:
-        """As ``fimone.extract.html.html_text``; blocks the calling thread."""
+        """As ``fimone.extract.html.html_text``, as ``owner``'s share; blocks the thread."""
         header = {"kind": "html", "charset": charset, "url": url, "raw": raw}
-        page = self._ask(header, markup, seconds, what="the page")["page"]
+        page = self._ask(header, markup, seconds, what="the page", owner=owner)["page"]
         return HtmlText(page["text"], page["title"], tuple(page["notes"]))
 
-    def _ask(self, header: dict, data: bytes, seconds: float, *, what: str) -> dict:
-        with self._slots:
-            worker = self._take()
-            started = time.monotonic()
-            reply = worker.ask(header, data, started + seconds + GRACE_SECONDS)
-            if reply is None or not worker.alive():
-                worker.kill()
-            else:
-                with self._lock:
-                    self._idle.append(worker)
+    def _ask(self, header: dict, data: bytes, seconds: float, *, what: str, owner: str) -> dict:
+        queued = QUEUE_FACTOR * (seconds + GRACE_SECONDS)
+        try:
+            with self._shares.share(owner, wait_seconds=queued):
+                return self._answer(header, data, seconds, what=what)
+        except NoWorkerFree:
+            logger.warning("extraction waited %.0f s for a worker: refused", queued)
+            raise ExtractionTimeout(
+                f"Reading {what} took longer than {seconds:g} seconds: every reader was busy.",
+                seconds=seconds,
+            ) from None
+
+    def _answer(self, header: dict, data: bytes, seconds: float, *, what: str) -> dict:
+        worker = self._take()
+        started = time.monotonic()
+        reply = worker.ask(header, data, started + seconds + GRACE_SECONDS)
+        if reply is None or not worker.alive():
+            worker.kill()
+        else:
+            with self._lock:
+                self._idle.append(worker)
         if reply is None:
             elapsed = time.monotonic() - started
             logger.warning("extraction worker gave no answer (%.1f s): killed", elapsed)

@@ -85,6 +85,38 @@ def malformed_pdf() -> bytes:
     return b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\ngarbage \x00\xff" * 3
 
 
+def slow_pdf(operations: int = 2_000_000) -> bytes:
+    """A PDF of a few KB whose one page draws ``operations`` one-letter texts: reading it
+    takes about 17 µs of CPU per operation (half a minute for the default), and the time
+    limit, checked between pages, never interrupts it; the hard limit does."""
+    import zlib
+
+    content = zlib.compress(b"BT /F1 1 Tf " + b"(a) Tj " * operations + b"ET", 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(content)
+        + content
+        + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
 def docx_bytes(paragraphs: list[str] | None = None, *, heading: str = "Findings") -> bytes:
     import docx
 

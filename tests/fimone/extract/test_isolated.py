@@ -1,7 +1,10 @@
 """Extraction in worker processes: the same result, a hard time limit, a memory limit,
-workers reused and replaced."""
+workers reused and replaced, shared fairly between their owners."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 
@@ -13,7 +16,7 @@ from fimone.extract import (
     extract_document,
     isolated,
 )
-from fimone.extract.isolated import ExtractionPool
+from fimone.extract.isolated import ExtractionPool, FairShares
 from tests.support import documents
 
 pytestmark = pytest.mark.slow  # extraction worker processes, one killed (not in bin/test --fast)
@@ -103,3 +106,82 @@ def test_a_worker_ends_when_its_parent_lets_go(pool):
     [worker] = pool._idle
     worker.process.stdin.close()
     assert worker.process.wait(timeout=30) == 0
+
+
+# --- fair shares of the workers (RO.10) --------------------------------------------------------
+
+
+def holding(shares: FairShares, owner: str, entered: list[str]):
+    """A thread that takes a share for ``owner``, notes it in ``entered``, and holds it
+    until its ``release`` event is set."""
+    release = threading.Event()
+
+    def hold() -> None:
+        with shares.share(owner, wait_seconds=60):
+            entered.append(owner)
+            release.wait(60)
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    thread.release = release
+    return thread
+
+
+def wait_until(condition) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_one_owner_never_holds_every_worker_and_another_gets_the_free_one():
+    """RO.10: an owner's second call waits while another owner's call takes the free worker."""
+    shares = FairShares(workers=2, per_owner=1)
+    entered: list[str] = []
+    first = holding(shares, "alice", entered)
+    wait_until(lambda: entered == ["alice"])
+    second = holding(shares, "alice", entered)
+    other = holding(shares, "bob", entered)
+    wait_until(lambda: entered == ["alice", "bob"])
+    assert second.is_alive() and entered.count("alice") == 1
+    first.release.set()
+    wait_until(lambda: entered == ["alice", "bob", "alice"])
+    for thread in (second, other):
+        thread.release.set()
+        thread.join(30)
+
+
+def test_a_free_worker_goes_to_the_owner_holding_the_fewest():
+    """RO.10: alice asked first for a second worker, but bob holds none: bob goes first."""
+    shares = FairShares(workers=2, per_owner=2)
+    entered: list[str] = []
+    held = [holding(shares, "alice", entered), holding(shares, "carol", entered)]
+    wait_until(lambda: len(entered) == 2)
+    alice_again = holding(shares, "alice", entered)
+    wait_until(lambda: len(shares._waiting) == 1)
+    bob = holding(shares, "bob", entered)
+    wait_until(lambda: len(shares._waiting) == 2)
+    held[1].release.set()  # carol's worker comes free
+    wait_until(lambda: len(entered) == 3)
+    assert entered[-1] == "bob"
+    for thread in (held[0], alice_again, bob):
+        thread.release.set()
+        thread.join(30)
+    assert entered.count("alice") == 2
+
+
+def test_a_call_that_gets_no_worker_in_time_is_a_clear_error(monkeypatch):
+    """RO.10: the wait for a worker is bounded; the caller gets ``ExtractionTimeout``."""
+    monkeypatch.setattr(isolated, "GRACE_SECONDS", 0.0)
+    pool = ExtractionPool(workers=1)
+    entered: list[str] = []
+    blocker = holding(pool._shares, "alice", entered)
+    wait_until(lambda: entered == ["alice"])
+    try:
+        with pytest.raises(ExtractionTimeout) as caught:
+            pool.extract(documents.csv_bytes(), limits=ExtractLimits(seconds=0.05), owner="bob")
+        assert "busy" in caught.value.message
+    finally:
+        blocker.release.set()
+        blocker.join(30)
+        pool.close()
