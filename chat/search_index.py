@@ -315,13 +315,28 @@ def _page_documents(attachment: Attachment, message_id: int, created_at) -> list
     ]
 
 
-@transaction.atomic(savepoint=False)
-def index_documents(*, message: Message) -> None:
-    """Index every page of the documents linked to ``message`` (the one that sent them)."""
-    documents = []
-    for attachment in Attachment.objects.filter(message=message, kind=Attachment.Kind.DOCUMENT):
-        documents.extend(_page_documents(attachment, message.pk, message.created_at))
-    _insert(documents)
+def index_documents(*, message_id: int, created_at) -> int:
+    """Index every page of the documents that message ``message_id`` sent; returns how many
+    passages. Called after the message's transaction: one document at a time, its passages
+    computed outside any transaction and written ``INDEX_BATCH`` to a short transaction, so
+    sixteen documents of millions of characters hold neither the message's transaction nor
+    the database's write lock for seconds (docs/operations.md, "Round 4")."""
+    ids = list(
+        Attachment.objects.filter(message_id=message_id, kind=Attachment.Kind.DOCUMENT)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    count = 0
+    for pk in ids:
+        attachment = Attachment.objects.filter(pk=pk).first()
+        if attachment is None:
+            continue  # deleted meanwhile, with its conversation
+        documents = _page_documents(attachment, message_id, created_at)
+        for start in range(0, len(documents), INDEX_BATCH):
+            with transaction.atomic():
+                _insert(documents[start : start + INDEX_BATCH])
+        count += len(documents)
+    return count
 
 
 @transaction.atomic(savepoint=False)

@@ -8,6 +8,7 @@ loses what the user typed. Which user messages a run's end settles: docs/protoco
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -151,7 +152,14 @@ def user_message_create(
             pk__in=[a.pk for a in attachments], message__isnull=True
         ).update(message=message)
         if linked:
-            search_index.index_documents(message=message)
+            # After the commit, in short transactions of their own (docs/operations.md,
+            # "Round 4"); a failure leaves the message stored and its pages to
+            # ``manage.py rebuild_search_index``.
+            transaction.on_commit(
+                functools.partial(
+                    _index_documents_of, message_id=message.pk, created_at=message.created_at
+                )
+            )
     titled = not conversation.title and not injected
     if titled:
         conversation.title = title_from(content)
@@ -167,6 +175,13 @@ def user_message_create(
     if titled:
         search_index.index_title(conversation=conversation)
     return message
+
+
+def _index_documents_of(*, message_id: int, created_at) -> None:
+    try:
+        search_index.index_documents(message_id=message_id, created_at=created_at)
+    except Exception:
+        logger.warning("message %s: could not index its documents", message_id, exc_info=True)
 
 
 @transaction.atomic

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import TestCase
 
 from chat import services
 from chat.document_context import has_documents, read_document_text
@@ -19,9 +20,11 @@ def attach(user, conversation, name: str, data: bytes, content: str = "see attac
     attachment = services.attachment_create(
         owner=user, conversation=conversation, uploaded_file=SimpleUploadedFile(name, data)
     )
-    message = services.user_message_create(
-        conversation=conversation, content=content, attachments=[attachment]
-    )
+    # Its pages are indexed once the message is committed (the test's transaction never is).
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        message = services.user_message_create(
+            conversation=conversation, content=content, attachments=[attachment]
+        )
     return attachment, message
 
 

@@ -126,15 +126,19 @@ def test_a_document_is_served_to_its_owner_only_as_a_download(
     assert stranger.get(f"/api/attachments/{file_id}/").status_code == 404
 
 
-def test_a_sent_document_becomes_a_chip_and_its_pages_are_indexed(user, conversation):
+def test_a_sent_document_becomes_a_chip_and_its_pages_are_indexed(
+    user, conversation, django_capture_on_commit_callbacks
+):
     attachment = services.attachment_create(
         owner=user,
         conversation=conversation,
         uploaded_file=SimpleUploadedFile("review.pdf", documents.pdf_with_fact()),
     )
-    message = services.user_message_create(
-        conversation=conversation, content="read this", attachments=[attachment]
-    )
+    # The pages are indexed once the message is committed.
+    with django_capture_on_commit_callbacks(execute=True):
+        message = services.user_message_create(
+            conversation=conversation, content="read this", attachments=[attachment]
+        )
     assert message.metadata["images"] == []
     [chip] = message.metadata["documents"]
     assert chip == {
@@ -223,15 +227,18 @@ def test_the_admin_shows_a_documents_outline_not_its_text(admin_client, user, co
     assert 'name="document"' not in page
 
 
-def test_the_search_box_finds_a_page_of_a_document(logged_in_client, user, conversation):
+def test_the_search_box_finds_a_page_of_a_document(
+    logged_in_client, user, conversation, django_capture_on_commit_callbacks
+):
     attachment = services.attachment_create(
         owner=user,
         conversation=conversation,
         uploaded_file=SimpleUploadedFile("review.pdf", documents.pdf_with_fact()),
     )
-    services.user_message_create(
-        conversation=conversation, content="read", attachments=[attachment]
-    )
+    with django_capture_on_commit_callbacks(execute=True):
+        services.user_message_create(
+            conversation=conversation, content="read", attachments=[attachment]
+        )
     results = logged_in_client.get("/api/search/?q=Bluebird").json()["results"]
     assert [(r["kind"], r["label"]) for r in results] == [("document", "review.pdf, page 7")]
     assert "ZEBRA-7741" in results[0]["snippet"]
