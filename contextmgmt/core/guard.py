@@ -4,7 +4,8 @@
     messages = await guard.check_and_compact(messages, hint="react_iteration")
 
 1. A message longer than ``max_message_chars`` is cut with a ``[Truncated]`` suffix
-   (string content and the text parts of part lists; on copies).
+   (string content and the text parts of part lists; on copies); a tool result ends
+   instead with a line saying how to read on (``recall`` with its id and a start).
 2. Within budget and under the masking mark (half of it) → the caller's list is returned
    as it is, the common case. Token estimates are cached per message, so this costs one
    cheap pass.
@@ -38,6 +39,7 @@ from .compact import CompactResult, CompactUtils
 from .llm import Usage
 from .masking import (
     KEEP_TOOL_ROUNDS,
+    cut_to_chars,
     cut_unread_results,
     keep_share,
     mask_mark,
@@ -60,8 +62,12 @@ def _cut_text(text: str, limit: int) -> str:
 
 
 def _cut_oversized(msg: ChatMessage, limit: int) -> ChatMessage | None:
-    """A copy of ``msg`` with over-long text cut at ``limit`` characters, or None if none is."""
+    """A copy of ``msg`` with over-long text cut at ``limit`` characters, or None if none is.
+    A tool result is cut the way an unread result is (``masking.cut_to_chars``): it ends
+    with how to read on, within the same length as a ``[Truncated]`` cut."""
     content = msg.content
+    if msg.role == "tool" and isinstance(content, str):
+        return cut_to_chars(msg, limit + len(TRUNCATED_SUFFIX))
     if isinstance(content, str):
         if len(content) <= limit:
             return None

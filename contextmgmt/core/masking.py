@@ -408,9 +408,21 @@ def cut_unread_results(messages: list[ChatMessage], *, room_tokens: int) -> CutO
     return outcome
 
 
-def _cut_to(msg: ChatMessage, share: int) -> ChatMessage | None:
-    """A copy of the result ``msg`` cut to about ``share`` tokens (message overhead and the
-    read-on lines included), or None when it would not get smaller."""
+def cut_to_chars(msg: ChatMessage, max_chars: int) -> ChatMessage | None:
+    """A copy of the tool result ``msg`` at most ``max_chars`` characters long, cut like an
+    unread result (its beginning, the read-on line, the tool's own lines), or None when it
+    is no longer than that or is not plain text."""
+    if msg.role != "tool" or not isinstance(msg.content, str) or len(msg.content) <= max_chars:
+        return None
+    head, chars, own, result_id = _cut_parts(msg)
+    tail = _cut_tail(result_id, chars, chars, own)
+    kept = head[: max(0, max_chars - len(tail))]
+    return _cut_copy(msg, kept, chars, own, result_id)
+
+
+def _cut_parts(msg: ChatMessage) -> tuple[str, int, list[str], str]:
+    """(what may be shown, the whole result's size, the tool's own read-on lines, the id
+    recall finds it by) of a result about to be cut, cut before or not."""
     text = msg.text()
     previous = msg.metadata.get(CUT_KEY)
     if isinstance(previous, dict):
@@ -420,19 +432,35 @@ def _cut_to(msg: ChatMessage, share: int) -> ChatMessage | None:
     else:
         chars, head = len(text), text
         own = read_on_lines(text)
-    result_id = str(msg.metadata.get("result_id") or msg.tool_call_id or "")
-    tail_tokens = tokens.estimate_tokens(
-        "\n\n" + "\n".join([cut_line(result_id, chars, chars), *own])
+    return head, chars, own, str(msg.metadata.get("result_id") or msg.tool_call_id or "")
+
+
+def _cut_tail(result_id: str, shown: int, chars: int, own: list[str]) -> str:
+    return "\n\n" + "\n".join([cut_line(result_id, shown, chars), *own])
+
+
+def _cut_copy(
+    msg: ChatMessage, kept: str, chars: int, own: list[str], result_id: str
+) -> ChatMessage:
+    return dataclasses.replace(
+        msg,
+        content=kept + _cut_tail(result_id, len(kept), chars, own),
+        metadata={**msg.metadata, CUT_KEY: {"chars": chars, "shown": len(kept)}},
     )
+
+
+def _cut_to(msg: ChatMessage, share: int) -> ChatMessage | None:
+    """A copy of the result ``msg`` cut to about ``share`` tokens (message overhead and the
+    read-on lines included), or None when it would not get smaller."""
+    text = msg.text()
+    head, chars, own, result_id = _cut_parts(msg)
+    tail_tokens = tokens.estimate_tokens(_cut_tail(result_id, chars, chars, own))
     room = max(MIN_CUT_TOKENS, share - tokens.MESSAGE_OVERHEAD - tail_tokens)
     kept = clip_to_tokens(head, room, marker="")
     if len(kept) >= len(head):
         return None
-    content = "\n\n".join([kept, "\n".join([cut_line(result_id, len(kept), chars), *own])])
+    copy = _cut_copy(msg, kept, chars, own, result_id)
+    content = copy.text()
     if len(content) >= len(text) or tokens.estimate_tokens(content) >= tokens.estimate_tokens(text):
         return None  # too short to gain anything by cutting it
-    return dataclasses.replace(
-        msg,
-        content=content,
-        metadata={**msg.metadata, CUT_KEY: {"chars": chars, "shown": len(kept)}},
-    )
+    return copy

@@ -42,12 +42,31 @@ async def test_budget_argument_overrides_the_guard_default_r5_3():
 
 async def test_oversized_string_message_is_cut_with_truncated_suffix_r3_2():
     guard = ContextGuard(budget=1_000_000, max_message_chars=50_000)
+    big = user("x" * 60_000)
+    msgs = [system(), big, assistant("Long.")]
+    snapshot = copy.deepcopy(msgs)
+    out = await guard.check_and_compact(msgs)
+    assert out[1].content == "x" * 50_000 + TRUNCATED_SUFFIX
+    assert out[0] is msgs[0] and out[2] is msgs[2]
+    assert msgs == snapshot  # the caller's message is untouched
+    assert guard.last.strategy == "none" and guard.last.oversized_cut == 1
+
+
+async def test_an_oversized_tool_result_says_how_to_read_on_rt_1():
+    """A runaway result is cut within the same length, and ends with how to read on from
+    where it stops (recall with its id and a start), not with a bare [Truncated]."""
+    guard = ContextGuard(budget=1_000_000, max_message_chars=50_000)
     big = ChatMessage(role="tool", content="x" * 60_000, tool_call_id="c1")
     msgs = [system(), user("read it"), *tool_round("c1", "read", "{}", "")[:1], big]
     snapshot = copy.deepcopy(msgs)
     out = await guard.check_and_compact(msgs)
-    assert out[-1].content == "x" * 50_000 + TRUNCATED_SUFFIX
-    assert out[-1].content.endswith("[Truncated]")
+    text = out[-1].content
+    assert len(text) <= 50_000 + len(TRUNCATED_SUFFIX) and text.startswith("x" * 49_000)
+    shown = out[-1].metadata["cut"]["shown"]
+    assert text.endswith(
+        f"[Cut to fit the context: characters 0–{shown:,} of 60,000 of this result shown; "
+        f'read on with recall(id="c1", start={shown})]'
+    )
     assert out[-1].tool_call_id == "c1"
     assert out[:-1] == msgs[:-1]
     assert msgs == snapshot  # the caller's message is untouched
