@@ -179,8 +179,10 @@ def read_document_text(
     query: str | None = None,
     before_id: int | None = None,
     max_chars: int | None = None,
+    start: int = 0,
 ) -> str:
-    """The tool's text for ``read_document(file, pages|query)`` (module docstring)."""
+    """The tool's text for ``read_document(file, pages|query, start)`` (module docstring);
+    ``start``: where to read on within one page larger than a call."""
     max_chars = max_chars or read_max_chars()
     sent = Attachment.objects.filter(
         conversation_id=conversation_id, kind=Attachment.Kind.DOCUMENT, message__isnull=False
@@ -219,7 +221,11 @@ def read_document_text(
     else:
         numbers = list(range(1, len(texts) + 1))
         intro = f"{name}, from the start ({len(texts)} pages):"
-    return intro + "\n\n" + _page_blocks(texts, numbers, max_chars, name=name)
+    if start and len(numbers) != 1:
+        return 'Error: start reads on within one page: give that page alone (pages="7").'
+    if start and not 0 < start < len((texts[numbers[0] - 1]).strip()):
+        return f"Error: start is past the end of page {numbers[0]}."
+    return intro + "\n\n" + _page_blocks(texts, numbers, max_chars, name=name, start=start)
 
 
 def _find(file: str, known: list[tuple]) -> tuple | None:
@@ -250,16 +256,29 @@ def _best_pages(texts: list[str], query: str) -> list[int]:
     return [number for _score, number in scored[:QUERY_PAGES]]
 
 
-def _page_blocks(texts: list[str], numbers: list[int], max_chars: int, *, name: str) -> str:
+def _page_blocks(
+    texts: list[str], numbers: list[int], max_chars: int, *, name: str, start: int = 0
+) -> str:
+    """The pages ``numbers`` within ``max_chars``; a page larger than a call is shown from
+    ``start`` as far as it fits, ending with the call that reads on within it."""
     blocks: list[str] = []
     room = max_chars
     shown = 0
     for number in numbers[:MAX_PAGES_PER_CALL]:
-        text = texts[number - 1].strip() or "(this page has no text)"
+        page = texts[number - 1].strip() or "(this page has no text)"
+        text = page[start:] if start else page
         block = f"--- page {number} ---\n{text}"
         if len(block) > room:
-            if not blocks:  # one page larger than a call: its beginning
-                blocks.append(block[:room].rstrip() + "\n[… the rest of this page is cut]")
+            if not blocks:  # one page larger than a call: as much of it as fits
+                head = block[:room].rstrip()
+                end = start + max(0, len(head) - (len(block) - len(text)))
+                next_call = call_text(
+                    "read_document", {"file": name, "pages": str(number), "start": end}
+                )
+                blocks.append(
+                    f"{head}\n[Page {number}: characters {start:,}–{end:,} of {len(page):,} "
+                    f"of this page shown; {READ_ON}{next_call}]"
+                )
                 shown = 1
             break
         blocks.append(block)
@@ -295,12 +314,17 @@ def _spans(numbers: list[int]) -> str:
 
 def document_reader_for(
     conversation_id: Any, *, before_id: int | None = None
-) -> Callable[[str, str | None, str | None], Awaitable[str]]:
-    """The ``async reader(file, pages, query)`` the ``read_document`` tool calls."""
+) -> Callable[[str, str | None, str | None, int], Awaitable[str]]:
+    """The ``async reader(file, pages, query, start)`` the ``read_document`` tool calls."""
 
-    async def reader(file: str, pages: str | None, query: str | None) -> str:
+    async def reader(file: str, pages: str | None, query: str | None, start: int = 0) -> str:
         return await sync_to_async(read_document_text)(
-            conversation_id, file=file, pages=pages, query=query, before_id=before_id
+            conversation_id,
+            file=file,
+            pages=pages,
+            query=query,
+            before_id=before_id,
+            start=start,
         )
 
     return reader

@@ -157,3 +157,27 @@ def test_a_csv_is_read_with_its_header(user, conversation):
     attach(user, conversation, "cities.csv", documents.csv_bytes())
     text = read_document_text(conversation.id, file="cities.csv", query="Bluebird")
     assert "city | population | country" in text and documents.FACT_VALUE in text
+
+
+def test_a_page_longer_than_a_call_is_read_on_from_where_it_stopped_rt_4(user, conversation):
+    """A page larger than one call ends with where it stands and the call that reads on
+    within it; that call gives the rest of the page from exactly there."""
+    long_page = " ".join(f"Clause {i} sets limit L{i} at {100 + i} units." for i in range(100))
+    attach(user, conversation, "terms.pdf", documents.make_pdf(["Cover", long_page]))
+    first = read_document_text(conversation.id, file="terms.pdf", pages="2", max_chars=1_500)
+    *_, line = first.split("\n")
+    whole = read_document_text(conversation.id, file="terms.pdf", pages="2", max_chars=99_999)
+    page = whole.split("--- page 2 ---\n", 1)[1]
+    end = int(line.rsplit("start=", 1)[1].rstrip(")]"))
+    assert line == (
+        f"[Page 2: characters 0–{end:,} of {len(page):,} of this page shown; read on with "
+        f'read_document(file="terms.pdf", pages="2", start={end})]'
+    )
+    second = read_document_text(
+        conversation.id, file="terms.pdf", pages="2", max_chars=1_500, start=end
+    )
+    body = second.split("--- page 2 ---\n", 1)[1]
+    assert page[end:].startswith(body.rsplit("\n[Page 2:", 1)[0])
+    assert f"[Page 2: characters {end:,}–" in second
+    refused = read_document_text(conversation.id, file="terms.pdf", pages="1-2", start=5)
+    assert refused.startswith("Error: start reads on within one page")

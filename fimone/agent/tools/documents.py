@@ -3,8 +3,9 @@
 A small document reaches the model inline with its message; a larger one only as its
 outline (name, pages, size, headings, first lines), and the model reads what it needs with
 ``read_document(file, pages)`` ("7", "3-5", "1,4,9-10") or ``read_document(file, query)``
-(the pages that match best). The chat layer gives the reader (``DocumentReader``), which
-finds the file and caps what one call returns: never a whole long document at once.
+(the pages that match best); a page longer than a call is read on with ``start``. The
+chat layer gives the reader (``DocumentReader``), which finds the file and caps what one
+call returns: never a whole long document at once.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Awaitable, Callable
 
 from .registry import Tool
 
-# (file, pages, query) -> the tool's text
-DocumentReader = Callable[[str, str | None, str | None], Awaitable[str]]
+# (file, pages, query, start) -> the tool's text
+DocumentReader = Callable[[str, str | None, str | None, int], Awaitable[str]]
 
 # However many pages a call asks for, at most this many are returned.
 MAX_PAGES_PER_CALL = 20
@@ -56,13 +57,17 @@ def parse_pages(spec: str, page_count: int) -> list[int]:
 
 
 def read_document_tool(reader: DocumentReader) -> Tool:
-    async def read_document(file: str, pages: str | None = None, query: str | None = None) -> str:
+    async def read_document(
+        file: str, pages: str | None = None, query: str | None = None, start: int = 0
+    ) -> str:
         file = file.strip()
         if not file:
             return "Error: name the document: its file name as the conversation shows it."
         pages = (pages or "").strip() or None
         query = (query or "").strip() or None
-        return await reader(file, pages, query)
+        if start < 0 or (start and pages is None):
+            return 'Error: start reads on within one page: give that page too (pages="7").'
+        return await reader(file, pages, query, start)
 
     return Tool(
         name="read_document",
@@ -71,7 +76,7 @@ def read_document_tool(reader: DocumentReader) -> Tool:
             "JSON, HTML). Long documents are shown to you only as an outline: use this to "
             'read pages ("7", "3-5", "1,4") or to find the pages that match a query. One '
             f"call returns at most {MAX_PAGES_PER_CALL} pages and a limited number of "
-            "characters; ask for the next pages when a result says it was cut."
+            "characters; a result that was cut ends with the call that reads on."
         ),
         parameters={
             "type": "object",
@@ -81,6 +86,11 @@ def read_document_tool(reader: DocumentReader) -> Tool:
                 "query": {
                     "type": "string",
                     "description": "words to look for; the best matching pages are returned",
+                },
+                "start": {
+                    "type": "integer",
+                    "description": "with one page: the character of it to read on from, as "
+                    "a page cut short says (default 0)",
                 },
             },
             "required": ["file"],

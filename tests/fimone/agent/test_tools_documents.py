@@ -49,8 +49,8 @@ def test_a_huge_range_stays_bounded(first, last):
 async def test_the_tool_hands_file_pages_and_query_to_the_reader():
     calls = []
 
-    async def reader(file, pages, query):
-        calls.append((file, pages, query))
+    async def reader(file, pages, query, start):
+        calls.append((file, pages, query, start))
         return "read"
 
     registry = ToolRegistry([read_document_tool(reader)])
@@ -60,6 +60,11 @@ async def test_the_tool_hands_file_pages_and_query_to_the_reader():
     assert (
         await registry.run("read_document", json.dumps({"file": "a.pdf", "query": " x "})) == "read"
     )
-    assert calls == [("a.pdf", "7", None), ("a.pdf", None, "x")]
+    assert calls == [("a.pdf", "7", None, 0), ("a.pdf", None, "x", 0)]
+    args = json.dumps({"file": "a.pdf", "pages": "7", "start": 900})
+    assert await registry.run("read_document", args) == "read"
+    assert calls[-1] == ("a.pdf", "7", None, 900)
+    alone = await registry.run("read_document", json.dumps({"file": "a.pdf", "start": 9}))
+    assert alone.startswith("Error: start reads on within one page")
     assert (await registry.run("read_document", json.dumps({"file": "  "}))).startswith("Error")
     assert (await registry.run("read_document", "{}")).startswith("Error: bad arguments")
