@@ -194,46 +194,35 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
         # paste's passages.
         limit=CANDIDATES,
     )
-    candidates = _candidates(hits, terms, before_id)
-    copies: dict[str, int] = {}
-    chosen: dict[str, _Candidate] = {}
-    for candidate in candidates:
-        key = candidate.hit.document.terms
-        copies[key] = copies.get(key, 0) + 1
-        # Of a text said several times, the copy that stated a value (a question asked
-        # again, answered once) is the one quoted.
-        if key not in chosen or candidate.states_value > chosen[key].states_value:
-            chosen[key] = candidate
-    distinct = [c for c in candidates if chosen[c.hit.document.terms] is c]
+    said: dict[str, list[Hit]] = {}  # each text's copies, best first
+    for hit in hits:
+        said.setdefault(hit.document.terms, []).append(hit)
     # A question asked again with another number ("… for route 3?", "… for route 4?")
     # tells less each time: each text's rank is shared among the texts of its template, so
     # the one passage that stated a detail comes before a dozen variations of one question.
-    template = {key: key.translate(_NO_DIGITS) for key in copies}
-    variants = Counter(template[key] for key in copies)
+    template = {key: key.translate(_NO_DIGITS) for key in said}
+    variants = Counter(template.values())
     # Machine output (a pasted log, an export: one row shape repeated) names a word on
     # every row, and a long paste has dozens of passages: such a passage counts for a
     # fraction, and each further passage of the same message for less.
     from_message: Counter[int | None] = Counter()
     weighted = []
-    for candidate in distinct:
-        document = candidate.hit.document
-        weight = variants[template[document.terms]] * copies[document.terms]
+    for key, copies in said.items():
+        document = copies[0].document
+        weight = variants[template[key]] * len(copies)
         if _is_machine_output(document.body):
             weight /= MACHINE_OUTPUT_SHARE
         from_message[document.message_id] += 1
         weight *= from_message[document.message_id]
-        # A passage that states a value next to the key comes before a question whose
-        # reply gave one, and both before those that only name the key, among those
-        # holding as many of the query's terms.
-        order = (candidate.hit.matched, candidate.states_value, candidate.hit.rank / weight)
-        weighted.append((order, candidate))
-    weighted.sort(key=lambda w: w[0], reverse=True)
-    best = [candidate for _, candidate in weighted[:most]]
+        weighted.append((copies[0].matched, copies[0].rank / weight, copies))
+    weighted.sort(key=lambda w: (w[0], w[1]), reverse=True)
+    best = _valued_first(weighted, terms, most, _Replies.among(hits, before_id))
     quotes = _Quotes.of(conversation_id, best)
     room = limit * PASSAGE_CHARS
     passages: list[str] = []
     for candidate in best:
-        passage = quotes.passage(candidate, terms, copies=copies[candidate.hit.document.terms])
+        copies = len(said[candidate.hit.document.terms])
+        passage = quotes.passage(candidate, terms, copies=copies)
         if passage is None:
             continue  # quoted whole already, as another passage's question or reply
         cost = min(len(passage), PASSAGE_CHARS)  # a full passage costs one slot
@@ -244,35 +233,83 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
     return passages
 
 
-def _candidates(hits: list[Hit], terms: list[Term], before_id: int | None) -> list[_Candidate]:
-    """The hits with what ranking them needs: where each states a value next to the key,
-    and for a question, the reply it got (one query for the replies' ids, one for them)."""
-    questions = {
-        hit.document.message_id
-        for hit in hits
-        if hit.document.kind == SearchDocument.Kind.MESSAGE
-        and _ends_its_message(hit)
-        and is_question(hit.document.body)
-    }
-    after = neighbours(questions, before_id=before_id)
-    replies = shown_messages(n.after for n in after.values() if n.after is not None)
-    out = []
-    for hit in hits:
-        focus = focus_of(hit.document.body, terms)
-        question = hit.document.message_id in questions
-        reply = None
-        if question:
-            reply = replies.get(after[hit.document.message_id].after)
-            if reply is not None and reply.role == hit.message.role:
-                reply = None  # the same side again: no reply
-        if focus is not None and focus.states_value:
-            states_value = 2
-        elif reply is not None and states_value_early(reply.content):
-            states_value = 1
-        else:
-            states_value = 0
-        out.append(_Candidate(hit, focus, states_value, question, reply))
-    return out
+def _valued_first(
+    weighted: list[tuple[int, float, list[Hit]]], terms: list[Term], most: int, replies: _Replies
+) -> list[_Candidate]:
+    """The best ``most`` texts: among those holding as many of the query's terms, one
+    that states a value next to the key comes before a question whose reply gave one, and
+    both before those that only name the key; else in ``weighted``'s order.
+
+    Whether a text states a value is looked at in that order, and no further once
+    ``most`` texts stating one are found: the rest could only come after them (a common
+    word's 200 candidates are not all scanned)."""
+    chosen: list[_Candidate] = []
+    at = 0
+    while at < len(weighted) and len(chosen) < most:
+        matched = weighted[at][0]
+        group: list[_Candidate] = []
+        stating = 0
+        while at < len(weighted) and weighted[at][0] == matched:
+            candidate = _candidate(weighted[at][2], terms, replies)
+            at += 1
+            group.append(candidate)
+            stating += candidate.states_value == 2
+            if len(chosen) + stating >= most:
+                break
+        group.sort(key=lambda c: c.states_value, reverse=True)  # stable: rank order kept
+        chosen.extend(group)
+    return chosen[:most]
+
+
+def _candidate(copies: list[Hit], terms: list[Term], replies: _Replies) -> _Candidate:
+    """A text said once or more, as quoted: of its copies (the same words), the one a
+    question whose reply gave a value; else the best ranked."""
+    focus = focus_of(copies[0].document.body, terms)
+    if focus is not None and focus.states_value:
+        return _Candidate(
+            copies[0], focus, 2, replies.is_question(copies[0]), replies.reply_to(copies[0])
+        )
+    for hit in copies:
+        reply = replies.reply_to(hit)
+        if reply is not None and states_value_early(reply.content):
+            return _Candidate(hit, focus, 1, True, reply)
+    return _Candidate(
+        copies[0], focus, 0, replies.is_question(copies[0]), replies.reply_to(copies[0])
+    )
+
+
+@dataclass(frozen=True)
+class _Replies:
+    """The reply each question among the hits got: the next shown message, by the other
+    side (one query for the replies' ids, one for them)."""
+
+    questions: frozenset[int]
+    replies: dict[int, Message]  # by the question's message id
+
+    @classmethod
+    def among(cls, hits: list[Hit], before_id: int | None) -> _Replies:
+        questions = {
+            hit.document.message_id
+            for hit in hits
+            if hit.document.kind == SearchDocument.Kind.MESSAGE
+            and _ends_its_message(hit)
+            and is_question(hit.document.body)
+        }
+        after = neighbours(questions, before_id=before_id)
+        found = shown_messages(n.after for n in after.values() if n.after is not None)
+        roles = {hit.document.message_id: hit.message.role for hit in hits if hit.message}
+        replies = {}
+        for question, around in after.items():
+            reply = found.get(around.after)
+            if reply is not None and reply.role != roles.get(question):
+                replies[question] = reply
+        return cls(frozenset(questions), replies)
+
+    def is_question(self, hit: Hit) -> bool:
+        return hit.document.message_id in self.questions
+
+    def reply_to(self, hit: Hit) -> Message | None:
+        return self.replies.get(hit.document.message_id) if self.is_question(hit) else None
 
 
 def _ends_its_message(hit: Hit) -> bool:
@@ -308,7 +345,11 @@ class _Quotes:
                 and is_question(question.content)
             ):
                 questions[c.hit.document.message_id] = question
-        named = {c.hit.document.message_id: c.hit.document.created_at for c in chosen}
+        named = {
+            c.hit.document.message_id: c.hit.message.created_at
+            for c in chosen
+            if c.hit.message is not None
+        }
         named.update((m.pk, m.created_at) for m in questions.values())
         named.update((c.reply.pk, c.reply.created_at) for c in chosen if c.reply)
         named.pop(None, None)

@@ -14,17 +14,19 @@
   question it answered: "Your EORI number?" holds the key, the reply "DE8841…" the value.
 - **Names**: a message is named by its date and its place among the conversation's shown
   messages — "the user's message (3 March 2026 14:05 UTC, 14th in this chat)" — the places
-  of all the quoted messages counted in the conversation's (created_at, id) index alone, up
-  to the newest of them, less the hidden messages before each (a partial index of those).
+  of all the quoted messages read from the conversation's (created_at, id) index alone
+  (the ids up to the newest of them, in order: one query, whatever their number), less
+  the hidden messages before each (from a partial index of those).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import OuterRef, Subquery
 
 from chat.models import Message
 from chat.search_text import Term, term_pattern
@@ -189,26 +191,24 @@ def shown_messages(ids: Iterable[int]) -> dict[int, Message]:
 
 def places(conversation_id, messages: Iterable[tuple[int, datetime]]) -> dict[int, int]:
     """Each message's place in the conversation (1 = first): one more than the shown
-    messages before it — the messages before it less the hidden ones, each counted in an
-    index alone (``msg_conv_order``; the partial ``msg_conv_hidden``, which holds few)."""
+    messages before it (see the module's docstring). Two queries whatever the number of
+    messages: the ids up to the newest, in order, read from the index alone, and the
+    hidden ones among them."""
     targets = dict(messages)
     if not targets:
         return {}
-    newest = max(targets.values())
-
-    def before(pk: int, when: datetime) -> Q:
-        return Q(created_at__lt=when) | Q(created_at=when, id__lt=pk)
-
-    upto = Message.objects.filter(conversation_id=conversation_id, created_at__lte=newest)
-    counts = upto.order_by().aggregate(
-        **{f"m{pk}": Count("id", filter=before(pk, when)) for pk, when in targets.items()}
+    upto = Message.objects.filter(
+        conversation_id=conversation_id, created_at__lte=max(targets.values())
     )
-    hidden = list(
-        upto.filter(superseded_by__isnull=False).order_by().values_list("created_at", "id")
+    order = upto.order_by("created_at", "id").values_list("id", flat=True)
+    position = {pk: at for at, pk in enumerate(order.iterator(chunk_size=5_000))}
+    hidden = sorted(
+        position[pk]
+        for pk in upto.filter(superseded_by__isnull=False).values_list("id", flat=True)
+        if pk in position
     )
     return {
-        pk: counts[f"m{pk}"] + 1 - sum(1 for at, other in hidden if (at, other) < (when, pk))
-        for pk, when in targets.items()
+        pk: position[pk] + 1 - bisect_left(hidden, position[pk]) for pk in targets if pk in position
     }
 
 
