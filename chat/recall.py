@@ -4,9 +4,10 @@ Compaction may have summarised a detail away (numbers, names, early decisions); 
 messages themselves, and the whole tool results of earlier runs, are still in the database
 and in its full-text index (``chat.search``), so the agent can look them up by any of their
 words; a passage of a tool result names the id that brings the whole result back. Each
-passage is a verbatim slice of the stored text around the first match, with its date and
-the message it came from; a page of a document sent with a message is quoted with its
-file name and page.
+passage is a verbatim slice of the stored text centred on its best match, named by its
+date and its place in the chat; a page of a document sent with a message is quoted with
+its file name and page. A passage that states a value next to the key comes before those
+that only name it, and a question is quoted with its reply (``chat.recall_quotes``).
 
 What a result costs the model is its characters, not its count: a text said several times
 (a question asked again, a stock reply) is quoted once, and short passages leave room for
