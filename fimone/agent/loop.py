@@ -265,6 +265,9 @@ class ReactLoop:
             if last.masked:
                 # Listed apart from what was summarised (the note and the receipt show it).
                 payload.update(masked_facts(last.masked))
+            if last.results_cut:
+                # Unread results cut to the room left, each ending with how to read on.
+                payload["results_cut"] = [dataclasses.asdict(c) for c in last.results_cut]
             if last.strategy == "llm":
                 payload.update(summary_facts(last))
             if overflow:

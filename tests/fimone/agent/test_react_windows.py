@@ -119,6 +119,11 @@ async def test_an_8k_window_cuts_an_unread_page_with_a_line_to_read_on_rt_1(
         assert line.endswith(
             f'read on with recall(id="{page.tool_call_id}", start={cut["shown"]})]'
         )
+    (first_cut, *_) = [c for c in outcome.compactions if c.get("results_cut")]
+    assert [c["call_id"] for c in first_cut["results_cut"]] == ["s0_0", "s0_1"]
+    assert all(
+        c["chars"] == PAGE_CHARS and c["shown"] < PAGE_CHARS for c in first_cut["results_cut"]
+    )
     later = model.calls[2].messages
     stubs = [m for m in later if m.role == "tool" and is_masked(m)]
     # The stub of a cut page says where reading stopped, with the same line.
