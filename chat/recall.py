@@ -359,15 +359,16 @@ class _Quotes:
     def passage(self, candidate: _Candidate, terms: list[Term], *, copies: int) -> str | None:
         hit = candidate.hit
         message_id = hit.document.message_id
-        whole = hit.document.kind == SearchDocument.Kind.MESSAGE and hit.document.offset == 0
-        if whole and message_id in self.quoted:
+        # A message's first passage: the one a question before it is quoted with.
+        opening = hit.document.kind == SearchDocument.Kind.MESSAGE and hit.document.offset == 0
+        if opening and message_id in self.quoted:
             return None
         text = passage_of(
             hit, terms, copies=copies, focus=candidate.focus, place=self.places.get(message_id)
         )
-        if whole and len(hit.document.body) <= PASSAGE_CHARS:
-            self.quoted.add(message_id)
-        question = self.questions.get(message_id)
+        if opening and hit.message is not None and len(hit.message.content) <= PASSAGE_CHARS:
+            self.quoted.add(message_id)  # quoted whole
+        question = self.questions.get(message_id) if opening else None
         if question is not None and question.pk not in self.quoted:
             text = f"in reply to {self._companion(question, tail=True)}\n{text}"
         reply = candidate.reply if candidate.question else None
