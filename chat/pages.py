@@ -118,7 +118,8 @@ def _ordinary_request(conversation: Conversation, budget: int):
     for tool in cached_server_tools():  # the tool servers' schemas are sent too
         if tool.name not in tools and tool.source not in conversation.disabled_tool_sources:
             tools.register(tool)
-    return ordinary_request(conversation.mode, budget, tools=tools)
+    used = selectors.tools_used(conversation_id=conversation.id)
+    return ordinary_request(conversation.mode, budget, tools=tools, used_tools=used)
 
 
 def _sees_images(conversation: Conversation) -> bool:
@@ -188,6 +189,21 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
             # the room the request leaves it.
             "history_tokens": history,
             "history_room_tokens": request.room,
+            # The request tier by tier (docs/architecture.md, "Context gauge"): the system
+            # prompt, the tool definitions it sends, the history as fitted to its room.
+            "tiers": {
+                "instructions": request.instructions,
+                "tools": request.tools,
+                "history": min(history, request.room),
+            },
+            # Whether the definitions were cut to a finder and the tools in use, how many
+            # are sent of how many the model can call, and the share they may take.
+            "tools": {
+                "offered": request.tools_offered,
+                "enabled": request.tools_enabled,
+                "deferred": request.tools_deferred,
+                "share_tokens": request.tools_share,
+            },
             "message_count": count,
             "percent": round(min(100.0, 100.0 * used / limit), 1),
             # Over its room: the next run compacts history before the model sees it.

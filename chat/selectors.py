@@ -99,6 +99,22 @@ def _conversation_cursor_read(cursor: str) -> tuple[datetime, datetime, uuid.UUI
         raise invalid from None
 
 
+# The tools a conversation used that its next runs send when the definitions are cut to a
+# finder: the newest calls' tools, read from this many calls at most.
+USED_TOOLS_CALLS = 200
+
+
+def tools_used(*, conversation_id) -> tuple[str, ...]:
+    """Names of the tools the conversation's stored runs called, most recent first (the
+    caller owns the conversation)."""
+    names = (
+        ToolResult.objects.filter(conversation_id=conversation_id)
+        .order_by("-id")
+        .values_list("name", flat=True)[:USED_TOOLS_CALLS]
+    )
+    return tuple(dict.fromkeys(names))
+
+
 def conversation_get(*, user, conversation_id, for_update: bool = False) -> Conversation:
     """The user's conversation (``Conversation.DoesNotExist`` for anyone else's).
     ``for_update``: its row locked until the transaction ends (inside ``atomic``).

@@ -85,6 +85,8 @@ class PreparedRun:
     follow_ups: tuple[ChatMessage, ...] = ()
     has_documents: bool = False  # a document was sent: the run offers read_document
     disabled_tool_sources: frozenset[str] = frozenset()  # switched off in the conversation
+    # Tools the conversation's stored runs called, most recent first (the tool tier).
+    used_tools: tuple[str, ...] = ()
 
 
 # --- opening a run (the user message is committed first) -------------------------------------
@@ -361,6 +363,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         follow_ups=follow_ups,
         has_documents=has_documents(opened.query.conversation_id),
         disabled_tool_sources=opened.disabled_tool_sources,
+        used_tools=selectors.tools_used(conversation_id=opened.query.conversation_id),
     )
 
 

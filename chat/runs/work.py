@@ -174,6 +174,7 @@ async def perform(run: Run):
         language=translation.get_language() or "en",
         # A tool that needs approval pauses the run until the user answers.
         approve=functools.partial(approvals.ask, run),
+        used_tools=prepared.used_tools,
     )
     return await run.deps.engine_for(run.mode)(ctx)
 

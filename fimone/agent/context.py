@@ -149,6 +149,9 @@ class AgentContext:
     # Asked before a tool marked needs_approval runs (fimone.agent.approval); None: such a
     # tool does not run.
     approve: Approve | None = None
+    # Tools the conversation called before, most recent first: when the tool definitions
+    # are cut to a finder, these are sent too (fimone.agent.tools.finder).
+    used_tools: tuple[str, ...] = ()
 
 
 @dataclass

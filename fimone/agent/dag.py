@@ -74,6 +74,7 @@ from .loop import LATE_FOLLOW_UP_WAIT, LoopConfig, ReactLoop, preview
 from .plan import MAX_STEPS, PlanError, Step, Verdict, fallback_plan, parse_plan, parse_verdict
 from .prompts import ANALYSER_SYSTEM, PLANNER_SYSTEM, STEP_SYSTEM, SYNTHESIS_SYSTEM
 from .tools import ToolRegistry
+from .tools.finder import ToolOffer
 from .wording import say
 
 
@@ -286,9 +287,12 @@ class DagRun:
         self, step: Step, number: int, outcomes: dict[str, StepOutcome], by_id: dict[str, Step]
     ) -> StepOutcome:
         ctx = self.ctx
+        # The step's tool definitions go with each of its calls: its messages get the rest.
+        offer = ToolOffer(ctx.tools, ctx.fast_budget, used=ctx.used_tools)
+        budget = max(1, ctx.fast_budget - offer.split.tools)
         guard = ContextGuard(
             compact_llm=ctx.compact_llm,
-            budget=ctx.fast_budget,
+            budget=budget,
             compact_timeout=self.compact_timeout,
         )
         context = await _build_step_context(
@@ -314,8 +318,9 @@ class DagRun:
             LoopConfig(
                 llm=ctx.fast_llm,
                 guard=guard,
-                budget=ctx.fast_budget,
+                budget=budget,
                 tools=ctx.tools,
+                offer=offer,
                 sink=ctx.sink,
                 max_iterations=ctx.max_iterations,
                 llm_timeout=ctx.llm_timeout,

@@ -14,7 +14,10 @@ without an LLM call: one big paste must not shrink the summary every later reque
 starts from.
 
 ``ordinary_request`` is the same sum for a request whose question is not known yet (the
-context gauge's): what it sends besides the history, and what it leaves the history.
+context gauge's), tier by tier: the instructions and the tool definitions it sends besides
+the history, and what it leaves the history. Past their share of the budget the tool
+definitions are a finder and the tools in use (``fimone.agent.tools.finder``): the history's
+room is the budget less the share, however many tools there are.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .dag_context import history_budget as dag_history_budget
 from .dag_context import planner_input_limit
 from .react import history_budget as react_history_budget
 from .tools import ToolRegistry
+from .tools.finder import ToolOffer
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +62,20 @@ def history_room(
 
 @dataclass(frozen=True, slots=True)
 class OrdinaryRequest:
-    fixed: int  # what the request sends besides the history (an empty question)
+    """The first call of a request with an empty question, tier by tier."""
+
+    instructions: int  # the system prompt (ReAct) or the planner's request (DAG)
+    tools: int  # the tool definitions it sends (ReAct; the DAG planner gets none)
     room: int  # what it leaves the history: a larger history is fitted to this first
+    tools_offered: int = 0  # tools whose definitions it sends
+    tools_enabled: int = 0  # tools it can call (found with find_tools when not offered)
+    tools_deferred: bool = False  # definitions cut to a finder and the tools in use
+    tools_share: int = 0  # what the tool definitions may take
+
+    @property
+    def fixed(self) -> int:
+        """What the request sends besides the history."""
+        return self.instructions + self.tools
 
     def sends(self, history_tokens: int) -> int:
         """What the request sends in all, before its question, for a stored history of
@@ -67,13 +83,27 @@ class OrdinaryRequest:
         return self.fixed + min(max(0, history_tokens), self.room)
 
 
-def ordinary_request(mode: str, main_budget: int, *, tools: ToolRegistry | None) -> OrdinaryRequest:
+def ordinary_request(
+    mode: str, main_budget: int, *, tools: ToolRegistry | None, used_tools: Sequence[str] = ()
+) -> OrdinaryRequest:
     """The first call of a request with an empty question: for ReAct the system prompt and
-    the tool schemas under the main budget; for DAG the planner's request under its own
-    input limit (its share of the main budget)."""
+    the tool definitions under the main budget (all of them, or a finder and the tools in
+    use, ``used_tools``); for DAG the planner's request under its own input limit (its
+    share of the main budget)."""
     empty = ChatMessage(role="user", content="")
     if mode == "dag":
         room = dag_history_budget(main_budget, query=empty)
-        return OrdinaryRequest(fixed=max(0, planner_input_limit(main_budget) - room), room=room)
+        return OrdinaryRequest(
+            instructions=max(0, planner_input_limit(main_budget) - room), tools=0, room=room
+        )
     room = react_history_budget(main_budget, query=empty, tools=tools)
-    return OrdinaryRequest(fixed=max(0, main_budget - room), room=room)
+    offer = ToolOffer(tools if tools is not None else ToolRegistry(), main_budget, used=used_tools)
+    return OrdinaryRequest(
+        instructions=max(0, main_budget - room - offer.split.tools),
+        tools=offer.tokens(),
+        room=room,
+        tools_offered=len(offer.names()),
+        tools_enabled=len(tools) if tools is not None else 0,
+        tools_deferred=offer.deferred,
+        tools_share=offer.split.tools,
+    )

@@ -48,6 +48,7 @@ from .calls import stream_reply
 from .context import CompactionHook, EventSink, InjectionQueue, summary_facts
 from .prompts import LIMIT_NOTE, limit_preface
 from .tools import ToolOutput, ToolRegistry
+from .tools.finder import ToolOffer
 from .wording import say
 
 PREVIEW_CHARS = 2_000
@@ -92,6 +93,9 @@ class LoopConfig:
     # Asked before a tool marked needs_approval runs (fimone.agent.approval); without it
     # such a tool does not run.
     approve: Approve | None = None
+    # Which tool definitions go with each call, and the tools run (its registry); None:
+    # every tool of ``tools``, all sent.
+    offer: ToolOffer | None = None
 
 
 @dataclass
@@ -107,6 +111,7 @@ class LoopResult:
 class ReactLoop:
     def __init__(self, cfg: LoopConfig) -> None:
         self.cfg = cfg
+        self.tools = cfg.offer.registry if cfg.offer is not None else cfg.tools
         self.usage = Usage()
         self.compactions: list[dict[str, Any]] = []
         # Replies that streamed whole before a follow-up arrived (they stay in the answer).
@@ -116,12 +121,13 @@ class ReactLoop:
     async def run(self, messages: list[ChatMessage]) -> LoopResult:
         cfg = self.cfg
         messages = list(messages)
-        tools = cfg.tools.openai_tools() or None
         for iteration in range(1, cfg.max_iterations + 1):
             if cfg.injections is not None:
                 messages.extend(cfg.injections.drain())
             messages = await self._fit(messages)
-            reply, shown = await self._reply(messages, tools)
+            # Asked each time: a tool find_tools found joins the definitions after the others.
+            tools = cfg.offer.definitions() if cfg.offer is not None else cfg.tools.openai_tools()
+            reply, shown = await self._reply(messages, tools or None)
             messages = reply.messages
             if not reply.message.tool_calls:
                 late = (
@@ -326,7 +332,7 @@ class ReactLoop:
         for tc, output in zip(calls, results, strict=True):
             messages.append(ChatMessage(role="tool", content=output.text, tool_call_id=tc.id))
             # Kept whole for this run: a masked result is brought back by its id (recall).
-            cfg.tools.remember(tc, output.text)
+            self.tools.remember(tc, output.text)
             images.extend(output.images)
             await self._event(
                 iteration, "tool_result", name=tc.name, result=preview(output.text), call_id=tc.id
@@ -340,9 +346,9 @@ class ReactLoop:
     async def _run_tool(self, iteration: int, call: ToolCall) -> ToolOutput:
         """Run one call; a tool that needs approval runs only once the user approved it."""
         cfg = self.cfg
-        tool = cfg.tools.get(call.name)
+        tool = self.tools.get(call.name)
         if tool is not None and tool.needs_approval:
-            problem = cfg.tools.problem(call.name, call.arguments)
+            problem = self.tools.problem(call.name, call.arguments)
             if problem is not None:
                 return ToolOutput(problem)  # nothing to approve: the model corrects it
             if cfg.approve is None:
@@ -356,7 +362,7 @@ class ReactLoop:
             )
             if await cfg.approve(request) == "decline":
                 return ToolOutput(declined_result(call.name))
-        return await cfg.tools.run_output(call.name, call.arguments)
+        return await self.tools.run_output(call.name, call.arguments)
 
     async def _event(self, iteration: int, kind: str, **fields: Any) -> None:
         await self.cfg.sink(

@@ -10,30 +10,31 @@ current query never yields.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 
 from contextmgmt.core.guard import ContextGuard
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tokens import estimate_message_tokens, estimate_tokens
+from contextmgmt.core.tokens import estimate_message_tokens
 
 from .calls import compact_limit
 from .context import AgentContext, AgentOutcome, earlier_turns
 from .loop import LoopConfig, ReactLoop
 from .prompts import REACT_SYSTEM
 from .tools import ToolRegistry
+from .tools.finder import ToolOffer, tool_tier
 
 
-def tool_schema_tokens(tools: ToolRegistry | None) -> int:
-    """Tokens of the tool schemas sent with every call (outside the messages)."""
-    schemas = tools.openai_tools() if tools is not None else []
-    return estimate_tokens(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
+def tool_schema_tokens(tools: ToolRegistry | None, main_budget: int) -> int:
+    """Tokens the tool definitions sent with every call (outside the messages) may take:
+    all of them, or, past their share of the budget, the share (a finder and the tools in
+    use; ``fimone.agent.tools.finder``)."""
+    return tool_tier(tools, main_budget).tools
 
 
 def message_budget(main_budget: int, tools: ToolRegistry | None) -> int:
-    """What the messages of one call may take: the budget less the tool schemas."""
-    return max(1, main_budget - tool_schema_tokens(tools))
+    """What the messages of one call may take: the budget less the tool tier."""
+    return max(1, main_budget - tool_schema_tokens(tools, main_budget))
 
 
 def history_budget(
@@ -70,8 +71,9 @@ def compaction_usage_of(guard: ContextGuard) -> Usage:
 
 
 async def run_react(ctx: AgentContext) -> AgentOutcome:
-    # The tool schemas go with every call: the messages get the rest of the budget.
-    budget = message_budget(ctx.main_budget, ctx.tools)
+    # The tool definitions go with every call: the messages get the rest of the budget.
+    offer = ToolOffer(ctx.tools, ctx.main_budget, used=ctx.used_tools)
+    budget = max(1, ctx.main_budget - offer.split.tools)
     guard = ContextGuard(
         compact_llm=ctx.compact_llm,
         budget=budget,
@@ -83,6 +85,7 @@ async def run_react(ctx: AgentContext) -> AgentOutcome:
             guard=guard,
             budget=budget,
             tools=ctx.tools,
+            offer=offer,
             sink=ctx.sink,
             max_iterations=ctx.max_iterations,
             llm_timeout=ctx.llm_timeout,

@@ -48,7 +48,7 @@ from .offline_pages import page_lines
 from .offline_phrases import PHRASES, all_notes, language_of, phrase
 from .offline_plan import make_plan, make_verdict
 from .offline_text import LABELS, detect_language, extractive_summary
-from .offline_tools import decide_tool_calls, resolve_references, without_urls
+from .offline_tools import FINDER, decide_tool_calls, resolve_references, without_urls
 from .options import check_opts
 
 OFFLINE_MODEL_NAME = "fimone-offline"
@@ -123,6 +123,25 @@ def _tool_lines(
     return [f"{escape_markdown(name)}: {shown}"]
 
 
+_FOUND_LINE = re.compile(r"^- ([A-Za-z0-9_-]{1,64}):", re.M)
+
+
+def _found_tools(after: list[ChatMessage]) -> set[str]:
+    """The tools ``find_tools`` results after the request list (callable by name)."""
+    found: set[str] = set()
+    calls = {
+        tc.id
+        for m in after
+        if m.role == "assistant"
+        for tc in m.tool_calls or []
+        if tc.name == FINDER
+    }
+    for m in after:
+        if m.role == "tool" and m.tool_call_id in calls:
+            found.update(_FOUND_LINE.findall(m.text()))
+    return found
+
+
 def _given_lines(block: str) -> list[str]:
     """What a block of given material (DAG step results) contributes to an answer: its
     lines without the engine's frames."""
@@ -170,9 +189,14 @@ def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
             if m.role == "assistant"
             for tc in m.tool_calls or []
         }
-        for m in messages[last_user + 1 :]:
-            if m.role != "tool":
-                continue
+        results = [m for m in messages[last_user + 1 :] if m.role == "tool"]
+        named = [calls.get(m.tool_call_id or "") for m in results]
+        if any(c is not None and c.name != FINDER for c in named):
+            # The tools found were called: the finder's list says nothing more.
+            results = [
+                m for m, c in zip(results, named, strict=True) if c is None or c.name != FINDER
+            ]
+        for m in results:
             call = calls.get(m.tool_call_id or "")
             name = call.name if call else (m.name or "tool")
             try:
@@ -288,11 +312,16 @@ class OfflineLLM:
             return _text(json.dumps(verdict, ensure_ascii=False))
         last_user = _last_user_index(messages)
         if tools and last_user is not None:
-            answered = any(m.role == "tool" for m in messages[last_user + 1 :])
-            if not answered:
+            after = messages[last_user + 1 :]
+            answered = any(m.role == "tool" for m in after)
+            called = {tc.name for m in after if m.role == "assistant" for tc in m.tool_calls or []}
+            # After find_tools, the tools it found are called as asked (only those not called).
+            if not answered or FINDER in called:
                 offered = {
                     t.get("function", {}).get("name") for t in tools if t.get("type") == "function"
                 }
+                if answered:
+                    offered = (offered | _found_tools(after)) - {FINDER}
                 # A step reads the results of the steps it depends on ("then multiply
                 # that result by 10"): they come as the user messages before its task.
                 query = resolve_references(
@@ -300,6 +329,7 @@ class OfflineLLM:
                     "\n\n".join(given_material(messages, last_user)),
                 )
                 calls = decide_tool_calls(query, offered, call_prefix=f"call_{len(messages)}")
+                calls = [c for c in calls if c.name not in called]
                 document = document_call(query, messages) if "read_document" in offered else None
                 if document is not None and not calls:
                     calls = [

@@ -3,7 +3,8 @@
 Arithmetic → ``calculator`` ``{"expression"}``, the time or date → ``current_time`` ``{}``,
 something said earlier → ``recall`` ``{"query"}``, a URL to read → ``fetch_url``
 ``{"url"}``, any other offered tool the query names ("call <tool> {json}") → that tool with
-those arguments; several at once when the query asks for several (parallel tool calls).
+those arguments (a tool not offered → ``find_tools`` with its name first, then the tool
+once found); several at once when the query asks for several (parallel tool calls).
 English, Chinese and a little German.
 """
 
@@ -201,14 +202,25 @@ _NAMED_CALL = re.compile(
     re.I | re.S,
 )
 _OWN_RULES = {"calculator", "current_time", "recall", "fetch_url", "read_document"}
+# The tool that finds tools whose definitions were not sent (fimone.agent.tools.finder;
+# docs/tools.md, "Many tools").
+FINDER = "find_tools"
 
 
 def named_calls(query: str, offered: set[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Calls of offered tools the query names ("call <tool> {json arguments}")."""
+    """Calls of offered tools the query names ("call <tool> {json arguments}"). A named
+    tool that is not offered while ``find_tools`` is (its definition was not sent) is
+    looked for first: ``find_tools`` with its name. Only a name that looks like a tool's
+    (an underscore in it, or JSON arguments after it): "use python" is no tool."""
     calls: list[tuple[str, dict[str, Any]]] = []
     for match in _NAMED_CALL.finditer(query):
         name = match.group(1)
-        if name not in offered or name in _OWN_RULES or any(n == name for n, _ in calls):
+        if name in _OWN_RULES or name == FINDER or any(n == name for n, _ in calls):
+            continue
+        if name not in offered:
+            looks_like_a_tool = "_" in name or match.group(2) is not None
+            if FINDER in offered and looks_like_a_tool:
+                calls.append((FINDER, {"query": name}))
             continue
         try:
             args = json.loads(match.group(2)) if match.group(2) else {}

@@ -48,7 +48,7 @@ def summary_or_long_answer(messages: list[ChatMessage]) -> str:
 def sent_tokens(call) -> int:
     """What one model call sent, as the run counts it: its messages and tool schemas."""
     tools = make_tools(None, before_id=0) if call.tools else None
-    return estimate_messages_tokens(call.messages) + tool_schema_tokens(tools)
+    return estimate_messages_tokens(call.messages) + tool_schema_tokens(tools, BUDGET)
 
 
 async def test_the_gauge_of_a_summarised_conversation_never_passes_the_budget_it_fits(

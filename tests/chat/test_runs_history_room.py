@@ -142,7 +142,7 @@ def test_history_room_counts_system_prompt_tools_query_and_follow_ups():
     system = ChatMessage(role="system", content=REACT_SYSTEM)
     expected = (
         8_000
-        - tool_schema_tokens(tools)
+        - tool_schema_tokens(tools, 8_000)
         - estimate_message_tokens(system)
         - estimate_message_tokens(query)
         - estimate_message_tokens(follow)

@@ -1,7 +1,7 @@
 """A real MCP server for the tests, written with the SDK's own server (FastMCP, named
 ``MCPServer`` since mcp 2), run as a stdio child process or over streamable HTTP.
 
-    python -m tests.support.mcp_server stdio [--marker-dir DIR]
+    python -m tests.support.mcp_server stdio [--marker-dir DIR] [--service-tools N]
     python -m tests.support.mcp_server http --port 8123 [--marker-dir DIR] [--require-header NAME]
     python -m tests.support.mcp_server fail-at-start | hang-at-start [--marker-dir DIR]
     python -m tests.support.mcp_server many-tools --count 10000 [--page-size N] [--endless]
@@ -13,6 +13,10 @@ an error result, embedded resources, a slow call that notes its cancellation (in
 is a server of ``--count`` tools (each says its name back), listed ``--page-size`` at a
 time; ``--endless`` always offers a next page; each page asked for is noted in
 ``marker-dir``. ``hang-at-start`` and ``fail-at-start`` note each start there.
+``--service-tools N`` adds N tools to the stdio server, named and described like a real
+service's (``archive_ticket``: "Archive a support ticket…"), each answering with its name
+and arguments: a server whose definitions do not fit a small window, searched by name
+and description.
 """
 
 from __future__ import annotations
@@ -47,8 +51,53 @@ def long_page(number: int, chars: int) -> str:
     return (f"# Page {number}\n" + line * (chars // len(line) + 1))[:chars]
 
 
-def build(marker_dir: Path | None) -> MCPServer:
+_VERBS = (
+    ("list", "List the {plural} matching a filter, newest first, with paging."),
+    ("get", "Get one {noun} by its id, with every field and its change history."),
+    ("create", "Create a {noun} from the given fields; returns the new {noun}'s id."),
+    ("update", "Update fields of an existing {noun}; unknown fields are refused."),
+    ("delete", "Delete a {noun} by its id (it can be restored for 30 days)."),
+    ("archive", "Archive a {noun}: hidden from lists, kept for audits."),
+    ("export", "Export {plural} as CSV or JSON for a date range."),
+    ("count", "Count the {plural} matching a filter, grouped by status."),
+    ("assign", "Assign a {noun} to a team member by their email address."),
+    ("comment", "Add a comment to a {noun}, visible to the whole team."),
+)
+_NOUNS = (
+    ("invoice", "invoices"), ("customer", "customers"), ("order", "orders"),
+    ("ticket", "support tickets"), ("product", "products"), ("shipment", "shipments"),
+    ("refund", "refunds"), ("subscription", "subscriptions"), ("coupon", "coupons"),
+    ("supplier", "suppliers"), ("warehouse", "warehouses"), ("employee", "employees"),
+    ("meeting", "meetings"), ("project", "projects"), ("task", "tasks"),
+    ("contract", "contracts"), ("payment", "payments"), ("report", "reports"),
+    ("campaign", "campaigns"), ("lead", "sales leads"), ("asset", "assets"),
+    ("license", "licenses"), ("incident", "incidents"), ("survey", "surveys"),
+    ("budget", "budgets"), ("expense", "expenses"), ("vendor", "vendors"),
+    ("document", "documents"), ("release", "releases"), ("account", "accounts"),
+)  # fmt: skip
+
+
+def _service_tools(server: MCPServer, count: int) -> None:
+    """``count`` tools named verb_noun (``archive_ticket``), described as a real service's."""
+    pairs = [(v, n) for n in _NOUNS for v in _VERBS]
+    for i in range(count):
+        (verb, text), (noun, plural) = pairs[i % len(pairs)]
+        name = f"{verb}_{noun}" + (f"_{i // len(pairs)}" if i >= len(pairs) else "")
+
+        description = text.format(noun=noun, plural=plural)
+        server.add_tool(_operation(name), name=name, description=description)
+
+
+def _operation(name: str):
+    def operate(record_id: str, fields: dict | None = None) -> str:
+        return f"{name} done: {record_id} {fields or {}}"
+
+    return operate
+
+
+def build(marker_dir: Path | None, service_tools: int = 0) -> MCPServer:
     server = MCPServer("fimone-test", log_level="WARNING")
+    _service_tools(server, service_tools)
 
     def mark(name: str, text: str = "") -> None:
         if marker_dir is not None:
@@ -131,6 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--endless", action="store_true")
     parser.add_argument("--marker-dir", type=Path)
     parser.add_argument("--require-header", default="")
+    parser.add_argument("--service-tools", type=int, default=0)
     args = parser.parse_args(argv)
     if args.mode == "fail-at-start":
         if args.marker_dir is not None:
@@ -145,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         page_size = args.page_size or args.count
         asyncio.run(_serve_many_tools(args.count, page_size, args.endless, args.marker_dir))
         return
-    server = build(args.marker_dir)
+    server = build(args.marker_dir, args.service_tools)
     if args.mode == "stdio":
         server.run("stdio")
         return

@@ -147,6 +147,7 @@ export class Gauge {
           { tokens: number(info.history_tokens), count: info.message_count },
           true,
         ),
+        tierLine(info, number),
         interpolate(
           gettext("DAG steps use the fast model's budget: %(tokens)s tokens"),
           { tokens: number(info.fast_budget.usable_input_tokens) },
@@ -175,6 +176,33 @@ export class Gauge {
       this.hide();
     }
   }
+}
+
+// The request tier by tier (instructions, tool definitions, history), and when the tool
+// definitions were cut to their share, how many go with each call of how many there are.
+function tierLine(info, number) {
+  const tiers = info.tiers;
+  if (!tiers) return "";
+  const line = interpolate(
+    gettext(
+      "Sent before the question: instructions %(instructions)s, tool definitions %(tools)s, " +
+        "history %(history)s tokens",
+    ),
+    {
+      instructions: number(tiers.instructions),
+      tools: number(tiers.tools),
+      history: number(tiers.history),
+    },
+    true,
+  );
+  const tools = info.tools || {};
+  if (!tools.deferred) return line;
+  const cut = interpolate(
+    gettext("%(offered)s of %(enabled)s tool definitions sent; the model finds the others with find_tools"),
+    { offered: number(tools.offered), enabled: number(tools.enabled) },
+    true,
+  );
+  return `${line}\n${cut}`;
 }
 
 // The conversation's compaction ledger: what compaction cost and saved so far, then the

@@ -27,6 +27,7 @@ from fimone.agent.dag_context import (
     replan_feedback,
 )
 from fimone.agent.plan import Step, Verdict
+from fimone.agent.react import tool_schema_tokens
 from tests.support.fake_llm import FakeLLM, _estimate
 
 
@@ -439,18 +440,22 @@ async def test_unreadable_verdict_does_not_replan(build_context, events):
 
 
 async def test_steps_use_the_fast_budget_and_the_answer_the_main_one(build_context, spy_guards):
-    """R5.3: step guards run on the fast LLM's budget; the final answer on the main one.
+    """R5.3: step guards run on the fast LLM's budget (less the tool definitions each step
+    call sends, RT.3); the final answer on the main one.
     RS.1: step sub-agents stream; planner and analyser (JSON) do not."""
     llm = main_llm(TWO_STEP_PLAN, verdict(True, 0.9), "ok")
     fast = FakeLLM(default=worker)
     ctx = build_context(llm, fast_llm=fast, main_budget=50_000, fast_budget=7_000)
     await run_dag(ctx)
 
+    step_budget = 7_000 - tool_schema_tokens(ctx.tools, 7_000)
     step_guards, final_guard = spy_guards[:2], spy_guards[2]
-    assert [g.budget for g in step_guards] == [7_000, 7_000]
+    assert [g.budget for g in step_guards] == [step_budget, step_budget]
     for guard in step_guards:
         assert guard.checks  # called at the top of every step iteration (R3.1)
-        assert {(c["budget"], c["hint"]) for c in guard.checks} == {(7_000, "react_iteration")}
+        assert {(c["budget"], c["hint"]) for c in guard.checks} == {
+            (step_budget, "react_iteration")
+        }
     assert final_guard.budget == 50_000
     assert [(c["budget"], c["hint"]) for c in final_guard.checks] == [(50_000, "step_dependency")]
     assert {c.method for c in fast.calls} == {"stream_chat"} and len(fast.calls) == 2
