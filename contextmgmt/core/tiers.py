@@ -51,17 +51,20 @@ def split_budget(
     tool_definitions: int,
     always: int = 0,
     query: int = 0,
+    too_many: bool = False,
 ) -> TierSplit:
     """The tiers of a request whose instructions, tool definitions (all of them) and query
     take the given tokens. ``always``: what is sent in any case when the definitions are
     cut (the built-in tools and the finder); the tier is never smaller than that.
+    ``too_many``: more tools than a request may carry, whatever their tokens: cut too.
 
     The history gets what is left: however many tools there are, it never gets less than
     ``budget − instructions − query − max(cap, always)``.
     """
     cap = tool_definitions_cap(budget)
-    deferred = tool_definitions > max(cap, always)
-    tools = max(cap, always) if deferred else max(0, tool_definitions)
+    over = tool_definitions > max(cap, always)
+    deferred = over or too_many
+    tools = max(cap, always) if over else max(0, tool_definitions)
     history = max(0, budget - instructions - tools - query)
     return TierSplit(
         budget=budget,

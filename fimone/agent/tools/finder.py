@@ -2,7 +2,8 @@
 
 Definitions are a tier of the context with their own share of the budget
 (``contextmgmt.core.tiers``). When every enabled tool fits that share, every one is sent.
-When they do not (an MCP server listing hundreds of tools), each call sends the built-in
+When they do not (an MCP server listing hundreds of tools), or there are more than a
+request may carry (``MAX_TOOL_DEFINITIONS``), each call sends the built-in
 tools, ``find_tools`` — which searches all enabled tools by name and description — and
 the tools this conversation used before, as far as the share allows. A tool
 ``find_tools`` finds joins the definitions of the next call, appended after those
@@ -21,12 +22,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tiers import TierSplit, split_budget, tool_definitions_cap
+from contextmgmt.core.tiers import TierSplit, split_budget
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_tokens
 
 from .registry import BUILTIN_SOURCE, Tool, ToolRegistry
 
 FINDER_NAME = "find_tools"
+# A request carries at most this many definitions whatever their tokens: OpenAI's API
+# refuses more than 128 tools in one request.
+MAX_TOOL_DEFINITIONS = 128
 # A finder's answer lists at most this many tools: their definitions join the next call.
 MAX_FOUND = 5
 _DESCRIPTION_CHARS = 300
@@ -87,6 +91,7 @@ def tool_tier(
         tool_definitions=definition_tokens([t.openai() for t in listed]),
         always=definition_tokens([*always, FINDER_DEFINITION]),
         query=query,
+        too_many=len(listed) > MAX_TOOL_DEFINITIONS,
     )
 
 
@@ -110,7 +115,7 @@ class ToolOffer:
 
     def __init__(self, tools: ToolRegistry, budget: int, *, used: Sequence[str] = ()) -> None:
         self.split = tool_tier(tools, budget)
-        self._cap = max(self.split.tools, tool_definitions_cap(budget))
+        self._cap = self.split.tools
         self.registry = tools
         self._names = [t.name for t in tools.tools()]
         self._definitions = tools.openai_tools()
@@ -145,7 +150,7 @@ class ToolOffer:
     def _add(self, name: str) -> bool:
         """Append ``name``'s definition if it is a tool not yet sent and it fits the share."""
         tool = self.registry.get(name)
-        if tool is None or name in self._names:
+        if tool is None or name in self._names or len(self._names) >= MAX_TOOL_DEFINITIONS:
             return False
         definition = tool.openai()
         tokens = definition_tokens([definition])

@@ -28,11 +28,23 @@ def test_rt3_the_tiers_sum_to_at_most_the_budget_whenever_the_pinned_tiers_fit(
     assert split.history >= 0
 
 
-@given(budget=budgets, instructions=tokens, definitions=tokens, query=tokens)
-def test_rt3_history_is_never_given_up_for_definitions(budget, instructions, definitions, query):
+@given(
+    budget=budgets,
+    instructions=tokens,
+    definitions=tokens,
+    query=tokens,
+    too_many=st.booleans(),
+)
+def test_rt3_history_is_never_given_up_for_definitions(
+    budget, instructions, definitions, query, too_many
+):
     """However many tools there are, the history keeps what is left after the share."""
     split = split_budget(
-        budget, instructions=instructions, tool_definitions=definitions, query=query
+        budget,
+        instructions=instructions,
+        tool_definitions=definitions,
+        query=query,
+        too_many=too_many,
     )
     floor = max(0, budget - instructions - query - tool_definitions_cap(budget))
     assert split.history >= floor
@@ -76,3 +88,8 @@ def test_rt3_the_tools_always_sent_are_the_tiers_floor():
 def test_rt3_the_share_is_a_quarter():
     assert TOOL_DEFINITIONS_SHARE == 0.25
     assert tool_definitions_cap(24_000) == 6_000
+
+
+def test_rt3_more_tools_than_a_request_may_carry_are_cut_though_they_fit():
+    split = split_budget(100_000, instructions=500, tool_definitions=8_000, too_many=True)
+    assert split.deferred and split.tools == 8_000

@@ -14,12 +14,15 @@ from fimone.agent import ToolRegistry, default_tools, run_react
 from fimone.agent.tools import Tool
 from fimone.agent.tools.finder import (
     FINDER_NAME,
+    MAX_TOOL_DEFINITIONS,
     ToolOffer,
     definition_tokens,
     rank_tools,
 )
 from fimone.llm.offline import OfflineLLM
+from fimone.llm.openai_client import OpenAIChatLLM
 from tests.support.fake_llm import FakeLLM
+from tests.support.scripted_replies import text, tool_calls
 
 BUDGET = 24_000  # a 32K window's input budget, roughly
 
@@ -185,3 +188,37 @@ async def test_rt3_the_offline_model_finds_the_tool_it_is_asked_to_call(build_co
 def test_rt3_the_offer_never_sends_more_than_its_share(count):
     offer = ToolOffer(registry_with(count), BUDGET, used=[t.name for t in server_tools(300)])
     assert offer.tokens() <= max(offer.split.tools, tool_definitions_cap(BUDGET))
+
+
+async def test_rt3_over_the_openai_sdk_the_found_tool_goes_on_the_wire_next(
+    scripted_server, build_context
+):
+    """Every provider gets the same: the definitions a request carries are the offer's,
+    and a found tool's definition is in the next request's ``tools`` (the real SDK
+    against the scripted OpenAI-compatible server)."""
+    scripted_server.enqueue(
+        tool_calls((FINDER_NAME, {"query": "archive ticket"})),
+        tool_calls(("many__archive_ticket", {"record_id": "T-7"})),
+        text("Archived."),
+    )
+    llm = OpenAIChatLLM(
+        model="scripted", base_url=scripted_server.base_url, api_key="k", max_retries=0
+    )
+    outcome = await run_react(build_context(llm, main_budget=BUDGET, tools=registry_with(300)))
+    assert outcome.answer == "Archived."
+    find, act, answer = scripted_server.requests
+    for body in (find, act, answer):
+        assert definition_tokens(body["tools"]) <= tool_definitions_cap(BUDGET)
+    assert "many__archive_ticket" not in names_of(find["tools"])
+    assert act["tools"][: len(find["tools"])] == find["tools"]
+    assert names_of(act["tools"])[len(find["tools"])] == "many__archive_ticket"
+    assert answer["messages"][-1]["content"] == "many__archive_ticket done: T-7"
+
+
+def test_rt3_more_tools_than_a_request_may_carry_are_found_though_their_tokens_fit():
+    """OpenAI refuses more than 128 tools in one request: past that count the finder goes
+    too, however large the window."""
+    offer = ToolOffer(registry_with(300), 1_000_000, used=[t.name for t in server_tools(300)])
+    assert offer.deferred
+    assert len(offer.definitions()) == MAX_TOOL_DEFINITIONS
+    assert FINDER_NAME in names_of(offer.definitions())
