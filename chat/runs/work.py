@@ -90,6 +90,7 @@ async def perform(run: Run):
         query=prepared.query,
         tools=tools,
         follow_ups=prepared.follow_ups,
+        used_tools=prepared.used_tools,
     )
     memory = run.deps.make_memory(
         conversation_id=run.conversation_id,

@@ -7,10 +7,10 @@ what the history needs: one server listing a few hundred tools fills a 32K windo
 they get at most ``TOOL_DEFINITIONS_SHARE`` of the budget. When all of them fit that
 share they are all sent; when they do not, the request sends the tools that are always
 there (the built-ins and a finder that searches the others by name and description)
-plus the ones in use, and keeps the share for them: the tools found during the run join
-it without taking anything from the history. The history's room is what is left after
-the instructions, the tool tier and the query; definitions are what is cut to make
-room, never the history.
+plus the ones in use, and keeps room beside them, within the share, for the tools the
+finder adds during the run: those join without taking anything from the history. The
+history's room is what is left after the instructions, the tool tier and the query;
+definitions are what is cut to make room, never the history.
 """
 
 from __future__ import annotations
@@ -50,21 +50,26 @@ def split_budget(
     instructions: int,
     tool_definitions: int,
     always: int = 0,
+    cut: int | None = None,
     query: int = 0,
     too_many: bool = False,
 ) -> TierSplit:
     """The tiers of a request whose instructions, tool definitions (all of them) and query
-    take the given tokens. ``always``: what is sent in any case when the definitions are
-    cut (the built-in tools and the finder); the tier is never smaller than that.
-    ``too_many``: more tools than a request may carry, whatever their tokens: cut too.
+    take the given tokens. When the definitions pass their share (or ``too_many``: more
+    tools than a request may carry, whatever their tokens) they are cut: the tier is then
+    ``cut`` (the tools always sent, those in use and room for the ones a finder adds;
+    default the whole share), never more than the share and never less than ``always``
+    (the built-in tools and the finder, sent in any case).
 
     The history gets what is left: however many tools there are, it never gets less than
     ``budget − instructions − query − max(cap, always)``.
     """
     cap = tool_definitions_cap(budget)
-    over = tool_definitions > max(cap, always)
-    deferred = over or too_many
-    tools = max(cap, always) if over else max(0, tool_definitions)
+    deferred = too_many or tool_definitions > max(cap, always)
+    if deferred:
+        tools = max(always, min(cap if cut is None else cut, cap))
+    else:
+        tools = max(0, tool_definitions)
     history = max(0, budget - instructions - tools - query)
     return TierSplit(
         budget=budget,

@@ -31,7 +31,7 @@ from .dag_context import history_budget as dag_history_budget
 from .dag_context import planner_input_limit
 from .react import history_budget as react_history_budget
 from .tools import ToolRegistry
-from .tools.finder import ToolOffer
+from .tools.finder import ToolOffer, definition_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +52,20 @@ def history_room(
     query: ChatMessage,
     tools: ToolRegistry | None,
     follow_ups: Sequence[ChatMessage] = (),
+    used_tools: Sequence[str] = (),
 ) -> HistoryRoom:
-    budget_of = dag_history_budget if mode == "dag" else react_history_budget
-    send = budget_of(main_budget, query=query, tools=tools, follow_ups=follow_ups)
-    ordinary = budget_of(main_budget, query=ChatMessage(role="user", content=""), tools=tools)
+    """``used_tools``: the tools the conversation used (sent when the definitions are cut)."""
+    empty = ChatMessage(role="user", content="")
+    if mode == "dag":
+        send = dag_history_budget(main_budget, query=query, tools=tools, follow_ups=follow_ups)
+        ordinary = dag_history_budget(main_budget, query=empty, tools=tools)
+    else:
+        send = react_history_budget(
+            main_budget, query=query, tools=tools, follow_ups=follow_ups, used_tools=used_tools
+        )
+        ordinary = react_history_budget(
+            main_budget, query=empty, tools=tools, used_tools=used_tools
+        )
     load = send if send * 2 >= ordinary else ordinary
     return HistoryRoom(send=send, load=max(1, load))
 
@@ -96,11 +106,11 @@ def ordinary_request(
         return OrdinaryRequest(
             instructions=max(0, planner_input_limit(main_budget) - room), tools=0, room=room
         )
-    room = react_history_budget(main_budget, query=empty, tools=tools)
     offer = ToolOffer(tools if tools is not None else ToolRegistry(), main_budget, used=used_tools)
+    room = react_history_budget(main_budget, query=empty, tools=tools, used_tools=used_tools)
     return OrdinaryRequest(
         instructions=max(0, main_budget - room - offer.split.tools),
-        tools=offer.tokens(),
+        tools=definition_tokens(offer.definitions() or ()),
         room=room,
         tools_offered=len(offer.names()),
         tools_enabled=len(tools) if tools is not None else 0,

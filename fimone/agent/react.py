@@ -25,16 +25,20 @@ from .tools import ToolRegistry
 from .tools.finder import ToolOffer, tool_tier
 
 
-def tool_schema_tokens(tools: ToolRegistry | None, main_budget: int) -> int:
-    """Tokens the tool definitions sent with every call (outside the messages) may take:
-    all of them, or, past their share of the budget, the share (a finder and the tools in
-    use; ``fimone.agent.tools.finder``)."""
-    return tool_tier(tools, main_budget).tools
+def tool_schema_tokens(
+    tools: ToolRegistry | None, main_budget: int, *, used_tools: Sequence[str] = ()
+) -> int:
+    """Tokens the tool definitions sent with every call (outside the messages) take: all
+    of them, or past their share of the budget a finder, the tools in use (``used_tools``)
+    and room for the ones it finds (``fimone.agent.tools.finder``)."""
+    return tool_tier(tools, main_budget, used=used_tools).tools
 
 
-def message_budget(main_budget: int, tools: ToolRegistry | None) -> int:
+def message_budget(
+    main_budget: int, tools: ToolRegistry | None, *, used_tools: Sequence[str] = ()
+) -> int:
     """What the messages of one call may take: the budget less the tool tier."""
-    return max(1, main_budget - tool_schema_tokens(tools, main_budget))
+    return max(1, main_budget - tool_schema_tokens(tools, main_budget, used_tools=used_tools))
 
 
 def history_budget(
@@ -44,13 +48,14 @@ def history_budget(
     tools: ToolRegistry | None,
     system_prompt: str | None = None,
     follow_ups: Sequence[ChatMessage] = (),
+    used_tools: Sequence[str] = (),
 ) -> int:
     """Tokens the loaded history may take so that the first call fits as it is sent: the
-    budget less the system prompt, the tool schemas, the current query and the follow-ups
+    budget less the system prompt, the tool tier, the current query and the follow-ups
     the run starts with (all of them go into the first call). 0 when nothing is left."""
     system = ChatMessage(role="system", content=system_prompt or REACT_SYSTEM)
     fixed = sum(estimate_message_tokens(m) for m in (system, query, *follow_ups))
-    return max(0, message_budget(main_budget, tools) - fixed)
+    return max(0, message_budget(main_budget, tools, used_tools=used_tools) - fixed)
 
 
 def build_react_messages(ctx: AgentContext) -> list[ChatMessage]:

@@ -16,14 +16,14 @@ model that knows the name (from a finder's result) can call it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from contextmgmt.core.messages import ChatMessage
-from contextmgmt.core.tiers import TierSplit, split_budget
-from contextmgmt.core.tokens import estimate_message_tokens, estimate_tokens
+from contextmgmt.core.tiers import TierSplit, split_budget, tool_definitions_cap
+from contextmgmt.core.tokens import estimate_tokens
 
 from .registry import BUILTIN_SOURCE, Tool, ToolRegistry
 
@@ -33,14 +33,23 @@ FINDER_NAME = "find_tools"
 MAX_TOOL_DEFINITIONS = 128
 # A finder's answer lists at most this many tools: their definitions join the next call.
 MAX_FOUND = 5
+# The tier keeps room for this many finder answers' tools beside the tools in use.
+FOUND_ROOM = 2
 _DESCRIPTION_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def definition_tokens(definitions: Sequence[dict[str, Any]]) -> int:
-    """Tokens of tool definitions as they are sent (a JSON list beside the messages),
-    summed per definition so that one added to a list adds its own."""
-    return sum(estimate_tokens(json.dumps(d, ensure_ascii=False)) for d in definitions)
+    """Tokens of tool definitions as they are sent: one JSON list beside the messages."""
+    if not definitions:
+        return 0
+    return estimate_tokens(json.dumps(list(definitions), ensure_ascii=False))
+
+
+def _added_tokens(definition: dict[str, Any]) -> int:
+    """At least what one definition adds to a list's ``definition_tokens``: its own, and
+    two for the separator and the rounding of the sum."""
+    return estimate_tokens(json.dumps(definition, ensure_ascii=False)) + 2
 
 
 _FINDER_DESCRIPTION = (
@@ -80,28 +89,24 @@ def finder_tool(find: Callable[[str], str]) -> Tool:
 
 
 def tool_tier(
-    tools: ToolRegistry | None, budget: int, *, instructions: int = 0, query: int = 0
+    tools: ToolRegistry | None,
+    budget: int,
+    *,
+    used: Sequence[str] = (),
+    instructions: int = 0,
+    query: int = 0,
 ) -> TierSplit:
-    """The request's tiers with these tools (``instructions``, ``query``: their tokens)."""
-    listed = [t for t in (tools.tools() if tools is not None else []) if t.name != FINDER_NAME]
-    always = [t.openai() for t in listed if t.source == BUILTIN_SOURCE]
-    return split_budget(
-        budget,
+    """The request's tiers with these tools, ``used`` the names of those the conversation
+    used (``instructions``, ``query``: their tokens)."""
+    offer = ToolOffer(tools if tools is not None else ToolRegistry(), budget, used=used)
+    if instructions == 0 and query == 0:
+        return offer.split
+    return dataclasses.replace(
+        offer.split,
         instructions=instructions,
-        tool_definitions=definition_tokens([t.openai() for t in listed]),
-        always=definition_tokens([*always, FINDER_DEFINITION]),
         query=query,
-        too_many=len(listed) > MAX_TOOL_DEFINITIONS,
+        history=max(0, budget - instructions - offer.split.tools - query),
     )
-
-
-def tool_tier_of(
-    tools: ToolRegistry | None, budget: int, system: str, query: ChatMessage | None = None
-) -> TierSplit:
-    """``tool_tier`` for a request whose system prompt is ``system``."""
-    instructions = estimate_message_tokens(ChatMessage(role="system", content=system))
-    asked = estimate_message_tokens(query) if query is not None else 0
-    return tool_tier(tools, budget, instructions=instructions, query=asked)
 
 
 class ToolOffer:
@@ -110,26 +115,42 @@ class ToolOffer:
     definitions are cut; the run's registry itself is left as it was).
 
     ``used``: names of the tools this conversation called before, most recent first; the
-    ones that fit the share are sent from the first call on.
+    ones that fit the share are sent from the first call on. Beside them the tier keeps
+    room for ``FOUND_ROOM`` finder answers' tools (of the tools' mean size), within the
+    share: what the finder adds beyond that room is given by name and arguments instead.
     """
 
     def __init__(self, tools: ToolRegistry, budget: int, *, used: Sequence[str] = ()) -> None:
-        self.split = tool_tier(tools, budget)
-        self._cap = self.split.tools
+        listed = [t for t in tools.tools() if t.name != FINDER_NAME]
+        everything = definition_tokens([t.openai() for t in listed])
+        too_many = len(listed) > MAX_TOOL_DEFINITIONS
         self.registry = tools
         self._names = [t.name for t in tools.tools()]
         self._definitions = tools.openai_tools()
-        self._tokens = definition_tokens(self._definitions)
+        self.split = split_budget(
+            budget, instructions=0, tool_definitions=everything, too_many=too_many
+        )
+        self._tokens = self._cap = self.split.tools  # all of them, when they are not cut
         if not self.split.deferred:
             return
-        listed = [t for t in tools.tools() if t.name != FINDER_NAME]
         self.registry = ToolRegistry([*listed, finder_tool(self.find)], results=tools.results)
         always = [t for t in listed if t.source == BUILTIN_SOURCE]
         self._names = [*(t.name for t in always), FINDER_NAME]
         self._definitions = [*(t.openai() for t in always), FINDER_DEFINITION]
-        self._tokens = definition_tokens(self._definitions)
+        self._tokens = floor = definition_tokens(self._definitions)
+        self._cap = max(tool_definitions_cap(budget), floor)
         for name in dict.fromkeys(used):
             self._add(name)
+        mean = everything // max(1, len(listed))
+        self.split = split_budget(
+            budget,
+            instructions=0,
+            tool_definitions=everything,
+            always=floor,
+            cut=self._tokens + FOUND_ROOM * MAX_FOUND * (mean + 2),
+            too_many=too_many,
+        )
+        self._cap = self.split.tools
 
     @property
     def deferred(self) -> bool:
@@ -153,7 +174,7 @@ class ToolOffer:
         if tool is None or name in self._names or len(self._names) >= MAX_TOOL_DEFINITIONS:
             return False
         definition = tool.openai()
-        tokens = definition_tokens([definition])
+        tokens = _added_tokens(definition)
         if self._tokens + tokens > self._cap:
             return False
         self._names.append(name)

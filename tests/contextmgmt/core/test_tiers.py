@@ -10,17 +10,26 @@ budgets = st.integers(1, 2_000_000)
 tokens = st.integers(0, 5_000_000)
 
 
-@given(budget=budgets, instructions=tokens, definitions=tokens, always=tokens, query=tokens)
+@given(
+    budget=budgets,
+    instructions=tokens,
+    definitions=tokens,
+    always=tokens,
+    cut=st.none() | tokens,
+    query=tokens,
+)
 def test_rt3_the_tiers_sum_to_at_most_the_budget_whenever_the_pinned_tiers_fit(
-    budget, instructions, definitions, always, query
+    budget, instructions, definitions, always, cut, query
 ):
     split = split_budget(
         budget,
         instructions=instructions,
         tool_definitions=definitions,
         always=always,
+        cut=cut,
         query=query,
     )
+    assert split.tools <= max(tool_definitions_cap(budget), always, definitions)
     if instructions + query + split.tools <= budget:
         assert split.total <= budget
     else:  # what is pinned (instructions, query, the tools always sent) fills it alone
@@ -33,16 +42,18 @@ def test_rt3_the_tiers_sum_to_at_most_the_budget_whenever_the_pinned_tiers_fit(
     instructions=tokens,
     definitions=tokens,
     query=tokens,
+    cut=st.none() | tokens,
     too_many=st.booleans(),
 )
 def test_rt3_history_is_never_given_up_for_definitions(
-    budget, instructions, definitions, query, too_many
+    budget, instructions, definitions, query, cut, too_many
 ):
     """However many tools there are, the history keeps what is left after the share."""
     split = split_budget(
         budget,
         instructions=instructions,
         tool_definitions=definitions,
+        cut=cut,
         query=query,
         too_many=too_many,
     )
@@ -91,5 +102,13 @@ def test_rt3_the_share_is_a_quarter():
 
 
 def test_rt3_more_tools_than_a_request_may_carry_are_cut_though_they_fit():
-    split = split_budget(100_000, instructions=500, tool_definitions=8_000, too_many=True)
-    assert split.deferred and split.tools == 8_000
+    split = split_budget(
+        100_000, instructions=500, tool_definitions=8_000, cut=3_000, too_many=True
+    )
+    assert split.deferred and split.tools == 3_000
+
+
+def test_rt3_cut_definitions_take_what_is_sent_and_the_room_for_finds_not_the_share():
+    split = split_budget(100_000, instructions=500, tool_definitions=50_000, cut=2_300)
+    assert split.deferred and split.tools == 2_300
+    assert split.history == 100_000 - 500 - 2_300
