@@ -6,8 +6,9 @@ lists them through fimone's pool, and adds them to the built-in tools a run has.
 window it prints, in fimone's estimated tokens:
 
 - all definitions: what every request sent before the tool tier (and what the history lost);
-- the tier's share (a quarter of the usable input budget) and what the first call sends
-  (the built-ins, ``find_tools``), then after ``find_tools`` found one tool;
+- the share (a quarter of the usable input budget), the tier the run keeps (what the
+  first call sends and room for the finder's finds) and what the first call sends (the
+  built-ins, ``find_tools``), then after ``find_tools`` answered once;
 - the history's room with all definitions sent, and with the tier;
 - the CPU time of building a run's offer (``ToolOffer``) and of the gauge's tier sum.
 
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from contextmgmt.core.budget import usable_input_tokens  # noqa: E402
 from contextmgmt.core.messages import ChatMessage  # noqa: E402
+from contextmgmt.core.tiers import tool_definitions_cap  # noqa: E402
 from contextmgmt.core.tokens import estimate_message_tokens  # noqa: E402
 from fimone.agent.prompts import REACT_SYSTEM  # noqa: E402
 from fimone.agent.tools import default_tools  # noqa: E402
@@ -98,8 +100,8 @@ async def main() -> None:
         f"all definitions {everything:,} tokens; system prompt {system:,}"
     )
     header = (
-        "window", "budget", "all defs", "% budget", "share", "1st call", "% budget",
-        "+1 found", "sent", "history before", "history now",
+        "window", "budget", "all defs", "% budget", "share", "tier", "1st call", "% budget",
+        "after a find", "sent", "history before", "history now",
     )  # fmt: skip
     print(" | ".join(header))
     for window, output in WINDOWS:
@@ -117,6 +119,7 @@ async def main() -> None:
                     f"{budget:,}",
                     f"{everything:,}",
                     f"{100 * everything / budget:.0f} %",
+                    f"{tool_definitions_cap(budget):,}",
                     f"{offer.split.tools:,}",
                     f"{first:,}",
                     f"{100 * first / budget:.1f} %",
