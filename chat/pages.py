@@ -78,11 +78,8 @@ def _budget_info(budget) -> dict[str, Any]:
     }
 
 
-def _history_tokens(
-    conversation: Conversation, room: int, *, vision: bool
-) -> tuple[int, int, bool]:
-    """(estimated tokens, message count, starts from a summary) of the history the next
-    run loads, before it is fitted to ``room``.
+def _next_history(conversation: Conversation, *, vision: bool):
+    """The history the next run loads, before it is fitted to its room.
 
     Loaded exactly as the run loads it for DbMemory (newest stored summary + the messages
     after it, failed answers left out; for a main model that sees, ``vision``, the newest
@@ -91,10 +88,16 @@ def _history_tokens(
     file's header only (docs/tokens.md), descriptions as text. Nothing is stored.
     """
     from chat.history import load_history
+
+    return load_history(conversation.id, vision=vision, for_count=True)
+
+
+def _history_tokens(loaded, room: int) -> tuple[int, int, bool]:
+    """(estimated tokens, message count, starts from a summary) of a loaded history,
+    before it is fitted to ``room``."""
     from contextmgmt.core.compact import CompactUtils
     from contextmgmt.db_memory import summary_message
 
-    loaded = load_history(conversation.id, vision=vision, for_count=True)
     messages = list(loaded.messages)
     if loaded.summary is not None:
         messages.insert(0, summary_message(loaded.summary, max_tokens=room))
@@ -102,8 +105,9 @@ def _history_tokens(
     return used, len(loaded.messages), loaded.summary is not None
 
 
-def _ordinary_request(conversation: Conversation, budget: int):
-    """The next request of this conversation before its question, as its engine sends it."""
+def _ordinary_request(conversation: Conversation, budget: int, used: tuple[str, ...]):
+    """The next request of this conversation before its question, as its engine sends it
+    (``used``: the tools its history calls)."""
     from chat.document_context import has_documents
     from chat.runs.deps import make_tools
     from chat.tool_servers import cached_server_tools
@@ -118,7 +122,6 @@ def _ordinary_request(conversation: Conversation, budget: int):
     for tool in cached_server_tools():  # the tool servers' schemas are sent too
         if tool.name not in tools and tool.source not in conversation.disabled_tool_sources:
             tools.register(tool)
-    used = selectors.tools_used(conversation_id=conversation.id)
     return ordinary_request(conversation.mode, budget, tools=tools, used_tools=used)
 
 
@@ -165,15 +168,17 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     # History loads against the main budget in both modes (the conversation's own pick of
     # main model, if any); DAG steps use the fast one.
     from contextmgmt.core.tokens import use_weights
+    from fimone.agent.tools.finder import tools_called
 
     main = _budget("main", conversation.model_config_id)
     budget = _budget_info(main)
     # Counted as the run will count it: in the main model's calibrated weights.
     with use_weights(getattr(main, "token_weights", None)):
-        request = _ordinary_request(conversation, budget["effective_input_tokens"])
-        history, count, summarised = _history_tokens(
-            conversation, request.room, vision=_sees_images(conversation)
+        loaded = _next_history(conversation, vision=_sees_images(conversation))
+        request = _ordinary_request(
+            conversation, budget["effective_input_tokens"], tools_called(loaded.messages)
         )
+        history, count, summarised = _history_tokens(loaded, request.room)
     limit = max(1, budget["effective_input_tokens"])
     # What the request sends (see docs/architecture.md, "Context gauge"): a stored history
     # larger than its room is fitted to it first, so the figure never passes the budget.

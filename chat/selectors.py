@@ -21,7 +21,7 @@ from django.utils.translation import gettext
 from chat.compiled_reads import PROBE_ID, PROBE_UUID, CompiledGet, Probe
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.history_rows import context_rows
-from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
+from chat.models import Attachment, ContextSummary, Conversation, Message
 from chat.summaries import summary_latest
 from contextmgmt.models import ModelConfig
 
@@ -97,22 +97,6 @@ def _conversation_cursor_read(cursor: str) -> tuple[datetime, datetime, uuid.UUI
         return updated_at, created_at, uuid.UUID(pk)
     except (ValueError, OverflowError, UnicodeDecodeError, binascii.Error):
         raise invalid from None
-
-
-# The tools a conversation used that its next runs send when the definitions are cut to a
-# finder: the newest calls' tools, read from this many calls at most.
-USED_TOOLS_CALLS = 200
-
-
-def tools_used(*, conversation_id) -> tuple[str, ...]:
-    """Names of the tools the conversation's stored runs called, most recent first (the
-    caller owns the conversation)."""
-    names = (
-        ToolResult.objects.filter(conversation_id=conversation_id)
-        .order_by("-id")
-        .values_list("name", flat=True)[:USED_TOOLS_CALLS]
-    )
-    return tuple(dict.fromkeys(names))
 
 
 def conversation_get(*, user, conversation_id, for_update: bool = False) -> Conversation:

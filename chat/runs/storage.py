@@ -35,6 +35,7 @@ from contextmgmt.budget import Budget
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.db_memory import LoadedHistory
+from fimone.agent.tools.finder import tools_called
 from fimone.llm import OfflineLLM
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class PreparedRun:
     follow_ups: tuple[ChatMessage, ...] = ()
     has_documents: bool = False  # a document was sent: the run offers read_document
     disabled_tool_sources: frozenset[str] = frozenset()  # switched off in the conversation
-    # Tools the conversation's stored runs called, most recent first (the tool tier).
+    # Tools the history's earlier runs called, most recent first (the tool tier).
     used_tools: tuple[str, ...] = ()
 
 
@@ -347,6 +348,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
     if opened.follow_up_ids:
         rows = Message.objects.filter(pk__in=opened.follow_up_ids).order_by("created_at", "id")
         follow_ups = tuple(query_message(m, vision=vision) for m in rows)
+    history = load_history(opened.query.conversation_id, vision=history_vision)
     return PreparedRun(
         main=main,
         fast=fast,
@@ -359,11 +361,12 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         vision=vision,
         history_vision=history_vision,
         query=dataclasses.replace(query, injected=False),  # the run's current query
-        history=load_history(opened.query.conversation_id, vision=history_vision),
+        history=history,
         follow_ups=follow_ups,
         has_documents=has_documents(opened.query.conversation_id),
         disabled_tool_sources=opened.disabled_tool_sources,
-        used_tools=selectors.tools_used(conversation_id=opened.query.conversation_id),
+        # The tools the history's records call: no query of its own.
+        used_tools=tools_called(history.messages),
     )
 
 

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tiers import TierSplit, split_budget, tool_definitions_cap
 from contextmgmt.core.tokens import estimate_tokens
 
@@ -86,6 +87,13 @@ def finder_tool(find: Callable[[str], str]) -> Tool:
         func=find_tools,
         timeout=5.0,
     )
+
+
+def tools_called(messages: Sequence[ChatMessage]) -> tuple[str, ...]:
+    """Names of the tools ``messages`` call (a loaded history's tool records), the most
+    recent first: the tools a conversation is using."""
+    names = (c.name for m in reversed(messages) for c in reversed(m.tool_calls or ()))
+    return tuple(dict.fromkeys(names))
 
 
 def tool_tier(
