@@ -53,11 +53,12 @@ async def no_search(query: str, limit: int) -> list:
 
 
 async def server_tools(count: int) -> list:
-    pool = McpPool(refuse, start_timeout=120.0)
+    # Past the per-server cap (FIMONE_MCP_MAX_TOOLS): the tier, not the cap, is measured.
+    pool = McpPool(refuse, start_timeout=120.0, max_tools=count + 100)
     spec = stdio_spec(
         Path(tempfile.mkdtemp()),
         name="many",
-        args=("-m", SERVER_MODULE, "stdio", "--many-tools", str(count)),
+        args=("-m", SERVER_MODULE, "stdio", "--service-tools", str(count)),
         timeout=120.0,
     )
     try:

@@ -21,7 +21,7 @@ from django.utils.translation import gettext
 from chat.compiled_reads import PROBE_ID, PROBE_UUID, CompiledGet, Probe
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.history_rows import context_rows
-from chat.models import Attachment, ContextSummary, Conversation, Message
+from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
 from chat.summaries import summary_latest
 from contextmgmt.models import ModelConfig
 

@@ -37,9 +37,11 @@ def window_of_32k(settings) -> int:
 
 
 @pytest.fixture
-def server_of_300_tools(mcp_file, marker_dir):  # noqa: F811 - the imported fixture
+def server_of_300_tools(mcp_file, marker_dir, settings):  # noqa: F811 - the imported fixture
+    """The operator raised the per-server cap (FIMONE_MCP_MAX_TOOLS): all 300 are offered."""
+    settings.FIMONE_MCP_MAX_TOOLS = 1_000
     entry = server_entry(marker_dir)
-    entry["args"] = [*entry["args"], "--many-tools", str(SERVER_TOOLS)]
+    entry["args"] = [*entry["args"], "--service-tools", str(SERVER_TOOLS)]
     mcp_file({"many": entry})
 
 
