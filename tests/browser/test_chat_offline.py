@@ -90,6 +90,10 @@ def test_offline_note_and_context_gauge_are_shown(logged_in_page):
     detail = page.locator("#gauge-detail")
     expect(detail).to_be_visible()
     expect(detail).to_contain_text("Usable input budget: 60,000 tokens")
+    # Every tier apart (RT.3): the system prompt, the tool definitions, the history.
+    expect(detail).to_contain_text(
+        re.compile(r"instructions [\d,]+, tool definitions [1-9][\d,]*, history [1-9][\d,]*")
+    )
     page.keyboard.press("Escape")
     expect(detail).to_be_hidden()
     # The long note can be hidden; the badge keeps saying which model answers.
