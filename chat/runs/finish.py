@@ -77,6 +77,10 @@ async def finish_run(run: Run) -> None:
     usage: dict[str, Any] = dict(usage_totals(run.answer_usage, run.compaction_usage))
     if run.compactions is not None and run.compactions.entries:
         usage.update(run.compactions.totals())
+    definitions = sum(llm.tool_definition_tokens for llm, _ in run.metered)
+    if definitions:
+        # Of the input tokens: the tool definitions the calls carried (the usage card).
+        usage["tool_definition_tokens"] = definitions
     if run.prepared is not None:
         # Which model answered, for the usage card (a conversation may pick its model).
         usage["model"] = str(getattr(run.prepared.main, "model_name", "") or "")

@@ -14,6 +14,7 @@ from contextmgmt.core.tokens import (
     estimate_tokens,
     usage_sample,
 )
+from fimone.agent.tools.finder import definition_tokens
 
 
 class MeteredLLM:
@@ -50,27 +51,39 @@ class MeteredLLM:
         self.reported_input = 0
         self.input_counts = [0] * N_CLASSES
         self.fixed_input = 0
+        # Estimated tokens of the tool definitions sent with every call (part of the input):
+        # the usage card shows what the tool tier cost the answer.
+        self.tool_definition_tokens = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     async def chat(self, messages, *, tools=None, **opts) -> LLMResult:
         self.call_count += 1
+        tools_json = self._definitions(tools)
         result = await self._inner.chat(messages, tools=tools, **opts)
-        self._count(result.usage, messages, tools)
+        self._count(result.usage, messages, tools_json)
         return result
 
     async def stream_chat(self, messages, *, tools=None, **opts) -> AsyncIterator[StreamChunk]:
         self.call_count += 1
+        tools_json = self._definitions(tools)
         async for chunk in self._inner.stream_chat(messages, tools=tools, **opts):
             if chunk.usage is not None:
-                self._count(chunk.usage, messages, tools)
+                self._count(chunk.usage, messages, tools_json)
             yield chunk
 
-    def _count(self, usage: Usage, messages, tools) -> None:
+    def _definitions(self, tools) -> str:
+        """The call's tool definitions as JSON text (for the calibration sample), counted
+        into ``tool_definition_tokens`` as the tool tier counts them."""
+        if not tools:
+            return ""
+        self.tool_definition_tokens += definition_tokens(tools)
+        return json.dumps(tools)
+
+    def _count(self, usage: Usage, messages, tools_json: str) -> None:
         self.usage.add(usage)
         if usage.input_tokens > 0 and not usage.estimated:
-            tools_json = json.dumps(tools) if tools else ""
             self.estimated_input += estimate_messages_tokens(messages) + (
                 estimate_tokens(tools_json) if tools_json else 0
             )

@@ -90,6 +90,11 @@ async def test_rt3_300_tools_at_32k_definitions_within_a_quarter_history_kept_to
     results = [s for s in of_type(events, "step") if s["kind"] == "tool_result"]
     assert [s["name"] for s in results] == [FINDER_NAME, "many__archive_ticket"]
     assert results[1]["result"].startswith("archive_ticket done: T-7")
+    # The answer's usage says what the definitions cost it (the usage card shows it).
+    usage = events[-1]["usage"]
+    assert usage["tool_definition_tokens"] == sum(
+        definition_tokens(c.tools) for c in (find, act, answer)
+    )
 
     # The next turn sends the tool this conversation used from its first call on.
     ws_fake_llm.enqueue("Done already.")

@@ -116,6 +116,14 @@ export function usageCard(usage, elapsedMs) {
           true,
         )
       : "",
+    // The tool definitions every call carried, as fimone estimates them (docs/tools.md).
+    Number(usage.tool_definition_tokens)
+      ? interpolate(
+          gettext("Tool definitions: about %(tokens)s of the input tokens"),
+          { tokens: number(Number(usage.tool_definition_tokens)) },
+          true,
+        )
+      : "",
     ledgerLines(usage),
     describedAfterLine(usage.described_after),
     usage.estimated ? gettext("Estimated: some of these figures are fimone's own count, as the model did not report them") : "",
