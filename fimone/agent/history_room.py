@@ -29,7 +29,7 @@ from contextmgmt.core.messages import ChatMessage
 
 from .dag_context import history_budget as dag_history_budget
 from .dag_context import planner_input_limit
-from .react import history_budget as react_history_budget
+from .react import first_call_tokens, message_budget
 from .tools import ToolRegistry
 from .tools.finder import ToolOffer, definition_tokens
 
@@ -60,12 +60,10 @@ def history_room(
         send = dag_history_budget(main_budget, query=query, tools=tools, follow_ups=follow_ups)
         ordinary = dag_history_budget(main_budget, query=empty, tools=tools)
     else:
-        send = react_history_budget(
-            main_budget, query=query, tools=tools, follow_ups=follow_ups, used_tools=used_tools
-        )
-        ordinary = react_history_budget(
-            main_budget, query=empty, tools=tools, used_tools=used_tools
-        )
+        # The tool tier once (it counts every definition), for both sums.
+        messages = message_budget(main_budget, tools, used_tools=used_tools)
+        send = max(0, messages - first_call_tokens(query, follow_ups=follow_ups))
+        ordinary = max(0, messages - first_call_tokens(empty))
     load = send if send * 2 >= ordinary else ordinary
     return HistoryRoom(send=send, load=max(1, load))
 
@@ -107,7 +105,7 @@ def ordinary_request(
             instructions=max(0, planner_input_limit(main_budget) - room), tools=0, room=room
         )
     offer = ToolOffer(tools if tools is not None else ToolRegistry(), main_budget, used=used_tools)
-    room = react_history_budget(main_budget, query=empty, tools=tools, used_tools=used_tools)
+    room = max(0, max(1, main_budget - offer.split.tools) - first_call_tokens(empty))
     return OrdinaryRequest(
         instructions=max(0, main_budget - room - offer.split.tools),
         tools=definition_tokens(offer.definitions() or ()),

@@ -53,9 +53,20 @@ def history_budget(
     """Tokens the loaded history may take so that the first call fits as it is sent: the
     budget less the system prompt, the tool tier, the current query and the follow-ups
     the run starts with (all of them go into the first call). 0 when nothing is left."""
-    system = ChatMessage(role="system", content=system_prompt or REACT_SYSTEM)
-    fixed = sum(estimate_message_tokens(m) for m in (system, query, *follow_ups))
+    fixed = first_call_tokens(query, follow_ups=follow_ups, system_prompt=system_prompt)
     return max(0, message_budget(main_budget, tools, used_tools=used_tools) - fixed)
+
+
+def first_call_tokens(
+    query: ChatMessage,
+    *,
+    follow_ups: Sequence[ChatMessage] = (),
+    system_prompt: str | None = None,
+) -> int:
+    """What the first call's messages take besides the history: the system prompt, the
+    current query and the follow-ups the run starts with."""
+    system = ChatMessage(role="system", content=system_prompt or REACT_SYSTEM)
+    return sum(estimate_message_tokens(m) for m in (system, query, *follow_ups))
 
 
 def build_react_messages(ctx: AgentContext) -> list[ChatMessage]:
