@@ -3,12 +3,15 @@
     .venv/bin/python bench/fidelity.py [--turns 200] [--budgets 8000 24000]
         [--conversations ops fair move]
 
-Three long conversations — ``ops`` (bench/_fidelity_script.py: facts with units, ids, URLs,
+Five long conversations — ``ops`` (bench/_fidelity_script.py: facts with units, ids, URLs,
 paths, names, dates, Chinese values; pasted logs up to 20,000 characters; tool rounds),
 ``fair`` and ``move`` (bench/_fidelity_fair.py, bench/_fidelity_move.py: English, German
 and Chinese mixed; amounts in each language's notation, IBAN/BIC, phone numbers, postal
 addresses, dates, CJK amounts, names; corrections of earlier values; exports of 20,000
-characters with one note in them, an assistant's table, near-duplicate ids) — are each
+characters with one note in them, an assistant's table, near-duplicate ids), ``salon``
+(bench/_fidelity_salon.py: French and Spanish) and ``export``
+(bench/_fidelity_export.py: Russian and Japanese), with their dates, amounts with spaces as
+group separators, addresses, names, Cyrillic and Japanese ids and corrections — are each
 replayed turn by turn through the real run path — a websocket per conversation, the run pipeline,
 DbMemory with persisted summaries, the engine's ContextGuard — with a scripted main model
 (it answers each turn with the script's reply) and, as the compaction model, one of:
@@ -45,8 +48,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import _fidelity_export  # noqa: E402
 import _fidelity_fair  # noqa: E402
 import _fidelity_move  # noqa: E402
+import _fidelity_salon  # noqa: E402
 from _django import setup_django  # noqa: E402
 from _fidelity_build import Conversation  # noqa: E402
 from _fidelity_script import FACTS, turns  # noqa: E402
@@ -58,6 +63,8 @@ def conversations(count: int) -> dict[str, Conversation]:
         "ops": ops,
         "fair": _fidelity_fair.conversation(count),
         "move": _fidelity_move.conversation(count),
+        "salon": _fidelity_salon.conversation(count),
+        "export": _fidelity_export.conversation(count),
     }
 
 
@@ -198,7 +205,9 @@ class Outcome:
 _REPLACED = re.compile(
     r"\bnot\b|\binstead\b|\bwas\b|\bpreviously\b|\bsuperseded\b|\bcorrect|\bchanged\b"
     r"|\bnicht\b|\bstatt\b|\bfrüher\b|\bkorrigiert|\bgeändert|\büberholt|\bersetzt"
-    r"|不是|改为|改成|原为|原来|已更正|更正|取代",
+    r"|不是|改为|改成|原为|原来|已更正|更正|取代"
+    r"|\bpas\b|\bau lieu\b|\bancien|\bcorrig|\bremplac|\bno\b|\ben vez\b|\bantes\b"
+    r"|\bcorreg|\bcambi|\bне\b|\bвместо\b|\bраньше\b|\bисправ|\bизмен|ではなく|変更|訂正",
     re.IGNORECASE,
 )
 
@@ -391,7 +400,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--budgets", type=int, nargs="+", default=[8_000, 24_000])
-    parser.add_argument("--conversations", nargs="+", default=["ops", "fair", "move"])
+    parser.add_argument(
+        "--conversations", nargs="+", default=["ops", "fair", "move", "salon", "export"]
+    )
     parser.add_argument("--dump", action="store_true", help="print each final context")
     parser.add_argument("--verbose", action="store_true", help="list the missing facts")
     args = parser.parse_args()

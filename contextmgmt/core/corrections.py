@@ -82,8 +82,8 @@ OLD_MARKERS = {
     "zh": r"(?:不是|而不是|而非|由|从|原来是|原为|原是|原)\s*$",
     "fr": r"(?:\bpas|\bau lieu d[eu]?|\bau lieu des|\bplutôt que|\bet non|\bdu|\bancien(?:ne)?"
     r"|\bauparavant)(?: le| la| les| l'| du| au| à| de)?\s*$",
-    "es": r"(?:\bno|\ben vez de(?:l)?|\ben lugar de(?:l)?|\bantes|\bera)"
-    r"(?: el| la| los| las| al| de| del| en)?\s*$",
+    "es": r"(?:\bno(?: es| será| está| son| era)?|\ben vez de(?:l)?|\ben lugar de(?:l)?|\bantes"
+    r"|\bera)(?: el| la| los| las| al| de| del| en| a las| a la| a)?\s*$",
     "ru": r"(?:\bне|\bвместо|\bа не|\bраньше|\bранее|\bбыло|\bс)(?: с| на| в)?\s*$",
 }
 # Matched against case-folded text (faster than IGNORECASE over long texts).

@@ -18,7 +18,7 @@ import re
 from collections import Counter
 
 from contextmgmt.core.corrections import superseded
-from contextmgmt.core.factlang import locale_facts
+from contextmgmt.core.factlang import locale_facts, locale_facts_of
 from contextmgmt.core.factscan import facts_in, normalise
 
 # A row shape repeated this often in one message is machine output (an export, a table).
@@ -44,6 +44,11 @@ def repeated_rows(body: str) -> set[str]:
 def language_facts(text: str) -> int:
     """How many facts of the language tables ``text`` states."""
     return len(locale_facts(text))
+
+
+def language_facts_of(texts: list[str]) -> list[int]:
+    """:func:`language_facts` of each of ``texts``, scanned together."""
+    return [len(found) for found in locale_facts_of(texts)]
 
 
 def drop_superseded(texts: list[str]) -> list[str | None]:

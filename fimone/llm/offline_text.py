@@ -22,7 +22,13 @@ from contextmgmt.core.factscan import repeated_templates, template_of
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.core.tokens import estimate_tokens
 
-from .offline_facts import drop_superseded, language_facts, repeated_rows, row_shape
+from .offline_facts import (
+    drop_superseded,
+    language_facts,
+    language_facts_of,
+    repeated_rows,
+    row_shape,
+)
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -70,7 +76,9 @@ _BLOCK_START = re.compile(
     r"^\s*\[?(system|user|assistant|tool)\]?(?:\s*\([^)\n]{0,60}\))?\s*[:：]\s?",
     re.IGNORECASE | re.MULTILINE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9\u00c0-\u024f])|(?<=[。！？；])")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9\u00c0-\u024f\u0400-\u04ff¿¡«])|(?<=[。！？；])"
+)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -194,8 +202,9 @@ def _quoted_role(text: str) -> str:
     return _QUOTED.get(match.group(1).casefold(), "summary") if match else "summary"
 
 
-def score(unit: Unit) -> float:
-    """How much hard information a sentence carries (negative: filler, never kept)."""
+def score(unit: Unit, stated: int | None = None) -> float:
+    """How much hard information a sentence carries (negative: filler, never kept);
+    ``stated``: how many facts of the language tables it states, when already counted."""
     text = unit.text
     role = unit.role
     bonus = 0.0
@@ -216,7 +225,7 @@ def score(unit: Unit) -> float:
     value += 3.0 * min(len(_DATE.findall(text)), 2)
     value += 1.0 * min(len(_NAME.findall(text)), 3)
     value += 3.0 * min(len(_FULL_NAME.findall(text)), 2)
-    value += 2.5 * min(language_facts(text), 3)
+    value += 2.5 * min(language_facts(text) if stated is None else stated, 3)
     value += 2.5 * bool(_DECISION.search(text))
     if _CONSTRAINT.search(text):
         value += 3.0 if role in ("user", "summary") else 1.0
@@ -236,11 +245,14 @@ def scores(units: list[Unit]) -> dict[int, float]:
     two of its template is left out (two show what the log looked like)."""
     seen: Counter[str] = Counter()
     out = {}
-    for unit in units:
+    # The language tables' facts of all sentences counted in one scan (a pass per pattern
+    # over all of them, not per sentence).
+    stated = language_facts_of([unit.text for unit in units])
+    for unit, count in zip(units, stated, strict=True):
         # A row of machine output is known by its row shape (its letters may differ too).
         shape = row_shape(unit.text) if unit.templated else template_of(unit.text)
         seen[shape] += 1
-        value = score(unit)
+        value = score(unit, count)
         if value > 0 and seen[shape] > 2:
             if unit.templated:
                 value = -1.0

@@ -128,6 +128,12 @@ CORRECTIONS_FR_ES_JA_RU = [
     ),
     (["La entrega es el 12."], "La entrega es el 14 y no el 12.", "12", "14"),
     (
+        ["La inauguración es el miércoles."],
+        "La inauguración no es el miércoles sino el jueves.",
+        "miércoles",
+        "jueves",
+    ),
+    (
         ["La oficina está en Calle Mayor 15, 28013 Madrid."],
         "Corrección: la oficina está en Calle Mayor 17, 28013 Madrid.",
         "Calle Mayor 15, 28013 Madrid",
