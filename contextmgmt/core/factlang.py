@@ -492,6 +492,27 @@ class Found:
 # as they do when it is scanned alone.
 SEPARATOR = "\n\x00"
 
+# White space to Unicode that the ASCII classes do not count as such.
+_UNICODE_ONLY_SPACE = ("\x1c", "\x1d", "\x1e", "\x1f")
+
+
+def is_plain_ascii(text: str) -> bool:
+    """Whether ``text`` reads the same to ASCII and to Unicode character classes (\\w, \\d,
+    \\s, \\b): then the regex engine tests them by table look-up, not Unicode database
+    calls for every character, several times faster."""
+    return text.isascii() and not any(c in text for c in _UNICODE_ONLY_SPACE)
+
+
+def plain_ascii_apart(texts: list[str]) -> list[list[int]]:
+    """The places of ``texts`` in two batches: the plain ASCII ones (:func:`is_plain_ascii`)
+    and the others; empty batches left out."""
+    plain: list[int] = []
+    other: list[int] = []
+    for i, text in enumerate(texts):
+        (plain if is_plain_ascii(text) else other).append(i)
+    return [batch for batch in (plain, other) if batch]
+
+
 # A fact found by the tables at its place in a text: (start, end, kind, value, weight).
 Placed = tuple[int, int, str, str, int]
 
@@ -535,8 +556,10 @@ class _Tables:
 
 
 @functools.cache
-def _tables() -> _Tables:
-    """Compiled once, when first needed."""
+def _tables(plain_ascii: bool = False) -> _Tables:
+    """Compiled once, when first needed; ``plain_ascii``: with ASCII character classes,
+    for plain ASCII texts (:func:`is_plain_ascii`), where they match the same."""
+    flags = re.ASCII if plain_ascii else 0
     rows: list[_Row] = []
     sources: list[tuple[str, str]] = []  # (script, pattern) per row
     for language, table in language_facts().items():
@@ -546,7 +569,7 @@ def _tables() -> _Tables:
                 _Row(
                     row[0],
                     row[1],
-                    re.compile(pattern),
+                    re.compile(pattern, flags),
                     row[3] if len(row) > 3 else (),
                     "(?P<v>" in pattern,
                 )
@@ -565,7 +588,7 @@ def _tables() -> _Tables:
                 rest = sources[i][1][len(guard) :].replace("(?P<v>", f"(?P<v{i}>")
                 # The row's own group closes last: it names the row.
                 branches.append(f"(?:{rest})(?P<r{i}>)")
-            pattern = re.compile(guard + "(?:" + "|".join(branches) + ")")
+            pattern = re.compile(guard + "(?:" + "|".join(branches) + ")", flags)
             row_of_group = [0] * (pattern.groups + 1)
             value_group = [0] * len(rows)
             for name, index in pattern.groupindex.items():
@@ -649,39 +672,18 @@ def locale_facts_of(texts: list[str]) -> list[list[Placed]]:
     worth = [i for i, text in enumerate(texts) if _WORTH_A_LOOK.search(text)]
     if not worth:
         return out
-    tables = _tables()
-    rows = tables.rows
     # Per text: (start, row, stop, kind, value, weight) of every row's matches.
     matches: list[list[tuple]] = [[] for _ in texts]
-    for script in tables.others:
+    for script in _tables().others:
         if script == "any":
             chosen = worth
         else:
             has = _SCRIPT_CHARACTER[script].search
             chosen = [i for i in worth if has(texts[i])]
-        if not chosen:
-            continue
-        joined = SEPARATOR.join([texts[i] for i in chosen])
-        offsets = list(
-            itertools.accumulate((len(texts[i]) + len(SEPARATOR) for i in chosen[:-1]), initial=0)
-        )
-        found: list[tuple] = []
-        for group in tables.groups.get(script, ()):
-            row_of_group, value_group = group.row_of_group, group.value_group
-            for match in group.pattern.finditer(joined):
-                order = row_of_group[match.lastindex or 0]
-                row = rows[order]
-                start, stop = match.span(value_group[order]) if row.valued else match.span()
-                found.append((start, order, stop, row.kind, joined[start:stop], row.weight))
-        for order in tables.others[script]:
-            row = rows[order]
-            if row.needs and not any(n in joined for n in row.needs):
-                continue
-            _row_matches(row, order, joined, found)
-        for fact in found:
-            n = bisect.bisect_right(offsets, fact[0]) - 1
-            base = offsets[n]
-            matches[chosen[n]].append((fact[0] - base, fact[1], fact[2] - base, *fact[3:]))
+        for batch in plain_ascii_apart([texts[i] for i in chosen]):
+            picked = [chosen[i] for i in batch]
+            tables = _tables(is_plain_ascii(texts[picked[0]]))
+            _scan_rows(tables, script, [texts[i] for i in picked], [matches[i] for i in picked])
     joined = SEPARATOR.join([texts[i] for i in worth])
     offsets = list(
         itertools.accumulate((len(texts[i]) + len(SEPARATOR) for i in worth[:-1]), initial=0)
@@ -695,6 +697,32 @@ def locale_facts_of(texts: list[str]) -> list[list[Placed]]:
         if matches[i] or phones[i]:
             out[i] = _resolved(matches[i], phones[i])
     return out
+
+
+def _scan_rows(tables: _Tables, script: str, texts: list[str], matches: list[list[tuple]]) -> None:
+    """A script's rows over ``texts`` joined; each text's matches added to ``matches``."""
+    rows = tables.rows
+    joined = SEPARATOR.join(texts)
+    offsets = list(
+        itertools.accumulate((len(text) + len(SEPARATOR) for text in texts[:-1]), initial=0)
+    )
+    found: list[tuple] = []
+    for group in tables.groups.get(script, ()):
+        row_of_group, value_group = group.row_of_group, group.value_group
+        for match in group.pattern.finditer(joined):
+            order = row_of_group[match.lastindex or 0]
+            row = rows[order]
+            start, stop = match.span(value_group[order]) if row.valued else match.span()
+            found.append((start, order, stop, row.kind, joined[start:stop], row.weight))
+    for order in tables.others[script]:
+        row = rows[order]
+        if row.needs and not any(n in joined for n in row.needs):
+            continue
+        _row_matches(row, order, joined, found)
+    for fact in found:
+        n = bisect.bisect_right(offsets, fact[0]) - 1
+        base = offsets[n]
+        matches[n].append((fact[0] - base, fact[1], fact[2] - base, *fact[3:]))
 
 
 def _row_matches(row: _Row, order: int, joined: str, found: list[tuple]) -> None:

@@ -20,7 +20,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 
-from .factlang import SEPARATOR, locale_facts_of
+from .factlang import SEPARATOR, locale_facts_of, plain_ascii_apart
 from .factpatterns import PATTERN_WEIGHT, scanner_for
 
 # A separator between digits and three more (a comma, a space, a no-break or narrow
@@ -218,12 +218,27 @@ def facts_in_texts(texts: list[str], *, languages: bool = True) -> list[list[Pla
     """:func:`facts_in` of each of ``texts``, scanned together: joined by the language
     tables' separator (``factlang.SEPARATOR``: no fact spans it, and each text's edges look
     to every pattern as they do alone), each pattern makes one pass over all of them, so
-    the cost is linear in what is read and the overhead of a pass is paid once per batch."""
+    the cost is linear in what is read and the overhead of a pass is paid once per batch.
+    The plain ASCII texts are joined apart from the others: their scanner tests character
+    classes by table look-up (``factpatterns.scanner_for``)."""
     if not texts:
         return []
     # What a language writes its own way first: the combined pattern's matches inside one
     # of these ("12.380" of "12.380,50 €") are left out.
     local = locale_facts_of(texts) if languages else [[] for _ in texts]
+    found: list[list[Placed]] = [list(facts) for facts in local]
+    for batch in plain_ascii_apart(texts):
+        _scan_batch([texts[i] for i in batch], [found[i] for i in batch])
+    if languages:
+        for facts, own in zip(found, local, strict=True):
+            if own:
+                facts.sort(key=_place)
+    return found
+
+
+def _scan_batch(texts: list[str], found: list[list[Placed]]) -> None:
+    """The combined pattern's facts of ``texts`` (joined) added to ``found`` (each text's
+    language facts, whose spans it leaves alone)."""
     joined = SEPARATOR.join(texts)
     offsets = []
     at = 0
@@ -231,10 +246,8 @@ def facts_in_texts(texts: list[str], *, languages: bool = True) -> list[list[Pla
         offsets.append(at)
         at += len(text) + len(SEPARATOR)
     spans: list[tuple[int, int]] = []
-    found: list[list[Placed]] = []
-    for base, facts in zip(offsets, local, strict=True):
+    for base, facts in zip(offsets, found, strict=True):
         spans.extend((f[0] + base, f[1] + base) for f in facts)
-        found.append(list(facts))
     scanner, kinds_by_group = scanner_for(joined)
     at = 0
     text_at = 0
@@ -261,11 +274,6 @@ def facts_in_texts(texts: list[str], *, languages: bool = True) -> list[list[Pla
             text_at += 1
         base = offsets[text_at]
         found[text_at].append((start - base, end - base, kind, value, PATTERN_WEIGHT[kind]))
-    if languages:
-        for facts, own in zip(found, local, strict=True):
-            if own:
-                facts.sort(key=_place)
-    return found
 
 
 def _place(fact: Placed) -> int:
