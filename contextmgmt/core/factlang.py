@@ -76,12 +76,6 @@ _NAME_WORDS = (
 )
 
 
-def _literals(alternatives: str) -> tuple[str, ...]:
-    """The words of an alternation of escaped literals (``a|b\\.``), as a row's needs: a
-    text holding none of them is not scanned by that row at all."""
-    return tuple(dict.fromkeys(w.replace("\\", "").rstrip(".") for w in alternatives.split("|")))
-
-
 def _words(alternatives: str) -> str:
     """``a|b|…`` (literal words) as a group each of whose words must start a word. The
     regex engine skips to a pattern's possible first characters only when the pattern
@@ -98,12 +92,7 @@ _NUMBER_START = r"\d(?<![\w.,]\d)"
 _TABLES: dict[str, list[tuple]] = {
     "de": [
         ("date", 4, r"\d(?<![\d.]\d)\d?\.\d{1,2}\.(?:\d{4}|\d{2})(?!\.?\d)"),
-        (
-            "date",
-            4,
-            _NUMBER_START + r"\d?\. ?(?:" + _DE_MONTHS + r")(?: \d{4})?\b",
-            _literals(_DE_MONTHS),
-        ),
+        ("date", 4, _NUMBER_START + r"\d?\. ?(?:" + _DE_MONTHS + r")(?: \d{4})?\b"),
         (
             "date",
             3,
@@ -128,22 +117,11 @@ _TABLES: dict[str, list[tuple]] = {
             3,
             _words(r"Dr\.|Prof\.|Herr|Frau") + r" [A-ZÄÖÜ][a-zäöüß]+"
             r"(?: [A-ZÄÖÜ][a-zäöüß]+(?:-[A-ZÄÖÜ][a-zäöüß]+)?)?",
-            ("Dr.", "Prof.", "Herr", "Frau"),
         ),
     ],
     "en": [
-        (
-            "date",
-            4,
-            _words(_EN_MONTHS) + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b",
-            _literals(_EN_MONTHS),
-        ),
-        (
-            "date",
-            4,
-            _NUMBER_START + r"\d?(?:st|nd|rd|th)? (?:" + _EN_MONTHS + r")\.?,? \d{4}\b",
-            _literals(_EN_MONTHS),
-        ),
+        ("date", 4, _words(_EN_MONTHS) + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b"),
+        ("date", 4, _NUMBER_START + r"\d?(?:st|nd|rd|th)? (?:" + _EN_MONTHS + r")\.?,? \d{4}\b"),
         ("date", 4, _NUMBER_START + r"\d{3}/\d{1,2}/\d{1,2}\b"),
         (
             "date",
@@ -158,12 +136,7 @@ _TABLES: dict[str, list[tuple]] = {
             r"|Ave\.|Lane|Way|Drive|Boulevard|Square|Place)(?:, [A-Z][a-z]+"
             r"(?: [A-Z]{1,2}\d[A-Z\d]? \d[A-Z]{2}| [A-Z]{2} \d{5})?)?",
         ),
-        (
-            "name",
-            3,
-            _words(r"Dr\.|Prof\.|Mr\.|Mrs\.|Ms\.") + r" [A-Z][a-z]+(?: [A-Z][a-z]+)?",
-            ("Dr.", "Prof.", "Mr.", "Mrs.", "Ms."),
-        ),
+        ("name", 3, _words(r"Dr\.|Prof\.|Mr\.|Mrs\.|Ms\.") + r" [A-Z][a-z]+(?: [A-Z][a-z]+)?"),
         # Two capitalised words, the first not one that starts a sentence ("Lena Hoffmann",
         # "Amelia Novak"), in English and German (those words: ``NAME_WORDS``).
         (
@@ -297,13 +270,8 @@ def language_facts() -> dict[str, list[tuple]]:
         ],
         "fr": [
             # 7 décembre 2026, 1er mars, 7 déc. 2026
-            (
-                "date",
-                4,
-                _NUMBER_START + rf"\d?(?:er)? (?:{cldr['fr_months']})(?: \d{{4}})?(?!\w)",
-                _literals(cldr["fr_months"]),
-            ),
-            ("date", 3, _words(cldr["fr_days"]) + r"\b", _literals(cldr["fr_days"])),
+            ("date", 4, _NUMBER_START + rf"\d?(?:er)? (?:{cldr['fr_months']})(?: \d{{4}})?(?!\w)"),
+            ("date", 3, _words(cldr["fr_days"]) + r"\b"),
             # A day of the month said alone: "le 14", "au lieu du 12".
             (
                 "date",
@@ -319,16 +287,8 @@ def language_facts() -> dict[str, list[tuple]]:
                 r"|place|chemin|allée|impasse|quai|route|cours) (?:de la |du |des |de |d'|d’|l'"
                 rf"|l’)?[{upper}][\w'’-]*(?: [{upper}][\w'’-]*){{0,3}}"
                 rf"(?:, \d{{5}} [{upper}][\w-]+)?",
-                _literals(
-                    r"rue|avenue|av|boulevard|bd|place|chemin|allée|impasse|quai|route|cours"
-                ),
             ),
-            (
-                "name",
-                3,
-                _words(r"M\.|Mme|Mlle|Monsieur|Madame|Maître") + " " + latin_name,
-                ("M.", "Mme", "Mlle", "Monsieur", "Madame", "Maître"),
-            ),
+            ("name", 3, _words(r"M\.|Mme|Mlle|Monsieur|Madame|Maître") + " " + latin_name),
         ],
         "es": [
             # 7 de diciembre de 2026
@@ -336,9 +296,8 @@ def language_facts() -> dict[str, list[tuple]]:
                 "date",
                 4,
                 _NUMBER_START + rf"\d? de (?:{cldr['es_months']})(?: de(?:l)? \d{{4}})?(?!\w)",
-                _literals(cldr["es_months"]),
             ),
-            ("date", 3, _words(cldr["es_days"]) + r"\b", _literals(cldr["es_days"])),
+            ("date", 3, _words(cldr["es_days"]) + r"\b"),
             # "el 14 y no el 12", "en vez del 12"
             (
                 "date",
@@ -355,16 +314,11 @@ def language_facts() -> dict[str, list[tuple]]:
                 + r" (?:de la |de los |de las |del |de )?"
                 + rf"[{upper}][\w-]*(?: [{upper}][\w-]*){{0,3}},? (?:n\.?º ?)?\d+[A-Za-z]?\b"
                 + rf"(?:, \d{{5}} [{upper}][\w-]+)?",
-                _literals(
-                    r"Calle|C/|Avenida|Avda|Av|Paseo|Plaza|Pza|Camino|Carretera|Ronda|Travesía"
-                    r"|Glorieta"
-                ),
             ),
             (
                 "name",
                 3,
                 _words(r"Sr\.|Sra\.|Srta\.|Don|Doña|Dña\.|Dra\.") + " " + latin_name,
-                ("Sr.", "Sra.", "Srta.", "Don", "Doña", "Dña.", "Dra."),
             ),
         ],
         "en": _TABLES["en"][:-1]
