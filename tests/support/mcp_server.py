@@ -161,6 +161,13 @@ def build(marker_dir: Path | None, service_tools: int = 0) -> MCPServer:
         os._exit(3)
 
     @server.tool()
+    def big_json(megabytes: int) -> str:
+        """A JSON text of about ``megabytes`` MB (a list of small records)."""
+        record = '{"id": 12345, "name": "a record of a large answer", "ok": true}'
+        count = megabytes * 1024 * 1024 // (len(record) + 2)
+        return "[" + ", ".join([record] * count) + "]"
+
+    @server.tool()
     async def hang() -> str:
         """Never answers."""
         await asyncio.Event().wait()

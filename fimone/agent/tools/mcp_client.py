@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -47,7 +48,7 @@ from .mcp_config import (
     address_refusal,
     resolve_secrets,
 )
-from .mcp_results import result_output, tool_name
+from .mcp_results import MAX_RESULT_CHARS, result_output, tool_name
 from .netpolicy import AddressPolicy
 from .registry import Tool, ToolOutput
 from .web_fetch import Resolver, system_resolver
@@ -56,6 +57,10 @@ logger = logging.getLogger(__name__)
 
 CLIENT_INFO = types.Implementation(name="fimone", version="3")
 MAX_LIST_PAGES = 20
+# A stdio server's messages go through this script; one longer than this many bytes that is
+# a tool result is cut there, in a process of its own (its module docstring says why).
+RELAY = str(Path(__file__).with_name("mcp_relay.py"))
+RELAY_LINE_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_TOOLS = 128
 # A failed start or listing is tried again this long after it failed, doubled for each
 # failure in a row up to the maximum (docs/operations.md, "round 4: tool servers").
@@ -181,8 +186,14 @@ class McpConnection:
         spec = self.spec
         if spec.transport == "stdio":
             env = {k: resolve_secrets(v, self._secret) for k, v in spec.env}
+            # Through the relay, which cuts a result too large to read before this
+            # process parses it on its event loop (fimone/agent/tools/mcp_relay.py).
+            relay = [RELAY, str(RELAY_LINE_BYTES), str(MAX_RESULT_CHARS), "--"]
             params = StdioServerParameters(
-                command=spec.command, args=list(spec.args), env=env or None, cwd=spec.cwd
+                command=sys.executable,
+                args=[*relay, spec.command, *spec.args],
+                env=env or None,
+                cwd=spec.cwd,
             )
             return stdio_client(params, errlog=self._errlog)
         headers = {k: resolve_secrets(v, self._secret) for k, v in spec.headers}
