@@ -277,9 +277,10 @@ def test_one_users_slow_documents_leave_a_worker_for_the_others(
     [page] = tool_results(frames)
     assert ARTICLE_FACT in page, page[:300]
     assert fetches_done_before == 0, "the page waited for the slow files"
-    # The slow files themselves end with a clear error, each within its limits.
-    codes = [(status, answer.get("error", {}).get("code")) for status, answer in answered]
-    assert codes == [(400, "extraction_timeout")] * 3, answered
+    # The slow files themselves end with a clear error, each within its limits (its time, or
+    # the worker's memory, whichever the parser reaches first).
+    codes = {answer.get("error", {}).get("code") for _, answer in answered}
+    assert len(answered) == 3 and codes <= {"extraction_timeout", "document_too_large"}, answered
 
 
 # --- a tool server's huge JSON result ----------------------------------------------------------
