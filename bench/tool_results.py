@@ -22,6 +22,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,6 +69,37 @@ def fact_of(n: int) -> tuple[str, str, str]:
     return f"The {subject} {name} is {value}.", f"{subject} {name}", value
 
 
+def answer_with(
+    conversation, question: str, calls: Sequence[tuple[str, str, str]], *, index: bool = True
+):
+    """One finished run answering ``question`` that called each (tool, arguments, result) of
+    ``calls``: its whole results stored and, with ``index``, indexed as a run's finish does."""
+    from chat import search_index, services
+    from chat.runs.record import RECORD_TEXT_CHARS
+    from fimone.agent.tools import KeptResult
+
+    services.user_message_create(conversation=conversation, content=question)
+    answer = services.assistant_message_start(
+        conversation=conversation, run_id=f"r{time.monotonic_ns()}", mode="react"
+    )
+    steps, kept = [], []
+    for n, (name, args, text) in enumerate(calls):
+        call_id = f"c{n}"
+        cut = text[:RECORD_TEXT_CHARS] + f"… [{len(text) - RECORD_TEXT_CHARS:,} more chars]"
+        steps += [
+            {"kind": "tool_call", "name": name, "arguments": args, "call_id": call_id},
+            {"kind": "tool_result", "name": name, "result": cut, "call_id": call_id},
+        ]
+        kept.append(KeptResult(call_id, name, args, text))
+    services.tool_results_store(message=answer, results=kept)
+    services.assistant_message_finish(
+        message=answer, content="I read it.", status="done", extra={"steps": steps}
+    )
+    if index:
+        search_index.index_tool_results(message=answer)
+    return answer
+
+
 def main() -> None:
     setup_django()
     from django.contrib.auth import get_user_model
@@ -77,30 +109,8 @@ def main() -> None:
     from chat import search_index, services
     from chat.models import Message, SearchDocument
     from chat.recall import recall_passages
-    from chat.runs.record import RECORD_TEXT_CHARS
-    from fimone.agent.tools import KeptResult
 
     owner = get_user_model().objects.create_user(username="bench", password="x")
-
-    def answer_with(
-        conversation, question: str, name: str, args: str, text: str, index: bool = True
-    ) -> Message:
-        services.user_message_create(conversation=conversation, content=question)
-        answer = services.assistant_message_start(
-            conversation=conversation, run_id=f"r{time.monotonic_ns()}", mode="react"
-        )
-        cut = text[:RECORD_TEXT_CHARS] + f"… [{len(text) - RECORD_TEXT_CHARS:,} more chars]"
-        steps = [
-            {"kind": "tool_call", "name": name, "arguments": args, "call_id": "c"},
-            {"kind": "tool_result", "name": name, "result": cut, "call_id": "c"},
-        ]
-        services.tool_results_store(message=answer, results=[KeptResult("c", name, args, text)])
-        services.assistant_message_finish(
-            message=answer, content="I read it.", status="done", extra={"steps": steps}
-        )
-        if index:
-            search_index.index_tool_results(message=answer)
-        return answer
 
     print("Indexing one whole result (as a run's finish does):")
     conversation = services.conversation_create(owner=owner, title="sizes")
@@ -108,7 +118,7 @@ def main() -> None:
         times, longest, passages = [], 0.0, 0
         for _ in range(3):
             text = page(chars, "x")
-            answer = answer_with(conversation, "Read it", "fetch_url", "{}", text, index=False)
+            answer = answer_with(conversation, "Read it", [("fetch_url", "{}", text)], index=False)
             started = time.perf_counter()
             with CaptureQueriesContext(connection) as queries:
                 passages = search_index.index_tool_results(message=answer)
@@ -127,13 +137,13 @@ def main() -> None:
         if n is not None and n < 12:
             url = f'{{"url": "https://harbour.example/notice/{n}"}}'
             answer_with(
-                conversation, f"Read notice {n}", "fetch_url", url, page(50_000, facts[n][0])
+                conversation, f"Read notice {n}", [("fetch_url", url, page(50_000, facts[n][0]))]
             )
             continue
         if n is not None:
             args = f'{{"file": "report-{n}.pdf", "pages": "1-10"}}'
             text = page(12_000, facts[n][0])
-            answer_with(conversation, f"Read report {n}", "read_document", args, text)
+            answer_with(conversation, f"Read report {n}", [("read_document", args, text)])
             continue
         services.user_message_create(conversation=conversation, content=f"Turn {turn}: ok?")
         answer = services.assistant_message_start(
