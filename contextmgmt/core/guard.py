@@ -64,10 +64,13 @@ def _cut_text(text: str, limit: int) -> str:
 def _cut_oversized(msg: ChatMessage, limit: int) -> ChatMessage | None:
     """A copy of ``msg`` with over-long text cut at ``limit`` characters, or None if none is.
     A tool result is cut the way an unread result is (``masking.cut_to_chars``): it ends
-    with how to read on, within the same length as a ``[Truncated]`` cut."""
+    with how to read on, within the same length as a ``[Truncated]`` cut. Where the limit is
+    too small to hold the read-on line itself, it is cut plainly: the limit comes first."""
     content = msg.content
     if msg.role == "tool" and isinstance(content, str):
-        return cut_to_chars(msg, limit + len(TRUNCATED_SUFFIX))
+        cut = cut_to_chars(msg, limit + len(TRUNCATED_SUFFIX))
+        if cut is None or len(cut.text()) <= limit + len(TRUNCATED_SUFFIX):
+            return cut
     if isinstance(content, str):
         if len(content) <= limit:
             return None

@@ -73,6 +73,16 @@ async def test_an_oversized_tool_result_says_how_to_read_on_rt_1():
     assert guard.last.strategy == "none" and guard.last.oversized_cut == 1
 
 
+async def test_a_limit_too_small_for_the_read_on_line_cuts_the_result_plainly_r3_2():
+    """The length limit holds even where the read-on line alone would not fit in it."""
+    guard = ContextGuard(budget=1_000_000, max_message_chars=100)
+    big = ChatMessage(role="tool", content="0" * 113, tool_call_id="call_1")
+    msgs = [system(), user("read it"), *tool_round("call_1", "search", "{}", "")[:1], big]
+    out = await guard.check_and_compact(msgs)
+    assert out[-1].content == "0" * 100 + TRUNCATED_SUFFIX
+    assert out[-1].tool_call_id == "call_1"
+
+
 async def test_oversized_text_part_is_cut_and_images_kept_r3_2():
     guard = ContextGuard(budget=1_000_000, max_message_chars=100)
     msg = ChatMessage(role="user", content=[{"type": "text", "text": "y" * 150}, IMAGE_PART])
