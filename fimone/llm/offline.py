@@ -71,8 +71,40 @@ _REMEMBER_REQUEST = re.compile(
     r"|\bmerk(?:e)? dir\b|请?记住|记下",
     re.I,
 )
-# A recall passage "[1] user (2026-01-01 10:00): text" (fimone.agent.tools' recall result).
-_PASSAGE = re.compile(r"^\[\d+\]\s+(?:(user|assistant)\s+\(([^)]*)\):\s?)?(.*)$", re.S)
+# A recall passage "[1] the user's message (3 March 2026 14:05 UTC, 14th in this chat):
+# text" or "[2] your answer (…) [said 2 times]: text" (chat.recall's names, numbered by
+# fimone.agent.tools' recall); the older "[1] user (2026-01-01 10:00): text" too.
+_PASSAGE = re.compile(
+    r"^\[\d+\]\s+(?:(user|assistant|the user's message|your answer)\s+\(([^)]*)\)"
+    r"(?:\s+\[said \d+ times\])?:\s?)?(.*)$",
+    re.S,
+)
+_SPEAKER = {"the user's message": "user", "your answer": "assistant"}
+# "3 March 2026 14:05 UTC, 14th in this chat", said in the asker's language.
+_WHERE = re.compile(
+    r"^(\d{1,2}) ([A-Z][a-z]+) (\d{4}) (\d\d:\d\d) UTC(?:, (\d+)(?:st|nd|rd|th) in this chat)?$"
+)
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+_MONTHS_DE = (
+    "Januar Februar März April Mai Juni Juli August September Oktober November Dezember"
+).split()
+
+
+def _where(text: str, lang: str) -> str:
+    m = _WHERE.match(text.strip())
+    if not m or m.group(2) not in _MONTHS or lang not in ("zh", "de"):
+        return text
+    day, month, year, time, place = m.groups()
+    number = _MONTHS.index(month) + 1
+    if lang == "zh":
+        when = f"{year}年{number}月{day}日 {time} UTC"
+        return f"{when}，本对话第{place}条" if place else when
+    when = f"{day}. {_MONTHS_DE[number - 1]} {year} {time} UTC"
+    return f"{when}, {place}. in diesem Chat" if place else when
+
+
 _OWN_WORDS = tuple(
     text.split("{", 1)[0].strip()
     for key in ("asked", "recall", "recall_none", "remember", "images", "images_one", "key_points")
@@ -92,12 +124,13 @@ def _recall_lines(result: str, lang: str) -> list[str]:
     passages = []
     for block in blocks:
         m = _PASSAGE.match(block.strip())
-        if not m or _is_own_non_answer(m.group(1) or "", m.group(3)):
+        role = _SPEAKER.get(m.group(1), m.group(1)) if m and m.group(1) else ""
+        if not m or _is_own_non_answer(role, m.group(3)):
             continue
         text = escape_markdown(m.group(3).strip())
-        if m.group(1):
-            label = LABELS.get(lang, LABELS["en"]).get(m.group(1), m.group(1))
-            text = f"{label} ({m.group(2)}): {text}"
+        if role:
+            label = LABELS.get(lang, LABELS["en"]).get(role, role)
+            text = f"{label} ({_where(m.group(2), lang)}): {text}"
         passages.append(f"- {text}")
     if not passages:
         return [phrase("recall_none", lang)]

@@ -12,7 +12,10 @@ from chat.models import Message
 from chat.recall import recall_passages, recall_search_for, recall_terms
 from chat.search_text import Term
 from contextmgmt.core.llm import LLMUnavailable
+from contextmgmt.core.messages import ChatMessage, ToolCall
 from fimone.agent.context import AgentOutcome
+from fimone.agent.tools.builtins import recall_tool
+from fimone.llm.offline import OfflineLLM
 from tests.support.garbage import cycle_collector_off, cyclic_garbage
 from tests.support.runs import (
     events_until,
@@ -147,6 +150,33 @@ async def test_async_search_for_the_agent(conversation):
             0
         ]
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_offline_model_quotes_what_the_user_said_not_its_own_echo(conversation):
+    """RF.10: recall names a hit "the user's message (…)" / "your answer (…)"; the
+    offline model still reads those names, leaves out its own earlier echo of the user's
+    words, and names the speaker and the date in the asker's language."""
+    await sync_to_async(say)(conversation, "My locker code is 4711.")
+    await sync_to_async(say)(conversation, "You asked: “My locker code is 4711.”.", "assistant")
+    await sync_to_async(say)(conversation, "Please remember it")
+    await sync_to_async(say)(conversation, "Noted.", "assistant")
+    asked = "我之前说过储物柜 locker 的什么？"
+    query = "我 说过储物柜 locker 的什么"  # what the offline model looks up for ``asked``
+    result = await recall_tool(recall_search_for(conversation.id)).func(query=query)
+    assert "your answer (" in result  # the echo is found: the model must leave it out
+    call = ToolCall(id="c1", name="recall", arguments=json.dumps({"query": query}))
+    turn = [
+        ChatMessage(role="system", content="You are fimone."),
+        ChatMessage(role="user", content=asked, pinned=True),
+        ChatMessage(role="assistant", content=None, tool_calls=[call]),
+        ChatMessage(role="tool", content=result, tool_call_id="c1", name="recall"),
+    ]
+    answer = (await OfflineLLM().chat(turn)).message.content
+    assert "My locker code is 4711." in answer
+    assert "You asked" not in answer
+    assert "用户" in answer and "the user's message" not in answer
+    assert "本对话第1条" in answer and "December" not in answer
 
 
 # --- through real websocket runs: the index as the run path keeps it --------------------
