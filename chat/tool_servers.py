@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import ipaddress
 import json
 import logging
@@ -237,6 +238,10 @@ async def server_tools(*, vision: bool) -> McpToolset:
     specs = await current_servers()
     if not specs and _pool["pool"] is None:
         return McpToolset([], [])  # nothing configured, nothing started
+    if _pool["pool"] is None:
+        # The MCP SDK's first import takes a second or more (pydantic models): in a
+        # thread, so that the first run with a server configured does not pause the loop.
+        await asyncio.to_thread(importlib.import_module, "fimone.agent.tools.mcp_client")
     current = pool()
     # A server taken out of the file or the admin, or switched off, is stopped here rather
     # than at the next restart.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import logging
 import sys
 import time
@@ -171,8 +172,10 @@ class McpConnection:
         start_timeout: float,
         errlog: TextIO,
         policy: AddressPolicy | None = None,
+        max_tools: int = DEFAULT_MAX_TOOLS,
     ) -> None:
         self.spec = spec
+        self._max_tools = max_tools
         self._secret = secret
         self._policy = policy
         self._start_timeout = start_timeout
@@ -186,9 +189,18 @@ class McpConnection:
         spec = self.spec
         if spec.transport == "stdio":
             env = {k: resolve_secrets(v, self._secret) for k, v in spec.env}
-            # Through the relay, which cuts a result too large to read before this
-            # process parses it on its event loop (fimone/agent/tools/mcp_relay.py).
-            relay = [RELAY, str(RELAY_LINE_BYTES), str(MAX_RESULT_CHARS), "--"]
+            # Through the relay, which cuts a result too large to read, and a listing to
+            # the tools offered, before this process parses them on its event loop
+            # (fimone/agent/tools/mcp_relay.py).
+            allowed = sorted(spec.allowed_tools) if spec.allowed_tools is not None else None
+            relay = [
+                RELAY,
+                str(RELAY_LINE_BYTES),
+                str(MAX_RESULT_CHARS),
+                str(self._max_tools),
+                json.dumps(allowed),
+                "--",
+            ]
             params = StdioServerParameters(
                 command=sys.executable,
                 args=[*relay, spec.command, *spec.args],
@@ -401,6 +413,7 @@ class McpPool:
                 start_timeout=self.start_timeout,
                 errlog=self._errlog,
                 policy=policy,
+                max_tools=self.max_tools,
             )
             self._connections[spec.connection_key] = fresh
             return fresh

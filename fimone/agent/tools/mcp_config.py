@@ -69,8 +69,20 @@ class McpServerSpec:
 
     @property
     def connection_key(self) -> tuple:
-        """What identifies the connection: a change of any of it starts a new one."""
-        return (self.transport, self.command, self.args, self.env, self.cwd, self.url, self.headers)
+        """What identifies the connection: a change of any of it starts a new one. A stdio
+        server's allow-list is part of it: its relay drops the tools left out of a listing
+        (fimone/agent/tools/mcp_relay.py)."""
+        allowed = self.allowed_tools if self.transport == "stdio" else None
+        return (
+            self.transport,
+            self.command,
+            self.args,
+            self.env,
+            self.cwd,
+            self.url,
+            self.headers,
+            allowed,
+        )
 
     def allows(self, tool: str) -> bool:
         return self.allowed_tools is None or tool in self.allowed_tools

@@ -1,6 +1,7 @@
-"""Between fimone and a stdio tool server: ``python mcp_relay.py MAX_LINE_BYTES KEEP_CHARS --
-COMMAND ARGS…`` starts the server and passes its messages on, cutting a tool result too
-large to read before the server process parses it (docs/tools.md, "MCP servers").
+"""Between fimone and a stdio tool server: ``python mcp_relay.py MAX_LINE_BYTES KEEP_CHARS
+MAX_TOOLS ALLOWED -- COMMAND ARGS…`` starts the server and passes its messages on, cutting a
+tool result too large to read, and a tool listing longer than is offered, before the server
+process parses them (docs/tools.md, "MCP servers").
 
 The SDK reads each message of a stdio server whole and parses it on the server's event
 loop, one C call that holds the interpreter: a tool answering with a 50 MB JSON text
@@ -11,6 +12,12 @@ with a sentence saying how much there was; structured content that is such a tex
 wrapped (``{"result": text}``, as SDK servers send a text) is cut the same way, other
 structured content is dropped (and the result marked an error saying why, since a
 server's output schema would refuse it missing).
+
+A tool listing is parsed on that loop too, and a server may list 10,000 tools (3.5 MB,
+a second's pause) of which only ``MAX_TOOLS`` are offered. So a listing page keeps only
+the tools ``ALLOWED`` names (a JSON list; ``null``: all), and at most ``MAX_TOOLS + 1`` of
+them: one more than are offered, so that the client still sees the server listed more
+than it offers (and says so), with no ``nextCursor``, since no further page is needed.
 Every other message passes unchanged, byte for byte, both ways.
 
 Run as a script by its path (the server's working directory is the server's): the
@@ -67,6 +74,31 @@ def cut_result(line: bytes, keep_chars: int) -> bytes:
     return json.dumps({**message, "result": cut}).encode() + b"\n"
 
 
+def cap_listing(line: bytes, max_tools: int, allowed: frozenset[str] | None) -> bytes:
+    """``line`` (a JSON-RPC message) as it is, or, when it is a tool listing with tools
+    ``allowed`` leaves out or more than ``max_tools``, with only the allowed ones, at most
+    ``max_tools + 1``, and no next page once there are more than ``max_tools``."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line
+    result = message.get("result") if isinstance(message, dict) else None
+    if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
+        return line
+    tools = result["tools"]
+    kept = [
+        tool
+        for tool in tools
+        if allowed is None or (isinstance(tool, dict) and tool.get("name") in allowed)
+    ]
+    if len(kept) == len(tools) and len(kept) <= max_tools:
+        return line
+    capped = {**result, "tools": kept[: max_tools + 1]}
+    if len(kept) > max_tools:
+        capped.pop("nextCursor", None)
+    return json.dumps({**message, "result": capped}).encode() + b"\n"
+
+
 def _wrapped_text(structured: object) -> bool:
     return (
         isinstance(structured, dict)
@@ -90,15 +122,22 @@ def _pass_stdin(server: subprocess.Popen) -> None:
 
 
 def main(argv: list[str]) -> int:
-    max_line, keep_chars, separator, *command = argv
-    if separator != "--" or not command:
-        print("usage: mcp_relay.py MAX_LINE_BYTES KEEP_CHARS -- COMMAND ARGS…", file=sys.stderr)
+    if len(argv) < 6 or argv[4] != "--":
+        print(
+            "usage: mcp_relay.py MAX_LINE_BYTES KEEP_CHARS MAX_TOOLS ALLOWED -- COMMAND ARGS…",
+            file=sys.stderr,
+        )
         return 2
+    max_line, keep_chars, max_tools, allowed_names, _, *command = argv
+    names = json.loads(allowed_names)
+    allowed = frozenset(names) if names is not None else None
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     threading.Thread(target=_pass_stdin, args=(server,), daemon=True).start()
     out = sys.stdout.buffer
     try:
         for line in server.stdout:  # one message a line; read in linear time
+            if b'"tools"' in line:  # perhaps a listing; a check in linear time
+                line = cap_listing(line, int(max_tools), allowed)
             if len(line) > int(max_line):
                 line = cut_result(line, int(keep_chars))
             out.write(line)
