@@ -46,7 +46,7 @@ from .offline_documents import answer_lines, document_call, strip_notes
 from .offline_markdown import escape_markdown, inline_code
 from .offline_pages import page_lines
 from .offline_phrases import PHRASES, all_notes, language_of, phrase
-from .offline_plan import make_plan, make_verdict
+from .offline_plan import current_request, make_plan, make_verdict
 from .offline_text import LABELS, detect_language, extractive_summary
 from .offline_tools import FINDER, decide_tool_calls, resolve_references, without_urls
 from .options import check_opts
@@ -211,8 +211,10 @@ def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
     """The plain answer; its own sentences in the request's language, else ``language``."""
     last_user = _last_user_index(messages)
     query = request_text(messages[last_user]) if last_user is not None else ""
-    # A URL's letters say nothing about the user's language ("获取 https://…").
-    shown = without_urls(query) if query else " ".join(m.text() for m in messages)
+    # A URL's letters say nothing about the user's language ("获取 https://…"), nor do the
+    # engine's English frames around an earlier conversation (a DAG answer's request is
+    # "Previous conversation: …" + the request, its tool results as masking stubs).
+    shown = without_urls(current_request(query)) if query else " ".join(m.text() for m in messages)
     lang = detect_language(shown, default=language)
     lines: list[str] = []
     if last_user is not None:

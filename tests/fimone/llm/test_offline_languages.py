@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from contextmgmt.core.masking import record_stub
 from contextmgmt.core.messages import ChatMessage, ToolCall
+from fimone.agent.dag_context import enriched_query, format_history
+from fimone.agent.prompts import SYNTHESIS_SYSTEM
 from fimone.llm.offline import OfflineLLM
 from fimone.llm.offline_phrases import PHRASES, language_of
 from fimone.llm.offline_text import detect_language
@@ -97,6 +100,48 @@ async def test_a_chinese_interface_gets_a_chinese_verdict_for_a_bare_request():
     ]
     got = json.loads((await llm.chat(verdict)).message.content)
     assert got == {"achieved": True, "confidence": 0.9, "reason": PHRASES["verdict_ok"]["zh"]}
+
+
+def dag_answer_call(earlier_question: str, request: str) -> list[ChatMessage]:
+    """The DAG engine's final-answer call after a calculation earlier in the conversation:
+    the step results, then the request after the earlier conversation as text, whose tool
+    result is the stored stub (English frames around the user's words)."""
+    call = ToolCall(id="c1", name="calculator", arguments=json.dumps({"expression": "12*7"}))
+    history = [
+        ChatMessage(role="user", content=earlier_question),
+        ChatMessage(role="assistant", content=None, tool_calls=[call]),
+        ChatMessage(role="tool", content=record_stub(call, 2, "84", "r1"), tool_call_id="c1"),
+        ChatMessage(role="assistant", content="`12*7` = 84"),
+    ]
+    result = "`19*29` = 551"
+    return [
+        ChatMessage(role="system", content=SYNTHESIS_SYSTEM),
+        ChatMessage(role="user", content=f"Result of step s1 (calculate 19*29):\n{result}"),
+        ChatMessage(role="user", content=f"Result of step s2 (write the answer):\n{result}"),
+        ChatMessage(
+            role="user", content=enriched_query(format_history(history), request), pinned=True
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("interface", "earlier_question", "question", "language"),
+    [
+        ("zh-hans", "12*7 等于多少？", "计算 19*29", "zh"),
+        ("de", "Was ist 12*7, bitte?", "Berechne 19*29 bitte", "de"),
+        ("zh-hans", "12*7 等于多少？", "What is 19*29, please?", "en"),
+    ],
+)
+async def test_a_dag_answer_speaks_the_request_not_the_history_frames(
+    interface, earlier_question, question, language
+):
+    """The DAG answer's request comes after the earlier conversation as text, framed in
+    English ("Previous conversation:", "Tool result: [Tool result masked …]"): the note
+    is in the language of the request itself."""
+    messages = dag_answer_call(earlier_question, question)
+    reply = (await OfflineLLM().speaking(interface).chat(messages)).message.content
+    assert "551" in reply
+    assert PHRASES["note"][language] in reply, reply
 
 
 @given(
