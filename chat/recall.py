@@ -44,6 +44,7 @@ from chat.recall_quotes import (
     Focus,
     centred_bounds,
     focus_of,
+    focuses_of,
     is_question,
     message_name,
     neighbours,
@@ -250,8 +251,16 @@ def _valued_first(
         matched = weighted[at][0]
         group: list[_Candidate] = []
         stating = 0
+        focuses: dict[int, Focus | None] = {}
         while at < len(weighted) and weighted[at][0] == matched:
-            candidate = _candidate(weighted[at][2], terms, replies)
+            if at not in focuses:
+                # The texts the loop reads whatever they state (each adds at most one
+                # stating text) have their values scanned together.
+                ahead = range(at, at + max(1, most - len(chosen) - stating))
+                ahead = [i for i in ahead if i < len(weighted) and weighted[i][0] == matched]
+                bodies = [weighted[i][2][0].document.body for i in ahead]
+                focuses.update(zip(ahead, focuses_of(bodies, terms), strict=True))
+            candidate = _candidate(weighted[at][2], focuses[at], replies)
             at += 1
             group.append(candidate)
             stating += candidate.states_value == 2
@@ -262,10 +271,10 @@ def _valued_first(
     return chosen[:most]
 
 
-def _candidate(copies: list[Hit], terms: list[Term], replies: _Replies) -> _Candidate:
+def _candidate(copies: list[Hit], focus: Focus | None, replies: _Replies) -> _Candidate:
     """A text said once or more, as quoted: of its copies (the same words), the one a
-    question whose reply gave a value; else the best ranked."""
-    focus = focus_of(copies[0].document.body, terms)
+    question whose reply gave a value; else the best ranked. ``focus``: the first copy's
+    (``focus_of``)."""
     if focus is not None and focus.states_value:
         return _Candidate(
             copies[0], focus, 2, replies.is_question(copies[0]), replies.reply_to(copies[0])

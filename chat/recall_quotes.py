@@ -30,7 +30,7 @@ from django.db.models import OuterRef, Subquery
 
 from chat.models import Message
 from chat.search_text import Term, term_pattern
-from contextmgmt.core.factscan import facts_in
+from contextmgmt.core.factscan import facts_in, facts_in_texts
 
 # A value counts as stated with a key when it starts or ends this close to it.
 NEAR_CHARS = 60
@@ -59,10 +59,31 @@ class Focus:
 
 def focus_of(text: str, terms: list[Term]) -> Focus | None:
     """The best match of ``terms`` in ``text`` (see the module's docstring), or None."""
-    matches = sorted({m.span() for t in terms for m in term_pattern(t).finditer(text)})
-    if not matches:
-        return None
-    values = values_near(text, matches)
+    return focuses_of([text], terms)[0]
+
+
+def focuses_of(texts: list[str], terms: list[Term]) -> list[Focus | None]:
+    """:func:`focus_of` of each of ``texts``, the windows around their matches scanned
+    for values together: each of the scanner's patterns makes one pass over all of them,
+    not one pass per text (a pass costs about the same for 200 characters as for 20,000)."""
+    matched = [
+        sorted({m.span() for t in terms for m in term_pattern(t).finditer(text)}) for text in texts
+    ]
+    windows = [_windows(text, matches) for text, matches in zip(texts, matched, strict=True)]
+    pieces = [
+        text[low:high] for text, spans in zip(texts, windows, strict=True) for low, high in spans
+    ]
+    scanned = iter(facts_in_texts(pieces))
+    out: list[Focus | None] = []
+    for text, matches, spans in zip(texts, matched, windows, strict=True):
+        found = [(low + f[0], low + f[1]) for low, _ in spans for f in next(scanned)]
+        out.append(_best_focus(text, terms, matches, _beside(found, matches)) if matches else None)
+    return out
+
+
+def _best_focus(
+    text: str, terms: list[Term], matches: list[tuple[int, int]], values: list[tuple[int, int]]
+) -> Focus | None:
     best: tuple[tuple[int, int, int], Focus] | None = None
     for start, end in matches:
         value = _nearest(values, start, end)
@@ -83,6 +104,19 @@ def values_near(text: str, matches: list[tuple[int, int]]) -> list[tuple[int, in
     """``(start, end)`` of the values written within ``NEAR_CHARS`` of any match and not
     over one (each window scanned on its own, widened to whole words so no value is
     cut)."""
+    spans = _windows(text, matches)
+    scanned = facts_in_texts([text[low:high] for low, high in spans])
+    found = [
+        (low + f[0], low + f[1])
+        for (low, _), facts in zip(spans, scanned, strict=True)
+        for f in facts
+    ]
+    return _beside(found, matches)
+
+
+def _windows(text: str, matches: list[tuple[int, int]]) -> list[list[int]]:
+    """The windows of ``text`` within ``NEAR_CHARS`` of ``matches`` (in order), widened
+    (:func:`_widened`) and merged where they touch."""
     windows: list[list[int]] = []
     for start, end in matches:
         low, high = _widened(text, start - NEAR_CHARS, end + NEAR_CHARS)
@@ -90,9 +124,10 @@ def values_near(text: str, matches: list[tuple[int, int]]) -> list[tuple[int, in
             windows[-1][1] = max(windows[-1][1], high)
         else:
             windows.append([low, high])
-    found = []
-    for low, high in windows:
-        found.extend((low + f[0], low + f[1]) for f in facts_in(text[low:high]))
+    return windows
+
+
+def _beside(found: list[tuple[int, int]], matches: list[tuple[int, int]]) -> list[tuple[int, int]]:
     # A value that holds a match is the key's own words ("Zur Probe" read as a name; an
     # id asked for by itself), not a value stated beside it.
     return [v for v in found if not any(v[0] < end and start < v[1] for start, end in matches)]

@@ -14,6 +14,7 @@ from chat.recall_quotes import (
     Focus,
     centred_bounds,
     focus_of,
+    focuses_of,
     is_question,
     ordinal,
     states_value_early,
@@ -87,3 +88,29 @@ def test_the_window_is_within_the_text_and_holds_its_focus(text, where, width):
     # Word boundaries move each end in by at most 40 characters: a 20-character focus
     # stays inside a window of 100 or more.
     assert low <= start and end <= high
+
+
+_FOCUS_PIECES = [
+    "The translator's line is ",
+    "+49 30 9018 2277",
+    " translator ",
+    "Room 4417. ",
+    "Nothing else. ",
+    "IBAN DE89 3704 0044 0532 0130 00 ",
+    "am 12. März 2027 ",
+    "翻译 translator 电话 139 1234 5678。",
+    "\n",
+    "Herr Karl Weber ",
+    "translator-7 ",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.lists(st.sampled_from(_FOCUS_PIECES), max_size=12).map("".join), max_size=6)
+)
+def test_texts_focused_together_are_focused_as_each_alone_rf_10(texts):
+    """RF.10/RF.12: recall scans the value windows of several passages together; each
+    passage's quote is centred as when it is looked at alone."""
+    terms = query_terms("translator")
+    assert focuses_of(texts, terms) == [focus_of(text, terms) for text in texts]
