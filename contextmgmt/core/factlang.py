@@ -509,6 +509,28 @@ class _Tables:
     others: dict[str, tuple[int, ...]]
 
 
+# A pattern that starts with a group of words (:func:`_words`): it matches only where one
+# of them is written.
+_LEADING_WORDS = re.compile(r"\(\?:((?:(?:[^|()\\]|\\.)+\(\?<!\\w(?:[^|()\\]|\\.)+\)\|?)+)\)")
+_WORD_AND_CHECK = re.compile(r"((?:[^|()\\]|\\.)+)\(\?<!\\w(?:[^|()\\]|\\.)+\)")
+_ESCAPED = re.compile(r"\\(.)")
+_UNESCAPED_SPECIAL = re.compile(r"\\[A-Za-z0-9]|(?<!\\)(?:\\\\)*[.^$*+?{}\[\]]")
+
+
+def _leading_words(pattern: str) -> tuple[str, ...]:
+    """The words a pattern that starts with :func:`_words` needs in a text (one of them),
+    or () for any other pattern: a row whose words a batch of texts does not hold is not
+    run over it (most rows start with a language's words, and a pass costs the same
+    whether it finds anything or not)."""
+    group = _LEADING_WORDS.match(pattern)
+    if group is None:
+        return ()
+    words = _WORD_AND_CHECK.findall(group.group(1))
+    if any(_UNESCAPED_SPECIAL.search(word) for word in words):
+        return ()  # not a literal word: no substring stands for it
+    return tuple(_ESCAPED.sub(r"\1", word) for word in words)
+
+
 @functools.cache
 def _tables(plain_ascii: bool = False) -> _Tables:
     """Compiled once, when first needed; ``plain_ascii``: with ASCII character classes,
@@ -524,7 +546,7 @@ def _tables(plain_ascii: bool = False) -> _Tables:
                     row[0],
                     row[1],
                     re.compile(pattern, flags),
-                    row[3] if len(row) > 3 else (),
+                    row[3] if len(row) > 3 else _leading_words(pattern),
                     "(?P<v>" in pattern,
                 )
             )

@@ -5,9 +5,17 @@ IBAN/BIC, phone numbers, postal addresses, dates, CJK amounts and names."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextmgmt.core.factcheck import check_key_facts, extract_facts
-from contextmgmt.core.factlang import language_facts, locale_facts, locale_facts_of
+from contextmgmt.core.factlang import (
+    _leading_words,
+    _tables,
+    language_facts,
+    locale_facts,
+    locale_facts_of,
+)
 
 # (a real-looking message, the fact it states, its kind), per language and kind.
 EXAMPLES = [
@@ -194,3 +202,35 @@ def test_scanning_texts_together_finds_what_each_alone_finds_rs_3():
     assert together == [
         [(f.start, f.end, f.kind, f.value, f.weight) for f in locale_facts(text)] for text in texts
     ]
+
+
+def test_a_row_led_by_words_needs_one_of_them_rf_12():
+    """RF.12: a row that starts with a group of words is not run over texts that hold
+    none of them; what else a pattern starts with gives no such words."""
+    assert _leading_words(r"(?:Dr\.(?<!\wDr\.)|Herr(?<!\wHerr)) [A-Z][a-z]+") == ("Dr.", "Herr")
+    assert _leading_words(r"(?:Stk\.?(?<!\wStk\.?)|Herr(?<!\wHerr)) \d") == ()
+    assert _leading_words(r"(?:a\d(?<!\wa\d)) x") == ()
+    assert _leading_words(r"(?:星期|周|礼拜)[一二三四五六日天]") == ()
+    assert _leading_words(r"\d(?<![\w.,]\d)\d*") == ()
+    assert ("Calle", "C/", "Avenida") == next(
+        row.needs[:3] for row in _tables().rows if row.needs[:1] == ("Calle",)
+    )
+
+
+_WORD_PIECES = [
+    "Dr. ", "Dr.", "Herr Karl Weber", "Frau ", "le 12 ", "du 3er ", "el 14 ", "Calle Mayor 5",
+    "Avenida ", "M. Dupont", "Mme Roux", "Sr. Ruiz", "Monday", "January 5, 2027", "г-н Иванов",
+    "Понедельник", "воскресенье", "EUR 1.200", "Montag", "Mittwoch", "miércoles", "Dimanche",
+    "x", " ", "\n", "1", ".", "-", "Dra", "Mr", "Januar", "Cal", "le", "l",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(_WORD_PIECES), max_size=10).map("".join))
+def test_a_row_is_left_out_only_where_it_cannot_match_rf_12(text):
+    """RF.12: the words a row needs are a true condition: where its pattern matches, one
+    of them is in the text (ASCII and Unicode tables alike)."""
+    for plain_ascii in (False, True):
+        for row in _tables(plain_ascii).rows:
+            if row.needs and row.pattern.search(text):
+                assert any(word in text for word in row.needs), (row.pattern.pattern, text)
