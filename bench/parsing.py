@@ -38,30 +38,7 @@ if ARGS.code:
 
 from fimone.extract import ExtractionError  # noqa: E402
 from fimone.extract.isolated import ExtractionPool  # noqa: E402
-from tests.support.documents import many_paragraph_docx  # noqa: E402
-
-LICENCE = [
-    "Copyright 2019 The Example Authors. All rights reserved.",
-    "",
-    'Licensed under the Apache License, Version 2.0 (the "License");',
-    "you may not use this file except in compliance with the License.",
-    "You may obtain a copy of the License at",
-    "",
-    "    http://www.apache.org/licenses/LICENSE-2.0",
-    "",
-    "Unless required by applicable law or agreed to in writing, software",
-    'distributed under the License is distributed on an "AS IS" BASIS,',
-    "WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.",
-    "See the License for the specific language governing permissions and",
-    "limitations under the License.",
-]
-
-
-def licence_xml() -> bytes:
-    """One comment a line, as tests/fimone/extract/test_linear_parsing.py makes it."""
-    header = "\n".join(f"<!-- {line} -->" for line in (LICENCE * 3)[:30])
-    body = '<resources>\n  <string name="app_name">Bluebird</string>\n</resources>\n'
-    return f"{header}\n{body}".encode()
+from tests.support.documents import licence_xml, many_paragraph_docx  # noqa: E402
 
 
 def paragraphs_txt(count: int) -> bytes:

@@ -12,12 +12,11 @@ import asyncio
 import http.client
 import json
 import threading
-import time
 
 import pytest
-import websockets
 
 from tests.support.scripted_server import text
+from tests.support.ws_client import streamed_gaps
 
 pytestmark = pytest.mark.slow
 
@@ -61,24 +60,6 @@ def post(server, path: str, body: bytes, content_type: str, *, logged_in: bool =
         return response.status, response.getheader("Content-Type") or "", response.read()
     finally:
         connection.close()
-
-
-async def streamed_gaps(server, conversation_id: str, started: threading.Event) -> list[float]:
-    """Seconds between the deltas of one answer, as a client receives them."""
-    url = f"{server.ws_url}/ws/chat/{conversation_id}/"
-    async with websockets.connect(url, additional_headers=server.ws_headers()) as ws:
-        await ws.send(json.dumps({"type": "message", "content": "stream, please"}))
-        stamps: list[float] = []
-        async with asyncio.timeout(120):
-            while True:
-                frame = json.loads(await ws.recv())
-                if frame["type"] == "answer.delta":
-                    stamps.append(time.monotonic())
-                    started.set()
-                if frame["type"] in ("done", "error"):
-                    assert frame["type"] == "done", frame
-                    break
-    return [later - earlier for earlier, later in zip(stamps, stamps[1:], strict=False)]
 
 
 def test_hostile_bodies_do_not_pause_a_streaming_answer(scripted_daphne, scripted_server):

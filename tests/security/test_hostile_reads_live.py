@@ -28,6 +28,7 @@ from tests.support import documents
 from tests.support.mcp_servers import REPO_ROOT, SERVER_MODULE
 from tests.support.scripted_server import text, tool_calls
 from tests.support.web_server import ARTICLE_FACT, serve_pages
+from tests.support.ws_client import streamed_gaps
 
 pytestmark = pytest.mark.slow
 
@@ -65,24 +66,6 @@ class HealthWatch:
                 connection.close()
             self.waits.append(time.monotonic() - asked)
             self._stop.wait(0.05)
-
-
-async def streamed_gaps(server, conversation_id: str, started: asyncio.Event) -> list[float]:
-    """Seconds between the deltas of one answer, as the client receives them."""
-    url = f"{server.ws_url}/ws/chat/{conversation_id}/"
-    async with websockets.connect(url, additional_headers=server.ws_headers()) as ws:
-        await ws.send(json.dumps({"type": "message", "content": "stream, please"}))
-        stamps: list[float] = []
-        async with asyncio.timeout(120):
-            while True:
-                frame = json.loads(await ws.recv())
-                if frame["type"] == "answer.delta":
-                    stamps.append(time.monotonic())
-                    started.set()
-                if frame["type"] in ("done", "error"):
-                    assert frame["type"] == "done", frame
-                    break
-    return [later - earlier for earlier, later in zip(stamps, stamps[1:], strict=False)]
 
 
 async def tool_turn(server, conversation_id: str, content: str) -> list[dict]:

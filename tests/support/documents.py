@@ -201,3 +201,27 @@ def many_paragraph_docx(paragraphs: int = 60_000) -> bytes:
                 data = data[:start] + body + data[end:]
             out.writestr(item, data)
     return buffer.getvalue()
+
+
+LICENCE = [
+    "Copyright 2019 The Example Authors. All rights reserved.",
+    "",
+    'Licensed under the Apache License, Version 2.0 (the "License");',
+    "you may not use this file except in compliance with the License.",
+    "You may obtain a copy of the License at",
+    "",
+    "    http://www.apache.org/licenses/LICENSE-2.0",
+    "",
+    "Unless required by applicable law or agreed to in writing, software",
+    'distributed under the License is distributed on an "AS IS" BASIS,',
+    "WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.",
+    "See the License for the specific language governing permissions and",
+    "limitations under the License.",
+]
+
+
+def licence_xml() -> bytes:
+    """An XML file as projects ship them: a 30-line licence header, one comment a line."""
+    header = "\n".join(f"<!-- {line} -->" for line in (LICENCE * 3)[:30])
+    body = '<resources>\n  <string name="app_name">Bluebird</string>\n</resources>\n'
+    return f"{header}\n{body}".encode()

@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import http.cookiejar
 import json
+import time
 import urllib.parse
 import urllib.request
+
+import websockets
 
 WAIT = 60.0  # hang guard on a small shared machine, not a speed requirement
 
@@ -85,3 +88,22 @@ def stored_messages(server, conversation_id: str) -> list[dict]:
         " 'pinned': m.pinned, 'content': m.content, 'metadata': m.metadata} for m in rows]))\n"
     )
     return json.loads(out.strip().splitlines()[-1])
+
+
+async def streamed_gaps(server, conversation_id: str, started) -> list[float]:
+    """Seconds between the deltas of one answer, as a client receives them; ``started``
+    (an asyncio or threading Event) is set at the first delta."""
+    url = f"{server.ws_url}/ws/chat/{conversation_id}/"
+    async with websockets.connect(url, additional_headers=server.ws_headers()) as ws:
+        await ws.send(json.dumps({"type": "message", "content": "stream, please"}))
+        stamps: list[float] = []
+        async with asyncio.timeout(120):
+            while True:
+                frame = json.loads(await ws.recv())
+                if frame["type"] == "answer.delta":
+                    stamps.append(time.monotonic())
+                    started.set()
+                if frame["type"] in ("done", "error"):
+                    assert frame["type"] == "done", frame
+                    break
+    return [later - earlier for earlier, later in zip(stamps, stamps[1:], strict=False)]

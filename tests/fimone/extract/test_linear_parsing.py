@@ -23,22 +23,6 @@ through_a_worker = pytest.mark.slow
 # old patterns needed (minutes to years).
 DEADLINE = ExtractLimits(seconds=10)
 
-LICENCE = [
-    "Copyright 2019 The Example Authors. All rights reserved.",
-    "",
-    'Licensed under the Apache License, Version 2.0 (the "License");',
-    "you may not use this file except in compliance with the License.",
-    "You may obtain a copy of the License at",
-    "",
-    "    http://www.apache.org/licenses/LICENSE-2.0",
-    "",
-    "Unless required by applicable law or agreed to in writing, software",
-    'distributed under the License is distributed on an "AS IS" BASIS,',
-    "WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.",
-    "See the License for the specific language governing permissions and",
-    "limitations under the License.",
-]
-
 
 @pytest.fixture(scope="module")
 def pool():
@@ -71,9 +55,7 @@ def test_ro11_runs_of_comments_are_sniffed_without_backtracking(pool, comments):
 @through_a_worker
 def test_ro11_an_xml_file_with_a_licence_header_is_accepted(pool):
     """A real kind of file: a 30-line licence, one comment a line, then the XML."""
-    header = "\n".join(f"<!-- {line} -->" for line in (LICENCE * 3)[:30])
-    body = '<resources>\n  <string name="app_name">Bluebird</string>\n</resources>\n'
-    data = f"{header}\n{body}".encode()
+    data = documents.licence_xml()
     assert 1_500 < len(data) < 4_096  # within the part the sniff reads, like the report's
     doc = pool.extract(data, filename="strings.xml", limits=DEADLINE)
     assert doc.kind == "text" and "Bluebird" in doc.text and "Apache License" in doc.text
