@@ -15,13 +15,14 @@ import threading
 import pytest
 from django.db.backends import utils as db_utils
 
-from chat import services
+from chat import services, tool_servers
 from chat.models import Message
+from chat.runs import storage
 from tests.support.runs import answer_text, connect, events_until, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("clean_runs"),
+    pytest.mark.usefixtures("clean_runs", "lookups_kept_through_the_test"),
 ]
 
 # message -> done of a plain ReAct turn with history, models and budgets already resolved
@@ -33,6 +34,15 @@ pytestmark = [
 # The tool sources switched off come with the conversation's row, at no query of their own.
 MAX_QUERIES_PER_RUN = 14
 MAX_TRANSACTIONS_PER_RUN = 2
+
+
+@pytest.fixture
+def lookups_kept_through_the_test(monkeypatch):
+    """The counted turn reuses what the first turn looked up, however slow the machine:
+    the product keeps those lookups for two seconds, which a busy machine can outlast
+    between the two turns (the tool servers were read again, one query over the count)."""
+    monkeypatch.setattr(storage, "CONFIG_TTL_SECONDS", 3600.0)
+    monkeypatch.setattr(tool_servers, "SPECS_TTL", 3600.0)
 
 
 @pytest.fixture
