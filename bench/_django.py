@@ -19,7 +19,7 @@ def setup_django(prefix: str = "fimone-bench-", **env: str) -> str:
     data_dir = tempfile.mkdtemp(prefix=prefix)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fimone.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["FIMONE_DATA_DIR"] = data_dir
     os.environ.setdefault("LOG_LEVEL", "ERROR")
     os.environ.update(env)

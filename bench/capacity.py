@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/capacity.py [--sockets 500] [--runs 100]
 
-Starts fimone's server (``fimone.server``, SQLite, in-memory channel layer) pointed at a
+Starts fimone's server (``config.server``, SQLite, in-memory channel layer) pointed at a
 scripted OpenAI-compatible model whose streams stop after a few pieces until released, so
 runs stay in the middle of streaming as long as needed. Then, reading daphne's resident
 memory (VmRSS in /proc) after each step settles:

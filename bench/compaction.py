@@ -43,12 +43,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _mixed import MIXES, mixed_conversation  # noqa: E402
 
+from config.loop_monitor import LoopLagMonitor  # noqa: E402
 from contextmgmt.core import factscan  # noqa: E402
 from contextmgmt.core.compact import CompactUtils  # noqa: E402
 from contextmgmt.core.llm import LLMResult, Usage  # noqa: E402
 from contextmgmt.core.messages import ChatMessage  # noqa: E402
 from contextmgmt.core.tokens import estimate_messages_tokens  # noqa: E402
-from fimone.loop_monitor import LoopLagMonitor  # noqa: E402
 
 BUDGET = 8_000
 

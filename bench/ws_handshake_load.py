@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/ws_handshake_load.py [--sockets 40] [--http-clients 16]
 
-Starts fimone's server (``fimone.server``, SQLite, offline model) on a temp data dir with
+Starts fimone's server (``config.server``, SQLite, offline model) on a temp data dir with
 one conversation of a few long answers, then measures opening ``--sockets`` websockets at
 once (connect until the socket is open, i.e. the handshake answered and the consumer
 accepted): first with no other traffic, then while ``--http-clients`` threads read that

@@ -7,7 +7,7 @@ SIGTERM cuts the wait short.
 
 Per process on purpose: a deploy stops one process at a time while the others keep serving,
 and ``/healthz`` answers 503 while draining so that load balancers send new sockets elsewhere.
-The server-specific part (which signal, how to stop the server) is wired in ``fimone.asgi``.
+The server-specific part (which signal, how to stop the server) is wired in ``config.asgi``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 When ``LLM_CONTEXT_SIZE`` (or, for a fast model of its own, ``FAST_LLM_CONTEXT_SIZE``) is not
 set and ``LLM_BASE_URL`` names an endpoint, each server process asks that endpoint for its
-window once, in a thread started with the process (``fimone/asgi.py``), by the same reading
+window once, in a thread started with the process (``config/asgi.py``), by the same reading
 as the admin's "Read context size" (``contextmgmt.discovery``). The budget of the
 environment's model then uses it (``Budget.source`` ``"endpoint"``) instead of the 128K
 default; a figure set in the environment always wins, and a Model config row wins over

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-PACKAGES = ("chat", "contextmgmt", "fimone")
+PACKAGES = ("config", "chat", "contextmgmt", "fimone")
 
 
 def lint_imports(cwd: Path) -> subprocess.CompletedProcess:

@@ -28,7 +28,7 @@ def test_a_start_without_a_dot_env_logs_nothing_about_it(tmp_path):
         [
             sys.executable,
             "-c",
-            "import logging; logging.basicConfig(level=logging.INFO); import fimone.settings",
+            "import logging; logging.basicConfig(level=logging.INFO); import config.settings",
         ],
         cwd=repo,
         env={"PATH": os.environ["PATH"], "FIMONE_DATA_DIR": str(tmp_path)},

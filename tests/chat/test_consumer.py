@@ -64,8 +64,8 @@ async def test_unknown_conversation_is_closed_exactly_like_a_foreign_one(user):
 
 
 async def test_full_stack_with_session_cookie_and_origin(user, conversation):
-    """Through fimone.asgi: origin validation and session authentication as deployed."""
-    from fimone.asgi import application
+    """Through config.asgi: origin validation and session authentication as deployed."""
+    from config.asgi import application
 
     client = Client()
     await sync_to_async(client.force_login)(user)
@@ -82,7 +82,7 @@ async def test_full_stack_with_session_cookie_and_origin(user, conversation):
 
 
 async def test_full_stack_without_session_is_closed_4401(conversation):
-    from fimone.asgi import application
+    from config.asgi import application
 
     comm = WebsocketCommunicator(
         application, f"/ws/chat/{conversation.id}/", headers=[(b"origin", b"http://127.0.0.1")]
@@ -93,7 +93,7 @@ async def test_full_stack_without_session_is_closed_4401(conversation):
 
 
 async def test_foreign_origin_is_refused_at_the_handshake(user, conversation):
-    from fimone.asgi import application
+    from config.asgi import application
 
     client = Client()
     await sync_to_async(client.force_login)(user)

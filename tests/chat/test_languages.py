@@ -36,7 +36,7 @@ def test_language_from_scope(cookies, accept, language):
 
 
 async def full_stack_socket(user, conversation, headers) -> WebsocketCommunicator:
-    from fimone.asgi import application
+    from config.asgi import application
 
     client = Client()
     await sync_to_async(client.force_login)(user)

@@ -139,7 +139,7 @@ async def test_the_context_gauge_counts_the_servers_tool_schemas_once_listed(
 async def test_closing_the_tool_servers_stops_the_child(
     socket, conversation, ws_fake_llm, mcp_file, marker_dir
 ):
-    """What the drain and the shutdown call (fimone/asgi.py): the child exits with it."""
+    """What the drain and the shutdown call (config/asgi.py): the child exits with it."""
     import os
 
     mcp_file({"notes": server_entry(marker_dir)})

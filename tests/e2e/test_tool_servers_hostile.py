@@ -1,4 +1,4 @@
-"""Hostile tool servers against a real daphne (``fimone.server``), as the round-4 test from
+"""Hostile tool servers against a real daphne (``config.server``), as the round-4 test from
 outside saw them (RO.12, RT.3's cap):
 
 - a server that never answers its start costs one start timeout, and is then skipped for

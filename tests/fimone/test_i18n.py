@@ -1,4 +1,4 @@
-"""Interface languages (fimone/settings.py, fimone/urls.py): English, Chinese, German.
+"""Interface languages (config/settings.py, config/urls.py): English, Chinese, German.
 
 The language comes from the switch's cookie, else the browser's Accept-Language; pages say
 which one in ``<html lang>``; the static JS gets its strings from Django's JS catalog.

@@ -14,7 +14,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def django_env(data_dir: Path | str, **extra: str) -> dict[str, str]:
     """The environment of a Django subprocess: the caller's, minus any backend choice."""
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    env.update({"DJANGO_SETTINGS_MODULE": "fimone.settings", "FIMONE_DATA_DIR": str(data_dir)})
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings", "FIMONE_DATA_DIR": str(data_dir)})
     env.update(extra)
     return env
 

@@ -208,7 +208,7 @@ async def test_every_socket_route_refuses_anonymous_and_foreign_users(
     template, other_user, alices_things
 ):
     """Through the deployed ASGI stack (origin check + session auth)."""
-    from fimone.asgi import application
+    from config.asgi import application
 
     path = websocket_path(template, alices_things)
     mallory = Client()

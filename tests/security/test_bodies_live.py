@@ -2,8 +2,8 @@
 no form body is parsed on the event loop, so a hostile body sent without a login does not
 pause a streaming answer, and a broken multipart upload gets fimone's JSON error.
 
-The server is fimone's (``fimone.server``, as ``bin/run`` and docs/operations.md start it);
-plain ``daphne fimone.asgi:application``, the usual Channels command, is as safe.
+The server is fimone's (``config.server``, as ``bin/run`` and docs/operations.md start it);
+plain ``daphne config.asgi:application``, the usual Channels command, is as safe.
 """
 
 from __future__ import annotations
@@ -121,9 +121,9 @@ def test_a_broken_multipart_upload_is_the_json_invalid_multipart(
 
 def test_ro13_plain_daphne_parses_no_form_bodies_either(live_daphne_factory, scripted_server):
     """RO.13: the usual Channels command got Twisted's parsing (and its empty 400 for a
-    broken multipart body); ``python -m fimone.server`` logged that it was plain daphne."""
+    broken multipart body); ``python -m config.server`` logged that it was plain daphne."""
     env = {"LLM_BASE_URL": scripted_server.base_url, "LLM_API_KEY": "k", "LLM_MODEL": "m"}
-    for module in ("fimone.server", "daphne"):
+    for module in ("config.server", "daphne"):
         server = live_daphne_factory(env=env, server_module=module)
         cid = server.api("POST", "/api/conversations/", {})["id"]
         status, answered_type, answer = post(

@@ -39,7 +39,7 @@ def _check(tmp_path, extra: dict[str, str]) -> subprocess.CompletedProcess:
         for k, v in os.environ.items()
         if k not in PRODUCTION and not k.startswith(("LLM_", "FAST_LLM_"))
     }
-    env.update(FIMONE_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="fimone.settings", **extra)
+    env.update(FIMONE_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings", **extra)
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,

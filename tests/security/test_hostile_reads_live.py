@@ -1,4 +1,4 @@
-"""What a tool reads, through a real daphne (``fimone.server``): a page sent one byte per
+"""What a tool reads, through a real daphne (``config.server``): a page sent one byte per
 chunk, slow documents of one user, a tool server's huge JSON result. While each attack
 runs, ``/healthz`` and another user's streaming answer keep their pace, and another user's
 small upload is served (RO.9, RO.10).

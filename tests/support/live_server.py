@@ -55,7 +55,7 @@ _STRIPPED_NAMES = {"DATABASE_URL", "REDIS_URL", "FIMONE_TEST_DB", "MEDIA_ROOT", 
 # and open a session for it (so websocket clients need no login round trip).
 _SETUP_SCRIPT = """
 import os, sys, django
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fimone.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
@@ -95,7 +95,7 @@ class LiveServer:
     startup_timeout: float = 60.0
     # What ``python -m`` runs: fimone's daphne command line, or "daphne" itself (the usual
     # Channels command, which must be as safe).
-    server_module: str = "fimone.server"
+    server_module: str = "config.server"
     _log_file: object | None = field(default=None, repr=False)
 
     @property
@@ -168,7 +168,7 @@ class LiveServer:
                 "127.0.0.1",
                 "-p",
                 str(self.port),
-                "fimone.asgi:application",
+                "config.asgi:application",
             ],
             cwd=REPO_ROOT,
             env=self.env,
@@ -339,7 +339,7 @@ def server_env(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str,
     env.update(
         {
             "FIMONE_DATA_DIR": str(data_dir),
-            "DJANGO_SETTINGS_MODULE": "fimone.settings",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
             "PYTHONUNBUFFERED": "1",
             "DEBUG": "false",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
@@ -358,7 +358,7 @@ def start_live_server(
     port: int | None = None,
     username: str = DEFAULT_USERNAME,
     password: str = DEFAULT_PASSWORD,
-    server_module: str = "fimone.server",
+    server_module: str = "config.server",
 ) -> LiveServer:
     """Migrate, seed and start a daphne server; the caller must ``stop()``/``close()`` it."""
     owns = data_dir is None

@@ -20,7 +20,7 @@ from pathlib import Path
 _SCRIPT = r"""
 import contextlib, io, json, os, sys, traceback
 import django
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fimone.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 from django.apps import apps
 from django.db import connections

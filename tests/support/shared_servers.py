@@ -38,7 +38,7 @@ from tests.support.live_server import (
 # inserts in one transaction.
 _POOL_SCRIPT = """
 import os, sys, django
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fimone.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model

@@ -8,12 +8,12 @@ empty 400 instead of fimone's JSON error. daphne never reads ``request.args``, s
 parsing is off and Django alone parses bodies, in a worker thread, with its limits
 (``DATA_UPLOAD_MAX_MEMORY_SIZE``, ``DATA_UPLOAD_MAX_NUMBER_FIELDS``) and its error handlers.
 
-The switch is ``serve_without_form_parsing``, called when ``fimone.asgi`` is imported
+The switch is ``serve_without_form_parsing``, called when ``config.asgi`` is imported
 under daphne: daphne's command line imports the application before it builds its HTTP
 factory, so the usual Channels command is as safe as fimone's own::
 
-    daphne -b 127.0.0.1 -p 8001 fimone.asgi:application
-    python -m fimone.server -b 127.0.0.1 -p 8001 fimone.asgi:application   # bin/run
+    daphne -b 127.0.0.1 -p 8001 config.asgi:application
+    python -m config.server -b 127.0.0.1 -p 8001 config.asgi:application   # bin/run
 
 (the second is daphne's command line with the switch made before anything is imported;
 ``bin/run``, the live-server test fixture and docs/operations.md's systemd unit use it).

@@ -7,7 +7,7 @@ import sys
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fimone.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Django must be set up before anything imports models (the consumers do).
 django_asgi_app = get_asgi_application()
 
@@ -18,16 +18,16 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from chat import drain, runs  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
-from fimone.loop_monitor import MonitoredApp  # noqa: E402
+from config.loop_monitor import MonitoredApp  # noqa: E402
 
 
 def _formless_under_daphne() -> None:
     """Under daphne, Twisted's form parsing is off, whichever command started it: plain
-    ``daphne fimone.asgi:application`` imports this module before it builds its HTTP
-    factory, in time for the switch (fimone/server.py says why)."""
+    ``daphne config.asgi:application`` imports this module before it builds its HTTP
+    factory, in time for the switch (config/server.py says why)."""
     if "daphne.server" not in sys.modules:
         return  # imported by another server or by tests
-    from fimone.server import serve_without_form_parsing
+    from config.server import serve_without_form_parsing
 
     serve_without_form_parsing()
 

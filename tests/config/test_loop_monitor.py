@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fimone.loop_monitor import LoopLagMonitor, MonitoredApp, monitor_from_settings
+from config.loop_monitor import LoopLagMonitor, MonitoredApp, monitor_from_settings
 
 
 async def test_a_blocking_call_on_the_loop_is_measured_and_logged(caplog, tmp_path):

@@ -77,11 +77,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "fimone.csp.SocketAwareCSPMiddleware",
+    "config.csp.SocketAwareCSPMiddleware",
 ]
 
 # Defence in depth behind server-side sanitising: no inline script or style, no foreign
-# origin. The websocket's ws:/wss: origin is added per request (fimone/csp.py). A response
+# origin. The websocket's ws:/wss: origin is added per request (config/csp.py). A response
 # that sets its own header keeps it (attachments are served sandboxed). The admin is
 # Django's own pages, left as Django ships them.
 CONTENT_SECURITY_POLICY = {
@@ -99,8 +99,8 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-ROOT_URLCONF = "fimone.urls"
-ASGI_APPLICATION = "fimone.asgi.application"
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
@@ -341,7 +341,7 @@ FIMONE_MCP_MAX_TOOLS = _typed(env.int, "FIMONE_MCP_MAX_TOOLS", default=128)
 # are marked interrupted and the process exits.
 FIMONE_DRAIN_SECONDS = _typed(env.float, "FIMONE_DRAIN_SECONDS", default=30.0)
 
-# Event-loop lag monitor (fimone/loop_monitor.py): a wake-up every N ms (0: off); stalls
+# Event-loop lag monitor (config/loop_monitor.py): a wake-up every N ms (0: off); stalls
 # longer than the threshold are logged at debug level on "fimone.loop"; a report file, when
 # set, receives the figures as JSON about once a second (benchmarks read it).
 FIMONE_LOOP_MONITOR_INTERVAL_MS = _typed(
