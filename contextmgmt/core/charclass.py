@@ -10,9 +10,7 @@ counts them:
 - ``count_packed(text, w)`` returns (value, counts packed as ``N_CLASSES`` native 64-bit
   integers), the form a message's token cache keeps.
 
-Both are the compiled counter (``_charclass.c``, built by ``bin/build-speedups``) when it
-is built, else the pure-Python one below (``count_py``), which defines the classes and
-gives the same counts: no Python code runs per character in either (docs/tokens.md,
+Both run ``count_py`` below, in which no Python code runs per character (docs/tokens.md,
 "The estimate").
 
 The classes: ASCII lower- and upper-case letters, digits, punctuation, double quotes,
@@ -35,7 +33,6 @@ BPE pre-tokenizer splits on) was tried and did not improve the fit against o200k
 
 from __future__ import annotations
 
-import warnings
 from array import array
 from collections.abc import Callable, MutableSequence
 
@@ -140,7 +137,7 @@ _BYTE_CLASS = bytes(_class_of_byte(i) for i in range(256))
 
 # (class index, class byte), commonest first (see _peel).
 Weights = tuple[float, ...]
-Counts = MutableSequence[int]  # an array("q") of N_CLASSES (the compiled counter needs one)
+Counts = MutableSequence[int]  # an array("q") of N_CLASSES
 _Codes = tuple[tuple[int, bytes], ...]
 
 
@@ -383,21 +380,3 @@ NO_COUNTS = bytes(8 * N_CLASSES)  # an array("q") of zero counts, packed
 
 count_into: Callable[[str, Counts, Weights], float] = count_py
 count_packed: Callable[[str, Weights], tuple[float, bytes]] = _count_packed_py
-try:
-    from . import _charclass
-except ImportError:  # not built (no C compiler): the Python counter serves
-    _charclass = None
-if _charclass is not None and _charclass.CLASSES != CLASSES:
-    # Built from another version of the classes: its counts would be misread.
-    warnings.warn(
-        "contextmgmt.core._charclass is stale (bin/build-speedups --force rebuilds it); "
-        "counting in Python",
-        RuntimeWarning,
-        stacklevel=1,
-    )
-    _charclass = None
-if _charclass is not None:
-    count_into = _charclass.count_into
-    count_packed = _charclass.count
-
-COMPILED = _charclass is not None

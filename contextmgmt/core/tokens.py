@@ -13,8 +13,8 @@ A message adds 4 tokens of overhead, an image part what the provider's tile rule
 its size (``image_tokens``; 765 when the size is unknown), and counts its tool calls' names
 and JSON arguments as text (they are sent and billed like text).
 
-The counting itself (classes, fitted weights, the counter) is ``charclass``: one C call
-per text when the compiled counter is built, a handful of C-level passes otherwise.
+The counting itself (classes, fitted weights, the counter) is ``charclass``: a handful of
+C-level passes per text (``bytes.translate``, ``bytes.count``).
 
 Per-message class counts and tokens are cached on the message (a private, non-compared
 slot) and reused while the message's ``content`` and ``tool_calls`` are the same objects

@@ -1,13 +1,8 @@
-"""The character classes and both counters of them: the compiled one (``_charclass.c``)
-and the pure-Python one (``count_py``) give the same counts."""
+"""The character classes and their counter (``count_py``) against a per-character
+definition of them."""
 
 import re
-import shutil
-import subprocess
-import sys
-import sysconfig
 from array import array
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -16,16 +11,10 @@ from hypothesis import strategies as st
 from contextmgmt.core import charclass
 from contextmgmt.core.charclass import BASE_WEIGHTS, CLASSES, N_CLASSES, NO_COUNTS, count_py
 
-COUNTERS = {"python": count_py}
-if charclass.COMPILED:
-    COUNTERS["compiled"] = charclass._charclass.count_into
 
-
-@pytest.fixture(scope="module", params=["python", "compiled"])
-def counter(request):
-    if request.param not in COUNTERS:
-        pytest.skip("the compiled counter is not built (bin/build-speedups)")
-    return COUNTERS[request.param]
+@pytest.fixture(scope="module")
+def counter():
+    return count_py
 
 
 # Code point ranges of the non-ASCII classes, written out independently of the lead-byte
@@ -165,34 +154,7 @@ def test_lone_surrogates_are_counted_not_raised(counter):
     assert named(counter, "a\ud800b") == {"lower": 2, "hangul": 1}
 
 
-needs_compiled = pytest.mark.skipif(
-    not charclass.COMPILED, reason="the compiled counter is not built (bin/build-speedups)"
-)
-
-
-@needs_compiled
-@settings(max_examples=500, deadline=None)
-@given(
-    st.one_of(
-        st.text(max_size=300),
-        st.text(alphabet="abcXYZ0123456789+/= \n", max_size=300),
-        st.text(alphabet=st.characters(codec="utf-8"), min_size=200, max_size=3000),
-    ),
-    st.lists(st.floats(0, 5, allow_nan=False), min_size=N_CLASSES, max_size=N_CLASSES),
-)
-def test_the_compiled_counter_counts_and_weighs_as_the_python_one_rk_1(text, weights):
-    weights = tuple(weights)
-    python, compiled = array("q", NO_COUNTS), array("q", NO_COUNTS)
-    value = count_py(text, python, weights)
-    assert charclass._charclass.count_into(text, compiled, weights) == pytest.approx(value)
-    assert compiled == python
-    packed_value, packed = charclass._charclass.count(text, weights)
-    assert packed == python.tobytes()
-    assert packed_value == pytest.approx(value)
-
-
-@needs_compiled
-def test_the_compiled_counter_adds_to_the_counts_it_is_given():
+def test_the_counter_adds_to_the_counts_it_is_given():
     counts = array("q", NO_COUNTS)
     charclass.count_into("ab", counts, BASE_WEIGHTS)
     charclass.count_into("cd 1", counts, BASE_WEIGHTS)
@@ -200,63 +162,8 @@ def test_the_compiled_counter_adds_to_the_counts_it_is_given():
     assert counts[CLASSES.index("digit")] == 1
 
 
-@needs_compiled
-@pytest.mark.parametrize(
-    ("args", "error"),
-    [
-        ((b"bytes", array("q", NO_COUNTS), BASE_WEIGHTS), TypeError),
-        (("text", [0] * N_CLASSES, BASE_WEIGHTS), TypeError),  # not a buffer
-        (("text", array("q", NO_COUNTS[8:]), BASE_WEIGHTS), ValueError),  # one count short
-        (("text", array("d", NO_COUNTS), BASE_WEIGHTS), ValueError),  # 22 floats
-        (("text", bytearray(NO_COUNTS), BASE_WEIGHTS), ValueError),  # 176 bytes
-        (("text", array("q", NO_COUNTS), BASE_WEIGHTS[1:]), ValueError),
-        (("text", array("q", NO_COUNTS), ("x",) * N_CLASSES), TypeError),
-        (("text",), TypeError),
-    ],
-)
-def test_the_compiled_counter_refuses_what_it_cannot_count(args, error):
-    with pytest.raises(error):
-        charclass._charclass.count_into(*args)
-
-
-def test_the_compiled_counter_is_built_wherever_a_c_compiler_is():
-    # bin/setup builds it; a checkout that was set up without it counts in Python, slower.
-    if not (shutil.which("cc") or shutil.which("gcc")):
-        pytest.skip("no C compiler here: the pure-Python counter serves")
-    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").exists():
-        pytest.skip("no Python headers here: the pure-Python counter serves")
-    assert charclass.COMPILED
-
-
-def test_without_the_compiled_counter_the_estimates_are_the_same():
-    script = (
-        "import sys; sys.modules['contextmgmt.core._charclass'] = None\n"
-        "from contextmgmt.core import charclass, tokens\n"
-        "assert not charclass.COMPILED\n"
-        "print(tokens.estimate_tokens(sys.argv[1]), tokens.text_counts(sys.argv[1]))\n"
-    )
-    from contextmgmt.core import tokens
-
+def test_packed_counts_are_the_counts_and_value_rk_1():
     text = 'Der Haushalt: 12.500 EUR, "genehmigt" — Привет 上下文 😀 aGVsbG8gd29ybGQgdGhpcyBpcy'
-    out = subprocess.run(
-        [sys.executable, "-c", script, text], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == f"{tokens.estimate_tokens(text)} {tokens.text_counts(text)}"
-
-
-def test_a_compiled_counter_of_other_classes_is_not_used():
-    script = (
-        "import sys, types, warnings\n"
-        "stale = types.ModuleType('contextmgmt.core._charclass')\n"
-        "stale.CLASSES = ('lower', 'upper')\n"
-        "sys.modules['contextmgmt.core._charclass'] = stale\n"
-        "with warnings.catch_warnings(record=True) as caught:\n"
-        "    warnings.simplefilter('always')\n"
-        "    from contextmgmt.core import charclass\n"
-        "assert not charclass.COMPILED and charclass.count_into is charclass.count_py\n"
-        "print(caught[0].message)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    ).stdout
-    assert "stale" in out
+    counts = array("q", NO_COUNTS)
+    value = count_py(text, counts, BASE_WEIGHTS)
+    assert charclass.count_packed(text, BASE_WEIGHTS) == (pytest.approx(value), counts.tobytes())
