@@ -92,14 +92,14 @@ def run(owner, llm, *, persist: bool, turns: int, budget: int) -> Outcome:
         )
         memory = DbMemory(conversation.id, budget, compact_llm=llm, use_summaries=persist)
         messages = async_to_sync(memory.get_messages)()
-        result = memory.result
+        result = memory.last.result
         # A summary call that fell back to truncation still cost its tokens.
         if result is not None and (result.strategy == "llm" or result.usage.input_tokens):
             outcome.calls += 1
             outcome.input_tokens += result.usage.input_tokens
             outcome.output_tokens += result.usage.output_tokens
-        if persist and memory.new_summary is not None:
-            summary_save(conversation_id=conversation.id, **asdict(memory.new_summary))
+        if persist and memory.last.new_summary is not None:
+            summary_save(conversation_id=conversation.id, **asdict(memory.last.new_summary))
         Message.objects.filter(pk=query.pk).update(status="done")
         Message.objects.create(
             conversation=conversation,

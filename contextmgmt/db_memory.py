@@ -30,7 +30,7 @@ from asgiref.sync import sync_to_async
 from contextmgmt.core.compact import CompactResult, CompactUtils, tool_units
 from contextmgmt.core.guard import DEFAULT_COMPACT_TIMEOUT, PINNED_CAP_SHARE
 from contextmgmt.core.llm import LLM
-from contextmgmt.core.masking import keep_share, low_water, mask_tool_results
+from contextmgmt.core.masking import MaskOutcome, keep_share, low_water, mask_tool_results
 from contextmgmt.core.memory import BaseMemory
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.textcut import clip_to_tokens
@@ -63,18 +63,6 @@ class StoredSummary:
     # When the message it covers through was written (None: not read with it): a loader
     # bounds its index range by it.
     covers_through_at: Any = None
-
-    @classmethod
-    def from_model(cls, row: Any) -> StoredSummary:
-        return cls.from_row(
-            row.pk,
-            row.content,
-            row.covers_through_id,
-            row.covered_count,
-            row.metadata,
-            uncovered_ids=row.uncovered_ids,
-            edited=row.edited_at is not None,
-        )
 
     @classmethod
     def from_row(
@@ -171,21 +159,53 @@ def registered_history_loader() -> HistoryLoader:
 # --- the memory -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryLoad:
+    """What one load did: the fitted messages and how they were fitted.
+
+    ``strategy``: "none", "summary" (a stored summary was reused), "mask" (only old tool
+    results were masked), "llm", "truncate". ``original_count`` / ``compacted_count`` and
+    ``tokens_before`` / ``tokens_after`` are what the ``compact`` event reports;
+    ``summarized_count`` is how many messages the summary the model gets stands for (the
+    count the summary itself carries, so that whatever shows it agrees; 0 when there is
+    none).
+    """
+
+    messages: list[ChatMessage]
+    strategy: str = "none"
+    original_count: int = 0
+    compacted_count: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summarized_count: int = 0
+    # The compaction run during this load, if one ran.
+    result: CompactResult | None = None
+    # What to persist, or None when nothing new was summarised.
+    new_summary: NewSummary | None = None
+    # The stored summary loaded.
+    summary_in_use: StoredSummary | None = None
+    # Tool results masked at this load, before any summary (masking.MaskedResult).
+    masked: tuple[Any, ...] = ()
+    # Pinned history (when it had to be compacted): ids kept verbatim, and ids that
+    # yielded to the cap, oldest first.
+    pins_kept: tuple[int, ...] = ()
+    pins_yielded: tuple[int, ...] = ()
+
+    @property
+    def was_compacted(self) -> bool:
+        return self.strategy != "none"
+
+    @property
+    def summary_edited(self) -> bool:
+        """The stored summary in use is a user's edit."""
+        return self.summary_in_use is not None and self.summary_in_use.edited
+
+
 class DbMemory(BaseMemory):
     """Read-only memory over a conversation's persisted messages.
 
-    After ``get_messages()``: ``was_compacted``, ``original_count``, ``compacted_count``
-    (what the ``compact`` event reports); ``strategy`` ("none", "summary" — a stored
-    summary was reused, "mask" — only old tool results were masked, "llm", "truncate");
-    ``masked`` (the tool results masked, before any summary); ``tokens_before`` /
-    ``tokens_after``;
-    ``result`` (the CompactResult of a compaction run during this load, else None);
-    ``new_summary`` (a NewSummary to persist, or None when nothing new was summarised);
-    ``summary_in_use`` / ``summary_edited`` (the stored summary loaded, and whether a user
-    wrote it); ``summarized_count`` (how many messages the summary the model gets stands
-    for — the count the summary itself carries, so that whatever shows it agrees; 0 when
-    there is none); ``pins_kept`` / ``pins_yielded`` (ids of pinned history messages kept
-    verbatim, and of those that yielded to the cap, when the history had to be compacted).
+    ``load()`` returns a ``HistoryLoad``; ``get_messages()`` its messages. The flags
+    ``was_compacted``, ``original_count`` and ``compacted_count`` read the last load.
     """
 
     def __init__(
@@ -206,7 +226,7 @@ class DbMemory(BaseMemory):
         self.conversation_id = conversation_id
         # What the loader already read for this memory (same conversation, vision and
         # summary options), e.g. in the caller's own database thread hop: the next
-        # get_messages() starts from it instead of reading again; later ones read afresh.
+        # load starts from it instead of reading again; later ones read afresh.
         self._loaded = loaded
         self.loader = loader  # None: the registered one, looked up at load time
         # Bounds the summary call like the guard's: a hung compaction LLM falls back
@@ -219,24 +239,19 @@ class DbMemory(BaseMemory):
         self.use_summaries = use_summaries
         self.keep_recent = keep_recent
         self.hint = hint
-        self._reset_flags()
+        self.last: HistoryLoad | None = None
 
-    def _reset_flags(self) -> None:
-        self.was_compacted = False
-        self.original_count = 0
-        self.compacted_count = 0
-        self.strategy = "none"
-        self.tokens_before = 0
-        self.tokens_after = 0
-        self.result: CompactResult | None = None
-        self.new_summary: NewSummary | None = None
-        # Pinned history: ids kept verbatim, and ids that yielded to the cap (oldest first).
-        self.pins_kept: list[int] = []
-        self.pins_yielded: list[int] = []
-        self.summary_in_use: StoredSummary | None = None  # the stored summary loaded
-        self.masked: list = []  # tool results masked at this load (masking.MaskedResult)
-        self.summarized_count = 0
-        self.summary_edited = False  # it is a user's edit
+    @property
+    def was_compacted(self) -> bool:
+        return self.last is not None and self.last.was_compacted
+
+    @property
+    def original_count(self) -> int:
+        return self.last.original_count if self.last is not None else 0
+
+    @property
+    def compacted_count(self) -> int:
+        return self.last.compacted_count if self.last is not None else 0
 
     async def add_message(self, message: ChatMessage) -> None:
         """No-op: the app that stores the messages persists them."""
@@ -245,45 +260,73 @@ class DbMemory(BaseMemory):
         """No-op: deleting history is the business of the app that stores it."""
 
     async def get_messages(self) -> list[ChatMessage]:
-        self._reset_flags()
-        loaded, self._loaded = self._loaded, None
-        if loaded is None:
-            loader = self.loader or registered_history_loader()
-            loaded = await sync_to_async(loader)(
-                self.conversation_id,
-                vision=self.vision,
-                summary=self.summary,
-                use_summaries=self.use_summaries,
-            )
+        return (await self.load()).messages
+
+    async def load(self) -> HistoryLoad:
+        """Read the history and fit it to ``max_tokens``: as it is when it fits, else
+        pinned history capped, old tool results masked, then summarised or truncated."""
+        self.last = None
+        loaded = await self._read()
         stored = loaded.summary
         history = loaded.messages
         if len(history) > COUNT_OFF_LOOP_MESSAGES:
             # Counted once in a worker thread (each message keeps its count): thousands of
             # messages counted on the loop would hold every other socket meanwhile.
             await asyncio.to_thread(CompactUtils.estimate_messages_tokens, history)
-        self.summary_in_use = stored
-        self.summary_edited = stored is not None and stored.edited
         base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
         tokens = CompactUtils.estimate_messages_tokens(base)
         # A pinned message the summary covers as well is counted once.
-        self.original_count = (stored.covered_count if stored else 0) + sum(
+        original_count = (stored.covered_count if stored else 0) + sum(
             1 for m in history if not m.metadata.get("covered") and not is_record(m)
         )
-        self.tokens_before = (stored.covered_tokens if stored else 0) + (
+        tokens_before = (stored.covered_tokens if stored else 0) + (
             CompactUtils.estimate_messages_tokens(history) if stored else tokens
         )
         if tokens <= self.max_tokens:
-            self.was_compacted = stored is not None
-            self.strategy = "summary" if stored else "none"
-            self.summarized_count = stored.covered_count if stored else 0
-            self.compacted_count = sum(1 for m in base if not is_record(m))
-            self.tokens_after = tokens
-            return base
+            self.last = HistoryLoad(
+                messages=base,
+                strategy="summary" if stored else "none",
+                original_count=original_count,
+                compacted_count=sum(1 for m in base if not is_record(m)),
+                tokens_before=tokens_before,
+                tokens_after=tokens,
+                summarized_count=stored.covered_count if stored else 0,
+                summary_in_use=stored,
+            )
+        else:
+            self.last = await self._compact(
+                stored,
+                history,
+                tokens,
+                original_count=original_count,
+                tokens_before=tokens_before,
+            )
+        return self.last
 
-        history, self.pins_yielded = cap_pinned_history(history, self.max_tokens)
-        self.pins_kept = [
-            m.metadata.get("id") for m in history if m.pinned and m.metadata.get("id")
-        ]
+    async def _read(self) -> LoadedHistory:
+        loaded, self._loaded = self._loaded, None
+        if loaded is not None:
+            return loaded
+        loader = self.loader or registered_history_loader()
+        return await sync_to_async(loader)(
+            self.conversation_id,
+            vision=self.vision,
+            summary=self.summary,
+            use_summaries=self.use_summaries,
+        )
+
+    async def _compact(
+        self,
+        stored: StoredSummary | None,
+        history: list[ChatMessage],
+        tokens: int,
+        *,
+        original_count: int,
+        tokens_before: int,
+    ) -> HistoryLoad:
+        """The history does not fit: cap the pins, mask, then summarise or truncate."""
+        history, pins_yielded = cap_pinned_history(history, self.max_tokens)
+        pins_kept = [m.metadata.get("id") for m in history if m.pinned and m.metadata.get("id")]
         base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
         # The cheap tier first: old tool results (earlier runs' records) become stubs.
         masking = mask_tool_results(
@@ -291,12 +334,43 @@ class DbMemory(BaseMemory):
             target_tokens=low_water(self.max_tokens),
             keep_tokens=keep_share(self.max_tokens),
         )
-        self.masked = masking.masked
         if masking.masked:
             base = masking.messages
             history = base[1:] if stored else base
+        result = await self._fit(base, tokens, masking)
+        new_summary = None
+        summarized_count = 0
+        if result.strategy == "llm":
+            new_summary = _new_summary(stored, history, result)
+            summarized_count = (
+                new_summary.covered_count if new_summary is not None else result.summarized_count
+            )
+        elif stored is not None and any(m.is_summary for m in result.messages):
+            summarized_count = stored.covered_count  # truncated around the stored one
+        return HistoryLoad(
+            messages=result.messages,
+            # A yielding pin the stored summary covers is left out: what is left may then
+            # fit beside that summary as it is.
+            strategy="summary" if result.strategy == "none" and stored else result.strategy,
+            original_count=original_count,
+            compacted_count=sum(1 for m in result.messages if not is_record(m)),
+            tokens_before=tokens_before,
+            tokens_after=result.tokens_after,
+            summarized_count=summarized_count,
+            result=result,
+            new_summary=new_summary,
+            summary_in_use=stored,
+            masked=tuple(masking.masked),
+            pins_kept=tuple(pins_kept),
+            pins_yielded=tuple(pins_yielded),
+        )
+
+    async def _fit(
+        self, base: list[ChatMessage], tokens: int, masking: MaskOutcome
+    ) -> CompactResult:
+        """Masking alone when it was enough, else an LLM summary, else truncation."""
         if masking.masked and masking.tokens_after <= self.max_tokens:
-            result = CompactResult(
+            return CompactResult(
                 messages=base,
                 strategy="mask",
                 original_count=len(base),
@@ -305,7 +379,7 @@ class DbMemory(BaseMemory):
                 tokens_after=masking.tokens_after,
                 masked=masking.masked,
             )
-        elif self.compact_llm is not None:
+        if self.compact_llm is not None:
             result = await CompactUtils.llm_compact(
                 base,
                 self.compact_llm,
@@ -324,24 +398,7 @@ class DbMemory(BaseMemory):
                 tokens_before=tokens,
                 tokens_after=CompactUtils.estimate_messages_tokens(kept),
             )
-        result.masked = masking.masked
-        self.result = result
-        # A yielding pin the stored summary covers is left out: what is left may then fit
-        # beside that summary as it is.
-        self.strategy = "summary" if result.strategy == "none" and stored else result.strategy
-        self.was_compacted = result.strategy != "none" or stored is not None
-        self.compacted_count = sum(1 for m in result.messages if not is_record(m))
-        self.tokens_after = result.tokens_after
-        if result.strategy == "llm":
-            self.new_summary = _new_summary(stored, history, result)
-            self.summarized_count = (
-                self.new_summary.covered_count
-                if self.new_summary is not None
-                else result.summarized_count
-            )
-        elif stored is not None and any(m.is_summary for m in result.messages):
-            self.summarized_count = stored.covered_count  # truncated around the stored one
-        return result.messages
+        return dataclasses.replace(result, masked=masking.masked)
 
 
 def is_record(message: ChatMessage) -> bool:

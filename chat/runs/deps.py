@@ -23,7 +23,6 @@ from chat.recall import recall_search_for, tool_result_for
 from contextmgmt.budget import Budget, budget_for_config
 from contextmgmt.budget import resolve_budget as resolve_configured_budget
 from contextmgmt.core.llm import LLM
-from contextmgmt.core.memory import BaseMemory
 from contextmgmt.db_memory import DbMemory
 from fimone.agent import (
     AgentContext,
@@ -99,7 +98,7 @@ class RunDeps:
     resolve_budget: Callable[[str], Budget] = resolve_configured_budget
     get_model_llm: Callable[[int], LLM] = get_llm_for_config
     resolve_model_budget: Callable[[int], Budget] = budget_for_config
-    make_memory: Callable[..., BaseMemory] = DbMemory
+    make_memory: Callable[..., DbMemory] = DbMemory
     engine_for: Callable[[str], Engine] = engine_for
     make_tools: Callable[..., ToolRegistry] = make_tools
     # The tool servers' tools and the servers left out (``McpToolset``), per run.

@@ -33,6 +33,7 @@ from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.masking import masked_facts
 from contextmgmt.core.tokens import activate_weights
+from contextmgmt.db_memory import HistoryLoad
 from fimone.agent import AgentContext
 from fimone.agent.calls import compact_limit
 from fimone.agent.history_room import history_room
@@ -99,13 +100,14 @@ async def perform(run: Run):
         vision=prepared.history_vision,
         loaded=prepared.history,
     )
+    fitted = await memory.load()
     history = [
         m
-        for m in await memory.get_messages()
+        for m in fitted.messages
         # This run's own messages (a follow-up typed while history loaded) are not history.
         if (m.metadata.get("id") or 0) < run.query_message_id
     ]
-    facts = _history_facts(memory) if memory.was_compacted else None
+    facts = _history_facts(fitted) if fitted.was_compacted else None
     if room.squeezed:
         # This request's own content leaves less room than usual: its copy is cut, the
         # fitted history (and any summary to store) stays as an ordinary request has it.
@@ -113,14 +115,14 @@ async def perform(run: Run):
         if [id(m) for m in cut] != [id(m) for m in history]:
             history = cut
             facts = {
-                **(facts or _history_facts(memory, strategy="truncate")),
+                **(facts or _history_facts(fitted, strategy="truncate")),
                 "compacted_count": len(cut),
                 "tokens_after": CompactUtils.estimate_messages_tokens(cut),
                 "cut_for_request": True,
             }
     run.compactions = RunCompactions(main_calls=lambda: main.call_count)
     if facts is not None:
-        summary = getattr(memory, "new_summary", None)
+        summary = fitted.new_summary
         stored = prepared.history.summary if prepared.history is not None else None
         if summary is not None:
             summary.metadata.update(
@@ -144,7 +146,7 @@ async def perform(run: Run):
                 m for m in loaded.messages if (m.metadata.get("id") or 0) < run.query_message_id
             ],
             stored=loaded.summary,
-            new_summary=getattr(memory, "new_summary", None),
+            new_summary=fitted.new_summary,
         )
 
     async def on_compaction(scope: str, result) -> int | None:
@@ -237,39 +239,37 @@ async def _describe_old_images(
     return dataclasses.replace(prepared, history=history)
 
 
-def _history_facts(memory, strategy: str | None = None) -> dict:
-    strategy = (
-        strategy or getattr(memory, "strategy", None) or getattr(memory.result, "strategy", "llm")
-    )
+def _history_facts(fitted: HistoryLoad, strategy: str | None = None) -> dict:
+    """What the ``compact`` event (scope ``history``) and the stored facts say of a load."""
+    strategy = strategy or fitted.strategy
     facts = {
         # A reused stored summary was written by the LLM on an earlier load.
         "strategy": "llm" if strategy == "summary" else strategy,
-        "original_count": memory.original_count,
-        "compacted_count": memory.compacted_count,
+        "original_count": fitted.original_count,
+        "compacted_count": fitted.compacted_count,
         # What the summary the model got stands for, as the summary itself counts it: the
         # divider shows this figure, so it agrees with the opened summary.
-        "summarized_count": getattr(memory, "summarized_count", 0),
-        "tokens_before": getattr(memory, "tokens_before", 0),
-        "tokens_after": getattr(memory, "tokens_after", 0),
+        "summarized_count": fitted.summarized_count,
+        "tokens_before": fitted.tokens_before,
+        "tokens_after": fitted.tokens_after,
     }
     # What the load-time compaction itself cost (a reused summary costs nothing now).
-    result = getattr(memory, "result", None)
-    usage = getattr(result, "usage", None) or Usage()
+    usage = fitted.result.usage if fitted.result is not None else Usage()
     facts["cost_input_tokens"] = usage.input_tokens
     facts["cost_output_tokens"] = usage.output_tokens
     if strategy == "summary":
         facts["reused_summary"] = True
-    stored = getattr(memory, "summary_in_use", None)
+    stored = fitted.summary_in_use
     if stored is not None and stored.id is not None:
         facts["summary_id"] = stored.id
-    if getattr(memory, "summary_edited", False):
+    if fitted.summary_edited:
         facts["summary_edited"] = True
     # Tool results masked before any summary: listed apart in the divider.
-    if masked := getattr(memory, "masked", None):
-        facts.update(masked_facts(masked))
+    if fitted.masked:
+        facts.update(masked_facts(list(fitted.masked)))
     # Pinned messages that had to yield to the cap on pinned history (the UI notes it).
-    if yielded := getattr(memory, "pins_yielded", None):
-        facts["pins_yielded"] = list(yielded)
+    if fitted.pins_yielded:
+        facts["pins_yielded"] = list(fitted.pins_yielded)
     return facts
 
 

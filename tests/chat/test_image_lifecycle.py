@@ -194,12 +194,12 @@ def test_db_memory_fits_a_screenshot_heavy_history_without_compacting_rv_4(
     memory = DbMemory(conversation.pk, 4_000, vision=True)
     messages = async_to_sync(memory.get_messages)()
     assert not memory.was_compacted and len(messages) == 20
-    assert 2 * 1105 < memory.tokens_after < 4_000
+    assert 2 * 1105 < memory.last.tokens_after < 4_000
 
     settings.FIMONE_IMAGE_PIXEL_TURNS = 10  # the reference behaviour: every image re-sent
     resent = DbMemory(conversation.pk, 4_000, vision=True)
     async_to_sync(resent.get_messages)()
-    assert resent.was_compacted and resent.tokens_before > 10 * 1105
+    assert resent.was_compacted and resent.last.tokens_before > 10 * 1105
 
 
 # --- described once ---------------------------------------------------------------------------

@@ -282,12 +282,12 @@ def test_within_budget_nothing_is_compacted(ten_turn_conversation):
     memory = DbMemory(ten_turn_conversation.id, BIG, compact_llm=FakeLLM())
     messages = load(memory)
     assert memory.was_compacted is False
-    assert memory.strategy == "none"
+    assert memory.last.strategy == "none"
     assert (memory.original_count, memory.compacted_count) == (10, 10)
-    assert memory.result is None and memory.new_summary is None
+    assert memory.last.result is None and memory.last.new_summary is None
     assert (
-        memory.tokens_before
-        == memory.tokens_after
+        memory.last.tokens_before
+        == memory.last.tokens_after
         == (CompactUtils.estimate_messages_tokens(messages))
     )
 
@@ -297,13 +297,13 @@ def test_without_compact_llm_history_is_smart_truncated(conversation):
     long_conversation(conversation, turns=20)
     memory = DbMemory(conversation.id, max_tokens=400)
     messages = load(memory)
-    assert memory.was_compacted and memory.strategy == "truncate"
+    assert memory.was_compacted and memory.last.strategy == "truncate"
     assert memory.original_count == 40
     assert memory.compacted_count == len(messages) < 40
     assert CompactUtils.estimate_messages_tokens(messages) <= 400
     assert messages[-1].content.startswith("A19:")  # the newest survive
     assert messages[0].role == "user"
-    assert memory.new_summary is None
+    assert memory.last.new_summary is None
 
 
 @pytest.mark.django_db
@@ -313,14 +313,14 @@ def test_with_compact_llm_history_is_summarised_and_a_summary_offered(conversati
     memory = DbMemory(conversation.id, max_tokens=600, compact_llm=llm, keep_recent=4)
     messages = load(memory)
     # More than one compactor window (4,000 tokens by default): summarised in rounds (RF.1).
-    assert memory.tokens_before > DEFAULT_WINDOW_TOKENS
-    assert len(llm.calls) == memory.result.summary_calls > 1
-    assert memory.was_compacted and memory.strategy == "llm"
+    assert memory.last.tokens_before > DEFAULT_WINDOW_TOKENS
+    assert len(llm.calls) == memory.last.result.summary_calls > 1
+    assert memory.was_compacted and memory.last.strategy == "llm"
     assert messages[0].is_summary
     assert [m.metadata["id"] for m in messages[1:]] == [r.pk for r in rows[-4:]]
     assert (memory.original_count, memory.compacted_count) == (40, 5)
-    assert memory.result.usage.input_tokens > 0
-    new = memory.new_summary
+    assert memory.last.result.usage.input_tokens > 0
+    new = memory.last.new_summary
     assert new.covers_through_id == rows[-5].pk
     assert new.covered_count == 36
     assert new.summary.startswith(SUMMARY_PREFIX)
@@ -334,9 +334,9 @@ def test_failing_compact_llm_falls_back_to_truncation_without_a_summary(conversa
     llm = FakeLLM().enqueue(LLMUnavailable("down"))
     memory = DbMemory(conversation.id, max_tokens=400, compact_llm=llm)
     messages = load(memory)
-    assert memory.strategy == "truncate" and memory.was_compacted
-    assert "down" in memory.result.error
-    assert memory.new_summary is None
+    assert memory.last.strategy == "truncate" and memory.was_compacted
+    assert "down" in memory.last.result.error
+    assert memory.last.new_summary is None
     assert CompactUtils.estimate_messages_tokens(messages) <= 400
 
 
@@ -348,14 +348,14 @@ def test_flags_are_reset_on_each_load(conversation):
     assert memory.was_compacted
     memory.max_tokens = BIG
     load(memory)
-    assert (memory.was_compacted, memory.strategy, memory.result) == (False, "none", None)
+    assert (memory.was_compacted, memory.last.strategy, memory.last.result) == (False, "none", None)
 
 
 # --- persisted summaries --------------------------------------------------------------------
 
 
 def persist(conversation, memory: DbMemory):
-    return summary_save(conversation_id=conversation.id, **asdict(memory.new_summary))
+    return summary_save(conversation_id=conversation.id, **asdict(memory.last.new_summary))
 
 
 @pytest.mark.django_db
@@ -378,11 +378,11 @@ def test_next_load_starts_from_the_stored_summary_without_an_llm_call(conversati
         Message.objects.get(content="current question").pk,
         answer.pk,
     ]
-    assert second.was_compacted and second.strategy == "summary"
+    assert second.was_compacted and second.last.strategy == "summary"
     assert second.original_count == 36 + 6
     assert second.compacted_count == 7
-    assert second.new_summary is None and second.result is None
-    assert second.tokens_before > second.tokens_after
+    assert second.last.new_summary is None and second.last.result is None
+    assert second.last.tokens_before > second.last.tokens_after
 
 
 @pytest.mark.django_db
@@ -403,7 +403,7 @@ def test_summary_is_folded_into_the_next_one_when_history_outgrows_it(conversati
     assert "user: Q0:" not in transcript  # covered messages are not sent again
     assert "user: later-Q0:" in transcript
     assert [m.is_summary for m in messages].count(True) == 1
-    new = second.new_summary
+    new = second.last.new_summary
     # 36 before; now the 4 kept + the old current query + 20 new, minus the 4 kept again.
     assert new.covered_count == 36 + 21
     assert new.covers_through_id == more[-5].pk

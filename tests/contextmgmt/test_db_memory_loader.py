@@ -48,3 +48,26 @@ async def test_a_preloaded_history_is_used_once_then_read_afresh(user):
 
     assert [m.text() for m in await memory.get_messages()] == ["handed over"]
     assert [m.text() for m in await memory.get_messages()] == ["stored", "reply"]
+
+
+async def test_rd1_a_load_returns_a_frozen_result_and_the_flags_read_the_last_one():
+    """RD.1: what a load did is its return value; the §2 flags derive from the last one."""
+    long = [ChatMessage(role="user", content=f"message {i} " + "words " * 200) for i in range(8)]
+
+    def loader(conversation_id, *, vision, summary, use_summaries):
+        return LoadedHistory(messages=list(long), summary=None)
+
+    memory = DbMemory("conv-1", 1_000, loader=loader)
+    assert (memory.was_compacted, memory.original_count, memory.compacted_count) == (False, 0, 0)
+    fitted = await memory.load()
+    assert fitted.strategy == "truncate" and fitted.was_compacted
+    with pytest.raises(AttributeError):
+        fitted.strategy = "none"  # type: ignore[misc]
+    assert memory.was_compacted and memory.original_count == fitted.original_count == 8
+    assert memory.compacted_count == fitted.compacted_count == len(fitted.messages) < 8
+    for name in ("strategy", "result", "new_summary", "pins_yielded", "masked"):
+        assert not hasattr(memory, name), name
+
+    memory.max_tokens = 1_000_000
+    assert await memory.get_messages() == long
+    assert (memory.was_compacted, memory.original_count, memory.compacted_count) == (False, 8, 8)

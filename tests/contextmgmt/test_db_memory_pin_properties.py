@@ -101,7 +101,7 @@ def test_rv2_pins_under_the_cap_tool_pairs_budget_and_no_mutation(loaded, budget
     llm = FakeLLM(default=reply) if with_llm else None
     memory = DbMemory("conv", budget, compact_llm=llm, loaded=loaded)
     out = async_to_sync(memory.get_messages)()
-    event(f"strategy={memory.strategy} yielded={bool(memory.pins_yielded)}")
+    event(f"strategy={memory.last.strategy} yielded={bool(memory.last.pins_yielded)}")
 
     assert loaded == snapshot  # the caller's messages and flags are untouched
     found = problems(out)
@@ -117,13 +117,15 @@ def test_rv2_pins_under_the_cap_tool_pairs_budget_and_no_mutation(loaded, budget
     units = pinned_units(history)
     pinned_ids = [m.metadata["id"] for u in units for m in u if m.pinned]
     cap = int(budget * PINNED_CAP_SHARE)
-    if memory.strategy in ("none", "summary"):
-        assert memory.pins_yielded == []
+    if memory.last.strategy in ("none", "summary"):
+        assert memory.last.pins_yielded == ()
         assert all(any(o is m for o in out) for m in history)
         return
     # The oldest pins yield first: the yielded ids are a prefix of the pinned ones.
-    assert memory.pins_yielded == pinned_ids[: len(memory.pins_yielded)]
-    yielded_units = [u for u in units if any(m.metadata["id"] in memory.pins_yielded for m in u)]
+    assert list(memory.last.pins_yielded) == pinned_ids[: len(memory.last.pins_yielded)]
+    yielded_units = [
+        u for u in units if any(m.metadata["id"] in memory.last.pins_yielded for m in u)
+    ]
     staying = units[len(yielded_units) :]
     assert estimate_messages_tokens([m for u in staying for m in u]) <= cap
     if yielded_units:
@@ -147,20 +149,20 @@ def test_rf1_every_message_leaving_the_window_reaches_the_summary_the_model_gets
     llm = FakeLLM(default=reply)
     memory = DbMemory("conv", budget, compact_llm=llm, loaded=loaded)
     out = async_to_sync(memory.get_messages)()
-    event(f"strategy={memory.strategy} yielded={bool(memory.pins_yielded)}")
+    event(f"strategy={memory.last.strategy} yielded={bool(memory.last.pins_yielded)}")
     verbatim = {m.metadata.get("id") for m in out if not m.is_summary}
     summaries = [m for m in out if m.is_summary]
     assert len(summaries) <= 1
-    if memory.result is not None and memory.result.strategy == "llm":
-        summarised = {m.metadata.get("id") for m in memory.result.summarized}
-        assert summaries and summaries[0] in memory.result.messages
+    if memory.last.result is not None and memory.last.result.strategy == "llm":
+        summarised = {m.metadata.get("id") for m in memory.last.result.summarized}
+        assert summaries and summaries[0] in memory.last.result.messages
     else:
         summarised = set()
     for message in loaded.messages:
         key = message.metadata["id"]
         if key in verbatim:
             continue
-        assert key in summarised, (key, memory.strategy)
+        assert key in summarised, (key, memory.last.strategy)
     if loaded.summary is not None:
         # The stored summary is sent, or folded into the one that is.
         assert summaries

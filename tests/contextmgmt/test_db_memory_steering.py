@@ -56,7 +56,7 @@ def load(memory: DbMemory):
 
 
 def persist(conversation, memory: DbMemory):
-    return summary_save(conversation_id=conversation.id, **asdict(memory.new_summary))
+    return summary_save(conversation_id=conversation.id, **asdict(memory.last.new_summary))
 
 
 def ids(messages) -> list:
@@ -82,12 +82,12 @@ def test_rv2_mid_history_pin_is_kept_verbatim_and_recorded_as_uncovered(conversa
     memory = DbMemory(conversation.id, 600, compact_llm=llm, keep_recent=4)
     messages = load(memory)
 
-    assert memory.strategy == "llm"
+    assert memory.last.strategy == "llm"
     kept = [m for m in messages if m.metadata.get("id") == pinned.pk]
     assert len(kept) == 1 and kept[0].content == pinned.content and kept[0].pinned
     assert "Q3:" not in transcript(llm) and "Q2:" in transcript(llm)
-    assert memory.pins_kept == [pinned.pk] and memory.pins_yielded == []
-    new = memory.new_summary
+    assert memory.last.pins_kept == (pinned.pk,) and memory.last.pins_yielded == ()
+    new = memory.last.new_summary
     # Covers through the newest summarised message; the pin before it is uncovered.
     assert new.covers_through_id == rows[-5].pk
     assert new.uncovered_ids == [pinned.pk]
@@ -135,7 +135,7 @@ def test_rv2_an_unpinned_message_is_summarised_by_the_next_fold(conversation):
     load(second)
     assert "Q3:" in transcript(llm)  # now summarised, once
     assert "Summary one." in transcript(llm) and "user: Q2:" not in transcript(llm)
-    new = second.new_summary
+    new = second.last.new_summary
     assert new.uncovered_ids == []
     assert new.covers_through_id == more[-5].pk
     # 35 + the unpinned one + the 4 recent + the answered turn + 16 of the 20 new ones.
@@ -173,14 +173,14 @@ def test_rv2_pins_over_half_the_budget_yield_oldest_first(conversation):
     messages = load(memory)
 
     assert (
-        memory.pins_yielded
-        and memory.pins_yielded == [p.pk for p in pins][: len(memory.pins_yielded)]
+        memory.last.pins_yielded
+        and list(memory.last.pins_yielded) == [p.pk for p in pins][: len(memory.last.pins_yielded)]
     )
-    assert memory.pins_kept == [p.pk for p in pins][len(memory.pins_yielded) :]
+    assert list(memory.last.pins_kept) == [p.pk for p in pins][len(memory.last.pins_yielded) :]
     kept_pinned = [m for m in messages if m.pinned]
     assert CompactUtils.estimate_messages_tokens(kept_pinned) <= 300
     # One fewer yield would have been over the cap: only as many as needed yielded.
-    last_yielded = next(m for m in load_all(conversation) if m.pk == memory.pins_yielded[-1])
+    last_yielded = next(m for m in load_all(conversation) if m.pk == memory.last.pins_yielded[-1])
     assert (
         CompactUtils.estimate_tokens(last_yielded.content)
         + 4
@@ -189,7 +189,7 @@ def test_rv2_pins_over_half_the_budget_yield_oldest_first(conversation):
     )
     # A pin that yielded went to the summariser, so the summary records it as covered.
     assert "Q0:" in transcript(llm)
-    assert memory.pins_yielded[0] not in memory.new_summary.uncovered_ids
+    assert memory.last.pins_yielded[0] not in memory.last.new_summary.uncovered_ids
     assert CompactUtils.estimate_messages_tokens(messages) <= 600
 
 
@@ -213,7 +213,7 @@ def test_rv2_a_covered_pin_that_yields_is_left_out_not_summarised_again(conversa
     llm = FakeLLM(default="Summary two.")
     memory = DbMemory(conversation.id, 600, compact_llm=llm)
     messages = load(memory)
-    assert memory.pins_yielded[0] == rows[0].pk
+    assert memory.last.pins_yielded[0] == rows[0].pk
     assert rows[0].pk not in ids(messages)
     assert "Q0:" not in transcript(llm)  # already in the summary: not summarised twice
 
@@ -245,7 +245,7 @@ def test_rv3_an_edited_summary_is_used_exactly_as_written(conversation):
     assert messages[0].content == f"{SUMMARY_PREFIX}\nBudget is 3,900 EUR (corrected by me)."
     # The fact check does not put back what the user took out.
     assert "db-17" not in messages[0].content and "Key facts" not in messages[0].content
-    assert memory.summary_edited and memory.summary_in_use.id == stored.pk
+    assert memory.last.summary_edited and memory.last.summary_in_use.id == stored.pk
     stored.refresh_from_db()
     original = stored.metadata["original"]
     assert "Budget is 4,200 EUR; host db-17." in original and "Key facts:" in original
@@ -287,14 +287,16 @@ def test_rv1_the_summarized_count_is_the_summarys_own_with_a_covered_pin_loaded_
     first = DbMemory(conversation.id, 600, compact_llm=FakeLLM(default="Summary one."))
     load(first)
     stored = persist(conversation, first)
-    assert first.summarized_count == first.new_summary.covered_count == stored.covered_count
+    assert (
+        first.last.summarized_count == first.last.new_summary.covered_count == stored.covered_count
+    )
     answer_current(conversation)
     services.message_pin_set(message=rows[2], pinned=True)  # covered by the summary
     ask(conversation, "next question")
 
     memory = DbMemory(conversation.id, 800, compact_llm=FakeLLM(default="must not be called"))
     load(memory)
-    assert memory.strategy == "summary"
-    assert memory.summarized_count == stored.covered_count
+    assert memory.last.strategy == "summary"
+    assert memory.last.summarized_count == stored.covered_count
     # What kept messages would say: one fewer, the pin counted as kept.
     assert memory.original_count - (memory.compacted_count - 1) == stored.covered_count - 1

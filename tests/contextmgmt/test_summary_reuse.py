@@ -62,10 +62,10 @@ def run_conversation(conversation: Conversation, *, persist: bool) -> Outcome:
         )
         memory = DbMemory(conversation.id, BUDGET, compact_llm=summariser, use_summaries=persist)
         messages = async_to_sync(memory.get_messages)()
-        if memory.result is not None and memory.result.strategy == "llm":
-            outcome.input_tokens += memory.result.usage.input_tokens
-        if persist and memory.new_summary is not None:
-            summary_save(conversation_id=conversation.id, **asdict(memory.new_summary))
+        if memory.last.result is not None and memory.last.result.strategy == "llm":
+            outcome.input_tokens += memory.last.result.usage.input_tokens
+        if persist and memory.last.new_summary is not None:
+            summary_save(conversation_id=conversation.id, **asdict(memory.last.new_summary))
         Message.objects.filter(pk=query.pk).update(status="done")
         Message.objects.create(
             conversation=conversation,
