@@ -14,7 +14,6 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from chat import drain, runs  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
@@ -105,8 +104,8 @@ _read_context_windows()
 application = MonitoredApp(
     ProtocolTypeRouter(
         {
-            # Static files are served by the app itself so the one-command run needs no proxy.
-            "http": ASGIStaticFilesHandler(django_asgi_app),
+            # Static files are served by WhiteNoise, a middleware (config/static_files.py).
+            "http": django_asgi_app,
             "websocket": AllowedHostsOriginValidator(
                 AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
             ),

@@ -32,6 +32,24 @@ def hashing_passwords_cheaply():
     cheap.disable()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def static_files_collected():
+    """Pages name their static files through collectstatic's manifest (DEBUG=False), so
+    this process and the live daphnes it starts serve a collected STATIC_ROOT."""
+    import os
+
+    from django.test.utils import override_settings
+
+    from tests.support.static_files import collected_static_root
+
+    root = collected_static_root()
+    os.environ["STATIC_ROOT"] = str(root)
+    collected = override_settings(STATIC_ROOT=root)
+    collected.enable()
+    yield root
+    collected.disable()
+
+
 @pytest.fixture(autouse=True)
 def serving_with_fresh_rate_limits():
     """Each test starts with no websocket frames counted and the process not draining."""

@@ -1,4 +1,4 @@
-// The conversation list's export menu: Markdown or JSON, from a row's download button.
+// The conversation list's download menu (Markdown or JSON), from a row's download button.
 // Methods of Sidebar (sidebar.js), kept here to keep that module small.
 
 import { el } from "./dom.js";
