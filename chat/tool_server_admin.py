@@ -16,8 +16,10 @@ may do what".
 
 from __future__ import annotations
 
+from asgiref.sync import async_to_sync
 from django import forms
 from django.contrib import admin, messages
+from django.utils import formats
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
@@ -30,7 +32,76 @@ CONNECTION_PERMISSION = "chat.change_tool_server_connection"
 CONNECTION_FIELDS = ("url", "headers", "enabled")
 
 
+ALL_TOOLS = "*"
+
+
+def _listed_choices(row: ToolServer) -> list[tuple[str, str]]:
+    """The tools a row's server listed (its last full listing), with the names its rules
+    already hold, as checkbox choices labelled with their descriptions."""
+    described = {
+        entry["name"]: entry.get("description") or ""
+        for entry in row.listed_tools or []
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+    }
+    for name in (row.allowed_set or set()) | row.approval_set:
+        if name != ALL_TOOLS:
+            described.setdefault(name, "")
+    return [
+        (name, f"{name} — {text[:120]}" if text else name)
+        for name, text in sorted(described.items())
+    ]
+
+
 class ToolServerForm(forms.ModelForm):
+    """A server whose tools are known (listed once: by a run or the "test connection"
+    action) has a checkbox per tool for "offered" and for "needs approval"; until then the
+    rules are names typed one per line."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        row = self.instance
+        choices = _listed_choices(row) if row.pk is not None else []
+        if not choices:
+            return
+        names = [name for name, _ in choices]
+        if "allowed_tools" in self.fields and not self.fields["allowed_tools"].disabled:
+            self.fields["allowed_tools"] = forms.MultipleChoiceField(
+                choices=choices,
+                required=False,
+                widget=forms.CheckboxSelectMultiple,
+                label=gettext("offered tools"),
+                help_text=gettext(
+                    "Every tool checked is offered; with all checked, tools the server adds "
+                    "later are offered too."
+                ),
+                initial=sorted(row.allowed_set) if row.allowed_set else names,
+            )
+        if "approval_tools" in self.fields and not self.fields["approval_tools"].disabled:
+            self.fields["approval_tools"] = forms.MultipleChoiceField(
+                choices=[(ALL_TOOLS, gettext("every tool (*)")), *choices],
+                required=False,
+                widget=forms.CheckboxSelectMultiple,
+                label=gettext("tools that need approval"),
+                help_text=gettext("The user approves each call of a tool checked here."),
+                initial=sorted(row.approval_set),
+            )
+        self._listed_names = names
+
+    def clean_allowed_tools(self):
+        value = self.cleaned_data.get("allowed_tools")
+        if not isinstance(value, list):
+            return value
+        if not value:
+            raise forms.ValidationError(
+                gettext("Check at least one tool, or switch the server off.")
+            )
+        # All checked: every tool, those the server adds later too (a blank allow-list).
+        return "" if set(value) >= set(self._listed_names) else "\n".join(sorted(value))
+
+    def clean_approval_tools(self):
+        value = self.cleaned_data.get("approval_tools")
+        return "\n".join(sorted(value)) if isinstance(value, list) else value
+
     class Meta:
         model = ToolServer
         fields = (
@@ -93,10 +164,10 @@ class ToolServerForm(forms.ModelForm):
 @admin.register(ToolServer)
 class ToolServerAdmin(admin.ModelAdmin):
     form = ToolServerForm
-    list_display = ("name", "source", "transport", "enabled", "definition", "tool_rules")
+    list_display = ("name", "source", "transport", "enabled", "definition", "health", "tool_rules")
     list_filter = ("source", "transport", "enabled")
     search_fields = ("name", "url")
-    actions = ["switch_on", "switch_off"]
+    actions = ["test_connection", "switch_on", "switch_off"]
 
     # -- what may be seen and changed ----------------------------------------------------
 
@@ -114,11 +185,23 @@ class ToolServerAdmin(admin.ModelAdmin):
         )
 
     def get_fields(self, request, obj=None):
+        if obj is not None and obj.source == ToolServer.Source.ADMIN:
+            return (
+                "name",
+                "url",
+                "headers",
+                "health",
+                "enabled",
+                "allowed_tools",
+                "approval_tools",
+                "timeout_seconds",
+            )
         if obj is not None and obj.source == ToolServer.Source.FILE:
             return (
                 "name",
                 "transport",
                 "definition",
+                "health",
                 "enabled",
                 "allowed_tools",
                 "approval_tools",
@@ -127,7 +210,7 @@ class ToolServerAdmin(admin.ModelAdmin):
         return super().get_fields(request, obj)
 
     def get_readonly_fields(self, request, obj=None):
-        readonly = ["definition", "transport"] if obj is not None else []
+        readonly = ["definition", "transport", "health"] if obj is not None else []
         if obj is not None:
             readonly.append("name")  # the name prefixes the tools' names in stored answers
         if not self.has_connection_permission(request):
@@ -156,6 +239,31 @@ class ToolServerAdmin(admin.ModelAdmin):
             return f"{command}  [env: {env}]" if env else command
         header_names = ", ".join(k for k, _ in spec.headers)
         return f"{spec.url}  [headers: {header_names}]" if header_names else spec.url
+
+    @admin.display(description=_("health"))
+    def health(self, row: ToolServer) -> str:
+        parts = []
+        if row.last_listed_at is not None:
+            parts.append(
+                ngettext(
+                    "listed %(when)s: %(count)d tool",
+                    "listed %(when)s: %(count)d tools",
+                    row.tool_count or 0,
+                )
+                % {
+                    "when": formats.date_format(row.last_listed_at, "SHORT_DATETIME_FORMAT"),
+                    "count": row.tool_count or 0,
+                }
+            )
+        if row.last_error_at is not None:
+            parts.append(
+                gettext("last error %(when)s: %(error)s")
+                % {
+                    "when": formats.date_format(row.last_error_at, "SHORT_DATETIME_FORMAT"),
+                    "error": row.last_error,
+                }
+            )
+        return "; ".join(parts) or gettext("not listed yet")
 
     @admin.display(description=_("tools"))
     def tool_rules(self, row: ToolServer) -> str:
@@ -191,6 +299,51 @@ class ToolServerAdmin(admin.ModelAdmin):
             )
         )
         self.message_user(request, text % {"count": count}, messages.SUCCESS)
+
+    @admin.action(
+        description=_("Test the connection of the selected servers"), permissions=["test"]
+    )
+    def test_connection(self, request, queryset) -> None:
+        """Start or connect to each server, list its tools and keep what was found (its
+        health, and its tools for the checkboxes)."""
+        for row in queryset:
+            try:
+                spec = tool_servers.spec_for_row(row)
+            except ValueError as exc:
+                spec, reason = None, str(exc)
+            else:
+                reason = gettext("it is no longer in the configuration file")
+            if spec is None:
+                self.message_user(
+                    request,
+                    gettext("%(server)s: cannot be tested: %(reason)s")
+                    % {"server": row.name, "reason": reason},
+                    messages.ERROR,
+                )
+                continue
+            found = async_to_sync(tool_servers.test_connection)(spec)
+            tool_servers.record_health(health=found, full_listing=True)
+            if found.ok:
+                self.message_user(
+                    request,
+                    ngettext(
+                        "%(server)s answers: %(count)d tool listed.",
+                        "%(server)s answers: %(count)d tools listed.",
+                        len(found.tools),
+                    )
+                    % {"server": row.name, "count": len(found.tools)},
+                    messages.SUCCESS,
+                )
+            else:
+                self.message_user(
+                    request,
+                    gettext("%(server)s does not answer: %(error)s")
+                    % {"server": row.name, "error": found.error},
+                    messages.ERROR,
+                )
+
+    def has_test_permission(self, request) -> bool:
+        return self.has_change_permission(request)
 
     @admin.action(description=_("Switch the selected servers on"), permissions=["connection"])
     def switch_on(self, request, queryset) -> None:

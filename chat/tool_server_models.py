@@ -81,6 +81,17 @@ class ToolServer(models.Model):
         help_text=_("One tool name per line (* for all): the user approves each call."),
     )
     timeout_seconds = models.FloatField(default=60.0, verbose_name=_("call timeout (seconds)"))
+    # Its health as this server last saw it (chat.tool_servers.record_health): written when
+    # a listing succeeds or fails differently from before, and by the admin's test.
+    listed_tools = models.JSONField(
+        default=list, blank=True, editable=False, verbose_name=_("tools listed")
+    )
+    tool_count = models.IntegerField(null=True, editable=False, verbose_name=_("tool count"))
+    last_listed_at = models.DateTimeField(null=True, editable=False, verbose_name=_("last listing"))
+    last_error = models.TextField(
+        blank=True, default="", editable=False, verbose_name=_("last error")
+    )
+    last_error_at = models.DateTimeField(null=True, editable=False, verbose_name=_("last error at"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 

@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -33,6 +34,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from chat.fetch import address_policy
 from chat.tool_server_models import ToolServer
@@ -58,6 +60,22 @@ SPECS_TTL = 2.0
 _file_cache: dict[str, tuple[tuple, ParsedServers]] = {}
 _specs_cache: dict[str, tuple[float, list[McpServerSpec]]] = {}
 _pool: dict[str, McpPool | asyncio.AbstractEventLoop | None] = {"pool": None, "loop": None}
+# The health each server's row was last given by this process (``record_changes``): a row
+# is written when it changes, not on every run.
+_recorded: dict[str, tuple] = {}
+
+
+@dataclass(frozen=True)
+class ServerHealth:
+    """One look at a server: the tools it listed (name and description), or why not."""
+
+    server: str
+    tools: tuple[tuple[str, str], ...] = ()
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
 
 
 def secret_lookup(name: str) -> str:
@@ -203,6 +221,7 @@ async def current_servers() -> list[McpServerSpec]:
 def forget_cached_servers() -> None:
     """Read the file and the rows again on the next run (an admin save, tests)."""
     _specs_cache.clear()
+    _recorded.clear()
 
 
 def pool() -> McpPool:
@@ -233,6 +252,91 @@ def max_tools() -> int:
     return value
 
 
+@transaction.atomic
+def record_health(*, health: ServerHealth, full_listing: bool) -> None:
+    """Keep what one look at a server found on its row, for the admin: when it was listed,
+    with how many tools (their names and descriptions too when ``full_listing``: no
+    allow-list cut it), or the error and when it happened."""
+    now = timezone.now()
+    if health.ok:
+        changes: dict = {"last_listed_at": now, "tool_count": len(health.tools)}
+        if full_listing:
+            changes["listed_tools"] = [{"name": n, "description": d} for n, d in health.tools]
+    else:
+        changes = {"last_error": health.error[:2000], "last_error_at": now}
+    ToolServer.objects.filter(name=health.server).update(**changes)
+
+
+def _health_of(specs: list[McpServerSpec], served: McpToolset) -> list[ServerHealth]:
+    failed = {problem.server: problem.reason for problem in served.problems}
+    looks = []
+    for spec in specs:
+        if spec.name in failed:
+            looks.append(ServerHealth(spec.name, error=failed[spec.name]))
+            continue
+        prefix = f"mcp:{spec.name}"
+        # The server's own names (the admin's rules use them), not the namespaced ones.
+        tools = tuple(
+            (tool.name.removeprefix(f"{spec.name}__"), tool.description)
+            for tool in served.tools
+            if tool.source == prefix
+        )
+        looks.append(ServerHealth(spec.name, tools=tools))
+    return looks
+
+
+async def record_changes(specs: list[McpServerSpec], served: McpToolset) -> None:
+    """Write the health of the servers whose listing changed since this process last wrote
+    it (a failure is kept from when it happened; a run with nothing new writes nothing)."""
+    for health in _health_of(specs, served):
+        key = (health.error, tuple(name for name, _ in health.tools))
+        if _recorded.get(health.server) == key:
+            continue
+        _recorded[health.server] = key
+        spec = next(s for s in specs if s.name == health.server)
+        try:
+            await database_sync_to_async(record_health)(
+                health=health, full_listing=spec.allowed_tools is None
+            )
+        except Exception:  # the health is for the admin; a run never fails over it
+            logger.exception("tool server %s: its health could not be kept", health.server)
+
+
+async def test_connection(spec: McpServerSpec) -> ServerHealth:
+    """Start (or connect to) the server on a connection of its own, list every tool it
+    offers (no allow-list), close it: the admin's "test connection"."""
+    from fimone.agent.tools.mcp_client import McpPool
+
+    probe = McpPool(
+        secret_lookup,
+        list_ttl=0,
+        start_timeout=settings.FIMONE_MCP_START_TIMEOUT_SECONDS,
+        max_tools=max_tools(),
+        policy=address_policy,
+    )
+    whole = dataclasses.replace(spec, allowed_tools=None)
+    try:
+        listing = await probe.listing(whole)
+    except Exception as exc:
+        return ServerHealth(spec.name, error=str(exc) or type(exc).__name__)
+    finally:
+        await probe.aclose()
+    return ServerHealth(
+        spec.name,
+        tools=tuple(
+            (tool.name, (tool.description or tool.title or "").strip()) for tool in listing.tools
+        ),
+    )
+
+
+def spec_for_row(row: ToolServer) -> McpServerSpec | None:
+    """The server a row stands for, as the file or the row defines it (None: no longer in
+    the file; ValueError: an admin row that is unusable)."""
+    if row.source == ToolServer.Source.FILE:
+        return next((s for s in read_config_file().servers if s.name == row.name), None)
+    return admin_row_spec(row)
+
+
 async def server_tools(*, vision: bool) -> McpToolset:
     """The tools of the enabled servers for one run, and the servers left out."""
     specs = await current_servers()
@@ -249,7 +353,9 @@ async def server_tools(*, vision: bool) -> McpToolset:
         logger.info("MCP server %s is no longer configured: its connection is closed", name)
     if not specs:
         return McpToolset([], [])
-    return await current.toolset(specs, vision=vision)
+    served = await current.toolset(specs, vision=vision)
+    await record_changes(specs, served)
+    return served
 
 
 def cached_server_tools() -> list:
@@ -267,5 +373,6 @@ async def close() -> None:
     """Close every connection of this process (stdio servers exit)."""
     current = _pool["pool"]
     _pool.update(pool=None, loop=None)
+    _recorded.clear()
     if current is not None:
         await current.aclose()

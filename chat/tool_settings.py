@@ -12,7 +12,7 @@ from django.utils.translation import gettext
 from chat.errors import ChatError
 from chat.models import Conversation, ToolApproval
 from chat.selectors import conversation_get
-from fimone.agent.tools import BUILTIN_SOURCE
+from fimone.agent.tools import BUILTIN_SOURCE, tool_switch_key
 
 MAX_SOURCE_CHARS = 200
 
@@ -61,20 +61,31 @@ def _sources(stored: Any) -> frozenset[str]:
 
 
 @transaction.atomic
-def tool_source_switch(*, user, conversation_id: Any, source: str, enabled: bool) -> frozenset[str]:
-    """Switch a tool source on or off for one conversation (the owner's only); returns the
-    sources now off. The built-in tools cannot be switched off (``bad_tool_source``)."""
-    if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
-        raise ChatError("bad_tool_source", gettext("Name a tool source to switch."))
-    if source == BUILTIN_SOURCE:
-        raise ChatError("bad_tool_source", gettext("The built-in tools cannot be switched off."))
+def tool_source_switch(
+    *, user, conversation_id: Any, source: str | None = None, tool: str | None = None, enabled: bool
+) -> frozenset[str]:
+    """Switch a tool source, or one tool (``tool``, its name; built-in ones too), on or off
+    for one conversation (the owner's only); returns the entries now off. The built-in
+    tools as a source cannot be switched off (``bad_tool_source``), each of them can."""
+    if tool is not None:
+        if not isinstance(tool, str) or not tool.strip() or len(tool) > MAX_SOURCE_CHARS:
+            raise ChatError("bad_tool_source", gettext("Name a tool to switch."))
+        entry = tool_switch_key(tool)
+    else:
+        if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
+            raise ChatError("bad_tool_source", gettext("Name a tool source to switch."))
+        if source == BUILTIN_SOURCE:
+            raise ChatError(
+                "bad_tool_source", gettext("The built-in tools cannot be switched off.")
+            )
+        entry = source
     conversation = conversation_get(user=user, conversation_id=conversation_id)
     conversation = Conversation.objects.select_for_update().get(pk=conversation.pk)
     off = {str(s) for s in conversation.disabled_tool_sources or [] if isinstance(s, str)}
     if enabled:
-        off.discard(source)
+        off.discard(entry)
     else:
-        off.add(source)
+        off.add(entry)
     conversation.disabled_tool_sources = sorted(off)
     # Not ``updated_at``: switching a source is no activity that reorders the list.
     Conversation.objects.filter(pk=conversation.pk).update(
@@ -87,3 +98,16 @@ def server_source(server: str) -> str:
     """The ``Tool.source`` of a tool server's tools (as fimone.agent.tools.mcp_client names
     it), so a server that failed can be matched with the switch of its source."""
     return f"mcp:{server}"
+
+
+def unavailable_note(server: str) -> str:
+    """What a user reads of a tool server that could not be reached: no error text, which
+    may show paths, addresses or a stack of exceptions (staff read it in the admin)."""
+    return gettext(
+        "The %(server)s tool server is unavailable right now; the answer goes on without its tools."
+    ) % {"server": server}
+
+
+def unavailable_in_menu(server: str) -> str:
+    """The tools menu's word on a tool server that could not be listed."""
+    return gettext("The %(server)s tool server is unavailable right now.") % {"server": server}

@@ -20,7 +20,7 @@ from chat import selectors, tool_settings
 from chat.api import async_api_view, read_json
 from chat.errors import InvalidInput
 from chat.runs import deps
-from fimone.agent.tools import BUILTIN_SOURCE
+from fimone.agent.tools import BUILTIN_SOURCE, tool_switch_key
 from fimone.agent.tools.mcp_config import ServerCap
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,8 @@ DESCRIPTION_CHARS = 300
 
 @async_api_view("GET", "PATCH")
 async def conversation_tools(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    """GET the listing; PATCH ``{"source", "enabled"}`` switches a source, then lists."""
+    """GET the listing; PATCH ``{"source", "enabled"}`` switches a source, ``{"tool",
+    "enabled"}`` one tool, then lists."""
     conversation = await sync_to_async(selectors.conversation_get)(
         user=request.user, conversation_id=conversation_id
     )
@@ -39,11 +40,9 @@ async def conversation_tools(request: HttpRequest, conversation_id: str) -> Http
         enabled = body.get("enabled")
         if not isinstance(enabled, bool):
             raise InvalidInput("invalid_enabled", gettext("enabled must be true or false."))
+        which = {"tool": body["tool"]} if "tool" in body else {"source": body.get("source")}
         await sync_to_async(tool_settings.tool_source_switch)(
-            user=request.user,
-            conversation_id=conversation.pk,
-            source=body.get("source"),
-            enabled=enabled,
+            user=request.user, conversation_id=conversation.pk, enabled=enabled, **which
         )
     return JsonResponse({"sources": await tool_sources(conversation.pk)})
 
@@ -93,7 +92,11 @@ async def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
         logger.warning("tools menu: the tool servers could not be listed: %s", exc)
     else:
         tools += [t for t in served.tools if t.name not in {x.name for x in tools}]
-        errors = {tool_settings.server_source(p.server): p.reason for p in served.problems}
+        # The reason is for staff (the admin's page, the log): users read a plain note.
+        errors = {
+            tool_settings.server_source(p.server): tool_settings.unavailable_in_menu(p.server)
+            for p in served.problems
+        }
         notes = {tool_settings.server_source(c.server): cap_note(c) for c in served.capped}
     groups: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
@@ -103,6 +106,7 @@ async def tool_sources(conversation_id: Any) -> list[dict[str, Any]]:
                 "description": tool.description[:DESCRIPTION_CHARS],
                 "needs_approval": tool.needs_approval,
                 "approved": tool.name in approved,
+                "enabled": tool_switch_key(tool.name) not in off,
             }
         )
     # A source switched off or failing with no tools listed is still shown, so it can be

@@ -33,7 +33,7 @@ from fimone.agent import (
     run_dag,
     run_react,
 )
-from fimone.agent.tools import BUILTIN_SOURCE, read_document_tool
+from fimone.agent.tools import read_document_tool
 from fimone.agent.tools.web import fetch_url_tool
 from fimone.llm import get_llm as registry_llm
 from fimone.llm.registry import get_llm_for_config
@@ -53,10 +53,10 @@ def make_tools(
     """The default tools, with ``recall`` searching this conversation's older messages (and
     images, sent again as pixels when the model can see them: ``vision``), ``fetch_url``
     unless the operator switched it off, ``read_document`` when the conversation has
-    documents (``documents``), then the operator's extra tools, but none of a source the
-    user switched off for the conversation (``disabled_sources``; the built-in tools
-    cannot be switched off). ``owner_key`` (the user's id) is whose share of the
-    extraction workers ``fetch_url``'s pages take."""
+    documents (``documents``), then the operator's extra tools, but none the user switched
+    off for the conversation (``disabled_sources``: a source, or one tool as
+    ``tool:<name>`` — the built-in tools are switched one by one). ``owner_key`` (the
+    user's id) is whose share of the extraction workers ``fetch_url``'s pages take."""
     tools = default_tools(
         recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision),
         fetch_result=tool_result_for(conversation_id),
@@ -69,9 +69,8 @@ def make_tools(
             read_document_tool(document_reader_for(conversation_id, before_id=before_id))
         )
     for tool in extra_tools():
-        if tool.source == BUILTIN_SOURCE or tool.source not in disabled_sources:
-            tools.register(tool)
-    return tools
+        tools.register(tool)
+    return tools.without_switched_off(disabled_sources) if disabled_sources else tools
 
 
 def extra_tools() -> list[Tool]:

@@ -21,14 +21,13 @@ import logging
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import translation
-from django.utils.translation import gettext
 
 from chat import image_describer
 from chat.runs import approvals, storage, writes
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
-from chat.tool_settings import server_source
+from chat.tool_settings import server_source, unavailable_note
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.masking import masked_facts
@@ -37,6 +36,7 @@ from contextmgmt.db_memory import HistoryLoad
 from fimone.agent import AgentContext
 from fimone.agent.calls import compact_limit
 from fimone.agent.history_room import history_room
+from fimone.agent.tools import switched_off_tool
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ async def _add_server_tools(
     adds nothing and no note."""
     served = await run.deps.server_tools(vision=vision)
     for tool in served.tools:
-        if tool.source in switched_off:
+        if switched_off_tool(tool, switched_off):
             continue
         if tool.name in tools:
             logger.warning(
@@ -204,17 +204,15 @@ async def _add_server_tools(
     for problem in served.problems:
         if server_source(problem.server) in switched_off:
             continue
-        text = gettext(
-            "The tool server %(server)s is not available for this answer (%(reason)s); "
-            "the answer goes on without its tools."
-        ) % {"server": problem.server, "reason": problem.reason}
+        # What failed is for staff (the admin's tool-server page and the log, where the
+        # pool wrote it): the user reads that the server is out, in their language.
         await run.emit(
             "step",
             {
                 "kind": "note",
                 "code": "tool_server_unavailable",
                 "server": problem.server,
-                "text": text,
+                "text": unavailable_note(problem.server),
             },
         )
 

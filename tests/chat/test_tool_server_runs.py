@@ -83,7 +83,7 @@ async def test_a_server_that_fails_at_start_leaves_a_note_and_the_run_goes_on(
     assert events[-1]["type"] == "done", events[-1]
     notes = [s for s in of_type(events, "step") if s["kind"] == "note"]
     assert len(notes) == 1 and notes[0]["server"] == "broken"
-    assert "broken" in notes[0]["text"] and "not available" in notes[0]["text"]
+    assert "broken" in notes[0]["text"] and "unavailable right now" in notes[0]["text"]
     answer = await Message.objects.filter(conversation=conversation, role="assistant").alast()
     kept = [s for s in answer.metadata["steps"] if s["kind"] == "note"]
     assert kept and "broken" in kept[0]["text"]  # a reload shows it too
@@ -248,3 +248,47 @@ async def test_a_server_listing_more_tools_than_the_cap_is_cut_with_a_note_in_th
         "This server lists more tools than are offered: only its first 20 are "
         "(at most 20 per server)."
     )
+
+
+async def test_a_missing_server_program_gives_users_a_plain_note_and_staff_the_detail(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    """RU.12: the exception (a path, an errno) reaches the admin's row and the log, never
+    the answer; the row also keeps a working server's listing."""
+    from chat.tool_server_models import ToolServer
+
+    mcp_file(
+        {
+            "orders": {"command": "/nonexistent/mcp-server", "args": []},
+            "notes": server_entry(marker_dir),
+        }
+    )
+    ws_fake_llm.enqueue("Fine.")
+    await send(socket, type="message", content="Hello", mode="react")
+    events = await events_until(socket, "done", "error")
+    assert events[-1]["type"] == "done", events[-1]
+    [note] = [s for s in of_type(events, "step") if s["kind"] == "note"]
+    assert note["text"] == (
+        "The orders tool server is unavailable right now; the answer goes on without its tools."
+    )
+    orders = await ToolServer.objects.aget(name="orders")
+    assert orders.last_error and orders.last_error_at
+    assert orders.last_error not in json.dumps(events) and "Error" not in note["text"]
+    notes = await ToolServer.objects.aget(name="notes")
+    assert notes.last_listed_at and notes.tool_count >= 5 and not notes.last_error
+    assert "echo" in {t["name"] for t in notes.listed_tools}
+
+
+async def test_a_server_tool_switched_off_in_the_chat_is_not_offered_to_its_run(
+    socket, conversation, ws_fake_llm, mcp_file, marker_dir
+):
+    """RU.12: the per-tool switch really removes the tool from the model's request."""
+    conversation.disabled_tool_sources = ["tool:notes__echo", "tool:fetch_url"]
+    await conversation.asave(update_fields=["disabled_tool_sources"])
+    mcp_file({"notes": server_entry(marker_dir)})
+    ws_fake_llm.enqueue("Fine.")
+    await send(socket, type="message", content="Hello", mode="react")
+    assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
+    offered = {t["function"]["name"] for t in ws_fake_llm.calls[0].tools}
+    assert "notes__add" in offered and "calculator" in offered
+    assert "notes__echo" not in offered and "fetch_url" not in offered

@@ -96,7 +96,7 @@ def test_someone_elses_conversation_is_not_found(logged_in_client, foreign_conve
     assert foreign_conversation.disabled_tool_sources == []
 
 
-def test_tool_servers_are_sources_with_a_switch_and_a_failing_one_says_why(
+def test_tool_servers_are_sources_with_a_switch_and_a_failing_one_a_plain_note(
     logged_in_client, conversation, run_deps
 ):
     from fimone.agent import Tool
@@ -121,9 +121,46 @@ def test_tool_servers_are_sources_with_a_switch_and_a_failing_one_says_why(
     assert [t["name"] for t in sources["mcp:docs"]["tools"]] == ["docs__search"]
     assert (sources["mcp:docs"]["label"], sources["mcp:docs"]["can_disable"]) == ("docs", True)
     assert sources["mcp:broken"]["tools"] == []
-    assert sources["mcp:broken"]["error"] == "it did not start"
+    # RU.12: the reason is for staff (admin, log); the menu says plainly it is out.
+    assert sources["mcp:broken"]["error"] == "The broken tool server is unavailable right now."
     response = logged_in_client.patch(
         url(conversation), {"source": "mcp:docs", "enabled": False}, content_type="application/json"
     )
     switched = {s["source"]: s for s in response.json()["sources"]}
     assert switched["mcp:docs"]["enabled"] is False
+
+
+def test_each_tool_has_its_description_and_a_switch_that_takes_it_out_of_the_run(
+    logged_in_client, conversation
+):
+    """RU.12: a built-in tool (here ``recall``) is switched off on its own, for this
+    conversation; the run's tools lose it and keep the others."""
+    response = logged_in_client.patch(
+        url(conversation), {"tool": "recall", "enabled": False}, content_type="application/json"
+    )
+    assert response.status_code == 200
+    builtin = response.json()["sources"][0]
+    tools = {t["name"]: t for t in builtin["tools"]}
+    assert tools["recall"]["enabled"] is False and tools["calculator"]["enabled"] is True
+    assert all(t["description"] for t in builtin["tools"])
+    conversation.refresh_from_db()
+    assert conversation.disabled_tool_sources == ["tool:recall"]
+    run_tools = make_tools(
+        conversation.pk, before_id=0, disabled_sources=conversation.disabled_tool_sources
+    )
+    assert "recall" not in run_tools and "calculator" in run_tools
+    assert "send_note" in run_tools
+
+    logged_in_client.patch(
+        url(conversation), {"tool": "recall", "enabled": True}, content_type="application/json"
+    )
+    conversation.refresh_from_db()
+    assert conversation.disabled_tool_sources == []
+
+
+def test_a_tool_switch_without_a_name_is_refused(logged_in_client, conversation):
+    response = logged_in_client.patch(
+        url(conversation), {"tool": "", "enabled": False}, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "bad_tool_source"

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from chat import tool_servers
@@ -203,3 +204,56 @@ def test_the_stricter_of_the_file_and_the_admin_wins_also_after_the_row_exists(c
     row.enabled = False
     row.save()
     assert file_says() == []  # the admin's switch still switches it off
+
+
+def test_test_connection_lists_the_tools_as_checkboxes_and_keeps_the_health(
+    admin_client, config_file
+):
+    """RU.12: the admin's "test connection" starts the file's stdio server (the `mcp`
+    package's own), keeps its tools and health; the rules become a checkbox per tool."""
+    admin_client.get(LIST_URL)  # the file's server gets its row
+    row = ToolServer.objects.get(name="local")
+    response = admin_client.post(
+        LIST_URL, {"action": "test_connection", "_selected_action": [row.pk]}
+    )
+    assert any("local answers:" in str(m) for m in get_messages(response.wsgi_request))
+    row.refresh_from_db()
+    names = {tool["name"] for tool in row.listed_tools}
+    assert {"echo", "add"} <= names and row.tool_count == len(names)
+    assert row.last_listed_at is not None and not row.last_error
+
+    page = admin_client.get(change_url(row)).content.decode()
+    assert 'type="checkbox" name="allowed_tools" value="echo"' in page
+    assert 'type="checkbox" name="approval_tools" value="add"' in page
+    assert "listed" in page  # the health, read-only
+    form = {"enabled": "on", "timeout_seconds": "30"}
+    response = admin_client.post(
+        change_url(row), {**form, "allowed_tools": ["echo", "add"], "approval_tools": ["add"]}
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    row.refresh_from_db()
+    assert (row.allowed_tools, row.approval_tools) == ("add\necho", "add")
+    every = admin_client.post(change_url(row), {**form, "allowed_tools": sorted(names)})
+    assert every.status_code == 302
+    row.refresh_from_db()
+    assert row.allowed_tools == ""  # all checked: the tools the server adds later too
+
+
+def test_test_connection_of_a_missing_program_shows_staff_the_error(
+    admin_client, tmp_path, settings
+):
+    """RU.12: staff read the detail the users are spared, and the row keeps it."""
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"orders": {"command": "/nonexistent/mcp-server"}}}))
+    settings.FIMONE_MCP_CONFIG = str(path)
+    tool_servers.forget_cached_servers()
+    admin_client.get(LIST_URL)
+    row = ToolServer.objects.get(name="orders")
+    response = admin_client.post(
+        LIST_URL, {"action": "test_connection", "_selected_action": [row.pk]}
+    )
+    assert any("orders does not answer:" in str(m) for m in get_messages(response.wsgi_request))
+    row.refresh_from_db()
+    assert row.last_error and row.last_error_at is not None
+    assert "last error" in admin_client.get(LIST_URL).content.decode()
+    tool_servers.forget_cached_servers()

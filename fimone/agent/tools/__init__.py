@@ -13,6 +13,7 @@ from .documents import DocumentReader, read_document_tool
 from .registry import (
     BUILTIN_SOURCE,
     DEFAULT_TOOL_TIMEOUT,
+    TOOL_SWITCH_PREFIX,
     KeptResult,
     RecalledImage,
     RecallSearch,
@@ -22,11 +23,14 @@ from .registry import (
     ToolRegistry,
     ToolResults,
     arguments_adapter,
+    switched_off_tool,
+    tool_switch_key,
 )
 
 __all__ = [
     "BUILTIN_SOURCE",
     "DEFAULT_TOOL_TIMEOUT",
+    "TOOL_SWITCH_PREFIX",
     "DocumentReader",
     "KeptResult",
     "RECALL_LIMIT",
@@ -38,6 +42,8 @@ __all__ = [
     "ToolRegistry",
     "ToolResults",
     "arguments_adapter",
+    "switched_off_tool",
+    "tool_switch_key",
     "calculator_tool",
     "current_time_tool",
     "default_tools",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, Literal, NotRequired, Required, Union
@@ -73,6 +73,23 @@ RecallSearch = Callable[[str, int], Awaitable[list[str | RecalledImage]]]
 
 DEFAULT_TOOL_TIMEOUT = 20.0
 BUILTIN_SOURCE = "builtin"
+# How a single tool switched off for a conversation is written among its switched-off
+# sources ("tool:fetch_url"): one list holds both, so a run reads one value.
+TOOL_SWITCH_PREFIX = "tool:"
+
+
+def tool_switch_key(name: str) -> str:
+    """The entry that switches off the one tool ``name`` (see TOOL_SWITCH_PREFIX)."""
+    return f"{TOOL_SWITCH_PREFIX}{name}"
+
+
+def switched_off_tool(tool: Tool, off: Collection[str]) -> bool:
+    """Whether ``off`` (a conversation's switched-off entries) removes ``tool`` from a run:
+    its own switch, or its source's (the built-in tools are switched one by one only)."""
+    if tool_switch_key(tool.name) in off:
+        return True
+    return tool.source != BUILTIN_SOURCE and tool.source in off
+
 
 # JSON-schema types as strict Python types: "2" is no integer and true is no number.
 _JSON_TYPES: dict[str, Any] = {
@@ -215,6 +232,14 @@ class ToolRegistry:
 
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
+
+    def without_switched_off(self, off: Collection[str]) -> ToolRegistry:
+        """These tools less those ``off`` switches off (``switched_off_tool``), sharing the
+        run's results."""
+        return ToolRegistry(
+            [tool for tool in self._tools.values() if not switched_off_tool(tool, off)],
+            results=self.results,
+        )
 
     def openai_tools(self) -> list[dict[str, Any]]:
         return [tool.openai() for tool in self._tools.values()]
