@@ -124,7 +124,7 @@ def main() -> None:
     try:
         from django.contrib.auth import get_user_model
 
-        from fimone.llm.offline import OfflineLLM
+        from fimone.llm.offline.model import OfflineLLM
 
         owner = get_user_model().objects.create_user(username="bench")
         print(

@@ -327,7 +327,7 @@ async def main_async(args) -> None:
     from asgiref.sync import sync_to_async
     from django.contrib.auth import get_user_model
 
-    from fimone.llm.offline import OfflineLLM
+    from fimone.llm.offline.model import OfflineLLM
 
     user = await sync_to_async(get_user_model().objects.create_user)(
         username="fidelity", password="pw-fidelity-123!"

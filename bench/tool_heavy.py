@@ -48,7 +48,7 @@ from contextmgmt.core.masking import (  # noqa: E402
 )
 from contextmgmt.core.messages import ChatMessage, ToolCall  # noqa: E402
 from contextmgmt.core.tokens import estimate_messages_tokens, estimate_tokens  # noqa: E402
-from fimone.llm.offline import OfflineLLM  # noqa: E402
+from fimone.llm.offline.model import OfflineLLM  # noqa: E402
 
 CALLS = 40
 CACHE_MIN = 1_024

@@ -54,7 +54,7 @@ from contextmgmt.core.tiers import TOOL_DEFINITIONS_SHARE  # noqa: E402
 from contextmgmt.core.tokens import estimate_messages_tokens  # noqa: E402
 from fimone.agent.prompts import REACT_SYSTEM  # noqa: E402
 from fimone.agent.tools.finder import FINDER_NAME, ToolOffer, definition_tokens  # noqa: E402
-from fimone.llm.offline import OfflineLLM  # noqa: E402
+from fimone.llm.offline.model import OfflineLLM  # noqa: E402
 
 WAYS = ("summarise-only", "fimone")
 WORDS = (

@@ -249,7 +249,7 @@ def message_content(
 
     Also returns the description of each image it could read, in order: with ``vision``
     exactly one per image part, what an endpoint that turns out to refuse images is sent
-    instead (``fimone.llm.vision``); without, the same notes the text already holds.
+    instead (``fimone.llm.providers.vision``); without, the same notes the text already holds.
 
     ``attachments``: the referenced attachments of the message's conversation by id (see
     ``_attachments_for``); a reference without one is a note, never an error. ``url_of``:

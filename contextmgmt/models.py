@@ -107,8 +107,8 @@ class ModelConfig(models.Model):
     # Parameters the endpoint refused with a 400, newest last: [{param, message, at}].
     refused_params = models.JSONField(_("refused parameters"), default=list, blank=True)
     # When the endpoint answered a request holding images with a 400 saying it takes none
-    # (fimone.llm.vision), and what it said. Learnt, not configured: "supports images" stays
-    # as the admin set it, and this overrides it until an admin resets it (or points the row
+    # (fimone.llm.providers.vision), and what it said. Learnt, not configured: "supports images"
+    # stays as the admin set it, and this overrides it until an admin resets it (or points the row
     # at another endpoint), so every process sends descriptions instead of failing first.
     images_refused_at = models.DateTimeField(_("images refused at"), null=True, blank=True)
     images_refused_message = models.CharField(

@@ -81,7 +81,7 @@ def test_the_project_keeps_every_contract():
         # two siblings that must stay independent.
         (
             "fimone/agent/calls.py",
-            "from fimone.llm.offline import OfflineLLM  # noqa",
+            "from fimone.llm.offline.model import OfflineLLM  # noqa",
             "fimone.agent is not allowed to import fimone.llm",
         ),
     ],

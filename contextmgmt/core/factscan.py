@@ -5,7 +5,7 @@ A text is scanned with the language tables (``factlang``: amounts, dates, addres
 and phone numbers as each language writes them) and the combined pattern of the kinds it
 can hold (``factpatterns``), whose matches inside a fact of the first are left out;
 lines a message repeats as a template (a pasted log) are left out first (the offline
-summariser, ``fimone.llm.offline_text``, uses the same templates). For each fact
+summariser, ``fimone.llm.offline.text``, uses the same templates). For each fact
 found, its key (normalised text), what presence searches the summary for, its kind's weight
 and its shape are worked out for all new texts together (a few C calls over their values
 joined), as an :data:`Occurrence`, and kept in a small LRU cache by text, so a

@@ -8,9 +8,9 @@
 Importing this package does not import Django; only the registry's functions do, lazily.
 """
 
-from .offline import OFFLINE_MODEL_NAME, OfflineLLM
-from .openai_client import OpenAIChatLLM, map_error
-from .registry import LLMSpec, describe_llm, get_llm, resolve_spec
+from fimone.llm.offline.model import OFFLINE_MODEL_NAME, OfflineLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM, map_error
+from fimone.llm.registry import LLMSpec, describe_llm, get_llm, resolve_spec
 
 __all__ = [
     "OFFLINE_MODEL_NAME",

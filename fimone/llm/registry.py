@@ -34,9 +34,8 @@ from typing import Any, Literal
 
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.providers import PROFILES, ProviderProfile, detect
-
-from .offline import OFFLINE_MODEL_NAME, OfflineLLM
-from .openai_client import OpenAIChatLLM
+from fimone.llm.offline.model import OFFLINE_MODEL_NAME, OfflineLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 
 log = logging.getLogger(__name__)
 

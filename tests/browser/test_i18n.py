@@ -13,8 +13,8 @@ import polib
 import pytest
 from playwright.sync_api import expect
 
-from fimone.llm.offline_phrases import PHRASES
-from fimone.llm.offline_text import LABELS
+from fimone.llm.offline.phrases import PHRASES
+from fimone.llm.offline.text import LABELS
 from tests.browser.conftest import DESKTOP, PHONE, screenshot, send, wait_ready
 
 pytestmark = pytest.mark.browser

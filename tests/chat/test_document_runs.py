@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chat import services
 from chat.models import Message
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 from tests.support import documents
 from tests.support.runs import answer_text, events_until, of_type, send
 from tests.support.scripted_server import text, tool_calls

@@ -26,7 +26,7 @@ from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.tokens import estimate_message_tokens
 from contextmgmt.db_memory import DbMemory
 from fimone.agent.tools import RecalledImage
-from fimone.llm.offline import OfflineLLM
+from fimone.llm.offline.model import OfflineLLM
 from tests.chat.images import image_bytes, note_waits_for_descriptions
 from tests.support.fake_llm import FakeLLM, Hang
 

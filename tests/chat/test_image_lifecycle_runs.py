@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from chat import services
 from chat.models import Attachment, Message
 from chat.runs import ahead
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 from tests.chat.images import image_bytes
 from tests.support.runs import WAIT, events_until, send
 from tests.support.scripted_server import http_error, text, tool_calls

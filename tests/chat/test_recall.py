@@ -15,7 +15,7 @@ from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from fimone.agent.context import AgentOutcome
 from fimone.agent.tools.builtins import recall_tool
-from fimone.llm.offline import OfflineLLM
+from fimone.llm.offline.model import OfflineLLM
 from tests.support.garbage import cycle_collector_off, cyclic_garbage
 from tests.support.runs import (
     events_until,

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from contextmgmt.core.masking import MASK_PREFIX
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 from tests.support.log_tool import with_log_tool
 from tests.support.runs import events_until, of_type, send, use_small_budget
 from tests.support.scripted_server import text, tool_call, tool_calls

@@ -28,7 +28,7 @@ from asgiref.sync import sync_to_async
 from chat import services
 from chat.models import Message
 from contextmgmt.budget import Budget
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 from tests.reliability.fault_router import (
     ANSWER,
     COMPACTION_SITES,

@@ -9,7 +9,7 @@ import pytest
 
 from contextmgmt.core.messages import ChatMessage
 from fimone.agent import default_tools, run_dag, run_react
-from fimone.llm.offline import OfflineLLM
+from fimone.llm.offline.model import OfflineLLM
 from tests.support.fake_llm import FakeLLM
 
 

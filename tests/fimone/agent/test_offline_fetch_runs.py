@@ -8,7 +8,7 @@ import pytest
 from fimone.agent import default_tools, run_dag, run_react
 from fimone.agent.tools.netpolicy import AddressPolicy
 from fimone.agent.tools.web import FetchConfig, fetch_url_tool
-from fimone.llm.offline import OfflineLLM
+from fimone.llm.offline.model import OfflineLLM
 from tests.support.web_server import ARTICLE_FACT, BOILERPLATE_MARKERS, serve_pages
 
 

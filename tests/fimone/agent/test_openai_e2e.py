@@ -12,8 +12,8 @@ import pytest
 
 from contextmgmt.core.messages import ChatMessage
 from fimone.agent import run_dag, run_react
-from fimone.llm.openai_client import OpenAIChatLLM
-from fimone.llm.wire import INVALID_ARGUMENTS_KEY
+from fimone.llm.providers.openai_client import OpenAIChatLLM
+from fimone.llm.providers.wire import INVALID_ARGUMENTS_KEY
 from tests.support.scripted_server import context_overflow, text, tool_calls
 
 

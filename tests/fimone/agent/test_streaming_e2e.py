@@ -12,7 +12,7 @@ import pytest
 
 from contextmgmt.core.llm import LLMUnavailable, StreamCutOff
 from fimone.agent import run_dag, run_react
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 from tests.support.scripted_server import cut_off, held, stream_error, text, tool_calls
 
 

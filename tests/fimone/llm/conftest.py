@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from contextmgmt.core.providers import PROFILES
-from fimone.llm.offline import OfflineLLM
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.offline.model import OfflineLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 
 
 @pytest.fixture

@@ -267,7 +267,8 @@ async def ask(llm, scripted_server, *replies) -> list[dict]:
 def another_process(monkeypatch):
     """What a second daphne process (or this one after a restart) starts with: no LLM objects
     and nothing remembered about endpoints."""
-    from fimone.llm import registry, vision
+    from fimone.llm import registry
+    from fimone.llm.providers import vision
 
     def start() -> None:
         monkeypatch.setattr(registry, "_cache", {})

@@ -12,7 +12,7 @@ import pytest
 
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.messages import ChatMessage
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 from tests.support.scripted_server import DEFAULT_TEXT, free_port, slow
 
 REPO = Path(__file__).resolve().parents[3]

@@ -19,8 +19,8 @@ from fimone.agent.tools.finder import (
     definition_tokens,
     rank_tools,
 )
-from fimone.llm.offline import OfflineLLM
-from fimone.llm.openai_client import OpenAIChatLLM
+from fimone.llm.offline.model import OfflineLLM
+from fimone.llm.providers.openai_client import OpenAIChatLLM
 from tests.support.fake_llm import FakeLLM
 from tests.support.scripted_replies import text, tool_calls
 

@@ -1,0 +1,98 @@
+"""The offline model and documents: a question asked with a document in view becomes a
+``read_document`` call, and the answer quotes the sentences that hold its words."""
+
+from __future__ import annotations
+
+import json
+
+from contextmgmt.core.messages import ChatMessage, ToolCall
+from fimone.llm.offline.documents import answer_lines, document_call, document_names
+from fimone.llm.offline.model import OfflineLLM, request_text
+
+OUTLINE = (
+    "[document: review.pdf — PDF, 12 pages, 7 KB; too long to include here: call "
+    'read_document with file "review.pdf" and pages (e.g. "7" or "3-5") or a query]\n'
+    "Title: Quarterly review\n[end of outline: review.pdf]"
+)
+INLINE = (
+    "[document: notes.docx — Word, 1 page, 36 KB]\nWe met on Monday.\n[end of document: notes.docx]"
+)
+READ_DOCUMENT = {"type": "function", "function": {"name": "read_document", "parameters": {}}}
+
+
+def user(text: str) -> ChatMessage:
+    return ChatMessage(role="user", content=text)
+
+
+def test_the_notes_are_not_the_users_words():
+    assert request_text(user(f"What is the code?\n\n{OUTLINE}")) == "What is the code?"
+
+
+def test_newest_document_first():
+    messages = [user(f"first\n\n{INLINE}"), user(f"second\n\n{OUTLINE}")]
+    assert document_names(messages) == ["review.pdf", "notes.docx"]
+
+
+def test_a_question_becomes_a_query_of_its_content_words():
+    args = document_call("What is the launch code of project Bluebird?", [user(OUTLINE)])
+    assert args == {"file": "review.pdf", "query": "launch code project Bluebird"}
+
+
+def test_a_named_document_and_a_page():
+    messages = [user(OUTLINE), user(INLINE)]
+    assert document_call("What does page 7 of review say?", messages) == {
+        "file": "review.pdf",
+        "pages": "7",
+    }
+
+
+def test_no_document_or_no_question_means_no_call():
+    assert document_call("What is the code?", [user("hello")]) is None
+    assert document_call("Thanks, that helps.", [user(OUTLINE)]) is None
+
+
+def test_the_model_calls_read_document_then_answers_with_the_page():
+    model = OfflineLLM()
+    messages = [user(f"What is the launch code?\n\n{OUTLINE}")]
+    reply = model.reply(messages, [READ_DOCUMENT], {})
+    [call] = reply.tool_calls
+    assert call.name == "read_document"
+    assert json.loads(call.arguments) == {"file": "review.pdf", "query": "launch code"}
+    result = (
+        "review.pdf, the pages matching 'launch code' best (7 of 12):\n\n--- page 7 ---\n"
+        "Page 7 of the review. Routine matters,\nbudgets. The launch code of project Bluebird\n"
+        "is ZEBRA-7741."
+    )
+    messages += [
+        ChatMessage(
+            role="assistant",
+            content=None,
+            tool_calls=[ToolCall(id=call.id, name=call.name, arguments=call.arguments)],
+        ),
+        ChatMessage(role="tool", content=result, tool_call_id=call.id, name="read_document"),
+    ]
+    answer = model.reply(messages, [READ_DOCUMENT], {}).text()
+    assert "From review.pdf, page 7:" in answer
+    assert "The launch code of project Bluebird is ZEBRA" in answer and "7741." in answer
+    assert "Routine matters" not in answer
+
+
+def test_calculations_still_go_to_the_calculator_with_a_document_in_view():
+    model = OfflineLLM()
+    calculator = {"type": "function", "function": {"name": "calculator", "parameters": {}}}
+    reply = model.reply([user(f"What is 12*12?\n\n{OUTLINE}")], [READ_DOCUMENT, calculator], {})
+    assert [c.name for c in reply.tool_calls] == ["calculator"]
+
+
+def test_nothing_matching_says_so_in_the_users_language():
+    lines = answer_lines(
+        {"file": "review.pdf", "query": "Zebra"},
+        "review.pdf …\n\n--- page 1 ---\nNothing here.",
+        "de",
+    )
+    assert lines == ["Ich habe in review.pdf nichts Passendes gefunden."]
+
+
+def test_an_error_is_shown_as_it_came():
+    lines = answer_lines({"file": "x.pdf"}, "Error: no document named 'x.pdf'.", "en")
+    assert lines and lines[0].startswith("Error")
