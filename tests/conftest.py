@@ -84,6 +84,50 @@ def other_user(django_user_model):
     return django_user_model.objects.create_user(username="mallory", password="pw-mallory-123!")
 
 
+@pytest.fixture
+def conversation(user):
+    """Alice's conversation, as the API creates it (builders: ``tests/support/factories.py``)."""
+    from tests.support.factories import make_conversation
+
+    return make_conversation(user, title="Alice's chat")
+
+
+@pytest.fixture
+def foreign_conversation(other_user):
+    from tests.support.factories import make_conversation
+
+    return make_conversation(other_user, title="Mallory's secret")
+
+
+@pytest.fixture
+def logged_in_client(user):
+    """A test client logged in as Alice."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def media_root(settings, tmp_path):
+    """Uploads go to the test's own empty media folder."""
+    root = tmp_path / "media"
+    root.mkdir()
+    settings.MEDIA_ROOT = root
+    return root
+
+
+@pytest.fixture
+async def socket(user, conversation):
+    """An accepted websocket on ``conversation``, as its owner; closed after the test."""
+    from tests.support.runs import connect
+
+    comm = await connect(user, conversation.id)
+    yield comm
+    await comm.disconnect()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Browser tests run last; browser and scale tests are slow; scale tests share a worker.

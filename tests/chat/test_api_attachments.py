@@ -6,20 +6,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from chat import services
 from chat.models import Attachment
 from tests.chat.images import image_bytes
+from tests.support.factories import make_attachment
 
 pytestmark = pytest.mark.django_db
-
-
-def make_attachment(owner, conversation, fmt="PNG", name="holiday photo.png") -> Attachment:
-    data = image_bytes(fmt)
-    mime = f"image/{fmt.lower()}"
-    uploaded = SimpleUploadedFile(name, data, content_type=mime)
-    return services.attachment_create(
-        owner=owner, conversation=conversation, uploaded_file=uploaded
-    )
 
 
 def file_url(file_id) -> str:

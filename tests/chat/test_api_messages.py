@@ -141,7 +141,7 @@ def test_message_json_carries_html_images_usage_and_compaction(logged_in_client,
 def test_images_carry_their_stored_description_as_alt_text_rv_4(
     logged_in_client, user, other_user, conversation, foreign_conversation
 ):
-    from tests.chat.test_api_attachments import make_attachment
+    from tests.support.factories import make_attachment
 
     mine = make_attachment(user, conversation, name="cat.png")
     theirs = make_attachment(other_user, foreign_conversation, name="secret.png")

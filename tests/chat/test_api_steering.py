@@ -11,15 +11,9 @@ from django.urls import reverse
 from chat import services
 from chat.models import ContextSummary, Message
 from chat.summaries import summary_latest, summary_save
+from tests.support.factories import add_message
 
 pytestmark = pytest.mark.django_db
-
-
-def say(conversation, role, content, **fields) -> Message:
-    kind = "query" if role == "user" else "answer"
-    return Message.objects.create(
-        conversation=conversation, role=role, content=content, kind=kind, **fields
-    )
 
 
 @pytest.fixture
@@ -27,8 +21,8 @@ def summarised(conversation):
     """Six turns, the first four summarised except a pinned question in the middle."""
     rows = []
     for i in range(6):
-        rows.append(say(conversation, "user", f"question {i}"))
-        rows.append(say(conversation, "assistant", f"answer {i}"))
+        rows.append(add_message(conversation, "user", f"question {i}"))
+        rows.append(add_message(conversation, "assistant", f"answer {i}"))
     rows[2].pinned = True
     rows[2].save()
     summary = summary_save(
@@ -123,7 +117,7 @@ def test_rv2_bad_pin_requests_get_a_clear_error(
 
 
 def test_rv2_an_error_answer_cannot_be_pinned(logged_in_client, conversation):
-    failed = say(conversation, "assistant", "boom", status="error")
+    failed = add_message(conversation, "assistant", "boom", status="error")
     failed.kind = "error"
     failed.save()
     response = patch(logged_in_client, message_url(conversation, failed.pk), {"pinned": True})

@@ -13,10 +13,11 @@ from django.test.utils import CaptureQueriesContext
 
 from chat import services
 from chat.history import load_history
-from chat.models import Attachment, ContextSummary, Message
+from chat.models import Attachment, ContextSummary
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import ChatMessage
 from tests.chat.images import image_bytes
+from tests.support.factories import add_message
 
 pytestmark = pytest.mark.django_db
 
@@ -31,12 +32,6 @@ def ui_config(response) -> dict:
     )
     assert match, "the page embeds its configuration as JSON data"
     return json.loads(match.group(1))
-
-
-def add_message(conversation, role: str, content: str, **fields) -> Message:
-    fields.setdefault("kind", {"user": "query", "assistant": "answer"}[role])
-    fields.setdefault("status", "done")
-    return Message.objects.create(conversation=conversation, role=role, content=content, **fields)
 
 
 @pytest.fixture

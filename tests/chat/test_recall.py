@@ -7,8 +7,6 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat import services
-from chat.models import Message
 from chat.recall import recall_passages, recall_search_for, recall_terms
 from chat.search_text import Term
 from contextmgmt.core.llm import LLMUnavailable
@@ -16,6 +14,7 @@ from contextmgmt.core.messages import ChatMessage, ToolCall
 from fimone.agent.context import AgentOutcome
 from fimone.agent.tools.builtins import recall_tool
 from fimone.llm.offline.model import OfflineLLM
+from tests.support.factories import said
 from tests.support.garbage import cycle_collector_off, cyclic_garbage
 from tests.support.runs import (
     events_until,
@@ -25,13 +24,6 @@ from tests.support.runs import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def say(conversation, content: str, role: str = "user") -> Message:
-    if role == "user":
-        return services.user_message_create(conversation=conversation, content=content)
-    message = services.assistant_message_start(conversation=conversation, run_id="r", mode="react")
-    return services.assistant_message_finish(message=message, content=content)
 
 
 def test_recall_terms_drop_look_back_words_and_keep_numbers():
@@ -50,9 +42,9 @@ def test_a_query_of_look_back_words_only_still_searches():
 
 
 def test_passages_are_verbatim_and_best_match_first(conversation):
-    say(conversation, "We agreed the budget is 48,500 EUR for the Lisbon office.")
-    say(conversation, "The budget meeting is on Friday.", role="assistant")
-    say(conversation, "Unrelated: the cat is asleep.")
+    said(conversation, "We agreed the budget is 48,500 EUR for the Lisbon office.")
+    said(conversation, "The budget meeting is on Friday.", role="assistant")
+    said(conversation, "Unrelated: the cat is asleep.")
     passages = recall_passages(conversation_id=conversation.id, query="Lisbon budget")
     assert len(passages) == 2
     assert "We agreed the budget is 48,500 EUR for the Lisbon office." in passages[0]
@@ -62,14 +54,14 @@ def test_passages_are_verbatim_and_best_match_first(conversation):
 
 
 def test_other_conversations_are_never_searched(conversation, foreign_conversation):
-    say(foreign_conversation, "Mallory's password hint: budget")
-    say(conversation, "nothing to see")
+    said(foreign_conversation, "Mallory's password hint: budget")
+    said(conversation, "nothing to see")
     assert recall_passages(conversation_id=conversation.id, query="budget") == []
 
 
 def test_before_id_excludes_the_current_query(conversation):
-    early = say(conversation, "The server is called tern-7.")
-    current = say(conversation, "What is the server called?")
+    early = said(conversation, "The server is called tern-7.")
+    current = said(conversation, "What is the server called?")
     passages = recall_passages(
         conversation_id=conversation.id, query="server", before_id=current.id
     )
@@ -79,7 +71,7 @@ def test_before_id_excludes_the_current_query(conversation):
 
 def test_long_message_gives_a_passage_around_the_match(conversation):
     text = "filler " * 400 + "the secret number is 9173 " + "padding " * 400
-    say(conversation, text)
+    said(conversation, text)
     (passage,) = recall_passages(conversation_id=conversation.id, query="secret number")
     body = passage.split(": ", 1)[1]
     assert "the secret number is 9173" in body
@@ -89,13 +81,13 @@ def test_long_message_gives_a_passage_around_the_match(conversation):
 
 
 def test_non_ascii_case_is_matched(conversation):
-    say(conversation, "Die Übergabe ist am Montag.")
+    said(conversation, "Die Übergabe ist am Montag.")
     (passage,) = recall_passages(conversation_id=conversation.id, query="übergabe")
     assert "Die Übergabe ist am Montag." in passage
 
 
 def test_chinese_is_found_by_its_pairs(conversation):
-    say(conversation, "我们的预算是三万元。")
+    said(conversation, "我们的预算是三万元。")
     (passage,) = recall_passages(conversation_id=conversation.id, query="预算")
     assert "我们的预算是三万元。" in passage
 
@@ -103,21 +95,21 @@ def test_chinese_is_found_by_its_pairs(conversation):
 def test_limit_counts_full_passages_worth_of_characters(conversation):
     long_tail = " and more words after it" * 40  # each passage is cut at PASSAGE_CHARS
     for i in range(5):
-        say(conversation, f"note {i} about apples{long_tail}")
+        said(conversation, f"note {i} about apples{long_tail}")
     assert len(recall_passages(conversation_id=conversation.id, query="apples", limit=3)) == 3
     assert recall_passages(conversation_id=conversation.id, query="   ") == []
 
 
 def test_short_passages_leave_room_for_more_up_to_three_per_limit(conversation):
     for i in range(12):
-        say(conversation, f"note {i} about apples")
+        said(conversation, f"note {i} about apples")
     passages = recall_passages(conversation_id=conversation.id, query="apples", limit=3)
     assert len(passages) == 9
 
 
 def test_a_text_said_many_times_is_quoted_once_with_its_count(conversation):
     for _ in range(4):
-        say(conversation, "What about the dashboard layout?")
+        said(conversation, "What about the dashboard layout?")
     passages = recall_passages(conversation_id=conversation.id, query="dashboard")
     assert len(passages) == 1
     assert "[said 4 times]" in passages[0]
@@ -133,17 +125,17 @@ def test_a_detail_stated_once_is_found_among_many_short_mentions_of_its_key_word
         "Could you draft three bullet points about the dashboard?",
         "Who owns the dashboard now?",
     ]
-    say(conversation, "The latency dashboard lives at https://grafana.example.com/d/x7?orgId=2.")
+    said(conversation, "The latency dashboard lives at https://grafana.example.com/d/x7?orgId=2.")
     for _ in range(3):
         for ask in asks:
-            say(conversation, ask)
+            said(conversation, ask)
     passages = recall_passages(conversation_id=conversation.id, query="dashboard")
     assert any("https://grafana.example.com/d/x7?orgId=2" in p for p in passages)
 
 
 @pytest.mark.django_db(transaction=True)
 async def test_async_search_for_the_agent(conversation):
-    await sync_to_async(say)(conversation, "The deploy key rotates on the 3rd.")
+    await sync_to_async(said)(conversation, "The deploy key rotates on the 3rd.")
     search = recall_search_for(conversation.id)
     assert await search("deploy key", 5) == [
         (await sync_to_async(recall_passages)(conversation_id=conversation.id, query="deploy key"))[
@@ -157,10 +149,10 @@ async def test_the_offline_model_quotes_what_the_user_said_not_its_own_echo(conv
     """RF.10: recall names a hit "the user's message (…)" / "your answer (…)"; the
     offline model still reads those names, leaves out its own earlier echo of the user's
     words, and names the speaker and the date in the asker's language."""
-    await sync_to_async(say)(conversation, "My locker code is 4711.")
-    await sync_to_async(say)(conversation, "You asked: “My locker code is 4711.”.", "assistant")
-    await sync_to_async(say)(conversation, "Please remember it")
-    await sync_to_async(say)(conversation, "Noted.", "assistant")
+    await sync_to_async(said)(conversation, "My locker code is 4711.")
+    await sync_to_async(said)(conversation, "You asked: “My locker code is 4711.”.", "assistant")
+    await sync_to_async(said)(conversation, "Please remember it")
+    await sync_to_async(said)(conversation, "Noted.", "assistant")
     asked = "我之前说过储物柜 locker 的什么？"
     query = "我 说过储物柜 locker 的什么"  # what the offline model looks up for ``asked``
     result = await recall_tool(recall_search_for(conversation.id)).func(query=query)
@@ -268,7 +260,7 @@ async def test_an_edited_question_and_its_answer_are_found_only_in_their_new_for
 def test_recalling_images_leaves_no_reference_cycle(conversation):
     """Reading the newest turns' image ids by their JSON key must not leave Django's
     field-lookup error (and the frames it holds) for the cycle collector."""
-    question = say(conversation, "What was in the picture?")
+    question = said(conversation, "What was in the picture?")
     with cycle_collector_off():
         recall_passages(
             conversation_id=conversation.id, query="picture", before_id=question.pk, vision=True

@@ -6,24 +6,15 @@ import uuid
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django.db.transaction import TransactionManagementError
 
 from chat import selectors, services
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.models import Attachment, Conversation, Message
-from tests.chat.images import image_bytes
+from tests.support.factories import make_attachment
 
 pytestmark = pytest.mark.django_db
-
-
-def make_attachment(owner, conversation) -> Attachment:
-    return services.attachment_create(
-        owner=owner,
-        conversation=conversation,
-        uploaded_file=SimpleUploadedFile("a.png", image_bytes("PNG")),
-    )
 
 
 @pytest.mark.parametrize(

@@ -25,29 +25,12 @@ from contextmgmt.core.compact import DEFAULT_WINDOW_TOKENS, CompactUtils
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.db_memory import DbMemory, StoredSummary
+from tests.support.factories import add_message
 from tests.support.fake_llm import FakeLLM
 
+pytestmark = pytest.mark.usefixtures("media_root")  # images are stored
+
 BIG = 10**9  # a budget nothing exceeds
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    root = tmp_path / "media"
-    root.mkdir()
-    settings.MEDIA_ROOT = root
-    return root
-
-
-@pytest.fixture
-def conversation(user) -> Conversation:
-    return Conversation.objects.create(owner=user, title="history")
-
-
-def say(conversation, role: str, content: str, **fields) -> Message:
-    kind = fields.pop("kind", "query" if role == "user" else "answer")
-    return Message.objects.create(
-        conversation=conversation, role=role, content=content, kind=kind, **fields
-    )
 
 
 def png(size=(8, 6), colour=(10, 200, 30)) -> bytes:
@@ -92,9 +75,9 @@ def load(memory: DbMemory):
 def ten_turn_conversation(conversation) -> Conversation:
     """Five question/answer pairs, then the current query (pending)."""
     for i in range(5):
-        say(conversation, "user", f"question {i}", status="done")
-        say(conversation, "assistant", f"answer {i}")
-    say(conversation, "user", "the current query", status="pending", pinned=True)
+        add_message(conversation, "user", f"question {i}", status="done")
+        add_message(conversation, "assistant", f"answer {i}")
+    add_message(conversation, "user", "the current query", status="pending", pinned=True)
     return conversation
 
 
@@ -122,36 +105,36 @@ def test_history_in_creation_order_without_the_current_query(ten_turn_conversati
 
 @pytest.mark.django_db
 def test_order_follows_created_at_not_insertion(conversation):
-    late = say(conversation, "user", "second")
-    early = say(conversation, "user", "first")
+    late = add_message(conversation, "user", "second")
+    early = add_message(conversation, "user", "first")
     Message.objects.filter(pk=early.pk).update(created_at=late.created_at.replace(year=2000))
-    say(conversation, "user", "current")
+    add_message(conversation, "user", "current")
     assert [m.content for m in load(DbMemory(conversation.id, BIG))] == ["first", "second"]
 
 
 @pytest.mark.django_db
 def test_only_a_trailing_user_message_is_dropped(conversation):
-    say(conversation, "user", "q")
-    say(conversation, "assistant", "a")
+    add_message(conversation, "user", "q")
+    add_message(conversation, "assistant", "a")
     assert [m.content for m in load(DbMemory(conversation.id, BIG))] == ["q", "a"]
 
 
 @pytest.mark.django_db
 def test_failed_answer_is_dropped_but_its_question_kept(conversation):
-    say(conversation, "user", "what is 2+2?", status="done")
-    say(conversation, "assistant", "LLM unavailable", kind="error", status="error")
-    say(conversation, "user", "retry please", status="pending")
+    add_message(conversation, "user", "what is 2+2?", status="done")
+    add_message(conversation, "assistant", "LLM unavailable", kind="error", status="error")
+    add_message(conversation, "user", "retry please", status="pending")
     messages = load(DbMemory(conversation.id, BIG))
     assert [(m.role, m.content) for m in messages] == [("user", "what is 2+2?")]
 
 
 @pytest.mark.django_db
 def test_cancelled_partial_answer_kept_running_and_empty_ones_dropped(conversation):
-    say(conversation, "user", "write a poem")
-    say(conversation, "assistant", "Roses are", status="cancelled")
-    say(conversation, "assistant", "", status="done")
-    say(conversation, "user", "go on")
-    say(conversation, "assistant", "", status="running")  # the current run's own answer
+    add_message(conversation, "user", "write a poem")
+    add_message(conversation, "assistant", "Roses are", status="cancelled")
+    add_message(conversation, "assistant", "", status="done")
+    add_message(conversation, "user", "go on")
+    add_message(conversation, "assistant", "", status="running")  # the current run's own answer
     messages = load(DbMemory(conversation.id, BIG))
     assert [m.content for m in messages] == ["write a poem", "Roses are"]
 
@@ -159,10 +142,10 @@ def test_cancelled_partial_answer_kept_running_and_empty_ones_dropped(conversati
 @pytest.mark.django_db
 def test_system_and_tool_rows_and_other_conversations_are_not_loaded(conversation, user):
     other = Conversation.objects.create(owner=user)
-    say(other, "user", "elsewhere")
-    say(conversation, "system", "internal note", kind="answer")
-    say(conversation, "user", "mine")
-    say(conversation, "assistant", "reply")
+    add_message(other, "user", "elsewhere")
+    add_message(conversation, "system", "internal note", kind="answer")
+    add_message(conversation, "user", "mine")
+    add_message(conversation, "assistant", "reply")
     assert [m.content for m in load(DbMemory(conversation.id, BIG))] == ["mine", "reply"]
 
 
@@ -192,9 +175,9 @@ def test_add_message_and_clear_are_no_ops(ten_turn_conversation):
 def test_images_rebuilt_as_data_urls_from_storage(conversation):
     data = png((5, 4), (1, 2, 3))
     cat = stored_image(conversation, data=data, size=(5, 4))
-    say(conversation, "user", "look at this", metadata=image_refs(cat))
-    say(conversation, "assistant", "a cat")
-    say(conversation, "user", "current")
+    add_message(conversation, "user", "look at this", metadata=image_refs(cat))
+    add_message(conversation, "assistant", "a cat")
+    add_message(conversation, "user", "current")
     first = load(DbMemory(conversation.id, BIG, vision=True))[0]
     assert first.content[0] == {"type": "text", "text": "look at this"}
     url = first.content[1]["image_url"]["url"]
@@ -205,8 +188,8 @@ def test_images_rebuilt_as_data_urls_from_storage(conversation):
 @pytest.mark.django_db
 def test_image_only_message_has_just_the_image_part(conversation):
     cat = stored_image(conversation)
-    say(conversation, "user", "", metadata=image_refs(cat))
-    say(conversation, "assistant", "ok")
+    add_message(conversation, "user", "", metadata=image_refs(cat))
+    add_message(conversation, "assistant", "ok")
     [image_msg, _] = load(DbMemory(conversation.id, BIG))
     assert [p["type"] for p in image_msg.content] == ["image_url"]
 
@@ -214,8 +197,8 @@ def test_image_only_message_has_just_the_image_part(conversation):
 @pytest.mark.django_db
 def test_without_vision_images_become_text_notes(conversation):
     cat = stored_image(conversation, name="cat.png", size=(640, 480))
-    say(conversation, "user", "look", metadata=image_refs(cat))
-    say(conversation, "assistant", "ok")
+    add_message(conversation, "user", "look", metadata=image_refs(cat))
+    add_message(conversation, "assistant", "ok")
     first = load(DbMemory(conversation.id, BIG, vision=False))[0]
     assert first.content == (
         "look\n[image: cat.png, 640x480 — PNG 640x480; mostly green #0ac81e 100%]"
@@ -227,8 +210,8 @@ def test_missing_file_degrades_to_a_note(conversation):
     cat = stored_image(conversation, name="gone.png")
     cat.file.storage.delete(cat.file.name)
     dog = stored_image(conversation, name="dog.png")
-    say(conversation, "user", "two pets", metadata=image_refs(cat, dog))
-    say(conversation, "assistant", "ok")
+    add_message(conversation, "user", "two pets", metadata=image_refs(cat, dog))
+    add_message(conversation, "assistant", "ok")
     first = load(DbMemory(conversation.id, BIG))[0]
     assert first.content[0] == {"type": "text", "text": "two pets\n[image: gone.png unavailable]"}
     assert first.content[1]["image_url"]["url"].startswith("data:image/png;base64,")
@@ -238,8 +221,8 @@ def test_missing_file_degrades_to_a_note(conversation):
 @pytest.mark.django_db
 def test_empty_file_degrades_to_a_note(conversation):
     blank = stored_image(conversation, name="blank.png", data=b"")
-    say(conversation, "user", "x", metadata=image_refs(blank))
-    say(conversation, "assistant", "ok")
+    add_message(conversation, "user", "x", metadata=image_refs(blank))
+    add_message(conversation, "assistant", "ok")
     assert load(DbMemory(conversation.id, BIG))[0].content == "x\n[image: blank.png unavailable]"
 
 
@@ -254,8 +237,8 @@ def test_unknown_malformed_and_foreign_file_ids_degrade_to_notes(conversation, o
         {"file_id": str(secret.id), "mime_type": "image/png"},  # another user's image
         "garbage",
     ]
-    say(conversation, "user", "pics", metadata={"images": refs})
-    say(conversation, "assistant", "ok")
+    add_message(conversation, "user", "pics", metadata={"images": refs})
+    add_message(conversation, "assistant", "ok")
     first = load(DbMemory(conversation.id, BIG))[0]
     assert first.content == (
         f"pics\n[image: {ghost} unavailable]\n[image: not-a-uuid unavailable]\n"
@@ -271,9 +254,9 @@ def long_conversation(conversation, turns: int, words: int = 30, tag: str = "") 
     """``turns`` question/answer pairs (about 85 tokens each at 30 words), then the query."""
     rows = []
     for i in range(turns):
-        rows.append(say(conversation, "user", f"{tag}Q{i}: " + "lorem ipsum " * words))
-        rows.append(say(conversation, "assistant", f"{tag}A{i}: " + "dolor sit " * words))
-    say(conversation, "user", "current question")
+        rows.append(add_message(conversation, "user", f"{tag}Q{i}: " + "lorem ipsum " * words))
+        rows.append(add_message(conversation, "assistant", f"{tag}A{i}: " + "dolor sit " * words))
+    add_message(conversation, "user", "current question")
     return rows
 
 
@@ -366,8 +349,8 @@ def test_next_load_starts_from_the_stored_summary_without_an_llm_call(conversati
     persist(conversation, first)
     # The run answers and the user asks again.
     Message.objects.filter(role="user", content="current question").update(status="done")
-    answer = say(conversation, "assistant", "answer to current")
-    say(conversation, "user", "next question")
+    answer = add_message(conversation, "assistant", "answer to current")
+    add_message(conversation, "user", "next question")
 
     llm = FakeLLM(default="must not be called")
     second = DbMemory(conversation.id, 600, compact_llm=llm)
@@ -463,7 +446,7 @@ def test_query_count_is_constant(
 ):
     settings.FIMONE_IMAGE_PIXEL_TURNS = count  # every image as pixels: each file is read
     bulk_history(conversation, count, images)
-    say(conversation, "user", "current")
+    add_message(conversation, "user", "current")
     memory = DbMemory(conversation.id, BIG, vision=True)
     # 1 summary + 1 messages + 1 attachments, whatever the size.
     with django_assert_max_num_queries(3):
@@ -476,7 +459,7 @@ def test_query_count_is_constant(
 @pytest.mark.django_db
 def test_query_count_is_constant_from_a_stored_summary(conversation, django_assert_max_num_queries):
     rows = bulk_history(conversation, 2_000, 20)
-    say(conversation, "user", "current")
+    add_message(conversation, "user", "current")
     summary_save(
         conversation_id=conversation.id,
         summary="First half.",
@@ -495,7 +478,7 @@ def test_query_count_is_constant_from_a_stored_summary(conversation, django_asse
 def test_all_2000_messages_with_20_images_are_loaded_in_order(conversation, settings):
     settings.FIMONE_IMAGE_PIXEL_TURNS = 2_000
     bulk_history(conversation, 2_000, 20)
-    say(conversation, "user", "current")
+    add_message(conversation, "user", "current")
     messages = load(DbMemory(conversation.id, BIG))
     assert len(messages) == 2_000
     assert messages[0].text().startswith("message 0")

@@ -15,36 +15,25 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat import services
-from chat.models import Conversation, Message
+from chat.models import Message
 from chat.summaries import summary_latest, summary_save
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.db_memory import DbMemory
+from tests.support.factories import add_message
 from tests.support.fake_llm import FakeLLM
-
-
-@pytest.fixture
-def conversation(user) -> Conversation:
-    return Conversation.objects.create(owner=user, title="steering")
-
-
-def say(conversation, role: str, content: str, **fields) -> Message:
-    kind = fields.pop("kind", "query" if role == "user" else "answer")
-    return Message.objects.create(
-        conversation=conversation, role=role, content=content, kind=kind, **fields
-    )
 
 
 def turns(conversation, n: int, *, tag: str = "", words: int = 30) -> list[Message]:
     rows = []
     for i in range(n):
-        rows.append(say(conversation, "user", f"{tag}Q{i}: " + "lorem ipsum " * words))
-        rows.append(say(conversation, "assistant", f"{tag}A{i}: " + "dolor sit " * words))
+        rows.append(add_message(conversation, "user", f"{tag}Q{i}: " + "lorem ipsum " * words))
+        rows.append(add_message(conversation, "assistant", f"{tag}A{i}: " + "dolor sit " * words))
     return rows
 
 
 def ask(conversation, text: str = "current question") -> Message:
-    return say(conversation, "user", text, status="pending")
+    return add_message(conversation, "user", text, status="pending")
 
 
 def answer_current(conversation) -> None:
@@ -103,7 +92,7 @@ def test_rv2_next_load_brings_the_uncovered_pin_back_without_an_llm_call(convers
     load(first)
     persist(conversation, first)
     answer_current(conversation)
-    later = say(conversation, "assistant", "answer to current")
+    later = add_message(conversation, "assistant", "answer to current")
     ask(conversation, "next question")
 
     llm = FakeLLM(default="must not be called")
@@ -204,8 +193,8 @@ def test_rv2_a_covered_pin_that_yields_is_left_out_not_summarised_again(conversa
     load(first)
     persist(conversation, first)
     answer_current(conversation)
-    huge = say(conversation, "user", "a long pasted note " + "x y " * 400)
-    say(conversation, "assistant", "noted")
+    huge = add_message(conversation, "user", "a long pasted note " + "x y " * 400)
+    add_message(conversation, "assistant", "noted")
     services.message_pin_set(message=rows[0], pinned=True)  # covered by the summary
     services.message_pin_set(message=huge, pinned=True)  # over half the budget alone
     ask(conversation, "next question")
@@ -230,7 +219,7 @@ def first_summary(conversation):
     load(first)
     stored = persist(conversation, first)
     answer_current(conversation)
-    say(conversation, "assistant", "answer to current")
+    add_message(conversation, "assistant", "answer to current")
     ask(conversation, "next question")
     return rows, stored
 

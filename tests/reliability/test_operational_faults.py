@@ -33,18 +33,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def conversation(user):
-    return services.conversation_create(owner=user, title="operations")
-
-
-@pytest.fixture
-async def socket(user, conversation):
-    comm = await connect(user, conversation.id)
-    yield comm
-    await comm.disconnect()
-
-
 async def statuses(conversation) -> list[tuple[str, str]]:
     rows = Message.objects.filter(conversation=conversation).order_by("id")
     return [(m.role, m.status) async for m in rows]

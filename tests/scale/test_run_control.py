@@ -21,11 +21,6 @@ from chat.runs import control as run_control
 from chat.runs.events import control_group
 
 
-@pytest.fixture
-def conversation(user):
-    return services.conversation_create(owner=user, title="scale")
-
-
 def start_run(conversation, run_id: str | None = None) -> tuple[Message, Message]:
     run_id = run_id or uuid.uuid4().hex
     query = services.user_message_create(conversation=conversation, content="q", run_id=run_id)

@@ -51,13 +51,7 @@ METHODS = ("get", "post", "patch", "delete")
 SECRET_TITLE = "Alice's secret plans"
 SECRET_TEXT = "the vault code is 4242"
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 
 
 @pytest.fixture

@@ -12,11 +12,6 @@ from tests.support.runs import connect, next_event, send
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_runs")]
 
 
-@pytest.fixture
-def conversation(user):
-    return services.conversation_create(owner=user, title="hostile frames")
-
-
 @pytest.mark.parametrize("depth", [33, 1_100, 100_000])
 @pytest.mark.parametrize("opener,closer", [("[", "]"), ('{"a":', "}")])
 async def test_deep_json_is_an_invalid_json_frame_and_the_socket_lives(

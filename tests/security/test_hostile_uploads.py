@@ -23,34 +23,14 @@ from collections import Counter
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from chat import services
 from chat.models import Attachment
 from tests.chat.images import image_bytes
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def owner_client(user):
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def conversation(user):
-    return services.conversation_create(owner=user, title="uploads")
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 
 
 def upload(client, conversation, data: bytes, name: str, mime: str = "image/png"):
@@ -104,16 +84,16 @@ POLYGLOTS = {
 
 @pytest.mark.parametrize("kind", list(POLYGLOTS))
 def test_a_polyglot_is_only_ever_served_as_an_inert_image(
-    owner_client, conversation, media_root, kind
+    logged_in_client, conversation, media_root, kind
 ):
     data, name, mime = POLYGLOTS[kind]
-    response = upload(owner_client, conversation, data, name, mime="text/html")
+    response = upload(logged_in_client, conversation, data, name, mime="text/html")
     if response.status_code != 201:
         assert_refused(response, media_root)  # refusing it is fine too
         return
     described = response.json()
     assert described["mime_type"] == mime  # the verified type, not the client's text/html
-    served = owner_client.get(described["url"])
+    served = logged_in_client.get(described["url"])
     assert served.status_code == 200
     assert served["Content-Type"] == mime
     assert served["X-Content-Type-Options"] == "nosniff"
@@ -141,7 +121,7 @@ def _iccp_bomb(size: int) -> bytes:
     ids=["zTXt", "iCCP", "iTXt"],
 )
 def test_a_zip_bomb_in_a_png_chunk_is_never_inflated(
-    owner_client, conversation, media_root, chunk, payload
+    logged_in_client, conversation, media_root, chunk, payload
 ):
     inflated = 256 * 1024 * 1024  # 256 MB once decompressed, ~250 KB on the wire
     if payload is None:  # iTXt: compressed flag set, same bomb
@@ -152,7 +132,7 @@ def test_a_zip_bomb_in_a_png_chunk_is_never_inflated(
     assert len(file) < 1_000_000
     tracemalloc.start()
     try:
-        response = upload(owner_client, conversation, file, "bomb.png")
+        response = upload(logged_in_client, conversation, file, "bomb.png")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -199,11 +179,11 @@ def webp_claiming(width: int, height: int) -> bytes:
     ids=["gif-65535x65535", "jpeg-65500x65500", "webp-16383x16383"],
 )
 def test_huge_declared_dimensions_are_refused_without_decoding(
-    owner_client, conversation, media_root, make
+    logged_in_client, conversation, media_root, make
 ):
     tracemalloc.start()
     try:
-        response = upload(owner_client, conversation, make(), "huge.img")
+        response = upload(logged_in_client, conversation, make(), "huge.img")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -225,9 +205,11 @@ def exif_rotated_jpeg() -> bytes:
 
 
 def test_an_exif_rotated_jpeg_is_stored_with_the_dimensions_a_viewer_shows(
-    owner_client, conversation
+    logged_in_client, conversation
 ):
-    response = upload(owner_client, conversation, exif_rotated_jpeg(), "phone.jpg", "image/jpeg")
+    response = upload(
+        logged_in_client, conversation, exif_rotated_jpeg(), "phone.jpg", "image/jpeg"
+    )
     assert response.status_code == 201, response.content
     described = response.json()
     assert (described["width"], described["height"]) == (20, 40)
@@ -235,11 +217,11 @@ def test_an_exif_rotated_jpeg_is_stored_with_the_dimensions_a_viewer_shows(
     assert (attachment.width, attachment.height) == (20, 40)
 
 
-def test_a_cmyk_jpeg_is_accepted_as_a_jpeg_with_its_size(owner_client, conversation):
+def test_a_cmyk_jpeg_is_accepted_as_a_jpeg_with_its_size(logged_in_client, conversation):
     image = Image.new("CMYK", (30, 10), (0, 255, 255, 0))
     out = io.BytesIO()
     image.save(out, format="JPEG")
-    response = upload(owner_client, conversation, out.getvalue(), "print.jpg", "image/jpeg")
+    response = upload(logged_in_client, conversation, out.getvalue(), "print.jpg", "image/jpeg")
     assert response.status_code == 201, response.content
     described = response.json()
     assert (described["mime_type"], described["width"], described["height"]) == (
@@ -266,7 +248,9 @@ def damaged_images(draw) -> bytes:
     return bytes(data) + draw(st.binary(max_size=32))
 
 
-def test_fuzzed_uploads_never_500_and_store_all_or_nothing(owner_client, conversation, media_root):
+def test_fuzzed_uploads_never_500_and_store_all_or_nothing(
+    logged_in_client, conversation, media_root
+):
     @settings(
         max_examples=150,
         deadline=None,
@@ -275,7 +259,7 @@ def test_fuzzed_uploads_never_500_and_store_all_or_nothing(owner_client, convers
     @given(data=damaged_images() | st.binary(max_size=300))
     def check(data):
         before = Attachment.objects.count()
-        response = upload(owner_client, conversation, data, "fuzz.png")
+        response = upload(logged_in_client, conversation, data, "fuzz.png")
         assert response.status_code in (201, 400, 413), response.content
         outcomes[response.status_code] += 1
         if response.status_code == 201:

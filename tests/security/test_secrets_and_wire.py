@@ -31,16 +31,14 @@ from tests.chat.images import image_bytes
 from tests.support import scripted_server as scripted
 from tests.support.runs import WAIT, connect, events_until, send, use_small_budget
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_runs")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("clean_runs", "media_root"),
+]
 
 SECRET = "sk-live-" + "S3cr3tK3y" * 5
 ROW_SECRET = "sk-row-" + "AnotherK3y" * 5
 WIRE_KEYS = {"role", "content", "name", "tool_call_id", "tool_calls"}
-
-
-@pytest.fixture(autouse=True)
-def media_root(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 @pytest.fixture
