@@ -156,10 +156,9 @@ def test_a_follow_up_neither_hides_nor_cuts_the_answer_that_streamed(
     expect(answer).to_contain_text("Paragraph 0 of the essay. It goes on")
     send(page, "Now in one line?")
     follow_up = page.locator(".msg-user.injected")
-    expect(follow_up).to_have_attribute("data-message-id", re.compile(r"^\d+$"))  # stored
-    # The follow-up travels from the socket to the run through the channel layer: a moment
-    # for it to be queued before the essay ends (else a follow-up run would answer it).
-    page.wait_for_timeout(2000)
+    # Its id comes with ``injected``, which the server sends only once the run has been
+    # handed the follow-up (docs/protocol.md): the essay may end now, the run answers it.
+    expect(follow_up).to_have_attribute("data-message-id", re.compile(r"^\d+$"))
     release.set()
     wait_done(page)
 

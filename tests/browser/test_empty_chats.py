@@ -20,11 +20,13 @@ def stored_conversations(server) -> list[dict]:
     return server.api("GET", "/api/conversations/")["conversations"]
 
 
-def eventually_none_stored(server, timeout: float = 15.0) -> None:
+def eventually_stored(server, ids: set, timeout: float = 15.0) -> None:
+    """Wait until exactly ``ids`` are stored: the page's delete goes out without an answer
+    on screen (a hang guard, not a speed bound)."""
     deadline = time.monotonic() + timeout
-    while stored_conversations(server) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert stored_conversations(server) == []
+    while {c["id"] for c in stored_conversations(server)} != ids:
+        assert time.monotonic() < deadline, (stored_conversations(server), ids)
+        time.sleep(0.1)
 
 
 def attach_then_remove(page, tmp_path) -> None:
@@ -40,6 +42,8 @@ def test_an_attachment_removed_and_never_sent_leaves_no_conversation(
 ):
     session = open_session(chromium, live_daphne, phone=phone)
     page = session.page
+    deletes = []
+    page.on("request", lambda r: deletes.append(r.url) if r.method == "DELETE" else None)
     try:
         attach_then_remove(page, tmp_path)
         assert len(stored_conversations(live_daphne)) == 1  # the upload needed one
@@ -47,7 +51,7 @@ def test_an_attachment_removed_and_never_sent_leaves_no_conversation(
         open_sidebar(session)
         expect(page.locator("#conversation-list .conv-item")).to_have_count(0)
         page.locator("#new-conversation").click()
-        eventually_none_stored(live_daphne)
+        eventually_stored(live_daphne, set())
         expect(page.locator("#conversation-list .conv-item")).to_have_count(0)
 
         # Sent: listed, addressed, and kept when the user moves on.
@@ -61,8 +65,13 @@ def test_an_attachment_removed_and_never_sent_leaves_no_conversation(
         )
         open_sidebar(session)
         expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
+        deleted_before = len(deletes)
         page.locator("#new-conversation").click()
-        page.wait_for_timeout(500)
+        # The page asks for an empty chat's delete as it leaves it, before the new chat
+        # shows: by then no delete went out for this one.
+        expect(page).to_have_url(live_daphne.base_url + "/")
+        expect(page.locator("#conversation-title")).to_have_text("New chat")
+        assert deletes[deleted_before:] == []
         assert len(stored_conversations(live_daphne)) == 1
         assert not session.errors
     finally:
@@ -87,19 +96,13 @@ def test_leaving_for_another_chat_or_closing_the_tab_deletes_the_empty_one(
         assert len(ids) == 3
         page.locator(f'#conversation-list a[href="/c/{sent_id}/"]').click()
         expect(page).to_have_url(live_daphne.base_url + f"/c/{sent_id}/")
-        deadline = time.monotonic() + 15
-        while len(stored_conversations(live_daphne)) > 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert {c["id"] for c in stored_conversations(live_daphne)} == {kept["id"], sent_id}
+        eventually_stored(live_daphne, {kept["id"], sent_id})
 
         page.locator("#new-conversation").click()
         attach_then_remove(page, tmp_path)
         assert len(stored_conversations(live_daphne)) == 3
         page.close(run_before_unload=True)
-        deadline = time.monotonic() + 15
-        while len(stored_conversations(live_daphne)) > 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert {c["id"] for c in stored_conversations(live_daphne)} == {kept["id"], sent_id}
+        eventually_stored(live_daphne, {kept["id"], sent_id})
         assert not session.errors
     finally:
         session.close()

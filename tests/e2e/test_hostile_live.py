@@ -192,7 +192,7 @@ async def test_deleting_a_conversation_mid_run_stops_the_run(scripted_daphne, sc
     ws, other_tab = await connect(scripted_daphne, cid), await connect(scripted_daphne, cid)
     try:
         await ws.send(json.dumps({"type": "message", "content": "go on forever"}))
-        await until(ws, "step")
+        (started,) = [f for f in await until(ws, "step") if f["type"] == "run.started"]
         assert _delete(scripted_daphne, cid) == 204
         deleted_at = time.monotonic()
         calls_at_delete = len(scripted_server.requests)
@@ -205,7 +205,13 @@ async def test_deleting_a_conversation_mid_run_stops_the_run(scripted_daphne, sc
             assert closed.value.rcvd is not None and closed.value.rcvd.code == 4404
             # Whatever was in flight at the 204 came first; the close is the last word.
             assert time.monotonic() - deleted_at < 10
-        await asyncio.sleep(3.0)  # unstopped, the loop would call the model every ~0.5 s
+        # The run has ended (unstopped, it would call the model every ~0.5 s and never
+        # log this); whatever it asked after the delete was the call in flight.
+        await asyncio.to_thread(
+            scripted_daphne.wait_for_log,
+            f"run {started['run_id']}: its conversation was deleted",
+            timeout=WAIT,
+        )
         assert len(scripted_server.requests) <= calls_at_delete + 1
     finally:
         await ws.close()

@@ -9,13 +9,9 @@ serves. The database ends with every question answered and nothing interrupted o
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import signal
 import threading
-import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -56,19 +52,6 @@ def two_processes(postgres_server, redis_server, model, tmp_path_factory):
             server.stop(timeout=30)
 
 
-def wait_until_draining(server) -> None:
-    """``/healthz`` says the process is draining once the signal has acted (hang guard)."""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(server.base_url + "/healthz", timeout=5).close()
-        except urllib.error.HTTPError as exc:  # 503 while draining
-            if json.loads(exc.read())["checks"]["process"] == "draining":
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"{server.base_url} never began draining")
-
-
 async def test_restarting_a_process_mid_run_loses_no_run(two_processes, model):
     a, b = two_processes
     running, waiting = new_conversation(a), new_conversation(a)
@@ -86,7 +69,7 @@ async def test_restarting_a_process_mid_run_loses_no_run(two_processes, model):
         await on_a.wait_type("answer.delta")
 
         a.proc.send_signal(signal.SIGTERM)  # the deploy reaches A
-        await asyncio.to_thread(wait_until_draining, a)
+        await asyncio.to_thread(a.wait_until_draining)
         await other_on_a.send(type="message", content="Sent during the deploy.")
         refused = await other_on_a.wait_type("error")
         assert refused["code"] == "server_draining"
@@ -134,14 +117,18 @@ async def test_deleting_through_b_stops_the_run_in_a(two_processes, model):
     on_a, on_b = await Socket.open(a, conversation, "A"), await Socket.open(b, conversation, "B")
     try:
         await on_a.send(type="message", content="Go on forever.")
+        started = await on_a.wait_type("run.started")
         await on_a.wait_type("step")
         await asyncio.to_thread(b.api, "DELETE", f"/api/conversations/{conversation}/")
         calls_at_delete = len(model.requests)
         for sock in (on_a, on_b):
             gone = await sock.wait_type("error")
             assert gone["code"] == "not_found"
-        # Unstopped, the loop would make a call every ~0.5 s.
-        await asyncio.sleep(3)
+        # The run (on A, whose socket asked) has ended: unstopped, it would make a call
+        # every ~0.5 s and never log this.
+        await asyncio.to_thread(
+            a.wait_for_log, f"run {started['run_id']}: its conversation was deleted"
+        )
         assert len(model.requests) <= calls_at_delete + 1  # at most the call in flight
     finally:
         model.default = Reply(content="Scripted answer.")

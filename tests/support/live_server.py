@@ -125,6 +125,28 @@ class LiveServer:
         except OSError:
             return ""
 
+    def wait_for_log(self, line: str, *, timeout: float = 60.0) -> None:
+        """Wait until the server's log holds ``line`` (a hang guard, not a speed bound)."""
+        deadline = time.monotonic() + timeout
+        while line not in self.log():
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{line!r} not logged within {timeout}s:\n{self.log()[-4000:]}"
+                )
+            time.sleep(0.05)
+
+    def wait_until_draining(self, *, timeout: float = 300.0) -> None:
+        """Wait until ``/healthz`` says the process is draining (once a SIGTERM has acted)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.base_url + "/healthz", timeout=5).close()
+            except urllib.error.HTTPError as exc:  # 503 while draining
+                if json.loads(exc.read())["checks"]["process"] == "draining":
+                    return
+            time.sleep(0.05)
+        raise AssertionError(f"{self.base_url} never began draining")
+
     # -- lifecycle ---------------------------------------------------------------------
 
     def setup(self) -> None:
