@@ -1,6 +1,7 @@
-// The chat page: navigation between conversations, the sidebar, the composer and the
-// websocket. The run on screen and its events belong to RunController (run_controller.js);
-// the frames are described in docs/protocol.md.
+// The chat page: which conversation is on screen, and the parts it is made of — the
+// sidebar (sidebar.js), the composer (composer.js), the link to the server with its
+// outbox (connection.js), sending (sending.js), and the run on screen with its events
+// (run_controller.js). The frames are described in docs/protocol.md.
 
 import { api } from "./api.js";
 import { Gauge, ModelPicker, setUpOfflineNote, toast } from "./chrome.js";
@@ -12,9 +13,9 @@ import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
 import { EmptyChatGuard } from "./empty_chat.js";
 import { ScrollFollower } from "./scroll_follow.js";
+import { MessageSender, notReached } from "./sending.js";
 import { setSteeringConversation, watchPins } from "./steering.js";
-import { connectionMethods } from "./app_connection.js";
-import { sendingMethods } from "./app_sending.js";
+import { ConversationLink } from "./connection.js";
 import { ToolsMenu } from "./tools_menu.js";
 
 const config = JSON.parse(document.getElementById("ui-config").textContent);
@@ -26,14 +27,23 @@ class ChatApp {
     this.titleEl = document.getElementById("conversation-title");
     this.connectionEl = document.getElementById("connection");
     this.conversation = null;
-    this.socket = null;
-    this.outbox = [];
     this.saves = new PendingSaves(); // what a message sent now waits for
     this.creating = null;
     this.loadToken = 0;
     this.picks = { mode: 0, model: 0 };
     this.emptyChat = new EmptyChatGuard();
     this.scroller = new ScrollFollower(this.messagesEl);
+    this.link = new ConversationLink({
+      onFrame: (frame) => {
+        this.runs.handle(frame);
+        this.scroller.scrollToEnd(false);
+      },
+      showState: (text, tone) => this.setConnection(text, tone),
+      catchUp: () => this.conversation && this.reloadAfterDrop(),
+      checkStillWelcome: () => this.checkStillWelcome(),
+      gone: () => this.conversationGone(),
+    });
+    this.sender = new MessageSender(this);
 
     this.sidebar = new Sidebar({
       onOpen: (id) => this.open(id, { push: true }),
@@ -43,8 +53,8 @@ class ChatApp {
       loadPage: (before) => api.listConversations({ before }),
     });
     this.composer = new Composer({
-      onSend: (message) => this.send(message),
-      onStop: () => this.stop(),
+      onSend: (message) => this.sender.send(message),
+      onStop: () => this.runs.stop(),
       ensureConversation: () => this.ensureConversation(),
       maxUploadBytes: config.maxUploadBytes,
       toast: (text) => this.toast(text),
@@ -59,10 +69,10 @@ class ChatApp {
       emptyState: this.emptyState,
       composer: this.composer,
       toast: (text) => this.toast(text),
-      sendFrame: (frame) => this.sendSoon(frame),
+      sendFrame: (frame) => this.link.sendSoon(frame),
       conversationId: () => this.conversation?.id ?? null,
-      resend: (query) => this.resend(query),
-      retryElsewhere: () => this.retryElsewhere(),
+      resend: (query) => this.sender.resend(query),
+      retryElsewhere: () => this.link.retryElsewhere(),
       onStarted: () => this.refreshTitle(),
       onEnded: () => this.refreshGauge(),
       onContextChanged: () => this.refreshGauge(),
@@ -95,9 +105,9 @@ class ChatApp {
     this.messagesEl.addEventListener("fimone:toast", (event) => this.toast(event.detail));
 
     window.addEventListener("popstate", () => this.open(idFromPath(), { push: false }));
-    window.addEventListener("online", () => this.socket?.nudge());
+    window.addEventListener("online", () => this.link.nudge());
     document.addEventListener("visibilitychange", () => {
-      if (!document.hidden) this.socket?.nudge();
+      if (!document.hidden) this.link.nudge();
     });
   }
 
@@ -130,10 +140,8 @@ class ChatApp {
     this.emptyChat.leave(nextId);
     this.creating = null;
     this.loading = null;
-    this.socket?.close();
-    this.socket = null;
+    this.link.close();
     this.runs.reset();
-    this.outbox = [];
     this.messagesEl.replaceChildren(this.emptyState);
     this.emptyState.hidden = false;
     this.composer.setRunning(false);
@@ -350,6 +358,60 @@ class ChatApp {
     return conversation;
   }
 
+  // ---- the link to the server ----------------------------------------------------------
+
+  connect() {
+    if (this.conversation) this.link.open(this.conversation.id);
+  }
+
+  async checkStillWelcome() {
+    if (!this.conversation) return;
+    const id = this.conversation.id;
+    try {
+      await api.getConversation(id);
+    } catch (err) {
+      if (err.status !== 404) return;
+      if (this.isCurrent(id)) this.conversationGone();
+      else this.sidebar.removeItem(id); // left meanwhile: only its row goes
+    }
+  }
+
+  conversationGone() {
+    const id = this.conversation?.id;
+    this.toast(gettext("This conversation was deleted."));
+    if (id) this.sidebar.removeItem(id);
+    this.newChat();
+  }
+
+  // After a drop (or when the run asks): the history as the server has it.
+  async reloadAfterDrop() {
+    const id = this.conversation.id;
+    try {
+      const page = await api.messagePage(id);
+      const messages = page.messages;
+      if (!this.isCurrent(id)) return;
+      const unconfirmed = this.runs.takeUnconfirmed();
+      this.renderHistory(messages, page.has_more);
+      if (unconfirmed && this.link.hasQueued) {
+        // Never sent: show it again as pending and send it now.
+        this.link.dropQueued();
+        this.sender.send(unconfirmed);
+        return;
+      }
+      const lastUser = messages.filter((m) => m.role === "user").pop();
+      if (unconfirmed && lastUser?.content !== unconfirmed.content) {
+        // Sent as the connection died, never reached the server: nothing typed is lost.
+        this.composer.prompt.value = unconfirmed.content;
+        this.composer.refresh();
+        this.toast(notReached());
+      }
+    } catch (err) {
+      this.toast(interpolate(gettext("Could not refresh the conversation: %(reason)s"), { reason: err.message }, true));
+    }
+    this.link.flush();
+    this.refreshGauge();
+  }
+
   // ---- history -------------------------------------------------------------------------
 
   // History arrives a page at a time (newest first shown); older pages load on demand.
@@ -385,8 +447,6 @@ class ChatApp {
     toast(text);
   }
 }
-
-Object.assign(ChatApp.prototype, connectionMethods, sendingMethods);
 
 function idFromPath() {
   const match = window.location.pathname.match(/^\/c\/([^/]+)\/?$/);

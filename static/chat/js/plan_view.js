@@ -1,6 +1,5 @@
 // An answer's live DAG plan: its steps with their status, what each did, and the analyser's
-// verdict per round. Methods of AssistantView (render.js), kept here to keep that module
-// small.
+// verdict per round. Each AssistantView (render.js) has one, placed above its steps.
 
 import { decorateCodeBlocks } from "./code_blocks.js";
 import { el } from "./dom.js";
@@ -13,11 +12,31 @@ const STEP_STATUS = {
   error: gettext("error"),
 };
 
-export const planMethods = {
-  plan(frame, round = 0) {
+export class PlanView {
+  // ``place(box)``: puts a first plan on the page (a new round's plan replaces the old).
+  constructor(place) {
+    this.place = place;
+    this.clear();
+  }
+
+  // Forget the plan shown (a fuller record of it is about to be replayed).
+  clear() {
+    this.box?.remove();
+    this.box = null;
+    this.steps = null; // step id -> {row, pill, activity, progress}
+    this.verdictLine = null;
+    this.lastVerdict = null;
+  }
+
+  // Where a DAG step's own tool calls go; null when there is no such step on screen.
+  stepEntry(id) {
+    return this.steps?.get(String(id)) || null;
+  }
+
+  show(frame, round = 0) {
     const steps = Array.isArray(frame.steps) ? frame.steps : [];
     const list = el("ol", { class: "plan-steps" });
-    this.planSteps = new Map();
+    this.steps = new Map();
     for (const step of steps) {
       const deps = Array.isArray(step.depends_on) ? step.depends_on : [];
       const pill = el("span", { class: "pill pending", text: STEP_STATUS.pending });
@@ -40,7 +59,7 @@ export const planMethods = {
           : null,
         activity,
       );
-      this.planSteps.set(String(step.id), { row, pill, activity });
+      this.steps.set(String(step.id), { row, pill, activity });
       list.append(row);
     }
     const head = el(
@@ -61,15 +80,15 @@ export const planMethods = {
         : null,
     );
     const box = el("section", { class: "plan", "aria-label": gettext("Execution plan") }, head, list);
-    if (this.planBox) this.planBox.replaceWith(box);
-    else this.node.insertBefore(box, this.steps);
-    this.planBox = box;
+    if (this.box) this.box.replaceWith(box);
+    else this.place(box);
+    this.box = box;
     this.verdictLine = null;
-  },
+  }
 
   // ``dag.step.delta``: a running step's text as its model writes it.
-  planProgress(frame) {
-    const entry = this.planSteps?.get(String(frame.id));
+  progress(frame) {
+    const entry = this.stepEntry(frame.id);
     if (!entry || !frame.text) return;
     if (!entry.progress) {
       entry.progress = el("div", { class: "plan-progress", "aria-live": "off" });
@@ -77,11 +96,10 @@ export const planMethods = {
     }
     entry.progress.textContent += frame.text;
     entry.progress.scrollTop = entry.progress.scrollHeight; // the newest lines in view
-  },
+  }
 
-  planStep(frame) {
-    if (!this.planSteps) return;
-    const entry = this.planSteps.get(String(frame.id));
+  step(frame) {
+    const entry = this.stepEntry(frame.id);
     if (!entry) return;
     const status = String(frame.status || "pending");
     if (status !== "running" && entry.progress) {
@@ -108,10 +126,10 @@ export const planMethods = {
         el("details", { class: "step-result" }, el("summary", { text: frame.error ? gettext("Error") : gettext("Result") }), body),
       );
     }
-  },
+  }
 
   analysis(frame) {
-    if (!this.planBox) return;
+    if (!this.box) return;
     const confidence = Number(frame.confidence);
     const known = frame.confidence !== null && Number.isFinite(confidence);
     const values = { percent: Math.round(confidence * 100) };
@@ -136,6 +154,6 @@ export const planMethods = {
       text,
       reason ? el("div", { class: "step-note", text: String(reason) }) : null,
     );
-    this.planBox.append(this.verdictLine);
-  },
-};
+    this.box.append(this.verdictLine);
+  }
+}

@@ -4,7 +4,7 @@
 import { api, attachmentUrl } from "./api.js";
 import { decorateCodeBlocks } from "./code_blocks.js";
 import { el, icon, placeAction } from "./dom.js";
-import { planMethods } from "./plan_view.js";
+import { PlanView } from "./plan_view.js";
 import { StreamRender } from "./stream_render.js";
 import { formatK, usageCard } from "./usage_card.js";
 
@@ -220,7 +220,6 @@ export class AssistantView {
     this.onRetry = onRetry;
     this.answer = el("div", { class: "answer" });
     this.steps = el("div", { class: "steps", hidden: true });
-    this.planBox = null;
     this.actions = el("div", { class: "msg-actions" });
     this.footer = el("div", { class: "msg-footer" }, this.actions);
     this.node = el(
@@ -231,6 +230,7 @@ export class AssistantView {
       this.answer,
       this.footer,
     );
+    this.plan = new PlanView((box) => this.node.insertBefore(box, this.steps));
     this.text = "";
     this.live = new StreamRender(this.answer, { decorate: decorateCodeBlocks });
     this.setId(id);
@@ -351,7 +351,7 @@ export class AssistantView {
       body = frame.text || "";
     }
     const where = frame.step_id;
-    const planEntry = where !== undefined ? this.planSteps?.get(String(where)) : null;
+    const planEntry = where !== undefined ? this.plan.stepEntry(where) : null;
     const prefix =
       where !== undefined && !planEntry
         ? interpolate(gettext("Step %(step)s · "), { step: where }, true)
@@ -452,11 +452,7 @@ export class AssistantView {
     this.maskNotes = null;
     this.steps.replaceChildren();
     this.steps.hidden = true;
-    this.planBox?.remove();
-    this.planBox = null;
-    this.planSteps = null;
-    this.verdictLine = null;
-    this.lastVerdict = null;
+    this.plan.clear();
     this.reasoning?.remove();
     this.reasoning = null;
   }
@@ -548,5 +544,3 @@ export class AssistantView {
     this.footer.append(box);
   }
 }
-
-Object.assign(AssistantView.prototype, planMethods);

@@ -1,5 +1,5 @@
 // The run on screen: which answer is being written, the follow-ups waiting to be confirmed,
-// the retry in flight, and every websocket event of a run (drawn by run_events.js). The page (ChatApp) owns
+// the retry in flight, and every websocket event of a run (drawn by run_events.js's handlers). The page (ChatApp) owns
 // navigation, the sidebar, the composer and the socket; it hands this controller the
 // message list and a few callbacks, and forwards each server frame to ``handle``.
 // The frames are described in docs/protocol.md.
@@ -7,7 +7,7 @@
 import { setApprovalTransport } from "./approval.js";
 import { buildHistoryNodes } from "./history.js";
 import { AssistantView, userMessage } from "./render.js";
-import { EVENT_HANDLERS, runEventMethods } from "./run_events.js";
+import { EVENT_HANDLERS } from "./run_events.js";
 import { TRACE_HANDLERS } from "./trace.js";
 import { VersionSwitching, dropBranch, offerEdit } from "./versions.js";
 
@@ -197,7 +197,7 @@ export class RunController {
 
   handle(frame) {
     const handler = EVENT_HANDLERS[frame.type];
-    if (handler) handler.call(this, frame);
+    if (handler) handler(this, frame);
   }
 
   viewForEvent() {
@@ -221,5 +221,3 @@ export class RunController {
     return Boolean(this.messagesEl.querySelector(`[data-message-id="${CSS.escape(String(id))}"]`));
   }
 }
-
-Object.assign(RunController.prototype, runEventMethods);

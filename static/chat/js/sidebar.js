@@ -2,8 +2,8 @@
 // and message text (GET /api/search/); a drawer on narrow screens.
 
 import { el, icon } from "./dom.js";
-import { exportMethods } from "./sidebar_export.js";
-import { searchMethods } from "./sidebar_search.js";
+import { ExportMenu } from "./sidebar_export.js";
+import { SidebarSearch } from "./sidebar_search.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -38,8 +38,16 @@ export class Sidebar {
     this.conversations = [];
     this.currentId = null;
     this.setUpOlderPages();
-    this.setUpSearch();
-    this.setUpExportMenu();
+    this.search = new SidebarSearch({
+      nav: this.list.closest("nav"),
+      titleOf: (conversation) => this.titleOf(conversation),
+      open: async (id) => {
+        this.close();
+        await this.onOpen(id);
+      },
+      onShow: (on) => this.showSearchResults(on),
+    });
+    this.exportMenu = new ExportMenu();
 
     document.getElementById("new-conversation").addEventListener("click", () => {
       this.close();
@@ -219,7 +227,7 @@ export class Sidebar {
             "aria-haspopup": "menu",
             "aria-expanded": "false",
             title: gettext("Export"),
-            onclick: (event) => this.toggleExportMenu(event.currentTarget, conversation),
+            onclick: (event) => this.exportMenu.toggle(event.currentTarget, conversation, title),
           },
           icon("download"),
         ),
@@ -322,8 +330,14 @@ export class Sidebar {
   }
 
   get searching() {
-    return this.searchInput.value.trim().length > 0;
+    return this.search.active;
+  }
+
+  // While there is a query its results take the list's place.
+  showSearchResults(on) {
+    this.list.hidden = on;
+    this.more.hidden = on || !this.next;
+    if (on) this.empty.hidden = true;
+    else this.render();
   }
 }
-
-Object.assign(Sidebar.prototype, exportMethods, searchMethods);

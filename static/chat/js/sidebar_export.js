@@ -1,5 +1,5 @@
-// The conversation list's download menu (Markdown or JSON), from a row's download button.
-// Methods of Sidebar (sidebar.js), kept here to keep that module small.
+// The conversation list's download menu (Markdown or JSON), from a row's download button
+// (sidebar.js opens it).
 
 import { el } from "./dom.js";
 
@@ -7,15 +7,15 @@ function exportUrl(id, format) {
   return `/api/conversations/${encodeURIComponent(id)}/export/?format=${format}`;
 }
 
-export const exportMethods = {
-  setUpExportMenu() {
+export class ExportMenu {
+  constructor() {
     this.exportMenu = el("div", { class: "export-menu", role: "menu", hidden: true });
     document.body.append(this.exportMenu);
     this.exportButton = null;
     document.addEventListener("click", (event) => {
       if (this.exportMenu.hidden) return;
       if (this.exportMenu.contains(event.target) || this.exportButton?.contains(event.target)) return;
-      this.closeExportMenu();
+      this.close();
     });
     this.exportMenu.addEventListener("keydown", (event) => {
       const items = [...this.exportMenu.querySelectorAll("a")];
@@ -23,19 +23,19 @@ export const exportMethods = {
       if (event.key === "Escape") {
         event.preventDefault();
         event.stopPropagation();
-        this.closeExportMenu({ focus: true });
+        this.close({ focus: true });
       } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
         event.preventDefault();
         const step = event.key === "ArrowDown" ? 1 : -1;
         items[(at + step + items.length) % items.length]?.focus();
       }
     });
-  },
+  }
 
-  toggleExportMenu(button, conversation) {
-    if (!this.exportMenu.hidden && this.exportButton === button) return this.closeExportMenu();
-    this.closeExportMenu();
-    const title = this.titleOf(conversation);
+  // ``title``: the conversation's title as the list shows it.
+  toggle(button, conversation, title) {
+    if (!this.exportMenu.hidden && this.exportButton === button) return this.close();
+    this.close();
     const item = (format, label) =>
       el("a", {
         role: "menuitem",
@@ -44,7 +44,7 @@ export const exportMethods = {
         download: "",
         text: label,
         "aria-label": interpolate(gettext("%(action)s: “%(title)s”"), { action: label, title }, true),
-        onclick: () => this.closeExportMenu(),
+        onclick: () => this.close(),
       });
     this.exportMenu.replaceChildren(
       item("markdown", gettext("Download as Markdown")),
@@ -57,13 +57,13 @@ export const exportMethods = {
     this.exportButton = button;
     button.setAttribute("aria-expanded", "true");
     this.exportMenu.querySelector("a").focus();
-  },
+  }
 
-  closeExportMenu({ focus = false } = {}) {
+  close({ focus = false } = {}) {
     if (this.exportMenu.hidden) return;
     this.exportMenu.hidden = true;
     this.exportButton?.setAttribute("aria-expanded", "false");
     if (focus) this.exportButton?.focus();
     this.exportButton = null;
-  },
-};
+  }
+}

@@ -1,6 +1,6 @@
 // Search over the conversations' titles and message text (GET /api/search/): results as
-// the user types, keyboard moves among them, and a hit opened at its message. Methods of
-// Sidebar (sidebar.js), kept here to keep that module small.
+// the user types, keyboard moves among them, and a hit opened at its message. The
+// conversation list (sidebar.js) gives way to the results while there is a query.
 
 import { loginUrl } from "./api.js";
 import { el } from "./dom.js";
@@ -10,8 +10,14 @@ const MAX_OLDER_PAGES = 40; // how far back a search hit may send "Show earlier 
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export const searchMethods = {
-  setUpSearch() {
+export class SidebarSearch {
+  // nav: the list's <nav>, the results go at its top; titleOf(conversation) -> text;
+  // open(id) -> Promise (the conversation on screen); onShow(on): the results (true) or
+  // the list (false) are shown.
+  constructor({ nav, titleOf, open, onShow }) {
+    this.titleOf = titleOf;
+    this.open = open;
+    this.onShow = onShow;
     this.searchInput = el("input", {
       id: "conversation-search",
       class: "conv-search-input",
@@ -35,7 +41,6 @@ export const searchMethods = {
       { class: "conv-search", role: "search", onsubmit: (event) => event.preventDefault() },
       this.searchInput,
     );
-    const nav = this.list.closest("nav");
     nav.before(form);
     nav.prepend(this.searchStatus, this.searchResults);
     this.searchToken = 0;
@@ -54,34 +59,35 @@ export const searchMethods = {
         }
       }
     });
-  },
+  }
 
   clearSearch() {
     this.searchInput.value = "";
     this.scheduleSearch();
-  },
+  }
 
   scheduleSearch() {
     clearTimeout(this.searchTimer);
     const token = ++this.searchToken;
-    if (!this.searching) {
+    if (!this.active) {
       this.showSearch(false);
       return;
     }
     this.searchTimer = setTimeout(() => this.runSearch(token), SEARCH_DELAY_MS);
-  },
+  }
+
+  get active() {
+    return this.searchInput.value.trim().length > 0;
+  }
 
   showSearch(on) {
     this.searchResults.hidden = !on;
-    this.list.hidden = on;
-    this.more.hidden = on || !this.next;
-    if (on) this.empty.hidden = true;
-    else {
+    if (!on) {
       this.searchStatus.textContent = "";
       this.searchResults.replaceChildren();
-      this.render();
     }
-  },
+    this.onShow(on);
+  }
 
   async runSearch(token) {
     const query = this.searchInput.value;
@@ -116,7 +122,7 @@ export const searchMethods = {
         )
       : gettext("No matches");
     this.searchResults.replaceChildren(...results.map((result) => this.searchItem(result)));
-  },
+  }
 
   searchItem(result) {
     const conversation = result.conversation;
@@ -154,7 +160,7 @@ export const searchMethods = {
       el("span", { class: "search-meta", text: `${where} · ${when}` }),
     );
     return el("li", { class: "search-item", "data-id": conversation.id }, link);
-  },
+  }
 
   moveInResults(event) {
     const links = [...this.searchResults.querySelectorAll("a")];
@@ -163,13 +169,12 @@ export const searchMethods = {
     else if (event.key === "ArrowUp") (at > 0 ? links[at - 1] : this.searchInput).focus();
     else return;
     event.preventDefault();
-  },
+  }
 
   // Open the conversation, then bring the message into view: older pages are loaded with
   // the page's own "Show earlier messages" button until the message is there.
   async jumpTo(conversationId, messageId) {
-    this.close();
-    await this.onOpen(conversationId);
+    await this.open(conversationId);
     if (!messageId) return;
     const box = document.getElementById("messages");
     const selector = `[data-message-id="${CSS.escape(String(messageId))}"]`;
@@ -188,5 +193,5 @@ export const searchMethods = {
     node.tabIndex = -1;
     node.focus({ preventScroll: true });
     setTimeout(() => node.classList.remove("search-target"), 2500);
-  },
-};
+  }
+}

@@ -96,25 +96,25 @@ export const TRACE_HANDLERS = {
   },
 
   "dag.plan"(view, frame, run) {
-    view.plan(frame, run.replanRound || 0);
+    view.plan.show(frame, run.replanRound || 0);
   },
 
   "dag.step"(view, frame) {
-    view.planStep(frame);
+    view.plan.step(frame);
     // A record taken mid-step (``run.active``) carries the step's streamed text so far.
     if (frame.status === "running" && frame.progress) {
-      view.planProgress({ id: frame.id, text: frame.progress });
+      view.plan.progress({ id: frame.id, text: frame.progress });
     }
   },
 
   "dag.analysis"(view, frame) {
-    view.analysis(frame);
+    view.plan.analysis(frame);
   },
 
   "dag.replan"(view, frame, run) {
     run.replanRound = frame.round;
     // The new plan replaces the old one on screen; keep why it was not enough.
-    const why = view.lastVerdict?.reason;
+    const why = view.plan.lastVerdict?.reason;
     view.addNote(
       why
         ? interpolate(
