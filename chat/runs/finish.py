@@ -14,9 +14,11 @@ follow-up runs is ``lifecycle._close``'s.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -26,7 +28,7 @@ from chat.models import Message
 from chat.runs import ahead, writes
 from chat.runs.events import failure_of
 from chat.runs.metering import usage_totals
-from chat.runs.state import Run
+from chat.runs.state import Run, RunState
 
 logger = logging.getLogger(__name__)
 
@@ -48,32 +50,80 @@ async def finish_run(run: Run) -> None:
     # that cycle would keep the run's whole graph (history, models, answer) alive until a
     # full garbage collection, a pause on the loop (docs/architecture.md).
     work, run.work = run.work, None
-    run.stopped = work.cancelled()
+    ending = _ending(run, work)
+    usage = _usage(run)
+    try:
+        html = await database_sync_to_async(writes.persist_finish)(
+            message_id=run.assistant_message_id,
+            content=ending.outcome.answer if ending.outcome else "".join(run.answer_parts),
+            status=run.state.value,
+            usage=usage,
+            compaction=run.history_compaction,
+            error=ending.failure,
+            extra=_extra(run, ending),
+            calibration=_calibration(run),
+            answered_ids=run.answered_ids(),
+            tool_results=run.tool_results.all() if run.tool_results is not None else (),
+        )
+    except Message.DoesNotExist:
+        # The conversation was deleted (which cancelled this run, and closed its sockets).
+        logger.info("run %s: its conversation was deleted", run.run_id)
+        run.state = RunState.DELETED
+        return
+    except Exception:
+        logger.exception("run %s: could not persist the answer", run.run_id)
+        html = ""
+        if ending.failure is None:
+            run.state = RunState.FAILED
+            failure = {
+                "code": "persist_failed",
+                "message": gettext("The answer could not be saved."),
+            }
+            ending = dataclasses.replace(ending, failure=failure)
+    await _announce(run, ending, usage=usage, html=html)
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """What a finished work left to store: the engine's outcome (a run done), why it
+    failed (``error`` / ``interrupted``), or a note on why it stopped (``cancelled``)."""
+
+    outcome: Any = None
+    failure: dict[str, str] | None = None
+    note: dict[str, str] | None = None
+
+
+def _ending(run: Run, work: asyncio.Task) -> Ending:
     exc = _exception_of(work)
-    outcome, failure, note = None, None, None
-    if run.stopped and run.interrupted:
-        status = "interrupted"
-        failure = {"code": "interrupted", "message": str(INTERRUPTED_MESSAGE)}
-    elif run.stopped:
-        status = "cancelled"
-        note = _approval_note(run)
-    elif exc is not None:
-        status = "error"
-        failure = failure_of(exc)
-        if failure["code"] == "internal_error":
-            logger.error("run %s failed", run.run_id, exc_info=exc)
-        else:
-            # Strings, not the exception: a record a handler keeps holds nothing of the run.
-            logger.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, str(exc))
+    if run.state is RunState.INTERRUPTED:
+        ending = Ending(failure={"code": "interrupted", "message": str(INTERRUPTED_MESSAGE)})
+    elif run.state is RunState.CANCELLED:
+        ending = Ending(note=_approval_note(run))
+    elif exc is None:
+        ending = Ending(outcome=work.result())
     else:
-        outcome = work.result()
-        status = "done"
+        ending = Ending(failure=_logged_failure(run, exc))
     if exc is not None:
+        # A cancellation too: its traceback holds the work's frames.
         _release_frames(exc)
         # Its traceback reaches this frame (where it was raised again): held here, one more
         # cycle.
         del exc
-    content = outcome.answer if outcome is not None else "".join(run.answer_parts)
+    return ending
+
+
+def _logged_failure(run: Run, exc: BaseException) -> dict[str, str]:
+    failure = failure_of(exc)
+    if failure["code"] == "internal_error":
+        logger.error("run %s failed", run.run_id, exc_info=exc)
+    else:
+        # Strings, not the exception: a record a handler keeps holds nothing of the run.
+        logger.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, str(exc))
+    return failure
+
+
+def _usage(run: Run) -> dict[str, Any]:
+    """The run's usage as the usage card shows it, compaction and tool definitions apart."""
     usage: dict[str, Any] = dict(usage_totals(run.answer_usage, run.compaction_usage))
     if run.compactions is not None and run.compactions.entries:
         usage.update(run.compactions.totals())
@@ -84,60 +134,47 @@ async def finish_run(run: Run) -> None:
     if run.prepared is not None:
         # Which model answered, for the usage card (a conversation may pick its model).
         usage["model"] = str(getattr(run.prepared.main, "model_name", "") or "")
+    return usage
+
+
+def _extra(run: Run, ending: Ending) -> dict[str, Any]:
+    """What the answer's metadata keeps besides usage: time, steps and plan, and why."""
     extra: dict[str, Any] = {
         "elapsed_ms": _elapsed_ms(run),
         **run.record.as_metadata(),
     }
     if run.retry_of is not None:
         extra["retry_of"] = run.retry_of
-    if note is not None:
-        extra["note"] = note
-    if outcome is not None:
-        extra.update(iterations=outcome.iterations, outcome=outcome.status)
-    calibration = [
+    if ending.note is not None:
+        extra["note"] = ending.note
+    if ending.outcome is not None:
+        extra.update(iterations=ending.outcome.iterations, outcome=ending.outcome.status)
+    return extra
+
+
+def _calibration(run: Run) -> list[tuple]:
+    """Per configured model: the counts its calls were sent with and what it reported."""
+    return [
         (config_id, llm.input_counts, llm.fixed_input, llm.reported_input)
         for llm, config_id in run.metered
         if config_id is not None and llm.reported_input > 0
     ]
-    html = ""
-    try:
-        html = await database_sync_to_async(writes.persist_finish)(
-            message_id=run.assistant_message_id,
-            content=content,
-            status=status,
-            usage=usage,
-            compaction=run.history_compaction,
-            error=failure,
-            extra=extra,
-            calibration=calibration,
-            answered_ids=run.answered_ids(),
-            tool_results=run.tool_results.all() if run.tool_results is not None else (),
-        )
-    except Message.DoesNotExist:
-        # The conversation was deleted (which cancelled this run, and closed its sockets).
-        logger.info("run %s: its conversation was deleted", run.run_id)
-        run.conversation_deleted = True
-        return
-    except Exception:
-        logger.exception("run %s: could not persist the answer", run.run_id)
-        if failure is None:
-            status = "error"
-            failure = {
-                "code": "persist_failed",
-                "message": gettext("The answer could not be saved."),
-            }
+
+
+async def _announce(run: Run, ending: Ending, *, usage: dict[str, Any], html: str) -> None:
     ids = {"message_id": run.assistant_message_id, "run_id": run.run_id}
-    if status == "done":
+    if run.state is RunState.DONE:
         await run.publisher(
             "done", {**ids, "usage": usage, "elapsed_ms": _elapsed_ms(run), "html": html}
         )
         # Stored and announced: the images this answer pushed out of the pixel turns are
         # described now, in the background, rather than before the next answer's first call.
         ahead.describe_after(run)
-    elif status == "cancelled":
+    elif run.state is RunState.CANCELLED:
+        note = ending.note
         await run.publisher("run.cancelled", {**ids, **({"note": note} if note else {})})
     else:
-        await run.publisher("error", {**ids, **failure})
+        await run.publisher("error", {**ids, **(ending.failure or {})})
 
 
 def _approval_note(run: Run) -> dict[str, str] | None:

@@ -34,7 +34,7 @@ from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, control_group
 from chat.runs.record import RunRecord
 from chat.runs.registry import registry
-from chat.runs.state import FollowUpLookUp, Run
+from chat.runs.state import FollowUpLookUp, Run, RunState
 from contextmgmt.core.messages import ChatMessage
 
 logger = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ async def _supervise(run: Run, layer) -> None:
         run.checkpoints.cancel()
         registry.remove(run)
         raise
-    run.finishing = True
+    run.end(run.work)
     try:
         await finish.finish_run(run)
     finally:
@@ -203,9 +203,8 @@ async def _close(run: Run, layer) -> None:
     )
     async with registry.lock(run.conversation_id):
         registry.remove(run)
-        if run.conversation_deleted:
+        if run.state is RunState.DELETED:
             return
-        stopped = run.cancel_requested or run.stopped
         if run.local_injections == 0 and control.is_single_process(layer):
             return  # no follow-up was stored for this run: nothing to look up
         try:
@@ -218,13 +217,13 @@ async def _close(run: Run, layer) -> None:
             )
             if not leftovers:
                 return
-            if stopped:
+            if run.state.stopped:
                 # Stopped by the user (or interrupted by a shutdown): its follow-ups were
                 # not answered and none will be until the next message or a retry.
                 await database_sync_to_async(writes.settle)(
                     conversation_id=run.conversation_id,
                     ids=leftovers,
-                    status="interrupted" if run.interrupted else "cancelled",
+                    status=run.state.value,
                 )
                 return
             opened = await database_sync_to_async(storage.open_follow_up)(

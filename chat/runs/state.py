@@ -10,6 +10,7 @@ and what a socket joining mid-run is shown.
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,37 @@ class TrackedInjections(InjectionQueue):
 FollowUpLookUp = Callable[[frozenset[int]], Awaitable[list[ChatMessage]]]
 
 
+class RunState(enum.Enum):
+    """Where a run is: working, asked to stop, or ended (and how).
+
+    A run works until its work task ends, possibly asked to stop on the way (by the user,
+    or by the server's drain); the state it takes when the work has ended is its ending,
+    which the finish stores. ``DELETED``: its conversation went while it finished.
+    """
+
+    WORKING = "working"
+    CANCELLING = "cancelling"  # the user asked to stop
+    INTERRUPTING = "interrupting"  # the server's drain asked to stop
+    DONE = "done"
+    FAILED = "error"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+    DELETED = "deleted"
+
+    @property
+    def working(self) -> bool:
+        return self in _WORKING
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped before its answer was complete (by the user or a shutdown)."""
+        return self in _STOPPED
+
+
+_WORKING = frozenset({RunState.WORKING, RunState.CANCELLING, RunState.INTERRUPTING})
+_STOPPED = frozenset({RunState.CANCELLED, RunState.INTERRUPTED})
+
+
 @dataclass(eq=False)
 class Run:
     opened: storage.OpenedRun
@@ -76,11 +108,7 @@ class Run:
     listener: asyncio.Task | None = None
     checkpoints: asyncio.Task | None = None
     prepared: storage.PreparedRun | None = None  # set by the work once it has it
-    cancel_requested: bool = False
-    conversation_deleted: bool = False
-    interrupted: bool = False  # stopped by the server's drain, not by the user
-    stopped: bool = False  # the work ended cancelled (by the user, a drain or a shutdown)
-    finishing: bool = False
+    state: RunState = RunState.WORKING
     answer_parts: list[str] = field(default_factory=list)
     answer_version: int = 0  # moves with every change of the answer text
     history_compaction: dict | None = None
@@ -115,22 +143,37 @@ class Run:
     def assistant_message_id(self) -> int:
         return self.opened.answer_id
 
+    @property
+    def finishing(self) -> bool:
+        """The work has ended: the finish is storing (or has stored) the ending."""
+        return not self.state.working
+
     def request_cancel(self) -> bool:
         """Stop the engine; False when the run is already finishing."""
-        if self.finishing or self.work is None or self.work.done():
-            return False
-        self.cancel_requested = True
-        self.work.cancel()
-        return True
+        return self._request_stop(RunState.CANCELLING)
 
     def request_interrupt(self) -> bool:
         """Stop the engine because this server is shutting down; the run ends
         ``interrupted`` (retryable). False when the run is already finishing."""
+        return self._request_stop(RunState.INTERRUPTING)
+
+    def _request_stop(self, state: RunState) -> bool:
         if self.finishing or self.work is None or self.work.done():
             return False
-        self.interrupted = True
+        if self.state is RunState.WORKING:  # the first reason to stop is the one kept
+            self.state = state
         self.work.cancel()
         return True
+
+    def end(self, work: asyncio.Task) -> RunState:
+        """The run's ending, once its work task has ended: taken as its state."""
+        if work.cancelled():
+            interrupted = self.state is RunState.INTERRUPTING
+            self.state = RunState.INTERRUPTED if interrupted else RunState.CANCELLED
+        else:
+            # A stop asked for too late to stop anything: the run ended as its work did.
+            self.state = RunState.DONE if work.exception() is None else RunState.FAILED
+        return self.state
 
     def answered_ids(self) -> list[int]:
         """The user messages this run answers: its question, the follow-ups handed to it

@@ -3,12 +3,15 @@ server processes, those stored for the run that were not handed to it yet (RP.1)
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from chat import services
 from chat.models import Conversation
-from chat.runs.state import TrackedInjections
-from chat.runs.storage import stored_follow_ups
+from chat.runs.deps import RunDeps
+from chat.runs.state import Run, RunState, TrackedInjections
+from chat.runs.storage import OpenedRun, stored_follow_ups
 from contextmgmt.core.messages import ChatMessage
 
 
@@ -90,3 +93,50 @@ def test_stored_follow_ups_are_the_runs_own_not_taken_oldest_first(user):
     assert contents(frozenset()) == ["first", "second"]
     assert contents(frozenset({first.pk})) == ["second"]
     assert contents(frozenset({first.pk, second.pk})) == []
+
+
+def a_run() -> Run:
+    opened = OpenedRun(run_id="r1", query=None, answer_id=2, mode="react")  # type: ignore[arg-type]
+    return Run(
+        opened=opened,
+        conversation_id="c1",
+        deps=RunDeps(),
+        started=0.0,
+        publisher=None,  # type: ignore[arg-type]
+        control_channel="ch",
+    )
+
+
+async def ended(run: Run, *, fail: bool = False) -> RunState:
+    async def work():
+        if fail:
+            raise RuntimeError("broken")
+        await asyncio.Event().wait()
+
+    run.work = asyncio.create_task(work())
+    await asyncio.sleep(0)
+    return run.state
+
+
+async def test_rd1_a_stop_asked_for_is_the_state_and_its_ending_one_value():
+    """RD.1: one enum for a run's state and ending, in place of five booleans."""
+    run = a_run()
+    assert await ended(run) is RunState.WORKING and not run.finishing
+    assert run.request_interrupt() and run.state is RunState.INTERRUPTING
+    assert run.request_cancel() and run.state is RunState.INTERRUPTING  # the first reason
+    with pytest.raises(asyncio.CancelledError):
+        await run.work
+    assert run.end(run.work) is RunState.INTERRUPTED and run.state.stopped and run.finishing
+    assert not run.request_cancel()
+
+    run = a_run()
+    await ended(run)
+    assert run.request_cancel() and run.state is RunState.CANCELLING
+    with pytest.raises(asyncio.CancelledError):
+        await run.work
+    assert run.end(run.work) is RunState.CANCELLED and run.state.value == "cancelled"
+
+    run = a_run()
+    await ended(run, fail=True)
+    assert run.end(run.work) is RunState.FAILED and run.state.value == "error"
+    assert not run.state.stopped
