@@ -64,7 +64,7 @@ from chat.document_context import (
     documents_for,
     with_documents,
 )
-from chat.history_rows import history_rows, latest_summary
+from chat.history_rows import HistoryRow, history_rows, latest_summary
 from chat.image_descriptions import describe_missing, describe_offline
 from chat.models import Attachment, Message, ToolResult
 from contextmgmt.core.image_tokens import HEADER_BYTES
@@ -105,20 +105,20 @@ def load_history(
     elif summary is None:
         summary = latest_summary(conversation_id)
     rows = history_rows(conversation_id, summary=summary)
-    if rows and rows[-1][1] == "user":
+    if rows and rows[-1].role == "user":
         rows.pop()  # the current query: the agent re-appends it, pinned
     kept = [row for row in rows if _is_context(row)]
-    attachments = _attachments_for(conversation_id, [_image_refs(row[6]) for row in kept])
-    documents = documents_for(conversation_id, [document_refs_of(row[9]) for row in kept])
+    attachments = _attachments_for(conversation_id, [_image_refs(row.images) for row in kept])
+    documents = documents_for(conversation_id, [document_refs_of(row.documents) for row in kept])
     describe_missing(attachments.values(), store=not for_count)
-    users = [i for i, row in enumerate(kept) if row[1] == "user"]
+    users = [i for i, row in enumerate(kept) if row.role == "user"]
     as_pixels = set(users[-pixel_turns:]) if vision and pixel_turns > 0 else set()
     url_of = header_url if for_count else data_url
-    records = _tool_records([row[0] for row in kept if row[10] and not row[8]])
+    records = _tool_records([row.id for row in kept if row.has_tools and not row.covered])
     messages: list[ChatMessage] = []
     for i, row in enumerate(kept):
         message = _history_message(row, attachments, documents, i in as_pixels, url_of)
-        messages.extend(records.get(row[0], ()))
+        messages.extend(records.get(row.id, ()))
         messages.append(message)
     return LoadedHistory(messages=messages, summary=summary)
 
@@ -140,29 +140,27 @@ def _tool_records(answer_ids: list[int]) -> dict[int, list[ChatMessage]]:
         ToolResult.objects.filter(message_id__in=answer_ids)
         .exclude(name__in=_UNRECORDED_TOOLS)
         .order_by("message_id", "id")
-        .values_list("id", "message_id", "name", "arguments", "chars", "first_line")
+        .values_list("id", "message_id", "name", "arguments", "chars", "first_line", named=True)
     )
-    by_answer: dict[int, list[tuple]] = {}
+    by_answer: dict[int, list[Any]] = {}
     for row in rows:
-        by_answer.setdefault(row[1], []).append(row)
+        by_answer.setdefault(row.message_id, []).append(row)
     out: dict[int, list[ChatMessage]] = {}
     for answer_id, found in by_answer.items():
         found = found[-MAX_RECORDS_PER_ANSWER:]
         meta = {"id": answer_id, "tool_record": True}
-        calls = [
-            ToolCall(f"h{pk}", name, arguments or "{}") for pk, _, name, arguments, *_ in found
-        ]
+        calls = [ToolCall(f"h{r.id}", r.name, r.arguments or "{}") for r in found]
         records = [ChatMessage(role="assistant", content=None, tool_calls=calls, metadata=meta)]
-        for call, (pk, _answer, name, _args, chars, first_line) in zip(calls, found, strict=True):
+        for call, r in zip(calls, found, strict=True):
             records.append(
                 ChatMessage(
                     role="tool",
-                    content=record_stub(call, chars, first_line, f"r{pk}"),
+                    content=record_stub(call, r.chars, r.first_line, f"r{r.id}"),
                     tool_call_id=call.id,
                     metadata={
                         **meta,
-                        MASKED_KEY: {"tool": name, "chars": chars},
-                        "result_id": f"r{pk}",
+                        MASKED_KEY: {"tool": r.name, "chars": r.chars},
+                        "result_id": f"r{r.id}",
                     },
                 )
             )
@@ -175,32 +173,37 @@ def image_pixel_turns() -> int:
     return max(0, int(getattr(settings, "FIMONE_IMAGE_PIXEL_TURNS", 2)))
 
 
-def _is_context(row: tuple) -> bool:
-    _id, role, content, kind, status, _created, images, _pinned, _covered, documents, _ = row
-    if role == "user":
-        return bool(content) or bool(_image_refs(images)) or bool(document_refs_of(documents))
-    return bool(content) and kind != "error" and status not in _SKIPPED_ASSISTANT_STATUSES
+def _is_context(row: HistoryRow) -> bool:
+    if row.role == "user":
+        return (
+            bool(row.content)
+            or bool(_image_refs(row.images))
+            or bool(document_refs_of(row.documents))
+        )
+    return (
+        bool(row.content) and row.kind != "error" and row.status not in _SKIPPED_ASSISTANT_STATUSES
+    )
 
 
 def _history_message(
-    row: tuple,
+    row: HistoryRow,
     attachments: dict[str, Attachment],
     documents: dict[str, DocumentView],
     pixels: bool,
     url_of: UrlOf,
 ) -> ChatMessage:
-    msg_id, role, content, _kind, _status, created_at, images, pinned, covered, docs, _ = row
-    content = with_documents(content, document_notes(document_refs_of(docs), documents))
-    refs = _image_refs(images)
-    metadata: dict[str, Any] = {"id": msg_id, "created_at": created_at.isoformat()}
-    if covered:
+    notes = document_notes(document_refs_of(row.documents), documents)
+    content = with_documents(row.content, notes)
+    refs = _image_refs(row.images)
+    metadata: dict[str, Any] = {"id": row.id, "created_at": row.created_at.isoformat()}
+    if row.covered:
         metadata["covered"] = True
     if refs and not pixels:
         metadata["images_as_text"] = [str(a.pk) for a in _referenced(refs, attachments)]
     sent, described = message_content(content, refs, attachments, vision=pixels, url_of=url_of)
     if described:
         metadata[IMAGE_NOTES] = described
-    return ChatMessage(role=role, content=sent, pinned=pinned, metadata=metadata)
+    return ChatMessage(role=row.role, content=sent, pinned=row.pinned, metadata=metadata)
 
 
 # --- the run's query -------------------------------------------------------------------------

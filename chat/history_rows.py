@@ -11,7 +11,8 @@ tests/chat/test_query_plans.py).
 from __future__ import annotations
 
 import json
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
 from django.db.models.fields.json import KT
@@ -26,9 +27,22 @@ def latest_summary(conversation_id: Any) -> StoredSummary | None:
     found = LATEST_SUMMARY.rows(conversation=conversation_id)
     if not found:
         return None
-    *fields, uncovered_ids, edited_at, covers_through_at = found[0]
+    (
+        pk,
+        content,
+        through_id,
+        covered_count,
+        metadata,
+        uncovered_ids,
+        edited_at,
+        covers_through_at,
+    ) = found[0]
     return StoredSummary.from_row(
-        *fields,
+        pk,
+        content,
+        through_id,
+        covered_count,
+        metadata,
         uncovered_ids=uncovered_ids,
         edited=edited_at is not None,
         covers_through_at=covers_through_at,
@@ -64,9 +78,25 @@ def context_rows(conversation_id: Any) -> Any:
     )
 
 
-def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[tuple]:
-    """(id, role, content, kind, status, created_at, images, pinned, covered, documents,
-    has_tools), in (created_at, id) order."""
+class HistoryRow(NamedTuple):
+    """One message of the history as the load reads it (the columns of ``_with_columns``,
+    in that order, so a database row becomes one without renaming)."""
+
+    id: int
+    role: str
+    content: str
+    kind: str
+    status: str
+    created_at: datetime
+    images: Any  # the metadata's image references (decoded JSON), or None
+    pinned: bool
+    covered: bool  # loaded only for its pin: the summary covers it
+    documents: Any  # the metadata's document references (decoded JSON), or None
+    has_tools: bool  # its run stored tool results
+
+
+def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[HistoryRow]:
+    """The history's messages, in (created_at, id) order."""
     if summary is None:
         rows = HISTORY.rows(conversation=conversation_id)
     elif summary.covers_through_at is not None and not summary.uncovered_ids:
@@ -83,7 +113,32 @@ def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list
             uncovered=summary.uncovered_ids,
         )
     return [
-        (*row[:6], json_or_none(row[6]), *row[7:9], json_or_none(row[9]), row[10]) for row in rows
+        HistoryRow(
+            msg_id,
+            role,
+            content,
+            kind,
+            status,
+            created_at,
+            json_or_none(images),
+            pinned,
+            covered,
+            json_or_none(documents),
+            has_tools,
+        )
+        for (
+            msg_id,
+            role,
+            content,
+            kind,
+            status,
+            created_at,
+            images,
+            pinned,
+            covered,
+            documents,
+            has_tools,
+        ) in rows
     ]
 
 

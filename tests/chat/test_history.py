@@ -128,3 +128,14 @@ def test_the_query_and_the_history_show_an_image_alike(
     else:
         assert as_query.content[0] == {"type": "text", "text": "what is this?"}
         assert as_query.content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_rd1_history_rows_are_read_by_name(busy_conversation):
+    """RD.1: a history row is a named tuple read by name, its images already decoded."""
+    from chat.history_rows import HistoryRow, history_rows
+
+    rows = history_rows(busy_conversation.pk, summary=None)
+    assert rows and all(isinstance(row, HistoryRow) for row in rows)
+    look = next(row for row in rows if row.content == "look")
+    assert (look.role, look.kind, look.covered, look.has_tools) == ("user", "query", False, False)
+    assert look.images == [{"file_id": "x", "mime_type": "a"}] and look.documents is None
