@@ -41,7 +41,7 @@ from typing import Any
 from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
-from fimone.llm.offline.documents import answer_lines, document_call, strip_notes
+from fimone.llm.offline.documents import answer_lines, document_calls, strip_notes
 from fimone.llm.offline.markdown import escape_markdown, inline_code
 from fimone.llm.offline.pages import page_lines
 from fimone.llm.offline.phrases import PHRASES, all_notes, language_of, phrase
@@ -142,7 +142,7 @@ def _tool_lines(
     if name == "fetch_url":
         return page_lines(result, query, lang)
     if name == "read_document":
-        return answer_lines(args, result, lang)
+        return answer_lines(args, result, lang, query)
     if name == "recall" and _PASSAGE.match(result.split("\n\n", 1)[-1].strip()):
         return _recall_lines(result.split("\n\n", 1)[-1], lang)
     if name == "recall" and not result.lstrip().startswith("Error"):
@@ -240,7 +240,10 @@ def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
             args = args if isinstance(args, dict) else {}
             lines.extend(_tool_lines(name, args, m.text(), lang, query))
         images = _image_count(messages[last_user])
-        if images:
+        described = _described_images(messages[last_user])
+        if described:
+            lines.extend(described_lines(described, lang))
+        elif images:
             lines.append(phrase("images", lang, count=images))
         elif not lines and _REMEMBER_REQUEST.search(query):
             lines.append(phrase("remember", lang))
@@ -269,6 +272,33 @@ def _without_note(text: str) -> str:
     for note in all_notes():
         text = text.replace(note, "")
     return text.strip()
+
+
+# ``[image: name, WxH — description]`` (chat.history.image_note): the stored description.
+_DESCRIBED_IMAGE = re.compile(r"\[image: (.+?), (\d+x\d+) — ([^\]\n]*)\]")
+
+
+def _described_images(message: ChatMessage) -> list[tuple[str, str, str]]:
+    """The images of ``message`` that came as their stored description (name, size, text)."""
+    return [
+        (m.group(1), m.group(2), m.group(3).strip())
+        for m in _DESCRIBED_IMAGE.finditer(message.text())
+        if m.group(3).strip()
+    ]
+
+
+def described_lines(described: list[tuple[str, str, str]], lang: str) -> list[str]:
+    """This model cannot see: it says so, and what each image's stored description says."""
+    return [
+        phrase(
+            "image_described",
+            lang,
+            name=escape_markdown(name),
+            size=size,
+            description=escape_markdown(text),
+        )
+        for name, size, text in described
+    ]
 
 
 def _image_count(message: ChatMessage) -> int:
@@ -364,14 +394,16 @@ class OfflineLLM:
                 )
                 calls = decide_tool_calls(query, offered, call_prefix=f"call_{len(messages)}")
                 calls = [c for c in calls if c.name not in called]
-                document = document_call(query, messages) if "read_document" in offered else None
-                if document is not None and not calls:
+                documents = document_calls(query, messages) if "read_document" in offered else []
+                if documents and not calls:
+                    # Each document the question is about is read (a PDF and a DOCX: both).
                     calls = [
                         ToolCall(
-                            id=f"call_{len(messages)}_0_read_document",
+                            id=f"call_{len(messages)}_{i}_read_document",
                             name="read_document",
                             arguments=json.dumps(document, ensure_ascii=False),
                         )
+                        for i, document in enumerate(documents)
                     ]
                 if calls:
                     return ChatMessage(role="assistant", content=None, tool_calls=calls)

@@ -86,6 +86,24 @@ PHRASES: dict[str, dict[str, str]] = {
         "de": "Aus {name}, Seite {page}:",
         "zh": "摘自 {name} 第 {page} 页：",
     },
+    "document_summary": {
+        "en": "{name} ({count} pages), in short:",
+        "de": "{name} ({count} Seiten), kurz gefasst:",
+        "zh": "{name}（共 {count} 页）要点：",
+    },
+    "document_summary_one": {
+        "en": "{name} (1 page), in short:",
+        "de": "{name} (1 Seite), kurz gefasst:",
+        "zh": "{name}（共 1 页）要点：",
+    },
+    "image_described": {
+        "en": "I cannot see images, but every upload has a description stored with it. "
+        "{name} ({size}) is described as: {description}",
+        "de": "Ich kann keine Bilder sehen, aber zu jedem hochgeladenen Bild ist eine "
+        "Beschreibung gespeichert. {name} ({size}) ist so beschrieben: {description}",
+        "zh": "我看不到图片，但每张上传的图片都存有一段描述。"
+        "{name}（{size}）的描述是：{description}",
+    },
     "document_none": {
         "en": "I found nothing in {name} that matches.",
         "de": "Ich habe in {name} nichts Passendes gefunden.",

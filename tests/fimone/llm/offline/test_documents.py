@@ -96,3 +96,77 @@ def test_nothing_matching_says_so_in_the_users_language():
 def test_an_error_is_shown_as_it_came():
     lines = answer_lines({"file": "x.pdf"}, "Error: no document named 'x.pdf'.", "en")
     assert lines and lines[0].startswith("Error")
+
+
+ELEVEN = (
+    "[document: report.pdf — PDF, 11 pages, 40 KB; too long to include here: call "
+    'read_document with file "report.pdf" and pages (e.g. "7" or "3-5") or a query]\n'
+    "Title: Annual report\n[end of outline: report.pdf]"
+)
+
+
+def answered(model, messages, call_results) -> str:
+    """The model's answer once each of its calls got ``call_results[file]``."""
+    reply = model.reply(messages, [READ_DOCUMENT], {})
+    messages = [*messages, reply]
+    for call in reply.tool_calls:
+        file = json.loads(call.arguments)["file"]
+        messages.append(
+            ChatMessage(
+                role="tool", content=call_results[file], tool_call_id=call.id, name=call.name
+            )
+        )
+    return model.reply(messages, [READ_DOCUMENT], {}).text()
+
+
+def test_a_summary_request_reads_every_page_and_takes_its_points_from_all_of_them():
+    """RU.11: "Summarise this document in three points." reads pages 1-11 (it used to
+    search the pages for "three points" and find none), and the points span the document."""
+    question = user(f"Summarise this document in three points.\n\n{ELEVEN}")
+    reply = OfflineLLM().reply([question], [READ_DOCUMENT], {})
+    assert [json.loads(c.arguments) for c in reply.tool_calls] == [
+        {"file": "report.pdf", "pages": "1-11"}
+    ]
+    pages = "\n\n".join(
+        f"--- page {n} ---\nShort line {n}. Page {n} explains the topic number {n} at length."
+        for n in range(1, 12)
+    )
+    result = f"report.pdf, pages 1-11 of 11:\n\n{pages}"
+    answer = answered(OfflineLLM(), [question], {"report.pdf": result})
+    assert "report.pdf (11 pages), in short:" in answer
+    points = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert len(points) == 3
+    cited = [int(line.rsplit("(p. ", 1)[1].rstrip(")")) for line in points]
+    assert cited[0] <= 3 and 4 <= cited[1] <= 7 and cited[2] >= 8  # the whole document
+    assert "matches" not in answer
+
+
+def test_a_question_sent_with_a_pdf_and_a_docx_reads_both():
+    """RU.11: each document sent with the question is read, not only the newest."""
+    question = user(f"What do these say about the budget?\n\n{ELEVEN}\n\n{INLINE}")
+    reply = OfflineLLM().reply([question], [READ_DOCUMENT], {})
+    files = [json.loads(c.arguments)["file"] for c in reply.tool_calls]
+    assert sorted(files) == ["notes.docx", "report.pdf"]
+    answer = answered(
+        OfflineLLM(),
+        [question],
+        {
+            "report.pdf": "report.pdf, pages:\n\n--- page 4 ---\nThe budget is 4 million.",
+            "notes.docx": "notes.docx, pages:\n\n--- page 1 ---\nThe budget was cut in May.",
+        },
+    )
+    assert "The budget is 4 million." in answer and "The budget was cut in May." in answer
+
+
+def test_an_image_is_described_from_its_stored_description_saying_so():
+    """RU.11: the offline model cannot see, but every upload has a stored description."""
+    question = user(
+        "What is in this picture?\n[image: dot.png, 64x64 — a small picture, mostly red]"
+    )
+    answer = OfflineLLM().reply([question], [], {}).text()
+    assert "I cannot see images" in answer
+    assert "dot.png (64x64) is described as: a small picture, mostly red" in answer
+    german = OfflineLLM(language="de").reply(
+        [user("Was ist auf diesem Bild?\n[image: dot.png, 64x64 — rot]")], [], {}
+    )
+    assert "Beschreibung gespeichert" in german.text()
