@@ -213,7 +213,7 @@ def read_document_text(
         numbers = _best_pages(texts, query)
         if not numbers:
             return (
-                f"No page of {name} matches {query!r}. It has {len(texts)} pages; "
+                f"No page of {name} matches {query!r}. It has {_pages(len(texts))}; "
                 'read pages by number (e.g. pages "1-3").'
             )
         shown = ", ".join(str(n) for n in numbers)
@@ -226,6 +226,10 @@ def read_document_text(
     if start and not 0 < start < len((texts[numbers[0] - 1]).strip()):
         return f"Error: start is past the end of page {numbers[0]}."
     return intro + "\n\n" + _page_blocks(texts, numbers, max_chars, name=name, start=start)
+
+
+def _pages(count: int) -> str:
+    return "1 page" if count == 1 else f"{count} pages"
 
 
 def _find(file: str, known: list[tuple]) -> tuple | None:
