@@ -10,6 +10,9 @@ the transaction commits: a rolled-back delete keeps both row and file.
 A deleted conversation's running answer is looked up before the rows go; once the delete
 commits, its run is cancelled through the run's control group (so in whichever server
 process it runs) and the conversation's sockets are closed (``chat.runs``).
+
+A tool server row's save or delete makes every process read the tool servers again on its
+next run (``chat.tool_servers``).
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import logging
 
 from django.core.files.storage import Storage
 from django.db import transaction
-from django.db.models.signals import post_delete, pre_delete
+from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from chat import runs
+from chat import runs, tool_servers
 from chat.models import Attachment, Conversation, Message
+from chat.tool_server_models import ToolServer
 
 logger = logging.getLogger(__name__)
 
@@ -63,3 +67,11 @@ def stop_runs_of_deleted_conversation(sender, instance: Conversation, using: str
         lambda: runs.conversation_deleted(conversation_id=conversation_id, running_run_ids=run_ids),
         using=using,
     )
+
+
+@receiver(post_save, sender=ToolServer, dispatch_uid="chat.tool_server_saved")
+@receiver(post_delete, sender=ToolServer, dispatch_uid="chat.tool_server_deleted")
+def tool_servers_changed(sender, **kwargs) -> None:
+    """Every process reads the tool servers again on its next run, once the change is
+    committed (before that, another process would read and keep the old rows)."""
+    transaction.on_commit(tool_servers.forget_cached_servers)

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import importlib
 import ipaddress
 import json
 import logging
 import os
 import socket
-import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ from urllib.parse import urlsplit
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -54,11 +56,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# How long the configured servers (file and rows) are reused before they are read again.
-SPECS_TTL = 2.0
+# The configured servers (file and rows) are read again when either changes: the file by
+# its modification stamp, the rows by a generation token in Django's cache that a row's
+# save or delete replaces (chat/signals.py) — shared through Redis when several processes
+# serve (REDIS_URL), so a change made through one process reaches every other's next run.
+GENERATION_KEY = "fimone:tool-servers:generation"
 
-_file_cache: dict[str, tuple[tuple, ParsedServers]] = {}
-_specs_cache: dict[str, tuple[float, list[McpServerSpec]]] = {}
+# The servers the last ``warm`` found current: what a run's engine then uses.
+_validated: dict[str, list[McpServerSpec]] = {}
 _pool: dict[str, McpPool | asyncio.AbstractEventLoop | None] = {"pool": None, "loop": None}
 # The health each server's row was last given by this process (``record_changes``): a row
 # is written when it changes, not on every run.
@@ -97,10 +102,12 @@ def read_config_file(path: str | None = None) -> ParsedServers:
         stat = Path(path).stat()
     except OSError as exc:
         return ParsedServers([], [f"FIMONE_MCP_CONFIG {path}: {exc.strerror or exc}"])
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    cached = _file_cache.get(path)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
+    return _parsed_file(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_file(path: str, mtime_ns: int, size: int) -> ParsedServers:
+    """The file parsed, once per version of it (its stamp is the key)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -109,7 +116,6 @@ def read_config_file(path: str | None = None) -> ParsedServers:
         parsed = parse_mcp_servers(data, source="file")
     for error in parsed.errors:
         logger.warning("%s", error)
-    _file_cache[path] = (stamp, parsed)
     return parsed
 
 
@@ -197,30 +203,55 @@ def _with_row(spec: McpServerSpec, row: ToolServer) -> McpServerSpec:
     )
 
 
-def _fresh() -> list[McpServerSpec] | None:
-    cached = _specs_cache.get("specs")
-    return cached[1] if cached is not None and cached[0] > time.monotonic() else None
+def rows_generation() -> str:
+    """The rows' current generation token (one is made when the cache has none: after a
+    restart of Redis or an eviction, every process reads the rows again once)."""
+    token = cache.get(GENERATION_KEY)
+    if token is None:
+        cache.add(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
+        token = cache.get(GENERATION_KEY)
+    return token
+
+
+def _file_stamp() -> tuple:
+    path = settings.FIMONE_MCP_CONFIG
+    try:
+        stat = Path(path).stat() if path else None
+    except OSError:
+        return (path, None)
+    return (path, stat and (stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=1)
+def _servers_at(generation: str, file_stamp: tuple) -> list[McpServerSpec]:
+    """``configured_servers`` for one generation of the rows and one version of the file."""
+    return configured_servers()
 
 
 def warm() -> None:
-    """Read the configured servers now unless a fresh copy is kept (sync: a run calls it in
+    """Make sure the servers a run will use are current: the rows' generation and the
+    file's stamp are checked, the rows read only when one changed (sync: a run calls it in
     the database thread that prepares it)."""
-    if _fresh() is None:
-        _specs_cache["specs"] = (time.monotonic() + SPECS_TTL, configured_servers())
+    _validated["specs"] = _servers_at(rows_generation(), _file_stamp())
 
 
 async def current_servers() -> list[McpServerSpec]:
-    """``configured_servers`` reused for SPECS_TTL seconds (no thread hop while fresh)."""
-    fresh = _fresh()
-    if fresh is not None:
-        return fresh
+    """The servers ``warm`` found current (a run warms them as it is prepared: no thread
+    hop here), else read now."""
+    specs = _validated.get("specs")
+    if specs is not None:
+        return specs
     await database_sync_to_async(warm)()
-    return _specs_cache["specs"][1]
+    return _validated["specs"]
 
 
 def forget_cached_servers() -> None:
-    """Read the file and the rows again on the next run (an admin save, tests)."""
-    _specs_cache.clear()
+    """Every process reads the file and the rows again on its next run: a row was saved or
+    deleted (chat/signals.py) or changed in bulk (the admin's actions)."""
+    cache.set(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
+    _servers_at.cache_clear()
+    _parsed_file.cache_clear()
+    _validated.clear()
     _recorded.clear()
 
 
@@ -364,9 +395,8 @@ def cached_server_tools() -> list:
     current = _pool["pool"]
     if current is None:
         return []
-    cached = _specs_cache.get("specs")
-    specs = cached[1] if cached is not None else configured_servers()
-    return current.cached_tools(specs)
+    specs = _validated.get("specs")
+    return current.cached_tools(configured_servers() if specs is None else specs)
 
 
 async def close() -> None:

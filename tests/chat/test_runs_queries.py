@@ -15,7 +15,7 @@ import threading
 import pytest
 from django.db.backends import utils as db_utils
 
-from chat import services, tool_servers
+from chat import services
 from chat.models import Message
 from chat.runs import storage
 from tests.support.runs import answer_text, connect, events_until, send
@@ -39,10 +39,9 @@ MAX_TRANSACTIONS_PER_RUN = 2
 @pytest.fixture
 def lookups_kept_through_the_test(monkeypatch):
     """The counted turn reuses what the first turn looked up, however slow the machine:
-    the product keeps those lookups for two seconds, which a busy machine can outlast
-    between the two turns (the tool servers were read again, one query over the count)."""
+    the product keeps the model lookups for two seconds, which a busy machine can outlast
+    between the two turns."""
     monkeypatch.setattr(storage, "CONFIG_TTL_SECONDS", 3600.0)
-    monkeypatch.setattr(tool_servers, "SPECS_TTL", 3600.0)
 
 
 @pytest.fixture
