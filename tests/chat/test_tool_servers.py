@@ -29,9 +29,7 @@ def current_names() -> list[str]:
     return [spec.name for spec in tool_servers._validated["specs"]]
 
 
-def test_a_row_saved_is_seen_by_the_next_run_rd_5(
-    admin_server, django_capture_on_commit_callbacks
-):
+def test_a_row_saved_is_seen_by_the_next_run_rd_5(admin_server, django_capture_on_commit_callbacks):
     assert current_names() == ["search"]
     admin_server.enabled = False
     with django_capture_on_commit_callbacks(execute=True):
