@@ -100,20 +100,6 @@ def _best_focus(
     return best[1] if best else None
 
 
-def values_near(text: str, matches: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``(start, end)`` of the values written within ``NEAR_CHARS`` of any match and not
-    over one (each window scanned on its own, widened to whole words so no value is
-    cut)."""
-    spans = _windows(text, matches)
-    scanned = facts_in_texts([text[low:high] for low, high in spans])
-    found = [
-        (low + f[0], low + f[1])
-        for (low, _), facts in zip(spans, scanned, strict=True)
-        for f in facts
-    ]
-    return _beside(found, matches)
-
-
 def _windows(text: str, matches: list[tuple[int, int]]) -> list[list[int]]:
     """The windows of ``text`` within ``NEAR_CHARS`` of ``matches`` (in order), widened
     (:func:`_widened`) and merged where they touch."""

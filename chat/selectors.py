@@ -180,19 +180,6 @@ def message_page(
     return MessagePage(messages=rows[:limit][::-1], has_more=len(rows) > limit)
 
 
-def message_list(
-    *,
-    conversation: Conversation,
-    before_id: int | None = None,
-    after_id: int | None = None,
-    limit: int = 50,
-) -> list[Message]:
-    """The messages of :func:`message_page`, oldest first."""
-    return message_page(
-        conversation=conversation, before_id=before_id, after_id=after_id, limit=limit
-    ).messages
-
-
 def run_follow_ups(*, conversation_id, run_id: str) -> QuerySet[Message]:
     """The follow-ups stored for a run, by any server process, oldest first."""
     return Message.objects.filter(

@@ -167,18 +167,3 @@ async def stream_reply(
         metadata=metadata,
     )
     return LLMResult(message=message, usage=usage)
-
-
-async def stream_text(
-    llm: LLM,
-    messages: list[ChatMessage],
-    *,
-    on_text: Callable[[str], Awaitable[None]],
-    time_limit: float | None = None,
-    stream_limit: float | None = None,
-) -> tuple[str, Usage]:
-    """Stream a tool-free answer: its text and usage (``stream_reply`` without tools)."""
-    result = await stream_reply(
-        llm, messages, on_text=on_text, time_limit=time_limit, stream_limit=stream_limit
-    )
-    return result.message.text(), result.usage

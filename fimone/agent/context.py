@@ -43,10 +43,6 @@ def summary_facts(result: CompactResult) -> dict[str, Any]:
     }
 
 
-async def discard_events(event: str, payload: dict) -> None:
-    """A sink that drops everything (for callers that do not stream)."""
-
-
 def earlier_turns(history: list[ChatMessage]) -> list[ChatMessage]:
     """The loaded history as this run carries it (copies where a flag changes).
 

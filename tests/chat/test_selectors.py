@@ -74,16 +74,14 @@ def test_message_by_id_reads_the_whole_row(conversation):
         selectors.message_by_id(message.id + 1000)
 
 
-def test_message_list_is_oldest_first(conversation):
+def test_a_message_page_is_oldest_first(conversation):
     messages = [
         services.user_message_create(conversation=conversation, content=str(i)) for i in range(4)
     ]
-    assert selectors.message_list(conversation=conversation) == messages
-    assert selectors.message_list(conversation=conversation, limit=2) == messages[2:]
-    assert (
-        selectors.message_list(conversation=conversation, before_id=messages[2].id)
-        == (messages[:2])
-    )
+    assert selectors.message_page(conversation=conversation).messages == messages
+    assert selectors.message_page(conversation=conversation, limit=2).messages == messages[2:]
+    earlier = selectors.message_page(conversation=conversation, before_id=messages[2].id)
+    assert earlier.messages == messages[:2]
 
 
 class TestAttachmentsForIds:

@@ -191,11 +191,6 @@ def parse_mcp_servers(data: Any, *, source: str = "file") -> ParsedServers:
     return ParsedServers(servers, errors)
 
 
-def refused_secrets(spec: McpServerSpec, allowed: Callable[[str], bool]) -> list[str]:
-    """The variables ``spec`` names that ``allowed`` refuses."""
-    return [name for name in spec.secret_names() if not allowed(name)]
-
-
 def unique(specs: Iterable[McpServerSpec]) -> list[McpServerSpec]:
     """The first spec of each name (the file's win over the admin's)."""
     seen: dict[str, McpServerSpec] = {}

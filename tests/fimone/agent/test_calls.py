@@ -21,7 +21,7 @@ from fimone.agent.calls import (
     chat_once,
     compact_limit,
     stream_limit_for,
-    stream_text,
+    stream_reply,
 )
 from tests.support.fake_llm import FakeLLM, Hang
 
@@ -55,7 +55,7 @@ async def collect_stream(llm, **limits) -> tuple[list[str], BaseException | None
         received.append(text)
 
     try:
-        await stream_text(llm, QUESTION, on_text=on_text, **limits)
+        await stream_reply(llm, QUESTION, on_text=on_text, **limits)
     except LLMTimeout as exc:
         return received, exc
     return received, None
