@@ -12,8 +12,11 @@ token counting, units, the transcript split, every summariser call's fit and fac
 (in a worker thread for a source this large; ``process_time`` counts every thread).
 
 Printed per summariser and compactor window: CPU milliseconds per call
-(``time.process_time``, median and p95) "cold" (the fact check's per-text cache emptied
-before each call: a conversation compacted for the first time) and "warm" (the same texts
+(``time.process_time``, median and p95) "cold" (the fact check's per-text caches emptied
+before each call: a conversation compacted for the first time, its messages stored without
+their facts, as before they were kept), "stored" (the same, each message carrying the facts
+found when it was stored, ``factscan.stored_facts`` in ``metadata["facts"]``, as a
+database load gives them: the compaction scans no text) and "warm" (the same texts
 seen before, as when the next request compacts the same conversation again), and the
 longest event-loop stall a lag monitor waking every millisecond saw during the cold calls.
 Window 60,000 is the fast model's default input budget (one summariser call); window 8,000
@@ -44,11 +47,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _mixed import MIXES, mixed_conversation  # noqa: E402
 
 from config.loop_monitor import LoopLagMonitor  # noqa: E402
-from contextmgmt.core import factscan  # noqa: E402
+from contextmgmt.core import corrections, factscan  # noqa: E402
 from contextmgmt.core.compact import CompactUtils  # noqa: E402
 from contextmgmt.core.llm import LLMResult, Usage  # noqa: E402
-from contextmgmt.core.messages import ChatMessage  # noqa: E402
+from contextmgmt.core.messages import STORED_FACTS, ChatMessage  # noqa: E402
 from contextmgmt.core.tokens import estimate_messages_tokens  # noqa: E402
+from contextmgmt.core.transcript import fact_source  # noqa: E402
 
 BUDGET = 8_000
 
@@ -80,6 +84,24 @@ async def reference_compact(messages: list[ChatMessage], llm, max_tokens: int) -
     out = [*system, summary, *recent, *pinned]
     sum(_reference_estimate(m.text()) + 4 for m in out)  # still too long? (it is not)
     return out
+
+
+def with_stored_facts(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` as a database load gives them: each carries the facts found when it
+    was stored (what the storing service keeps in its ``facts`` column)."""
+    for message in messages:
+        message.metadata[STORED_FACTS] = factscan.stored_facts(fact_source(message))
+    return messages
+
+
+def storage_cost_ms(count: int, mix: str) -> float:
+    """CPU milliseconds per message of finding its facts when it is stored."""
+    messages = mixed_conversation(count, languages=mix)
+    factscan.clear_cache()
+    started = time.process_time()
+    for message in messages:
+        factscan.stored_facts(fact_source(message))
+    return (time.process_time() - started) * 1000 / len(messages)
 
 
 class InstantSummariser:
@@ -123,14 +145,17 @@ async def measure(kind: str, count: int, calls: int, window: int, mix: str) -> d
     figures: dict[str, float] = {}
     result = None
     stall = 0.0
-    for phase in ("cold", "warm"):
+    for phase in ("cold", "stored", "warm"):
         cpu_ms: list[float] = []
         for _ in range(calls):
             # Built just before its call, as a server loads one conversation per request:
             # only its objects are alive for the garbage collector to walk.
             messages = mixed_conversation(count, languages=mix)
-            if phase == "cold":
+            if phase == "stored":
+                with_stored_facts(messages)
+            if phase != "warm":
                 factscan.clear_cache()
+                corrections.clear_cache()
             await asyncio.sleep(0.003)  # let the monitor wake between calls
             monitor.reset()  # building the conversation is not the compaction's stall
             started = time.process_time()
@@ -163,7 +188,8 @@ def main() -> None:
         print(
             f"conversation {mix}: {len(sample)} messages, {chars:,} characters, "
             f"~{estimate_messages_tokens(sample):,} tokens; budget {BUDGET:,}; "
-            f"{args.calls} calls"
+            f"{args.calls} calls; facts found at storage "
+            f"{storage_cost_ms(args.messages, mix):.3f} ms CPU per message"
         )
         for window in (60_000, 8_000):
             for kind in ("terse", "faithful"):
@@ -171,7 +197,8 @@ def main() -> None:
                 reference = asyncio.run(measure_reference(kind, args.messages, args.calls, mix))
                 print(
                     f"  window {window:,}, {kind}: CPU per call cold median {r['cold']:.1f} ms "
-                    f"(p95 {r['cold_p95']:.1f}), warm {r['warm']:.1f} ms "
+                    f"(p95 {r['cold_p95']:.1f}), stored {r['stored']:.1f} ms "
+                    f"(p95 {r['stored_p95']:.1f}), warm {r['warm']:.1f} ms "
                     f"(p95 {r['warm_p95']:.1f}); reference design {reference:.1f} ms; "
                     f"longest loop stall {r['stall']:.1f} ms; summariser calls "
                     f"{r['llm_calls']}; facts missing {r['facts_missing']}, appended "

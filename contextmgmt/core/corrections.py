@@ -21,16 +21,18 @@ plain "not" needs its old value next to it.
 from __future__ import annotations
 
 import bisect
-import functools
 import re
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .factscan import (
     SHAPE,
     Placed,
+    Scanned,
     normalise,
-    occurrences_of,
-    placed_facts_of,
+    scans_of,
     without_repeated_lines,
 )
 
@@ -86,15 +88,77 @@ OLD_MARKERS = {
     r"|\bera)(?: el| la| los| las| al| de| del| en| a las| a la| a)?\s*$",
     "ru": r"(?:\bне|\bвместо|\bа не|\bраньше|\bранее|\bбыло|\bс)(?: с| на| в)?\s*$",
 }
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern``."""
+    out, depth, start, at = [], 0, 0, 0
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":
+            at += 2
+            continue
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            out.append(pattern[start:at])
+            start = at + 1
+        at += 1
+    out.append(pattern[start:])
+    return out
+
+
+def _first_character_led(pattern: str, *, ignore_case: bool = False) -> str:
+    """``pattern`` (alternatives of words, each maybe led by ``\\b`` or by a group of
+    words) as alternatives that each start with a literal character, the word boundary
+    checked just after it, looking back (``\\b`` + "not" becomes "n(?<!\\wn)ot").
+
+    The same matches; but the regex engine skips to a pattern's possible first characters
+    in C only when every alternative starts with a literal one: led by ``\\b``, each of
+    some eighty alternatives is tried at every character (a cue search then costs more
+    than the rest of a compaction). ``ignore_case``: the first character in each case,
+    the rest case-insensitive (what ``re.IGNORECASE`` would match, the prefix kept)."""
+    flat: list[str] = []
+    for alternative in _alternatives(pattern):
+        if alternative.startswith("\\b(?:"):
+            close = alternative.index(")")
+            for word in _alternatives(alternative[len("\\b(?:") : close]):
+                flat.append("\\b" + word + alternative[close + 1 :])
+        else:
+            flat.append(alternative)
+    by_first: dict[str, list[str]] = {}
+    for alternative in flat:
+        bounded = alternative.startswith("\\b")
+        rest = alternative[2:] if bounded else alternative
+        first, rest = rest[0], rest[1:]
+        if first in "\\[(.^$*+?{|":
+            raise ValueError(f"a cue must start with a literal character: {alternative!r}")
+        for variant in dict.fromkeys((first.lower(), first.upper()) if ignore_case else first):
+            check = f"(?<!\\w{re.escape(variant)})" if bounded else ""
+            tail = f"(?i:{rest})" if ignore_case and rest else rest
+            by_first.setdefault(variant, []).append(check + tail)
+    # One alternative per first character (the engine tries them one by one).
+    return "|".join(
+        re.escape(first) + (f"(?:{'|'.join(tails)})" if len(tails) > 1 else tails[0])
+        for first, tails in by_first.items()
+    )
+
+
 # Matched against case-folded text (faster than IGNORECASE over long texts).
-_WEAK = re.compile("|".join(weak for weak, _ in CUES.values()).casefold())
-_STRONG = re.compile("|".join(strong for _, strong in CUES.values()).casefold())
+_WEAK_CUES = "|".join(weak for weak, _ in CUES.values()).casefold()
+_STRONG_CUES = "|".join(strong for _, strong in CUES.values()).casefold()
+_WEAK = re.compile(_first_character_led(_WEAK_CUES))
+_STRONG = re.compile(_first_character_led(_STRONG_CUES))
 _OLD_MARKER = re.compile("|".join(OLD_MARKERS.values()), re.IGNORECASE)
 # What stands right after an old value, in the languages that say it after ("12日ではなく").
 _OLD_AFTER = re.compile(r"\s*(?:ではなく|じゃなく|でなく|ではありません|から)")
-_CUE_WORDS = re.compile(_WEAK.pattern + "|" + _STRONG.pattern, re.IGNORECASE)
-_ANY_CUE = re.compile(_WEAK.pattern + "|" + _STRONG.pattern)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？；;\n]+")
+_CUE_WORDS = re.compile(_first_character_led(_WEAK_CUES + "|" + _STRONG_CUES, ignore_case=True))
+_ANY_CUE = re.compile(_first_character_led(_WEAK_CUES + "|" + _STRONG_CUES))
+# White space after a full stop (found from the white space: the engine then skips to it
+# in C), or Chinese and Japanese stops and line breaks.
+_SENTENCE = re.compile(r"\s(?<=[.!?]\s)\s*|[。！？；;\n]+")
 _LATIN_WORD = re.compile(r"[^\W\d_]{4,}")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
 _STOPWORDS = frozenset(
@@ -155,12 +219,10 @@ def _subject(sentence: str, facts: list[Placed]) -> set[str]:
 _Sentence = tuple[str, tuple[Placed, ...]]
 
 
-def _split(source: str) -> list[_Sentence]:
-    """The sentences of ``source`` (without its repeated lines, as the scan reads it) with
-    their facts, from the scan's cache (``factscan.placed_facts_of``): no text is scanned
+def _split(text: str, facts: tuple[Placed, ...]) -> list[_Sentence]:
+    """The sentences of ``text`` (a source without its repeated lines, as the scan reads
+    it) with their ``facts`` (the scan's, ``factscan.scans_of``): no text is scanned
     twice. A separator inside a fact ("Dr. Katrin Vogel") does not split it."""
-    text = without_repeated_lines(source)
-    facts = placed_facts_of([source])[0]
     spans: list[tuple[int, int]] = []
     start = 0
     at = 0
@@ -186,29 +248,85 @@ def _split(source: str) -> list[_Sentence]:
     return sentences
 
 
-@functools.lru_cache(maxsize=2048)
-def _cue_sentences(source: str) -> tuple[tuple[str, bool, tuple[Placed, ...]], ...]:
+_Value = TypeVar("_Value")
+
+
+class _BySource:
+    """What is worked out of a source, by its text (its facts follow from it): a
+    compaction checks the same messages several times, and the next compaction of the
+    conversation most of them again. The oldest entry goes first past ``size``; fact
+    checks run in worker threads: a lock."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.entries: dict[str, object] = {}
+        self.lock = threading.Lock()
+
+    def get(self, source: str, compute: Callable[[], _Value]) -> _Value:
+        entry = self.entries.get(source)
+        if entry is None:
+            entry = compute()
+            with self.lock:
+                self.entries[source] = entry
+                while len(self.entries) > self.size:
+                    del self.entries[next(iter(self.entries))]
+        return entry  # type: ignore[return-value]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+
+
+_CUE_SENTENCES = _BySource(2048)
+_SUBJECTS = _BySource(2048)
+
+
+def clear_cache() -> None:
+    """Forget what was worked out of every source (the benches measure a first compaction
+    with it, and ``factscan.clear_cache``)."""
+    _CUE_SENTENCES.clear()
+    _SUBJECTS.clear()
+
+
+_CueSentences = tuple[tuple[str, bool, tuple[Placed, ...]], ...]
+
+
+def _cue_sentences(source: str, facts: tuple[Placed, ...]) -> _CueSentences:
     """The sentences of ``source`` that hold a cue and a fact: (sentence, whether its cue
-    is strong, its facts). Cached: a compaction checks the same messages several times."""
-    if not _ANY_CUE.search(source.casefold()):
+    is strong, its facts); ``facts``: the source's (``factscan.scans_of``)."""
+    return _CUE_SENTENCES.get(source, lambda: _find_cue_sentences(source, facts))
+
+
+def _find_cue_sentences(source: str, facts: tuple[Placed, ...]) -> _CueSentences:
+    if not facts:
+        return ()
+    # The sentences are those of the text the scan read (a pasted log's repeated lines
+    # hold none): the cues are looked for there.
+    text = without_repeated_lines(source)
+    if not _ANY_CUE.search(text.casefold()):
         return ()
     out = []
-    for sentence, facts in _split(source):
-        if not facts:
+    for sentence, mine in _split(text, facts):
+        if not mine:
             continue
         folded = sentence.casefold()
         strong = _STRONG.search(folded) is not None
         if strong or _WEAK.search(folded):
-            out.append((sentence, strong, facts))
+            out.append((sentence, strong, mine))
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=2048)
-def _subjects_of(source: str) -> tuple[tuple[str, tuple[Placed, ...], frozenset[str]], ...]:
+_Subjects = tuple[tuple[str, tuple[Placed, ...], frozenset[str]], ...]
+
+
+def _subjects_of(source: str, facts: tuple[Placed, ...]) -> _Subjects:
     """Each sentence of ``source`` with its facts and its subject (:func:`_subject`)."""
-    return tuple(
-        (sentence, facts, frozenset(_subject(sentence, facts)))
-        for sentence, facts in _split(source)
+    return _SUBJECTS.get(
+        source,
+        lambda: tuple(
+            (sentence, mine, frozenset(_subject(sentence, mine)))
+            for sentence, mine in _split(without_repeated_lines(source), facts)
+        ),
     )
 
 
@@ -223,13 +341,13 @@ class _Earlier:
     the numbers of the sentences that name it (ascending): a correction that does not name
     its old value looks only at the latest sentences sharing a word with it."""
 
-    def __init__(self, sources: list[str]) -> None:
+    def __init__(self, sources: list[str], scans: list[Scanned]) -> None:
         self.sentences: list[tuple[str, tuple[Placed, ...], frozenset[str]]] = []
         self.first_of_source: list[int] = []
         naming: dict[str, list[int]] = {}
-        for source in sources:
+        for source, scan in zip(sources, scans, strict=True):
             self.first_of_source.append(len(self.sentences))
-            for entry in _subjects_of(source):
+            for entry in _subjects_of(source, scan[1]):
                 number = len(self.sentences)
                 self.sentences.append(entry)
                 for word in entry[2]:
@@ -249,20 +367,29 @@ class _Earlier:
         return sorted(found)
 
 
-def superseded(sources: list[str]) -> Superseded:
-    """The values of ``sources`` (oldest first) that a later correction replaced.
+def superseded(
+    sources: list[str],
+    known: Mapping[str, Scanned] | None = None,
+    scans: list[Scanned] | None = None,
+) -> Superseded:
+    """The values of ``sources`` (oldest first) that a later correction replaced;
+    ``known``: facts stored with the messages (``factscan.known_facts``); ``scans``: the
+    sources' scans when the caller has them.
 
-    Linear in what it reads: the sentences and their facts come from the scan's cache (no
-    text is scanned again); a correction that does not name its old value compares itself
-    with a bounded number of earlier sentences sharing a word with it (an index of them
-    built once per call), and the values of each kind and shape are gathered once.
+    Linear in what it reads: the sentences and their facts come from the scan (its cache
+    or ``known``: no text is scanned again); a correction that does not name its old value
+    compares itself with a bounded number of earlier sentences sharing a word with it (an
+    index of them built once per call), and the values of each kind and shape are
+    gathered once.
     """
     by: dict[str, str] = {}
     doubtful: set[str] = set()
     earlier: _Earlier | None = None
     shapes: _Shapes | None = None
-    for index, source in enumerate(sources):
-        for sentence, strong, facts in _cue_sentences(source):
+    if scans is None:
+        scans = scans_of(sources, known)
+    for index, (source, scan) in enumerate(zip(sources, scans, strict=True)):
+        for sentence, strong, facts in _cue_sentences(source, scan[1]):
             olds, news = [], []
             previous_end = 0
             for at, fact in enumerate(facts):
@@ -281,11 +408,11 @@ def superseded(sources: list[str]) -> Superseded:
                     _replace(by, normalise(old[3]), normalise(new[3]))
             elif strong:
                 if earlier is None:
-                    earlier = _Earlier(sources)
+                    earlier = _Earlier(sources, scans)
                 wanted = _replace_earlier(by, earlier, index, sentence, list(facts), news)
                 if wanted:
                     if shapes is None:
-                        shapes = _Shapes(sources)
+                        shapes = _Shapes(scans)
                     shapes.replace(by, doubtful, index, wanted)
     return Superseded(by, doubtful - set(by.values()))
 
@@ -335,9 +462,9 @@ class _Shapes:
     for "B2-17"), if there is exactly one. The values of every kind and shape, with the
     first source holding each, are gathered once (from the scan's cache)."""
 
-    def __init__(self, sources: list[str]) -> None:
+    def __init__(self, scans: list[Scanned]) -> None:
         self.first: dict[tuple[str, str], dict[str, int]] = {}
-        for index, occurrences in enumerate(occurrences_of(sources)):
+        for index, (occurrences, _) in enumerate(scans):
             for kind, _, key, _, _, _ in occurrences:
                 keys = self.first.setdefault((kind, key.translate(SHAPE)), {})
                 keys.setdefault(key, index)

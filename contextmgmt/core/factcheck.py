@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from . import tokens
 from .corrections import superseded
 from .factpatterns import PRIORITY
-from .factscan import SHAPE, Occurrence, needle_of, normalise, occurrences_of
+from .factscan import SHAPE, Occurrence, Scanned, needle_of, normalise, scans_of
 
 KEY_FACTS_LABEL = "Key facts:"
 KEY_FACTS_MAX_TOKENS = 150
@@ -80,12 +80,17 @@ def _distinct_facts(sources: Iterable[str]) -> list[Fact]:
 
 
 def _tally(
-    sources: Iterable[str], stated: Iterable[str] = ()
+    sources: Iterable[str],
+    stated: Iterable[str] = (),
+    known: Mapping[str, Scanned] | None = None,
+    scans: list[Scanned] | None = None,
 ) -> tuple[dict[str, float], dict[str, Occurrence], dict[str, int]]:
     """Each distinct fact of ``sources`` by its key, in the order first seen: its score, its
     first occurrence and the index of the source that holds it. (Three flat dicts: no
     object per fact for the garbage collector to walk.) Facts that ``stated`` holds (what
-    the user said in words, what an earlier summary kept) score ``STATED_BONUS`` more."""
+    the user said in words, what an earlier summary kept) score ``STATED_BONUS`` more.
+    ``known``: facts stored with the messages (``factscan.known_facts``); ``scans``: the
+    sources' scans when the caller has them."""
     scores: dict[str, float] = {}
     firsts: dict[str, Occurrence] = {}
     origins: dict[str, int] = {}
@@ -93,7 +98,9 @@ def _tally(
     count = max(len(sources), 1)
     score_of = scores.get
     boosted: set[str] = set()
-    for index, occurrences in enumerate(occurrences_of(sources)):
+    if scans is None:
+        scans = scans_of(sources, known)
+    for index, (occurrences, _) in enumerate(scans):
         recency = (index + 1) / count  # 0 < r <= 1, newer is higher
         for occurrence in occurrences:
             key = occurrence[2]
@@ -104,7 +111,7 @@ def _tally(
                 origins[key] = index
             elif score < firsts[key][4] + 3:
                 scores[key] = score + 1.0  # a repeat makes it more likely to matter (capped)
-    for occurrences in occurrences_of(list(stated)):
+    for occurrences, _ in scans_of(list(stated), known):
         for occurrence in occurrences:
             key = occurrence[2]
             if key in scores and key not in boosted:
@@ -181,7 +188,12 @@ def _damped_scores(facts: list[Fact]) -> list[float]:
     return [-f.score / damp[shape] for f, shape in zip(facts, shapes, strict=True)]
 
 
-def _ranked_missing(summary: str, sources: Iterable[str], stated: Iterable[str] = ()) -> list[str]:
+def _ranked_missing(
+    summary: str,
+    sources: Iterable[str],
+    stated: Iterable[str] = (),
+    known: Mapping[str, Scanned] | None = None,
+) -> list[str]:
     """The texts of ``rank_by_distinctiveness(missing_facts(summary, sources))`` with one
     sort: by the damped score, then in :func:`extract_facts` order (which a stable sort
     would keep), from what the scan worked out for each fact (no fact objects).
@@ -190,8 +202,9 @@ def _ranked_missing(summary: str, sources: Iterable[str], stated: Iterable[str] 
     when its replacement is, and the replacement is a fact of its own."""
     text = normalise(summary)
     sources = list(sources)
-    scores, firsts, origins = _tally(sources, stated)
-    replaced = superseded(sources)
+    scans = scans_of(sources, known)
+    scores, firsts, origins = _tally(sources, stated, known, scans)
+    replaced = superseded(sources, known, scans)
     missing = [
         first
         for first in firsts.values()
@@ -240,11 +253,14 @@ def check_key_facts(
     *,
     max_tokens: int = KEY_FACTS_MAX_TOKENS,
     stated: Iterable[str] = (),
+    known: Mapping[str, Scanned] | None = None,
 ) -> KeyFacts:
     """:func:`append_key_facts` with the facts themselves, so that a user can be shown
     what the summary dropped and what was put back. Facts ``stated`` holds (the user's own
-    words, earlier summaries) come first among equals (:func:`_tally`)."""
-    missing = _ranked_missing(summary, sources, stated)
+    words, earlier summaries) come first among equals (:func:`_tally`). ``known``: the
+    facts stored with the messages (``factscan.known_facts``), taken instead of scanning
+    their texts again."""
+    missing = _ranked_missing(summary, sources, stated, known)
     if not missing or max_tokens <= 0:
         return KeyFacts(summary, missing, [])
     prefix = f"\n\n{KEY_FACTS_LABEL} "

@@ -16,11 +16,15 @@ check never looks at a source's text again.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
+import zlib
 from collections import Counter, OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from .factlang import SEPARATOR, locale_facts_of, plain_ascii_apart
+from .factlang import NAME_WORDS, SEPARATOR, language_facts, locale_facts_of, plain_ascii_apart
 from .factpatterns import PATTERN_WEIGHT, scanner_for
 
 # A separator between digits and three more (a comma, a space, a no-break or narrow
@@ -106,13 +110,13 @@ Occurrence = tuple[str, str, str, str, int, bytes]
 # What a scan keeps of a text: its facts as the check needs them, and with their places in
 # the text without its repeated lines (:func:`without_repeated_lines`), as corrections
 # need them (so that they never scan a text again).
-_Scanned = tuple[tuple[Occurrence, ...], tuple["Placed", ...]]
+Scanned = tuple[tuple[Occurrence, ...], tuple["Placed", ...]]
 
 
 # Texts' facts by text, least recently used first: a compaction in rounds checks a
 # message's facts in its round and again at the end, and the next compaction of the same
 # conversation meets most of them again. Fact checks run in worker threads: a lock.
-_cache: OrderedDict[str, _Scanned] = OrderedDict()
+_cache: OrderedDict[str, Scanned] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -122,21 +126,28 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def occurrences_of(sources: list[str]) -> list[tuple[Occurrence, ...]]:
-    """The facts of each of ``sources``, in order; the texts not cached are scanned
+def occurrences_of(
+    sources: list[str], known: Mapping[str, Scanned] | None = None
+) -> list[tuple[Occurrence, ...]]:
+    """The facts of each of ``sources``, in order; the texts not cached are taken from
+    ``known`` (the facts stored with the messages, :func:`known_facts`) or scanned
     together (:func:`_scan`)."""
-    return [scanned[0] for scanned in _scanned(sources)]
+    return [scanned[0] for scanned in scans_of(sources, known)]
 
 
-def placed_facts_of(sources: list[str]) -> list[tuple[Placed, ...]]:
+def placed_facts_of(
+    sources: list[str], known: Mapping[str, Scanned] | None = None
+) -> list[tuple[Placed, ...]]:
     """The facts of each of ``sources`` with their places in the text without its repeated
     lines (:func:`without_repeated_lines`), from the same scan and cache as
     :func:`occurrences_of`."""
-    return [scanned[1] for scanned in _scanned(sources)]
+    return [scanned[1] for scanned in scans_of(sources, known)]
 
 
-def _scanned(sources: list[str]) -> list[_Scanned]:
-    found: list[_Scanned | None] = []
+def scans_of(sources: list[str], known: Mapping[str, Scanned] | None = None) -> list[Scanned]:
+    """What a scan keeps of each of ``sources`` (its occurrences and placed facts): from
+    the cache, from ``known``, or scanned together, the new ones cached."""
+    found: list[Scanned | None] = []
     unseen: dict[str, None] = {}
     cached, used = _cache.get, _cache.move_to_end
     with _cache_lock:
@@ -149,7 +160,15 @@ def _scanned(sources: list[str]) -> list[_Scanned]:
             found.append(entry)
     if not unseen:
         return found  # type: ignore[return-value]
-    scanned = dict(zip(unseen, _scan_placed(list(unseen)), strict=True))
+    scanned: dict[str, Scanned] = {}
+    if known:
+        for text in unseen:
+            entry = known.get(text)
+            if entry is not None:
+                scanned[text] = entry
+    rest = [text for text in unseen if text not in scanned]
+    if rest:
+        scanned.update(zip(rest, _scan_placed(rest), strict=True))
     with _cache_lock:
         for text, entry in scanned.items():
             if len(text) <= _CACHED_CHARS:
@@ -164,16 +183,21 @@ def _scan(texts: list[str], *, languages: bool = True) -> list[tuple[Occurrence,
     return [scanned[0] for scanned in _scan_placed(texts, languages=languages)]
 
 
-def _scan_placed(texts: list[str], *, languages: bool = True) -> list[_Scanned]:
-    """The facts of each of ``texts``, scanned together (:func:`facts_in_texts`); what is
-    worked out for each fact is worked out for all of them at once (a few C calls over
-    their values joined, not a dozen Python steps per fact)."""
+def _scan_placed(texts: list[str], *, languages: bool = True) -> list[Scanned]:
+    """The facts of each of ``texts``, scanned together (:func:`facts_in_texts`), with
+    their occurrences (:func:`_with_occurrences`)."""
+    cleaned = [without_repeated_lines(text) for text in texts]
+    return _with_occurrences(facts_in_texts(cleaned, languages=languages))
+
+
+def _with_occurrences(placed: list[list[Placed]]) -> list[Scanned]:
+    """Each text's placed facts with what a check needs of each (:data:`Occurrence`),
+    worked out for all of them at once (a few C calls over their values joined, not a
+    dozen Python steps per fact)."""
     kinds: list[str] = []
     values: list[str] = []
     weights: list[int] = []
     ends: list[int] = []  # how many values there are after each text
-    cleaned = [without_repeated_lines(text) for text in texts]
-    placed = facts_in_texts(cleaned, languages=languages)
     for found in placed:
         for _, _, kind, value, weight in found:
             kinds.append(kind)
@@ -181,7 +205,7 @@ def _scan_placed(texts: list[str], *, languages: bool = True) -> list[_Scanned]:
             weights.append(weight)
         ends.append(len(values))
     if not values:
-        return [((), ()) for _ in texts]
+        return [((), tuple(places)) for places in placed]
     # No value holds a line break, and case folding, the thousands separators and shapes go
     # character by character: all values are done in one go.
     joined = "\n".join(values)
@@ -195,12 +219,78 @@ def _scan_placed(texts: list[str], *, languages: bool = True) -> list[_Scanned]:
     # (A value, and so its key, is never empty.)
     needles = [needle_of(key) if key[0] in "$€£¥+-" or key[-1] == "%" else key for key in keys]
     rows = list(zip(kinds, values, keys, needles, weights, shapes, strict=True))
-    out: list[_Scanned] = []
+    out: list[Scanned] = []
     start = 0
     for end, places in zip(ends, placed, strict=True):
         out.append((tuple(rows[start:end]), tuple(places)))
         start = end
     return out
+
+
+# Stored facts: a message's facts are found once, when it is stored (``stored_facts``),
+# and kept with it; a compaction takes them (``known_facts``) instead of scanning its text
+# again. They carry the fingerprint of the patterns that found them and a checksum of
+# the text they were found in: facts found by other patterns, or in another text (an
+# edited message, documents joined to it since), are not taken, the text is scanned.
+
+
+# Raised when what the scan does with the patterns' matches changes (the patterns
+# themselves are in the fingerprint).
+SCAN_VERSION = 1
+
+
+@functools.cache
+def scan_fingerprint() -> str:
+    """A checksum of the scan's version and every pattern it uses: stored facts found by
+    other patterns are found again."""
+    parts = [
+        str(SCAN_VERSION),
+        str(REPEATED_LINE_MIN),
+        repr([row[:3] for rows in language_facts().values() for row in rows]),
+        repr(sorted(NAME_WORDS)),
+        repr(sorted(PATTERN_WEIGHT.items())),
+        scanner_for("://@/`=\u00e9")[0].pattern,  # every kind of the combined pattern
+    ]
+    return f"{zlib.crc32(chr(0).join(parts).encode('utf-8', 'surrogatepass')):08x}"
+
+
+def _text_checksum(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def stored_facts(text: str) -> dict[str, Any]:
+    """``text``'s facts as a message stores them (JSON): the patterns' fingerprint, the
+    text's checksum and each fact as [start, end, kind, value, weight]."""
+    placed = facts_in(without_repeated_lines(text))
+    return {
+        "scan": scan_fingerprint(),
+        "text": _text_checksum(text),
+        "facts": [list(fact) for fact in placed],
+    }
+
+
+def known_facts(stored: Iterable[tuple[str, Any]]) -> dict[str, Scanned]:
+    """The stored facts (:func:`stored_facts`) of each (text, stored) that still hold for
+    their text and the present patterns, as a scan would give them, by text; the others
+    are left out (their texts are scanned)."""
+    fingerprint = scan_fingerprint()
+    texts: list[str] = []
+    placed: list[list[Placed]] = []
+    for text, entry in stored:
+        if not isinstance(entry, dict) or entry.get("scan") != fingerprint:
+            continue
+        facts = entry.get("facts")
+        if not isinstance(facts, list) or entry.get("text") != _text_checksum(text):
+            continue
+        try:
+            rows = [(int(a), int(b), str(k), str(v), int(w)) for a, b, k, v, w in facts]
+        except (TypeError, ValueError):
+            continue
+        if any(not value for _, _, _, value, _ in rows):
+            continue
+        texts.append(text)
+        placed.append(rows)
+    return dict(zip(texts, _with_occurrences(placed), strict=True))
 
 
 # A fact found at its place in a text: (start, end, kind, value, weight).

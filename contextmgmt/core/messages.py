@@ -20,6 +20,10 @@ STEP_REASONING = "step_reasoning"
 # outline), also part of its text, for a part of a run that is given only its task (a DAG
 # step).
 DOCUMENT_NOTES = "document_notes"
+# ``metadata`` key: the facts of the message's fact source (``transcript.fact_source``),
+# found once when it was stored (``factscan.stored_facts``): a compaction takes them
+# instead of scanning its text again (docs/tokens.md, "Stored facts").
+STORED_FACTS = "facts"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,9 @@ from typing import Any
 
 from . import tokens
 from .factcheck import KEY_FACTS_MAX_TOKENS, KeyFacts, check_key_facts
+from .factscan import Scanned, known_facts
 from .llm import Usage
-from .messages import SUMMARY_PREFIX, ChatMessage
+from .messages import STORED_FACTS, SUMMARY_PREFIX, ChatMessage
 from .prompts import compact_prompt
 from .readon import newest_read_on_lines
 from .textcut import WINDOW_MARGIN, clip_to_tokens, fit_reply, pack_segments
@@ -88,10 +89,17 @@ class _Rounds:
     """One summarising job: its calls share the LLM, hint, timeout and the tally."""
 
     def __init__(
-        self, llm: Any, hint: str, timeout: float | None, off_loop: bool, stated: list[str]
+        self,
+        llm: Any,
+        hint: str,
+        timeout: float | None,
+        off_loop: bool,
+        stated: list[str],
+        known: dict[str, Scanned],
     ) -> None:
         self.off_loop = off_loop
         self.stated = stated  # what the user stated in words and earlier summaries kept
+        self.known = known  # the facts stored with the messages, by fact source
         self.llm = llm
         # What is sent is sized in the summariser's own tokens (its model's weights, when
         # its LLM carries them); caps and summaries stay in the caller's, since a summary
@@ -121,7 +129,7 @@ class _Rounds:
         if not text:
             raise _EmptySummary
         checked, trimmed = await self.run(
-            _fit_and_check, text, body_cap, sources, cap - body_cap - 1, self.stated
+            _fit_and_check, text, body_cap, sources, cap - body_cap - 1, self.stated, self.known
         )
         if trimmed is not None:
             self.outcome.overshoots += 1
@@ -139,7 +147,12 @@ class _Rounds:
 
 
 def _fit_and_check(
-    text: str, body_cap: int, sources: list[str], facts_room: int, stated: list[str]
+    text: str,
+    body_cap: int,
+    sources: list[str],
+    facts_room: int,
+    stated: list[str],
+    known: dict[str, Scanned],
 ) -> tuple[KeyFacts, int | None]:
     """A reply cut back to ``body_cap`` and fact-checked against ``sources``: (the check,
     the tokens cut or None when it fitted)."""
@@ -147,7 +160,8 @@ def _fit_and_check(
     trimmed = None
     if body != text:
         trimmed = tokens.estimate_tokens(text) - tokens.estimate_tokens(body)
-    return check_key_facts(body, sources, max_tokens=facts_room, stated=stated), trimmed
+    checked = check_key_facts(body, sources, max_tokens=facts_room, stated=stated, known=known)
+    return checked, trimmed
 
 
 class _EmptySummary(Exception):
@@ -176,7 +190,14 @@ async def summarise_rounds(
     cap = max(1, max_summary_tokens - tokens.estimate_tokens(SUMMARY_PREFIX + "\n") - 1)
     sources = [fact_source(m) for m in messages]
     stated = [text for text in map(stated_text, messages) if text]
-    job = _Rounds(llm, hint, timeout, sum(map(len, sources)) > OFF_LOOP_CHARS, stated)
+    # Facts found when the messages were stored are not looked for again.
+    known = known_facts(
+        (source, m.metadata[STORED_FACTS])
+        for m, source in zip(messages, sources, strict=True)
+        if STORED_FACTS in m.metadata
+    )
+    off_loop = sum(map(len, sources)) > OFF_LOOP_CHARS
+    job = _Rounds(llm, hint, timeout, off_loop, stated, known)
     job.outcome.cap = max_summary_tokens
     piece_tokens = None
     if window_tokens is not None:

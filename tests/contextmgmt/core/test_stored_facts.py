@@ -1,0 +1,109 @@
+"""Facts found when a message is stored (contextmgmt/core/factscan.py, "Stored facts"):
+RF.12, a compaction takes them instead of scanning the text again, and its check comes
+out exactly as when it scans; facts that no longer hold for the text or the patterns are
+not taken."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextmgmt.core import corrections, factscan
+from contextmgmt.core.factcheck import check_key_facts
+from contextmgmt.core.messages import STORED_FACTS, ChatMessage
+from contextmgmt.core.summarise import _fit_and_check
+from tests.contextmgmt.core.fact_texts import SCAN_PIECES
+
+FACT_RICH = [
+    "Order ORD-4471 costs 12.380,50 € and ships on 14.03.2027.",
+    "Das Budget ist jetzt 41.500 €, nicht 38.000 €.",
+    "展位号改为 B2-17，对接人是王芳。",
+    "Le rendez-vous est le 14, pas le 12, au 12 rue de la Paix.",
+    "Call +49 30 901820 or see https://example.com/a and /srv/app/stage.yaml.",
+]
+sources_strategy = st.lists(
+    st.lists(st.sampled_from([*SCAN_PIECES, *FACT_RICH]), max_size=10).map("".join),
+    min_size=1,
+    max_size=6,
+)
+
+
+def stored(text: str) -> dict:
+    """As a database gives them back: through JSON."""
+    return json.loads(json.dumps(factscan.stored_facts(text)))
+
+
+def fresh_caches() -> None:
+    factscan.clear_cache()
+    corrections.clear_cache()
+
+
+@settings(max_examples=150, deadline=None)
+@given(sources=sources_strategy, summary=st.sampled_from(["", "ORD-4471", "B2-17 41.500 €"]))
+def test_rf_12_stored_facts_give_the_check_a_scan_gives(sources, summary):
+    """RF.12: the check with the stored facts equals the check that scans every text."""
+    fresh_caches()
+    scanned = check_key_facts(summary, sources, stated=sources[:1])
+    known = factscan.known_facts((text, stored(text)) for text in sources)
+    assert set(known) == set(sources)
+    fresh_caches()
+    taken = check_key_facts(summary, sources, stated=sources[:1], known=known)
+    assert (taken.text, taken.missing, taken.appended) == (
+        scanned.text,
+        scanned.missing,
+        scanned.appended,
+    )
+
+
+def test_rf_12_a_check_with_stored_facts_scans_no_text(monkeypatch):
+    """RF.12: with every message's facts stored, the compaction's check reads them."""
+    known = factscan.known_facts((text, stored(text)) for text in FACT_RICH)
+    fresh_caches()
+
+    def no_scan(*args, **kwargs):
+        raise AssertionError("a text was scanned again")
+
+    monkeypatch.setattr(factscan, "facts_in_texts", no_scan)
+    checked, _ = _fit_and_check("A summary.", 500, FACT_RICH, 100, [], known)
+    assert "ORD-4471" in checked.missing
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda entry: {**entry, "text": entry["text"] + 1},  # another text (edited)
+        lambda entry: {**entry, "scan": "0"},  # other patterns
+        lambda entry: {**entry, "facts": [["x"]]},  # not facts
+        lambda entry: "facts",
+    ],
+)
+def test_stored_facts_that_no_longer_hold_are_not_taken(spoil):
+    text = FACT_RICH[0]
+    assert factscan.known_facts([(text, spoil(stored(text)))]) == {}
+
+
+def test_the_summariser_takes_the_facts_messages_carry(monkeypatch):
+    """The compaction reads ``metadata["facts"]`` (what the storing layer keeps)."""
+    import asyncio
+
+    from contextmgmt.core.llm import LLMResult, Usage
+    from contextmgmt.core.summarise import summarise_rounds
+
+    class Terse:
+        model_name = "terse"
+
+        async def chat(self, messages, **opts):
+            return LLMResult(ChatMessage(role="assistant", content="They talked."), Usage())
+
+    messages = [
+        ChatMessage(role="user", content=text, metadata={STORED_FACTS: stored(text)})
+        for text in FACT_RICH
+    ]
+    fresh_caches()
+    monkeypatch.setattr(factscan, "facts_in_texts", lambda *a, **k: pytest.fail("scanned"))
+    outcome = asyncio.run(summarise_rounds(messages, Terse(), max_summary_tokens=400))
+    assert outcome.error is None
+    assert "ORD-4471" in outcome.missing_facts
