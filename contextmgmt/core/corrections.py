@@ -277,6 +277,7 @@ class _BySource:
             self.entries.clear()
 
 
+_FACT_SENTENCES = _BySource(2048)
 _CUE_SENTENCES = _BySource(2048)
 _SUBJECTS = _BySource(2048)
 
@@ -284,8 +285,25 @@ _SUBJECTS = _BySource(2048)
 def clear_cache() -> None:
     """Forget what was worked out of every source (the benches measure a first compaction
     with it, and ``factscan.clear_cache``)."""
+    _FACT_SENTENCES.clear()
     _CUE_SENTENCES.clear()
     _SUBJECTS.clear()
+
+
+def _fact_sentences(source: str, facts: tuple[Placed, ...]) -> tuple[_Sentence, ...]:
+    """The sentences of ``source`` that hold one of its ``facts`` (the scan's,
+    ``factscan.scans_of``), with them: only these can correct a value or be corrected.
+    They are those of the text the scan read (a pasted log's repeated lines hold none)."""
+    if not facts:
+        return ()
+    return _FACT_SENTENCES.get(
+        source,
+        lambda: tuple(
+            (sentence, mine)
+            for sentence, mine in _split(without_repeated_lines(source), facts)
+            if mine
+        ),
+    )
 
 
 _CueSentences = tuple[tuple[str, bool, tuple[Placed, ...]], ...]
@@ -293,22 +311,17 @@ _CueSentences = tuple[tuple[str, bool, tuple[Placed, ...]], ...]
 
 def _cue_sentences(source: str, facts: tuple[Placed, ...]) -> _CueSentences:
     """The sentences of ``source`` that hold a cue and a fact: (sentence, whether its cue
-    is strong, its facts); ``facts``: the source's (``factscan.scans_of``)."""
+    is strong, its facts); ``facts``: the source's (``factscan.scans_of``). The cues are
+    looked for in the sentences holding a fact only."""
     return _CUE_SENTENCES.get(source, lambda: _find_cue_sentences(source, facts))
 
 
 def _find_cue_sentences(source: str, facts: tuple[Placed, ...]) -> _CueSentences:
-    if not facts:
-        return ()
-    # The sentences are those of the text the scan read (a pasted log's repeated lines
-    # hold none): the cues are looked for there.
-    text = without_repeated_lines(source)
-    if not _ANY_CUE.search(text.casefold()):
+    # Most texts hold no cue at all: one search of the text the scan read says so.
+    if not facts or not _ANY_CUE.search(without_repeated_lines(source).casefold()):
         return ()
     out = []
-    for sentence, mine in _split(text, facts):
-        if not mine:
-            continue
+    for sentence, mine in _fact_sentences(source, facts):
         folded = sentence.casefold()
         strong = _STRONG.search(folded) is not None
         if strong or _WEAK.search(folded):
@@ -320,26 +333,29 @@ _Subjects = tuple[tuple[str, tuple[Placed, ...], frozenset[str]], ...]
 
 
 def _subjects_of(source: str, facts: tuple[Placed, ...]) -> _Subjects:
-    """Each sentence of ``source`` with its facts and its subject (:func:`_subject`)."""
+    """Each sentence of ``source`` holding a fact, with its facts and its subject
+    (:func:`_subject`)."""
     return _SUBJECTS.get(
         source,
         lambda: tuple(
             (sentence, mine, frozenset(_subject(sentence, mine)))
-            for sentence, mine in _split(without_repeated_lines(source), facts)
+            for sentence, mine in _fact_sentences(source, facts)
         ),
     )
 
 
-# How many of the latest sentences naming a word a correction compares itself with, per
+# How many of the latest sentences (holding a fact) naming a word a correction compares
+# itself with, per
 # word of its subject: what it replaces was said about the same thing, most often lately;
 # the bound keeps the search linear however often a word recurs.
 LATEST_PER_WORD = 16
 
 
 class _Earlier:
-    """Every sentence of the sources, numbered in order, and by each word of its subject
-    the numbers of the sentences that name it (ascending): a correction that does not name
-    its old value looks only at the latest sentences sharing a word with it."""
+    """Every sentence of the sources that holds a fact (what a correction can replace),
+    numbered in order, and by each word of its subject the numbers of the sentences that
+    name it (ascending): a correction that does not name its old value looks only at the
+    latest sentences sharing a word with it."""
 
     def __init__(self, sources: list[str], scans: list[Scanned]) -> None:
         self.sentences: list[tuple[str, tuple[Placed, ...], frozenset[str]]] = []

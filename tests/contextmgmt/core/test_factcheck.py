@@ -124,3 +124,24 @@ def test_key_facts_follow_the_distinctiveness_ranking_of_the_missing_facts(sourc
     assert missing == len(ranked)
     if appended:
         assert text.split(f"\n\n{KEY_FACTS_LABEL} ", 1)[1] == "; ".join(ranked)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    needle=st.lists(
+        st.sampled_from([*TOKENS, " ", ".", "_", "-", "中", "é"]), min_size=1, max_size=5
+    )
+    .map("".join)
+    .filter(str.strip),
+    pieces=st.lists(st.sampled_from([*TOKENS, " ", ".", "_", "-", "中", "é", "\n"]), max_size=14),
+)
+def test_rf_12_presence_by_the_summary_read_once_is_the_whole_token_search(needle, pieces):
+    """RF.12: the check reads the summary once (its word runs as a set) and searches the
+    text only for needles all of whose runs it holds; the answer is the one a whole-token
+    search of the text for each needle gives (the reference, kept here)."""
+    from contextmgmt.core.factcheck import _Presence, _whole_token_in
+
+    text = normalise("".join(pieces))
+    needle = normalise(needle)
+    reference = needle in text and _whole_token_in(text, needle)
+    assert _Presence(text).has(needle) == reference

@@ -15,7 +15,8 @@ from contextmgmt.core import corrections, factscan
 from contextmgmt.core.factcheck import check_key_facts
 from contextmgmt.core.messages import STORED_FACTS, ChatMessage
 from contextmgmt.core.summarise import _fit_and_check
-from tests.contextmgmt.core.fact_texts import SCAN_PIECES
+
+from .fact_texts import SCAN_PIECES
 
 FACT_RICH = [
     "Order ORD-4471 costs 12.380,50 € and ships on 14.03.2027.",
