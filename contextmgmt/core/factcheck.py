@@ -159,6 +159,8 @@ def _whole_token_in(text: str, needle: str) -> bool:
 
 
 _WORD_RUN = re.compile(r"\w+")
+# Summaries longer than this are read once for their word runs (:class:`_Presence`).
+PRESENCE_BY_RUNS_CHARS = 4_000
 
 
 class _Presence:
@@ -174,13 +176,15 @@ class _Presence:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.runs = set(_WORD_RUN.findall(text))
+        # A short summary is searched directly: that costs less than reading a fact's runs.
+        self.runs = set(_WORD_RUN.findall(text)) if len(text) > PRESENCE_BY_RUNS_CHARS else None
 
     def has(self, needle: str) -> bool:
         runs = self.runs
-        for run in _WORD_RUN.findall(needle):
-            if run not in runs:
-                return False
+        if runs is not None:
+            for run in _WORD_RUN.findall(needle):
+                if run not in runs:
+                    return False
         return needle in self.text and _whole_token_in(self.text, needle)
 
 

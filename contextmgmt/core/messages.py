@@ -22,7 +22,7 @@ STEP_REASONING = "step_reasoning"
 DOCUMENT_NOTES = "document_notes"
 # ``metadata`` key: the facts of the message's fact source (``transcript.fact_source``),
 # found once when it was stored (``factscan.stored_facts``): a compaction takes them
-# instead of scanning its text again (docs/tokens.md, "Stored facts").
+# instead of scanning its text again (docs/architecture.md, "Compaction").
 STORED_FACTS = "facts"
 
 

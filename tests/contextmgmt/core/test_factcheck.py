@@ -139,9 +139,15 @@ def test_rf_12_presence_by_the_summary_read_once_is_the_whole_token_search(needl
     """RF.12: the check reads the summary once (its word runs as a set) and searches the
     text only for needles all of whose runs it holds; the answer is the one a whole-token
     search of the text for each needle gives (the reference, kept here)."""
-    from contextmgmt.core.factcheck import _Presence, _whole_token_in
+    from contextmgmt.core import factcheck
 
     text = normalise("".join(pieces))
     needle = normalise(needle)
-    reference = needle in text and _whole_token_in(text, needle)
-    assert _Presence(text).has(needle) == reference
+    reference = needle in text and factcheck._whole_token_in(text, needle)
+    kept = factcheck.PRESENCE_BY_RUNS_CHARS
+    try:
+        for threshold in (0, kept):  # by the summary's runs, and the direct search
+            factcheck.PRESENCE_BY_RUNS_CHARS = threshold
+            assert factcheck._Presence(text).has(needle) == reference
+    finally:
+        factcheck.PRESENCE_BY_RUNS_CHARS = kept
