@@ -166,11 +166,12 @@ PRESENCE_BY_RUNS_CHARS = 4_000
 class _Presence:
     """Whole-token presence in a normalised summary, read once: its runs of word
     characters (``\\w``: what :func:`_whole_token_in` counts as joined to a token) as a
-    set. Each run of a needle present as a whole token is a whole run of the summary (a
-    needle's edges meet no word character there, and inside it its own non-word characters
-    end its runs): a needle one of whose runs is not among them is absent, found by set
-    look-ups alone, and only the others are searched for in the text. A check then reads
-    the summary once, not once per fact (most facts a summary dropped are absent)."""
+    set. Each run of a needle present as a whole token (with a letter or digit at an edge)
+    is a whole run of the summary (its edges meet no word character there, and inside it
+    its own non-word characters end its runs): a needle one of whose runs is not among
+    them is absent, found by set look-ups alone, and only the others are searched for in
+    the text. A check then reads the summary once, not once per fact (most facts a
+    summary dropped are absent)."""
 
     __slots__ = ("runs", "text")
 
@@ -181,7 +182,8 @@ class _Presence:
 
     def has(self, needle: str) -> bool:
         runs = self.runs
-        if runs is not None:
+        # (Punctuation-edged needles are present wherever they occur: no runs to compare.)
+        if runs is not None and (needle[:1].isalnum() or needle[-1:].isalnum()):
             for run in _WORD_RUN.findall(needle):
                 if run not in runs:
                     return False
