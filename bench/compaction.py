@@ -16,7 +16,8 @@ Printed per summariser and compactor window: CPU milliseconds per call
 before each call: a conversation compacted for the first time, its messages stored without
 their facts, as before they were kept), "stored" (the same, each message carrying the facts
 found when it was stored, ``factscan.stored_facts`` in ``metadata["facts"]``, as a
-database load gives them: the compaction scans no text) and "warm" (the same texts
+database load gives them once the storing layer keeps them: the compaction scans no
+text) and "warm" (the same texts
 seen before, as when the next request compacts the same conversation again), and the
 longest event-loop stall a lag monitor waking every millisecond saw during the cold calls.
 Window 60,000 is the fast model's default input budget (one summariser call); window 8,000
