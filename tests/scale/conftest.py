@@ -13,9 +13,11 @@ from tests.scale.django_procs import REPO_ROOT, DjangoSubprocesses, django_env
 
 
 @pytest.fixture(scope="session")
-def migrated_postgres(postgres_server) -> str:
-    """The URL of a PostgreSQL database with every migration applied (shared by the session)."""
-    url = postgres_server.create_database(f"scale_{uuid.uuid4().hex[:12]}")
+def migrated_template(postgres_server) -> str:
+    """The name of a PostgreSQL database with every migration applied and nothing else:
+    only copied (``CREATE DATABASE ... TEMPLATE``), never connected to."""
+    name = f"template_{uuid.uuid4().hex[:12]}"
+    url = postgres_server.create_database(name)
     env = django_env(tempfile.mkdtemp(prefix="fimone-scale-"), DATABASE_URL=url)
     done = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput"],
@@ -27,7 +29,24 @@ def migrated_postgres(postgres_server) -> str:
         check=False,
     )
     assert done.returncode == 0, f"migrate failed:\n{done.stdout}\n{done.stderr}"
-    return url
+    return name
+
+
+@pytest.fixture(scope="session")
+def migrated_postgres(postgres_server, migrated_template) -> str:
+    """The URL of a migrated PostgreSQL database shared by the session."""
+    return postgres_server.create_database(
+        f"scale_{uuid.uuid4().hex[:12]}", template=migrated_template
+    )
+
+
+@pytest.fixture(scope="module")
+def own_migrated_postgres(postgres_server, migrated_template) -> str:
+    """The URL of a migrated PostgreSQL database for one module: what it holds, and the
+    planner's statistics of it, are the module's own whatever ran before."""
+    return postgres_server.create_database(
+        f"own_{uuid.uuid4().hex[:12]}", template=migrated_template
+    )
 
 
 @pytest.fixture

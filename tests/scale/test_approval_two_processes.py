@@ -25,9 +25,11 @@ def model():
 
 
 @pytest.fixture(scope="module")
-def processes(postgres_server, redis_server, model, tmp_path_factory):
+def processes(postgres_server, migrated_template, redis_server, model, tmp_path_factory):
     env = {
-        "DATABASE_URL": postgres_server.create_database(f"appr_{secrets.token_hex(6)}"),
+        "DATABASE_URL": postgres_server.create_database(
+            f"appr_{secrets.token_hex(6)}", template=migrated_template
+        ),
         "REDIS_URL": redis_server.url,
         "SECRET_KEY": secrets.token_urlsafe(50),
         "LLM_BASE_URL": model.base_url,

@@ -34,8 +34,9 @@ def connections_to(url: str) -> int:
 
 
 @pytest.fixture
-def pooled_daphne(postgres_server, tmp_path):
-    url = postgres_server.create_database(f"pool_{secrets.token_hex(6)}")
+def pooled_daphne(postgres_server, migrated_template, tmp_path):
+    name = f"pool_{secrets.token_hex(6)}"
+    url = postgres_server.create_database(name, template=migrated_template)
     server = start_live_server(
         {
             "DATABASE_URL": url,

@@ -23,11 +23,14 @@ print(json.dumps(plans()))
 
 
 @pytest.fixture(scope="module")
-def postgres_plans(migrated_postgres, tmp_path_factory):
+def postgres_plans(own_migrated_postgres, tmp_path_factory):
+    """The plans on a database of their own: on the shared one the rows other modules left
+    (other dates, other sizes) change the statistics, and with them the planner's choice
+    between the conversation's index and the one on its dates."""
     from tests.scale.django_procs import DjangoSubprocesses, django_env
 
     procs = DjangoSubprocesses(
-        django_env(tmp_path_factory.mktemp("plans"), DATABASE_URL=migrated_postgres)
+        django_env(tmp_path_factory.mktemp("plans"), DATABASE_URL=own_migrated_postgres)
     )
     return json.loads(procs.run(_PLANS).strip().splitlines()[-1])
 

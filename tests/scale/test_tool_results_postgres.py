@@ -6,7 +6,6 @@ database of its own on the private server."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
@@ -22,7 +21,6 @@ from chat.models import SearchDocument
 from chat.recall import recall_passages
 from fimone.agent.tools import KeptResult
 assert connection.vendor == "postgresql", connection.vendor
-call_command("migrate", verbosity=0)
 fact = "The vault combination is 31-17-88."
 lines = [f"Entry {i}: calm." for i in range(3000)]
 lines.insert(1800, fact)
@@ -47,11 +45,10 @@ print(json.dumps({"found": found[:1], "passages": len(before), "same": before ==
 """
 
 
-def test_rt2_a_whole_tool_result_is_recalled_on_postgresql(postgres_server, tmp_path):
+def test_rt2_a_whole_tool_result_is_recalled_on_postgresql(own_migrated_postgres, tmp_path):
     from tests.scale.django_procs import DjangoSubprocesses, django_env
 
-    url = postgres_server.create_database(f"results_{uuid.uuid4().hex[:12]}")
-    procs = DjangoSubprocesses(django_env(tmp_path, DATABASE_URL=url))
+    procs = DjangoSubprocesses(django_env(tmp_path, DATABASE_URL=own_migrated_postgres))
     out = json.loads(procs.run(_RUN, timeout=300).strip().splitlines()[-1])
     assert out["found"] and "31-17-88" in out["found"][0], out
     assert out["passages"] > 20 and out["same"] and out["previews"] == 0, out

@@ -31,10 +31,12 @@ def slow_model():
 
 
 @pytest.fixture(scope="module")
-def cluster_env(postgres_server, redis_server, slow_model) -> dict[str, str]:
+def cluster_env(postgres_server, migrated_template, redis_server, slow_model) -> dict[str, str]:
     """What every process of one deployment shares: database, channel layer, key, model."""
     return {
-        "DATABASE_URL": postgres_server.create_database(f"two_{secrets.token_hex(6)}"),
+        "DATABASE_URL": postgres_server.create_database(
+            f"two_{secrets.token_hex(6)}", template=migrated_template
+        ),
         "REDIS_URL": redis_server.url,
         "SECRET_KEY": secrets.token_urlsafe(50),
         "LLM_BASE_URL": slow_model.base_url,

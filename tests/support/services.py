@@ -96,14 +96,16 @@ class PostgresServer:
     def data_dir(self) -> Path:
         return self.base_dir / "data"
 
-    def create_database(self, name: str) -> str:
-        """A new empty database on this server; returns its URL."""
+    def create_database(self, name: str, *, template: str = "") -> str:
+        """A new database on this server, empty or a copy of ``template`` (a database
+        nobody is connected to); returns its URL."""
         import psycopg
 
+        copy = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(
             host="127.0.0.1", port=self.port, user=PG_USER, dbname="postgres", autocommit=True
         ) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url_for(name)
 
     def stop(self) -> None:
