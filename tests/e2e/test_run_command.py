@@ -85,14 +85,22 @@ def bin_run(data_dir: Path, log_path: Path):
                 os.killpg(process.pid, signal.SIGKILL)
 
 
-@pytest.fixture
-def running_app(tmp_path):
-    with bin_run(tmp_path / "data", tmp_path / "run.log") as app:
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("bin-run") / "data"
+
+
+@pytest.fixture(scope="module")
+def first_start(data_dir, tmp_path_factory):
+    """``bin/run`` on a fresh data folder, serving while the module's tests run: (base URL,
+    what it printed). The later starts reuse the folder, as a restart does, and so skip
+    the migrations a fresh one runs (most of a start's time)."""
+    with bin_run(data_dir, tmp_path_factory.mktemp("bin-run-log") / "first.log") as app:
         yield app
 
 
-def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(running_app):
-    base_url, output = running_app
+def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(first_start):
+    base_url, output = first_start
     password = re.search(r"password[^\n]*?:\s*(\S+)", output, re.IGNORECASE)
     assert password, f"bin/run printed no admin password:\n{output}"
 
@@ -139,21 +147,23 @@ def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(running_app):
     assert "Broken" not in listing
 
 
-def test_bin_run_prints_the_generated_password_only_on_first_start(tmp_path):
-    with bin_run(tmp_path / "data", tmp_path / "first.log") as (_, first):
-        assert re.search(r"with password: \S+", first)
-        assert "http://127.0.0.1:" in first
-    with bin_run(tmp_path / "data", tmp_path / "second.log") as (base_url, second):
+def test_bin_run_prints_the_generated_password_only_on_first_start(first_start, data_dir, tmp_path):
+    _, first = first_start
+    assert re.search(r"with password: \S+", first)
+    assert "http://127.0.0.1:" in first
+    with bin_run(data_dir, tmp_path / "second.log") as (base_url, second):
         assert "password" not in second.lower()
         status, _ = Browser(base_url).get("/accounts/login/")
         assert status == 200
 
 
-def test_bin_run_cleans_uploads_and_hands_sigterm_to_daphne_which_drains(tmp_path):
+def test_bin_run_cleans_uploads_and_hands_sigterm_to_daphne_which_drains(
+    first_start, data_dir, tmp_path
+):
     """RO.1: a SIGTERM sent to bin/run's own pid (not its group) reaches daphne, which
     drains (its log says so) and exits; the start-up ran cleanup_uploads."""
     port = free_port()
-    env = server_env(tmp_path / "data", {"FIMONE_PORT": str(port)})
+    env = server_env(data_dir, {"FIMONE_PORT": str(port)})
     log_path = tmp_path / "run.log"
     with log_path.open("w+") as log:
         process = subprocess.Popen(
