@@ -10,6 +10,7 @@ import pytest
 
 from contextmgmt.budget import Budget, resolve_budget
 from contextmgmt.models import ModelConfig
+from tests.support.factories import make_model_config
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET_VARS = (
@@ -30,14 +31,8 @@ def no_env_budget(settings):
 
 
 def active_model(role: str, context_size: int, max_output_tokens: int, **extra) -> ModelConfig:
-    return ModelConfig.objects.create(
-        name=f"{role} model",
-        model=f"provider-{role}",
-        role=role,
-        context_size=context_size,
-        max_output_tokens=max_output_tokens,
-        is_active=True,
-        **extra,
+    return make_model_config(
+        role, context_size=context_size, max_output_tokens=max_output_tokens, **extra
     )
 
 

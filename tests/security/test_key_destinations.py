@@ -13,6 +13,7 @@ from django.urls import reverse
 from contextmgmt.models import ModelConfig
 from fimone.llm import registry
 from tests.contextmgmt.test_admin import form_data
+from tests.support.factories import make_model_config
 from tests.support.recording_server import json_answer, recording_server
 
 pytestmark = pytest.mark.django_db
@@ -48,9 +49,7 @@ def staff(django_user_model, username: str, *codenames: str):
 
 
 def row(**fields) -> ModelConfig:
-    values = {"name": "Row", "model": "m", "role": "main", "is_active": True}
-    values.update(fields)
-    return ModelConfig.objects.create(**values)
+    return make_model_config("main", **{"name": "Row", "model": "m", **fields})
 
 
 # --- the allow-list --------------------------------------------------------------------------
