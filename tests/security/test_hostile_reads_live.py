@@ -138,8 +138,10 @@ def test_a_page_sent_one_byte_per_chunk_does_not_stall_the_server(
 ):
     """RO.9: the body is read off the event loop; /healthz and another user's stream keep
     their pace for the whole fetch deadline."""
+    # The fetch deadline (12 s) outlasts the victim's answer (7 s) with room for it to
+    # start on a busy machine; the old code paused everything for the whole deadline.
     env = scripted_server.daphne_env(
-        FIMONE_FETCH_ALLOWED_HOSTS="127.0.0.1", FIMONE_FETCH_TIMEOUT_SECONDS="18"
+        FIMONE_FETCH_ALLOWED_HOSTS="127.0.0.1", FIMONE_FETCH_TIMEOUT_SECONDS="12"
     )
     attacker, victim = shared_daphne_factory(env), shared_daphne_factory(env)
     page = site.url(f"/one-byte-chunks?s=60&n={uuid.uuid4().hex}")
@@ -155,7 +157,7 @@ def test_a_page_sent_one_byte_per_chunk_does_not_stall_the_server(
         while not any(page.endswith(r.split(" ", 1)[1]) for r in site.requests):  # noqa: ASYNC110 - a thread appends
             await asyncio.sleep(0.05)
         # The victim's answer comes next, then the attacker's run gets the default reply.
-        scripted_server.enqueue(streaming_answer())
+        scripted_server.enqueue(streaming_answer(140))
 
     def fetch_done() -> bool:
         return any(f["type"] == "step" and f["kind"] == "tool_result" for f in frames)
