@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from websockets.sync.client import connect
 
 from tests.browser.conftest import send
-from tests.support.scripted_server import text
+from tests.support.scripted_server import held, text
 
 # SIGTERMs and restarts its daphne.
 pytestmark = [pytest.mark.browser, pytest.mark.own_server]
@@ -30,7 +30,7 @@ def live_daphne_env(scripted_server):
 
 
 def long_run_elsewhere(server, started: threading.Event) -> None:
-    """A run in another conversation that keeps the server draining for a few seconds."""
+    """A run in another conversation that keeps the server draining until it is released."""
     conversation = server.api("POST", "/api/conversations/", {})["id"]
     url = f"{server.ws_url}/ws/chat/{conversation}/"
     with connect(url, additional_headers=server.ws_headers()) as ws:
@@ -51,7 +51,8 @@ def test_a_message_sent_during_a_deploy_is_sent_again_and_answered(
     expect(page.locator(".msg-assistant .usage-card")).to_have_count(1)
 
     words = " ".join(f"w{i}" for i in range(25))
-    scripted_server.enqueue(text(""), text(words, chunk_delay=0.2))  # ~5 s of streaming
+    release = threading.Event()
+    scripted_server.enqueue(text(""), held(text(words), release))  # streams until released
     started = threading.Event()
     busy = threading.Thread(target=long_run_elsewhere, args=(live_daphne, started), daemon=True)
     busy.start()
@@ -62,6 +63,7 @@ def test_a_message_sent_during_a_deploy_is_sent_again_and_answered(
     expect(page.locator("#connection")).to_contain_text("restarting")
     expect(page.locator(".msg-user").last).to_contain_text("During the deploy")
 
+    release.set()  # the busy run ends, and with it the drain
     busy.join(60)
     live_daphne.proc.wait(timeout=60)  # drained: the busy run finished, then it exited
     live_daphne.restart()  # the deploy's new process on the same port
