@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -31,6 +32,7 @@ from chat.tool_settings import server_source, unavailable_note
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.masking import masked_facts
+from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import activate_weights
 from contextmgmt.db_memory import HistoryLoad
 from fimone.agent import AgentContext
@@ -46,6 +48,15 @@ logger = logging.getLogger(__name__)
 CHECKPOINT_SECONDS = 2.0
 
 
+@dataclass(frozen=True, slots=True)
+class RunModels:
+    """The run's models, metered: the answer's (main, fast) and the compaction's."""
+
+    main: MeteredLLM
+    fast: MeteredLLM
+    compact: MeteredLLM
+
+
 async def perform(run: Run):
     """The run's work task: prepare, fit the history, run the engine; its result is the
     engine's outcome, its exception (or cancellation) how the run failed."""
@@ -58,18 +69,36 @@ async def perform(run: Run):
     activate_weights(prepared.main_weights)
     for message in prepared.follow_ups:
         run.injections.put_nowait(message)
-    main = MeteredLLM(prepared.main, run.answer_usage)
-    fast = MeteredLLM(prepared.fast, run.answer_usage)
-    # Compaction summarises with the fast model: its input is sized in that model's tokens.
-    compact = MeteredLLM(
-        prepared.fast,
-        run.compaction_usage,
-        token_weights=prepared.fast_weights,
-        input_window=prepared.fast_tokens,
-    )
-    run.metered = [(main, prepared.main_config_id), (fast, prepared.fast_config_id)]
-    prepared = run.prepared = await _describe_old_images(run, prepared, compact)
+    models = _metered_models(run, prepared)
+    prepared = run.prepared = await _describe_old_images(run, prepared, models.compact)
+    tools = await _run_tools(run, prepared)
+    history = await _fitted_history(run, prepared, tools, models)
+    ctx = _engine_context(run, prepared, tools, models, history)
+    return await run.deps.engine_for(run.mode)(ctx)
 
+
+def _metered_models(run: Run, prepared: storage.PreparedRun) -> RunModels:
+    models = RunModels(
+        main=MeteredLLM(prepared.main, run.answer_usage),
+        fast=MeteredLLM(prepared.fast, run.answer_usage),
+        # Compaction summarises with the fast model: its input is sized in that model's
+        # tokens.
+        compact=MeteredLLM(
+            prepared.fast,
+            run.compaction_usage,
+            token_weights=prepared.fast_weights,
+            input_window=prepared.fast_tokens,
+        ),
+    )
+    run.metered = [
+        (models.main, prepared.main_config_id),
+        (models.fast, prepared.fast_config_id),
+    ]
+    return models
+
+
+async def _run_tools(run: Run, prepared: storage.PreparedRun):
+    """The run's tool registry: the built-in tools, then the tool servers'."""
     tools = run.deps.make_tools(
         run.conversation_id,
         before_id=run.query_message_id,
@@ -82,6 +111,14 @@ async def perform(run: Run):
         run, tools, vision=prepared.vision, switched_off=prepared.disabled_tool_sources
     )
     run.tool_results = tools.results
+    return tools
+
+
+async def _fitted_history(
+    run: Run, prepared: storage.PreparedRun, tools, models: RunModels
+) -> list[ChatMessage]:
+    """The history fitted to the room the engine's first call leaves; a compaction is
+    announced (``compact``, scope ``history``) and its new summary stored."""
     # Counted as the engine will send it (system prompt, tool schemas, the query and the
     # follow-ups it starts with), so a history fitted here is not compacted again on the
     # first call (fimone.agent.history_room).
@@ -96,7 +133,7 @@ async def perform(run: Run):
     memory = run.deps.make_memory(
         conversation_id=run.conversation_id,
         max_tokens=room.load,
-        compact_llm=compact,
+        compact_llm=models.compact,
         vision=prepared.history_vision,
         loaded=prepared.history,
     )
@@ -120,24 +157,9 @@ async def perform(run: Run):
                 "tokens_after": CompactUtils.estimate_messages_tokens(cut),
                 "cut_for_request": True,
             }
-    run.compactions = RunCompactions(main_calls=lambda: main.call_count)
+    run.compactions = RunCompactions(main_calls=lambda: models.main.call_count)
     if facts is not None:
-        summary = fitted.new_summary
-        stored = prepared.history.summary if prepared.history is not None else None
-        if summary is not None:
-            summary.metadata.update(
-                tokens_before=facts["tokens_before"],
-                tokens_after=facts["tokens_after"],
-                cost_input_tokens=facts["cost_input_tokens"],
-                cost_output_tokens=facts["cost_output_tokens"],
-            )
-            facts["summary_id"] = await database_sync_to_async(writes.save_summary)(
-                run.conversation_id, summary
-            )
-        elif stored is not None:
-            facts.setdefault("summary_id", stored.id)
-        run.history_compaction = facts
-        await run.emit("compact", {"scope": "history", **run.history_compaction})
+        await _announce_history_compaction(run, prepared, fitted, facts)
     loaded = prepared.history
     if loaded is not None:
         run.compactions.loaded(
@@ -148,7 +170,38 @@ async def perform(run: Run):
             stored=loaded.summary,
             new_summary=fitted.new_summary,
         )
+    return history
 
+
+async def _announce_history_compaction(
+    run: Run, prepared: storage.PreparedRun, fitted: HistoryLoad, facts: dict
+) -> None:
+    """Store the load's new summary (with what it cost), then tell the sockets."""
+    summary = fitted.new_summary
+    stored = prepared.history.summary if prepared.history is not None else None
+    if summary is not None:
+        summary.metadata.update(
+            tokens_before=facts["tokens_before"],
+            tokens_after=facts["tokens_after"],
+            cost_input_tokens=facts["cost_input_tokens"],
+            cost_output_tokens=facts["cost_output_tokens"],
+        )
+        facts["summary_id"] = await database_sync_to_async(writes.save_summary)(
+            run.conversation_id, summary
+        )
+    elif stored is not None:
+        facts.setdefault("summary_id", stored.id)
+    run.history_compaction = facts
+    await run.emit("compact", {"scope": "history", **run.history_compaction})
+
+
+def _engine_context(
+    run: Run,
+    prepared: storage.PreparedRun,
+    tools,
+    models: RunModels,
+    history: list[ChatMessage],
+) -> AgentContext:
     async def on_compaction(scope: str, result) -> int | None:
         # The engine summarised loaded history: stored like a load-time summary, so the
         # next request starts from it instead of summarising the same messages again.
@@ -157,11 +210,11 @@ async def perform(run: Run):
             return None
         return await database_sync_to_async(writes.save_summary)(run.conversation_id, summary)
 
-    ctx = AgentContext(
-        llm=main,
-        fast_llm=fast,
+    return AgentContext(
+        llm=models.main,
+        fast_llm=models.fast,
         fast_vision=storage.supports_vision(prepared.fast),
-        compact_llm=compact,
+        compact_llm=models.compact,
         main_budget=prepared.main_tokens,
         fast_budget=prepared.fast_tokens,
         history=history,
@@ -179,7 +232,6 @@ async def perform(run: Run):
         approve=functools.partial(approvals.ask, run),
         used_tools=prepared.used_tools,
     )
-    return await run.deps.engine_for(run.mode)(ctx)
 
 
 async def _add_server_tools(

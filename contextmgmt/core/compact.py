@@ -19,7 +19,7 @@ from typing import Any, Literal
 from . import tokens
 from .llm import Usage, input_window_of
 from .messages import ChatMessage
-from .summarise import summarise_rounds
+from .summarise import SummaryOutcome, summarise_rounds
 from .textcut import clip_to_tokens
 
 # "mask": only old tool results were masked (contextmgmt.core.masking); no summary.
@@ -236,99 +236,142 @@ class CompactUtils:
         if before <= max_tokens:
             return CompactResult(messages, "none", n, n, before, before)
 
-        units = _units(messages)
-        fixed = [u for u in units if (u.system and not u.messages[0].is_summary) or u.pinned]
-        old_summaries = [u for u in units if u.system and u.messages[0].is_summary]
-        pool = [u for u in units if not u.system and not u.pinned]
-        room = max_tokens - sum(u.tokens() for u in fixed)
-        summary_tokens = min(max_tokens // SUMMARY_BUDGET_SHARE, room) - tokens.MESSAGE_OVERHEAD
-        # The verbatim window leaves the summary its room: what does not fit beside it is
-        # summarised too, never cut off afterwards unseen by the summariser.
-        kept = _window_that_fits(
-            _recent_units(pool, fixed, keep_recent),
-            fixed,
-            room - MIN_SUMMARY_TOKENS - tokens.MESSAGE_OVERHEAD,
-        )
-        kept_ids = {id(u) for u in kept}
-        to_summarise = [u for u in pool if id(u) not in kept_ids]
+        plan = _plan(messages, max_tokens, keep_recent)
 
         def fallback(error: str | None) -> CompactResult:
             out = CompactUtils.smart_truncate(messages, max_tokens)
             after = tokens.estimate_messages_tokens(out)
             return CompactResult(out, "truncate", n, len(out), before, after, error=error)
 
-        if not to_summarise and len(old_summaries) < 2:
+        if not plan.to_summarise and len(plan.old_summaries) < 2:
             return fallback(None)  # nothing new to summarise: an LLM call would not help
-        if summary_tokens < MIN_SUMMARY_TOKENS:
+        if plan.summary_tokens < MIN_SUMMARY_TOKENS:
             return fallback(None)  # no room for a summary next to system + pinned
 
-        source = _flatten(old_summaries + to_summarise)
+        source = _flatten(plan.old_summaries + plan.to_summarise)
         window = window_tokens or input_window_of(llm) or max(max_tokens, DEFAULT_WINDOW_TOKENS)
-        outcome = await summarise_rounds(
-            source,
-            llm,
-            hint=hint,
-            max_summary_tokens=summary_tokens,
-            window_tokens=window,
-            timeout=timeout,
-        )
-        summary = outcome.summary
-        if summary is not None:
+
+        async def summarised(messages: list[ChatMessage]) -> SummaryOutcome:
+            return await summarise_rounds(
+                messages,
+                llm,
+                hint=hint,
+                max_summary_tokens=plan.summary_tokens,
+                window_tokens=window,
+                timeout=timeout,
+            )
+
+        outcome = await summarised(source)
+        kept = plan.kept
+        if outcome.summary is not None:
             # The kept window and the summary together over budget: the oldest kept units
             # are folded into the summary (one more call) rather than cut off unseen.
-            fitting = _window_that_fits(kept, fixed, room - tokens.estimate_message_tokens(summary))
+            room = plan.room - tokens.estimate_message_tokens(outcome.summary)
+            fitting = _window_that_fits(kept, plan.fixed, room)
             staying = {id(u) for u in fitting}
-            moved = [u for u in kept if id(u) not in staying]
+            moved = _flatten([u for u in kept if id(u) not in staying])
             if moved:
                 kept = fitting
-                extra = _flatten(moved)
-                folded = await summarise_rounds(
-                    [summary, *extra],
-                    llm,
-                    hint=hint,
-                    max_summary_tokens=summary_tokens,
-                    window_tokens=window,
-                    timeout=timeout,
-                )
-                folded.usage.add(outcome.usage)
-                folded.calls += outcome.calls
-                folded.rounds += outcome.rounds
-                folded.overshoots += outcome.overshoots
-                outcome, summary = folded, folded.summary
-                source = [*source, *extra]
-        if summary is None:
+                folded = await summarised([outcome.summary, *moved])
+                outcome = _folded(outcome, folded)
+                source = [*source, *moved]
+        if outcome.summary is None:
             result = fallback(outcome.error)
             result.usage = outcome.usage
             result.summary_calls = outcome.calls
             return result
-
-        rest = _flatten(fixed + kept)
-        lead = 0
-        while lead < len(rest) and rest[lead].role == "system":
-            lead += 1
-        out = rest[:lead] + [summary] + rest[lead:]
+        out = _with_summary(_flatten(plan.fixed + kept), outcome.summary)
         if tokens.estimate_messages_tokens(out) > max_tokens:
             out = CompactUtils.smart_truncate(out, max_tokens)
-        return CompactResult(
-            out,
-            "llm",
-            n,
-            len(out),
-            before,
-            tokens.estimate_messages_tokens(out),
-            usage=outcome.usage,
-            facts_missing=outcome.facts_missing,
-            facts_appended=outcome.facts_appended,
-            missing_facts=outcome.missing_facts,
-            appended_facts=outcome.appended_facts,
-            summarized_count=summary.metadata["summarized_count"],
-            summarized=source,
-            summary_cap=outcome.cap,
-            summary_tokens=tokens.estimate_tokens(summary.content),
-            summary_calls=outcome.calls,
-            summary_rounds=outcome.rounds,
-            summary_overshoots=outcome.overshoots,
-        )
+        return _summary_result(out, outcome, source, original_count=n, tokens_before=before)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a summary compaction keeps and summarises: units kept as they are (system and
+    pinned), earlier summaries to fold, the recent window kept verbatim, the rest to
+    summarise; the room beside the fixed units and the summary's cap."""
+
+    fixed: list[_Unit]
+    old_summaries: list[_Unit]
+    kept: list[_Unit]
+    to_summarise: list[_Unit]
+    room: int
+    summary_tokens: int
+
+
+def _plan(messages: list[ChatMessage], max_tokens: int, keep_recent: int) -> _Plan:
+    units = _units(messages)
+    fixed = [u for u in units if (u.system and not u.messages[0].is_summary) or u.pinned]
+    old_summaries = [u for u in units if u.system and u.messages[0].is_summary]
+    pool = [u for u in units if not u.system and not u.pinned]
+    room = max_tokens - sum(u.tokens() for u in fixed)
+    summary_tokens = min(max_tokens // SUMMARY_BUDGET_SHARE, room) - tokens.MESSAGE_OVERHEAD
+    # The verbatim window leaves the summary its room: what does not fit beside it is
+    # summarised too, never cut off afterwards unseen by the summariser.
+    kept = _window_that_fits(
+        _recent_units(pool, fixed, keep_recent),
+        fixed,
+        room - MIN_SUMMARY_TOKENS - tokens.MESSAGE_OVERHEAD,
+    )
+    kept_ids = {id(u) for u in kept}
+    return _Plan(
+        fixed=fixed,
+        old_summaries=old_summaries,
+        kept=kept,
+        to_summarise=[u for u in pool if id(u) not in kept_ids],
+        room=room,
+        summary_tokens=summary_tokens,
+    )
+
+
+def _folded(first: SummaryOutcome, folded: SummaryOutcome) -> SummaryOutcome:
+    """The fold's outcome, counting the first summary's calls and usage too."""
+    folded.usage.add(first.usage)
+    folded.calls += first.calls
+    folded.rounds += first.rounds
+    folded.overshoots += first.overshoots
+    return folded
+
+
+def _with_summary(rest: list[ChatMessage], summary: ChatMessage) -> list[ChatMessage]:
+    """``rest`` with the summary after its leading system messages."""
+    lead = 0
+    while lead < len(rest) and rest[lead].role == "system":
+        lead += 1
+    return rest[:lead] + [summary] + rest[lead:]
+
+
+def _summary_result(
+    out: list[ChatMessage],
+    outcome: SummaryOutcome,
+    source: list[ChatMessage],
+    *,
+    original_count: int,
+    tokens_before: int,
+) -> CompactResult:
+    summary = outcome.summary
+    assert summary is not None
+    return CompactResult(
+        out,
+        "llm",
+        original_count,
+        len(out),
+        tokens_before,
+        tokens.estimate_messages_tokens(out),
+        usage=outcome.usage,
+        facts_missing=outcome.facts_missing,
+        facts_appended=outcome.facts_appended,
+        missing_facts=outcome.missing_facts,
+        appended_facts=outcome.appended_facts,
+        summarized_count=summary.metadata["summarized_count"],
+        summarized=source,
+        summary_cap=outcome.cap,
+        summary_tokens=tokens.estimate_tokens(summary.content),
+        summary_calls=outcome.calls,
+        summary_rounds=outcome.rounds,
+        summary_overshoots=outcome.overshoots,
+    )
 
 
 def _window_that_fits(kept: list[_Unit], fixed: list[_Unit], room: int) -> list[_Unit]:

@@ -170,36 +170,14 @@ class ContextGuard:
         budget: int | None = None,
         hint: str = "general",
     ) -> list[ChatMessage]:
-        """Messages that fit ``budget`` (default: the guard's), never raising for LLM faults."""
+        """Messages that fit ``budget`` (default: the guard's), never raising for LLM faults.
+
+        Cheapest first: as they are; oversized messages cut; old tool results masked (and
+        the unread round's cut to the room left); then pinned history capped and the rest
+        summarised, or truncated without a compaction LLM."""
         budget = self.budget if budget is None else budget
         limit = self.max_message_chars
-
-        # Fast path: one pass summing cached estimates and checking lengths (the cache's
-        # layout is described in tokens.py).
-        total = 0
-        oversized = False
-        weights = tokens.current_weights()
-        for msg in messages:
-            cache = msg._token_cache
-            if (
-                cache is not None
-                and cache[0] is msg.content
-                and cache[1] is msg.tool_calls
-                and cache[5] is weights
-                and (cache[2] is None or cache[2] == tuple(cache[1]))
-                and (cache[6] is None or cache[6] == tuple(cache[0]))
-            ):
-                total += cache[3]
-                if cache[8] > limit:
-                    oversized = True
-            else:
-                total += tokens.estimate_message_tokens(msg)
-                content = msg.content
-                if type(content) is str:
-                    if len(content) > limit:
-                        oversized = True
-                elif content is not None and _has_oversized(msg, limit):
-                    oversized = True
+        total, oversized = _total_and_oversized(messages, limit)
         n = len(messages)
         masking = self.mask_keep_rounds is not None
         # Masking starts at its mark, below the budget: see the module's docstring.
@@ -212,12 +190,7 @@ class ContextGuard:
         work = messages
         cut = 0
         if oversized:
-            work = list(messages)
-            for i, msg in enumerate(work):
-                copy = _cut_oversized(msg, limit)
-                if copy is not None:
-                    work[i] = copy
-                    cut += 1
+            work, cut = _with_oversized_cut(messages, limit)
             total = tokens.estimate_messages_tokens(work)
             if total <= mark:
                 self.last = CompactResult(
@@ -225,60 +198,22 @@ class ContextGuard:
                 )
                 return work
 
-        masked = []
-        cut_results = []
+        masked = _Masked(work, total)
         if masking:
-            # Old rounds first; the newest stay whole while they fit their share.
-            outcome = mask_tool_results(
-                work, keep_rounds=self.mask_keep_rounds, keep_tokens=keep_share(budget)
-            )
-            if outcome.masked:
-                work, total, masked = outcome.messages, outcome.tokens_after, outcome.masked
-            if total > budget:
-                # Still over: every round the model has answered becomes stubs before any
-                # summary is made (it acted on them; recall brings them back).
-                outcome = mask_tool_results(work, keep_rounds=0)
-                if outcome.masked:
-                    work, total = outcome.messages, outcome.tokens_after
-                    masked = [*masked, *outcome.masked]
-            if total > budget:
-                # The round it has not read yet does not fit: its results are cut to the
-                # room left, each ending with how to read on — never summarised unseen.
-                unread = _unread_tokens(work)
-                room = max(budget - (total - unread), int(budget * UNREAD_FLOOR_SHARE))
-                for _ in range(CUT_ATTEMPTS):
-                    trimmed = cut_unread_results(work, room_tokens=room)
-                    if not trimmed.cut:
-                        break
-                    work, total, cut_results = trimmed.messages, trimmed.tokens_after, trimmed.cut
-                    if total <= budget:
-                        break
-                    # Estimates of pieces add up to a token or two less than the whole's.
-                    room -= total - budget
+            masked = self._masked(work, total, budget)
+            work, total = masked.messages, masked.tokens
+        strategy = "mask" if masked.masked or masked.results_cut else "none"
         if total <= budget:
             # Over the mark, within the budget: masked if anything was old enough, else
             # sent as it is (the same list when nothing was cut).
-            if masked or cut_results:
+            if strategy == "mask":
                 self.compactions += 1
-            self.last = CompactResult(
-                work,
-                "mask" if masked or cut_results else "none",
-                n,
-                n,
-                tokens_before,
-                total,
-                oversized_cut=cut,
-                masked=masked,
-                results_cut=cut_results,
-            )
-            return work
-        work = list(work)
-
-        work, _ = apply_pinned_cap(work, budget)
-        if not any(_compactable(m) for m in work):
-            # Only the system prompt and pinned messages (the query): nothing to shrink, so
-            # no compaction — the call goes as it is and the provider has the last word.
-            strategy = "mask" if masked or cut_results else "none"
+        else:
+            work, _ = apply_pinned_cap(list(work), budget)
+        if total <= budget or not any(_compactable(m) for m in work):
+            # Or only the system prompt and pinned messages (the query) are left: nothing
+            # to shrink, so no compaction — the call goes as it is and the provider has
+            # the last word.
             self.last = CompactResult(
                 work,
                 strategy,
@@ -287,12 +222,60 @@ class ContextGuard:
                 tokens_before,
                 total,
                 oversized_cut=cut,
-                masked=masked,
-                results_cut=cut_results,
+                masked=masked.masked,
+                results_cut=masked.results_cut,
             )
             return work
+        result = await self._summarised(work, budget, hint, total)
+        result.original_count = n
+        result.tokens_before = tokens_before
+        result.oversized_cut = cut
+        result.masked = masked.masked
+        result.results_cut = masked.results_cut
+        self.usage.add(result.usage)
+        self.summariser_calls += result.summary_calls
+        self.compactions += 1
+        self.last = result
+        return result.messages
+
+    def _masked(self, work: list[ChatMessage], total: int, budget: int) -> _Masked:
+        """Old rounds' tool results masked first, the newest whole while they fit their
+        share; then every answered round; then the unread round's results cut."""
+        masked: list = []
+        cut_results: list = []
+        outcome = mask_tool_results(
+            work, keep_rounds=self.mask_keep_rounds, keep_tokens=keep_share(budget)
+        )
+        if outcome.masked:
+            work, total, masked = outcome.messages, outcome.tokens_after, outcome.masked
+        if total > budget:
+            # Still over: every round the model has answered becomes stubs before any
+            # summary is made (it acted on them; recall brings them back).
+            outcome = mask_tool_results(work, keep_rounds=0)
+            if outcome.masked:
+                work, total = outcome.messages, outcome.tokens_after
+                masked = [*masked, *outcome.masked]
+        if total > budget:
+            # The round it has not read yet does not fit: its results are cut to the
+            # room left, each ending with how to read on — never summarised unseen.
+            unread = _unread_tokens(work)
+            room = max(budget - (total - unread), int(budget * UNREAD_FLOOR_SHARE))
+            for _ in range(CUT_ATTEMPTS):
+                trimmed = cut_unread_results(work, room_tokens=room)
+                if not trimmed.cut:
+                    break
+                work, total, cut_results = trimmed.messages, trimmed.tokens_after, trimmed.cut
+                if total <= budget:
+                    break
+                # Estimates of pieces add up to a token or two less than the whole's.
+                room -= total - budget
+        return _Masked(work, total, masked, cut_results)
+
+    async def _summarised(
+        self, work: list[ChatMessage], budget: int, hint: str, total: int
+    ) -> CompactResult:
         if self.compact_llm is not None:
-            result = await CompactUtils.llm_compact(
+            return await CompactUtils.llm_compact(
                 work,
                 self.compact_llm,
                 budget,
@@ -300,18 +283,59 @@ class ContextGuard:
                 hint=hint,
                 timeout=self.compact_timeout,
             )
+        out = CompactUtils.smart_truncate(work, budget)
+        return CompactResult(
+            out, "truncate", len(work), len(out), total, tokens.estimate_messages_tokens(out)
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Masked:
+    """The messages after masking, their estimate, and what was masked or cut."""
+
+    messages: list[ChatMessage]
+    tokens: int
+    masked: list = dataclasses.field(default_factory=list)
+    results_cut: list = dataclasses.field(default_factory=list)
+
+
+def _total_and_oversized(messages: list[ChatMessage], limit: int) -> tuple[int, bool]:
+    """The messages' estimate and whether one is over ``limit`` characters: one pass over
+    cached estimates where they are still valid (the cache's layout is in tokens.py)."""
+    total = 0
+    oversized = False
+    weights = tokens.current_weights()
+    for msg in messages:
+        cache = msg._token_cache
+        if (
+            cache is not None
+            and cache[0] is msg.content
+            and cache[1] is msg.tool_calls
+            and cache[5] is weights
+            and (cache[2] is None or cache[2] == tuple(cache[1]))
+            and (cache[6] is None or cache[6] == tuple(cache[0]))
+        ):
+            total += cache[3]
+            if cache[8] > limit:
+                oversized = True
         else:
-            out = CompactUtils.smart_truncate(work, budget)
-            result = CompactResult(
-                out, "truncate", n, len(out), total, tokens.estimate_messages_tokens(out)
-            )
-        result.original_count = n
-        result.tokens_before = tokens_before
-        result.oversized_cut = cut
-        result.masked = masked
-        result.results_cut = cut_results
-        self.usage.add(result.usage)
-        self.summariser_calls += result.summary_calls
-        self.compactions += 1
-        self.last = result
-        return result.messages
+            total += tokens.estimate_message_tokens(msg)
+            content = msg.content
+            if type(content) is str:
+                if len(content) > limit:
+                    oversized = True
+            elif content is not None and _has_oversized(msg, limit):
+                oversized = True
+    return total, oversized
+
+
+def _with_oversized_cut(messages: list[ChatMessage], limit: int) -> tuple[list[ChatMessage], int]:
+    """A new list with each message over ``limit`` characters cut, and how many were."""
+    work = list(messages)
+    cut = 0
+    for i, msg in enumerate(work):
+        copy = _cut_oversized(msg, limit)
+        if copy is not None:
+            work[i] = copy
+            cut += 1
+    return work, cut

@@ -92,78 +92,113 @@ async def stream_reply(
     Notices go to ``on_notice``. A provider error mid-stream
     propagates after the text before it went to ``on_text``.
     """
-    loop = asyncio.get_running_loop()
-    total = stream_limit_for(time_limit, stream_limit)
-    deadline = None if total is None else loop.time() + total
+    clock = _StreamClock(llm.model_name, time_limit, stream_limit)
     stream: AsyncIterator[Any] = aiter(llm.stream_chat(messages, tools=tools))
-    parts: list[str] = []
-    thought: list[str] = []
-    assembler = ToolCallAssembler()
-    whole_calls: list[ToolCall] | None = None
-    usage: Usage | None = None
-    finish_reason: str | None = None
-    extra = 0.0  # a wait the endpoint asked for, added to the next chunk's limit
+    reply = _StreamedReply()
     try:
         while True:
-            wait = None if time_limit is None else time_limit + extra
-            extra = 0.0
-            whole_stream_ends_first = False
-            if deadline is not None:
-                left = max(0.0, deadline - loop.time())
-                if wait is None or left < wait:
-                    wait, whole_stream_ends_first = left, True
             try:
-                async with asyncio.timeout(wait):
-                    chunk = await anext(stream)
+                chunk = await clock.next_chunk(stream)
             except StopAsyncIteration:
                 break
-            except TimeoutError:
-                if wait is None:
-                    raise
-                if whole_stream_ends_first:
-                    raise LLMTimeout(
-                        f"{llm.model_name} was still streaming after {total:g} seconds"
-                    ) from None
-                raise LLMTimeout(
-                    f"{llm.model_name} stopped streaming for {time_limit:g} seconds"
-                ) from None
             if chunk.notice is not None:
-                extra = chunk.notice.retry_in
-                if deadline is not None:
-                    deadline += extra
+                clock.wait_asked(chunk.notice.retry_in)
                 if on_notice is not None:
                     await on_notice(chunk.notice)
-            if chunk.reasoning:
-                thought.append(chunk.reasoning)
-                if on_reasoning is not None:
-                    await on_reasoning(chunk.reasoning)  # shown apart, never the reply
+            if chunk.reasoning and on_reasoning is not None:
+                await on_reasoning(chunk.reasoning)  # shown apart, never the reply
             if chunk.text:
-                parts.append(chunk.text)
                 await on_text(chunk.text)
-            for delta in chunk.tool_call_deltas or ():
-                assembler.add(delta)
-            if chunk.tool_calls:
-                whole_calls = list(chunk.tool_calls)
-            if chunk.usage is not None:
-                usage = chunk.usage
-            if chunk.finish_reason:
-                finish_reason = chunk.finish_reason
+            reply.add(chunk)
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):
                 await aclose()
-    text = "".join(parts)
-    calls = whole_calls or assembler.calls()
-    if usage is None:  # an LLM that sent no usage: count it rather than report zero
-        usage = Usage(estimate_messages_tokens(messages), estimate_tokens(text), estimated=True)
-    metadata: dict[str, Any] = {"finish_reason": finish_reason}
-    if thought:  # kept apart from the text (a tool-calling step may need it sent back)
-        metadata["reasoning"] = "".join(thought)
-    message = ChatMessage(
-        role="assistant",
-        content=text if text or not calls else None,
-        tool_calls=calls,
-        metadata=metadata,
-    )
-    return LLMResult(message=message, usage=usage)
+    return reply.result(messages)
+
+
+class _StreamClock:
+    """The bounds of one streamed reply: each chunk's wait and the whole stream's, both
+    moved on by a wait the endpoint asked for."""
+
+    def __init__(
+        self, model_name: str, time_limit: float | None, stream_limit: float | None
+    ) -> None:
+        self.model_name = model_name
+        self.loop = asyncio.get_running_loop()
+        self.time_limit = time_limit
+        self.total = stream_limit_for(time_limit, stream_limit)
+        self.deadline = None if self.total is None else self.loop.time() + self.total
+        self.extra = 0.0  # a wait the endpoint asked for, added to the next chunk's limit
+
+    def wait_asked(self, seconds: float) -> None:
+        self.extra = seconds
+        if self.deadline is not None:
+            self.deadline += seconds
+
+    async def next_chunk(self, stream: AsyncIterator[Any]) -> Any:
+        """The next chunk, or LLMTimeout; StopAsyncIteration at the stream's end."""
+        wait = None if self.time_limit is None else self.time_limit + self.extra
+        self.extra = 0.0
+        whole_stream_ends_first = False
+        if self.deadline is not None:
+            left = max(0.0, self.deadline - self.loop.time())
+            if wait is None or left < wait:
+                wait, whole_stream_ends_first = left, True
+        try:
+            async with asyncio.timeout(wait):
+                return await anext(stream)
+        except TimeoutError:
+            if wait is None:
+                raise
+            if whole_stream_ends_first:
+                raise LLMTimeout(
+                    f"{self.model_name} was still streaming after {self.total:g} seconds"
+                ) from None
+            raise LLMTimeout(
+                f"{self.model_name} stopped streaming for {self.time_limit:g} seconds"
+            ) from None
+
+
+class _StreamedReply:
+    """A reply put together from its chunks: text, reasoning, tool calls, usage."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.thought: list[str] = []
+        self.assembler = ToolCallAssembler()
+        self.whole_calls: list[ToolCall] | None = None
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+
+    def add(self, chunk: Any) -> None:
+        if chunk.reasoning:
+            self.thought.append(chunk.reasoning)
+        if chunk.text:
+            self.parts.append(chunk.text)
+        for delta in chunk.tool_call_deltas or ():
+            self.assembler.add(delta)
+        if chunk.tool_calls:
+            self.whole_calls = list(chunk.tool_calls)
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        if chunk.finish_reason:
+            self.finish_reason = chunk.finish_reason
+
+    def result(self, messages: list[ChatMessage]) -> LLMResult:
+        text = "".join(self.parts)
+        calls = self.whole_calls or self.assembler.calls()
+        usage = self.usage
+        if usage is None:  # an LLM that sent no usage: count it rather than report zero
+            usage = Usage(estimate_messages_tokens(messages), estimate_tokens(text), estimated=True)
+        metadata: dict[str, Any] = {"finish_reason": self.finish_reason}
+        if self.thought:  # kept apart from the text (a tool-calling step may need it sent back)
+            metadata["reasoning"] = "".join(self.thought)
+        message = ChatMessage(
+            role="assistant",
+            content=text if text or not calls else None,
+            tool_calls=calls,
+            metadata=metadata,
+        )
+        return LLMResult(message=message, usage=usage)
