@@ -1,6 +1,6 @@
-"""What compiling a run's reads and updates saves: each through the ORM (build, compile,
-run) against the same statement compiled once per connection (``chat.compiled_reads``,
-``chat.compiled_updates``).
+"""What compiling a run's reads and writing its updates as plain SQL save: each through the
+ORM (build, compile, run) against the same statement compiled once per connection
+(``chat.compiled_reads``) or written as SQL (``chat.row_updates``; the "compiled" column).
 
     .venv/bin/python bench/compiled_reads.py [--repeat 2000]
 

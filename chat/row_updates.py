@@ -1,35 +1,120 @@
-"""The updates every run makes, compiled once per connection (``chat.compiled_updates``):
-a conversation's row, an answer's row, and the questions a run's end settles. Only
-``chat.services`` and ``chat.ledger`` write through them."""
+"""The updates every run makes, as plain SQL: a conversation's row, an answer's row, and the
+questions a run's end settles. Only ``chat.services`` and ``chat.ledger`` write through
+them.
+
+A run makes four updates: the conversation's time as it starts; its answer, the questions
+it settled and the conversation's totals as it ends. Through ``QuerySet.update`` each spent
+90-190 µs of CPU building and compiling its statement, the database some 20 µs running it
+(``bench/compiled_reads.py``; docs/operations.md, "Throughput"). So each is an ``UPDATE``
+written here from the model's table and columns (``Model._meta``), run through
+``connection.cursor()``; the values are prepared by their fields as the ORM prepares them
+(``Field.get_db_prep_save`` for the values set, ``get_db_prep_value`` for the ones matched:
+a UUID as the backend stores it, a datetime adapted, a JSON value encoded). An expression
+as a value (``F(…)``) goes through the ORM. The same SQL serves SQLite and PostgreSQL
+(double-quoted names, ``%s`` parameters); tests/support/compiled_updates.py checks each
+against the ORM's update on both.
+"""
 
 from __future__ import annotations
 
-from chat.compiled_reads import PROBE_ID, PROBE_UUID, Probe
-from chat.compiled_updates import CompiledUpdate
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import DatabaseError, connections, router, transaction
+from django.db.models import Model, Q
+
 from chat.models import Conversation, Message
 
-_CONVERSATION_ID = Probe(Conversation._meta.get_field("id"), PROBE_UUID)
-_MESSAGE_ID = Probe(Message._meta.get_field("id"), PROBE_ID)
+
+def _quoted(name: str) -> str:
+    return f'"{name}"'
+
+
+class RowUpdate:
+    """``update(values, **where)`` sets ``values`` (field name → value) on the rows of
+    ``model`` whose fields named by ``where`` (argument → field) equal the given values (a
+    list: any of them), and whose ``fixed`` fields hold one of the fixed values; it returns
+    how many rows changed."""
+
+    def __init__(
+        self,
+        model: type[Model],
+        *,
+        where: Mapping[str, str],
+        fixed: Mapping[str, tuple[Any, ...]] | None = None,
+    ) -> None:
+        self.model = model
+        self.where = dict(where)
+        self.fixed = dict(fixed or {})
+
+    def update(self, values: Mapping[str, Any], /, **where: Any) -> int:
+        if where.keys() != self.where.keys():
+            raise TypeError(f"values for {sorted(self.where)} expected, got {sorted(where)}")
+        if not self.plain_sql_for(values):
+            return self._queryset(where).update(**values)
+        using = router.db_for_write(self.model)
+        connection = connections[using]
+        meta = self.model._meta
+        sets, params = [], []
+        for name, value in values.items():
+            field = meta.get_field(name)
+            sets.append(f"{_quoted(field.column)} = %s")
+            params.append(field.get_db_prep_save(value, connection=connection))
+        conditions = []
+        matches = [(self.where[argument], value) for argument, value in where.items()]
+        for name, value in [*matches, *self.fixed.items()]:
+            field = meta.get_field(name)
+            if isinstance(value, list | tuple):
+                if not value:
+                    return 0
+                marks = ", ".join(["%s"] * len(value))
+                conditions.append(f"{_quoted(field.column)} IN ({marks})")
+                params.extend(field.get_db_prep_value(v, connection) for v in value)
+            else:
+                conditions.append(f"{_quoted(field.column)} = %s")
+                params.append(field.get_db_prep_value(value, connection))
+        # Names from the model's own _meta; every value is a parameter.
+        table = _quoted(meta.db_table)
+        sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {' AND '.join(conditions)}"  # noqa: S608
+        with connection.cursor() as cursor:
+            try:
+                cursor.execute(sql, params)
+            except DatabaseError:
+                # As after the ORM's update: the transaction takes no more queries.
+                if connection.in_atomic_block:
+                    transaction.set_rollback(True, using=using)
+                raise
+            return cursor.rowcount
+
+    def plain_sql_for(self, values: Mapping[str, Any]) -> bool:
+        """Whether an update of these values runs as this module's SQL (an expression goes
+        through the ORM)."""
+        return not any(hasattr(value, "resolve_expression") for value in values.values())
+
+    def _queryset(self, where: Mapping[str, Any]):
+        match = Q()
+        for argument, value in where.items():
+            lookup = "__in" if isinstance(value, list | tuple) else ""
+            match &= Q(**{f"{self.where[argument]}{lookup}": value})
+        for name, fixed in self.fixed.items():
+            match &= Q(**{f"{name}__in": fixed})
+        return self.model._default_manager.filter(match)
+
 
 # ``CONVERSATION.update({"updated_at": now}, conversation=id)``
-CONVERSATION = CompiledUpdate(
-    lambda *, conversation: Conversation.objects.filter(pk=conversation),
-    conversation=_CONVERSATION_ID,
-)
+CONVERSATION = RowUpdate(Conversation, where={"conversation": "id"})
 
 # ``MESSAGE.update({...}, message=id)``
-MESSAGE = CompiledUpdate(lambda *, message: Message.objects.filter(pk=message), message=_MESSAGE_ID)
+MESSAGE = RowUpdate(Message, where={"message": "id"})
 
 # The user messages among ``ids`` that still wait for an answer (``pending``, or
 # ``interrupted`` and answered again by a retry): ``WAITING_QUESTIONS.update({"status": …},
 # conversation=id, ids=[…])``.
-WAITING_QUESTIONS = CompiledUpdate(
-    lambda *, conversation, ids: Message.objects.filter(
-        conversation_id=conversation,
-        role=Message.Role.USER,
-        pk__in=ids,
-        status__in=[Message.Status.PENDING, Message.Status.INTERRUPTED],
-    ),
-    conversation=_CONVERSATION_ID,
-    ids=_MESSAGE_ID,
+WAITING_QUESTIONS = RowUpdate(
+    Message,
+    where={"conversation": "conversation", "ids": "id"},
+    fixed={
+        "role": (Message.Role.USER,),
+        "status": (Message.Status.PENDING, Message.Status.INTERRUPTED),
+    },
 )

@@ -1,11 +1,11 @@
-"""Side by side: each update a run makes through ``chat.row_updates`` against the same
-update through the ORM, on twin conversations. Used by ``tests/chat/test_compiled_updates.py``
-(SQLite) and, in a Django subprocess on PostgreSQL, by
+"""Side by side: each update a run makes through ``chat.row_updates`` (plain SQL) against
+the same update through the ORM, on twin conversations. Used by
+``tests/chat/test_row_updates.py`` (SQLite) and, in a Django subprocess on PostgreSQL, by
 ``tests/scale/test_compiled_statements_postgres.py``.
 
-``compare()`` returns, per update, whether it ran compiled, whether it changed as many rows
-as the ORM's and left the twins' rows equal, and whether it changed any. Each update runs
-twice with other values (the second fills the compiled statement anew).
+``compare()`` returns, per update, whether it ran as its plain SQL (``compiled``), whether
+it changed as many rows as the ORM's and left the twins' rows equal, and whether it changed
+any. Each update runs twice with other values.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ UPDATES = (
     "one_waiting_question",
     "three_waiting_questions",
 )
-# Each update ran compiled, matched the ORM's, and changed a row.
+# Each update ran as plain SQL, matched the ORM's, and changed a row.
 ALL_COMPILED_AND_EQUAL = {
     name: {"compiled": True, "equal": True, "changed": True} for name in UPDATES
 }
@@ -75,13 +75,13 @@ def compare() -> dict[str, dict[str, bool]]:
     report: dict[str, dict[str, bool]] = {}
 
     def check(name, compiled, values, where, orm):
-        # ``where(conversation, rows)`` -> the compiled update's filter values;
+        # ``where(conversation, rows)`` -> the update's filter values;
         # ``orm(conversation, rows, values)`` -> the ORM's update.
         equal, changed = True, True
         for round_ in range(2):
             a, a_rows = _twin(owner, f"{name} {round_}")
             b, b_rows = _twin(owner, f"{name} {round_}")
-            # Other values each round: the second fills the compiled statement anew.
+            # Other values each round.
             these = values(round_)
             got = compiled.update(these, **where(a, a_rows))
             want = orm(b, b_rows, these)
@@ -90,7 +90,7 @@ def compare() -> dict[str, dict[str, bool]]:
                 equal = equal and _state(a)[0] == _state(b)[0] == these["updated_at"]
             changed = changed and got > 0
         report[name] = {
-            "compiled": compiled.compiled_for(these, **where(a, a_rows)),
+            "compiled": compiled.plain_sql_for(these),
             "equal": equal,
             "changed": changed,
         }
