@@ -91,11 +91,7 @@ def test_an_answer_about_the_last_chat_arriving_after_new_chat_leaves_the_new_on
     held = hold_requests(page, ONE_CONVERSATION, method="GET")
     send(page, "First conversation")
     wait_done(page)
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(50)
-    assert held, "the run's start asked for its conversation"
+    wait_held(page, held)  # the run's start asks for its conversation
     page.get_by_role("button", name="New chat", exact=True).click()
     expect(page.locator("#empty-state")).to_be_visible()
     with page.expect_response(lambda response: ONE_CONVERSATION.match(response.url)):

@@ -48,9 +48,15 @@ async def test_hurrying_skips_the_rest_of_the_wait():
     async def interrupt_rest():
         return 1
 
+    asked = asyncio.Event()
+
+    def running() -> int:
+        asked.set()  # the drain is counting the runs: it has begun its wait
+        return 1
+
     task = asyncio.create_task(
-        drain.drain(running=lambda: 1, interrupt_rest=interrupt_rest, grace=60)
+        drain.drain(running=running, interrupt_rest=interrupt_rest, grace=60)
     )
-    await asyncio.sleep(0.2)
+    await asked.wait()
     drain.hurry()
     assert await asyncio.wait_for(task, 2) == 1

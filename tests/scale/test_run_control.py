@@ -233,16 +233,25 @@ async def test_start_up_recovery_interrupts_orphans_only(redis_layers, user, set
 @pytest.mark.scale
 @pytest.mark.django_db(transaction=True)
 async def test_a_run_whose_listener_is_still_joining_is_not_reclaimed(
-    redis_layers, conversation, settings
+    redis_layers, conversation, settings, monkeypatch
 ):
     # The owner commits the running message a moment before its listener joins the
     # control group: a ping in that moment is unheard, and must not cost the run its life.
     settings.FIMONE_RUN_PROBE_SECONDS = 0.5
     owner, other = redis_layers
+    pinged = asyncio.Event()
+    group_send = other.group_send
+
+    async def noting_pings(group, message):
+        await group_send(group, message)
+        if message.get("type") == run_control.PING:
+            pinged.set()
+
+    monkeypatch.setattr(other, "group_send", noting_pings)
     _, answer = await sync_to_async(start_run)(conversation)
     run_id = answer.run_id
     looking = asyncio.create_task(run_control.remote_run(other, conversation_id=conversation.pk))
-    await asyncio.sleep(0.2)  # the first ping is out, nobody listens yet
+    await asyncio.wait_for(pinged.wait(), 30)  # the first ping is out, nobody listens yet
     listener = await owner_listener(owner, conversation.pk, run_id)
     try:
         active = await looking
