@@ -60,7 +60,18 @@ def open_sidebar(session: Session) -> None:
         return
     page.locator("#sidebar-toggle").click()
     expect(page.locator("#layout")).to_have_class(re.compile(r"\bsidebar-open\b"))
-    page.wait_for_timeout(300)  # the drawer's slide
+    wait_sidebar_slid_in(page)
+
+
+def wait_sidebar_slid_in(page) -> None:
+    """Until the phone's drawer has ended its slide: at rest, nothing animating it."""
+    page.wait_for_function(
+        """() => {
+          const sidebar = document.getElementById("sidebar");
+          return sidebar.getAnimations().length === 0
+            && getComputedStyle(sidebar).transform === "none";
+        }"""
+    )
 
 
 def js_gettext(language: str, msgid: str) -> str:

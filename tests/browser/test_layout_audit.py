@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, screenshot, wait_ready
 from tests.browser.layout_audit import layout_problems
+from tests.browser.sessions import wait_sidebar_slid_in
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +63,7 @@ def test_the_main_states_fit(chromium, live_daphne, language, phone):
         if phone:
             page.locator("#sidebar-toggle").click()
             expect(page.locator("#conversation-list .conv-item")).to_have_count(1)
-            page.wait_for_timeout(300)  # the drawer's slide
+            wait_sidebar_slid_in(page)
             check(page, states, "conversation list open", touch=phone)
             screenshot(page, f"{name}-sidebar")
         assert not states, "\n".join(f"{s}:\n  " + "\n  ".join(p) for s, p in states.items())

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, screenshot, wait_ready
 from tests.browser.layout_audit import layout_problems
-from tests.browser.sessions import LOCALES
+from tests.browser.sessions import LOCALES, wait_sidebar_slid_in
 from tests.browser.test_edited_summary_panel import SEED
 
 # Makes its user staff: the admin's lists show every user's rows.
@@ -113,7 +113,7 @@ def audit_session(chromium, server, conversation_id, language, phone) -> dict:
 def open_sidebar_for(page, phone: bool) -> None:
     if phone and "sidebar-open" not in (page.locator("#layout").get_attribute("class") or ""):
         page.locator("#sidebar-toggle").click()
-        page.wait_for_timeout(300)
+        wait_sidebar_slid_in(page)
 
 
 @pytest.mark.parametrize("language", list(LOCALES))
