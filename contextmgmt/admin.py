@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.html import format_html_join
 from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
@@ -16,7 +17,7 @@ from contextmgmt.calibration import describe_weights, reset_calibration
 from contextmgmt.models import ModelConfig
 from contextmgmt.numbers import grouped
 
-ROLE_LABELS = {
+ROLE_LABELS: dict[str, Promise] = {
     ModelConfig.Role.MAIN: pgettext_lazy("model role, short", "Main"),
     ModelConfig.Role.FAST: pgettext_lazy("model role, short", "Fast"),
 }
@@ -131,7 +132,9 @@ class ModelConfigAdmin(admin.ModelAdmin):
     ENDPOINT_FIELDS = ("base_url", "api_key_env")
     ENDPOINT_PERMISSION = "contextmgmt.change_modelconfig_endpoint"
 
-    def get_readonly_fields(self, request: HttpRequest, obj: ModelConfig | None = None):
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: ModelConfig | None = None
+    ) -> tuple[str, ...]:
         fields = tuple(super().get_readonly_fields(request, obj))
         if request.user.has_perm(self.ENDPOINT_PERMISSION):
             return fields
@@ -149,7 +152,7 @@ class ModelConfigAdmin(admin.ModelAdmin):
     def role_name(self, obj: ModelConfig) -> str:
         # A short word in the reader's language (the choices' long labels would widen the
         # column; the raw code is not a word).
-        return ROLE_LABELS.get(obj.role, obj.role)
+        return str(ROLE_LABELS.get(obj.role, obj.role))
 
     @admin.display(description=_("context / out"), ordering="context_size")
     def window(self, obj: ModelConfig) -> str:

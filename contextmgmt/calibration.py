@@ -33,7 +33,7 @@ import math
 from collections.abc import Sequence
 
 from contextmgmt.core.tokens import BASE_WEIGHTS, CLASSES, N_CLASSES
-from contextmgmt.core.tokens_fit import fit_weights
+from contextmgmt.core.tokens_fit import Sample, fit_weights
 
 WINDOW = 50
 FLOOR = 0.8
@@ -80,7 +80,7 @@ def fit_samples(samples: Sequence[tuple[Sequence[int], int, int]]) -> list[float
     if not usable:
         return list(BASE_WEIGHTS)
 
-    def fit(rows):
+    def fit(rows: Sequence[Sample]) -> list[float]:
         return fit_weights(
             rows,
             lower=lower,

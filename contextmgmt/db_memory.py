@@ -326,7 +326,7 @@ class DbMemory(BaseMemory):
     ) -> HistoryLoad:
         """The history does not fit: cap the pins, mask, then summarise or truncate."""
         history, pins_yielded = cap_pinned_history(history, self.max_tokens)
-        pins_kept = [m.metadata.get("id") for m in history if m.pinned and m.metadata.get("id")]
+        pins_kept = [m.metadata["id"] for m in history if m.pinned and m.metadata.get("id")]
         base = ([summary_message(stored, self.max_tokens)] if stored else []) + history
         # The cheap tier first: old tool results (earlier runs' records) become stubs.
         masking = mask_tool_results(
@@ -474,9 +474,12 @@ def _new_summary(
         (i for i, m in enumerate(history) if id(m) in summarised and not before_stored(m)),
         default=-1,
     )
-    if last_after < 0 and stored is None:
+    if last_after >= 0:
+        through = history[last_after].metadata["id"]
+    elif stored is not None:
+        through = stored.covers_through_id
+    else:
         return None
-    through = history[last_after].metadata["id"] if last_after >= 0 else stored.covers_through_id
     uncovered = [
         m.metadata["id"]
         for i, m in enumerate(history)

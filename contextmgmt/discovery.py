@@ -34,7 +34,8 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from http.client import HTTPMessage
+from typing import IO, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from contextmgmt.core.budget import MAX_CONTEXT_SIZE
@@ -111,7 +112,7 @@ OLLAMA_NOTE = (
 )
 
 
-def _ollama(root: str, model: str, deadline: _Deadline, tried: list[str]):
+def _ollama(root: str, model: str, deadline: _Deadline, tried: list[str]) -> _Found | None:
     shown = _post_json(root + "/api/show", {"model": model}, deadline, tried)
     if not isinstance(shown, dict):
         return None
@@ -167,7 +168,9 @@ def _native(
     return None
 
 
-def _tgi(root, model, headers, deadline, tried) -> _Found | None:  # noqa: ANN001
+def _tgi(
+    root: str, model: str, headers: dict[str, str], deadline: _Deadline, tried: list[str]
+) -> _Found | None:
     """Hugging Face TGI: ``GET /info``."""
     info = _get_json(root + "/info", headers, deadline, tried)
     total = _positive(_dig(info, "max_total_tokens"))
@@ -178,14 +181,18 @@ def _tgi(root, model, headers, deadline, tried) -> _Found | None:  # noqa: ANN00
     return _Found(total, output, "GET /info max_total_tokens")
 
 
-def _litellm(root, model, headers, deadline, tried) -> _Found | None:  # noqa: ANN001
+def _litellm(
+    root: str, model: str, headers: dict[str, str], deadline: _Deadline, tried: list[str]
+) -> _Found | None:
     """LiteLLM proxy: ``GET /model/info``, the entry whose ``model_name`` is the model."""
     payload = _get_json(root + "/model/info", headers, deadline, tried)
     entries = payload.get("data") if isinstance(payload, dict) else None
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, dict) or entry.get("model_name") != model:
             continue
-        info = entry.get("model_info") if isinstance(entry.get("model_info"), dict) else {}
+        info = entry.get("model_info")
+        if not isinstance(info, dict):
+            info = {}
         size = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
         if size:
             output = _positive(info.get("max_output_tokens"))
@@ -194,7 +201,9 @@ def _litellm(root, model, headers, deadline, tried) -> _Found | None:  # noqa: A
     return None
 
 
-def _lmstudio(root, model, headers, deadline, tried) -> _Found | None:  # noqa: ANN001
+def _lmstudio(
+    root: str, model: str, headers: dict[str, str], deadline: _Deadline, tried: list[str]
+) -> _Found | None:
     """LM Studio's REST API: ``GET /api/v0/models/<model>``; the window it loaded the model
     with, else the model's own."""
     if not model:
@@ -278,7 +287,15 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
     """Follows a redirect, but sends the key only to the host it was meant for: urllib
     itself copies every header to wherever the endpoint redirects."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
         if new is not None and _origin(newurl) != _origin(req.full_url):
             for name in ("Authorization", "Cookie", "Proxy-Authorization"):

@@ -199,11 +199,15 @@ class ModelConfig(models.Model):
         elif self.api_key_env and secret_env_refusal(self.api_key_env):
             errors["api_key_env"] = secret_env_refusal(self.api_key_env)
         if self.is_active:
-            clash = ModelConfig.objects.filter(role=self.role, is_active=True).exclude(pk=self.pk)
-            if clash.exists():
+            clash = (
+                ModelConfig.objects.filter(role=self.role, is_active=True)
+                .exclude(pk=self.pk)
+                .first()
+            )
+            if clash is not None:
                 errors["is_active"] = gettext(
                     "Another %(role)s model is already active (%(name)s); deactivate it first."
-                ) % {"role": self.role, "name": clash.first().name}
+                ) % {"role": self.role, "name": clash.name}
         if errors:
             raise ValidationError(errors)
 

@@ -319,8 +319,8 @@ def count_py(text: str, counts: Counts, w: Weights) -> float:
     if not left:
         return value
     digit = counts[_I_DIGIT]
-    for index, code in rest:
-        n = cls.count(code)
+    for index, class_byte in rest:
+        n = cls.count(class_byte)
         if n:
             counts[index] += n
             value += n * w[index]

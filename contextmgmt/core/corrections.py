@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -202,7 +202,7 @@ class Superseded:
         return key in self.by or key in self.doubtful
 
 
-def _subject(sentence: str, facts: list[Placed]) -> set[str]:
+def _subject(sentence: str, facts: Sequence[Placed]) -> set[str]:
     """The words of ``sentence`` that say what it is about: its longer words and the
     character pairs of its Chinese, without its facts and its cue words."""
     text = sentence
@@ -406,14 +406,15 @@ def superseded(
         scans = scans_of(sources, known)
     for index, (source, scan) in enumerate(zip(sources, scans, strict=True)):
         for sentence, strong, facts in _cue_sentences(source, scan[1]):
-            olds, news = [], []
+            olds: list[Placed] = []
+            news: list[Placed] = []
             previous_end = 0
             for at, fact in enumerate(facts):
                 before = sentence[previous_end : fact[0]]
                 following = facts[at + 1][0] if at + 1 < len(facts) else len(sentence)
                 after = sentence[fact[1] : following]
-                old = _OLD_MARKER.search(before) or _OLD_AFTER.match(after)
-                (olds if old else news).append(fact)
+                marked_old = _OLD_MARKER.search(before) or _OLD_AFTER.match(after)
+                (olds if marked_old else news).append(fact)
                 previous_end = fact[1]
             if not news:
                 continue
@@ -444,7 +445,7 @@ def _replace_earlier(
     earlier: _Earlier,
     index: int,
     sentence: str,
-    facts: list[Placed],
+    facts: Sequence[Placed],
     news: list[Placed],
 ) -> dict[str, str]:
     """Each of ``news`` replaces an earlier fact of its kind in the sentence most about the

@@ -198,9 +198,9 @@ def _cldr() -> dict[str, str]:
         # Longest first: "sept." before "sept".
         return "|".join(re.escape(n) for n in sorted(names, key=lambda n: (-len(n), n)))
 
-    out = {}
+    out: dict[str, str] = {}
     for language in ("fr", "es", "ru"):
-        months = set()
+        months: set[str] = set()
         for width in ("wide", "abbreviated"):
             months.update(get_month_names(width, "format", language).values())
         months = {m for m in months if len(m.rstrip(".")) >= 3}

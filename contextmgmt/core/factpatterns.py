@@ -167,8 +167,8 @@ def scanner_for(text: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
         present = dict(zip(("url", "email", "path", "code", "setting"), key[:5], strict=True))
         kinds = tuple(kind for kind, _, _ in _PATTERNS if present.get(kind, True))
         scanner = _scanner(kinds, ascii_only=key[5])
-        kinds = [""] * (scanner.groups + 1)
+        kind_of_group = [""] * (scanner.groups + 1)
         for name, index in scanner.groupindex.items():
-            kinds[index] = _KIND_OF[name]
-        found = _SCANNERS[key] = (scanner, tuple(kinds))
+            kind_of_group[index] = _KIND_OF[name]
+        found = _SCANNERS[key] = (scanner, tuple(kind_of_group))
     return found

@@ -348,6 +348,7 @@ def _scan_batch(texts: list[str], found: list[list[Placed]]) -> None:
     for match in scanner.finditer(" " + joined):
         # Each kind is one group holding no other: the last group matched is the fact.
         group = match.lastindex
+        assert group is not None  # every alternative of the scanner is a group
         kind = kinds_by_group[group]
         start, end = match.span(group)
         start -= 1

@@ -32,10 +32,10 @@ guard's compaction calls (accounted to the run's usage).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 from . import tokens
-from .compact import CompactResult, CompactUtils
+from .compact import CompactResult, CompactUtils, Strategy
 from .llm import Usage
 from .masking import (
     KEEP_TOOL_ROUNDS,
@@ -46,7 +46,7 @@ from .masking import (
     mask_tool_results,
     unanswered_round,
 )
-from .messages import ChatMessage
+from .messages import ChatMessage, ToolCall
 
 TRUNCATED_SUFFIX = "\n[Truncated]"
 PINNED_CAP_SHARE = 0.5
@@ -179,7 +179,8 @@ class ContextGuard:
         limit = self.max_message_chars
         total, oversized = _total_and_oversized(messages, limit)
         n = len(messages)
-        masking = self.mask_keep_rounds is not None
+        keep_rounds = self.mask_keep_rounds
+        masking = keep_rounds is not None
         # Masking starts at its mark, below the budget: see the module's docstring.
         mark = min(budget, mask_mark(budget)) if masking else budget
         if not oversized and total <= mark:
@@ -199,10 +200,10 @@ class ContextGuard:
                 return work
 
         masked = _Masked(work, total)
-        if masking:
-            masked = self._masked(work, total, budget)
+        if keep_rounds is not None:
+            masked = self._masked(work, total, budget, keep_rounds)
             work, total = masked.messages, masked.tokens
-        strategy = "mask" if masked.masked or masked.results_cut else "none"
+        strategy: Strategy = "mask" if masked.masked or masked.results_cut else "none"
         if total <= budget:
             # Over the mark, within the budget: masked if anything was old enough, else
             # sent as it is (the same list when nothing was cut).
@@ -238,14 +239,14 @@ class ContextGuard:
         self.last = result
         return result.messages
 
-    def _masked(self, work: list[ChatMessage], total: int, budget: int) -> _Masked:
+    def _masked(
+        self, work: list[ChatMessage], total: int, budget: int, keep_rounds: int
+    ) -> _Masked:
         """Old rounds' tool results masked first, the newest whole while they fit their
         share; then every answered round; then the unread round's results cut."""
         masked: list = []
         cut_results: list = []
-        outcome = mask_tool_results(
-            work, keep_rounds=self.mask_keep_rounds, keep_tokens=keep_share(budget)
-        )
+        outcome = mask_tool_results(work, keep_rounds=keep_rounds, keep_tokens=keep_share(budget))
         if outcome.masked:
             work, total, masked = outcome.messages, outcome.tokens_after, outcome.masked
         if total > budget:
@@ -312,8 +313,8 @@ def _total_and_oversized(messages: list[ChatMessage], limit: int) -> tuple[int, 
             and cache[0] is msg.content
             and cache[1] is msg.tool_calls
             and cache[5] is weights
-            and (cache[2] is None or cache[2] == tuple(cache[1]))
-            and (cache[6] is None or cache[6] == tuple(cache[0]))
+            and (cache[2] is None or cache[2] == tuple(cast("list[ToolCall]", cache[1])))
+            and (cache[6] is None or cache[6] == tuple(cast("list[dict[str, Any]]", cache[0])))
         ):
             total += cache[3]
             if cache[8] > limit:

@@ -62,6 +62,7 @@ def tile_tokens(width: int, height: int, detail: str = "auto") -> int:
 def image_part_tokens(part: dict[str, Any]) -> int:
     """Tokens of one OpenAI ``image_url`` part."""
     image = part.get("image_url")
+    url: object
     if isinstance(image, str):
         url, detail = image, "auto"
     elif isinstance(image, dict):

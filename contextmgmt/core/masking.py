@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from . import tokens
@@ -316,7 +316,7 @@ def _anything_to_mask(messages: list[ChatMessage], window: int) -> bool:
     return False
 
 
-def _candidates(rounds: list[list[ChatMessage]]):
+def _candidates(rounds: list[list[ChatMessage]]) -> Iterator[tuple[ChatMessage, ToolCall]]:
     """(result, its call) of every tool result of ``rounds`` that may be masked, oldest
     first: not in a pinned unit, not masked already."""
     for unit in rounds:

@@ -90,8 +90,10 @@ class ProviderProfile:
     def sending(self, param: str) -> ProviderProfile:
         """This profile sending ``param`` again: what ``without(param)`` changed, undone
         (an operator's reset of a remembered refusal)."""
-        if param in ("max_tokens", "max_completion_tokens"):
-            return dataclasses.replace(self, token_limit_param=param)
+        if param == "max_tokens":
+            return dataclasses.replace(self, token_limit_param="max_tokens")
+        if param == "max_completion_tokens":
+            return dataclasses.replace(self, token_limit_param="max_completion_tokens")
         if param == "temperature":
             return dataclasses.replace(self, send_temperature=True)
         if param in ("stream_options", "include_usage"):

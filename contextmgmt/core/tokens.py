@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from operator import mul
 from struct import Struct
-from typing import Any
+from typing import Any, cast
 
 from .charclass import (
     BASE_WEIGHTS,
@@ -47,7 +47,7 @@ from .charclass import (
     count_packed,
 )
 from .image_tokens import FLAT_IMAGE_TOKENS, image_part_tokens
-from .messages import ChatMessage
+from .messages import ChatMessage, ToolCall
 
 __all__ = [
     "BASE_WEIGHTS",
@@ -235,9 +235,9 @@ def _cache_of(msg: ChatMessage) -> tuple[Any, ...] | None:
     cache = msg._token_cache
     if cache is None or cache[0] is not msg.content or cache[1] is not msg.tool_calls:
         return None
-    if cache[2] is not None and cache[2] != tuple(cache[1]):
+    if cache[2] is not None and cache[2] != tuple(cast("list[ToolCall]", cache[1])):
         return None
-    if cache[6] is not None and cache[6] != tuple(cache[0]):
+    if cache[6] is not None and cache[6] != tuple(cast("list[dict[str, Any]]", cache[0])):
         return None
     return cache
 

@@ -143,12 +143,12 @@ def transcript_pieces(
     current: list[tuple[str, str, int]] = []
     used = 0
     budget = max_tokens * WINDOW_MARGIN
-    for block in blocks:
-        cost = block[2] + 1
+    for entry in blocks:
+        cost = entry[2] + 1
         if current and used + cost > budget:
             pieces.append(_piece(current))
             current, used = [], 0
-        current.append(block)
+        current.append(entry)
         used += cost
     if current:
         pieces.append(_piece(current))
