@@ -121,7 +121,12 @@ class DagRun:
             outcomes = await self._execute(steps, number)
             rounds.append(Round(number, steps, outcomes))
             verdict = await self._analyse(steps, outcomes)
-            if not self._needs_replan(verdict) or number == self.config.max_replans:
+            # An unreadable verdict is no evidence of failure: answer rather than spend rounds.
+            if (
+                verdict is None
+                or not self._needs_replan(verdict)
+                or number == self.config.max_replans
+            ):
                 break
             await self.ctx.sink("dag.replan", {"round": number + 1})
             feedback = replan_feedback(steps, outcomes, verdict, number + 1)
@@ -402,10 +407,7 @@ class DagRun:
         await self.ctx.sink("dag.analysis", payload)
         return verdict
 
-    def _needs_replan(self, verdict: Verdict | None) -> bool:
-        # An unreadable verdict is no evidence of failure: answer rather than spend rounds.
-        if verdict is None:
-            return False
+    def _needs_replan(self, verdict: Verdict) -> bool:
         return not verdict.achieved and verdict.confidence < self.config.replan_threshold
 
     # --- the answer ----------------------------------------------------------------------

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from typing import Any
+from typing import IO, Any
 
 from .html import HtmlText
 from .types import (
@@ -74,6 +74,9 @@ class _Worker:
             stdout=subprocess.PIPE,
             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
         )
+        assert self.process.stdin is not None and self.process.stdout is not None  # pipes
+        self._to_worker: IO[bytes] = self.process.stdin
+        self._from_worker: IO[bytes] = self.process.stdout
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -90,19 +93,19 @@ class _Worker:
         """The worker's answer, or None when it died or the deadline passed."""
         body = json.dumps(header).encode()
         try:
-            self.process.stdin.write(_LENGTH.pack(len(body)) + body + _LENGTH.pack(len(data)))
-            self.process.stdin.write(data)
-            self.process.stdin.flush()
+            self._to_worker.write(_LENGTH.pack(len(body)) + body + _LENGTH.pack(len(data)))
+            self._to_worker.write(data)
+            self._to_worker.flush()
         except (BrokenPipeError, OSError):
             return None
         head = self._read(_LENGTH.size, deadline)
         if head is None:
             return None
-        body = self._read(_LENGTH.unpack(head)[0], deadline)
-        return None if body is None else json.loads(body)
+        answer = self._read(_LENGTH.unpack(head)[0], deadline)
+        return None if answer is None else json.loads(answer)
 
     def _read(self, size: int, deadline: float) -> bytes | None:
-        fd = self.process.stdout.fileno()
+        fd = self._from_worker.fileno()
         chunks: list[bytes] = []
         while size > 0:
             remaining = deadline - time.monotonic()

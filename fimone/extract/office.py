@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from typing import Any
 
 from .text import limited_pages, markdown_heading, paginate
 from .types import Budget, DamagedDocument, DocumentTooLarge, ExtractLimits, Heading, Page
@@ -123,10 +124,10 @@ class _ParagraphStyles:
         return self._names[style_id]
 
 
-def _table_rows(table) -> list[str]:
+def _table_rows(table: Any) -> list[str]:  # a Word or a PowerPoint table
     rows = []
     for row in table.rows:
-        cells = []
+        cells: list[str] = []
         for cell in row.cells:
             text = " ".join(cell.text.split())
             if not cells or cells[-1] != text:  # merged cells repeat their text

@@ -94,13 +94,13 @@ def _outline(reader: PdfReader, limit: int = 200) -> list[Heading]:
                 walk(item, level + 1)
                 continue
             try:
-                page = reader.get_destination_page_number(item) + 1
+                number = reader.get_destination_page_number(item)
                 title = " ".join(str(item.title).split())
             except Exception as exc:  # a bookmark pointing nowhere: left out
                 logger.debug("pdf bookmark unreadable: %s", exc)
                 continue
-            if title:
-                found.append(Heading(title[:200], page, level))
+            if title and number is not None:
+                found.append(Heading(title[:200], number + 1, level))
 
     try:
         walk(reader.outline, 1)

@@ -121,7 +121,9 @@ def _opens_as_html(head: bytes) -> bool:
     splitting a run of comments, twice the work for each comment more."""
     position = 0
     while True:
-        position = _SPACE.match(head, position).end()
+        space = _SPACE.match(head, position)
+        assert space is not None  # it matches the empty string too
+        position = space.end()
         if not head.startswith(b"<!--", position):
             return _HTML_START.match(head, position) is not None
         end = head.find(b"-->", position + 4)

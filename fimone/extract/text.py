@@ -123,7 +123,9 @@ def read_html(text: str, budget: Budget) -> tuple[list[Page], int, list[Heading]
     # libxml2's HTML parser, events only (no tree): linear in the markup, where the
     # standard library's parser rescans an unclosed attribute quote for every tag after it.
     target = _TextOfHtml()
-    parser = lxml.etree.HTMLParser(target=target, no_network=True)
+    # The stub asks a target for every method of lxml's target interface; lxml calls only
+    # those the target has.
+    parser = lxml.etree.HTMLParser(target=target, no_network=True)  # type: ignore[call-overload]
     parser.feed(text)
     parser.close()
     blocks = [b for b in target.blocks if b.strip()]
@@ -180,7 +182,7 @@ class _TextOfHtml:
         self._in_title = False
         self._heading = 0
 
-    def start(self, tag: str, attrib) -> None:
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
         if tag == "title":
             self._in_title = True
         if tag in self._SKIP:

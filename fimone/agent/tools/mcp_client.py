@@ -37,6 +37,7 @@ import httpx2
 import mcp_types as types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST
 
 from .mcp_config import (
@@ -230,7 +231,9 @@ class McpConnection:
     async def _serve(self, ready: asyncio.Future[ClientSession]) -> None:
         try:
             async with self._transport() as (read, write):
-                relay_send, relay_read = anyio.create_memory_object_stream(0)
+                relay_send, relay_read = anyio.create_memory_object_stream[
+                    SessionMessage | Exception
+                ](0)
                 async with anyio.create_task_group() as group:
                     group.start_soon(self._relay, read, relay_send)
                     try:
@@ -316,12 +319,12 @@ class _HttpTransport:
     """``streamable_http_client`` with its own httpx client, closed with it."""
 
     def __init__(self, url: str, client: httpx2.AsyncClient) -> None:
-        self._url, self._client = url, client
-        self._cm = None
+        self._client = client
+        # Nothing runs before it is entered.
+        self._cm = streamable_http_client(url, http_client=client)
 
     async def __aenter__(self):
         await self._client.__aenter__()
-        self._cm = streamable_http_client(self._url, http_client=self._client)
         try:
             return await self._cm.__aenter__()
         except BaseException:
@@ -522,7 +525,7 @@ class McpPool:
 
     def cached_tools(self, specs: Sequence[McpServerSpec]) -> list[Tool]:
         """The tools of ``specs`` whose listing is cached (no server is asked)."""
-        tools = []
+        tools: list[Tool] = []
         for spec in specs:
             cached = self._listings.get((spec.connection_key, spec.allowed_tools))
             if cached is not None:

@@ -143,7 +143,7 @@ def server_from_entry(name: str, entry: Any, *, source: str = "file") -> McpServ
     timeout = entry.get("timeout", DEFAULT_CALL_TIMEOUT)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
         raise ValueError("timeout must be a number of seconds between 0 and 3600")
-    common = {
+    common: dict[str, Any] = {
         "name": name,
         "allowed_tools": _names(entry.get("allowedTools")),
         "approval_tools": _names(entry.get("needsApproval")) or frozenset(),

@@ -33,6 +33,7 @@ import os
 import subprocess
 import sys
 import threading
+from typing import IO, Any, TypeGuard
 
 
 def cut_result(line: bytes, keep_chars: int) -> bytes:
@@ -99,7 +100,7 @@ def cap_listing(line: bytes, max_tools: int, allowed: frozenset[str] | None) -> 
     return json.dumps({**message, "result": capped}).encode() + b"\n"
 
 
-def _wrapped_text(structured: object) -> bool:
+def _wrapped_text(structured: object) -> TypeGuard[dict[str, Any]]:
     return (
         isinstance(structured, dict)
         and set(structured) == {"result"}
@@ -107,16 +108,16 @@ def _wrapped_text(structured: object) -> bool:
     )
 
 
-def _pass_stdin(server: subprocess.Popen) -> None:
+def _pass_stdin(server_stdin: IO[bytes]) -> None:
     try:
         while chunk := os.read(0, 1 << 16):
-            server.stdin.write(chunk)
-            server.stdin.flush()
+            server_stdin.write(chunk)
+            server_stdin.flush()
     except OSError:
         pass
     finally:
         try:
-            server.stdin.close()
+            server_stdin.close()
         except OSError:
             pass
 
@@ -132,7 +133,8 @@ def main(argv: list[str]) -> int:
     names = json.loads(allowed_names)
     allowed = frozenset(names) if names is not None else None
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    threading.Thread(target=_pass_stdin, args=(server,), daemon=True).start()
+    assert server.stdin is not None and server.stdout is not None  # both are pipes
+    threading.Thread(target=_pass_stdin, args=(server.stdin,), daemon=True).start()
     out = sys.stdout.buffer
     try:
         for line in server.stdout:  # one message a line; read in linear time

@@ -13,6 +13,7 @@ import json
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from functools import cached_property
+from types import GenericAlias
 from typing import Annotated, Any, Literal, NotRequired, Required, Union
 
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError
@@ -126,7 +127,7 @@ def _annotation(schema: Any) -> Any:
             return Any
         return Union[tuple(type(None) if k is None else k for k in kinds)]  # noqa: UP007
     if kind == "array":
-        return list[_annotation(schema.get("items", {}))]
+        return GenericAlias(list, (_annotation(schema.get("items", {})),))  # list[item]
     return _JSON_TYPES.get(kind, Any) if isinstance(kind, str) else Any
 
 
@@ -155,7 +156,7 @@ def arguments_adapter(name: str, parameters: dict[str, Any]) -> TypeAdapter[Any]
     for key in required - fields.keys():
         fields[key] = Required[Any]
     arguments = TypedDict(f"{name}_arguments", fields)  # type: ignore[misc]
-    extra = "allow" if _keeps_extra_keys(parameters) else "ignore"
+    extra: Literal["allow", "ignore"] = "allow" if _keeps_extra_keys(parameters) else "ignore"
     arguments.__pydantic_config__ = ConfigDict(extra=extra)  # type: ignore[attr-defined]
     return TypeAdapter(arguments)
 

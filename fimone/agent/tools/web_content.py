@@ -121,12 +121,19 @@ def page_text(
 
 
 def _html(fetched: FetchedBody, *, raw: bool, pool: ExtractionPool | None, owner: str) -> PageText:
-    options = {"charset": fetched.charset, "url": fetched.url, "raw": raw}
+    charset, url = fetched.charset, fetched.url
     try:
         if pool is None:
-            page = html_text(fetched.body, **options)
+            page = html_text(fetched.body, charset=charset, url=url, raw=raw)
         else:
-            page = pool.html(fetched.body, seconds=EXTRACT_SECONDS, owner=owner, **options)
+            page = pool.html(
+                fetched.body,
+                charset=charset,
+                url=url,
+                raw=raw,
+                seconds=EXTRACT_SECONDS,
+                owner=owner,
+            )
     except ExtractionError as exc:
         raise FetchError(f"{fetched.url} could not be read: {exc.message}") from None
     return PageText("html", page.text, page.title, page.notes)
