@@ -156,6 +156,11 @@ def index(request: HttpRequest, conversation_id: str | None = None) -> HttpRespo
         # and every main ModelConfig a conversation may pick instead.
         "models": selectors.model_choices(),
         "maxUploadBytes": settings.FIMONE_MAX_UPLOAD_BYTES,
+        "maxMessageChars": settings.FIMONE_WS_MAX_CONTENT_CHARS,
+        # Always below the message limit: longer text is attached, never refused.
+        "pasteAttachChars": max(
+            1, min(settings.FIMONE_PASTE_ATTACH_CHARS, settings.FIMONE_WS_MAX_CONTENT_CHARS - 1)
+        ),
     }
     context = {"ui_config": config, "offline": config["offline"], "llm": config["llm"]}
     return render(request, "chat/index.html", context)

@@ -57,6 +57,8 @@ class ChatApp {
       onStop: () => this.runs.stop(),
       ensureConversation: () => this.ensureConversation(),
       maxUploadBytes: config.maxUploadBytes,
+      pasteAttachChars: config.pasteAttachChars,
+      maxMessageChars: config.maxMessageChars,
       toast: (text) => this.toast(text),
       // While a conversation loads, the box is already that conversation's.
       draftKey: () => this.shownId(),
@@ -78,6 +80,7 @@ class ChatApp {
       onContextChanged: () => this.refreshGauge(),
       reloadMessages: () => this.conversation && this.reloadAfterDrop(),
       reloadConversation: () => this.reloadConversation(),
+      onFirstMessageRefused: () => this.unlistEmpty(),
       onAnswered: () => {
         if (this.conversation) this.sidebar.upsert(this.conversation, { toTop: true });
       },
@@ -221,7 +224,17 @@ class ChatApp {
     this.sidebar.select(conversation.id);
   }
 
-  ensureConversation() {
+  // The chat on screen has no message after all (its first was refused): out of the list
+  // and the address bar again, deleted when the user leaves it (empty_chat.js).
+  unlistEmpty() {
+    const id = this.conversation?.id;
+    if (!id) return;
+    this.sidebar.removeItem(id);
+    this.emptyChat.created(id);
+    history.replaceState({}, "", "/");
+  }
+
+    ensureConversation() {
     const id = this.shownId(); // an upload while it loads goes to the one loading
     if (id) return Promise.resolve(id);
     return this.newConversation().made.then((conversation) => conversation.id);

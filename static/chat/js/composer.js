@@ -30,7 +30,22 @@ function isDocument(file) {
 
 export class Composer {
   // draftKey(): the conversation whose draft the composer holds (null: a new chat).
-  constructor({ onSend, onStop, ensureConversation, maxUploadBytes, toast, draftKey = () => null }) {
+  constructor({
+    onSend,
+    onStop,
+    ensureConversation,
+    maxUploadBytes,
+    toast,
+    draftKey = () => null,
+    pasteAttachChars = 20000,
+    maxMessageChars = 100000,
+  }) {
+    // Text longer than this (pasted, or typed and sent) goes as a text document attached
+    // to the message, read by the existing attachment rules (docs/protocol.md, "Long text").
+    this.pasteAttachChars = pasteAttachChars;
+    this.maxMessageChars = maxMessageChars;
+    this.pastes = 0;
+    this.sendWhenReady = false;
     this.draftKey = draftKey;
     this.notice = document.getElementById("composer-notice");
     this.onSend = onSend;
@@ -75,6 +90,14 @@ export class Composer {
       if (files.length) {
         event.preventDefault();
         this.addFiles(files);
+        return;
+      }
+      // A long text pasted becomes a text document attached (a chip with its size), so
+      // no length limit can refuse it once sent and the chat shows no giant bubble.
+      const text = event.clipboardData?.getData("text/plain") || "";
+      if (text.length > this.pasteAttachChars) {
+        event.preventDefault();
+        this.attachText(text);
       }
     });
     document.getElementById("attach").addEventListener("click", () => this.fileInput.click());
@@ -192,6 +215,20 @@ export class Composer {
     }
   }
 
+  // ``text`` as a text document in the tray (uploaded like any other file).
+  attachText(text) {
+    this.pastes += 1;
+    const name = `pasted-text-${this.pastes}.txt`;
+    this.addFiles([new File([text], name, { type: "text/plain" })]);
+    this.showNotice(
+      interpolate(
+        gettext("Text longer than %(count)s characters is attached as a text document."),
+        { count: this.pasteAttachChars.toLocaleString() },
+        true,
+      ),
+    );
+  }
+
   async upload(item) {
     try {
       const conversationId = await this.ensureConversation();
@@ -214,6 +251,11 @@ export class Composer {
     }
     if (this.items.includes(item)) this.renderTray();
     this.keepDraft();
+    // Sent with Enter while its long text was still uploading as a document: it goes now.
+    if (this.sendWhenReady && !this.items.some((i) => i.state === "uploading")) {
+      this.sendWhenReady = false;
+      if (!this.items.some((i) => i.state === "failed")) this.submit();
+    }
   }
 
   remove(item) {
@@ -287,11 +329,34 @@ export class Composer {
   }
 
   submit() {
+    const typed = this.prompt.value.trim();
+    if (typed.length > this.pasteAttachChars) {
+      // Typed (or pasted in pieces) past the size: it goes as a document, once uploaded.
+      this.prompt.value = "";
+      this.attachText(typed);
+      this.sendWhenReady = true;
+      this.keepDraft();
+      return;
+    }
     if (this.sendBtn.disabled) {
-      if (this.items.some((i) => i.state === "uploading")) this.toast(gettext("Files are still uploading…"));
+      if (this.items.some((i) => i.state === "uploading")) {
+        this.sendWhenReady = true;
+        this.toast(gettext("Files are still uploading…"));
+      }
       return;
     }
     const content = this.prompt.value.trim();
+    if (content.length > this.maxMessageChars) {
+      // Checked before sending: refused here, the message stays in the box.
+      this.showNotice(
+        interpolate(
+          gettext("The message is longer than %(count)s characters: shorten it or attach it as a file."),
+          { count: this.maxMessageChars.toLocaleString() },
+          true,
+        ),
+      );
+      return;
+    }
     const ready = this.items.filter((i) => i.state === "ready");
     const images = ready
       .filter((i) => !i.document)

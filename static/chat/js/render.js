@@ -64,9 +64,36 @@ export function userMessage({ id, content, images = [], documents = [], injected
     imageList,
     documents.length ? el("div", { class: "msg-documents" }, ...documents.map((doc) => documentChip(doc))) : null,
     content ? el("div", { class: "bubble", text: content }) : null,
+    content && isLong(content) ? showMoreButton() : null,
   );
+  if (content && isLong(content)) node.querySelector(".bubble").classList.add("collapsed");
   if (id !== undefined && id !== null) node.dataset.messageId = String(id);
   return node;
+}
+
+// A long message is shown folded to a few screens' lines, whole in the page (copy and
+// edit read all of it), with a button that unfolds it.
+const LONG_MESSAGE_CHARS = 1500;
+const LONG_MESSAGE_LINES = 24;
+
+function isLong(content) {
+  return content.length > LONG_MESSAGE_CHARS || content.split("\n").length > LONG_MESSAGE_LINES;
+}
+
+function showMoreButton() {
+  const button = el("button", {
+    type: "button",
+    class: "show-more",
+    "aria-expanded": "false",
+    text: gettext("Show more"),
+    onclick: () => {
+      const bubble = button.parentElement.querySelector(".bubble");
+      const open = bubble.classList.toggle("collapsed") === false;
+      button.setAttribute("aria-expanded", String(open));
+      button.textContent = open ? gettext("Show less") : gettext("Show more");
+    },
+  });
+  return button;
 }
 
 // An <img> that turns into a small "unavailable" tile when it cannot be loaded, instead of

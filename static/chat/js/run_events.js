@@ -189,9 +189,16 @@ function error(runs, frame) {
   }
   if (runs.run?.local && !runs.run.runId) {
     // The message that would have started a run was refused (a bad attachment, too
-    // long, rate limited…): show why and offer a retry. The socket stays usable.
-    runs.run.view.setError(frame.message);
+    // long…): nothing was stored, so it goes back into the box, files and all, with why.
+    // A new chat's first message refused leaves no empty conversation in the list.
+    const { userNode, view } = runs.run;
+    userNode.remove();
+    view.node.remove();
+    const empty = !runs.messagesEl.querySelector(".msg");
+    runs.host.emptyState.hidden = !empty;
     runs.endRun();
+    if (empty) runs.host.onFirstMessageRefused?.();
+    runs.composer.takeBack(runs.lastQuery, `${frame.message} ${gettext("Your message is back in the box.")}`);
     return;
   }
   runs.host.toast(frame.message || gettext("The server refused that."));
