@@ -42,9 +42,7 @@ def paste(page, text: str) -> None:
 
 
 @pytest.mark.parametrize("phone", [False, True], ids=["desktop", "phone"])
-def test_a_105000_character_paste_survives_a_reload_as_an_attachment(
-    chromium, live_daphne, phone
-):
+def test_a_105000_character_paste_survives_a_reload_as_an_attachment(chromium, live_daphne, phone):
     session = open_session(chromium, live_daphne, phone=phone)
     page = session.page
     text = long_text(PASTED_CHARS)

@@ -111,10 +111,12 @@ def test_the_tools_menu_lists_the_sources_and_switches_one_off_for_this_chat(ope
     test_source = menu.locator('[data-source="test"]')
     expect(test_source).to_contain_text("send_note")
     expect(test_source).to_contain_text("asks first")
-    switch = test_source.get_by_role("switch")
+    switch = test_source.locator(".tools-source-switch").get_by_role("switch")
     expect(switch).to_be_checked()
     switch.press("Space")
-    expect(menu.locator('[data-source="test"]').get_by_role("switch")).not_to_be_checked()
+    expect(
+        menu.locator('[data-source="test"] .tools-source-switch').get_by_role("switch")
+    ).not_to_be_checked()
     screenshot(page, "tools-menu")
     page.keyboard.press("Escape")
     expect(menu).to_be_hidden()
@@ -129,7 +131,9 @@ def test_a_message_sent_while_a_switch_is_saved_waits_for_the_switch(open_page):
     # The switch's PATCH, kept from the server until the message is on screen.
     held = hold_saves(page, "**/api/conversations/*/tools/")
     page.locator("#tools-button").click()
-    switch = page.locator('#tools-menu [data-source="test"]').get_by_role("switch")
+    switch = page.locator('#tools-menu [data-source="test"] .tools-source-switch').get_by_role(
+        "switch"
+    )
     expect(switch).to_be_checked()
     expect(page.locator("#tools-menu input").first).to_be_focused()  # the menu has loaded
     switch.press("Space")

@@ -69,6 +69,8 @@ export const api = {
   tools: (id) => request("GET", id ? `/api/conversations/${enc(id)}/tools/` : "/api/tools/"),
   switchToolSource: (id, source, enabled) =>
     request("PATCH", `/api/conversations/${enc(id)}/tools/`, { json: { source, enabled } }),
+  switchTool: (id, tool, enabled) =>
+    request("PATCH", `/api/conversations/${enc(id)}/tools/`, { json: { tool, enabled } }),
 
   // One page, oldest first: the newest ``limit`` messages, or those just before ``before``.
   messagePage(id, { before = null, limit = 100 } = {}) {

@@ -1,6 +1,7 @@
 // The composer's tools menu: which tools this chat's answers may use, by source (built-in,
-// and every other source such as an MCP server), with a switch per source that can be
-// turned off for this chat alone (docs/protocol.md, "Tools of a conversation").
+// and every other source such as an MCP server), each tool with its description, and a
+// switch per source and per tool that turns it off for this chat alone (docs/protocol.md,
+// "Tools of a conversation"). A tool server that cannot be listed says so plainly.
 
 import { api } from "./api.js";
 import { el } from "./dom.js";
@@ -61,7 +62,9 @@ export class ToolsMenu {
   }
 
   render() {
-    const on = this.sources.filter((s) => s.enabled).reduce((n, s) => n + s.tools.length, 0);
+    const on = this.sources
+      .filter((s) => s.enabled)
+      .reduce((n, s) => n + s.tools.filter((t) => t.enabled !== false).length, 0);
     this.count.textContent = on ? String(on) : "";
     this.button.title = interpolate(
       ngettext("%(count)s tool on in this chat", "%(count)s tools on in this chat", on),
@@ -90,30 +93,72 @@ export class ToolsMenu {
           el("span", { class: "tools-source-label", text: source.label }),
         )
       : el("span", { class: "tools-source-label", text: source.label });
-    const list = el(
-      "ul",
-      { class: "tools-list" },
-      ...source.tools.map((tool) =>
-        el(
-          "li",
-          { title: tool.description || "" },
-          el("code", { text: tool.name }),
-          tool.needs_approval
-            ? el("span", {
-                class: "tools-badge",
-                text: tool.approved ? gettext("always allowed here") : gettext("asks first"),
-              })
-            : null,
-        ),
-      ),
-    );
+    const list = el("ul", { class: "tools-list" }, ...source.tools.map((tool) => this.toolNode(source, tool)));
     return el(
       "section",
       { class: `tools-source${source.enabled ? "" : " tools-source-off"}`, "data-source": source.source },
       header,
       source.note ? el("p", { class: "tools-note", text: source.note }) : null,
-      source.tools.length ? list : el("p", { class: "tools-empty", text: gettext("No tools listed right now.") }),
+      source.error ? el("p", { class: "tools-note tools-error", text: source.error }) : null,
+      source.tools.length
+        ? list
+        : source.error
+          ? null
+          : el("p", { class: "tools-empty", text: gettext("No tools listed right now.") }),
     );
+  }
+
+  // One tool: a switch with its name, what it does below.
+  toolNode(source, tool) {
+    const id = `tools-tool-${tool.name.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+    return el(
+      "li",
+      { class: `tools-tool${tool.enabled === false ? " tools-tool-off" : ""}`, "data-tool": tool.name },
+      el(
+        "label",
+        { class: "tools-tool-switch", for: id },
+        el("input", {
+          type: "checkbox",
+          id,
+          role: "switch",
+          checked: tool.enabled !== false,
+          disabled: !source.enabled,
+          onchange: (event) => this.switchTool(tool, event.currentTarget),
+        }),
+        el("code", { text: tool.name }),
+        tool.needs_approval
+          ? el("span", {
+              class: "tools-badge",
+              text: tool.approved ? gettext("always allowed here") : gettext("asks first"),
+            })
+          : null,
+      ),
+      tool.description ? el("p", { class: "tools-description", text: tool.description }) : null,
+    );
+  }
+
+  switchTool(tool, input) {
+    this.switches += 1;
+    return this.host.trackSave(this.saveToolSwitch(tool, input));
+  }
+
+  async saveToolSwitch(tool, input) {
+    const enabled = input.checked;
+    input.disabled = true;
+    try {
+      const id = await this.host.ensureConversation();
+      const { sources } = await api.switchTool(id, tool.name, enabled);
+      this.sources = sources;
+      this.render();
+      this.menu.querySelector(`[data-tool="${CSS.escape(tool.name)}"] input`)?.focus();
+      this.host.onChanged();
+    } catch (err) {
+      input.checked = !enabled;
+      input.disabled = false;
+      this.host.toast(
+        interpolate(gettext("Could not switch %(source)s: %(reason)s"), { source: tool.name, reason: err.message }, true),
+      );
+    }
   }
 
   // A message sent right after a switch waits for its save (``trackSave``), so its answer
