@@ -30,7 +30,8 @@ def paste(page, text: str) -> None:
         """(text) => {
           const data = new DataTransfer();
           data.setData("text/plain", text);
-          const event = new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true });
+          const event = new ClipboardEvent(
+            "paste", { clipboardData: data, bubbles: true, cancelable: true });
           const prompt = document.getElementById("prompt");
           if (prompt.dispatchEvent(event)) {  // not taken over: the browser would insert it
             prompt.setRangeText(text, prompt.selectionStart, prompt.selectionEnd, "end");
