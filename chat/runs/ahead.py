@@ -38,7 +38,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chat import drain, image_describer
-from chat.runs import storage, writes
+from chat.runs import storage
 from chat.runs.events import conversation_group
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
@@ -121,7 +121,7 @@ def _may_show_images(run: Run) -> bool:
 
 async def _describe(*, conversation_id: Any, answer_id: int, fast, vision: bool, run_id) -> None:
     try:
-        history = await database_sync_to_async(writes.next_history)(conversation_id, vision=vision)
+        history = await database_sync_to_async(storage.next_history)(conversation_id, vision=vision)
         file_ids = image_describer.images_as_text(history.messages)
         if not file_ids:
             return
@@ -134,7 +134,7 @@ async def _describe(*, conversation_id: Any, answer_id: int, fast, vision: bool,
         )
         metadata = None
         if llm.usage.input_tokens or llm.usage.output_tokens:
-            metadata = await database_sync_to_async(writes.add_description_usage)(
+            metadata = await database_sync_to_async(storage.add_description_usage)(
                 message_id=answer_id, usage=llm.usage, images=described
             )
         logger.info("run %s: %d image(s) described ahead", run_id, described)

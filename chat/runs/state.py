@@ -177,7 +177,7 @@ class Run:
 
     def answered_ids(self) -> list[int]:
         """The user messages this run answers: its question, the follow-ups handed to it
-        at the start, and every follow-up its engine took (see ``writes.persist_finish``)."""
+        at the start, and every follow-up its engine took (see ``storage.persist_finish``)."""
         ids = {self.query_message_id, *self.opened.follow_up_ids, *self.opened.also_answers}
         ids.update(i for i in self.injections.taken_ids if isinstance(i, int))
         return sorted(ids)

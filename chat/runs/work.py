@@ -24,7 +24,7 @@ from django.conf import settings
 from django.utils import translation
 
 from chat import image_describer
-from chat.runs import approvals, storage, writes
+from chat.runs import approvals, storage
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
@@ -186,7 +186,7 @@ async def _announce_history_compaction(
             cost_input_tokens=facts["cost_input_tokens"],
             cost_output_tokens=facts["cost_output_tokens"],
         )
-        facts["summary_id"] = await database_sync_to_async(writes.save_summary)(
+        facts["summary_id"] = await database_sync_to_async(storage.save_summary)(
             run.conversation_id, summary
         )
     elif stored is not None:
@@ -208,7 +208,7 @@ def _engine_context(
         summary = run.compactions.to_store(scope, result)
         if summary is None:
             return None
-        return await database_sync_to_async(writes.save_summary)(run.conversation_id, summary)
+        return await database_sync_to_async(storage.save_summary)(run.conversation_id, summary)
 
     return AgentContext(
         llm=models.main,
@@ -340,7 +340,7 @@ async def checkpoints(run: Run) -> None:
         record = run.record.as_metadata() if run.record.version != recorded else None
         saved, recorded = run.answer_version, run.record.version
         try:
-            await database_sync_to_async(writes.save_progress)(
+            await database_sync_to_async(storage.save_progress)(
                 message_id=run.assistant_message_id,
                 content="".join(run.answer_parts),
                 record=record,

@@ -50,7 +50,7 @@ def answer_with_steps(conversation, result: str, *, question: str = "Open the le
 
 
 def finish_as_a_run_does(answer: Message, result: str) -> None:
-    """What ``chat.runs.writes.persist_finish`` does: store, finish, then index."""
+    """What ``chat.runs.storage.persist_finish`` does: store, finish, then index."""
     services.tool_results_store(
         message=answer, results=[KeptResult("c", "open_ledger", '{"year": 2024}', result)]
     )
