@@ -333,7 +333,7 @@ def _models_and_budgets(deps: RunDeps) -> tuple[LLM, LLM, Budget, Budget]:
 
 
 def _input_tokens(budget: Budget) -> int:
-    return int(getattr(budget, "effective_input_tokens", budget.usable_input_tokens))
+    return int(budget.effective_input_tokens)
 
 
 def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
@@ -357,10 +357,10 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         fast=fast,
         main_tokens=_input_tokens(main_budget),
         fast_tokens=_input_tokens(fast_budget),
-        main_config_id=getattr(main_budget, "model_config_id", None),
-        fast_config_id=getattr(fast_budget, "model_config_id", None),
-        main_weights=getattr(main_budget, "token_weights", None),
-        fast_weights=getattr(fast_budget, "token_weights", None),
+        main_config_id=main_budget.model_config_id,
+        fast_config_id=fast_budget.model_config_id,
+        main_weights=main_budget.token_weights,
+        fast_weights=fast_budget.token_weights,
         vision=vision,
         history_vision=history_vision,
         query=dataclasses.replace(query, injected=False),  # the run's current query

@@ -82,8 +82,7 @@ def build_react_messages(ctx: AgentContext) -> list[ChatMessage]:
 
 def compaction_usage_of(guard: ContextGuard) -> Usage:
     """The guard's cumulative compaction usage, as a fresh ``Usage``."""
-    usage = getattr(guard, "usage", None) or Usage()
-    return Usage(usage.input_tokens, usage.output_tokens)
+    return Usage(guard.usage.input_tokens, guard.usage.output_tokens)
 
 
 async def run_react(ctx: AgentContext) -> AgentOutcome:
