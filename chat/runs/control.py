@@ -49,6 +49,7 @@ from django.db import transaction
 from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.models import Conversation, Message
 from chat.runs.events import control_group, conversation_group
+from fimone.memory_layer import InMemoryChannelLayer as ProcessLocalLayer
 
 logger = logging.getLogger(__name__)
 
@@ -192,8 +193,9 @@ def reclaim_run(*, conversation_id: Any, run_id: str) -> int:
 
 
 def is_single_process(layer) -> bool:
-    """The in-memory layer reaches no other process: the local registry is the truth."""
-    return isinstance(layer, InMemoryChannelLayer)
+    """An in-memory layer (channels' own or the one settings name by default) reaches no
+    other process: the local registry is the truth."""
+    return isinstance(layer, (InMemoryChannelLayer, ProcessLocalLayer))
 
 
 async def probe(

@@ -177,7 +177,7 @@ async def test_oversized_output_reaches_the_socket_in_frames_under_the_cap(
 
 
 def test_healthz_says_unavailable_when_the_channel_layer_fails(user, monkeypatch):
-    from channels.layers import InMemoryChannelLayer
+    from fimone.memory_layer import InMemoryChannelLayer
 
     async def broken_send(self, channel, message):
         raise ConnectionError("redis.internal:6379 refused")

@@ -11,7 +11,6 @@ import uuid
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 from django.db import transaction
 
@@ -19,6 +18,7 @@ from chat import services
 from chat.models import Message
 from chat.runs import control as run_control
 from chat.runs.events import control_group
+from fimone.memory_layer import InMemoryChannelLayer
 
 
 def start_run(conversation, run_id: str | None = None) -> tuple[Message, Message]:
