@@ -278,3 +278,14 @@ def test_gauge_counts_in_the_picked_models_calibrated_weights_rk_2(logged_in_cli
     assert calibrated > base * 1.5
     assert info["message_count"] == 2
     assert info["history_tokens"] == calibrated
+
+
+def test_the_page_says_past_what_size_text_goes_as_a_document(logged_in_client, settings):
+    """RU.10: the composer attaches text longer than FIMONE_PASTE_ATTACH_CHARS, a size
+    held below the message limit so that nothing it sends is refused for length."""
+    config = ui_config(logged_in_client.get("/"))
+    assert (config["pasteAttachChars"], config["maxMessageChars"]) == (20_000, 100_000)
+    settings.FIMONE_PASTE_ATTACH_CHARS = 500_000
+    settings.FIMONE_WS_MAX_CONTENT_CHARS = 1_000
+    config = ui_config(logged_in_client.get("/"))
+    assert (config["pasteAttachChars"], config["maxMessageChars"]) == (999, 1_000)
