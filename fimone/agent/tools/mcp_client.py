@@ -308,6 +308,13 @@ class McpConnection:
         self._stop.set()
         task = self._task
         if task is not None and not task.done():
+            if self._ready is not None and not self._ready.done():
+                # Still starting (perhaps hung before its handshake): nothing to end
+                # politely, and the start would hold the close for its whole timeout. The
+                # SDK's shutdown, shielded from the cancel, still ends the child.
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                return
             try:
                 # The SDK closes a stdio server's stdin, waits, then terminates it.
                 await asyncio.wait_for(asyncio.shield(task), 10)
