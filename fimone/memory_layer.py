@@ -52,8 +52,12 @@ class InMemoryChannelLayer(BaseChannelLayer):
         sweep_seconds: float = 1.0,
         **kwargs,
     ) -> None:
+        # The stub says int; channels takes any number of seconds (the tests use 0.01).
         super().__init__(
-            expiry=expiry, capacity=capacity, channel_capacity=channel_capacity, **kwargs
+            expiry=expiry,  # type: ignore[arg-type]
+            capacity=capacity,
+            channel_capacity=channel_capacity,
+            **kwargs,
         )
         self.group_expiry = group_expiry
         self.sweep_seconds = sweep_seconds

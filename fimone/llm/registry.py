@@ -123,7 +123,7 @@ def resolve_spec(role: Role = "main") -> LLMSpec:
     from django.conf import settings
 
     _check_role(role)
-    limits = {
+    limits: dict[str, Any] = {
         "timeout": float(settings.LLM_TIMEOUT_SECONDS),
         "max_retries": int(settings.LLM_MAX_RETRIES),
         "rate_limit_retries": int(settings.LLM_RATE_LIMIT_RETRIES),

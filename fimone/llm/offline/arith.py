@@ -59,7 +59,7 @@ def expected_values(parts: list[str]) -> list[tuple[str, float]]:
         text = resolve_references(part, f"= {previous}") if previous is not None else part
         expression = find_expression(text)
         value = evaluate(expression) if expression else None
-        if value is None:
+        if expression is None or value is None:
             continue
         found.append((f"{inline_code(expression)} = {_plain(value)}", value))
         previous = _plain(value)

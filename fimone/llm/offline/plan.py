@@ -98,7 +98,7 @@ def make_plan(request_text: str, language: str = "en") -> dict[str, Any]:
     if len(parts) >= 2:
         # A part that builds on the one before ("then … that result") depends on its step;
         # independent parts run in parallel.
-        steps = [
+        steps: list[dict[str, Any]] = [
             {
                 "id": f"s{i + 1}",
                 "task": part,

@@ -61,7 +61,7 @@ class Endpoint:
                     message, _param_of(err), sent
                 ) or reasoning_echo_refusal(message, sent)
                 adapted = self.profile.without(param) if param and param not in refused else None
-                if adapted is None:
+                if adapted is None or param is None:
                     if param is None and not refused and _may_guess(err):
                         return await self._guess(post, kwargs, err)
                     raise
@@ -80,6 +80,8 @@ class Endpoint:
         tried: list[str] = []
         for name in suspects(base, base.adapt(kwargs)):
             trial = base.without(name)
+            if trial is None:  # suspects() names only what changes the profile
+                continue
             tried.append(name)
             try:
                 result = await post(trial.adapt(kwargs))

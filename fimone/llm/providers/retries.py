@@ -88,13 +88,13 @@ def next_retry(
         if rate_limited:
             raise TooLongAWait(asked)
         asked = policy.max_wait
-    rng = rng or random
+    uniform = rng.uniform if rng is not None else random.uniform
     if asked is None:
-        wait = rng.uniform(0, min(policy.max_wait, BASE_SECONDS * 2**done))
+        wait = uniform(0, min(policy.max_wait, BASE_SECONDS * 2**done))
     else:
         # A little jitter past the reset, so that clients told the same time do not all
         # come back in the same instant.
-        wait = min(policy.max_wait, asked * (1 + rng.uniform(0, 0.1)))
+        wait = min(policy.max_wait, asked * (1 + uniform(0, 0.1)))
     return Retry(wait=wait, attempt=done + 1, attempts=attempts, rate_limited=rate_limited)
 
 

@@ -81,12 +81,13 @@ def without_pixels(messages: list[ChatMessage]) -> list[ChatMessage]:
     the message carries none); messages without images are the same objects."""
     out = []
     for message in messages:
-        if not message.image_parts():
+        content = message.content
+        if not isinstance(content, list) or not message.image_parts():
             out.append(message)
             continue
         notes = list(message.metadata.get(IMAGE_NOTES) or [])
         texts = []
-        for part in message.content:
+        for part in content:
             if part.get("type") == "image_url":
                 texts.append(notes.pop(0) if notes else UNSEEN)
             elif isinstance(part.get("text"), str):

@@ -45,7 +45,7 @@ def _is_json(text: str) -> bool:
 
 def parse_tool_calls(raw: list[tuple[str, str, str]]) -> list[ToolCall] | None:
     """Tool calls as the model sent them; arguments kept verbatim even when not JSON."""
-    calls = []
+    calls: list[ToolCall] = []
     for call_id, name, arguments in raw:
         arguments = arguments or "{}"  # some servers send "" for a call without arguments
         if not name:
