@@ -21,7 +21,17 @@ pytestmark = pytest.mark.slow  # runs makemessages over the whole tree (not in b
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("zh_Hans", "de")
 DOMAINS = ("django", "djangojs")
-SOURCES = ("bin", "chat", "contextmgmt", "fimone", "locale", "static", "templates", "manage.py")
+SOURCES = (
+    "bin",
+    "chat",
+    "config",
+    "contextmgmt",
+    "fimone",
+    "locale",
+    "static",
+    "templates",
+    "manage.py",
+)
 
 
 def _under_ci() -> bool:
