@@ -14,11 +14,12 @@ score low: each adds little that its neighbours did not.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 
-from contextmgmt.core.factscan import repeated_templates, template_of
+from contextmgmt.core.factscan import SHAPE, repeated_templates, template_of
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.core.tokens import estimate_tokens
 from fimone.llm.offline.facts import (
@@ -201,15 +202,45 @@ def _quoted_role(text: str) -> str:
     return _QUOTED.get(match.group(1).casefold(), "summary") if match else "summary"
 
 
-def score(unit: Unit, stated: int | None = None) -> float:
+def _key_facts_items(text: str) -> list[str]:
+    """The items of a Key facts line."""
+    return [item.strip() for item in text[len("Key facts:") :].split(";") if item.strip()]
+
+
+def _key_facts_score(text: str, shapes: Counter[str] | None) -> float:
+    """A Key facts line's score: by how many of its items are one of a kind. An item whose
+    shape (``factscan.SHAPE``) many items of the transcript's Key facts lines share — the
+    serial numbers and prices of a pasted export the check put back piece by piece — counts
+    1 / (1 + log2 of their number), as the check's own ranking damps it, and the line's
+    score is scaled by the share of its items that count whole: a line of such items no
+    longer outranks the sentences that state the user's facts."""
+    items = _key_facts_items(text)
+    if not items:
+        return 0.0
+    if shapes is None:
+        distinct = float(len(items))
+    else:
+        distinct = sum(
+            1.0 / (1.0 + math.log2(max(1, shapes[item.translate(SHAPE)]))) for item in items
+        )
+    # Scaled by the share of one-of-a-kind items: a line of an export's values is mostly
+    # noise however many of them it lists.
+    return (_KEY_FACTS_BONUS + 3.0 * min(distinct, 5.0)) * distinct / len(items)
+
+
+def score(
+    unit: Unit, stated: int | None = None, key_fact_shapes: Counter[str] | None = None
+) -> float:
     """How much hard information a sentence carries (negative: filler, never kept);
-    ``stated``: how many facts of the language tables it states, when already counted."""
+    ``stated``: how many facts of the language tables it states, when already counted;
+    ``key_fact_shapes``: how many items of the transcript's Key facts lines have each
+    shape (:func:`_key_facts_score`)."""
     text = unit.text
     role = unit.role
     bonus = 0.0
     if role == "summary":
         if text.startswith("Key facts:"):
-            return _KEY_FACTS_BONUS + 3.0 * min(text.count(";") + 1, 5)
+            return _key_facts_score(text, key_fact_shapes)
         role, bonus = _quoted_role(text), _SUMMARY_BONUS
         text = _QUOTE.sub("", text, count=1) if role != "summary" else text
     if _FILLER.match(text):
@@ -247,11 +278,17 @@ def scores(units: list[Unit]) -> dict[int, float]:
     # The language tables' facts of all sentences counted in one scan (a pass per pattern
     # over all of them, not per sentence).
     stated = language_facts_of([unit.text for unit in units])
+    key_fact_shapes: Counter[str] = Counter(
+        item.translate(SHAPE)
+        for unit in units
+        if unit.role == "summary" and unit.text.startswith("Key facts:")
+        for item in _key_facts_items(unit.text)
+    )
     for unit, count in zip(units, stated, strict=True):
         # A row of machine output is known by its row shape (its letters may differ too).
         shape = row_shape(unit.text) if unit.templated else template_of(unit.text)
         seen[shape] += 1
-        value = score(unit, count)
+        value = score(unit, count, key_fact_shapes)
         if value > 0 and seen[shape] > 2:
             if unit.templated:
                 value = -1.0

@@ -103,3 +103,29 @@ def test_log_lines_spread_over_the_summaries_of_pieces_are_recognised_rf_5():
     summary = extractive_summary(transcript, max_tokens=90)
     assert "Carlos Ortega" in summary
     assert summary.count("worker-") <= 2
+
+
+def test_key_facts_lines_of_an_export_give_way_to_the_users_facts_rf_8():
+    """Each piece of a pasted export was summarised apart, and the check put back its
+    serial numbers and prices in a Key facts line per piece: folded together, those lines
+    (items of a few shapes, many times over) no longer outrank the sentences that state
+    the user's own facts, while a Key facts line of one-of-a-kind facts still does."""
+    from fimone.llm.offline.text import extractive_summary
+
+    def export_line(piece: int) -> str:
+        items = []
+        for row in range(6):
+            n = 7 * piece + row
+            items += [f"FX-2026-{1000 + 37 * n}", f"SN{50000000 + 7919 * n}", f"{10 + n},{n:02d} €"]
+        return "- Key facts: " + "; ".join(items)
+
+    pieces = [f"system: {SUMMARY_PREFIX}\n{export_line(p)}" for p in range(5)]
+    transcript = (
+        "\n".join(pieces)
+        + f"\nsystem: {SUMMARY_PREFIX}\n- Key facts: Dr. Katrin Vogel; B2-17; 2027年3月15日\n"
+        + "user: Die Lieferung wiegt 4,8 t und kommt am Mittwoch.\n"
+        + "user: Our VAT id is DE123456789, the booth fee 41,500.\n"
+    )
+    summary = extractive_summary(transcript, max_tokens=300)
+    assert "4,8 t" in summary and "DE123456789" in summary
+    assert "Dr. Katrin Vogel" in summary
