@@ -228,6 +228,8 @@ def message_json(
         # Set on a message hidden because another version is shown (chat.versions).
         "superseded_by": message.superseded_by_id,
         "retry_of": metadata.get("retry_of"),
+        # An answer's replies to follow-ups sent while it was written (ids, oldest first).
+        "follow_ups": metadata.get("follow_ups") or [],
         # Every version of an edited question or a regenerated answer, oldest first; null
         # for a message with one version.
         "versions": list(versions) if versions else None,

@@ -38,7 +38,8 @@ def export_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
     kind = request.GET.get("format", "markdown")
     if kind not in FORMATS:
         raise InvalidInput("invalid_format", "format must be 'markdown' or 'json'.")
-    messages = list(Message.objects.filter(conversation=conversation).order_by("created_at", "id"))
+    stored = Message.objects.filter(conversation=conversation).order_by("created_at", "id")
+    messages = page_order(list(stored))
     body = (
         conversation_json_export(conversation, messages)
         if kind == "json"
@@ -50,6 +51,30 @@ def export_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
         as_attachment=True, filename=f"{file_stem(conversation)}.{extension}"
     )
     return response
+
+
+def page_order(messages: list[Message]) -> list[Message]:
+    """The messages in the order the chat shows them: a follow-up sent while an answer was
+    written goes above the answer that replies to it (it was stored after that answer had
+    started); one the answer never read stays below it, above the follow-up run's answer
+    (as ``followUpsBeforeTheirAnswer`` in static/chat/js/history.js)."""
+    ordered: list[Message] = []
+    answers: dict[str, Message] = {}
+    for message in messages:
+        answer = answers.get(message.run_id) if message.kind == Message.Kind.INJECTED else None
+        if answer is not None and _replies_to(answer, message):
+            ordered.insert(ordered.index(answer), message)
+            continue
+        if message.role == Message.Role.ASSISTANT and message.run_id:
+            answers[message.run_id] = message
+        ordered.append(message)
+    return ordered
+
+
+def _replies_to(answer: Message, follow_up: Message) -> bool:
+    if answer.status == Message.Status.RUNNING:
+        return True  # it may still read it
+    return follow_up.pk in ((answer.metadata or {}).get("follow_ups") or [])
 
 
 def file_stem(conversation: Conversation) -> str:
@@ -97,6 +122,11 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
         elif message.role == Message.Role.ASSISTANT:
             status = "" if message.status == Message.Status.DONE else f" · {message.status}"
             heading = gettext("Assistant")
+            replied = len(metadata.get("follow_ups") or [])
+            if replied:
+                heading += " · " + ngettext(
+                    "also answers %(count)d follow-up", "also answers %(count)d follow-ups", replied
+                ) % {"count": replied}
             lines += ["---", "", f"### {heading} · {_when(message.created_at)}{status}", ""]
             lines += _steps(metadata)
             lines += [message.content or f"*({gettext('no text')})*", ""]

@@ -377,6 +377,9 @@ def _extra(run: Run, ending: Ending) -> dict[str, Any]:
     }
     if run.retry_of is not None:
         extra["retry_of"] = run.retry_of
+    follow_ups = _follow_ups(run)
+    if follow_ups:
+        extra["follow_ups"] = follow_ups
     if ending.note is not None:
         extra["note"] = ending.note
     if ending.outcome is not None:
@@ -393,18 +396,34 @@ def _calibration(run: Run) -> list[tuple]:
     ]
 
 
+def _follow_ups(run: Run) -> list[int]:
+    """The follow-ups the answer replies to besides its question (sent while it was being
+    written): the page and the export mark the reply and show them above it."""
+    return [i for i in run.answered_ids() if i != run.query_message_id]
+
+
 async def _announce(run: Run, ending: Ending, *, usage: dict[str, Any], html: str) -> None:
     ids = {"message_id": run.assistant_message_id, "run_id": run.run_id}
+    follow_ups = _follow_ups(run)
     if run.state is RunState.DONE:
         await run.publisher(
-            "done", {**ids, "usage": usage, "elapsed_ms": _elapsed_ms(run), "html": html}
+            "done",
+            {
+                **ids,
+                "usage": usage,
+                "elapsed_ms": _elapsed_ms(run),
+                "html": html,
+                "follow_ups": follow_ups,
+            },
         )
         # Stored and announced: the images this answer pushed out of the pixel turns are
         # described now, in the background, rather than before the next answer's first call.
         ahead.describe_after(run)
     elif run.state is RunState.CANCELLED:
         note = ending.note
-        await run.publisher("run.cancelled", {**ids, **({"note": note} if note else {})})
+        # What was written before the stop is kept, with what it cost (the usage card).
+        stopped = {"usage": usage, "elapsed_ms": _elapsed_ms(run), "follow_ups": follow_ups}
+        await run.publisher("run.cancelled", {**ids, **stopped, **({"note": note} if note else {})})
     else:
         await run.publisher("error", {**ids, **(ending.failure or {})})
 

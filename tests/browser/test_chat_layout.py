@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import DESKTOP, PHONE, TIMEOUT_MS, screenshot, send
 from tests.browser.test_i18n import login_in_page_language, wait_done
+from tests.browser.word_breaks import broken_words
 
 pytestmark = pytest.mark.browser
 
@@ -137,3 +138,36 @@ def test_the_top_bar_fits_a_phone_in_german(german_page, viewport):
     for box in (b.bounding_box() for b in actions.all()):
         assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], box
     assert not page.errors
+
+
+@pytest.mark.parametrize("touch", [False, True], ids=["mouse", "touch"])
+def test_ru13_a_phone_keeps_the_header_compact_with_new_chat_in_sight(chromium, live_daphne, touch):
+    """RU.13: on a phone the title, the picker's row and the offline note leave the
+    conversation most of the screen (they took 22 %), and New chat is in the top bar."""
+    options = {"viewport": PHONE, "locale": "de-DE"}
+    if touch:
+        options |= {"has_touch": True, "is_mobile": True}
+    context = chromium.new_context(**options)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        login_in_page_language(page, live_daphne, submit="Anmelden")
+        # German words are long: they wrap whole, or hyphenated, never cut.
+        expect(page.locator(".suggestion").first).to_be_visible()
+        assert broken_words(page, "body") == []
+        send(page, "Was ist 12*7?")
+        wait_done(page, 1)
+        expect(page.locator("#offline-note")).to_be_visible()
+        furniture = page.evaluate(
+            "document.getElementById('offline-note').getBoundingClientRect().bottom"
+        )
+        share = furniture / PHONE["height"]
+        screenshot(page, f"layout-phone-header-{'touch' if touch else 'mouse'}")
+        assert share <= (0.19 if touch else 0.15), f"the header takes {share:.0%} of the screen"
+        new_chat = page.locator(".topbar").get_by_role("button", name="Neuer Chat")
+        expect(new_chat).to_be_visible()
+        new_chat.click()
+        expect(page.locator("#conversation-title")).to_have_text("Neuer Chat")
+        expect(page.locator("#messages .msg")).to_have_count(0)
+    finally:
+        context.close()

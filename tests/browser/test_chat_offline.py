@@ -17,7 +17,9 @@ from tests.browser.conftest import PHONE, login, png_file, screenshot, send
 pytestmark = pytest.mark.browser
 
 # The offline model's usage is fimone's own count: marked "~" as estimated (RS.4).
-USAGE_CARD = re.compile(r"^~\d+\.\dk in / ~\d+\.\dk out$")
+# A count under a thousand is the number itself, a larger one in thousands (RU.13).
+TOKENS = r"(?:\d{1,3}|\d+\.\dk)"
+USAGE_CARD = re.compile(rf"^~{TOKENS} in / ~{TOKENS} out$")
 
 
 def last_answer(page):
@@ -52,11 +54,11 @@ def test_login_redirects_then_an_answer_arrives_with_usage_card_ru2(new_page, li
     assert "Answer:" in title and "Compaction:" in title and "Estimated" in title
     answer.locator(".usage-card").click()  # the split, for touch screens too
     expect(answer.locator(".usage-detail")).to_contain_text("Compaction: 0 in / 0 out")
-    # The calculator call and its result are collapsible steps.
-    step = answer.locator("details.step-tool_call").first
-    expect(step.locator(".step-body")).to_be_hidden()
+    # The calculator call and its result are one collapsible row (RU.13).
+    step = answer.locator("details.step-tool").first
+    expect(step.locator(".step-output")).to_be_hidden()
     step.locator("summary").click()
-    expect(step.locator(".step-body")).to_be_visible()
+    expect(step.locator(".step-output")).to_be_visible()
     answer.get_by_role("button", name="Copy the answer").click()
     expect(answer.locator(".copy-btn")).to_have_text("Copied")
     assert "84" in page.evaluate("navigator.clipboard.readText()")
@@ -82,7 +84,7 @@ def test_offline_note_and_context_gauge_are_shown(logged_in_page):
     wait_done(page)
     gauge = page.locator("#gauge")
     expect(gauge).to_be_visible()
-    expect(page.locator("#gauge-text")).to_have_text(re.compile(r"^\d+\.\dk / 60\.0k$"))
+    expect(page.locator("#gauge-text")).to_have_text(re.compile(rf"^{TOKENS} / 60\.0k$"))
     assert "Model:" in gauge.get_attribute("title")
     # The details open by click or keyboard (touch screens have no tooltips).
     gauge.focus()
@@ -120,7 +122,7 @@ def test_dag_mode_shows_the_live_plan_and_the_verdict(logged_in_page):
         expect(steps.nth(i).locator(".pill")).to_have_text(re.compile("done|error|skipped"))
     expect(plan.locator(".verdict")).to_contain_text("Analyser")
     # A step's own tool calls are shown inside that step of the plan.
-    assert plan.locator(".plan-step .plan-activity details.step-tool_call").count() >= 1
+    assert plan.locator(".plan-step .plan-activity details.step-tool").count() >= 1
     screenshot(page, "03-dag-plan")
     # The mode sticks to the conversation.
     page.reload()

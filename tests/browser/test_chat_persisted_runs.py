@@ -70,18 +70,18 @@ def test_tool_steps_are_shown_after_a_reload_exactly_as_live(logged_in_page, scr
     send(page, "What is 6*7? Use the calculator.")
     wait_done(page)
     steps = page.locator(".msg-assistant .steps details.step")
-    expect(steps).to_have_count(3)  # the thought, the call, its result
+    expect(steps).to_have_count(2)  # the thought; the call with its result (RU.13)
     live = trace_of(page)
 
     page.reload()
 
     wait_done(page)
-    expect(steps).to_have_count(3)
+    expect(steps).to_have_count(2)
     assert trace_of(page) == live
     # Escaped: the model's "thought" is text, never markup.
     expect(page.locator(".msg-assistant .steps img")).to_have_count(0)
-    steps.nth(2).locator("summary").click()
-    expect(steps.nth(2).locator(".step-body")).to_contain_text("42")
+    steps.nth(1).locator("summary").click()
+    expect(steps.nth(1).locator(".step-output")).to_contain_text("42")
     screenshot(page, "30-tool-steps-after-reload")
 
 
@@ -194,14 +194,14 @@ def test_reload_mid_run_shows_the_steps_so_far_once_and_keeps_going(
     steps = page.locator(".msg-assistant .steps details.step")
     # Long enough for a progress checkpoint (every 2 s) to have stored the steps.
     expect(page.locator(".msg-assistant .answer")).to_contain_text("word22")
-    expect(steps).to_have_count(2)
+    expect(steps).to_have_count(1)  # the call with its result
 
     page.reload()
 
     # History (the last checkpoint) and run.active (the record so far) together: each
     # step once, the answer still streaming.
     expect(page.locator(".msg-assistant .answer")).to_contain_text("word")
-    expect(steps).to_have_count(2)
+    expect(steps).to_have_count(1)  # the call with its result
     wait_done(page)
-    expect(steps).to_have_count(2)
+    expect(steps).to_have_count(1)  # the call with its result
     expect(page.locator(".msg-assistant .answer")).to_have_text(streamed)

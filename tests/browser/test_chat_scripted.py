@@ -83,8 +83,10 @@ def test_answer_streams_as_markdown_then_takes_the_servers_html(logged_in_page, 
     expect(answer).not_to_have_class(re.compile(r"\bstreaming\b"))
     expect(answer.locator("strong")).to_have_text("Bold")  # the server's HTML at done
     expect(answer).to_contain_text("word39")
+    # A small count reads as a number, not "0.1k" (RU.13); the input, with the prompt
+    # and tool definitions of two calls, is in thousands.
     expect(page.locator(".msg-assistant .usage-card .usage-total")).to_have_text(
-        re.compile(r"^\d+\.\dk in / \d+\.\dk out$")
+        re.compile(r"^(\d+\.\dk|\d{1,3}) in / \d{1,3} out$")
     )
 
 
@@ -256,6 +258,7 @@ def test_follow_up_sent_while_running_is_shown_and_answered_rp1(logged_in_page, 
     expect(follow_up.locator(".msg-tag")).to_contain_text("while the agent was working")
     expect(follow_up).to_have_attribute("data-message-id", re.compile(r"^\d+$"))  # confirmed
     wait_done(page)
+    expect(page.locator(".msg-assistant .follow-up-mark")).to_be_visible()
     # One run: the agent saw the follow-up before answering (RP.1); it sits above the answer,
     # and the reply that streamed before the follow-up was read stays in the answer.
     expect(page.locator(".msg-assistant .answer p")).to_have_text(
@@ -268,6 +271,19 @@ def test_follow_up_sent_while_running_is_shown_and_answered_rp1(logged_in_page, 
     # After a reload it is where it was live: between the question and the answer it shaped.
     expect(page.locator(".msg").nth(1)).to_have_class(re.compile(r"\binjected\b"))
     expect(page.locator(".msg").nth(2)).to_have_class(re.compile(r"\bmsg-assistant\b"))
+    # The reply is marked as one to the follow-up (RU.13), live as after the reload...
+    expect(page.locator(".msg-assistant .follow-up-mark")).to_have_text(
+        "Also answers your follow-up"
+    )
+    # ...and the exports keep the page's order and the mark.
+    conversation = page.url.rstrip("/").rsplit("/", 1)[-1]
+    export = f"/api/conversations/{conversation}/export/?format="
+    markdown = page.request.get(export + "markdown").text()
+    assert markdown.index("Also consider this") < markdown.index("Answer that saw the follow-up")
+    assert "### Assistant · " in markdown and "also answers 1 follow-up" in markdown
+    exported = page.request.get(export + "json").json()["messages"]
+    assert [m["kind"] for m in exported] == ["query", "injected", "answer"]
+    assert exported[2]["follow_ups"] == [exported[1]["id"]]
 
 
 def test_a_second_tab_sees_the_run_started_in_the_first(

@@ -50,7 +50,7 @@ def test_text_shows_while_streaming_and_pre_tool_text_moves_into_the_step(
     expect(thought).to_have_count(1)
     expect(thought).to_contain_text("Let me work this out step by step with the calculator.")
     expect(answer).to_have_text("Six times seven is 42.")
-    expect(page.locator(".msg-assistant .steps .step-tool_call")).to_have_count(1)
+    expect(page.locator(".msg-assistant .steps .step-tool")).to_have_count(1)
     screenshot(page, "stream-02-pre-tool-text-in-the-step")
 
     page.reload()

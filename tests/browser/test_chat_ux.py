@@ -163,7 +163,7 @@ def test_please_remember_it_and_recall_in_chinese(open_page):
     wait_done(page, 2)
     second = page.locator(".msg-assistant").nth(1)
     expect(second.locator(".answer")).to_contain_text("Noted.")
-    expect(second.locator("details.step-tool_call")).to_have_count(0)  # no recall ran
+    expect(second.locator("details.step-tool")).to_have_count(0)  # no recall ran
     send(page, "我之前说过储物柜 locker 的什么？")
     wait_done(page, 3)
     third = page.locator(".msg-assistant .answer").nth(2)

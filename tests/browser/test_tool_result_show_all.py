@@ -41,10 +41,10 @@ def test_rt2_a_reloaded_step_expands_to_the_whole_result(logged_in_page, scripte
     page.reload()
 
     expect(page.locator(".msg-assistant .usage-card")).to_have_count(1)
-    result = page.locator(".msg-assistant .steps details.step-tool_result")
+    result = page.locator(".msg-assistant .steps details.step-tool")
     expect(result).to_have_count(1)
     result.locator("summary").click()
-    body = result.locator(".step-body")
+    body = result.locator(".step-output")
     expect(body).to_contain_text("more chars]")  # the recorded preview, cut
     expect(body).not_to_contain_text(long_fact(7))
     result.get_by_role("button", name="Show all").click()

@@ -260,7 +260,11 @@ async def test_cancel_stops_the_engine_and_keeps_the_partial_answer(socket, conv
     assert final["type"] == "run.cancelled"
     assert cancelled.is_set()
     query, reply = await messages_of(conversation)
-    assert final == {"type": "run.cancelled", "message_id": reply.id, "run_id": events[0]["run_id"]}
+    ids = {"type": "run.cancelled", "message_id": reply.id, "run_id": events[0]["run_id"]}
+    assert {key: final[key] for key in ids} == ids
+    # What the stopped answer cost, as stored, for its usage card (RU.13).
+    assert final["usage"] == reply.metadata["usage"]
+    assert final["elapsed_ms"] >= 0
     assert (reply.status, reply.content) == ("cancelled", "Halfway there")
     assert query.status == "done"
 

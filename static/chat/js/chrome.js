@@ -2,7 +2,7 @@
 
 import { api } from "./api.js";
 import { el } from "./dom.js";
-import { formatK } from "./usage_card.js";
+import { closeUsageDetails, formatK } from "./usage_card.js";
 
 export function toast(text) {
   document.querySelector(".toast")?.remove();
@@ -31,6 +31,24 @@ export function setUpOfflineNote(onHidden) {
   });
 }
 
+// The offline badge and note follow the model that answers the conversation on screen:
+// shown while the built-in model answers (the default when no model is configured), gone
+// while the conversation picked a configured model. A note the user hid stays hidden.
+class OfflineMarks {
+  constructor(defaultIsOffline) {
+    this.defaultIsOffline = Boolean(defaultIsOffline);
+    this.badge = document.getElementById("offline-badge");
+    this.note = document.getElementById("offline-note");
+  }
+
+  // ``modelConfigId``: the conversation's pick (null: the default answers).
+  follow(modelConfigId) {
+    const offline = this.defaultIsOffline && modelConfigId === null;
+    if (this.badge) this.badge.hidden = !offline;
+    if (this.note) this.note.dataset.answering = String(offline);
+  }
+}
+
 // The model a conversation uses: the configured default (the active main model, the
 // environment's, or the offline model) or another main model an admin configured.
 export class ModelPicker {
@@ -53,7 +71,11 @@ export class ModelPicker {
         .map((m) => el("option", { value: String(m.id), text: `${m.name} (${m.model})` })),
     );
     this.select.disabled = this.select.options.length < 2;
-    this.select.addEventListener("change", () => onChange(this.value));
+    this.marks = new OfflineMarks(main.offline);
+    this.select.addEventListener("change", () => {
+      this.marks.follow(this.value);
+      onChange(this.value);
+    });
   }
 
   // A ModelConfig id, or null for the default.
@@ -65,6 +87,7 @@ export class ModelPicker {
     const wanted = id === null || id === undefined ? "" : String(id);
     // A pick that is no longer offered (deleted, or now the active default) shows as default.
     this.select.value = [...this.select.options].some((o) => o.value === wanted) ? wanted : "";
+    this.marks.follow(this.value);
   }
 }
 
@@ -93,6 +116,7 @@ export class Gauge {
   }
 
   show(open) {
+    if (open) closeUsageDetails(); // one popover open at a time
     this.detail.hidden = !open;
     this.button.setAttribute("aria-expanded", String(open));
   }

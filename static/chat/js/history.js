@@ -45,6 +45,7 @@ export function buildHistoryNodes(messages, views, retry, { latest = true, showV
     nodes.push(view.node);
     // Steps, plan and thinking as they were shown live (or so far, for a running answer).
     replayRecord(view, message);
+    view.markFollowUps(message.follow_ups);
     const canRetry = message === newestAnswer && RETRYABLE.has(message.status);
     if (message.status === "running") {
       view.thinking();
@@ -70,15 +71,24 @@ export function buildHistoryNodes(messages, views, retry, { latest = true, showV
   return { nodes, compaction, running };
 }
 
-// A follow-up sent while an answer was being written belongs above that answer (where the
-// live page showed it), though it was stored after the answer had started.
+// A follow-up sent while an answer was being written belongs above the answer that replies
+// to it (where the live page showed it), though it was stored after that answer had started.
+// One the answer never read stays below it, above the follow-up run's answer. The export
+// orders them the same way (chat/export.py, ``page_order``).
 function followUpsBeforeTheirAnswer(messages) {
   const ordered = [];
   const answerAt = new Map(); // run id -> index in ``ordered`` of that run's answer
+  const answers = new Map(); // run id -> that run's answer
   for (const message of messages) {
-    const at = message.kind === "injected" && message.run_id ? answerAt.get(message.run_id) : undefined;
+    const answer = message.kind === "injected" && message.run_id ? answers.get(message.run_id) : null;
+    // A running answer may still read it; a finished one lists what it replied to.
+    const repliedTo = answer && (answer.status === "running" || (answer.follow_ups || []).includes(message.id));
+    const at = repliedTo ? answerAt.get(message.run_id) : undefined;
     if (at === undefined) {
-      if (message.role === "assistant" && message.run_id) answerAt.set(message.run_id, ordered.length);
+      if (message.role === "assistant" && message.run_id) {
+        answerAt.set(message.run_id, ordered.length);
+        answers.set(message.run_id, message);
+      }
       ordered.push(message);
       continue;
     }

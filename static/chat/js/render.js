@@ -196,14 +196,6 @@ export function compactDivider(facts) {
 // ---- assistant messages --------------------------------------------------------------------
 
 const STEP_LABEL = {
-  tool_call: gettext("Tool call"),
-  tool_result: gettext("Result"),
-  thought: gettext("Thought"),
-};
-// Inside a DAG step the step's own outcome is its one "Result": its tools say what they did.
-const PLAN_STEP_LABEL = {
-  tool_call: gettext("Called"),
-  tool_result: gettext("Returned"),
   thought: gettext("Thought"),
 };
 
@@ -242,6 +234,53 @@ function showAllButton(pre, url) {
   return button;
 }
 
+// A tool call's row: its name and arguments on the summary line, the arguments in full
+// and, once it is back, the result when opened.
+function toolRow(frame, label) {
+  const args = String(frame.arguments ?? "");
+  const row = el(
+    "details",
+    { class: "step step-tool", "data-tool": String(frame.name || "") },
+    el(
+      "summary",
+      {},
+      el("span", { class: "step-kind", text: label }),
+      el("span", { class: "step-title", text: frame.name || gettext("tool") }),
+      el("span", { class: "step-args", text: args.replace(/\s+/g, " ") }),
+    ),
+    el(
+      "div",
+      { class: "step-part" },
+      el("div", { class: "step-part-label", text: gettext("Arguments") }),
+      el("pre", { class: "step-body step-arguments", text: args }),
+    ),
+  );
+  if (frame.call_id) row.dataset.callId = String(frame.call_id);
+  if (frame.kind === "tool_call") row.classList.add("waiting");
+  return row;
+}
+
+// The result, in the call's row: a line of it on the summary, the preview when opened,
+// and "Show all" where the preview was cut and the whole result is stored.
+function fillToolResult(row, frame) {
+  const body = String(frame.result ?? frame.content ?? "");
+  row.classList.remove("waiting");
+  row.querySelector(":scope > .step-result-part")?.remove();
+  row.querySelector(":scope > summary .step-outcome")?.remove();
+  row.querySelector(":scope > summary").append(
+    el("span", { class: "step-outcome", text: `→ ${body.replace(/\s+/g, " ").trim()}` }),
+  );
+  const pre = el("pre", { class: "step-body step-output", text: body });
+  const part = el(
+    "div",
+    { class: "step-part step-result-part" },
+    el("div", { class: "step-part-label", text: gettext("Result") }),
+    pre,
+  );
+  if (frame.result_url && CUT_TEXT.test(body)) part.append(showAllButton(pre, frame.result_url));
+  row.append(part);
+}
+
 export class AssistantView {
   constructor({ id = null, onRetry = null } = {}) {
     this.onRetry = onRetry;
@@ -261,6 +300,24 @@ export class AssistantView {
     this.text = "";
     this.live = new StreamRender(this.answer, { decorate: decorateCodeBlocks });
     this.setId(id);
+  }
+
+  // The answer replies to follow-ups sent while it was written, besides its question.
+  markFollowUps(ids) {
+    const count = Array.isArray(ids) ? ids.length : 0;
+    this.node.querySelector(".follow-up-mark")?.remove();
+    if (!count) return;
+    this.node.dataset.followUps = ids.join(" ");
+    this.node.querySelector(".who-line").append(
+      el("span", {
+        class: "follow-up-mark",
+        text: interpolate(
+          ngettext("Also answers your follow-up", "Also answers your %(count)s follow-ups", count),
+          { count },
+          true,
+        ),
+      }),
+    );
   }
 
   setId(id) {
@@ -363,39 +420,38 @@ export class AssistantView {
   }
 
   // ---- tool steps (collapsible) ----
+  // A tool call and its result are one row: the call opens it (name and arguments), the
+  // result with the same ``call_id`` fills it in. A thought is a row of its own.
   addStep(frame) {
     const kind = frame.kind || "step";
-    let title = "";
-    let body = "";
-    if (kind === "tool_call") {
-      title = frame.name || gettext("tool");
-      body = frame.arguments || "";
-    } else if (kind === "tool_result") {
-      title = frame.name || gettext("tool");
-      body = frame.result ?? frame.content ?? "";
-    } else {
-      title = (frame.text || "").split("\n")[0];
-      body = frame.text || "";
-    }
     const where = frame.step_id;
     const planEntry = where !== undefined ? this.plan.stepEntry(where) : null;
     const prefix =
       where !== undefined && !planEntry
         ? interpolate(gettext("Step %(step)s · "), { step: where }, true)
         : "";
-    const item = el(
-      "details",
-      { class: `step step-${kind}` },
-      el(
-        "summary",
-        {},
-        el("span", { class: "step-kind", text: `${prefix}${(planEntry ? PLAN_STEP_LABEL : STEP_LABEL)[kind] || kind}` }),
-        el("span", { class: "step-title", text: title }),
-      ),
-      el("pre", { class: "step-body", text: String(body) }),
-    );
-    if (kind === "tool_result" && frame.result_url && CUT_TEXT.test(String(body))) {
-      item.append(showAllButton(item.querySelector(".step-body"), frame.result_url));
+    if (kind === "tool_result") {
+      const row = this.toolRowFor(frame);
+      if (row) return fillToolResult(row, frame);
+    }
+    let item;
+    if (kind === "tool_call" || kind === "tool_result") {
+      item = toolRow(frame, `${prefix}${planEntry ? gettext("Called") : gettext("Tool call")}`);
+      if (kind === "tool_result") fillToolResult(item, frame);
+      else (this.openToolRows ??= []).push(item);
+    } else {
+      const body = frame.text || "";
+      item = el(
+        "details",
+        { class: `step step-${kind}` },
+        el(
+          "summary",
+          {},
+          el("span", { class: "step-kind", text: `${prefix}${STEP_LABEL[kind] || kind}` }),
+          el("span", { class: "step-title", text: body.split("\n")[0] }),
+        ),
+        el("pre", { class: "step-body", text: String(body) }),
+      );
     }
     if (planEntry) {
       // A DAG step's own tool calls go inside that step of the plan.
@@ -405,6 +461,17 @@ export class AssistantView {
       this.steps.hidden = false;
       this.steps.append(item);
     }
+  }
+
+  // The row of the call a result answers: the same ``call_id``, else (a record without
+  // ids) the oldest call of that tool still waiting for its result.
+  toolRowFor(frame) {
+    const rows = this.openToolRows || [];
+    const at = frame.call_id
+      ? rows.findIndex((row) => row.dataset.callId === String(frame.call_id))
+      : rows.findIndex((row) => !row.dataset.callId && row.dataset.tool === String(frame.name || ""));
+    if (at < 0) return null;
+    return rows.splice(at, 1)[0];
   }
 
   // ---- ``llm.notice``: the model call itself (docs/protocol.md, "Model notices") ----
@@ -477,6 +544,7 @@ export class AssistantView {
     for (const card of this.approvalCards?.values() || []) card.node.remove();
     this.approvalCards = null;
     this.maskNotes = null;
+    this.openToolRows = null;
     this.steps.replaceChildren();
     this.steps.hidden = true;
     this.plan.clear();

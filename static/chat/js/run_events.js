@@ -54,6 +54,12 @@ function runStarted(runs, frame) {
     } else if (!runs.hasMessage(frame.message_id)) {
       catchUpUserMessage(runs, frame.message_id, view);
     } else {
+      // A follow-up run answers a follow-up the last run never read: it moves down, above
+      // the answer that replies to it.
+      const asked = runs.messagesEl.querySelector(
+        `.msg-user.injected[data-message-id="${CSS.escape(String(frame.message_id))}"]`,
+      );
+      if (asked) runs.messagesEl.append(asked);
       runs.messagesEl.append(view.node);
     }
     view.thinking();
@@ -124,6 +130,7 @@ function done(runs, frame) {
   if (!view) return;
   dropApprovals(view);
   view.setStatus(null);
+  view.markFollowUps(frame.follow_ups);
   if (frame.html !== undefined) view.setFinal({ html: frame.html, content: view.text });
   else fillFromServer(runs, view, frame.message_id);
   view.setUsage(frame.usage, frame.elapsed_ms);
@@ -137,7 +144,12 @@ function cancelled(runs, frame) {
   view.stopStreaming();
   dropApprovals(view);
   view.setStatus("cancelled", { retry: true });
+  view.markFollowUps(frame.follow_ups);
   showStopNote(view, frame.note);
+  // What was written before the stop can be copied, and what it cost is shown.
+  view.source = view.text;
+  view.addCopyButton();
+  view.setUsage(frame.usage, frame.elapsed_ms);
   if (runs.run?.view === view) runs.endRun();
   runs.composer.focus();
 }

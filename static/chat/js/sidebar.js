@@ -53,6 +53,8 @@ export class Sidebar {
       this.close();
       this.onNew();
     });
+    // On a phone the list is a drawer: New chat is in the top bar too.
+    document.getElementById("new-chat-top")?.addEventListener("click", () => this.onNew());
     this.toggle.addEventListener("click", () => (this.isOpen ? this.close() : this.open()));
     document.getElementById("sidebar-close").addEventListener("click", () => this.close());
     document.getElementById("scrim").addEventListener("click", () => this.close());

@@ -3,9 +3,12 @@
 
 import { el } from "./dom.js";
 
-// Token counts as the usage line shows them: "X.Xk in / X.Xk out".
+// Token counts as the usage line shows them: "X.Xk in / X.Xk out", and a count under a
+// thousand as the number itself ("12 out", not "0.0k out").
 export function formatK(tokens) {
-  return `${((Number(tokens) || 0) / 1000).toFixed(1)}k`;
+  const count = Math.round(Number(tokens) || 0);
+  if (Math.abs(count) < 1000) return String(count);
+  return `${(count / 1000).toFixed(1)}k`;
 }
 
 // The run's compaction ledger, as lines of the usage card's details: each compaction with
@@ -76,6 +79,15 @@ function describedAfterLine(entry) {
     { count: number(entry.images), in: number(entry.input_tokens), out: number(entry.output_tokens) },
     true,
   );
+}
+
+// Closes every usage card's details that is open: another popover (the gauge's, another
+// card's) is opening in its place.
+export function closeUsageDetails() {
+  for (const detail of document.querySelectorAll(".usage-detail:not([hidden])")) {
+    detail.hidden = true;
+    detail.parentElement.querySelector(".usage-card")?.setAttribute("aria-expanded", "false");
+  }
 }
 
 // The card and its details, for the row of actions (``placeAction``).
@@ -151,8 +163,10 @@ export function usageCard(usage, elapsedMs) {
       "aria-expanded": "false",
       "aria-label": interpolate(ariaFormat, ariaValues, true),
       onclick: () => {
-        detail.hidden = !detail.hidden;
-        card.setAttribute("aria-expanded", String(!detail.hidden));
+        const open = detail.hidden;
+        if (open) closeUsageDetails(); // one popover open at a time
+        detail.hidden = !open;
+        card.setAttribute("aria-expanded", String(open));
       },
     },
     el("span", {
