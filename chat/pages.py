@@ -12,7 +12,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.contrib.staticfiles import finders
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
@@ -133,6 +134,18 @@ def _sees_images(conversation: Conversation) -> bool:
     return storage.history_sees_images(
         mode=conversation.mode, model_config_id=conversation.model_config_id, deps=deps.current()
     )
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``, where browsers and feed readers look for the icon by themselves
+    (the pages link it too); public, as the login page's icon."""
+    path = finders.find("chat/favicon.ico")
+    if not path:
+        raise Http404("No icon.")
+    response = FileResponse(open(path, "rb"), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 @require_GET

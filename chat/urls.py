@@ -17,6 +17,7 @@ app_name = "chat"
 
 urlpatterns = [
     path("", pages.index, name="index"),
+    path("favicon.ico", pages.favicon, name="favicon"),
     path("c/<str:conversation_id>/", pages.index, name="conversation_page"),
     path(
         "api/conversations/<str:conversation_id>/context/",

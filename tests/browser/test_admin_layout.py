@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import DESKTOP, login, screenshot
 from tests.browser.sessions import DJANGO_LANGUAGES, open_session
+from tests.browser.word_breaks import broken_words
 
 # Makes its user staff and adds model configurations, which every user of a server sees.
 pytestmark = [pytest.mark.browser, pytest.mark.own_server]
@@ -98,3 +99,77 @@ def test_the_model_list_speaks_the_language_and_fits_1280_px(chromium, live_daph
         assert not session.errors
     finally:
         session.close()
+
+
+MAKE_A_ROW_IN_EVERY_LIST = """
+from chat.models import ContextSummary, Conversation, Message
+from chat.tool_server_models import ToolServer
+from django.contrib.auth import get_user_model
+owner = get_user_model().objects.get(username={username!r})
+conversation = Conversation.objects.create(owner=owner, title="Planning the Mont Blanc trip")
+Message.objects.create(conversation=conversation, role="user", content="How high is it?")
+ContextSummary.objects.create(conversation=conversation, content="The user plans a trip.",
+    covered_count=12, tokens=840)
+ToolServer.objects.create(name="weather-and-tides", source="admin", transport="http",
+    url="https://tools.example.org/mcp/weather-and-tides")
+"""
+EVERY_LIST = (
+    "/admin/chat/conversation/",
+    "/admin/chat/message/",
+    "/admin/chat/attachment/",
+    "/admin/chat/contextsummary/",
+    "/admin/chat/toolserver/",
+    "/admin/contextmgmt/modelconfig/",
+)
+# Labels the admin draws in narrow boxes: the sidebar, the dashboard, filters, headers.
+ADMIN_LABELS = (
+    "#nav-sidebar, #content-main .module caption, #content-main .module th,"
+    " #changelist-filter, #changelist table thead th"
+)
+
+
+@pytest.mark.parametrize("language", ["en", "de", "zh"])
+def test_ru13_every_admin_list_fits_1280_px_and_no_label_breaks_mid_word(
+    chromium, live_daphne, language
+):
+    """RU.13: every change list shows its last column whole at 1,280 px, and the admin's
+    labels ("Modellkonfigurationen") wrap between words, not inside one."""
+    live_daphne.manage_shell(MAKE_STAFF_AND_MODELS.format(username=live_daphne.username))
+    live_daphne.manage_shell(MAKE_A_ROW_IN_EVERY_LIST.format(username=live_daphne.username))
+    session = open_session(chromium, live_daphne, language=language)
+    page = session.page
+    try:
+        page.goto(live_daphne.base_url + "/admin/")
+        assert broken_words(page, ADMIN_LABELS) == []
+        for path in EVERY_LIST:
+            page.goto(live_daphne.base_url + path)
+            expect(page.locator("#result_list")).to_be_visible()
+            assert broken_words(page, ADMIN_LABELS) == [], path
+            overflow = page.evaluate(
+                "(() => { const box = document.querySelector('#changelist .results');"
+                " const table = document.querySelector('#result_list');"
+                " return Math.max(box.scrollWidth - box.clientWidth,"
+                " table.getBoundingClientRect().right - document.documentElement.clientWidth); })()"
+            )
+            assert overflow <= 0, f"{path}: {overflow}px of the list are out of sight"
+        screenshot(page, f"admin-tool-servers-1280-{language}")
+        assert not session.errors
+    finally:
+        session.close()
+
+
+def test_ru13_the_admin_and_the_chat_have_an_icon(new_page, live_daphne):
+    """RU.13: ``/favicon.ico`` is an icon (browsers ask for it by themselves), and the
+    pages link it."""
+    live_daphne.manage_shell(MAKE_STAFF_AND_MODELS.format(username=live_daphne.username))
+    page = new_page(viewport=DESKTOP)
+    response = page.request.get(live_daphne.base_url + "/favicon.ico")
+    assert response.status == 200
+    assert response.headers["content-type"] == "image/x-icon"
+    assert response.body()[:4] == b"\x00\x00\x01\x00"  # an ICO file's header
+    login(page, live_daphne)
+    for path in ("/", "/admin/"):
+        page.goto(live_daphne.base_url + path)
+        icons = page.locator("link[rel=icon]")
+        hrefs = [icons.nth(i).get_attribute("href") for i in range(icons.count())]
+        assert "/favicon.ico" in hrefs, (path, hrefs)
