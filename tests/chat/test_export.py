@@ -95,3 +95,32 @@ def test_unknown_format_and_anonymous(logged_in_client, answered):
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_format"
     assert Client().get(url(answered)).status_code == 401
+
+
+def test_ru13_follow_ups_are_exported_in_the_order_the_page_shows(logged_in_client, user):
+    """A follow-up the answer read goes above that answer, marked; one it never read stays
+    below it, above the follow-up run's answer."""
+    chat = services.conversation_create(owner=user, title="Follow-ups")
+    say(chat, "Plan the trip")
+    first = services.assistant_message_start(conversation=chat, run_id="r1", mode="react")
+    read = services.user_message_create(
+        conversation=chat, content="Also book a hut", injected=True, run_id="r1"
+    )
+    unread = services.user_message_create(
+        conversation=chat, content="And the train back", injected=True, run_id="r1"
+    )
+    services.assistant_message_finish(
+        message=first, content="Trip planned, hut booked.", extra={"follow_ups": [read.pk]}
+    )
+    second = services.assistant_message_start(
+        conversation=chat, run_id="r2", mode="react", question=unread
+    )
+    services.assistant_message_finish(message=second, content="Train booked.")
+
+    text = logged_in_client.get(url(chat)).content.decode()
+    order = ["Plan the trip", "Also book a hut", "Trip planned", "And the train", "Train booked"]
+    assert [text.index(part) for part in order] == sorted(text.index(part) for part in order)
+    assert text.count("also answers 1 follow-up") == 1
+    exported = logged_in_client.get(url(chat), {"format": "json"}).json()["messages"]
+    assert [m["content"][:5] for m in exported] == ["Plan ", "Also ", "Trip ", "And t", "Train"]
+    assert exported[2]["follow_ups"] == [read.pk]
