@@ -107,9 +107,9 @@ from chat.tool_server_models import ToolServer
 from django.contrib.auth import get_user_model
 owner = get_user_model().objects.get(username={username!r})
 conversation = Conversation.objects.create(owner=owner, title="Planning the Mont Blanc trip")
-Message.objects.create(conversation=conversation, role="user", content="How high is it?")
+asked = Message.objects.create(conversation=conversation, role="user", content="How high is it?")
 ContextSummary.objects.create(conversation=conversation, content="The user plans a trip.",
-    covered_count=12, tokens=840)
+    covered_count=12, tokens=840, covers_through=asked)
 ToolServer.objects.create(name="weather-and-tides", source="admin", transport="http",
     url="https://tools.example.org/mcp/weather-and-tides")
 """

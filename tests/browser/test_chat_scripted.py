@@ -276,8 +276,8 @@ def test_follow_up_sent_while_running_is_shown_and_answered_rp1(logged_in_page, 
         "Also answers your follow-up"
     )
     # ...and the exports keep the page's order and the mark.
-    conversation = page.url.rstrip("/").rsplit("/", 1)[-1]
-    export = f"/api/conversations/{conversation}/export/?format="
+    origin, conversation = re.match(r"^(https?://[^/]+)/c/([^/]+)/", page.url).groups()
+    export = f"{origin}/api/conversations/{conversation}/export/?format="
     markdown = page.request.get(export + "markdown").text()
     assert markdown.index("Also consider this") < markdown.index("Answer that saw the follow-up")
     assert "### Assistant · " in markdown and "also answers 1 follow-up" in markdown
