@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, overload
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -103,6 +103,10 @@ def read_json(request: HttpRequest) -> dict[str, Any]:
     return data
 
 
+@overload
+def query_int(request: HttpRequest, name: str, default: int) -> int: ...
+@overload
+def query_int(request: HttpRequest, name: str, default: None = None) -> int | None: ...
 def query_int(request: HttpRequest, name: str, default: int | None = None) -> int | None:
     raw = request.GET.get(name)
     if raw is None or raw == "":

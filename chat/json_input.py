@@ -9,6 +9,7 @@ with the same ``invalid_json`` code as a syntax error; no fimone document nests 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from chat.errors import InvalidInput
@@ -38,6 +39,7 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

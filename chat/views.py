@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
+from django.http.response import HttpResponseBase
 from django.utils.translation import gettext
 from django.views import defaults
 
@@ -97,7 +98,7 @@ def attachment_upload(request: HttpRequest, conversation_id: str) -> HttpRespons
 
 
 @api_view("GET")
-def attachment_file(request: HttpRequest, file_id: str) -> HttpResponse:
+def attachment_file(request: HttpRequest, file_id: str) -> HttpResponseBase:
     attachment = selectors.attachment_get(user=request.user, file_id=file_id)
     try:
         handle = attachment.file.open("rb")
@@ -123,7 +124,7 @@ def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
-def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """Django's 400 handler: bodies it refused before any view ran (too large, a broken
     multipart) answer the API's JSON error shape; other pages keep Django's own."""
     if not _is_api(request):

@@ -347,7 +347,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
     vision = supports_vision(main)
     history_vision = history_has_pixels(opened.mode, vision)
     query = query_message(opened.query, vision=vision)
-    follow_ups = ()
+    follow_ups: tuple[ChatMessage, ...] = ()
     if opened.follow_up_ids:
         rows = Message.objects.filter(pk__in=opened.follow_up_ids).order_by("created_at", "id")
         follow_ups = tuple(query_message(m, vision=vision) for m in rows)
