@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest
+from django.http.response import HttpResponseBase
 from django.urls import path
 
 
@@ -21,9 +22,11 @@ def password_reset_enabled() -> bool:
     return bool(getattr(settings, "EMAIL_URL", ""))
 
 
-def _when_mail_configured(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def _when_mail_configured(
+    view: Callable[..., HttpResponseBase],
+) -> Callable[..., HttpResponseBase]:
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponseBase:
         if not password_reset_enabled():
             raise Http404("Password reset needs e-mail, which is not configured.")
         return view(request, *args, **kwargs)
