@@ -109,9 +109,9 @@ def documents_for(
     texts: dict[str, tuple[str, ...]] = {}
     if small:
         for pk, document in Attachment.objects.filter(pk__in=small).values_list("id", "document"):
-            pages = (document or {}).get("pages") if isinstance(document, dict) else None
-            if isinstance(pages, list):
-                texts[str(pk)] = tuple(p for p in pages if isinstance(p, str))
+            page_texts = (document or {}).get("pages") if isinstance(document, dict) else None
+            if isinstance(page_texts, list):
+                texts[str(pk)] = tuple(p for p in page_texts if isinstance(p, str))
     return {key: DocumentView(pages=texts.get(key), **fields) for key, fields in found.items()}
 
 
