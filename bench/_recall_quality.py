@@ -250,7 +250,7 @@ def place_of_value(found: list, value: str) -> int | None:
 
 
 def report(owner) -> None:
-    from chat.recall import recall_passages
+    from chat.recall.lookup import recall_passages
 
     rows: dict[str, list[int | None]] = {}
     ways: dict[str, list[int | None]] = {}

@@ -73,8 +73,8 @@ class Outcome:
 def run(owner, llm, *, persist: bool, turns: int, budget: int) -> Outcome:
     from asgiref.sync import async_to_sync
 
+    from chat.compaction.summaries import summary_save
     from chat.models import Conversation, Message
-    from chat.summaries import summary_save
     from contextmgmt.db_memory import DbMemory
 
     conversation = Conversation.objects.create(owner=owner, title=f"bench persist={persist}")

@@ -43,7 +43,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     from chat import history_rows as rows
-    from chat.document_context import _SENT_DOCUMENT, _sent_document_query
+    from chat.documents.context import _SENT_DOCUMENT, _sent_document_query
     from chat.runs import control
     from tests.support.compiled_reads import _conversation
 

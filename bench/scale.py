@@ -7,8 +7,8 @@ each size, on SQLite and on PostgreSQL, it times (median of ``--runs``):
 - load: ``DbMemory.get_messages()`` — the history a run reads (the summary, the 50 newest
   messages, the pinned ones), with the budget large enough that nothing is compacted;
 - page: ``GET /api/conversations/<id>/messages/`` — the messages API's newest page (50);
-- search: ``chat.search.search`` in the conversation for a word ten of its messages hold
-  (what ``recall`` runs);
+- search: ``chat.search.conversations.search`` in the conversation for a word ten of its
+  messages hold (what ``recall`` runs);
 - gauge: ``GET /api/conversations/<id>/context/`` — the context gauge, which counts the
   same history as the load.
 
@@ -46,7 +46,7 @@ def build(owner, count: int):
     from django.utils import timezone
 
     from chat.models import ContextSummary, Conversation, Message, SearchDocument
-    from chat.search_text import index_text
+    from chat.search.text import index_text
 
     conversation = Conversation.objects.create(owner=owner, title=f"bench {count}")
     start = timezone.now() - timedelta(days=30)
@@ -121,7 +121,7 @@ def measure(sizes: list[int], runs: int) -> dict:
     from django.db import connection
     from django.test import Client
 
-    from chat.search import search
+    from chat.search.conversations import search
     from contextmgmt.db_memory import DbMemory
 
     owner = get_user_model().objects.create_user(username="bench", password="x")

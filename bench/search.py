@@ -112,11 +112,12 @@ def main() -> None:
             return
         from django.db import connection
 
-        from chat import search_index, services
+        from chat import services
+        from chat.api.search import typed_terms
         from chat.models import Conversation, Message, SearchDocument
-        from chat.recall import recall_passages
-        from chat.search import search
-        from chat.search_views import typed_terms
+        from chat.recall.lookup import recall_passages
+        from chat.search import index as search_index
+        from chat.search.conversations import search
 
         rng = random.Random(7)
         owner, long, planted, total = build(args, rng)

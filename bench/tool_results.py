@@ -74,8 +74,9 @@ def answer_with(
 ):
     """One finished run answering ``question`` that called each (tool, arguments, result) of
     ``calls``: its whole results stored and, with ``index``, indexed as a run's finish does."""
-    from chat import search_index, services
+    from chat import services
     from chat.runs.record import RECORD_TEXT_CHARS
+    from chat.search import index as search_index
     from fimone.agent.tools import KeptResult
 
     services.user_message_create(conversation=conversation, content=question)
@@ -106,9 +107,10 @@ def main() -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from chat import search_index, services
+    from chat import services
     from chat.models import Message, SearchDocument
-    from chat.recall import recall_passages
+    from chat.recall.lookup import recall_passages
+    from chat.search import index as search_index
 
     owner = get_user_model().objects.create_user(username="bench", password="x")
 

@@ -223,7 +223,7 @@ def recalled(owner, way_run: WayRun, facts: int, later_turns: int) -> frozenset[
     """Facts ``recall`` finds after the run is stored as a finished run stores it and
     ``later_turns`` turns of chat follow."""
     from chat import services
-    from chat.recall import recall_passages
+    from chat.recall.lookup import recall_passages
 
     conversation = services.conversation_create(owner=owner, title="ops")
     for question, answer in EARLIER:

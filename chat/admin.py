@@ -2,8 +2,8 @@
 
 from django.contrib import admin
 
-from chat import tool_server_admin  # noqa: F401 — registers the tool servers' admin
 from chat.models import Attachment, ContextSummary, Conversation, Message
+from chat.tool_servers import admin as tool_server_admin  # noqa: F401 — registers the tool servers' admin
 
 
 class MessageInline(admin.TabularInline):

@@ -19,8 +19,8 @@ class ChatConfig(AppConfig):
         register_history_loader(load_history)
 
         # A bad fetch allow-list stops start-up with its name rather than failing each run.
-        from chat.fetch import check_settings
-        from chat.tool_servers import max_tools
+        from chat.tool_servers.pool import max_tools
+        from chat.tools.fetch import check_settings
 
         check_settings()
         max_tools()

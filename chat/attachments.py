@@ -13,18 +13,18 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from chat.documents import extract_upload, looks_like_image
+from chat.documents.extraction import extract_upload, looks_like_image
 from chat.errors import InvalidInput
-from chat.image_descriptions import offline_description
+from chat.images.descriptions import offline_description
+from chat.images.uploads import display_name, read_limited, validate_image
 from chat.models import Attachment, Conversation
-from chat.uploads import display_name, read_limited, validate_image
 
 
 def attachment_create(
     *, owner, conversation: Conversation, uploaded_file: UploadedFile
 ) -> Attachment:
     """Validate an upload and store it: an image (checked with Pillow) or a document (its
-    text extracted once, ``chat.documents``); rejections store nothing."""
+    text extracted once, ``chat.documents.extraction``); rejections store nothing."""
     if conversation.owner_id != owner.pk:
         raise InvalidInput("conversation_mismatch", "The conversation belongs to someone else.")
     data = read_limited(uploaded_file, max_bytes=settings.FIMONE_MAX_UPLOAD_BYTES)

@@ -20,7 +20,7 @@ from django.utils.text import slugify
 from django.utils.translation import gettext, ngettext
 
 from chat import selectors
-from chat.api import api_view, conversation_json, messages_json
+from chat.api.plumbing import api_view, conversation_json, messages_json
 from chat.errors import InvalidInput
 from chat.models import Conversation, Message
 from chat.versions import is_hidden

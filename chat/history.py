@@ -30,13 +30,13 @@ What is loaded, and why:
   messages of the history (setting ``FIMONE_IMAGE_PIXEL_TURNS``, default 2) become base64
   data-URL parts for a vision model; every other image, and every image for a model
   without vision, becomes its stored description ``[image: name, WxH — description]``
-  (``chat.image_descriptions``); an attachment row or file that is missing or unreadable
+  (``chat.images.descriptions``); an attachment row or file that is missing or unreadable
   becomes ``[image: name unavailable]``, never an exception. A history message whose images
   went as text lists their ids in ``metadata["images_as_text"]`` (a model may describe
   them better, once: ``chat.image_describer``);
 - documents (``metadata["documents"]``) join their message's text: whole when small, as
   an outline the agent reads further with ``read_document`` when larger
-  (``chat.document_context``);
+  (``chat.documents.context``);
 - ``for_count``: the history only to be counted (the context gauge), never sent — each
   image part carries only the file's leading bytes, which its token estimate reads its size
   from (``header_url``), and an image never described is described in memory, not stored:
@@ -57,7 +57,7 @@ from typing import Any
 
 from django.conf import settings
 
-from chat.document_context import (
+from chat.documents.context import (
     DocumentView,
     document_notes,
     document_refs_of,
@@ -65,7 +65,7 @@ from chat.document_context import (
     with_documents,
 )
 from chat.history_rows import HistoryRow, history_rows, latest_summary
-from chat.image_descriptions import describe_missing, describe_offline
+from chat.images.descriptions import describe_missing, describe_offline
 from chat.models import Attachment, Message, ToolResult
 from contextmgmt.core.image_tokens import HEADER_BYTES
 from contextmgmt.core.masking import MASKED_KEY, record_stub

@@ -1,6 +1,6 @@
 """The chat page (``/``) and the small JSON endpoints only the page needs.
 
-The JSON API proper lives in ``chat/views.py``; this module renders the app shell and
+The JSON API proper lives in ``chat/api/conversations.py``; this module renders the app shell and
 answers the context gauge. Both are owner-only like the API: another user's conversation
 is a 404.
 """
@@ -19,8 +19,8 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from chat import selectors
-from chat.api import api_view
-from chat.ledger import compaction_ledger
+from chat.api.plumbing import api_view
+from chat.compaction.ledger import compaction_ledger
 from chat.models import Conversation
 
 log = logging.getLogger(__name__)
@@ -109,9 +109,9 @@ def _history_tokens(loaded, room: int) -> tuple[int, int, bool]:
 def _ordinary_request(conversation: Conversation, budget: int, used: tuple[str, ...]):
     """The next request of this conversation before its question, as its engine sends it
     (``used``: the tools its history calls)."""
-    from chat.document_context import has_documents
+    from chat.documents.context import has_documents
     from chat.runs.deps import make_tools
-    from chat.tool_servers import cached_server_tools
+    from chat.tool_servers.pool import cached_server_tools
     from fimone.agent.history_room import ordinary_request
 
     tools = make_tools(

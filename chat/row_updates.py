@@ -1,5 +1,5 @@
 """The updates every run makes, as plain SQL: a conversation's row, an answer's row, and the
-questions a run's end settles. Only ``chat.services`` and ``chat.ledger`` write through
+questions a run's end settles. Only ``chat.services`` and ``chat.compaction.ledger`` write through
 them.
 
 A run makes four updates: the conversation's time as it starts; its answer, the questions

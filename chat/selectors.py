@@ -18,11 +18,11 @@ from django.db.models import Q, QuerySet
 from django.db.transaction import TransactionManagementError
 from django.utils.translation import gettext
 
+from chat.compaction.summaries import summary_latest
 from chat.compiled_reads import PROBE_ID, PROBE_UUID, CompiledGet, Probe
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.history_rows import context_rows
 from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
-from chat.summaries import summary_latest
 from contextmgmt.models import ModelConfig
 
 MAX_PAGE_SIZE = 200

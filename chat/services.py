@@ -17,21 +17,22 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from chat import row_updates, search_index
+from chat import row_updates
 from chat.attachments import (  # noqa: F401 (re-exported: callers use chat.services)
     attachment_create,
     attachments_delete_unsent,
 )
-from chat.documents import document_refs
-from chat.errors import InvalidInput, check_storable
-from chat.ledger import ledger_change
-from chat.markdown import RENDERER_VERSION, render_markdown
-from chat.models import Attachment, Conversation, Message
-from chat.steering import (  # noqa: F401 (re-exported: callers use chat.services)
+from chat.compaction.ledger import ledger_change
+from chat.compaction.steering import (  # noqa: F401 (re-exported: callers use chat.services)
     message_pin_set,
     summary_discard,
     summary_edit,
 )
+from chat.documents.extraction import document_refs
+from chat.errors import InvalidInput, check_storable
+from chat.models import Attachment, Conversation, Message
+from chat.rendering.markdown import RENDERER_VERSION, render_markdown
+from chat.search import index as search_index
 from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)

@@ -2,16 +2,13 @@
 
 from django.urls import path
 
-from chat import (
-    export,
-    pages,
-    search_views,
-    summary_views,
-    tool_result_views,
-    tool_views,
-    version_views,
-    views,
-)
+from chat import export, pages
+from chat.api import conversations as views
+from chat.api import search as search_views
+from chat.api import summaries as summary_views
+from chat.api import tool_results as tool_result_views
+from chat.api import tools as tool_views
+from chat.api import versions as version_views
 
 app_name = "chat"
 

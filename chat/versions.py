@@ -24,9 +24,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils.translation import gettext
 
-from chat import search_index, selectors
+from chat import selectors
 from chat.errors import Conflict
 from chat.models import Conversation, Message
+from chat.search import index as search_index
 from chat.services import title_from
 
 

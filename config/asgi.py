@@ -56,7 +56,7 @@ def _drain_on_sigterm() -> None:
         # process's children and are stopped with it (docs/tools.md).
         from twisted.internet.defer import Deferred
 
-        from chat import tool_servers
+        from chat.tool_servers import pool as tool_servers
 
         return Deferred.fromFuture(asyncio.ensure_future(tool_servers.close()))
 

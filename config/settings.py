@@ -51,7 +51,7 @@ SECRET_KEY = _secret_key()
 DEBUG = _typed(env.bool, "DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
-CSRF_FAILURE_VIEW = "chat.views.csrf_failure"
+CSRF_FAILURE_VIEW = "chat.api.conversations.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",
@@ -274,7 +274,7 @@ FIMONE_DOCUMENT_WORKERS = _typed(env.int, "FIMONE_DOCUMENT_WORKERS", default=2)
 FIMONE_DOCUMENT_WORKER_MEMORY_MB = _typed(env.int, "FIMONE_DOCUMENT_WORKER_MEMORY_MB", default=2048)
 
 # The fetch_url tool (docs/tools.md, "Web pages"): only public addresses unless a host
-# name or network is listed here (names, addresses, CIDRs; checked in chat.fetch).
+# name or network is listed here (names, addresses, CIDRs; checked in chat.tools.fetch).
 FIMONE_FETCH_ENABLED = _typed(env.bool, "FIMONE_FETCH_ENABLED", default=True)
 FIMONE_FETCH_ALLOWED_HOSTS = env.list("FIMONE_FETCH_ALLOWED_HOSTS", default=[])
 FIMONE_FETCH_MAX_BYTES = _typed(env.int, "FIMONE_FETCH_MAX_BYTES", default=5 * 1024 * 1024)

@@ -16,7 +16,7 @@ urlpatterns = [
     path("", include("chat.urls")),
 ]
 
-# API routes answer errors in their JSON shape, pages keep Django's (chat.views).
-handler400 = "chat.views.bad_request"
-handler404 = "chat.views.not_found"
-handler500 = "chat.views.server_error"
+# API routes answer errors in their JSON shape, pages keep Django's (chat.api.conversations).
+handler400 = "chat.api.conversations.bad_request"
+handler404 = "chat.api.conversations.not_found"
+handler500 = "chat.api.conversations.server_error"

@@ -33,7 +33,7 @@ def _gin_index():
     from django.contrib.postgres.indexes import GinIndex
     from django.contrib.postgres.search import SearchVector
 
-    # The same expression chat.search queries with, so that PostgreSQL uses the index.
+    # The same expression chat.search.conversations queries with, so that PostgreSQL uses the index.
     return GinIndex(SearchVector("terms", config="simple"), name=GIN_NAME)
 
 
@@ -56,8 +56,8 @@ def drop_text_index(apps, schema_editor):
 
 
 def index_existing_messages(apps, schema_editor):
-    from chat.search_index import message_texts
-    from chat.search_text import index_text
+    from chat.search.index import message_texts
+    from chat.search.text import index_text
 
     Conversation = apps.get_model("chat", "Conversation")
     Message = apps.get_model("chat", "Message")

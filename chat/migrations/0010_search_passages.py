@@ -1,6 +1,6 @@
 """Long texts indexed as passages (docs/architecture.md, "Search"): each document gets the
 offset of its passage, and the documents of texts indexed whole before are cut into
-passages; German texts get the parts of their compound words too (``chat.search_text``)."""
+passages; German texts get the parts of their compound words too (``chat.search.text``)."""
 
 import importlib
 
@@ -22,9 +22,9 @@ def restore_triggers(apps, schema_editor):
 
 
 def reindex(apps, schema_editor):
-    from chat.search_index import passage_terms
-    from chat.search_passages import PASSAGE_MAX_CHARS, passages
-    from chat.search_text import index_text
+    from chat.search.index import passage_terms
+    from chat.search.passages import PASSAGE_MAX_CHARS, passages
+    from chat.search.text import index_text
 
     SearchDocument = apps.get_model("chat", "SearchDocument")
     # Listed first: SQLite gives no isolation between a query being read and writes.

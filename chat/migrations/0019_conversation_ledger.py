@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-from chat.ledger import ledger_of_answers
+from chat.compaction.ledger import ledger_of_answers
 
 
 def totals_of_existing_answers(apps, schema_editor):

@@ -13,7 +13,7 @@ _DAG_LABEL = "DAG step"
 
 
 def index_whole_results(apps, schema_editor):
-    from chat.search_index import LABEL_CHARS, passage_terms, tool_result_passages
+    from chat.search.index import LABEL_CHARS, passage_terms, tool_result_passages
 
     Message = apps.get_model("chat", "Message")
     SearchDocument = apps.get_model("chat", "SearchDocument")

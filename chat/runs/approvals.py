@@ -25,7 +25,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from chat import tool_settings
+from chat.tools import settings as tool_settings
 from fimone.agent import ApprovalRequest, Decision
 from fimone.agent.approval import DECISIONS
 from fimone.agent.loop import preview

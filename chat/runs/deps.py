@@ -16,10 +16,10 @@ from typing import Any
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from chat import tool_servers
-from chat.document_context import document_reader_for
-from chat.fetch import fetch_config
-from chat.recall import recall_search_for, tool_result_for
+from chat.documents.context import document_reader_for
+from chat.recall.lookup import recall_search_for, tool_result_for
+from chat.tool_servers import pool as tool_servers
+from chat.tools.fetch import fetch_config
 from contextmgmt.budget import Budget, budget_for_config
 from contextmgmt.budget import resolve_budget as resolve_configured_budget
 from contextmgmt.core.llm import LLM

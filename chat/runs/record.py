@@ -9,7 +9,7 @@ import re
 from collections import deque
 from typing import Any
 
-from chat.markdown import render_markdown, render_markdown_async
+from chat.rendering.markdown import render_markdown, render_markdown_async
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from chat.runs import approvals, storage
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
-from chat.tool_settings import server_source, unavailable_note
+from chat.tools.settings import server_source, unavailable_note
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.masking import masked_facts

@@ -15,7 +15,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from chat.markdown import render_markdown
+from chat.rendering.markdown import render_markdown
 from tests.browser.conftest import DESKTOP, PHONE, login, screenshot, send
 from tests.support.scripted_server import _pieces, held, text
 

@@ -186,7 +186,7 @@ def test_rv1_divider_panel_and_pins_fit_every_screen(
 SEED_RUN_WITH_ENGINE_SUMMARIES = """
 from django.contrib.auth import get_user_model
 from chat.models import Conversation, Message
-from chat.summaries import summary_save
+from chat.compaction.summaries import summary_save
 u = get_user_model().objects.get(username={username!r})
 c = Conversation.objects.create(owner=u, title="Summaries in a run")
 old = Message.objects.create(conversation=c, role="user", kind="query", status="done",

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 SEED = """
 from django.contrib.auth import get_user_model
 from chat.models import Conversation, Message
-from chat.summaries import summary_save
+from chat.compaction.summaries import summary_save
 u = get_user_model().objects.get(username={username!r})
 c = Conversation.objects.create(owner=u, title="Budget talk")
 old = Message.objects.create(conversation=c, role="user", kind="query", status="done",

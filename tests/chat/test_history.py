@@ -13,9 +13,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from chat import services
+from chat.compaction.summaries import summary_save
 from chat.history import latest_summary, load_history, query_message
 from chat.models import Conversation, Message
-from chat.summaries import summary_save
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from chat.models import SearchDocument
-from chat.search import search
+from chat.search.conversations import search
 from tests.support.search_scenarios import make_user, new_conversation, say
 
 pytestmark = pytest.mark.django_db

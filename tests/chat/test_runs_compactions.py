@@ -1,4 +1,4 @@
-"""A run's compactions (chat/runs/compactions.py, chat/ledger.py): engine summaries of
+"""A run's compactions (chat/runs/compactions.py, chat/compaction/ledger.py): engine summaries of
 loaded history are stored like load-time ones (RF.3), and the compaction ledger."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from chat.ledger import compaction_ledger
+from chat.compaction.ledger import compaction_ledger
 from chat.models import ContextSummary, Message
 from chat.runs.compactions import LoadedCoverage, summary_of_history
 from contextmgmt.core.compact import CompactResult

@@ -119,7 +119,7 @@ async def test_a_request_too_big_for_the_usual_room_keeps_the_stored_summary_who
 
 
 def services_summary(conversation, through_id: int):
-    from chat.summaries import summary_save
+    from chat.compaction.summaries import summary_save
 
     return summary_save(
         conversation_id=conversation.id,

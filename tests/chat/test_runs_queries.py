@@ -18,6 +18,7 @@ from django.db.backends import utils as db_utils
 from chat import services
 from chat.models import Message
 from chat.runs import storage
+from chat.tool_servers import pool as tool_servers
 from tests.support.runs import answer_text, connect, events_until, send
 
 pytestmark = [
@@ -30,7 +31,7 @@ pytestmark = [
 # that also locks the row, whether a run is going, the two messages), the history
 # (summary, messages), whether the conversation has documents (read_document is offered
 # only then), the answer's transaction, and the full-text index: one insert for the
-# question, one for the answer (chat.search_index).
+# question, one for the answer (chat.search.index).
 # The tool sources switched off come with the conversation's row, at no query of their own.
 MAX_QUERIES_PER_RUN = 14
 MAX_TRANSACTIONS_PER_RUN = 2

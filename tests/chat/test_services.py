@@ -9,9 +9,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from chat import search_index, services
+from chat import services
 from chat.errors import InvalidInput
 from chat.models import Attachment, Conversation, Message, SearchDocument
+from chat.search import index as search_index
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db

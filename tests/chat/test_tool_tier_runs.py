@@ -14,7 +14,7 @@ from django.test import Client
 from contextmgmt.budget import resolve_budget
 from contextmgmt.core.tiers import tool_definitions_cap
 from fimone.agent.tools.finder import FINDER_NAME, definition_tokens
-from tests.chat.test_tool_server_runs import mcp_file, server_entry  # noqa: F401 - fixture
+from tests.chat.tool_servers.test_runs import mcp_file, server_entry  # noqa: F401 - fixture
 from tests.support.runs import events_until, of_type, send
 
 pytestmark = [

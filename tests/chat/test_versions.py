@@ -13,10 +13,11 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat import search, services, versions
+from chat import services, versions
 from chat.errors import Conflict
 from chat.models import Conversation, Message
 from chat.runs import storage
+from chat.search import conversations as search
 from contextmgmt.db_memory import DbMemory
 
 pytestmark = pytest.mark.django_db

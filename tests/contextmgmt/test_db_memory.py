@@ -17,10 +17,10 @@ from asgiref.sync import async_to_sync
 from django.core.files.base import ContentFile
 from PIL import Image
 
+from chat.compaction.summaries import summary_latest, summary_save
 from chat.history import load_history
-from chat.image_descriptions import offline_description
+from chat.images.descriptions import offline_description
 from chat.models import Attachment, Conversation, Message
-from chat.summaries import summary_latest, summary_save
 from contextmgmt.core.compact import DEFAULT_WINDOW_TOKENS, CompactUtils
 from contextmgmt.core.llm import LLMUnavailable
 from contextmgmt.core.messages import SUMMARY_PREFIX

@@ -16,7 +16,7 @@ from asgiref.sync import async_to_sync
 
 from chat import services
 from chat.models import Message
-from chat.summaries import summary_latest, summary_save
+from chat.compaction.summaries import summary_latest, summary_save
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.db_memory import DbMemory

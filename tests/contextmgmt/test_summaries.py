@@ -1,4 +1,4 @@
-"""chat.summaries: persisting DbMemory's summaries for the next load (issue 5, R4.2).
+"""chat.compaction.summaries: persisting DbMemory's summaries for the next load (issue 5, R4.2).
 
 (The service lives in the chat app, which owns persistence; its tests sit with the other
 summary tests here.)
@@ -7,8 +7,8 @@ summary tests here.)
 import pytest
 from django.core.exceptions import ValidationError
 
+from chat.compaction.summaries import summary_latest, summary_save
 from chat.models import ContextSummary, Conversation, Message
-from chat.summaries import summary_latest, summary_save
 
 
 @pytest.fixture

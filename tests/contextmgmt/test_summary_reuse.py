@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 import pytest
 from asgiref.sync import async_to_sync
 
+from chat.compaction.summaries import summary_save
 from chat.models import ContextSummary, Conversation, Message
-from chat.summaries import summary_save
 from contextmgmt.db_memory import DbMemory
 from tests.support.fake_llm import FakeLLM
 

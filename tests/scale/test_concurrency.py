@@ -62,7 +62,7 @@ def test_summaries_only_move_forward_under_concurrent_processes(on_postgres):
     # One conversation with 40 messages; every process saves summaries covering them in the
     # same ascending order, so all processes race to store "through message i" at once.
     # Stored summaries must cover strictly more, in the order they were stored: no
-    # duplicates, nothing backwards (chat.summaries.summary_save locks the conversation).
+    # duplicates, nothing backwards (chat.compaction.summaries.summary_save locks the conversation).
     setup = (
         "import json; from django.contrib.auth import get_user_model\n"
         "from chat.models import Conversation, Message\n"
@@ -76,7 +76,7 @@ def test_summaries_only_move_forward_under_concurrent_processes(on_postgres):
     created = json.loads(on_postgres.run(setup).strip().splitlines()[-1])
     save = _BARRIER + (
         "import json\n"
-        "from chat.summaries import summary_save\n"
+        "from chat.compaction.summaries import summary_save\n"
         "for i in json.loads(sys.argv[3]):\n"
         "    summary_save(conversation_id=sys.argv[2], summary=f'through {i}',\n"
         "                 covers_through_id=i, covered_count=1)\n"
@@ -89,7 +89,7 @@ def test_summaries_only_move_forward_under_concurrent_processes(on_postgres):
     stored = json.loads(
         on_postgres.run(
             "import json; from chat.models import ContextSummary\n"
-            "from chat.summaries import summary_latest\n"
+            "from chat.compaction.summaries import summary_latest\n"
             f"rows = ContextSummary.objects.filter(conversation_id='{created['conversation']}')"
             ".order_by('id').values_list('covers_through_id', flat=True)\n"
             f"latest = summary_latest(conversation_id='{created['conversation']}')\n"

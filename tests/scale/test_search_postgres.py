@@ -1,5 +1,6 @@
-"""Full-text search on PostgreSQL (RF.4): the SQLite scenarios of tests/chat/test_search.py,
-run in a Django subprocess against the private PostgreSQL server, plus the GIN index."""
+"""Full-text search on PostgreSQL (RF.4): the SQLite scenarios of
+tests/chat/search/test_conversations.py, run in a Django subprocess against the private
+PostgreSQL server, plus the GIN index."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ for name in sys.argv[1:]:
 _PLAN = """
 import json
 from django.db import connection
-from chat.search import search
+from chat.search.conversations import search
 from tests.support.search_scenarios import make_user, new_conversation, say
 
 owner = make_user()

@@ -1,6 +1,6 @@
 """RT.2 on PostgreSQL: a whole tool result stored and indexed as a run's finish does it is
 found by ``recall`` in the middle, and ``rebuild_search_index`` gives the same passages
-(SQLite: tests/chat/test_search_index_tool_results.py), in a Django subprocess on a
+(SQLite: tests/chat/search/test_index_tool_results.py), in a Django subprocess on a
 database of its own on the private server."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import io, json
 from django.core.management import call_command
 from django.db import connection
 from django.contrib.auth import get_user_model
-from chat import search_index, services
+from chat import services
+from chat.search import index as search_index
 from chat.models import SearchDocument
-from chat.recall import recall_passages
+from chat.recall.lookup import recall_passages
 from fimone.agent.tools import KeptResult
 assert connection.vendor == "postgresql", connection.vendor
 fact = "The vault combination is 31-17-88."

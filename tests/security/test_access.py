@@ -17,8 +17,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from chat import services
+from chat.compaction.summaries import summary_save
 from chat.models import Attachment, ContextSummary, Conversation, Message
-from chat.summaries import summary_save
 from tests.chat.images import image_bytes
 from tests.security.routes import http_routes, websocket_path, websocket_routes
 

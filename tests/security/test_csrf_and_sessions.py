@@ -1,6 +1,6 @@
 """CSRF on every route and session fixation at login (issue 9).
 
-tests/chat/test_api_access.py checks the API's writes one by one; here every route of the
+tests/chat/api/test_access.py checks the API's writes one by one; here every route of the
 URLconf is covered, so a new view cannot quietly skip the CSRF check.
 """
 

@@ -1,4 +1,4 @@
-"""Hostile uploads (issue 9, DESIGN §3, §7), beyond tests/chat/test_uploads.py.
+"""Hostile uploads (issue 9, DESIGN §3, §7), beyond tests/chat/images/test_uploads.py.
 
 - Polyglots (GIF+JavaScript, PNG+HTML, PNG+ZIP): a valid image with something else glued
   on. Pillow accepts the image; what matters is that the file can only ever be an image to

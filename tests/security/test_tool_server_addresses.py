@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from chat import tool_servers
 from chat.models import ToolServer
+from chat.tool_servers import pool as tool_servers
 from tests.security.test_tool_server_admin import http_form
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ from django.contrib.auth.models import Permission
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from chat import tool_servers
 from chat.models import ToolServer
+from chat.tool_servers import pool as tool_servers
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx2
 import pytest
 
-from chat import tool_servers
+from chat.tool_servers import pool as tool_servers
 from fimone.agent.tools import ToolRegistry
 from fimone.agent.tools.mcp_client import McpPool, SecretNotForwarded, origin_guard
 from fimone.agent.tools.mcp_config import McpServerSpec, SecretRefused

@@ -17,8 +17,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat import history_rows as history
-from chat import ledger, selectors
-from chat.document_context import _SENT_DOCUMENT, _sent_document_query
+from chat import selectors
+from chat.compaction import ledger
+from chat.documents.context import _SENT_DOCUMENT, _sent_document_query
 from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
 from chat.runs import control
 

@@ -24,9 +24,9 @@ from django.utils import timezone
 
 from chat.history import load_history
 from chat.models import ContextSummary, Conversation, Message, SearchDocument
-from chat.recall import recall_passages
-from chat.search import search
-from chat.search_text import index_text
+from chat.recall.lookup import recall_passages
+from chat.search.conversations import search
+from chat.search.text import index_text
 
 MESSAGES = 120
 TAIL = 10  # messages after the summary's end

@@ -13,10 +13,11 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from chat import search_index, services
+from chat import services
 from chat.models import Conversation, Message, SearchDocument
-from chat.recall import recall_passages
-from chat.search import search
+from chat.recall.lookup import recall_passages
+from chat.search import index as search_index
+from chat.search.conversations import search
 
 
 def make_user(prefix: str = "u"):
@@ -176,7 +177,7 @@ def query_syntax_is_never_interpreted() -> None:
 
 
 def every_word_and_a_prefix_for_the_search_box() -> None:
-    from chat.search_text import Term
+    from chat.search.text import Term
 
     owner = make_user()
     conversation = new_conversation(owner, title="Ops")

@@ -8,8 +8,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from chat import search_index
 from chat.models import Conversation
+from chat.search import index as search_index
 
 
 class Command(BaseCommand):

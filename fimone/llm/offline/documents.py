@@ -1,7 +1,7 @@
 """The offline model and documents: when to call ``read_document``, and how to answer
 from what it returned.
 
-A user message's documents reach the model as notes in its text (``chat.document_context``):
+A user message's documents reach the model as notes in its text (``chat.documents.context``):
 ``[document: NAME — Kind, N pages, SIZE…]`` followed by the text or an outline, closed by
 ``[end of document: NAME]`` / ``[end of outline: NAME]``. A question asked with documents
 in the conversation (the ones it names, else those sent with the question, else the

@@ -71,7 +71,7 @@ _REMEMBER_REQUEST = re.compile(
     re.I,
 )
 # A recall passage "[1] the user's message (3 March 2026 14:05 UTC, 14th in this chat):
-# text" or "[2] your answer (…) [said 2 times]: text" (chat.recall's names, numbered by
+# text" or "[2] your answer (…) [said 2 times]: text" (chat.recall.lookup's names, numbered by
 # fimone.agent.tools' recall); the older "[1] user (2026-01-01 10:00): text" too.
 _PASSAGE = re.compile(
     r"^\[\d+\]\s+(?:(user|assistant|the user's message|your answer)\s+\(([^)]*)\)"

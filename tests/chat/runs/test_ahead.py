@@ -14,7 +14,7 @@ from chat.models import Attachment, Message
 from chat.runs import ahead
 from chat.runs.registry import registry
 from tests.chat.images import note_waits_for_descriptions
-from tests.chat.test_image_lifecycle_runs import (
+from tests.chat.images.test_lifecycle_runs import (
     DESCRIBED,
     earlier_turns,
     images_in,

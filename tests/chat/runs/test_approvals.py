@@ -11,9 +11,9 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from chat import tool_settings
 from chat.models import Message, ToolApproval
 from chat.runs.deps import make_tools
+from chat.tools import settings as tool_settings
 from fimone.agent.approval import declined_result
 from tests.support import approval_tool
 from tests.support.runs import connect, events_until, next_event, of_type, send

@@ -1,7 +1,7 @@
 """Markdown-safe offline answers (issue 9): fimone.llm.offline.markdown and its use.
 
 The UI renders answers with markdown-it-py (CommonMark + tables + strikethrough, as
-chat.markdown does); fimone.llm stays free of Django, so these tests use markdown_it
+chat.rendering.markdown does); fimone.llm stays free of Django, so these tests use markdown_it
 directly. "What the user sees is what was meant": the rendered text equals the quoted text.
 """
 

@@ -1,0 +1,3 @@
+"""Steering compaction from the chat side: persisted summaries, pins and edits, and the
+compaction ledger of a conversation.
+"""

@@ -1,0 +1,334 @@
+"""Documents in the context: inline or as an outline, and read with ``read_document``.
+
+A user message's documents (``metadata["documents"]``) join its text as notes:
+
+- a document of up to ``FIMONE_DOCUMENT_INLINE_TOKENS`` tokens goes whole, framed with
+  its name: ``[document: notes.docx — Word, 1 page, 12 KB]`` … ``[end of document:
+  notes.docx]`` (pages marked ``--- page N ---``);
+- a larger one goes as its outline (the name, pages and size, then the title, headings
+  and first lines stored at upload), which says to call ``read_document``;
+- a reference without a readable attachment is ``[document: name unavailable]``.
+
+``read_document_text`` is the tool's backend: the conversation's documents sent up to the
+run's query, found by file name (or id); the pages asked for, or those best matching a
+query, within ``FIMONE_DOCUMENT_READ_CHARS`` characters and ``MAX_PAGES_PER_CALL`` pages.
+
+Sync (ORM): the history loader's thread, or ``sync_to_async`` for the tool.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db.models.fields.json import KT
+
+from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
+from chat.documents.extraction import KIND_LABELS, inline_tokens, read_max_chars, size_label
+from chat.models import Attachment
+from chat.search.text import index_text, query_terms
+from contextmgmt.core.readon import READ_ON, call_text
+from fimone.agent.tools.documents import MAX_PAGES_PER_CALL, parse_pages
+
+QUERY_PAGES = 3
+_READ_HINT = (
+    'too long to include here: call read_document with file "{name}" and pages '
+    '(e.g. "7" or "3-5") or a query'
+)
+
+
+@dataclass(frozen=True)
+class DocumentView:
+    """What the context shows of one document; ``pages`` only when it goes inline."""
+
+    id: str
+    name: str
+    kind: str
+    page_count: int
+    size: int
+    outline: str
+    pages: tuple[str, ...] | None = None
+
+    @property
+    def header(self) -> str:
+        pages = f"{self.page_count} page" + ("" if self.page_count == 1 else "s")
+        kind = KIND_LABELS.get(self.kind, self.kind)
+        return f"{self.name} — {kind}, {pages}, {size_label(self.size)}"
+
+
+def document_refs_of(raw: Any) -> list[dict]:
+    """The well-formed entries of ``metadata["documents"]``."""
+    if not raw or not isinstance(raw, list):
+        return []
+    return [r for r in raw if isinstance(r, dict) and r.get("file_id")]
+
+
+def documents_for(
+    conversation_id: Any, refs_per_message: list[list[dict]]
+) -> dict[str, DocumentView]:
+    """The referenced documents of this conversation by id: two queries, whatever their
+    number (the outlines and sizes, then the text of those that go inline)."""
+    ids = set()
+    for refs in refs_per_message:
+        for ref in refs:
+            try:
+                ids.add(uuid.UUID(str(ref.get("file_id"))))
+            except ValueError:
+                continue
+    if not ids:
+        return {}
+    # Scoped to the conversation: a forged file_id cannot pull another user's document.
+    # The kind as an annotation, not "document__kind" in values_list (docs/architecture.md:
+    # that name leaves a reference cycle behind).
+    rows = (
+        Attachment.objects.filter(
+            conversation_id=conversation_id, kind=Attachment.Kind.DOCUMENT, pk__in=ids
+        )
+        .annotate(doc_kind=KT("document__kind"))
+        .values_list(
+            "id", "original_name", "page_count", "size", "text_tokens", "outline", "doc_kind"
+        )
+    )
+    limit = inline_tokens()
+    found: dict[str, dict] = {}
+    small = []
+    for pk, name, pages, size, tokens, outline, kind in rows:
+        found[str(pk)] = {
+            "id": str(pk),
+            "name": name or str(pk),
+            "kind": kind or "",
+            "page_count": pages,
+            "size": size,
+            "outline": outline,
+        }
+        if tokens <= limit:
+            small.append(pk)
+    texts: dict[str, tuple[str, ...]] = {}
+    if small:
+        for pk, document in Attachment.objects.filter(pk__in=small).values_list("id", "document"):
+            page_texts = (document or {}).get("pages") if isinstance(document, dict) else None
+            if isinstance(page_texts, list):
+                texts[str(pk)] = tuple(p for p in page_texts if isinstance(p, str))
+    return {key: DocumentView(pages=texts.get(key), **fields) for key, fields in found.items()}
+
+
+def document_notes(refs: list[dict], documents: dict[str, DocumentView]) -> list[str]:
+    notes = []
+    for ref in refs:
+        view = documents.get(_normalised(str(ref.get("file_id"))))
+        if view is None:
+            name = str(ref.get("name") or ref.get("file_id"))
+            notes.append(f"[document: {name} unavailable]")
+        else:
+            notes.append(document_note(view))
+    return notes
+
+
+def document_note(view: DocumentView) -> str:
+    if view.pages is not None:
+        if len(view.pages) == 1:
+            body = view.pages[0]
+        else:
+            body = "\n\n".join(f"--- page {n} ---\n{text}" for n, text in enumerate(view.pages, 1))
+        return f"[document: {view.header}]\n{body}\n[end of document: {view.name}]"
+    hint = _READ_HINT.format(name=view.name)
+    outline = f"\n{view.outline}" if view.outline else ""
+    return f"[document: {view.header}; {hint}]{outline}\n[end of outline: {view.name}]"
+
+
+def with_documents(text: str, notes: list[str]) -> str:
+    return "\n\n".join(t for t in (text, *notes) if t)
+
+
+def _normalised(file_id: str) -> str:
+    try:
+        return str(uuid.UUID(file_id))
+    except ValueError:
+        return file_id
+
+
+# --- read_document ---------------------------------------------------------------------------
+
+
+def has_documents(conversation_id: Any) -> bool:
+    """Whether the conversation has a document sent with a message (``read_document`` is
+    offered only then). Asked by every run: compiled once (chat.compiled_reads)."""
+    return bool(_SENT_DOCUMENT.rows(conversation=conversation_id))
+
+
+def _sent_document_query(*, conversation: Any):
+    return Attachment.objects.filter(
+        conversation_id=conversation, kind=Attachment.Kind.DOCUMENT, message__isnull=False
+    ).values_list("id")[:1]
+
+
+_SENT_DOCUMENT = CompiledRead(
+    _sent_document_query,
+    conversation=Probe(Attachment._meta.get_field("conversation"), PROBE_UUID),
+)
+
+
+def read_document_text(
+    conversation_id: Any,
+    *,
+    file: str,
+    pages: str | None = None,
+    query: str | None = None,
+    before_id: int | None = None,
+    max_chars: int | None = None,
+    start: int = 0,
+) -> str:
+    """The tool's text for ``read_document(file, pages|query, start)`` (module docstring);
+    ``start``: where to read on within one page larger than a call."""
+    max_chars = max_chars or read_max_chars()
+    sent = Attachment.objects.filter(
+        conversation_id=conversation_id, kind=Attachment.Kind.DOCUMENT, message__isnull=False
+    )
+    if before_id is not None:
+        sent = sent.filter(message_id__lte=before_id)
+    known = list(sent.order_by("-created_at").values_list("id", "original_name", "page_count"))
+    chosen = _find(file, known)
+    if chosen is None:
+        names = "; ".join(f"{name} ({count} pages)" for _pk, name, count in known) or "none"
+        return f"Error: no document named {file!r} in this conversation. Documents: {names}."
+    pk, name, _count = chosen
+    document = Attachment.objects.filter(pk=pk).values_list("document", flat=True).first() or {}
+    texts = [p if isinstance(p, str) else "" for p in document.get("pages") or []]
+    if not any(text.strip() for text in texts):
+        return f"{name} holds no text" + (
+            ": it is a PDF without a text layer (scanned pages)."
+            if document.get("text_layer") is False
+            else "."
+        )
+    if pages:
+        try:
+            numbers = parse_pages(pages, len(texts))
+        except ValueError as exc:
+            return f"Error: {exc}."
+        intro = f"{name}, pages {pages} of {len(texts)}:"
+    elif query:
+        numbers = _best_pages(texts, query)
+        if not numbers:
+            return (
+                f"No page of {name} matches {query!r}. It has {_pages(len(texts))}; "
+                'read pages by number (e.g. pages "1-3").'
+            )
+        shown = ", ".join(str(n) for n in numbers)
+        intro = f"{name}, the pages matching {query!r} best ({shown} of {len(texts)}):"
+    else:
+        numbers = list(range(1, len(texts) + 1))
+        intro = f"{name}, from the start ({len(texts)} pages):"
+    if start and len(numbers) != 1:
+        return 'Error: start reads on within one page: give that page alone (pages="7").'
+    if start and not 0 < start < len((texts[numbers[0] - 1]).strip()):
+        return f"Error: start is past the end of page {numbers[0]}."
+    return intro + "\n\n" + _page_blocks(texts, numbers, max_chars, name=name, start=start)
+
+
+def _pages(count: int) -> str:
+    return "1 page" if count == 1 else f"{count} pages"
+
+
+def _find(file: str, known: list[tuple]) -> tuple | None:
+    wanted = file.strip().casefold()
+    for test in (
+        lambda pk, name: name.casefold() == wanted,
+        lambda pk, name: str(pk) == wanted,
+        lambda pk, name: wanted in name.casefold() or name.casefold() in wanted,
+    ):
+        for row in known:
+            if name := row[1] or "":
+                if test(row[0], name):
+                    return row
+            elif test(row[0], str(row[0])):
+                return row
+    return None
+
+
+def _best_pages(texts: list[str], query: str) -> list[int]:
+    terms = query_terms(query)
+    scored = []
+    for number, text in enumerate(texts, 1):
+        indexed = index_text(text)
+        score = sum(1 for term in terms if term.found_in(indexed))
+        if score:
+            scored.append((-score, number))
+    scored.sort()
+    return [number for _score, number in scored[:QUERY_PAGES]]
+
+
+def _page_blocks(
+    texts: list[str], numbers: list[int], max_chars: int, *, name: str, start: int = 0
+) -> str:
+    """The pages ``numbers`` within ``max_chars``; a page larger than a call is shown from
+    ``start`` as far as it fits, ending with the call that reads on within it."""
+    blocks: list[str] = []
+    room = max_chars
+    shown = 0
+    for number in numbers[:MAX_PAGES_PER_CALL]:
+        page = texts[number - 1].strip() or "(this page has no text)"
+        text = page[start:] if start else page
+        block = f"--- page {number} ---\n{text}"
+        if len(block) > room:
+            if not blocks:  # one page larger than a call: as much of it as fits
+                head = block[:room].rstrip()
+                end = start + max(0, len(head) - (len(block) - len(text)))
+                next_call = call_text(
+                    "read_document", {"file": name, "pages": str(number), "start": end}
+                )
+                blocks.append(
+                    f"{head}\n[Page {number}: characters {start:,}–{end:,} of {len(page):,} "
+                    f"of this page shown; {READ_ON}{next_call}]"
+                )
+                shown = 1
+            break
+        blocks.append(block)
+        room -= len(block)
+        shown += 1
+    rest = numbers[shown:]
+    if rest:
+        # A read-on line (contextmgmt.core.readon): it outlives this result in the stub
+        # that replaces it and in a summary of the run.
+        next_call = call_text("read_document", {"file": name, "pages": _spans(rest)})
+        blocks.append(
+            f"[Pages {_spans(numbers[:shown])} of {len(texts)} shown; {len(rest)} more "
+            f"page(s) asked for were not shown (at most {MAX_PAGES_PER_CALL} pages and "
+            f"{max_chars:,} characters a call); {READ_ON}{next_call}]"
+        )
+    return "\n\n".join(blocks)
+
+
+def _spans(numbers: list[int]) -> str:
+    spans: list[str] = []
+    start = prev = numbers[0]
+    for n in [*numbers[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+        if len(spans) >= 5:
+            break
+    return ",".join(spans)
+
+
+def document_reader_for(
+    conversation_id: Any, *, before_id: int | None = None
+) -> Callable[[str, str | None, str | None, int], Awaitable[str]]:
+    """The ``async reader(file, pages, query, start)`` the ``read_document`` tool calls."""
+
+    async def reader(file: str, pages: str | None, query: str | None, start: int = 0) -> str:
+        return await sync_to_async(read_document_text)(
+            conversation_id,
+            file=file,
+            pages=pages,
+            query=query,
+            before_id=before_id,
+            start=start,
+        )
+
+    return reader
