@@ -12,7 +12,7 @@ commits, its run is cancelled through the run's control group (so in whichever s
 process it runs) and the conversation's sockets are closed (``chat.runs``).
 
 A tool server row's save or delete makes every process read the tool servers again on its
-next run (``chat.tool_servers``).
+next run (``chat.tool_servers.pool``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from chat import runs, tool_servers
+from chat import runs
 from chat.models import Attachment, Conversation, Message
-from chat.tool_server_models import ToolServer
+from chat.models.tool_servers import ToolServer
+from chat.tool_servers import pool as tool_servers
 
 logger = logging.getLogger(__name__)
 

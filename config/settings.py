@@ -160,7 +160,7 @@ else:
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     # Django's cache, shared by the processes: what one process changes, the others see
-    # (the tool servers' generation, chat/tool_servers.py). Without Redis, one process:
+    # (the tool servers' generation, chat/tool_servers/pool.py). Without Redis, one process:
     # Django's default in-memory cache.
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}

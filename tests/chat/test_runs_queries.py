@@ -18,7 +18,6 @@ from django.db.backends import utils as db_utils
 from chat import services
 from chat.models import Message
 from chat.runs import storage
-from chat.tool_servers import pool as tool_servers
 from tests.support.runs import answer_text, connect, events_until, send
 
 pytestmark = [

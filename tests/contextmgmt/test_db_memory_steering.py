@@ -15,8 +15,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chat import services
-from chat.models import Message
 from chat.compaction.summaries import summary_latest, summary_save
+from chat.models import Message
 from contextmgmt.core.compact import CompactUtils
 from contextmgmt.core.messages import SUMMARY_PREFIX
 from contextmgmt.db_memory import DbMemory

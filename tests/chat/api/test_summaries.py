@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from chat import services
-from chat.models import ContextSummary, Message
 from chat.compaction.summaries import summary_latest, summary_save
+from chat.models import ContextSummary, Message
 from tests.support.factories import add_message
 
 pytestmark = pytest.mark.django_db

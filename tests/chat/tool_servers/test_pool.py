@@ -6,8 +6,8 @@ import json
 import pytest
 from django.core.cache import cache
 
-from chat import tool_servers
-from chat.tool_server_models import ToolServer
+from chat.models.tool_servers import ToolServer
+from chat.tool_servers import pool as tool_servers
 
 
 @pytest.fixture
