@@ -24,15 +24,15 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from chat import selectors, services
-from chat.search import index as search_index
-from chat.tool_servers import pool as tool_servers
+from chat.compaction.summaries import summary_save
 from chat.documents.context import has_documents
 from chat.errors import ChatError
 from chat.history import load_history, query_message
 from chat.models import Conversation, Message
 from chat.runs import control
 from chat.runs.deps import RunDeps
-from chat.compaction.summaries import summary_save
+from chat.search import index as search_index
+from chat.tool_servers import pool as tool_servers
 from chat.tools.settings import switched_off
 from chat.versions import hidden_q, is_hidden, title_follows, version_add
 from contextmgmt.budget import Budget
