@@ -103,7 +103,7 @@ def test_the_model_list_speaks_the_language_and_fits_1280_px(chromium, live_daph
 
 MAKE_A_ROW_IN_EVERY_LIST = """
 from chat.models import ContextSummary, Conversation, Message
-from chat.tool_server_models import ToolServer
+from chat.models.tool_servers import ToolServer
 from django.contrib.auth import get_user_model
 owner = get_user_model().objects.get(username={username!r})
 conversation = Conversation.objects.create(owner=owner, title="Planning the Mont Blanc trip")
