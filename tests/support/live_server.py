@@ -370,6 +370,12 @@ def server_env(data_dir: Path, extra: dict[str, str] | None = None) -> dict[str,
         }
     )
     env.update(extra or {})
+    if "STATIC_ROOT" not in env:
+        # Pages name their scripts through collectstatic's manifest (DEBUG=False): a server
+        # started outside the test session (bin/screenshots, benches) needs one too.
+        from tests.support.static_files import collected_static_root
+
+        env["STATIC_ROOT"] = str(collected_static_root())
     return env
 
 
