@@ -333,29 +333,29 @@ _Subjects = tuple[tuple[str, tuple[Placed, ...], frozenset[str]], ...]
 
 
 def _subjects_of(source: str, facts: tuple[Placed, ...]) -> _Subjects:
-    """Each sentence of ``source`` holding a fact, with its facts and its subject
-    (:func:`_subject`)."""
+    """Each sentence of ``source`` with its facts and its subject (:func:`_subject`). All
+    of them, those without a fact too: they count among the latest sentences naming a
+    word (``LATEST_PER_WORD``), and leaving them out changes which earlier value a
+    correction replaces."""
     return _SUBJECTS.get(
         source,
         lambda: tuple(
             (sentence, mine, frozenset(_subject(sentence, mine)))
-            for sentence, mine in _fact_sentences(source, facts)
+            for sentence, mine in _split(without_repeated_lines(source), facts)
         ),
     )
 
 
-# How many of the latest sentences (holding a fact) naming a word a correction compares
-# itself with, per
+# How many of the latest sentences naming a word a correction compares itself with, per
 # word of its subject: what it replaces was said about the same thing, most often lately;
 # the bound keeps the search linear however often a word recurs.
 LATEST_PER_WORD = 16
 
 
 class _Earlier:
-    """Every sentence of the sources that holds a fact (what a correction can replace),
-    numbered in order, and by each word of its subject the numbers of the sentences that
-    name it (ascending): a correction that does not name its old value looks only at the
-    latest sentences sharing a word with it."""
+    """Every sentence of the sources, numbered in order, and by each word of its subject
+    the numbers of the sentences that name it (ascending): a correction that does not name
+    its old value looks only at the latest sentences sharing a word with it."""
 
     def __init__(self, sources: list[str], scans: list[Scanned]) -> None:
         self.sentences: list[tuple[str, tuple[Placed, ...], frozenset[str]]] = []
