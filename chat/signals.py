@@ -34,9 +34,9 @@ logger = logging.getLogger(__name__)
 
 @receiver(post_delete, sender=Attachment, dispatch_uid="chat.attachment_file_removal")
 def remove_attachment_file(sender, instance: Attachment, using: str, **kwargs) -> None:
-    if not instance.file:
-        return
     storage, name = instance.file.storage, instance.file.name
+    if not name:
+        return
     transaction.on_commit(lambda: delete_stored_file(storage, name), using=using)
 
 

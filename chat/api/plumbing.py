@@ -7,6 +7,7 @@ the websocket layer so that a message looks the same however it reaches the brow
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, overload
 
@@ -28,7 +29,7 @@ def error_response(code: str, message: str, status: int) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status)
 
 
-def _refusal(user: Any, method: str, allowed: set[str]) -> HttpResponse | None:
+def _refusal(user: Any, method: str | None, allowed: set[str]) -> HttpResponse | None:
     """What an API view answers before it runs: 401 to a stranger, 405 to a wrong method."""
     if not user.is_authenticated:
         # 401, not a redirect to the login page: API clients cannot follow that.
@@ -129,7 +130,7 @@ def conversation_json(conversation: Conversation) -> dict[str, Any]:
     }
 
 
-def attachment_url(file_id: str) -> str:
+def attachment_url(file_id: str | uuid.UUID) -> str:
     return reverse("chat:attachment", args=[str(file_id)])
 
 

@@ -9,11 +9,11 @@ import logging
 import uuid
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from chat import runs, versions
 from chat.api.plumbing import api_view
+from chat.runs.events import channel_layer
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,6 @@ def _announce(conversation_id: str, shown: versions.VersionShown) -> None:
     event = {"type": SHOWN_EVENT, "message_id": shown.message_id, "title": shown.title}
     try:
         group = runs.conversation_group(str(uuid.UUID(conversation_id)))
-        async_to_sync(get_channel_layer().group_send)(group, {"type": "chat.event", "event": event})
+        async_to_sync(channel_layer().group_send)(group, {"type": "chat.event", "event": event})
     except Exception:
         logger.exception("could not tell the sockets of %s about a version", conversation_id)

@@ -12,6 +12,9 @@ class Conversation(models.Model):
         REACT = "react", "ReAct"
         DAG = "dag", "DAG"
 
+    # Set by the pre-delete signal for its post-delete twin: the runs to stop (chat.signals).
+    _running_run_ids: list[str]
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -49,7 +49,7 @@ from chat import drain
 from chat.errors import ChatError
 from chat.runs import ahead, control, deps, lifecycle, storage
 from chat.runs.control import SnapshotGate
-from chat.runs.events import conversation_group
+from chat.runs.events import channel_layer, conversation_group
 from chat.runs.registry import registry
 from chat.runs.state import Run
 from chat.services import messages_mark_interrupted
@@ -279,7 +279,7 @@ async def interrupt_local_runs(*, wait_seconds: float = 10.0) -> int:
 
 async def announce_deletion(*, conversation_id: Any, running_run_ids: list[str]) -> None:
     """A deleted conversation: its run stops, wherever it runs, and its sockets close."""
-    layer = get_channel_layer()
+    layer = channel_layer()
     for run_id in running_run_ids:
         await control.send_cancel(layer, conversation_id=conversation_id, run_id=run_id)
     await layer.group_send(conversation_group(conversation_id), {"type": CONVERSATION_DELETED})

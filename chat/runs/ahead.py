@@ -34,12 +34,11 @@ import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
 from chat import drain, image_describer
 from chat.runs import storage
-from chat.runs.events import conversation_group
+from chat.runs.events import channel_layer, conversation_group
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
 from contextmgmt.core.messages import IMAGE_NOTES
@@ -56,7 +55,7 @@ def describe_after(run: Run) -> asyncio.Task | None:
     prepared = run.prepared
     if prepared is None or drain.is_draining():
         return None
-    if not image_describer.can_describe(prepared.fast) or not _may_show_images(run):
+    if not image_describer.can_describe(prepared.fast) or not _may_show_images(prepared, run):
         return None
     # Read now, not from the run's start: an endpoint that refused images during the run
     # has turned its client's ``supports_vision`` off, and the next run sends text only.
@@ -103,16 +102,15 @@ async def _announce(conversation_id: Any, answer_id: int, metadata: dict | None)
     event: dict[str, Any] = {"type": "images.described", "message_id": answer_id}
     if metadata is not None:
         event.update(usage=metadata.get("usage"), elapsed_ms=metadata.get("elapsed_ms"))
-    await get_channel_layer().group_send(
+    await channel_layer().group_send(
         conversation_group(conversation_id), {"type": "chat.event", "event": event}
     )
 
 
-def _may_show_images(run: Run) -> bool:
+def _may_show_images(prepared: storage.PreparedRun, run: Run) -> bool:
     """Whether the next run's history can hold an image at all, from what this run loaded
     (no database): its history, its question and follow-ups. A follow-up its engine took
     is not kept here, so then the history is looked at."""
-    prepared = run.prepared
     messages = [prepared.query, *prepared.follow_ups]
     if prepared.history is not None:
         messages += prepared.history.messages

@@ -15,6 +15,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils.translation import gettext, gettext_lazy
 
 from contextmgmt.core.llm import (
@@ -88,6 +89,14 @@ def _streams_lately() -> int:
     if time.monotonic() - _pruning.last_at >= _PRUNE_EVERY_SECONDS:
         _drop_idle_streams()
     return len(_streaming)
+
+
+def channel_layer() -> BaseChannelLayer:
+    """The configured channel layer (settings always configure one)."""
+    layer = get_channel_layer()
+    if layer is None:
+        raise RuntimeError("no channel layer configured")
+    return layer
 
 
 def conversation_group(conversation_id: Any) -> str:

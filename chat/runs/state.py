@@ -47,7 +47,8 @@ class TrackedInjections(InjectionQueue):
 
     def drain(self) -> list[ChatMessage]:
         drained = super().drain()
-        self.taken_ids.update(m.metadata.get("id") for m in drained)
+        # Only a stored message has an id; one without could never be told from another.
+        self.taken_ids.update(_stored_ids(drained))
         return drained
 
     async def drain_settled(self, wait: float) -> list[ChatMessage]:
@@ -57,6 +58,10 @@ class TrackedInjections(InjectionQueue):
         for message in await self.look_up(frozenset(self.taken_ids)):
             super().put_nowait(message)
         return self.drain()
+
+
+def _stored_ids(messages: list[ChatMessage]) -> list[int]:
+    return [i for m in messages if isinstance(i := m.metadata.get("id"), int)]
 
 
 # Follow-ups stored for a run other than those with the given ids, oldest first.

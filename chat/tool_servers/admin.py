@@ -146,7 +146,8 @@ class ToolServerForm(forms.ModelForm):
         return timeout
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         row = self.instance
         adding = row.pk is None
         if adding or row.source == ToolServer.Source.ADMIN:

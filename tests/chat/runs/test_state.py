@@ -53,6 +53,17 @@ async def test_a_follow_up_taken_from_the_database_is_not_taken_again_when_hande
     assert [m.content for m in injections.drain()] == ["later still"]
 
 
+def test_a_follow_up_without_an_id_does_not_hide_the_next_one_without_an_id():
+    """RP.1: only stored ids count as taken; a message that has none is never dropped."""
+    injections = TrackedInjections()
+    injections.put_nowait(ChatMessage(role="user", content="first"))
+    assert [m.content for m in injections.drain()] == ["first"]
+
+    injections.put_nowait(ChatMessage(role="user", content="second"))
+    assert [m.content for m in injections.drain()] == ["second"]
+    assert injections.taken_ids == set()
+
+
 async def test_the_database_is_read_only_when_no_follow_up_was_handed_over():
     stored = StoredFollowUps(follow_up(9, "stored"))
     injections = TrackedInjections(look_up=stored)
