@@ -18,11 +18,14 @@ from django.db.backends import utils as db_utils
 from chat import services
 from chat.models import Message
 from chat.runs import storage
+from chat.tool_servers import pool as tool_servers
 from tests.support.runs import answer_text, connect, events_until, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("clean_runs", "lookups_kept_through_the_test"),
+    pytest.mark.usefixtures(
+        "clean_runs", "lookups_kept_through_the_test", "no_tool_servers_cached_before"
+    ),
 ]
 
 # message -> done of a plain ReAct turn with history, models and budgets already resolved
@@ -42,6 +45,24 @@ def lookups_kept_through_the_test(monkeypatch):
     the product keeps the model lookups for two seconds, which a busy machine can outlast
     between the two turns."""
     monkeypatch.setattr(storage, "CONFIG_TTL_SECONDS", 3600.0)
+
+
+@pytest.fixture
+def no_tool_servers_cached_before():
+    """The tool servers as this test's database has them (none): no generation, servers or
+    health left in this process by an earlier test of the same worker (its rows are gone
+    with its database, not from the caches), so the first turn reads the rows once and the
+    counted turn reads nothing of them."""
+    tool_servers.forget_cached_servers()
+    yield
+    tool_servers.forget_cached_servers()
+
+
+def counted(kind: str, statements: list[str], bound: int) -> str:
+    """A failure's message: each counted statement, numbered, so a CI log says which."""
+    lines = [f"{len(statements)} {kind} (at most {bound}):"]
+    lines += [f"{n:3}. {sql}" for n, sql in enumerate(statements, 1)]
+    return "\n".join(lines)
 
 
 @pytest.fixture
@@ -104,8 +125,11 @@ async def test_a_turn_with_history(conversation_with_history, user, ws_fake_llm,
     reply = await Message.objects.filter(conversation=conversation).order_by("-id").afirst()
     assert reply.status == "done" and reply.content == "Fine, **thanks**."
 
-    listing = "\n".join(queries)
     statements = [q for q in queries if q.split()[0] not in ("BEGIN", "SAVEPOINT", "RELEASE")]
-    assert len(statements) <= MAX_QUERIES_PER_RUN, listing
+    assert len(statements) <= MAX_QUERIES_PER_RUN, counted(
+        "statements", statements, MAX_QUERIES_PER_RUN
+    )
     begins = [q for q in queries if q.startswith("BEGIN")]
-    assert len(begins) <= MAX_TRANSACTIONS_PER_RUN, listing
+    assert len(begins) <= MAX_TRANSACTIONS_PER_RUN, counted(
+        "statements and transactions", queries, MAX_TRANSACTIONS_PER_RUN
+    )
