@@ -109,7 +109,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     # --- client -> server ----------------------------------------------------------------
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
-        if not self.joined:
+        if not self.joined or self.user is None:  # a socket joins with its user only
             return
         if not await rate_limit.frame_allowed(self.user.pk):
             await self.send_error(

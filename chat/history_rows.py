@@ -11,6 +11,7 @@ tests/chat/test_query_plans.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -19,6 +20,7 @@ from django.db.models.fields.json import KT
 
 from chat.compiled_reads import PROBE_ID, PROBE_TIME, PROBE_UUID, CompiledRead, Probe
 from chat.models import ContextSummary, Message, ToolResult
+from contextmgmt.core.messages import Role
 from contextmgmt.db_memory import StoredSummary
 
 
@@ -83,7 +85,7 @@ class HistoryRow(NamedTuple):
     in that order, so a database row becomes one without renaming)."""
 
     id: int
-    role: str
+    role: Role  # the load reads only user and assistant messages
     content: str
     kind: str
     status: str
@@ -97,6 +99,7 @@ class HistoryRow(NamedTuple):
 
 def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[HistoryRow]:
     """The history's messages, in (created_at, id) order."""
+    rows: Iterable[tuple[Any, ...]]
     if summary is None:
         rows = HISTORY.rows(conversation=conversation_id)
     elif summary.covers_through_at is not None and not summary.uncovered_ids:

@@ -8,13 +8,14 @@ cookies into the scope already.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpRequest
 from django.utils import translation
 
 
-def language_from_scope(scope: dict[str, Any]) -> str:
+def language_from_scope(scope: Mapping[str, Any]) -> str:
     """The language code (one of ``settings.LANGUAGES``) for a websocket's scope."""
     request = HttpRequest()
     request.COOKIES = dict(scope.get("cookies") or {})

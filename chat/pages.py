@@ -8,7 +8,7 @@ is a 404.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -23,12 +23,15 @@ from chat.api.plumbing import api_view
 from chat.compaction.ledger import compaction_ledger
 from chat.models import Conversation
 
+if TYPE_CHECKING:
+    from contextmgmt.budget import BudgetRole
+
 log = logging.getLogger(__name__)
 
 _UNKNOWN_LLM = {"model": "unknown", "source": "unknown", "offline": False}
 
 
-def _llm_info(role: str) -> dict[str, Any]:
+def _llm_info(role: BudgetRole) -> dict[str, Any]:
     """What ``fimone.llm.registry.describe_llm(role)`` says, as plain JSON-able data.
 
     The page must render even if the model configuration is broken: the failure is logged
@@ -60,7 +63,7 @@ def _picked_llm_info(model_config_id: int | None) -> dict[str, Any]:
     return {"model": row["model"], "source": "db", "offline": False}
 
 
-def _budget(role: str, model_config_id: int | None = None):
+def _budget(role: BudgetRole, model_config_id: int | None = None):
     """The budget of ``role``, or of the main model a conversation picked."""
     from contextmgmt.budget import budget_for_config, resolve_budget
 
@@ -137,7 +140,7 @@ def _sees_images(conversation: Conversation) -> bool:
 
 
 @require_GET
-def favicon(request: HttpRequest) -> HttpResponse:
+def favicon(request: HttpRequest) -> FileResponse:
     """``/favicon.ico``, where browsers and feed readers look for the icon by themselves
     (the pages link it too); public, as the login page's icon."""
     path = finders.find("chat/favicon.ico")
@@ -193,14 +196,14 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     # Counted as the run will count it: in the main model's calibrated weights.
     with use_weights(getattr(main, "token_weights", None)):
         loaded = _next_history(conversation, vision=_sees_images(conversation))
-        request = _ordinary_request(
+        ordinary = _ordinary_request(
             conversation, budget["effective_input_tokens"], tools_called(loaded.messages)
         )
-        history, count, summarised = _history_tokens(loaded, request.room)
+        history, count, summarised = _history_tokens(loaded, ordinary.room)
     limit = max(1, budget["effective_input_tokens"])
     # What the request sends (see docs/architecture.md, "Context gauge"): a stored history
     # larger than its room is fitted to it first, so the figure never passes the budget.
-    used = request.sends(history)
+    used = ordinary.sends(history)
     return JsonResponse(
         {
             "mode": conversation.mode,
@@ -211,26 +214,26 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
             # The history as stored (the newest summary and the messages after it) and
             # the room the request leaves it.
             "history_tokens": history,
-            "history_room_tokens": request.room,
+            "history_room_tokens": ordinary.room,
             # The request tier by tier (docs/architecture.md, "Context gauge"): the system
             # prompt, the tool definitions it sends, the history as fitted to its room.
             "tiers": {
-                "instructions": request.instructions,
-                "tools": request.tools,
-                "history": min(history, request.room),
+                "instructions": ordinary.instructions,
+                "tools": ordinary.tools,
+                "history": min(history, ordinary.room),
             },
             # Whether the definitions were cut to a finder and the tools in use, how many
             # are sent of how many the model can call, and the share they may take.
             "tools": {
-                "offered": request.tools_offered,
-                "enabled": request.tools_enabled,
-                "deferred": request.tools_deferred,
-                "share_tokens": request.tools_share,
+                "offered": ordinary.tools_offered,
+                "enabled": ordinary.tools_enabled,
+                "deferred": ordinary.tools_deferred,
+                "share_tokens": ordinary.tools_share,
             },
             "message_count": count,
             "percent": round(min(100.0, 100.0 * used / limit), 1),
             # Over its room: the next run compacts history before the model sees it.
-            "will_compact": history > request.room,
+            "will_compact": history > ordinary.room,
             # Older history is already a summary: near-full is the normal state then.
             "summarised": summarised,
             # What compaction cost and saved in this conversation so far.

@@ -37,7 +37,8 @@ from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)
 
-TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length
+# A CharField's declared length (Django's field type leaves it optional for other fields).
+TITLE_MAX_CHARS = Conversation._meta.get_field("title").max_length or 0
 AUTO_TITLE_CHARS = 60
 FINISH_STATUSES = {
     Message.Status.DONE,
@@ -296,7 +297,9 @@ def assistant_usage_add_descriptions(
     it was. The row is locked, so two writers add up. Returns the answer's new metadata,
     or None when the answer is gone or has no usage."""
     message = Message.objects.select_for_update().filter(pk=message_id).first()
-    metadata = dict(message.metadata or {}) if message is not None else {}
+    if message is None:
+        return None
+    metadata = dict(message.metadata or {})
     usage = dict(metadata.get("usage") or {})
     if not usage:
         return None

@@ -110,6 +110,8 @@ def dominant_colours(image: Image.Image, count: int = _COLOURS) -> list[str]:
     pixels = sum(n for n, _ in found) or 1
     shares: dict[str, tuple[int, tuple[int, ...]]] = {}
     for n, index in found:
+        if not isinstance(index, int):
+            continue  # a palette image counts palette indexes; never anything else
         rgb = tuple(palette[index * 3 : index * 3 + 3])
         name = _nearest_name(rgb)
         seen = shares.get(name)
@@ -141,10 +143,11 @@ def text_layer(image: Image.Image) -> list[str]:
     comment = image.info.get("comment")  # JPEG COM, GIF comment extension
     if comment:
         found.append(_as_text(comment))
+    exif: Image.Exif | None
     try:
         exif = image.getexif()
     except Exception:  # a broken EXIF block is no reason to lose the rest
-        exif = {}
+        exif = None
     if exif:
         if exif.get(_EXIF_DESCRIPTION):
             found.append(_as_text(exif[_EXIF_DESCRIPTION]))

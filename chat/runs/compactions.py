@@ -178,8 +178,8 @@ class RunCompactions:
         if len(self.entries) < MAX_LEDGER_ENTRIES:
             self.entries.append(ledger_entry(payload))
             scope = payload.get("scope")
-            known = self.main_calls is not None and scope != _STEP_SCOPE
-            self._calls_before.append(self.main_calls() if known else None)
+            main_calls = self.main_calls if scope != _STEP_SCOPE else None
+            self._calls_before.append(main_calls() if main_calls is not None else None)
 
     def totals(self) -> dict[str, Any]:
         """``ledger_totals`` of the entries, each with the later main-model calls that

@@ -20,7 +20,7 @@ from chat.documents.context import document_reader_for
 from chat.recall.lookup import recall_search_for, tool_result_for
 from chat.tool_servers import pool as tool_servers
 from chat.tools.fetch import fetch_config
-from contextmgmt.budget import Budget, budget_for_config
+from contextmgmt.budget import Budget, BudgetRole, budget_for_config
 from contextmgmt.budget import resolve_budget as resolve_configured_budget
 from contextmgmt.core.llm import LLM
 from contextmgmt.db_memory import DbMemory
@@ -36,7 +36,7 @@ from fimone.agent import (
 from fimone.agent.tools import read_document_tool
 from fimone.agent.tools.web import fetch_url_tool
 from fimone.llm import get_llm as registry_llm
-from fimone.llm.registry import get_llm_for_config
+from fimone.llm.registry import Role, get_llm_for_config
 
 Engine = Callable[[AgentContext], Awaitable[AgentOutcome]]
 
@@ -93,8 +93,8 @@ class RunDeps:
     conversation picked as its main model; ``make_memory`` takes DbMemory's keyword
     arguments."""
 
-    get_llm: Callable[[str], LLM] = registry_llm
-    resolve_budget: Callable[[str], Budget] = resolve_configured_budget
+    get_llm: Callable[[Role], LLM] = registry_llm
+    resolve_budget: Callable[[BudgetRole], Budget] = resolve_configured_budget
     get_model_llm: Callable[[int], LLM] = get_llm_for_config
     resolve_model_budget: Callable[[int], Budget] = budget_for_config
     make_memory: Callable[..., DbMemory] = DbMemory

@@ -49,7 +49,8 @@ UNINDEXED_TOOLS = frozenset({"recall"})
 # An answer is indexed when its run finishes; one whose run never did (still running, or
 # the server died) is not — as the services keep it, so the rebuild does.
 UNFINISHED_ANSWER = (Message.Status.RUNNING, Message.Status.INTERRUPTED)
-LABEL_CHARS = SearchDocument._meta.get_field("label").max_length
+# A CharField's declared length (Django's field type leaves it optional for other fields).
+LABEL_CHARS = SearchDocument._meta.get_field("label").max_length or 0
 # The question a tool result is indexed with: its start.
 QUESTION_CHARS = 300
 # A stored tool result's arguments, as its passages' context, up to this many characters
@@ -387,8 +388,10 @@ def _rebuild_one(conversation: Conversation, batch: int) -> int:
         conversation_id=conversation.pk, kind=Attachment.Kind.DOCUMENT, message__isnull=False
     ).select_related("message")
     for attachment in sent.iterator(chunk_size=50):
-        message = attachment.message
-        documents.extend(_page_documents(attachment, message.pk, message.created_at))
+        sent_with = attachment.message
+        if sent_with is None:  # not when the query asks for a message; the field allows it
+            continue
+        documents.extend(_page_documents(attachment, sent_with.pk, sent_with.created_at))
         flush()
     # The whole tool results of finished answers, each with its run's question.
     answers = messages.filter(role=Message.Role.ASSISTANT, tool_results__isnull=False).distinct()

@@ -64,7 +64,17 @@ GENERATION_KEY = "fimone:tool-servers:generation"
 
 # The servers the last ``warm`` found current: what a run's engine then uses.
 _validated: dict[str, list[McpServerSpec]] = {}
-_pool: dict[str, McpPool | asyncio.AbstractEventLoop | None] = {"pool": None, "loop": None}
+
+
+@dataclass
+class _ProcessPool:
+    """This process's connections, and the event loop they belong to."""
+
+    pool: McpPool | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+
+_pool = _ProcessPool()
 # The health each server's row was last given by this process (``record_changes``): a row
 # is written when it changes, not on every run.
 _recorded: dict[str, tuple] = {}
@@ -262,8 +272,8 @@ def pool() -> McpPool:
     from fimone.agent.tools.mcp_client import McpPool
 
     loop = asyncio.get_running_loop()
-    current = _pool["pool"]
-    if current is None or _pool["loop"] is not loop:
+    current = _pool.pool
+    if current is None or _pool.loop is not loop:
         current = McpPool(
             secret_lookup,
             list_ttl=settings.FIMONE_MCP_TOOLS_TTL_SECONDS,
@@ -271,7 +281,7 @@ def pool() -> McpPool:
             max_tools=max_tools(),
             policy=address_policy,
         )
-        _pool.update(pool=current, loop=loop)
+        _pool.pool, _pool.loop = current, loop
     return current
 
 
@@ -371,9 +381,9 @@ def spec_for_row(row: ToolServer) -> McpServerSpec | None:
 async def server_tools(*, vision: bool) -> McpToolset:
     """The tools of the enabled servers for one run, and the servers left out."""
     specs = await current_servers()
-    if not specs and _pool["pool"] is None:
+    if not specs and _pool.pool is None:
         return McpToolset([], [])  # nothing configured, nothing started
-    if _pool["pool"] is None:
+    if _pool.pool is None:
         # The MCP SDK's first import takes a second or more (pydantic models): in a
         # thread, so that the first run with a server configured does not pause the loop.
         await asyncio.to_thread(importlib.import_module, "fimone.agent.tools.mcp_client")
@@ -392,7 +402,7 @@ async def server_tools(*, vision: bool) -> McpToolset:
 def cached_server_tools() -> list:
     """The servers' tools as the next run will likely offer them, from what this process
     listed last (no server is asked, nothing is started): the context gauge counts them."""
-    current = _pool["pool"]
+    current = _pool.pool
     if current is None:
         return []
     specs = _validated.get("specs")
@@ -401,8 +411,8 @@ def cached_server_tools() -> list:
 
 async def close() -> None:
     """Close every connection of this process (stdio servers exit)."""
-    current = _pool["pool"]
-    _pool.update(pool=None, loop=None)
+    current = _pool.pool
+    _pool.pool, _pool.loop = None, None
     _recorded.clear()
     if current is not None:
         await current.aclose()
