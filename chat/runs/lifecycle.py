@@ -184,17 +184,21 @@ def _vision(run: Run) -> bool:
 
 
 async def _supervise(run: Run, layer) -> None:
+    # Started together with this task (``start``), before it.
+    work, listener, checkpoints = run.work, run.listener, run.checkpoints
+    if work is None or listener is None or checkpoints is None:
+        raise RuntimeError(f"run {run.run_id}: supervised before its tasks started")
     try:
-        await asyncio.wait({run.work})
+        await asyncio.wait({work})
     except asyncio.CancelledError:
         # The server is going down: stop the engine; recover_runs marks the messages
         # interrupted at the next start.
-        run.work.cancel()
-        run.listener.cancel()
-        run.checkpoints.cancel()
+        work.cancel()
+        listener.cancel()
+        checkpoints.cancel()
         registry.remove(run)
         raise
-    run.end(run.work)
+    run.end(work)
     try:
         await finish_run(run)
     finally:
@@ -209,9 +213,10 @@ async def _close(run: Run, layer) -> None:
     await layer.group_discard(control_group(run.conversation_id), run.control_channel)
     # Not listener.cancel(): cancelling a channels-redis receive can lose a message meant
     # for another socket of this process (this very run's ``done``).
-    await control.stop_listener(
-        layer, channel=run.control_channel, task=run.listener, run_id=run.run_id
-    )
+    if run.listener is not None:  # started with the run, never let go
+        await control.stop_listener(
+            layer, channel=run.control_channel, task=run.listener, run_id=run.run_id
+        )
     async with registry.lock(run.conversation_id):
         registry.remove(run)
         if run.state is RunState.DELETED:
@@ -275,13 +280,16 @@ async def finish_run(run: Run) -> None:
     """Persist the outcome, then tell every socket (``done`` / ``error`` / ``run.cancelled``)."""
     # The final write comes after any checkpoint in flight (one database thread, in order);
     # the checkpoint loop ends as soon as the work is done.
-    await run.checkpoints
+    if run.checkpoints is not None:  # started with the run
+        await run.checkpoints
     await run.publisher.flush()
     # The run lets go of its finished work: a task that failed or was cancelled keeps its
     # exception, whose traceback holds the work's frames and so the run. Held by the run,
     # that cycle would keep the run's whole graph (history, models, answer) alive until a
     # full garbage collection, a pause on the loop (docs/architecture.md).
     work, run.work = run.work, None
+    if work is None:
+        raise RuntimeError(f"run {run.run_id}: finished twice, or before its work started")
     ending = _ending(run, work)
     usage = _usage(run)
     try:
@@ -454,7 +462,7 @@ def _release_frames(exc: BaseException) -> None:
     through that frame, and the frames hold the run. Python 3.11's TaskGroup leaves a
     cancelled DAG run exactly so (its exit keeps the cancellation and the run's task)."""
     seen: set[int] = set()
-    pending = [exc]
+    pending: list[BaseException | None] = [exc]
     while pending:
         current = pending.pop()
         if current is None or id(current) in seen:

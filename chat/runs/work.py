@@ -205,7 +205,9 @@ def _engine_context(
     async def on_compaction(scope: str, result) -> int | None:
         # The engine summarised loaded history: stored like a load-time summary, so the
         # next request starts from it instead of summarising the same messages again.
-        summary = run.compactions.to_store(scope, result)
+        # Set while the history was fitted, before the engine could compact anything.
+        compactions = run.compactions
+        summary = compactions.to_store(scope, result) if compactions is not None else None
         if summary is None:
             return None
         return await database_sync_to_async(storage.save_summary)(run.conversation_id, summary)
@@ -326,13 +328,17 @@ def _history_facts(fitted: HistoryLoad, strategy: str | None = None) -> dict:
 async def checkpoints(run: Run) -> None:
     """Save the partial answer every CHECKPOINT_SECONDS while the engine works."""
     saved, recorded = 0, 0
-    while not run.work.done():
+    # The run's work task is started before this one and kept until this one has ended.
+    work = run.work
+    if work is None:
+        raise RuntimeError(f"run {run.run_id}: checkpoints before its work started")
+    while not work.done():
         # Wakes when the work ends, so the loop ends by itself and is never cancelled: a
         # cancelled task keeps its exception, whose traceback holds this frame and so the
         # run, which holds the task; that cycle would keep every finished run (history,
         # models, answer) alive until a full garbage collection, a pause on the loop.
-        await asyncio.wait({run.work}, timeout=CHECKPOINT_SECONDS)
-        if run.work.done():
+        await asyncio.wait({work}, timeout=CHECKPOINT_SECONDS)
+        if work.done():
             return  # the final write saves everything: no checkpoint of a finished run
         if run.finishing or (run.answer_version, run.record.version) == (saved, recorded):
             continue
