@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections, router
-from django.db.models import Field, QuerySet
+from django.db.models import Field, Model, QuerySet
 
 # Probe values no real row has: a conversation id, a row id, a time.
 PROBE_UUID = uuid.UUID("f1e0f1e0-0000-4000-8000-00000000c0de")
@@ -68,16 +68,18 @@ class CompiledRead:
     def __init__(self, build: Callable[..., QuerySet], **probes: Probe) -> None:
         self._build = build
         self._probes = probes
-        self._model = None  # the model build() reads, learnt from the first probe query
+        # The model build() reads, learnt from the first probe query.
+        self._model: type[Model] | None = None
         # Per connection object (each thread has its own); gone with the connection.
         self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def rows(self, **values: Any) -> list[tuple]:
         if values.keys() != self._probes.keys():
             raise TypeError(f"values for {sorted(self._probes)} expected, got {sorted(values)}")
-        if self._model is None:
-            self._model = self._probe_query().model
-        connection = connections[router.db_for_read(self._model)]
+        model = self._model
+        if model is None:
+            model = self._model = self._probe_query().model
+        connection = connections[router.db_for_read(model)]
         compiled = self._compiled.get(connection)
         if compiled is None:
             compiled = self._compiled[connection] = self._compile(self._probe_query(), connection)
@@ -110,7 +112,9 @@ class CompiledRead:
         compiler = queryset.query.get_compiler(connection=connection)
         sql, params = compiler.as_sql()
         # The rows come back in the select's order: it must be the values_list's.
-        if [alias for _expression, _sql, alias in compiler.select] != list(queryset._fields):
+        # values_list() keeps its names in ``_fields``, which django-stubs does not declare.
+        names = list(queryset._fields)  # type: ignore[attr-defined]
+        if [alias for _expression, _sql, alias in compiler.select] != names:
             return _Compiled(sql=None)
         slots: list[tuple[int, str]] = []
         for name, probe in self._probes.items():
@@ -148,7 +152,7 @@ class CompiledGet:
     key (its conversation, its answer): the ORM spends ~0.3 ms of CPU building and
     compiling such a query, the database a few microseconds answering it."""
 
-    def __init__(self, model: type, build: Callable[..., QuerySet], **probes: Probe) -> None:
+    def __init__(self, model: type[Model], build: Callable[..., QuerySet], **probes: Probe) -> None:
         self.model = model
         self._names = tuple(f.attname for f in model._meta.concrete_fields)
         self._read = CompiledRead(
@@ -158,10 +162,16 @@ class CompiledGet:
     def get(self, **values: Any):
         rows = self._read.rows(**values)
         name = self.model._meta.object_name
+        # Every concrete model has both exception classes; django-stubs declares them only
+        # on each model class, not on ``Model`` itself.
         if not rows:
-            raise self.model.DoesNotExist(f"{name} matching query does not exist.")
+            raise self.model.DoesNotExist(  # type: ignore[attr-defined]
+                f"{name} matching query does not exist."
+            )
         if len(rows) > 1:
-            raise self.model.MultipleObjectsReturned(f"get() returned more than one {name}.")
+            raise self.model.MultipleObjectsReturned(  # type: ignore[attr-defined]
+                f"get() returned more than one {name}."
+            )
         return self.model.from_db(router.db_for_read(self.model), self._names, rows[0])
 
     def compiled_for(self, using: str = DEFAULT_DB_ALIAS) -> bool:

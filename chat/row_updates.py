@@ -21,9 +21,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db import DatabaseError, connections, router, transaction
-from django.db.models import Model, Q
+from django.db.models import Field, Model, Q
 
 from chat.models import Conversation, Message
+
+
+def _column(model: type[Model], name: str) -> tuple[Field, str]:
+    """The model's field ``name`` and its column; a relation seen from the other side (or a
+    field with no column) cannot be set or matched here."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, Field) or not field.column:
+        raise TypeError(f"{model._meta.label}.{name} is not a column")
+    return field, field.column
 
 
 def _quoted(name: str) -> str:
@@ -57,21 +66,21 @@ class RowUpdate:
         meta = self.model._meta
         sets, params = [], []
         for name, value in values.items():
-            field = meta.get_field(name)
-            sets.append(f"{_quoted(field.column)} = %s")
+            field, column = _column(self.model, name)
+            sets.append(f"{_quoted(column)} = %s")
             params.append(field.get_db_prep_save(value, connection=connection))
         conditions = []
         matches = [(self.where[argument], value) for argument, value in where.items()]
         for name, value in [*matches, *self.fixed.items()]:
-            field = meta.get_field(name)
+            field, column = _column(self.model, name)
             if isinstance(value, list | tuple):
                 if not value:
                     return 0
                 marks = ", ".join(["%s"] * len(value))
-                conditions.append(f"{_quoted(field.column)} IN ({marks})")
+                conditions.append(f"{_quoted(column)} IN ({marks})")
                 params.extend(field.get_db_prep_value(v, connection) for v in value)
             else:
-                conditions.append(f"{_quoted(field.column)} = %s")
+                conditions.append(f"{_quoted(column)} = %s")
                 params.append(field.get_db_prep_value(value, connection))
         # Names from the model's own _meta; every value is a parameter.
         table = _quoted(meta.db_table)
