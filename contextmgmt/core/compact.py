@@ -314,6 +314,11 @@ def _plan(messages: list[ChatMessage], max_tokens: int, keep_recent: int) -> _Pl
         fixed,
         room - MIN_SUMMARY_TOKENS - tokens.MESSAGE_OVERHEAD,
     )
+    if len(kept) == len(pool) and len(old_summaries) == 1:
+        # Nothing new to summarise, so the earlier summary would stay as it is: the window
+        # must fit beside it at its real size. What does not is folded into it, never cut
+        # off afterwards unseen.
+        kept = _window_that_fits(kept, fixed, room - old_summaries[0].tokens())
     kept_ids = {id(u) for u in kept}
     return _Plan(
         fixed=fixed,

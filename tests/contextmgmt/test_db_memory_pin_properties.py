@@ -13,7 +13,7 @@ import copy
 import itertools
 
 from asgiref.sync import async_to_sync
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from contextmgmt.core.compact import tool_units
@@ -139,8 +139,42 @@ def test_rv2_pins_under_the_cap_tool_pairs_budget_and_no_mutation(loaded, budget
             assert any(o is m for o in out), m.metadata
 
 
+def _words(n: int) -> str:
+    return " ".join(["budget"] * n)
+
+
+# Pins at exactly half the budget, one token over in all, and nothing older than the
+# verbatim window but the stored summary: the window once stayed whole beside a summary
+# assumed small, so no summariser call was made and the oldest turn was cut off unseen.
+PINS_AT_THE_CAP_BESIDE_A_STORED_SUMMARY = LoadedHistory(
+    messages=[
+        ChatMessage(role="user", content="budget", metadata={"id": 1}),
+        ChatMessage(role="assistant", content="budget", metadata={"id": 2}),
+        ChatMessage(role="user", content="budget", metadata={"id": 3}),
+        ChatMessage(
+            role="assistant",
+            content=None,
+            tool_calls=[ToolCall("c4", "search", '{"q": "x"}')],
+            pinned=True,
+            metadata={"id": 5},
+        ),
+        ChatMessage(role="tool", content=_words(8), tool_call_id="c4", metadata={"id": 6}),
+        ChatMessage(role="assistant", content=_words(38), pinned=True, metadata={"id": 7}),
+        ChatMessage(role="user", content=_words(45), pinned=True, metadata={"id": 8}),
+        ChatMessage(role="assistant", content=_words(58), metadata={"id": 9}),
+    ],
+    summary=StoredSummary(
+        content=f"[Conversation summary]\n{_words(27)}",
+        covers_through_id=0,
+        covered_count=1,
+        id=1,
+    ),
+)
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories(), st.integers(min_value=300, max_value=3_000), texts(40))
+@example(PINS_AT_THE_CAP_BESIDE_A_STORED_SUMMARY, 342, "budget")
 def test_rf1_every_message_leaving_the_window_reaches_the_summary_the_model_gets(
     loaded, budget, reply
 ):
