@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/ws_load_scale.py [--processes 2] [--clients 50] [--turns 5]
 
-The deployment of README "Running at scale", on one machine: a private PostgreSQL and
+The deployment of docs/operations.md "Running at scale", on one machine: a private PostgreSQL and
 Redis (tests/support/services.py), ``--processes`` daphne processes sharing them, and a
 zero-latency scripted OpenAI-compatible server. Clients are spread round-robin over the
 processes, each on its own conversation, each sending ``--turns`` messages one after

@@ -3,7 +3,7 @@
 Starts its own daphne with the offline model on a fresh data folder, drives Debian's
 Chromium (/usr/bin/chromium) with Playwright and writes
 ``docs/screenshots/<state>-<desktop|phone>-<light|dark>.png``. Run it after a visible
-change and commit the PNGs (the README links them): ``bin/screenshots [--out DIR]``.
+change and commit the PNGs (docs/ui.md links them): ``bin/screenshots [--out DIR]``.
 """
 
 from __future__ import annotations

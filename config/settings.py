@@ -1,7 +1,7 @@
 """fimone settings: everything configurable comes from the environment (django-environ).
 
 Defaults give a working single-process app: SQLite (WAL) in ``data/``, the in-memory
-channel layer, the built-in offline model. See the README's configuration table.
+channel layer, the built-in offline model. See docs/configuration.md.
 """
 
 import secrets
@@ -307,7 +307,7 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="fimone@localhost")
 # Django's own default has no timeout: one slow mail server would hold a worker forever.
 EMAIL_TIMEOUT = _typed(env.float, "EMAIL_TIMEOUT", default=10.0)
 
-# LLM endpoints and budgets (README "Configuration"). Parsed here so that a bad value is a
+# LLM endpoints and budgets (docs/configuration.md). Parsed here so that a bad value is a
 # configuration error at start-up, not a silent default later.
 # Environment variables a model configuration (or an MCP server) may name as its key:
 # shell-style patterns (contextmgmt.secrets; docs/operations.md "Secrets and the key allow-list").

@@ -1,7 +1,7 @@
 """Reading a model's context window (and output limit) from the endpoint that serves it.
 
 Nothing in the chat-completions API says how long a model's context is; several servers say
-it elsewhere. What is read from where (README "Connecting a model" has the same table):
+it elsewhere. What is read from where (docs/models.md has the same table):
 
 - ``GET /v1/models``: vLLM ``max_model_len``; OpenRouter, Together and others
   ``context_length`` (OpenRouter's ``top_provider.max_completion_tokens`` for the output);

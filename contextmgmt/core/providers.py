@@ -23,7 +23,7 @@ Plain Python: the LLM client adapts its requests with it, the admin shows and ed
 A profile starts from the base URL and model name (``detect``), is refined by what the
 endpoint answers (``unsupported_parameter`` reads a 400 that names a refused parameter,
 ``without`` leaves it out; ``sending`` puts it back when an operator resets the refusal), and
-is stored per model configuration so the admin sees and can correct it. README "Connecting
+is stored per model configuration so the admin sees and can correct it. docs/models.md, "Connecting
 a model" lists the profiles that are tested.
 """
 
@@ -180,7 +180,7 @@ _UNNAMED_REFUSAL = re.compile(
     re.IGNORECASE,
 )
 # What is left out, in this order, when a refusal names no parameter: the parameters
-# endpoints refuse most (README "Connecting a model").
+# endpoints refuse most (docs/models.md).
 SUSPECTS = ("stream_options", "temperature", "max_tokens")
 MAX_GUESSES = len(SUSPECTS)
 

@@ -1,4 +1,4 @@
-// Compaction the user can see and steer (README, "HTTP API"): the "Earlier context was
+// Compaction the user can see and steer (docs/protocol.md, "HTTP API"): the "Earlier context was
 // summarized" divider opens onto the summary exactly as the model got it, the facts the
 // fact check put back or found missing, and the messages it covers (greyed: still stored);
 // the summary in force can be edited or discarded; any question or answer can be pinned
