@@ -129,14 +129,17 @@ def recall_images(
         note = image_note(attachment)  # describes it first if it never was
         indexed = index_text(f"{attachment.original_name} {note}")
         score = sum(1 for t in terms if t.found_in(indexed))
+        sent_with = attachment.message
+        if sent_with is None:  # not when the query asks for a message; the field allows it
+            continue
         if score or general:
-            scored.append((score, attachment.message.created_at, attachment, note))
+            scored.append((score, sent_with.created_at, sent_with.pk, attachment, note))
     scored.sort(key=lambda s: (s[0], s[1]), reverse=True)
     best = scored[:IMAGE_LIMIT]
-    place = places(conversation_id, ((a.message_id, created) for _, created, a, _ in best))
+    place = places(conversation_id, ((sent, created) for _, created, sent, _, _ in best))
     found = []
-    for _score, created, attachment, note in best:
-        where = where_text(created, place.get(attachment.message_id))
+    for _score, created, sent, attachment, note in best:
+        where = where_text(created, place.get(sent))
         label = f"image sent by the user ({where}): {note}"
         url = data_url(attachment) if vision else None
         part = {"type": "image_url", "image_url": {"url": url}} if url else None
@@ -211,7 +214,7 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
     weighted = []
     for key, copies in said.items():
         document = copies[0].document
-        weight = variants[template[key]] * len(copies)
+        weight: float = variants[template[key]] * len(copies)
         if _is_machine_output(document.body):
             weight /= MACHINE_OUTPUT_SHARE
         from_message[document.message_id] += 1
@@ -223,8 +226,8 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
     room = limit * PASSAGE_CHARS
     passages: list[str] = []
     for candidate in best:
-        copies = len(said[candidate.hit.document.terms])
-        passage = quotes.passage(candidate, terms, copies=copies)
+        copy_count = len(said[candidate.hit.document.terms])
+        passage = quotes.passage(candidate, terms, copies=copy_count)
         if passage is None:
             continue  # quoted whole already, as another passage's question or reply
         cost = min(len(passage), PASSAGE_CHARS)  # a full passage costs one slot
@@ -256,8 +259,8 @@ def _valued_first(
             if at not in focuses:
                 # The texts the loop reads whatever they state (each adds at most one
                 # stating text) have their values scanned together.
-                ahead = range(at, at + max(1, most - len(chosen) - stating))
-                ahead = [i for i in ahead if i < len(weighted) and weighted[i][0] == matched]
+                reach = range(at, at + max(1, most - len(chosen) - stating))
+                ahead = [i for i in reach if i < len(weighted) and weighted[i][0] == matched]
                 bodies = [weighted[i][2][0].document.body for i in ahead]
                 focuses.update(zip(ahead, focuses_of(bodies, terms), strict=True))
             candidate = _candidate(weighted[at][2], focuses[at], replies)
@@ -299,9 +302,10 @@ class _Replies:
     @classmethod
     def among(cls, hits: list[Hit], before_id: int | None) -> _Replies:
         questions = {
-            hit.document.message_id
+            message_id
             for hit in hits
-            if hit.document.kind == SearchDocument.Kind.MESSAGE
+            if (message_id := hit.document.message_id) is not None
+            and hit.document.kind == SearchDocument.Kind.MESSAGE
             and _ends_its_message(hit)
             and is_question(hit.document.body)
         }
@@ -310,7 +314,7 @@ class _Replies:
         roles = {hit.document.message_id: hit.message.role for hit in hits if hit.message}
         replies = {}
         for question, around in after.items():
-            reply = found.get(around.after)
+            reply = found.get(around.after) if around.after is not None else None
             if reply is not None and reply.role != roles.get(question):
                 replies[question] = reply
         return cls(frozenset(questions), replies)
@@ -319,7 +323,10 @@ class _Replies:
         return hit.document.message_id in self.questions
 
     def reply_to(self, hit: Hit) -> Message | None:
-        return self.replies.get(hit.document.message_id) if self.is_question(hit) else None
+        message_id = hit.document.message_id
+        if message_id is None or message_id not in self.questions:
+            return None
+        return self.replies.get(message_id)
 
 
 def _ends_its_message(hit: Hit) -> bool:
@@ -339,30 +346,38 @@ class _Quotes:
     @classmethod
     def of(cls, conversation_id, chosen: list[_Candidate]) -> _Quotes:
         opening = [
-            c.hit.document.message_id
+            message_id
             for c in chosen
-            if c.hit.document.kind == SearchDocument.Kind.MESSAGE and c.hit.document.offset == 0
+            if (message_id := c.hit.document.message_id) is not None
+            and c.hit.document.kind == SearchDocument.Kind.MESSAGE
+            and c.hit.document.offset == 0
         ]
         before = neighbours(opening)
         earlier = shown_messages(n.before for n in before.values() if n.before is not None)
-        questions = {}
+        questions: dict[int, Message] = {}
         for c in chosen:
-            neighbour = before.get(c.hit.document.message_id)
-            question = earlier.get(neighbour.before) if neighbour else None
+            message_id, message = c.hit.document.message_id, c.hit.message
+            if message_id is None or message is None:
+                continue  # no message, so nothing before it to quote
+            neighbour = before.get(message_id)
+            question = (
+                earlier.get(neighbour.before)
+                if neighbour is not None and neighbour.before is not None
+                else None
+            )
             if (
                 question is not None
-                and question.role != c.hit.message.role
+                and question.role != message.role
                 and is_question(question.content)
             ):
-                questions[c.hit.document.message_id] = question
+                questions[message_id] = question
         named = {
-            c.hit.document.message_id: c.hit.message.created_at
+            message_id: c.hit.message.created_at
             for c in chosen
-            if c.hit.message is not None
+            if c.hit.message is not None and (message_id := c.hit.document.message_id) is not None
         }
         named.update((m.pk, m.created_at) for m in questions.values())
         named.update((c.reply.pk, c.reply.created_at) for c in chosen if c.reply)
-        named.pop(None, None)
         return cls(questions=questions, places=places(conversation_id, named.items()))
 
     def passage(self, candidate: _Candidate, terms: list[Term], *, copies: int) -> str | None:
@@ -372,9 +387,10 @@ class _Quotes:
         opening = hit.document.kind == SearchDocument.Kind.MESSAGE and hit.document.offset == 0
         if opening and message_id in self.quoted:
             return None
-        text = passage_of(
-            hit, terms, copies=copies, focus=candidate.focus, place=self.places.get(message_id)
-        )
+        place = self.places.get(message_id) if message_id is not None else None
+        text = passage_of(hit, terms, copies=copies, focus=candidate.focus, place=place)
+        if message_id is None:
+            return text  # no message: no question, reply or place to quote it with
         if opening and hit.message is not None and len(hit.message.content) <= PASSAGE_CHARS:
             self.quoted.add(message_id)  # quoted whole
         question = self.questions.get(message_id) if opening else None
