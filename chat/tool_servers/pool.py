@@ -405,8 +405,9 @@ def cached_server_tools() -> list:
     current = _pool.pool
     if current is None:
         return []
-    specs = _validated.get("specs")
-    return current.cached_tools(configured_servers() if specs is None else specs)
+    if _validated.get("specs") is None:
+        warm()  # the rows are read only when they changed, as for a run
+    return current.cached_tools(_validated["specs"])
 
 
 async def close() -> None:

@@ -73,3 +73,20 @@ def test_a_changed_file_is_read_again(db, tmp_path, settings, servers_forgotten_
     assert current_names() == ["one"]
     write(["one", "second"])  # another size: another stamp
     assert current_names() == ["one", "second"]
+
+
+class ListedNothing:
+    """A pool that has listed no tools yet."""
+
+    def cached_tools(self, specs) -> list:
+        return []
+
+
+def test_the_pages_gauge_reads_unchanged_servers_once_rd_5(
+    admin_server, django_assert_num_queries, monkeypatch
+):
+    # Before any run of this process warmed them: the page's gauge asks for the servers.
+    monkeypatch.setattr(tool_servers._pool, "pool", ListedNothing())
+    tool_servers.cached_server_tools()
+    with django_assert_num_queries(0):
+        tool_servers.cached_server_tools()
