@@ -102,7 +102,7 @@ def test_the_model_list_speaks_the_language_and_fits_1280_px(chromium, live_daph
 
 
 MAKE_A_ROW_IN_EVERY_LIST = """
-from chat.models import ContextSummary, Conversation, Message
+from chat.models import Attachment, ContextSummary, Conversation, Message
 from chat.models.tool_servers import ToolServer
 from django.contrib.auth import get_user_model
 owner = get_user_model().objects.get(username={username!r})
@@ -110,6 +110,9 @@ conversation = Conversation.objects.create(owner=owner, title="Planning the Mont
 asked = Message.objects.create(conversation=conversation, role="user", content="How high is it?")
 ContextSummary.objects.create(conversation=conversation, content="The user plans a trip.",
     covered_count=12, tokens=840, covers_through=asked)
+Attachment.objects.create(owner=owner, conversation=conversation, message=asked,
+    file="attachments/summit-route-from-the-gouter-hut.png", original_name="summit-route.png",
+    mime_type="image/png", size=482133, width=1920, height=1080, sha256="0" * 64)
 ToolServer.objects.create(name="weather-and-tides", source="admin", transport="http",
     url="https://tools.example.org/mcp/weather-and-tides")
 """
@@ -121,6 +124,13 @@ EVERY_LIST = (
     "/admin/chat/toolserver/",
     "/admin/contextmgmt/modelconfig/",
 )
+# How far a change list reaches past its scrolling box or past the window's right edge.
+LIST_OVERFLOW = (
+    "(() => { const box = document.querySelector('#changelist .results');"
+    " const table = document.querySelector('#result_list');"
+    " return Math.max(box.scrollWidth - box.clientWidth,"
+    " table.getBoundingClientRect().right - document.documentElement.clientWidth); })()"
+)
 # Labels the admin draws in narrow boxes: the sidebar, the dashboard, filters, headers.
 ADMIN_LABELS = (
     "#nav-sidebar, #content-main .module caption, #content-main .module th,"
@@ -129,9 +139,11 @@ ADMIN_LABELS = (
 
 
 @pytest.mark.parametrize("language", ["en", "de", "zh"])
-def test_ru13_no_admin_label_breaks_inside_a_word(chromium, live_daphne, language):
-    """RU.13: the admin's labels ("Modellkonfigurationen") wrap between words, not inside
-    one: on the dashboard and on every change list."""
+def test_ru13_every_admin_list_fits_1280_px_and_no_label_breaks_mid_word(
+    chromium, live_daphne, language
+):
+    """RU.13: every change list shows its last column whole at 1,280 px, and the admin's
+    labels ("Modellkonfigurationen") wrap between words, not inside one."""
     live_daphne.manage_shell(MAKE_STAFF_AND_MODELS.format(username=live_daphne.username))
     live_daphne.manage_shell(MAKE_A_ROW_IN_EVERY_LIST.format(username=live_daphne.username))
     session = open_session(chromium, live_daphne, language=language)
@@ -139,10 +151,15 @@ def test_ru13_no_admin_label_breaks_inside_a_word(chromium, live_daphne, languag
     try:
         page.goto(live_daphne.base_url + "/admin/")
         assert broken_words(page, ADMIN_LABELS) == []
+        out_of_sight = {}
         for path in EVERY_LIST:
             page.goto(live_daphne.base_url + path)
             expect(page.locator("#result_list")).to_be_visible()
             assert broken_words(page, ADMIN_LABELS) == [], path
+            overflow = page.evaluate(LIST_OVERFLOW)
+            if overflow > 0:
+                out_of_sight[path] = overflow
+        assert not out_of_sight, f"px of each list out of sight at 1280 px: {out_of_sight}"
         screenshot(page, f"admin-tool-servers-1280-{language}")
         assert not session.errors
     finally:
