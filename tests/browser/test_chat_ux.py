@@ -104,10 +104,11 @@ def test_dag_demo_plans_the_dependency_and_answers_7_and_70(open_page, screen, s
     second = plan.locator(".plan-step[data-step-id=s2]")
     expect(second.locator(".deps")).to_have_text("after #s1")
     expect(plan.locator(".verdict")).to_contain_text("goal achieved")
-    # Each step: one "Result", rendered from Markdown on the server (code, not backticks).
+    # Each step: one "Result" of its own, rendered from Markdown on the server (code, not
+    # backticks). A tool's result sits inside its call's row, under a label of its own.
     for step_id in ("s1", "s2", "s3"):
         row = plan.locator(f".plan-step[data-step-id={step_id}]")
-        expect(row.get_by_text("Result", exact=True)).to_have_count(1)
+        expect(row.locator("details.step-result > summary")).to_have_text(["Result"])
     result = second.locator("details.step-result")
     result.locator("summary").click()
     expect(result.locator(".result-body code")).to_have_text("7 * 10")
@@ -136,7 +137,10 @@ def test_pictures_are_not_arithmetic_and_a_broken_preview_stays_in_its_tile(
     send(page, "What is in these pictures?")
     wait_done(page, 1)
     answer = page.locator(".msg-assistant .answer").last
-    expect(answer).to_contain_text("I received 2 images, but I cannot see images")
+    # The offline model cannot see: it says so and repeats each upload's stored description.
+    expect(answer).to_contain_text("I cannot see images")
+    expect(answer).to_contain_text("cat.png (640x480) is described as:")
+    expect(answer).to_contain_text("dog.png (640x480) is described as:")
     expect(answer).not_to_contain_text("307200")
 
     # A file that claims to be a PNG but is not: its tile says so inside the tile. (Bytes
