@@ -23,8 +23,18 @@ LOCALE = Path(__file__).resolve().parents[2] / "locale"
 CATALOG_DIRS = {"zh": "zh_Hans/LC_MESSAGES", "de": "de/LC_MESSAGES"}
 LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z_]{2,}")
 # Latin words any page may show: names and identifiers (the model, the tool the offline
-# model calls, the modes), and the language switch's names of the languages.
-ALLOWED_LATIN = {"fimone", "offline", "react", "dag", "calculator", "english", "deutsch"}
+# model calls and its argument, shown in the call's row, the modes), and the language
+# switch's names of the languages.
+ALLOWED_LATIN = {
+    "fimone",
+    "offline",
+    "react",
+    "dag",
+    "calculator",
+    "expression",
+    "english",
+    "deutsch",
+}
 # Visible text plus the words a screen reader or a tooltip gives.
 VISIBLE_WORDS_JS = """() => {
   const texts = [document.body.innerText];
@@ -84,7 +94,7 @@ LANGUAGES = {
         "placeholder": "给 fimone 发消息…",
         "empty": "有什么可以帮你的？",
         "note": "（这是 fimone 的离线模型给出的回答",
-        "usage": re.compile(r"^输入 ~\d+\.\dk / 输出 ~\d+\.\dk$"),
+        "usage": re.compile(r"^输入 ~(?:\d+\.\dk|\d{1,3}) / 输出 ~(?:\d+\.\dk|\d{1,3})$"),
         "plan": re.compile(r"^计划 · \d+ 个步骤$"),
         "done": "完成",
         "verdict": "分析器：目标已达成",
@@ -101,7 +111,7 @@ LANGUAGES = {
         "placeholder": "Nachricht an fimone …",
         "empty": "Wobei kann ich helfen?",
         "note": "(Das hat fimones Offline-Modell beantwortet",
-        "usage": re.compile(r"^~\d+\.\dk ein / ~\d+\.\dk aus$"),
+        "usage": re.compile(r"^~(?:\d+\.\dk|\d{1,3}) ein / ~(?:\d+\.\dk|\d{1,3}) aus$"),
         "plan": re.compile(r"^Plan · \d+ Schritte$"),
         "done": "fertig",
         "verdict": "Analyse: Ziel erreicht",
@@ -203,7 +213,7 @@ def test_the_language_switch_is_remembered_across_reloads(new_page, live_daphne)
     # The switch returns to the page it was used on (the open conversation).
     assert page.url == conversation_url
     expect(page.locator(".msg-assistant .usage-total")).to_have_text(
-        re.compile(r"^输入 ~\d+\.\dk / 输出 ~\d+\.\dk$")
+        re.compile(r"^输入 ~(?:\d+\.\dk|\d{1,3}) / 输出 ~(?:\d+\.\dk|\d{1,3})$")
     )
     screenshot(page, "i18n-switch-zh-after-reload")
 

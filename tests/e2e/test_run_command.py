@@ -58,11 +58,17 @@ def wait_for_http(url: str, process: subprocess.Popen, deadline: float = 240.0) 
     raise AssertionError(f"{url} did not answer within {deadline} s")
 
 
+def own_static(data_dir: Path, port: int) -> dict[str, str]:
+    """bin/run collects the static files: into a folder of its own, never into the one the
+    test session's other servers are serving while it writes."""
+    return {"FIMONE_PORT": str(port), "STATIC_ROOT": str(data_dir.parent / "staticfiles")}
+
+
 @contextlib.contextmanager
 def bin_run(data_dir: Path, log_path: Path):
     """Start `bin/run` as the README says; yield (base URL, what it printed); stop it."""
     port = free_port()
-    env = server_env(data_dir, {"FIMONE_PORT": str(port)})
+    env = server_env(data_dir, own_static(data_dir, port))
     env.pop("FIMONE_ADMIN_PASSWORD", None)  # the generated-password path, as on a fresh clone
     with log_path.open("w+") as log:
         process = subprocess.Popen(
@@ -74,7 +80,12 @@ def bin_run(data_dir: Path, log_path: Path):
             start_new_session=True,  # bin/run execs daphne: stop the whole group afterwards
         )
         try:
-            wait_for_http(f"http://127.0.0.1:{port}/accounts/login/", process)
+            try:
+                wait_for_http(f"http://127.0.0.1:{port}/accounts/login/", process)
+            except AssertionError as failed:
+                raise AssertionError(
+                    f"{failed}; it printed:\n{log_path.read_text()[-4000:]}"
+                ) from failed
             log.seek(0)
             yield f"http://127.0.0.1:{port}", log.read()
         finally:
@@ -163,7 +174,7 @@ def test_bin_run_cleans_uploads_and_hands_sigterm_to_daphne_which_drains(
     """RO.1: a SIGTERM sent to bin/run's own pid (not its group) reaches daphne, which
     drains (its log says so) and exits; the start-up ran cleanup_uploads."""
     port = free_port()
-    env = server_env(data_dir, {"FIMONE_PORT": str(port)})
+    env = server_env(data_dir, own_static(data_dir, port))
     log_path = tmp_path / "run.log"
     with log_path.open("w+") as log:
         process = subprocess.Popen(
@@ -175,7 +186,12 @@ def test_bin_run_cleans_uploads_and_hands_sigterm_to_daphne_which_drains(
             start_new_session=True,
         )
         try:
-            wait_for_http(f"http://127.0.0.1:{port}/accounts/login/", process)
+            try:
+                wait_for_http(f"http://127.0.0.1:{port}/accounts/login/", process)
+            except AssertionError as failed:
+                raise AssertionError(
+                    f"{failed}; it printed:\n{log_path.read_text()[-4000:]}"
+                ) from failed
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=30) is not None
         finally:

@@ -37,6 +37,7 @@ PUBLIC = {
     # The login page speaks the visitor's language too: its switch and its JS strings.
     "set_language": "sets only the visitor's own language cookie (CSRF-checked POST)",
     "javascript-catalog": "the interface's translated strings, the same for everyone",
+    "chat:favicon": "the site's icon, the same for everyone (the login page shows it)",
 }
 # Routes about the logged-in user's own things (no id in the URL).
 OWN_PAGES = {
@@ -111,7 +112,7 @@ def test_anonymous_visitors_are_refused_everywhere_but_the_public_pages(
     for method in METHODS:
         response = _request(client, method, url)
         assert response.status_code < 500, (method, url)
-        body = response.content.decode(errors="replace")
+        body = _body(response)
         assert SECRET_TITLE not in body and SECRET_TEXT not in body, (method, url)
         if route.name in PUBLIC:
             continue
@@ -120,6 +121,12 @@ def test_anonymous_visitors_are_refused_everywhere_but_the_public_pages(
         )
         assert refused, (method, url, response.status_code)
     _untouched(alices_things)
+
+
+def _body(response) -> str:
+    """The response's text, streamed (a file, the favicon) or not."""
+    raw = b"".join(response.streaming_content) if response.streaming else response.content
+    return raw.decode(errors="replace")
 
 
 def _is_async(route) -> bool:
@@ -156,7 +163,7 @@ def _mallory_is_refused(other_user, route, alices_things) -> None:
     for method in METHODS:
         response = _request(client, method, url)
         assert response.status_code < 500, (method, url)
-        body = response.content.decode(errors="replace")
+        body = _body(response)
         assert SECRET_TITLE not in body and SECRET_TEXT not in body, (method, url)
         if route.name in OWN_PAGES:
             continue  # about her own account or conversations: nothing of Alice's (above)
