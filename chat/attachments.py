@@ -1,6 +1,6 @@
 """Writes of attachments: an upload validated and stored (an image, or a document with its
-text extracted once), and uploads never sent cleaned up. ``chat.services`` re-exports
-both: its callers see one module of writes."""
+text extracted once) for a conversation or as a project's file, and uploads never sent
+cleaned up. ``chat.services`` re-exports them: its callers see one module of writes."""
 
 from __future__ import annotations
 
@@ -17,16 +17,29 @@ from chat.documents.extraction import extract_upload, looks_like_image
 from chat.errors import InvalidInput
 from chat.images.descriptions import offline_description
 from chat.images.uploads import display_name, read_limited, validate_image
-from chat.models import Attachment, Conversation
+from chat.models import Attachment, Conversation, Project
 
 
 def attachment_create(
     *, owner, conversation: Conversation, uploaded_file: UploadedFile
 ) -> Attachment:
-    """Validate an upload and store it: an image (checked with Pillow) or a document (its
-    text extracted once, ``chat.documents.extraction``); rejections store nothing."""
+    """Validate an upload to a conversation and store it (``upload_store``)."""
     if conversation.owner_id != owner.pk:
         raise InvalidInput("conversation_mismatch", "The conversation belongs to someone else.")
+    return upload_store(owner=owner, uploaded_file=uploaded_file, conversation=conversation)
+
+
+def upload_store(
+    *,
+    owner,
+    uploaded_file: UploadedFile,
+    conversation: Conversation | None = None,
+    project: Project | None = None,
+) -> Attachment:
+    """Validate an upload and store it, in a conversation or as a project's file: an image
+    (checked with Pillow) or a document (its text extracted once,
+    ``chat.documents.extraction``); rejections store nothing. The caller checked that the
+    owner owns the conversation or project."""
     data = read_limited(uploaded_file, max_bytes=settings.FIMONE_MAX_UPLOAD_BYTES)
     name = display_name(getattr(uploaded_file, "name", ""))
     if looks_like_image(data):
@@ -34,6 +47,7 @@ def attachment_create(
         attachment = Attachment(
             owner=owner,
             conversation=conversation,
+            project=project,
             original_name=name,
             mime_type=image.mime_type,
             size=image.size,
@@ -50,6 +64,7 @@ def attachment_create(
         attachment = Attachment(
             owner=owner,
             conversation=conversation,
+            project=project,
             original_name=name,
             kind=Attachment.Kind.DOCUMENT,
             mime_type=document.mime_type,
@@ -80,6 +95,9 @@ def attachments_delete_unsent(*, older_than: timedelta) -> int:
     """Delete uploads never sent in a message and older than ``older_than``; their files
     follow on commit. Returns how many were deleted."""
     cutoff = timezone.now() - older_than
-    # Sending links an upload to its message (user_message_create), so no link = never sent.
-    _, by_model = Attachment.objects.filter(message__isnull=True, created_at__lt=cutoff).delete()
+    # Sending links an upload to its message (user_message_create), so no link = never sent;
+    # a project's files are never sent (they are knowledge of its conversations).
+    _, by_model = Attachment.objects.filter(
+        message__isnull=True, project__isnull=True, created_at__lt=cutoff
+    ).delete()
     return by_model.get(Attachment._meta.label, 0)

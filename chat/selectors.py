@@ -103,7 +103,7 @@ def conversation_get(*, user, conversation_id, for_update: bool = False) -> Conv
     """The user's conversation (``Conversation.DoesNotExist`` for anyone else's).
     ``for_update``: its row locked until the transaction ends (inside ``atomic``).
     Every request and run reads one: compiled once (``chat.compiled_reads``)."""
-    pk = _as_uuid(conversation_id)
+    pk = as_uuid(conversation_id)
     if pk is None or not getattr(user, "is_authenticated", False):
         raise Conversation.DoesNotExist
     if not for_update:
@@ -294,7 +294,7 @@ def attachments_for_ids(
         raise InvalidInput("invalid_attachments", "attachments must be a list of file ids.")
     wanted: list[uuid.UUID] = []
     for raw in file_ids:
-        pk = _as_uuid(raw)
+        pk = as_uuid(raw)
         if pk is None:
             raise AttachmentNotFound(
                 "attachment_not_found",
@@ -331,7 +331,7 @@ def image_descriptions(
         pk
         for message in messages
         for image in (message.metadata or {}).get("images") or []
-        if isinstance(image, dict) and (pk := _as_uuid(image.get("file_id"))) is not None
+        if isinstance(image, dict) and (pk := as_uuid(image.get("file_id"))) is not None
     }
     if not wanted:
         return {}
@@ -344,7 +344,7 @@ def image_descriptions(
 
 
 def attachment_get(*, user, file_id) -> Attachment:
-    pk = _as_uuid(file_id)
+    pk = as_uuid(file_id)
     if pk is None or not getattr(user, "is_authenticated", False):
         raise Attachment.DoesNotExist
     return Attachment.objects.get(pk=pk, owner=user)
@@ -361,7 +361,7 @@ def _cursor(conversation: Conversation, message_id: int) -> Message:
         ) from exc
 
 
-def _as_uuid(value) -> uuid.UUID | None:
+def as_uuid(value) -> uuid.UUID | None:
     if isinstance(value, uuid.UUID):
         return value
     if not isinstance(value, str):

@@ -30,7 +30,8 @@ from chat.compaction.steering import (  # noqa: F401 (re-exported: callers use c
 )
 from chat.documents.extraction import document_refs
 from chat.errors import InvalidInput, check_storable
-from chat.models import Attachment, Conversation, Message
+from chat.instructions import clean_instructions
+from chat.models import Attachment, Conversation, Message, Project
 from chat.rendering.markdown import RENDERER_VERSION, render_markdown
 from chat.search import index as search_index
 from contextmgmt.models import ModelConfig
@@ -60,13 +61,28 @@ UNSET = Unset()
 
 @transaction.atomic
 def conversation_create(
-    *, owner, title: str = "", mode: str = "react", model_config_id: int | None = None
+    *,
+    owner,
+    title: str = "",
+    mode: str = "react",
+    model_config_id: int | None | Unset = UNSET,
+    project_id: Any = None,
+    instructions: Any = "",
 ) -> Conversation:
+    """A new conversation; in a project (``project_id``, the owner's, else
+    ``Project.DoesNotExist``) it starts with the project's default model and tool
+    selection unless a model is given."""
+    project = _owned_project(owner, project_id)
+    if isinstance(model_config_id, Unset):
+        model_config_id = project.model_config_id if project is not None else None
     conversation = Conversation(
         owner=owner,
         title=_clean_title(title),
         mode=_clean_mode(mode),
-        model_config_id=_clean_model_config(model_config_id),
+        model_config_id=clean_model_config(model_config_id),
+        project=project,
+        instructions=clean_instructions(instructions),
+        disabled_tool_sources=list(project.disabled_tool_sources) if project is not None else [],
     )
     conversation.save()
     search_index.index_title(conversation=conversation, fresh=True)
@@ -80,11 +96,15 @@ def conversation_update(
     title: str | None = None,
     mode: str | None = None,
     model_config_id: int | None | Unset = UNSET,
+    project_id: Any = UNSET,
+    instructions: Any = UNSET,
 ) -> Conversation:
-    """Rename, switch mode or pick the model (``model_config_id=None``: the default)."""
+    """Rename, switch mode, pick the model (``model_config_id=None``: the default), move it
+    into a project or out (``project_id=None``; another user's project:
+    ``Project.DoesNotExist``) or set its own instructions."""
     fields = ["updated_at"]
     if not isinstance(model_config_id, Unset):
-        conversation.model_config_id = _clean_model_config(model_config_id)
+        conversation.model_config_id = clean_model_config(model_config_id)
         fields.append("model_config")
     if title is not None:
         conversation.title = _clean_title(title)
@@ -92,11 +112,25 @@ def conversation_update(
     if mode is not None:
         conversation.mode = _clean_mode(mode)
         fields.append("mode")
+    if not isinstance(project_id, Unset):
+        conversation.project = _owned_project(conversation.owner, project_id)
+        fields.append("project")
+    if not isinstance(instructions, Unset):
+        conversation.instructions = clean_instructions(instructions)
+        fields.append("instructions")
     if len(fields) > 1:
         conversation.save(update_fields=fields)
     if title is not None:
         search_index.index_title(conversation=conversation)
     return conversation
+
+
+def _owned_project(owner, project_id: Any) -> Project | None:
+    if project_id is None:
+        return None
+    if isinstance(project_id, bool) or not isinstance(project_id, int):
+        raise InvalidInput("invalid_project", "project must be a project's id or null.")
+    return Project.objects.get(pk=project_id, owner=owner)
 
 
 @transaction.atomic
@@ -367,7 +401,7 @@ def _clean_title(title: Any) -> str:
     return title
 
 
-def _clean_model_config(value: Any) -> int | None:
+def clean_model_config(value: Any) -> int | None:
     """A main-role ModelConfig id the user may pick, or None (the default model)."""
     if value is None:
         return None

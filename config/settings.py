@@ -286,6 +286,9 @@ FIMONE_WS_MAX_CONTENT_CHARS = _typed(env.int, "FIMONE_WS_MAX_CONTENT_CHARS", def
 # Text longer than this, pasted or typed, is sent as a text document attached to the
 # message (the chat page; docs/operations.md): kept well under the message limit.
 FIMONE_PASTE_ATTACH_CHARS = _typed(env.int, "FIMONE_PASTE_ATTACH_CHARS", default=20_000)
+# The most characters of one set of instructions (a project's, a conversation's): they go
+# whole into every model call (docs/projects.md).
+FIMONE_INSTRUCTIONS_MAX_CHARS = _typed(env.int, "FIMONE_INSTRUCTIONS_MAX_CHARS", default=8_000)
 FIMONE_WS_RATE_LIMIT = _typed(env.int, "FIMONE_WS_RATE_LIMIT", default=20)  # frames per window
 FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS", default=10.0)
 # Several server processes: how long a run's owner has to answer "still alive?"

@@ -65,6 +65,8 @@ def typed_terms(query: str) -> list[Term]:
 
 def result_json(hit: Hit, terms: list[Term]) -> dict[str, Any]:
     document = hit.document
+    # The sidebar's search is scoped by the conversations' owner: every hit has one.
+    assert document.conversation is not None
     text = document.body
     start, end = snippet_bounds(text, terms, SNIPPET_CHARS)
     window = text[start:end]

@@ -47,6 +47,18 @@ class Conversation(models.Model):
     # stored (chat.compaction.ledger, written by chat.services): the gauge reads them, not
     # every answer.
     ledger = models.JSONField(default=dict, blank=True, verbose_name=_("compaction totals"))
+    # The project the conversation belongs to (its instructions and files join the
+    # context); moved in or out at any time. Deleting a project detaches its conversations.
+    project = models.ForeignKey(
+        "chat.Project",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="conversations",
+        verbose_name=_("project"),
+    )
+    # The conversation's own instructions: sent whole after the project's, never compacted.
+    instructions = models.TextField(blank=True, default="", verbose_name=_("instructions"))
 
     class Meta:
         verbose_name = _("conversation")
@@ -231,11 +243,23 @@ class Attachment(models.Model):
         related_name="attachments",
         verbose_name=_("owner"),
     )
+    # An upload to a conversation (sent with a message), or a file of a project (no
+    # conversation, no message: it is knowledge of every conversation of the project).
     conversation = models.ForeignKey(
         Conversation,
         on_delete=models.CASCADE,
+        null=True,
+        blank=True,
         related_name="attachments",
         verbose_name=_("conversation"),
+    )
+    project = models.ForeignKey(
+        "chat.Project",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="files",
+        verbose_name=_("project"),
     )
     message = models.ForeignKey(
         Message,
@@ -282,6 +306,14 @@ class Attachment(models.Model):
         verbose_name = _("attachment")
         verbose_name_plural = _("attachments")
         ordering = ["created_at"]
+        constraints = [
+            # Exactly one home: a conversation's upload or a project's file.
+            models.CheckConstraint(
+                condition=models.Q(conversation__isnull=False, project__isnull=True)
+                | models.Q(conversation__isnull=True, project__isnull=False),
+                name="attachment_one_home",
+            ),
+        ]
 
     def __str__(self) -> str:
         if self.kind == self.Kind.DOCUMENT:
@@ -348,10 +380,31 @@ class SearchDocument(models.Model):
         # step results).
         TOOL = "tool"
         TITLE = "title"
-        DOCUMENT = "document"  # a page of a document sent with a user message
+        DOCUMENT = "document"  # a page of a document sent with a user message or of a project file
 
+    # A project file's passages belong to the project (searched from each of its
+    # conversations), everything else to its conversation.
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="search_documents"
+        Conversation,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="search_documents",
+    )
+    project = models.ForeignKey(
+        "chat.Project",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="search_documents",
+    )
+    # The project file a passage is of (deleting the file removes its passages at once).
+    attachment = models.ForeignKey(
+        "chat.Attachment",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="search_documents",
     )
     message = models.ForeignKey(
         Message, on_delete=models.CASCADE, null=True, blank=True, related_name="search_documents"
@@ -375,7 +428,10 @@ class SearchDocument(models.Model):
     )
 
     class Meta:
-        indexes = [models.Index(fields=["conversation", "kind"], name="searchdoc_conv_kind")]
+        indexes = [
+            models.Index(fields=["conversation", "kind"], name="searchdoc_conv_kind"),
+            models.Index(fields=["project", "kind"], name="searchdoc_project_kind"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} in {self.conversation_id}: {self.body[:40]}"
@@ -435,4 +491,5 @@ class ToolApproval(models.Model):
         return f"{self.tool_name} in {self.conversation_id}"
 
 
+from chat.models.projects import Project  # noqa: E402, F401 — a model of this app
 from chat.models.tool_servers import ToolServer  # noqa: E402, F401 — a model of this app

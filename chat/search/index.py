@@ -296,12 +296,19 @@ def document_label(name: str, page: int) -> str:
     return f"{name[: LABEL_CHARS - len(suffix)]}{suffix}"
 
 
-def _page_documents(attachment: Attachment, message_id: int, created_at) -> list[SearchDocument]:
+def _page_documents(
+    attachment: Attachment, message_id: int | None, created_at
+) -> list[SearchDocument]:
     pages = (attachment.document or {}).get("pages") or []
     name = attachment.original_name or str(attachment.pk)
+    # A project's file is the project's (searched from each of its conversations) and
+    # names itself, so that deleting it removes its passages at once.
+    of_project = attachment.project_id is not None
     return [
         SearchDocument(
             conversation_id=attachment.conversation_id,
+            project_id=attachment.project_id,
+            attachment_id=attachment.pk if of_project else None,
             message_id=message_id,
             kind=SearchDocument.Kind.DOCUMENT,
             label=document_label(name, number),
@@ -338,6 +345,21 @@ def index_documents(*, message_id: int, created_at) -> int:
                 _insert(documents[start : start + INDEX_BATCH])
         count += len(documents)
     return count
+
+
+def index_project_file(*, attachment_id) -> int:
+    """Index every page of a project's file; returns how many passages. Called after the
+    upload's transaction, in short transactions as ``index_documents`` does."""
+    attachment = Attachment.objects.filter(
+        pk=attachment_id, project__isnull=False, kind=Attachment.Kind.DOCUMENT
+    ).first()
+    if attachment is None:
+        return 0  # an image, or deleted meanwhile
+    documents = _page_documents(attachment, None, attachment.created_at)
+    for start in range(0, len(documents), INDEX_BATCH):
+        with transaction.atomic():
+            _insert(documents[start : start + INDEX_BATCH])
+    return len(documents)
 
 
 @transaction.atomic(savepoint=False)

@@ -15,7 +15,8 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chat import services
-from chat.models import Attachment, Conversation, Message
+from chat.models import Attachment, Conversation, Message, Project
+from chat.projects import services as project_services
 from contextmgmt.models import ModelConfig
 from tests.chat.images import image_bytes
 
@@ -63,3 +64,19 @@ def make_model_config(role: str = "main", **fields) -> ModelConfig:
     values = {"name": f"{role} model", "model": f"provider-{role}", "role": role, "is_active": True}
     values.update(fields)
     return ModelConfig.objects.create(**values)
+
+
+def make_project(owner=None, *, name: str = "Project", instructions: str = "") -> Project:
+    """A project as the API creates it (a new user owns it unless ``owner`` is given)."""
+    return project_services.project_create(
+        owner=owner or make_user(), name=name, instructions=instructions
+    )
+
+
+def add_project_file(project: Project, name: str, data: bytes, content_type: str) -> Attachment:
+    """A file uploaded to ``project`` as the API stores it (extracted, then indexed once the
+    upload's transaction commits)."""
+    uploaded = SimpleUploadedFile(name, data, content_type=content_type)
+    return project_services.project_file_create(
+        owner=project.owner, project=project, uploaded_file=uploaded
+    )

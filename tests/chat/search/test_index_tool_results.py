@@ -166,6 +166,9 @@ def test_rt2_the_migration_indexes_results_stored_before_in_place_of_their_previ
             )
 
         _migrate([target])
+        # The later migrations keep these rows as they are; the models read them with
+        # every column those migrations add.
+        _migrate(executor.loader.graph.leaf_nodes())
 
         documents = SearchDocument.objects.filter(message_id=answer.pk, kind="tool")
         assert set(documents.filter(tool_result__isnull=True).values_list("label", flat=True)) == {

@@ -1,0 +1,133 @@
+"""Writes of projects: create, change and delete a project, add and remove its files.
+
+Keyword-only and transactional, as ``chat.services`` is. A project's file is an attachment
+of the project; its pages are indexed after the upload's transaction, in short
+transactions of their own (``chat.search.index.index_project_file``). Deleting a file
+removes its passages with it (a foreign key), and its stored file on commit
+(``chat.signals``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext
+
+from chat.attachments import upload_store
+from chat.errors import InvalidInput, check_storable
+from chat.instructions import clean_instructions
+from chat.models import Attachment, Conversation, Project
+from chat.search import index as search_index
+from chat.services import UNSET, Unset, clean_model_config
+
+NAME_MAX_CHARS = Project._meta.get_field("name").max_length or 0
+
+
+def _clean_name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput("invalid_name", gettext("The project's name must be text."))
+    check_storable(value, "name")
+    value = " ".join(value.split())
+    if not value:
+        raise InvalidInput("empty_name", gettext("Give the project a name."))
+    if len(value) > NAME_MAX_CHARS:
+        raise InvalidInput(
+            "name_too_long",
+            gettext("The name is longer than %(limit)s characters.") % {"limit": NAME_MAX_CHARS},
+        )
+    return value
+
+
+def _clean_tool_sources(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(
+            "invalid_tool_sources", "disabled_tool_sources must be a list of tool sources."
+        )
+    return sorted(set(value))
+
+
+@transaction.atomic
+def project_create(
+    *,
+    owner,
+    name: Any,
+    instructions: Any = "",
+    model_config_id: Any = None,
+    disabled_tool_sources: Any = None,
+) -> Project:
+    project = Project(
+        owner=owner,
+        name=_clean_name(name),
+        instructions=clean_instructions(instructions),
+        model_config_id=clean_model_config(model_config_id),
+        disabled_tool_sources=_clean_tool_sources(disabled_tool_sources or []),
+    )
+    project.save()
+    return project
+
+
+@transaction.atomic
+def project_update(
+    *,
+    project: Project,
+    name: Any = UNSET,
+    instructions: Any = UNSET,
+    model_config_id: Any = UNSET,
+    disabled_tool_sources: Any = UNSET,
+) -> Project:
+    """Change what is given; a conversation of the project sees the change from its next
+    message on."""
+    fields = ["updated_at"]
+    if not isinstance(name, Unset):
+        project.name = _clean_name(name)
+        fields.append("name")
+    if not isinstance(instructions, Unset):
+        project.instructions = clean_instructions(instructions)
+        fields.append("instructions")
+    if not isinstance(model_config_id, Unset):
+        project.model_config_id = clean_model_config(model_config_id)
+        fields.append("model_config")
+    if not isinstance(disabled_tool_sources, Unset):
+        project.disabled_tool_sources = _clean_tool_sources(disabled_tool_sources)
+        fields.append("disabled_tool_sources")
+    if len(fields) > 1:
+        project.save(update_fields=fields)
+    return project
+
+
+@transaction.atomic
+def project_delete(*, project: Project, delete_conversations: bool = False) -> None:
+    """Delete the project and its files; its conversations are moved out of it (kept,
+    without the project's instructions and files), or deleted with it."""
+    if delete_conversations:
+        # One by one: a conversation's delete stops its run and closes its sockets.
+        for conversation in Conversation.objects.filter(project=project):
+            conversation.delete()
+    project.delete()
+
+
+def project_file_create(*, owner, project: Project, uploaded_file: UploadedFile) -> Attachment:
+    """Store an upload as the project's file and index its pages after the commit; the
+    same types and limits as a conversation's uploads."""
+    if project.owner_id != owner.pk:
+        raise InvalidInput("project_mismatch", "The project belongs to someone else.")
+    # Extraction may take seconds of CPU: it runs before the short transaction that stores.
+    attachment = upload_store(owner=owner, uploaded_file=uploaded_file, project=project)
+    Project.objects.filter(pk=project.pk).update(updated_at=timezone.now())
+    transaction.on_commit(
+        functools.partial(search_index.index_project_file, attachment_id=attachment.pk)
+    )
+    return attachment
+
+
+@transaction.atomic
+def project_file_delete(*, attachment: Attachment) -> None:
+    """Remove a project's file: its passages leave the index at once, its stored file on
+    commit; ``read_document`` then says it was removed."""
+    if attachment.project_id is None:
+        raise InvalidInput("not_a_project_file", "The file is not a project's file.")
+    attachment.delete()
