@@ -289,6 +289,10 @@ FIMONE_PASTE_ATTACH_CHARS = _typed(env.int, "FIMONE_PASTE_ATTACH_CHARS", default
 # The most characters of one set of instructions (a project's, a conversation's): they go
 # whole into every model call (docs/projects.md).
 FIMONE_INSTRUCTIONS_MAX_CHARS = _typed(env.int, "FIMONE_INSTRUCTIONS_MAX_CHARS", default=8_000)
+# A project's files go whole into its conversations' model calls while all of them together
+# take at most this share of the input budget, smallest first; the rest as outlines
+# (docs/projects.md, "Files in the context").
+FIMONE_PROJECT_INLINE_SHARE = _typed(env.float, "FIMONE_PROJECT_INLINE_SHARE", default=0.15)
 FIMONE_WS_RATE_LIMIT = _typed(env.int, "FIMONE_WS_RATE_LIMIT", default=20)  # frames per window
 FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS", default=10.0)
 # Several server processes: how long a run's owner has to answer "still alive?"

@@ -10,8 +10,9 @@ A user message's documents (``metadata["documents"]``) join its text as notes:
 - a reference without a readable attachment is ``[document: name unavailable]``.
 
 ``read_document_text`` is the tool's backend: the conversation's documents sent up to the
-run's query, found by file name (or id); the pages asked for, or those best matching a
-query, within ``FIMONE_DOCUMENT_READ_CHARS`` characters and ``MAX_PAGES_PER_CALL`` pages.
+run's query and the files of its project (docs/projects.md), found by file name (or id);
+the pages asked for, or those best matching a query, within ``FIMONE_DOCUMENT_READ_CHARS``
+characters and ``MAX_PAGES_PER_CALL`` pages.
 
 Sync (ORM): the history loader's thread, or ``sync_to_async`` for the tool.
 """
@@ -28,7 +29,7 @@ from django.db.models.fields.json import KT
 
 from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.documents.extraction import KIND_LABELS, inline_tokens, read_max_chars, size_label
-from chat.models import Attachment
+from chat.models import Attachment, Project
 from chat.search.text import index_text, query_terms
 from contextmgmt.core.readon import READ_ON, call_text
 from fimone.agent.tools.documents import MAX_PAGES_PER_CALL, parse_pages
@@ -180,9 +181,11 @@ def read_document_text(
     before_id: int | None = None,
     max_chars: int | None = None,
     start: int = 0,
+    project_id: int | None = None,
 ) -> str:
     """The tool's text for ``read_document(file, pages|query, start)`` (module docstring);
-    ``start``: where to read on within one page larger than a call."""
+    ``start``: where to read on within one page larger than a call; ``project_id``: the
+    conversation's project (checked by the caller), whose files it reads too."""
     max_chars = max_chars or read_max_chars()
     sent = Attachment.objects.filter(
         conversation_id=conversation_id, kind=Attachment.Kind.DOCUMENT, message__isnull=False
@@ -190,10 +193,25 @@ def read_document_text(
     if before_id is not None:
         sent = sent.filter(message_id__lte=before_id)
     known = list(sent.order_by("-created_at").values_list("id", "original_name", "page_count"))
+    if project_id is not None:
+        # The project's files as they are now: one added since the run began is read, one
+        # removed is not.
+        known += Attachment.objects.filter(
+            project_id=project_id, kind=Attachment.Kind.DOCUMENT
+        ).values_list("id", "original_name", "page_count")
     chosen = _find(file, known)
     if chosen is None:
+        removed = removed_project_file(project_id, file) if project_id is not None else None
+        if removed is not None:
+            return (
+                f"Error: the file {removed!r} was removed from the project; it can no longer "
+                "be read. Say so rather than answer from memory of it."
+            )
         names = "; ".join(f"{name} ({count} pages)" for _pk, name, count in known) or "none"
-        return f"Error: no document named {file!r} in this conversation. Documents: {names}."
+        where = (
+            "this conversation or its project" if project_id is not None else "this conversation"
+        )
+        return f"Error: no document named {file!r} in {where}. Documents: {names}."
     pk, name, _count = chosen
     document = Attachment.objects.filter(pk=pk).values_list("document", flat=True).first() or {}
     texts = [p if isinstance(p, str) else "" for p in document.get("pages") or []]
@@ -226,6 +244,19 @@ def read_document_text(
     if start and not 0 < start < len((texts[numbers[0] - 1]).strip()):
         return f"Error: start is past the end of page {numbers[0]}."
     return intro + "\n\n" + _page_blocks(texts, numbers, max_chars, name=name, start=start)
+
+
+def removed_project_file(project_id: int, file: str) -> str | None:
+    """The name of the project's removed file that ``file`` names (by name or id), if any
+    (``Project.removed_files``)."""
+    removed = Project.objects.filter(pk=project_id).values_list("removed_files", flat=True).first()
+    rows = [
+        (entry.get("id"), str(entry.get("name") or ""))
+        for entry in reversed(removed or [])
+        if isinstance(entry, dict)
+    ]
+    chosen = _find(file, rows)
+    return chosen[1] or str(chosen[0]) if chosen is not None else None
 
 
 def _pages(count: int) -> str:
@@ -317,9 +348,10 @@ def _spans(numbers: list[int]) -> str:
 
 
 def document_reader_for(
-    conversation_id: Any, *, before_id: int | None = None
+    conversation_id: Any, *, before_id: int | None = None, project_id: int | None = None
 ) -> Callable[[str, str | None, str | None, int], Awaitable[str]]:
-    """The ``async reader(file, pages, query, start)`` the ``read_document`` tool calls."""
+    """The ``async reader(file, pages, query, start)`` the ``read_document`` tool calls;
+    ``project_id``: the conversation's project (read once with the run)."""
 
     async def reader(file: str, pages: str | None, query: str | None, start: int = 0) -> str:
         return await sync_to_async(read_document_text)(
@@ -329,6 +361,7 @@ def document_reader_for(
             query=query,
             before_id=before_id,
             start=start,
+            project_id=project_id,
         )
 
     return reader

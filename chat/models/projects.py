@@ -15,6 +15,8 @@ from django.utils.translation import gettext_lazy as _
 
 
 class Project(models.Model):
+    REMOVED_FILES_KEPT = 50
+
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
@@ -39,6 +41,10 @@ class Project(models.Model):
     disabled_tool_sources = models.JSONField(
         default=list, blank=True, verbose_name=_("tool sources switched off")
     )
+    # The files removed from the project, newest last ({"id", "name"}; the last
+    # REMOVED_FILES_KEPT): ``read_document`` says such a file was removed rather than that
+    # it never existed.
+    removed_files = models.JSONField(default=list, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 

@@ -130,4 +130,8 @@ def project_file_delete(*, attachment: Attachment) -> None:
     commit; ``read_document`` then says it was removed."""
     if attachment.project_id is None:
         raise InvalidInput("not_a_project_file", "The file is not a project's file.")
+    project = Project.objects.select_for_update().get(pk=attachment.project_id)
+    removed = [*project.removed_files, {"id": str(attachment.pk), "name": attachment.original_name}]
+    project.removed_files = removed[-Project.REMOVED_FILES_KEPT :]
+    project.save(update_fields=["removed_files", "updated_at"])
     attachment.delete()

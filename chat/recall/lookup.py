@@ -6,7 +6,9 @@ and in its full-text index (``chat.search.conversations``), so the agent can loo
 by any of their words; a passage of a tool result names the id that brings the whole result
 back. Each passage is a verbatim slice of the stored text centred on its best match, named
 by its date and its place in the chat; a page of a document sent with a message is quoted with
-its file name and page. A passage that states a value next to the key comes before those
+its file name and page, and so is a page of a file of the conversation's project (a
+project's conversation searches itself and the project's files, never the project's other
+conversations: docs/projects.md). A passage that states a value next to the key comes before those
 that only name it, and a question is quoted with its reply (``chat.recall.quotes``).
 
 What a result costs the model is its characters, not its count: a text said several times
@@ -94,14 +96,16 @@ def recall_passages(
     limit: int = 5,
     before_id: int | None = None,
     vision: bool = False,
+    project_id: int | None = None,
 ) -> list[str | RecalledImage]:
     """Distinct passages matching ``query``, best first, within ``limit`` full passages'
     worth of characters (at most ``MAX_PASSAGES_PER_LIMIT × limit``), then up to
-    ``IMAGE_LIMIT`` matching images (with their pixels when ``vision``). Sync: ORM, files."""
+    ``IMAGE_LIMIT`` matching images (with their pixels when ``vision``); ``project_id``: the
+    conversation's project, whose files are searched too. Sync: ORM, files."""
     terms = recall_terms(query)
     if not terms or limit <= 0:
         return []
-    passages = _text_passages(conversation_id, terms, limit, before_id)
+    passages = _text_passages(conversation_id, terms, limit, before_id, project_id)
     images = recall_images(
         conversation_id=conversation_id, terms=terms, before_id=before_id, vision=vision
     )
@@ -186,11 +190,14 @@ class _Candidate:
     reply: Message | None  # the reply a question got (the next shown message, other side)
 
 
-def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) -> list[str]:
+def _text_passages(
+    conversation_id, terms: list[Term], limit: int, before_id, project_id: int | None
+) -> list[str]:
     most = limit * MAX_PASSAGES_PER_LIMIT
     hits = search(
         query=terms,
         conversation_id=conversation_id,
+        project_id=project_id,
         kinds=(SearchDocument.Kind.MESSAGE, SearchDocument.Kind.TOOL, SearchDocument.Kind.DOCUMENT),
         # The run's own query ("what did I say about X?") would only find itself.
         before_message_id=before_id,
@@ -210,15 +217,21 @@ def _text_passages(conversation_id, terms: list[Term], limit: int, before_id) ->
     # Machine output (a pasted log, an export: one row shape repeated) names a word on
     # every row, and a long paste has dozens of passages: such a passage counts for a
     # fraction, and each further passage of the same message for less.
-    from_message: Counter[int | None] = Counter()
+    from_message: Counter[tuple[str, object]] = Counter()
     weighted = []
     for key, copies in said.items():
         document = copies[0].document
         weight: float = variants[template[key]] * len(copies)
         if _is_machine_output(document.body):
             weight /= MACHINE_OUTPUT_SHARE
-        from_message[document.message_id] += 1
-        weight *= from_message[document.message_id]
+        # A project file's passages have no message: each file is one text, as a message is.
+        source = (
+            ("file", document.attachment_id)
+            if document.project_id
+            else ("message", document.message_id)
+        )
+        from_message[source] += 1
+        weight *= from_message[source]
         weighted.append((copies[0].matched, copies[0].rank / weight, copies))
     weighted.sort(key=lambda w: (w[0], w[1]), reverse=True)
     best = _valued_first(weighted, terms, most, _Replies.among(hits, before_id))
@@ -460,6 +473,9 @@ def passage_of(
         )
     elif document.kind == SearchDocument.Kind.TOOL:
         source = f"tool result of {document.label} (in your answer of {where})"
+    elif document.kind == SearchDocument.Kind.DOCUMENT and document.project_id is not None:
+        # A file of the conversation's project: not sent with a message, no date of its own.
+        source = f"project file {document.label}"
     elif document.kind == SearchDocument.Kind.DOCUMENT:
         # The label names the file and the page: "report.pdf, page 7".
         source = f"document {document.label} (sent with the user's message of {where})"
@@ -472,10 +488,15 @@ def passage_of(
 
 
 def recall_search_for(
-    conversation_id, *, before_id: int | None = None, vision: bool = False
+    conversation_id,
+    *,
+    before_id: int | None = None,
+    vision: bool = False,
+    project_id: int | None = None,
 ) -> Callable[[str, int], Awaitable[list[str | RecalledImage]]]:
     """The ``async recall_search(query, limit)`` the agent's ``recall`` tool calls;
-    ``vision``: found images come with their pixels."""
+    ``vision``: found images come with their pixels; ``project_id``: the conversation's
+    project (read once with the run), whose files it searches too."""
 
     async def recall_search(query: str, limit: int) -> list[str | RecalledImage]:
         return await sync_to_async(recall_passages)(
@@ -484,6 +505,7 @@ def recall_search_for(
             limit=limit,
             before_id=before_id,
             vision=vision,
+            project_id=project_id,
         )
 
     return recall_search

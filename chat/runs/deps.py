@@ -49,6 +49,7 @@ def make_tools(
     documents: bool = False,
     disabled_sources: Collection[str] = (),
     owner_key: str = "",
+    project_id: int | None = None,
 ) -> ToolRegistry:
     """The default tools, with ``recall`` searching this conversation's older messages (and
     images, sent again as pixels when the model can see them: ``vision``), ``fetch_url``
@@ -56,9 +57,13 @@ def make_tools(
     documents (``documents``), then the operator's extra tools, but none the user switched
     off for the conversation (``disabled_sources``: a source, or one tool as
     ``tool:<name>`` — the built-in tools are switched one by one). ``owner_key`` (the
-    user's id) is whose share of the extraction workers ``fetch_url``'s pages take."""
+    user's id) is whose share of the extraction workers ``fetch_url``'s pages take.
+    ``project_id``: the conversation's project, whose files ``recall`` searches and
+    ``read_document`` reads too (docs/projects.md)."""
     tools = default_tools(
-        recall_search=recall_search_for(conversation_id, before_id=before_id, vision=vision),
+        recall_search=recall_search_for(
+            conversation_id, before_id=before_id, vision=vision, project_id=project_id
+        ),
         fetch_result=tool_result_for(conversation_id),
     )
     config = fetch_config()
@@ -66,7 +71,9 @@ def make_tools(
         tools.register(fetch_url_tool(dataclasses.replace(config, owner_key=owner_key)))
     if documents:
         tools.register(
-            read_document_tool(document_reader_for(conversation_id, before_id=before_id))
+            read_document_tool(
+                document_reader_for(conversation_id, before_id=before_id, project_id=project_id)
+            )
         )
     for tool in extra_tools():
         tools.register(tool)

@@ -29,6 +29,7 @@ from chat.documents.context import has_documents
 from chat.errors import ChatError
 from chat.history import load_history, query_message
 from chat.models import Conversation, Message
+from chat.projects.context import ProjectFiles, project_files_for
 from chat.runs import control
 from chat.runs.deps import RunDeps
 from chat.search import index as search_index
@@ -70,6 +71,8 @@ class OpenedRun:
     versions: tuple[int, ...] = ()
     # Whose conversation: the run's share of shared workers (fimone.extract.isolated).
     owner_id: int | None = None
+    # The project the conversation is in, read with it (its files: chat.projects.context).
+    project_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ class PreparedRun:
     history: LoadedHistory  # read in the same thread hop; the memory fits it to the budget
     follow_ups: tuple[ChatMessage, ...] = ()
     has_documents: bool = False  # a document was sent: the run offers read_document
+    # The project's files as this run shows them, read once (its outline or whole text).
+    project_files: ProjectFiles = ProjectFiles()
     disabled_tool_sources: frozenset[str] = frozenset()  # switched off in the conversation
     # Tools the history's earlier runs called, most recent first (the tool tier).
     used_tools: tuple[str, ...] = ()
@@ -125,6 +130,7 @@ def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> Opene
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
+        project_id=conversation.project_id,
     )
 
 
@@ -170,6 +176,7 @@ def open_follow_up(
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
+        project_id=conversation.project_id,
     )
 
 
@@ -236,6 +243,7 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
+        project_id=conversation.project_id,
         versions=versions,
     )
 
@@ -292,6 +300,7 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         model_config_id=conversation.model_config_id,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
+        project_id=conversation.project_id,
         versions=versions,
     )
 
@@ -354,6 +363,9 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         rows = Message.objects.filter(pk__in=opened.follow_up_ids).order_by("created_at", "id")
         follow_ups = tuple(query_message(m, vision=vision) for m in rows)
     history = load_history(opened.query.conversation_id, vision=history_vision)
+    files = project_files_for(
+        project_id=opened.project_id, owner_id=opened.owner_id, budget=_input_tokens(main_budget)
+    )
     return PreparedRun(
         main=main,
         fast=fast,
@@ -368,7 +380,8 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         query=dataclasses.replace(query, injected=False),  # the run's current query
         history=history,
         follow_ups=follow_ups,
-        has_documents=has_documents(opened.query.conversation_id),
+        has_documents=files.any or has_documents(opened.query.conversation_id),
+        project_files=files,
         disabled_tool_sources=opened.disabled_tool_sources,
         # The tools the history's records call: no query of its own.
         used_tools=tools_called(history.messages),

@@ -106,6 +106,7 @@ async def _run_tools(run: Run, prepared: storage.PreparedRun):
         documents=prepared.has_documents,
         disabled_sources=prepared.disabled_tool_sources,
         owner_key=str(run.opened.owner_id or ""),
+        project_id=prepared.project_files.project_id,
     )
     await _add_server_tools(
         run, tools, vision=prepared.vision, switched_off=prepared.disabled_tool_sources

@@ -8,7 +8,9 @@ beats newer ones holding one. The engines find the candidates; the rank is worke
 (``rank_of``), the same on both: BM25 with a softer length normalisation, so that a long
 answer or a passage of a paste (``chat.search.passages``) is not buried under short
 messages that name the same word in passing. Answers the user retried (``superseded_by``) are never
-returned, nor anything of another user's.
+returned, nor anything of another user's. A conversation of a project also searches the
+project's files (their pages are the project's, not a conversation's: docs/projects.md);
+the sidebar's search, scoped by owner, leaves them out.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from chat.models import Message, SearchDocument
@@ -45,6 +47,7 @@ def search(
     query: str | list[Term],
     owner_id: int | None = None,
     conversation_id=None,
+    project_id: int | None = None,
     kinds: tuple[str, ...] = (),
     before_message_id: int | None = None,
     match_all: bool = False,
@@ -53,9 +56,12 @@ def search(
     """Documents matching ``query``, best first (sync: ORM).
 
     Scope by ``owner_id`` (the sidebar) or ``conversation_id`` (``recall``; the caller has
-    checked ownership). ``match_all`` keeps only documents holding every term (the
-    search box); otherwise any term is enough and more terms rank higher (``recall``).
-    ``before_message_id`` leaves out a run's own query and everything after it.
+    checked ownership); with ``project_id`` (the conversation's project, checked by the
+    caller too) the project's files as well, never its other conversations. ``match_all``
+    keeps only documents holding every term (the search box); otherwise any term is enough
+    and more terms rank higher (``recall``).
+    ``before_message_id`` leaves out a run's own query and everything after it (a project's
+    files have no message: they are there whenever the run is).
     """
     terms = query_terms(query) if isinstance(query, str) else list(query)
     terms = terms[:MAX_TERMS]
@@ -65,11 +71,16 @@ def search(
     if owner_id is not None:
         scope = scope.filter(conversation__owner_id=owner_id)
     if conversation_id is not None:
-        scope = scope.filter(conversation_id=conversation_id)
+        own = Q(conversation_id=conversation_id)
+        if before_message_id is not None:
+            own &= Q(message_id__lt=before_message_id)
+        if project_id is not None:
+            own |= Q(project_id=project_id, conversation__isnull=True)
+        scope = scope.filter(own)
+    elif before_message_id is not None:
+        scope = scope.filter(message_id__lt=before_message_id)
     if kinds:
         scope = scope.filter(kind__in=kinds)
-    if before_message_id is not None:
-        scope = scope.filter(message_id__lt=before_message_id)
     ranked = _ranked_ids(scope, terms, match_all=match_all)
     documents = SearchDocument.objects.select_related("message", "conversation").in_bulk(
         [doc_id for doc_id, _ in ranked]

@@ -37,7 +37,14 @@ from typing import Any
 
 from django.db import connections, router, transaction
 
-from chat.models import Attachment, Conversation, Message, SearchDocument, ToolResult
+from chat.models import (
+    Attachment,
+    Conversation,
+    Message,
+    Project,
+    SearchDocument,
+    ToolResult,
+)
 from chat.search.passages import Passage, passages
 from chat.search.text import index_text
 
@@ -360,6 +367,26 @@ def index_project_file(*, attachment_id) -> int:
         with transaction.atomic():
             _insert(documents[start : start + INDEX_BATCH])
     return len(documents)
+
+
+def rebuild_project_files(*, projects: Iterable[Project] | None = None) -> int:
+    """Recompute the passages of the files of ``projects`` (all when None), one project a
+    transaction; returns how many."""
+    if projects is None:
+        projects = Project.objects.only("id")
+    return sum(_rebuild_project(project) for project in projects)
+
+
+@transaction.atomic
+def _rebuild_project(project: Project) -> int:
+    SearchDocument.objects.filter(project_id=project.pk, conversation__isnull=True).delete()
+    files = Attachment.objects.filter(project_id=project.pk, kind=Attachment.Kind.DOCUMENT)
+    count = 0
+    for attachment in files.iterator(chunk_size=50):
+        documents = _page_documents(attachment, None, attachment.created_at)
+        _insert(documents)
+        count += len(documents)
+    return count
 
 
 @transaction.atomic(savepoint=False)

@@ -8,8 +8,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from chat import services
 from chat.models import SearchDocument
+from chat.recall.lookup import recall_passages
 from chat.search.conversations import search
+from tests.support.factories import add_project_file, make_project
 from tests.support.search_scenarios import make_user, new_conversation, say
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +35,7 @@ def test_rebuild_restores_lost_documents_and_a_drifted_fts_table():
         )
     assert search(query="puffins", owner_id=owner.pk) == []
 
-    assert run() == "Indexed 2 texts of 1 conversations.\n"
+    assert run() == "Indexed 2 texts of 1 conversations and 0 passages of project files.\n"
 
     assert {h.document.kind for h in search(query="puffin puffins", owner_id=owner.pk)} == {
         "title",
@@ -46,6 +49,27 @@ def test_rebuild_of_named_conversations_only():
     assert run(str(first.pk)) == "Indexed 1 texts of 1 conversations.\n"
     assert list(SearchDocument.objects.values_list("body", flat=True)) == ["Tern"]
     assert second.pk
+
+
+def test_rj3_rebuild_restores_the_passages_of_project_files(django_capture_on_commit_callbacks):
+    project = make_project(name="Depots")
+    with django_capture_on_commit_callbacks(execute=True):
+        add_project_file(project, "depot.txt", b"The gate code is 4471.", "text/plain")
+    conversation = services.conversation_create(owner=project.owner, project_id=project.pk)
+    SearchDocument.objects.all().delete()
+    assert (
+        recall_passages(conversation_id=conversation.pk, query="gate code", project_id=project.pk)
+        == []
+    )
+
+    assert run().endswith(" and 1 passages of project files.\n")
+
+    [found] = recall_passages(
+        conversation_id=conversation.pk, query="gate code", project_id=project.pk
+    )
+    assert found.startswith("project file depot.txt, page 1: ") and "4471" in found
+    run()  # again: replaced, not doubled
+    assert SearchDocument.objects.filter(project=project).count() == 1
 
 
 @pytest.mark.parametrize("bad", ["not-a-uuid", "00000000-0000-0000-0000-000000000000"])

@@ -1,0 +1,128 @@
+"""A project's files in the context of its conversations (docs/projects.md, "Files in the
+context").
+
+A run reads its project's files once, when it is prepared (``project_files_for``): the
+smallest go whole into every model call of the run, as long as all of them together stay
+within ``FIMONE_PROJECT_INLINE_SHARE`` of the main model's input budget; the rest go as
+their outline (name, pages, size, headings), which says to find their passages with
+``recall`` and read their pages with ``read_document``. Both are one note
+(``ProjectFiles.note``) pinned in the system part after the instructions: knowledge the
+conversation always has, never compacted, counted in the gauge's ``instructions`` tier.
+
+A file added to the project is in the next run's note; a file removed is gone from it (and
+``read_document`` says it was removed). Only documents count: a picture uploaded to a
+project is not a file of its knowledge.
+
+Sync (ORM): the run's preparation thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models.fields.json import KT
+
+from chat.documents.context import DocumentView, document_note
+from chat.models import Attachment, Project
+
+# What framing a file in the note takes besides its text (its header and end line).
+FRAME_TOKENS = 40
+_OUTLINE_HINT = (
+    "too long to include here: find its passages with recall, or call read_document with "
+    'file "{name}" and pages (e.g. "7" or "3-5") or a query'
+)
+
+
+def inline_share() -> float:
+    """The share of the input budget the project's files may take inline, all together
+    (read per call)."""
+    return min(1.0, max(0.0, float(settings.FIMONE_PROJECT_INLINE_SHARE)))
+
+
+@dataclass(frozen=True)
+class ProjectFiles:
+    """What a run shows of its project's files: ``inline`` whole, ``outlined`` as outlines,
+    both smallest first; ``project_id`` only when the project is the conversation owner's
+    (``recall`` and ``read_document`` search and read its files)."""
+
+    project_id: int | None = None
+    inline: tuple[DocumentView, ...] = ()
+    outlined: tuple[DocumentView, ...] = ()
+
+    @property
+    def any(self) -> bool:
+        return bool(self.inline or self.outlined)
+
+    def note(self) -> str:
+        """The project's files as the system part shows them ("" without any)."""
+        if not self.any:
+            return ""
+        parts = [
+            "[Files of this conversation's project: knowledge for every answer here. "
+            "Cite what you take from them by file and page.]"
+        ]
+        parts += [document_note(view) for view in self.inline]
+        parts += [_outline_note(view) for view in self.outlined]
+        return "\n\n".join(parts)
+
+
+def _outline_note(view: DocumentView) -> str:
+    hint = _OUTLINE_HINT.format(name=view.name)
+    outline = f"\n{view.outline}" if view.outline else ""
+    return f"[document: {view.header}; {hint}]{outline}\n[end of outline: {view.name}]"
+
+
+def project_files_for(*, project_id: int | None, owner_id: int | None, budget: int) -> ProjectFiles:
+    """The project's documents as a run of an ``owner_id``'s conversation shows them, for a
+    main model of ``budget`` input tokens: two queries whatever their number (the outlines
+    and sizes, then the text of those that go inline)."""
+    if project_id is None or owner_id is None:
+        return ProjectFiles()
+    rows = (
+        Attachment.objects.filter(
+            # The project's owner's only: a conversation never sees another user's files.
+            project_id=project_id,
+            project__owner_id=owner_id,
+            kind=Attachment.Kind.DOCUMENT,
+        )
+        .annotate(doc_kind=KT("document__kind"))
+        .order_by("text_tokens", "created_at")
+        .values_list(
+            "id", "original_name", "page_count", "size", "text_tokens", "outline", "doc_kind"
+        )
+    )
+    room = int(budget * inline_share())
+    small: list[str] = []
+    views: dict[str, DocumentView] = {}
+    for pk, name, pages, size, tokens, outline, kind in rows:
+        key = str(pk)
+        views[key] = DocumentView(
+            id=key,
+            name=name or key,
+            kind=kind or "",
+            page_count=pages,
+            size=size,
+            outline=outline,
+        )
+        cost = tokens + FRAME_TOKENS
+        if cost <= room:
+            small.append(key)
+            room -= cost
+        else:
+            room = 0  # smallest first: once one does not fit, no larger one goes inline
+    texts: dict[str, tuple[str, ...]] = {}
+    if small:
+        for pk, document in Attachment.objects.filter(pk__in=small).values_list("id", "document"):
+            page_texts = (document or {}).get("pages") if isinstance(document, dict) else None
+            if isinstance(page_texts, list):
+                texts[str(pk)] = tuple(p for p in page_texts if isinstance(p, str))
+    if not views and not Project.objects.filter(pk=project_id, owner_id=owner_id).exists():
+        return ProjectFiles()  # not the owner's project: nothing of it is searched or read
+    inline = tuple(
+        dataclasses.replace(views[key], pages=texts[key]) for key in small if key in texts
+    )
+    shown = {view.id for view in inline}
+    outlined = tuple(view for key, view in views.items() if key not in shown)
+    return ProjectFiles(project_id=project_id, inline=inline, outlined=outlined)

@@ -1,0 +1,72 @@
+"""A project's files in its conversations (RJ.3): inline while small within their share of
+the budget, smallest first, else as an outline; ``read_document`` reads a project file by
+name or id and says so when it was removed."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat import services
+from chat.documents.context import read_document_text
+from chat.projects import services as project_services
+from chat.projects.context import project_files_for
+from tests.chat.recall.test_project_files import FACT, long_text_with_fact
+from tests.support.factories import add_project_file, make_project, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(django_capture_on_commit_callbacks):
+    """A project with a small note and a 60,000-character handbook."""
+    project = make_project(make_user(), name="Depots")
+    with django_capture_on_commit_callbacks(execute=True):
+        add_project_file(project, "note.txt", b"The depot opens at 7:15.", "text/plain")
+        add_project_file(project, "handbook.txt", long_text_with_fact(), "text/plain")
+    return project
+
+
+def test_rj3_small_files_go_inline_and_large_ones_as_outlines(project):
+    files = project_files_for(project_id=project.pk, owner_id=project.owner_id, budget=12_000)
+    assert [v.name for v in files.inline] == ["note.txt"]
+    assert [v.name for v in files.outlined] == ["handbook.txt"]
+    note = files.note()
+    assert "The depot opens at 7:15." in note
+    assert "[document: handbook.txt — " in note and "read_document" in note
+    assert "recall" in note and FACT not in note
+
+
+def test_rj3_the_inline_share_decides_and_smallest_go_first(project, settings):
+    settings.FIMONE_PROJECT_INLINE_SHARE = 0.0
+    files = project_files_for(project_id=project.pk, owner_id=project.owner_id, budget=12_000)
+    assert not files.inline and len(files.outlined) == 2
+    settings.FIMONE_PROJECT_INLINE_SHARE = 1.0
+    files = project_files_for(project_id=project.pk, owner_id=project.owner_id, budget=200_000)
+    assert [v.name for v in files.inline] == ["note.txt", "handbook.txt"]
+    assert FACT in files.note()
+
+
+def test_rj3_read_document_reads_a_project_file_by_name_and_by_id(project):
+    conversation = services.conversation_create(owner=project.owner, project_id=project.pk)
+    by_name = read_document_text(
+        conversation.pk, file="handbook.txt", query="spare key Oslo", project_id=project.pk
+    )
+    assert FACT in by_name and by_name.startswith("handbook.txt, the pages matching")
+    handbook = project.files.get(original_name="handbook.txt")
+    by_id = read_document_text(
+        conversation.pk, file=str(handbook.pk), pages="1", project_id=project.pk
+    )
+    assert by_id.startswith("handbook.txt, pages 1 of ")
+
+
+def test_rj3_read_document_says_a_removed_file_was_removed(project):
+    conversation = services.conversation_create(owner=project.owner, project_id=project.pk)
+    handbook = project.files.get(original_name="handbook.txt")
+    handbook_id = str(handbook.pk)
+    project_services.project_file_delete(attachment=handbook)
+    for asked in ("handbook.txt", handbook_id):
+        answer = read_document_text(conversation.pk, file=asked, pages="1", project_id=project.pk)
+        assert "the file 'handbook.txt' was removed from the project" in answer
+    unknown = read_document_text(conversation.pk, file="atlas.pdf", project_id=project.pk)
+    assert unknown.startswith("Error: no document named 'atlas.pdf' in this conversation or")
+    assert "note.txt" in unknown
