@@ -37,6 +37,10 @@ What is loaded, and why:
 - documents (``metadata["documents"]``) join their message's text: whole when small, as
   an outline the agent reads further with ``read_document`` when larger
   (``chat.documents.context``);
+- a message's facts, found when its content was stored (its ``facts`` column), go in
+  ``metadata["facts"]`` for the compaction's fact check, which then scans only the texts
+  they are not the facts of (rows stored before the column, texts with documents or image
+  notes joined);
 - ``for_count``: the history only to be counted (the context gauge), never sent — each
   image part carries only the file's leading bytes, which its token estimate reads its size
   from (``header_url``), and an image never described is described in memory, not stored:
@@ -69,7 +73,13 @@ from chat.images.descriptions import describe_missing, describe_offline
 from chat.models import Attachment, Message, ToolResult
 from contextmgmt.core.image_tokens import HEADER_BYTES
 from contextmgmt.core.masking import MASKED_KEY, record_stub
-from contextmgmt.core.messages import DOCUMENT_NOTES, IMAGE_NOTES, ChatMessage, ToolCall
+from contextmgmt.core.messages import (
+    DOCUMENT_NOTES,
+    IMAGE_NOTES,
+    STORED_FACTS,
+    ChatMessage,
+    ToolCall,
+)
 from contextmgmt.db_memory import LoadedHistory, StoredSummary
 
 logger = logging.getLogger(__name__)
@@ -198,6 +208,11 @@ def _history_message(
     metadata: dict[str, Any] = {"id": row.id, "created_at": row.created_at.isoformat()}
     if row.covered:
         metadata["covered"] = True
+    if row.facts:
+        # Found when its content was stored: the compaction does not scan it again (it
+        # checks they are the facts of this text: documents or image notes joined to it
+        # make another, which is scanned).
+        metadata[STORED_FACTS] = row.facts
     if refs and not pixels:
         metadata["images_as_text"] = [str(a.pk) for a in _referenced(refs, attachments)]
     sent, described = message_content(content, refs, attachments, vision=pixels, url_of=url_of)
@@ -217,6 +232,8 @@ def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
     docs = document_refs_of((message.metadata or {}).get("documents"))
     text = message.content
     metadata: dict[str, Any] = {"id": message.pk, "created_at": message.created_at.isoformat()}
+    if message.facts:
+        metadata[STORED_FACTS] = message.facts
     if docs:
         notes = document_notes(docs, documents_for(message.conversation_id, [docs]))
         text = with_documents(text, notes)

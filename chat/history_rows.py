@@ -95,6 +95,7 @@ class HistoryRow(NamedTuple):
     covered: bool  # loaded only for its pin: the summary covers it
     documents: Any  # the metadata's document references (decoded JSON), or None
     has_tools: bool  # its run stored tool results
+    facts: Any  # the facts found when its content was stored ({} for older rows)
 
 
 def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[HistoryRow]:
@@ -128,6 +129,7 @@ def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list
             covered,
             json_or_none(documents),
             has_tools,
+            facts,
         )
         for (
             msg_id,
@@ -141,6 +143,7 @@ def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list
             covered,
             documents,
             has_tools,
+            facts,
         ) in rows
     ]
 
@@ -210,6 +213,7 @@ def _with_columns(rows: QuerySet) -> QuerySet:
             "covered",
             "documents_json",
             "has_tools",
+            "facts",
         )
     )
 

@@ -34,6 +34,7 @@ from chat.instructions import clean_instructions
 from chat.models import Attachment, Conversation, Message, Project
 from chat.rendering.markdown import RENDERER_VERSION, render_markdown
 from chat.search import index as search_index
+from contextmgmt.core.factscan import stored_facts
 from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)
@@ -144,6 +145,13 @@ def conversation_delete(*, conversation: Conversation) -> None:
 # --- messages ------------------------------------------------------------------------------
 
 
+def content_facts(content: str) -> dict[str, Any]:
+    """The facts of a message's content as its ``facts`` column keeps them, found once
+    here, when the content is stored: a compaction takes them instead of scanning the text
+    (docs/architecture.md, "Compaction"). Empty for an empty content."""
+    return stored_facts(content) if content else {}
+
+
 @transaction.atomic
 def user_message_create(
     *,
@@ -171,6 +179,7 @@ def user_message_create(
         kind=Message.Kind.INJECTED if injected else Message.Kind.QUERY,
         status=Message.Status.PENDING,
         content=content,
+        facts=content_facts(content),
         metadata={
             "images": [
                 {"file_id": str(a.id), "mime_type": a.mime_type}
@@ -274,6 +283,7 @@ def assistant_message_finish(
     message.status = status
     message.kind = Message.Kind.ERROR if status == Message.Status.ERROR else Message.Kind.ANSWER
     message.metadata = metadata
+    message.facts = content_facts(content)
     # Rendered once, here, off the event loop: reads serve the stored HTML.
     message.html, message.html_version = render_markdown(content), RENDERER_VERSION
     # An update, not save(): if the conversation was deleted mid-run there is nothing left
@@ -284,6 +294,7 @@ def assistant_message_finish(
             "status": message.status,
             "kind": message.kind,
             "metadata": metadata,
+            "facts": message.facts,
             "html": message.html,
             "html_version": message.html_version,
         },

@@ -140,6 +140,11 @@ class Message(models.Model):
     # as stored; a renderer change re-renders an answer once, on its next read.
     html = models.TextField(blank=True, default="", verbose_name=_("rendered HTML"))
     html_version = models.PositiveSmallIntegerField(default=0, verbose_name=_("renderer version"))
+    # The facts of its content, found when the content was stored (the fact check's own
+    # JSON, contextmgmt.core.factscan.stored_facts; empty for rows stored before): a
+    # compaction takes them instead of scanning the text again (docs/architecture.md,
+    # "Compaction").
+    facts = models.JSONField(default=dict, blank=True, editable=False, verbose_name=_("facts"))
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created"))
     # Versions (docs/architecture.md, "Versions"): an edited question or a regenerated
     # answer is a new version of the first one, which it names here; and a message hidden

@@ -16,6 +16,7 @@ from chat import services
 from chat.compaction.summaries import summary_save
 from chat.history import latest_summary, load_history, query_message
 from chat.models import Conversation, Message
+from contextmgmt.core.messages import STORED_FACTS
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db
@@ -139,3 +140,30 @@ def test_rd1_history_rows_are_read_by_name(busy_conversation):
     look = next(row for row in rows if row.content == "look")
     assert (look.role, look.kind, look.covered, look.has_tools) == ("user", "query", False, False)
     assert look.images == [{"file_id": "x", "mime_type": "a"}] and look.documents is None
+
+
+# --- stored facts -----------------------------------------------------------------------------
+
+
+def test_rf12_the_history_carries_each_message_s_stored_facts_in_the_same_query(
+    busy_conversation,
+):
+    """RF.12: the facts found when a message was stored come with it (``metadata["facts"]``,
+    what the compaction's fact check takes), read by the load's one query of messages; a
+    row stored before the column (no facts) comes without, and is scanned as before."""
+    Message.objects.filter(content="look").delete()
+    Message.objects.filter(content="q1").update(facts={})  # as a row from before the column
+    with CaptureQueriesContext(connection) as queries:
+        loaded = load_history(busy_conversation.pk)
+    assert len(queries) == 2, [q["sql"] for q in queries]
+    by_text = {m.text(): m for m in loaded.messages}
+    stored = Message.objects.get(content="a0 ünïcödé").facts
+    assert stored and by_text["a0 ünïcödé"].metadata[STORED_FACTS] == stored
+    assert STORED_FACTS not in by_text["q1"].metadata
+
+
+def test_rf12_a_follow_up_as_the_run_reads_it_carries_its_stored_facts(conversation):
+    follow_up = services.user_message_create(
+        conversation=conversation, content="Also order ORD-77120.", injected=True
+    )
+    assert query_message(follow_up).metadata[STORED_FACTS] == follow_up.facts

@@ -13,6 +13,7 @@ from chat import services
 from chat.errors import InvalidInput
 from chat.models import Attachment, Conversation, Message, SearchDocument
 from chat.search import index as search_index
+from contextmgmt.core.factscan import stored_facts
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db
@@ -306,3 +307,39 @@ def test_a_second_running_answer_in_one_conversation_is_refused(conversation):
         services.assistant_message_start(conversation=conversation, run_id="r2", mode="react")
     other = services.conversation_create(owner=conversation.owner)
     services.assistant_message_start(conversation=other, run_id="r3", mode="react")
+
+
+# --- the facts of a message, found when it is stored ----------------------------------------
+
+
+def test_rf12_a_stored_message_keeps_the_facts_of_its_content(conversation):
+    """RF.12: a message's facts are found once, when its content is stored (the user's
+    message when it is created, an answer when it is finished), as the fact check's own
+    stored form."""
+    question = services.user_message_create(
+        conversation=conversation, content="Ship order ORD-88213 to 12 Rue de Lyon by 2027-03-18."
+    )
+    answer = services.assistant_message_start(conversation=conversation, run_id="r", mode="react")
+    assert answer.facts == {}  # nothing yet: a running answer is not history
+    services.assistant_message_finish(
+        message=answer, content="Order ORD-88213 costs $1,234.56.", status="done", usage={}
+    )
+    question.refresh_from_db()
+    answer.refresh_from_db()
+    assert question.facts == stored_facts(question.content)
+    assert answer.facts == stored_facts(answer.content)
+    values = [fact[3] for fact in answer.facts["facts"]]
+    assert "ORD-88213" in values and "$1,234.56" in values
+
+
+def test_rf12_an_empty_message_stores_no_facts(conversation):
+    document = services.attachment_create(
+        owner=conversation.owner,
+        conversation=conversation,
+        uploaded_file=SimpleUploadedFile("notes.txt", b"Code 4471", content_type="text/plain"),
+    )
+    message = services.user_message_create(
+        conversation=conversation, content="", attachments=[document]
+    )
+    message.refresh_from_db()
+    assert message.facts == {}

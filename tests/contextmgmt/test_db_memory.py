@@ -508,3 +508,52 @@ def test_db_memory_is_a_base_memory():
     from contextmgmt.core.memory import BaseMemory
 
     assert isinstance(DbMemory(uuid.uuid4(), 1_000), BaseMemory)
+
+
+@pytest.mark.django_db
+def test_rf12_a_compaction_takes_the_facts_stored_with_the_messages(conversation, monkeypatch):
+    """RF.12: in the real run path (the chat's loader, DbMemory, the LLM compaction), the
+    texts whose facts were found when they were stored are not scanned again; a row stored
+    before the column is scanned, as before."""
+    from chat import services
+    from contextmgmt.core import corrections, factscan
+
+    old = add_message(conversation, "user", "Old row: invoice INV-4471 due 2027-03-18.")
+    add_message(conversation, "assistant", "Noted.")
+    for i in range(20):
+        services.user_message_create(
+            conversation=conversation,
+            content=f"Q{i}: ship order ORD-{88210 + i} to {i + 2} Rue de Lyon. " + "lorem " * 40,
+        )
+        answer = services.assistant_message_start(
+            conversation=conversation, run_id=f"r{i}", mode="react"
+        )
+        services.assistant_message_finish(
+            message=answer,
+            content=f"A{i}: order ORD-{88210 + i} costs ${i + 10}.50. " + "dolor " * 40,
+            status="done",
+            usage={},
+        )
+    add_message(conversation, "user", "current question")
+    factscan.clear_cache()
+    corrections.clear_cache()
+    scanned: list[str] = []
+    scan = factscan._scan_placed
+
+    def recording_scan(texts, **options):
+        scanned.extend(texts)
+        return scan(texts, **options)
+
+    monkeypatch.setattr(factscan, "_scan_placed", recording_scan)
+    memory = DbMemory(conversation.id, max_tokens=600, compact_llm=FakeLLM(default="S."))
+    load(memory)
+    assert memory.last.strategy == "llm"
+    stored = set(
+        Message.objects.filter(conversation=conversation)
+        .exclude(facts={})
+        .values_list("content", flat=True)
+    )
+    assert len(stored) == 40
+    assert old.content in scanned
+    assert not stored & set(scanned)
+    assert memory.last.result.facts_missing > 0  # the check ran, on the stored facts
