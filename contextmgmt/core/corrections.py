@@ -7,7 +7,7 @@ when its replacement is, and never puts it back as if it were current; the offli
 summariser leaves out sentences that only state replaced values.
 
 A sentence is read as a correction when it holds a cue of one of the languages (a table
-per language, ``CUES``). Its facts (``factscan.facts_in``) right after a word that marks
+per language, ``factcues.CUES``). Its facts (``factscan.facts_in``) right after a word that marks
 the old value ("not", "instead of", "nicht", "statt", "不是", "由") are the old values,
 the others the new ones. A correction that does not name the old value ("展位号改为 B2-17",
 "Korrektur: das Lager ist in der Hauptstraße 5") replaces the latest earlier fact of the
@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from .factcues import CUE_WORDS, STRONG, WEAK
 from .factscan import (
     SHAPE,
     Placed,
@@ -36,45 +37,6 @@ from .factscan import (
     without_repeated_lines,
 )
 
-# Per language: cues that make a sentence a correction when it names its old value, and
-# cues strong enough to replace an earlier value of the same thing it does not name.
-CUES: dict[str, tuple[str, str]] = {
-    "en": (
-        r"\bnot\b|\binstead of\b|\brather than\b",
-        r"\b(?:changed|moved|updated|corrected|switched|postponed|rescheduled)\b|\bcorrection\b"
-        r"|\bupdate:|\bnow\b|\bno longer\b",
-    ),
-    "de": (
-        r"\bnicht\b|\bstatt\b|\banstatt\b",
-        r"\b(?:geändert|verschoben|korrigiert|aktualisiert|verlegt)\b|\bKorrektur\b|\bjetzt\b"
-        r"|\bneue[rs]?\b|\bnicht mehr\b",
-    ),
-    "zh": (
-        r"不是|而不是|而非",
-        r"改为|改成|改到|改在|调整为|变更为|更新为|更正|换成|现在是|推迟到|提前到",
-    ),
-    "fr": (
-        r"\bpas\b|\bau lieu d|\bplutôt que\b|\bet non\b",
-        r"\b(?:changée?s?|modifiée?s?|corrigée?s?|reportée?s?|déplacée?s?|décalée?s?"
-        r"|remplacée?s?|avancée?s?)\b|\bcorrection\b|\bdésormais\b|\bmaintenant\b"
-        r"|\bn'est plus\b|\bnouvelle?\b",
-    ),
-    "es": (
-        r"\bno\b|\ben vez de|\ben lugar de",
-        r"\b(?:cambiad[oa]s?|corregid[oa]s?|modificad[oa]s?|aplazad[oa]s?|trasladad[oa]s?"
-        r"|actualizad[oa]s?|adelantad[oa]s?)\b|\bcorrección\b|\bahora\b|\bya no\b"
-        r"|\bpasa a\b|\bnuev[oa]\b",
-    ),
-    "ja": (
-        r"ではなく|じゃなく|でなく|ではありません",
-        r"変更|訂正|修正|延期|に変わ|更新",
-    ),
-    "ru": (
-        r"\bне\b|\bвместо\b",
-        r"\b(?:изменен[аоы]?|изменили|перенесен[аоы]?|перенесли|исправлен[аоы]?|исправили"
-        r"|обновлен[аоы]?)\b|\bпоправка\b|\bтеперь\b|\bуже не\b|\bнов(?:ый|ая|ое)\b",
-    ),
-}
 # What stands right before an old value, per language.
 OLD_MARKERS = {
     "en": r"(?:\bnot|\binstead of|\brather than|\bfrom|\bwas|\bno longer)"
@@ -90,72 +52,9 @@ OLD_MARKERS = {
 }
 
 
-def _alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of ``pattern``."""
-    out, depth, start, at = [], 0, 0, 0
-    while at < len(pattern):
-        char = pattern[at]
-        if char == "\\":
-            at += 2
-            continue
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            out.append(pattern[start:at])
-            start = at + 1
-        at += 1
-    out.append(pattern[start:])
-    return out
-
-
-def _first_character_led(pattern: str, *, ignore_case: bool = False) -> str:
-    """``pattern`` (alternatives of words, each maybe led by ``\\b`` or by a group of
-    words) as alternatives that each start with a literal character, the word boundary
-    checked just after it, looking back (``\\b`` + "not" becomes "n(?<!\\wn)ot").
-
-    The same matches; but the regex engine skips to a pattern's possible first characters
-    in C only when every alternative starts with a literal one: led by ``\\b``, each of
-    some eighty alternatives is tried at every character (a cue search then costs more
-    than the rest of a compaction). ``ignore_case``: the first character in each case,
-    the rest case-insensitive (what ``re.IGNORECASE`` would match, the prefix kept)."""
-    flat: list[str] = []
-    for alternative in _alternatives(pattern):
-        if alternative.startswith("\\b(?:"):
-            close = alternative.index(")")
-            for word in _alternatives(alternative[len("\\b(?:") : close]):
-                flat.append("\\b" + word + alternative[close + 1 :])
-        else:
-            flat.append(alternative)
-    by_first: dict[str, list[str]] = {}
-    for alternative in flat:
-        bounded = alternative.startswith("\\b")
-        rest = alternative[2:] if bounded else alternative
-        first, rest = rest[0], rest[1:]
-        if first in "\\[(.^$*+?{|":
-            raise ValueError(f"a cue must start with a literal character: {alternative!r}")
-        for variant in dict.fromkeys((first.lower(), first.upper()) if ignore_case else first):
-            check = f"(?<!\\w{re.escape(variant)})" if bounded else ""
-            tail = f"(?i:{rest})" if ignore_case and rest else rest
-            by_first.setdefault(variant, []).append(check + tail)
-    # One alternative per first character (the engine tries them one by one).
-    return "|".join(
-        re.escape(first) + (f"(?:{'|'.join(tails)})" if len(tails) > 1 else tails[0])
-        for first, tails in by_first.items()
-    )
-
-
-# Matched against case-folded text (faster than IGNORECASE over long texts).
-_WEAK_CUES = "|".join(weak for weak, _ in CUES.values()).casefold()
-_STRONG_CUES = "|".join(strong for _, strong in CUES.values()).casefold()
-_WEAK = re.compile(_first_character_led(_WEAK_CUES))
-_STRONG = re.compile(_first_character_led(_STRONG_CUES))
 _OLD_MARKER = re.compile("|".join(OLD_MARKERS.values()), re.IGNORECASE)
 # What stands right after an old value, in the languages that say it after ("12日ではなく").
 _OLD_AFTER = re.compile(r"\s*(?:ではなく|じゃなく|でなく|ではありません|から)")
-_CUE_WORDS = re.compile(_first_character_led(_WEAK_CUES + "|" + _STRONG_CUES, ignore_case=True))
-_ANY_CUE = re.compile(_first_character_led(_WEAK_CUES + "|" + _STRONG_CUES))
 # White space after a full stop (found from the white space: the engine then skips to it
 # in C), or Chinese and Japanese stops and line breaks.
 _SENTENCE = re.compile(r"\s(?<=[.!?]\s)\s*|[。！？；;\n]+")
@@ -208,7 +107,7 @@ def _subject(sentence: str, facts: Sequence[Placed]) -> set[str]:
     text = sentence
     for start, end, *_ in reversed(facts):
         text = text[:start] + " " + text[end:]
-    text = _CUE_WORDS.sub(" ", text)
+    text = CUE_WORDS.sub(" ", text)
     words = {w.casefold() for w in _LATIN_WORD.findall(text)} - _STOPWORDS
     for run in _CJK_RUN.findall(text):
         words.update(run[i : i + 2] for i in range(len(run) - 1))
@@ -309,22 +208,22 @@ def _fact_sentences(source: str, facts: tuple[Placed, ...]) -> tuple[_Sentence, 
 _CueSentences = tuple[tuple[str, bool, tuple[Placed, ...]], ...]
 
 
-def _cue_sentences(source: str, facts: tuple[Placed, ...]) -> _CueSentences:
+def _cue_sentences(source: str, scan: Scanned) -> _CueSentences:
     """The sentences of ``source`` that hold a cue and a fact: (sentence, whether its cue
-    is strong, its facts); ``facts``: the source's (``factscan.scans_of``). The cues are
-    looked for in the sentences holding a fact only."""
-    return _CUE_SENTENCES.get(source, lambda: _find_cue_sentences(source, facts))
+    is strong, its facts); ``scan``: the source's (``factscan.scans_of``), which says
+    whether the text holds a cue at all (most hold none: they are never read here). The
+    cues are looked for in the sentences holding a fact only."""
+    if not scan.placed or not scan.cued:
+        return ()
+    return _CUE_SENTENCES.get(source, lambda: _find_cue_sentences(source, scan.placed))
 
 
 def _find_cue_sentences(source: str, facts: tuple[Placed, ...]) -> _CueSentences:
-    # Most texts hold no cue at all: one search of the text the scan read says so.
-    if not facts or not _ANY_CUE.search(without_repeated_lines(source).casefold()):
-        return ()
     out = []
     for sentence, mine in _fact_sentences(source, facts):
         folded = sentence.casefold()
-        strong = _STRONG.search(folded) is not None
-        if strong or _WEAK.search(folded):
+        strong = STRONG.search(folded) is not None
+        if strong or WEAK.search(folded):
             out.append((sentence, strong, mine))
     return tuple(out)
 
@@ -363,7 +262,7 @@ class _Earlier:
         naming: dict[str, list[int]] = {}
         for source, scan in zip(sources, scans, strict=True):
             self.first_of_source.append(len(self.sentences))
-            for entry in _subjects_of(source, scan[1]):
+            for entry in _subjects_of(source, scan.placed):
                 number = len(self.sentences)
                 self.sentences.append(entry)
                 for word in entry[2]:
@@ -405,7 +304,7 @@ def superseded(
     if scans is None:
         scans = scans_of(sources, known)
     for index, (source, scan) in enumerate(zip(sources, scans, strict=True)):
-        for sentence, strong, facts in _cue_sentences(source, scan[1]):
+        for sentence, strong, facts in _cue_sentences(source, scan):
             olds: list[Placed] = []
             news: list[Placed] = []
             previous_end = 0
@@ -481,7 +380,7 @@ class _Shapes:
 
     def __init__(self, scans: list[Scanned]) -> None:
         self.first: dict[tuple[str, str], dict[str, int]] = {}
-        for index, (occurrences, _) in enumerate(scans):
+        for index, occurrences in enumerate(scan.occurrences for scan in scans):
             for kind, _, key, _, _, _ in occurrences:
                 keys = self.first.setdefault((kind, key.translate(SHAPE)), {})
                 keys.setdefault(key, index)

@@ -101,7 +101,7 @@ def _tally(
     boosted: set[str] = set()
     if scans is None:
         scans = scans_of(sources, known)
-    for index, (occurrences, _) in enumerate(scans):
+    for index, occurrences in enumerate(scan.occurrences for scan in scans):
         recency = (index + 1) / count  # 0 < r <= 1, newer is higher
         for occurrence in occurrences:
             key = occurrence[2]
@@ -112,7 +112,7 @@ def _tally(
                 origins[key] = index
             elif score < firsts[key][4] + 3:
                 scores[key] = score + 1.0  # a repeat makes it more likely to matter (capped)
-    for occurrences, _ in scans_of(list(stated), known):
+    for occurrences in (scan.occurrences for scan in scans_of(list(stated), known)):
         for occurrence in occurrences:
             key = occurrence[2]
             if key in scores and key not in boosted:

@@ -1,4 +1,4 @@
-"""The correction cues as the engine reads them fast (contextmgmt/core/corrections.py):
+"""The correction cues as the engine reads them fast (contextmgmt/core/factcues.py):
 each alternative led by a literal character, the word boundary checked looking back. RF.12:
 they find exactly what the plain patterns (``\\b`` first, kept here as the reference) find,
 so the fact check's output does not change with its speed."""
@@ -10,8 +10,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextmgmt.core import corrections
-from contextmgmt.core.corrections import CUES, superseded
+from contextmgmt.core import corrections, factcues
+from contextmgmt.core.corrections import superseded
+from contextmgmt.core.factcues import CUES
 
 # The straightforward patterns, as the cue tables write them.
 REFERENCE_WEAK = re.compile("|".join(weak for weak, _ in CUES.values()).casefold())
@@ -42,8 +43,8 @@ def spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
 def test_rf_12_every_cue_alternative_starts_with_a_literal_character():
     """RF.12: the engine skips to the cues' first characters only when every alternative
     starts with one (none with ``\\b``): then a cue search reads a text once, in C."""
-    for pattern in (corrections._WEAK, corrections._STRONG, corrections._CUE_WORDS):
-        for alternative in corrections._alternatives(pattern.pattern):
+    for pattern in (factcues.WEAK, factcues.STRONG, factcues.CUE_WORDS):
+        for alternative in factcues._alternatives(pattern.pattern):
             assert not alternative.startswith(("\\b", "(", "[", "\\s", ".")), alternative
 
 
@@ -52,12 +53,12 @@ def test_rf_12_every_cue_alternative_starts_with_a_literal_character():
 def test_rf_12_the_fast_cues_match_what_the_plain_patterns_match(text):
     """RF.12: same matches, at the same places, as the reference patterns."""
     folded = text.casefold()
-    assert spans(corrections._WEAK, folded) == spans(REFERENCE_WEAK, folded)
-    assert spans(corrections._STRONG, folded) == spans(REFERENCE_STRONG, folded)
-    assert spans(corrections._ANY_CUE, folded) == spans(
+    assert spans(factcues.WEAK, folded) == spans(REFERENCE_WEAK, folded)
+    assert spans(factcues.STRONG, folded) == spans(REFERENCE_STRONG, folded)
+    assert spans(factcues.ANY_CUE, folded) == spans(
         re.compile(REFERENCE_WEAK.pattern + "|" + REFERENCE_STRONG.pattern), folded
     )
-    assert corrections._CUE_WORDS.sub(" ", text) == REFERENCE_CUE_WORDS.sub(" ", text)
+    assert factcues.CUE_WORDS.sub(" ", text) == REFERENCE_CUE_WORDS.sub(" ", text)
     assert spans(corrections._SENTENCE, text) == spans(REFERENCE_SENTENCE, text)
 
 
@@ -71,3 +72,12 @@ def test_rf_12_a_correction_after_a_pasted_log_is_still_read():
     ]
     corrections.clear_cache()
     assert superseded(sources).replacement("38000") == "41500"
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(cue_texts, max_size=8))
+def test_rf_12_one_search_of_all_texts_finds_each_text_s_cue(texts):
+    """RF.12: whether each text holds a cue, found by one search of all of them joined,
+    is what a search of each alone finds (a cue never spans two texts; a text's edges
+    look the same)."""
+    assert factcues.cued(texts) == [bool(factcues.ANY_CUE.search(t.casefold())) for t in texts]

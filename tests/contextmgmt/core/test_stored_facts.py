@@ -78,6 +78,10 @@ def test_rf_12_a_check_with_stored_facts_scans_no_text(monkeypatch):
         lambda entry: {**entry, "text": entry["text"] + 1},  # another text (edited)
         lambda entry: {**entry, "scan": "0"},  # other patterns
         lambda entry: {**entry, "facts": [["x"]]},  # not facts
+        lambda entry: {**entry, "facts": {**entry["facts"], "start": ["0"]}},  # not a place
+        lambda entry: {**entry, "facts": {**entry["facts"], "end": []}},  # columns unequal
+        lambda entry: {**entry, "facts": {**entry["facts"], "value": [""] * 4}},  # no value
+        lambda entry: {**entry, "cued": None},  # not said whether it holds a cue
         lambda entry: "facts",
     ],
 )
@@ -108,3 +112,25 @@ def test_the_summariser_takes_the_facts_messages_carry(monkeypatch):
     outcome = asyncio.run(summarise_rounds(messages, Terse(), max_summary_tokens=400))
     assert outcome.error is None
     assert "ORD-4471" in outcome.missing_facts
+
+
+def test_rf_12_stored_facts_without_a_cue_leave_the_text_unread(monkeypatch):
+    """RF.12: a stored text holding no correction cue is never read again for
+    corrections (whether it holds one was found when it was stored); one that does is."""
+    plain = "Order ORD-4471 costs 12.380,50 € and ships on 14.03.2027."
+    correcting = "Das Budget ist jetzt 41.500 €, nicht 38.000 €."
+    known = factscan.known_facts((text, stored(text)) for text in (plain, correcting))
+    assert [known[plain].cued, known[correcting].cued] == [False, True]
+    fresh_caches()
+    read: list[str] = []
+    split = corrections._split
+
+    def recording_split(text, facts):
+        read.append(text)
+        return split(text, facts)
+
+    monkeypatch.setattr(corrections, "_split", recording_split)
+    monkeypatch.setattr(factscan, "facts_in_texts", lambda *a, **k: pytest.fail("scanned"))
+    replaced = corrections.superseded([plain, correcting], known)
+    assert replaced.replacement("38.000 €") == "41.500 €"
+    assert read == [correcting]
