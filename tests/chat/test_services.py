@@ -328,7 +328,7 @@ def test_rf12_a_stored_message_keeps_the_facts_of_its_content(conversation):
     answer.refresh_from_db()
     assert question.facts == stored_facts(question.content)
     assert answer.facts == stored_facts(answer.content)
-    values = [fact[3] for fact in answer.facts["facts"]]
+    values = answer.facts["facts"]["value"]
     assert "ORD-88213" in values and "$1,234.56" in values
 
 
