@@ -9,7 +9,7 @@ import pytest
 from chat import services
 from chat.documents.context import read_document_text
 from chat.projects import services as project_services
-from chat.projects.context import project_files_for
+from chat.projects.context import NAMED_FILES_MAX, project_files_for
 from tests.chat.recall.test_project_files import FACT, long_text_with_fact
 from tests.support.factories import add_project_file, make_project, make_user
 
@@ -70,3 +70,14 @@ def test_rj3_read_document_says_a_removed_file_was_removed(project):
     unknown = read_document_text(conversation.pk, file="atlas.pdf", project_id=project.pk)
     assert unknown.startswith("Error: no document named 'atlas.pdf' in this conversation or")
     assert "note.txt" in unknown
+
+
+def test_rj3_past_their_share_files_are_named_in_a_line_each_up_to_a_limit(settings):
+    settings.FIMONE_PROJECT_INLINE_SHARE = 0.0
+    project = make_project(make_user(), name="Archive")
+    for n in range(NAMED_FILES_MAX + 5):
+        add_project_file(project, f"minutes-{n:02}.txt", f"Minutes {n}.".encode(), "text/plain")
+    files = project_files_for(project_id=project.pk, owner_id=project.owner_id, budget=12_000)
+    note = files.note()
+    assert note.count("[document: minutes-") == NAMED_FILES_MAX
+    assert "[5 more files of the project" in note
