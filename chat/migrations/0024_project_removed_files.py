@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat", "0024_message_facts"),
+        ("chat", "0023_projects"),
     ]
 
     operations = [
