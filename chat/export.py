@@ -5,7 +5,12 @@ Markdown holds what the chat shows: the questions, the answers with their status
 calls and results of each run, and images by reference, on the branch of versions shown
 (``chat.versions``); the other versions are left out. JSON holds every stored message in
 the shape of the messages API (without the rendered HTML): the other versions included,
-marked ``superseded_by``, and each version listing its siblings (``versions``).
+marked ``superseded_by``, and each version listing its siblings (``versions``). Both name
+the conversation's project and hold the instructions it runs with, the project's and its
+own.
+
+A project exports as JSON (``GET /api/projects/<id>/export/``): the project with its
+instructions, its files by name, size and pages, and its conversations by id and title.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from django.utils.translation import gettext, ngettext
 
 from chat import selectors
 from chat.api.plumbing import api_view, conversation_json, messages_json
+from chat.api.projects import project_file_json, project_json
 from chat.errors import InvalidInput
-from chat.models import Conversation, Message
+from chat.models import Conversation, Message, Project
+from chat.projects import selectors as project_selectors
 from chat.versions import is_hidden
 
 FORMATS = {
@@ -30,6 +37,7 @@ FORMATS = {
     "json": ("json", "application/json"),
 }
 JSON_FORMAT = "fimone.conversation/1"
+PROJECT_FORMAT = "fimone.project/1"
 
 
 @api_view("GET")
@@ -49,6 +57,35 @@ def export_view(request: HttpRequest, conversation_id: str) -> HttpResponse:
     response = HttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = content_disposition_header(
         as_attachment=True, filename=f"{file_stem(conversation)}.{extension}"
+    )
+    return response
+
+
+@api_view("GET")
+def project_export_view(request: HttpRequest, project_id: str) -> HttpResponse:
+    project = project_selectors.project_get(user=request.user, project_id=project_id)
+    conversations = Conversation.objects.filter(project=project).order_by("-updated_at", "-pk")
+    document = {
+        "format": PROJECT_FORMAT,
+        "exported_at": timezone.now().isoformat(),
+        "project": project_json(project_selectors.project_summary(project=project)),
+        "files": [project_file_json(f) for f in project_selectors.project_files(project=project)],
+        "conversations": [
+            {
+                "id": str(c.id),
+                "title": c.title,
+                "created_at": c.created_at.isoformat(),
+                "updated_at": c.updated_at.isoformat(),
+            }
+            for c in conversations.only("id", "title", "created_at", "updated_at")
+        ],
+    }
+    response = HttpResponse(
+        json.dumps(document, ensure_ascii=False, indent=2), content_type="application/json"
+    )
+    name = slugify(project.name, allow_unicode=True)[:60].strip("-") or "project"
+    response["Content-Disposition"] = content_disposition_header(
+        as_attachment=True, filename=f"{name}-{timezone.localdate():%Y-%m-%d}.json"
     )
     return response
 
@@ -91,9 +128,17 @@ def conversation_json_export(conversation: Conversation, messages: list[Message]
         "format": JSON_FORMAT,
         "exported_at": timezone.now().isoformat(),
         "conversation": conversation_json(conversation),
+        # The project it ran in, with the instructions that came before its own; null: none.
+        "project": _project_export(conversation.project),
         "messages": items,
     }
     return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def _project_export(project: Project | None) -> dict[str, Any] | None:
+    if project is None:
+        return None
+    return {"id": project.pk, "name": project.name, "instructions": project.instructions}
 
 
 def conversation_markdown(conversation: Conversation, messages: list[Message]) -> str:
@@ -105,8 +150,17 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
         "- " + gettext("Started: %(when)s") % {"when": _when(conversation.created_at)},
         "- " + gettext("Exported: %(when)s") % {"when": _when(timezone.now())},
         "- " + gettext("Mode: %(mode)s") % {"mode": conversation.get_mode_display()},
-        "",
     ]
+    project = conversation.project
+    if project is not None:
+        lines.append("- " + gettext("Project: %(name)s") % {"name": _one_line(project.name)})
+    lines.append("")
+    if project is not None and project.instructions:
+        lines += ["## " + gettext("Instructions of the project"), ""]
+        lines += _quoted(project.instructions)
+    if conversation.instructions:
+        lines += ["## " + gettext("Instructions of this conversation"), ""]
+        lines += _quoted(conversation.instructions)
     for message in messages:
         metadata = message.metadata or {}
         if is_hidden(message):
@@ -135,6 +189,11 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
                 problem = _one_line(str(error["message"]))
                 lines += ["> " + gettext("Error: %(problem)s") % {"problem": problem}, ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _quoted(text: str) -> list[str]:
+    """Instructions as a quoted block: their own Markdown stays theirs, set apart."""
+    return [f"> {line}".rstrip() for line in text.splitlines()] + [""]
 
 
 def _when(moment) -> str:

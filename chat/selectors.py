@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 from django.db import router, transaction
 from django.db.models import Q, QuerySet
@@ -22,7 +23,14 @@ from chat.compaction.summaries import summary_latest
 from chat.compiled_reads import PROBE_ID, PROBE_UUID, CompiledGet, Probe
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.history_rows import context_rows
-from chat.models import Attachment, ContextSummary, Conversation, Message, ToolResult
+from chat.models import (
+    Attachment,
+    ContextSummary,
+    Conversation,
+    Message,
+    Project,
+    ToolResult,
+)
 from contextmgmt.models import ModelConfig
 
 MAX_PAGE_SIZE = 200
@@ -46,8 +54,15 @@ class ConversationPage:
     next_cursor: str | None  # pass as ``before`` for the page after this one; None: no more
 
 
-def conversation_page(*, user, before: str | None = None, limit: int = 50) -> ConversationPage:
-    """A page of :func:`conversation_list`, by an opaque cursor.
+def conversation_page(
+    *,
+    user,
+    before: str | None = None,
+    limit: int = 50,
+    project: Project | Literal["any", "none"] = "any",
+) -> ConversationPage:
+    """A page of :func:`conversation_list`, by an opaque cursor; only the conversations of
+    ``project`` (the user's), or of none (``"none"``), when asked.
 
     The cursor carries the last row's sort key itself (not its id), so a conversation that
     becomes active while the user scrolls moves to the top without shifting later pages.
@@ -55,6 +70,10 @@ def conversation_page(*, user, before: str | None = None, limit: int = 50) -> Co
     if not 1 <= limit <= MAX_PAGE_SIZE:
         raise InvalidInput("invalid_limit", f"limit must be between 1 and {MAX_PAGE_SIZE}.")
     qs = conversation_list(user=user)
+    if project == "none":
+        qs = qs.filter(project__isnull=True)
+    elif isinstance(project, Project):
+        qs = qs.filter(project=project)
     if before:
         updated_at, created_at, pk = _conversation_cursor_read(before)
         qs = qs.filter(

@@ -4,6 +4,7 @@ from django.urls import path
 
 from chat import export, pages
 from chat.api import conversations as views
+from chat.api import projects as project_views
 from chat.api import search as search_views
 from chat.api import summaries as summary_views
 from chat.api import tool_results as tool_result_views
@@ -70,6 +71,23 @@ urlpatterns = [
     path("api/tools/", tool_views.tools_catalogue, name="tools_catalogue"),
     path("api/attachments/<str:file_id>/", views.attachment_file, name="attachment"),
     path("api/search/", search_views.search_view, name="search"),
+    path("api/projects/", project_views.projects, name="projects"),
+    path("api/projects/<str:project_id>/", project_views.project_detail, name="project"),
+    path(
+        "api/projects/<str:project_id>/files/",
+        project_views.project_files,
+        name="project_files",
+    ),
+    path(
+        "api/projects/<str:project_id>/export/",
+        export.project_export_view,
+        name="project_export",
+    ),
+    path(
+        "api/projects/<str:project_id>/files/<str:file_id>/",
+        project_views.project_file_detail,
+        name="project_file",
+    ),
     path(
         "api/conversations/<str:conversation_id>/export/",
         export.export_view,

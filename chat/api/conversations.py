@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import Literal
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
@@ -23,7 +24,8 @@ from chat.api.plumbing import (
     read_json,
 )
 from chat.errors import InvalidInput
-from chat.models import ATTACHMENT_EXTENSIONS, Attachment
+from chat.models import ATTACHMENT_EXTENSIONS, Attachment, Project
+from chat.projects import selectors as project_selectors
 
 
 @api_view("GET", "POST")
@@ -33,6 +35,7 @@ def conversations(request: HttpRequest) -> HttpResponse:
             user=request.user,
             before=request.GET.get("before") or None,
             limit=query_int(request, "limit", default=50),
+            project=_project_filter(request),
         )
         return JsonResponse(
             {
@@ -42,13 +45,30 @@ def conversations(request: HttpRequest) -> HttpResponse:
             }
         )
     body = read_json(request)
-    conversation = services.conversation_create(
-        owner=request.user,
-        title=body.get("title") or "",
-        mode=body.get("mode") or "react",
-        model_config_id=body.get("model_config"),
-    )
+    try:
+        conversation = services.conversation_create(
+            owner=request.user,
+            title=body.get("title") or "",
+            mode=body.get("mode") or "react",
+            model_config_id=body.get("model_config", services.UNSET),
+            project_id=body.get("project"),
+            instructions=body.get("instructions", ""),
+        )
+    except Project.DoesNotExist as exc:
+        # The body named it, not the URL: a bad field (400), as an unknown model is.
+        raise InvalidInput("unknown_project", gettext("There is no such project.")) from exc
     return JsonResponse(conversation_json(conversation), status=201)
+
+
+def _project_filter(request: HttpRequest) -> Project | Literal["any", "none"]:
+    """``?project=<id>``: that project's conversations (another user's: 404);
+    ``?project=none``: those in no project; absent: all."""
+    raw = request.GET.get("project")
+    if raw is None or raw == "":
+        return "any"
+    if raw == "none":
+        return "none"
+    return project_selectors.project_get(user=request.user, project_id=raw)
 
 
 @api_view("GET", "PATCH", "DELETE")
@@ -64,6 +84,8 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
             title=body.get("title"),
             mode=body.get("mode"),
             model_config_id=body.get("model_config", services.UNSET),
+            project_id=body.get("project", services.UNSET),
+            instructions=body.get("instructions", services.UNSET),
         )
     return JsonResponse(conversation_json(conversation))
 

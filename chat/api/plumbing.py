@@ -125,6 +125,9 @@ def conversation_json(conversation: Conversation) -> dict[str, Any]:
         "mode": conversation.mode,
         # The picked main model (a ModelConfig id), or null for the configured default.
         "model_config": conversation.model_config_id,
+        # The project it belongs to (an id), or null; its own instructions (docs/projects.md).
+        "project": conversation.project_id,
+        "instructions": conversation.instructions,
         "created_at": conversation.created_at.isoformat(),
         "updated_at": conversation.updated_at.isoformat(),
     }

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from chat.models import Attachment, Project
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from chat.models import Attachment, Conversation, Project
 from chat.selectors import as_uuid
+
+
+@dataclass(frozen=True)
+class ProjectSummary:
+    """A project with what its list shows of it: how many conversations and files it has."""
+
+    project: Project
+    conversation_count: int
+    file_count: int
 
 
 def project_list(*, user) -> list[Project]:
@@ -13,6 +26,42 @@ def project_list(*, user) -> list[Project]:
     if not user.is_authenticated:
         return []
     return list(Project.objects.filter(owner=user))
+
+
+def project_summaries(*, user) -> list[ProjectSummary]:
+    """The user's projects with their counts, the most recently changed first."""
+    if not user.is_authenticated:
+        return []
+    return _summaries(Project.objects.filter(owner=user))
+
+
+def project_summary(*, project: Project) -> ProjectSummary:
+    """``project`` with its counts as they are now (after a change, say)."""
+    return _summaries(Project.objects.filter(pk=project.pk))[0]
+
+
+def _count_of(model, **link) -> Coalesce:
+    # A correlated count per project: two joined counts would multiply each other.
+    rows = model.objects.filter(**link).order_by().values(*link).annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
+
+
+def _summaries(projects: QuerySet[Project]) -> list[ProjectSummary]:
+    counts = {
+        pk: (conversations, files)
+        for pk, conversations, files in projects.annotate(
+            n_conversations=_count_of(Conversation, project=OuterRef("pk")),
+            n_files=_count_of(Attachment, project=OuterRef("pk")),
+        ).values_list("pk", "n_conversations", "n_files")
+    }
+    return [
+        ProjectSummary(
+            project=project,
+            conversation_count=counts.get(project.pk, (0, 0))[0],
+            file_count=counts.get(project.pk, (0, 0))[1],
+        )
+        for project in projects
+    ]
 
 
 def project_get(*, user, project_id: Any) -> Project:

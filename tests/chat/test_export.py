@@ -124,3 +124,85 @@ def test_ru13_follow_ups_are_exported_in_the_order_the_page_shows(logged_in_clie
     exported = logged_in_client.get(url(chat), {"format": "json"}).json()["messages"]
     assert [m["content"][:5] for m in exported] == ["Plan ", "Also ", "Trip ", "And t", "Train"]
     assert exported[2]["follow_ups"] == [read.pk]
+
+
+@pytest.fixture
+def in_a_project(user):
+    """A conversation of a project, both with instructions (two lines in the project's)."""
+    from tests.support.factories import make_project
+
+    project = make_project(user, name="Trip to Lyon", instructions="Answer in French.\nBe brief.")
+    chat = services.conversation_create(
+        owner=user, title="Hotels", project_id=project.pk, instructions="Sign off with 'Bye'."
+    )
+    say(chat, "Which hotel?")
+    return chat
+
+
+def test_rj4_the_json_export_names_the_project_and_holds_both_instructions(
+    logged_in_client, in_a_project
+):
+    data = json.loads(logged_in_client.get(url(in_a_project), {"format": "json"}).content)
+    project = in_a_project.project
+    assert data["project"] == {
+        "id": project.pk,
+        "name": "Trip to Lyon",
+        "instructions": "Answer in French.\nBe brief.",
+    }
+    assert data["conversation"]["project"] == project.pk
+    assert data["conversation"]["instructions"] == "Sign off with 'Bye'."
+
+
+def test_rj4_the_markdown_export_names_the_project_and_quotes_both_instructions(
+    logged_in_client, in_a_project
+):
+    text = logged_in_client.get(url(in_a_project)).content.decode()
+    assert "- Project: Trip to Lyon\n" in text
+    assert "## Instructions of the project\n\n> Answer in French.\n> Be brief.\n" in text
+    assert "## Instructions of this conversation\n\n> Sign off with 'Bye'.\n" in text
+    assert text.index("Instructions of the project") < text.index("Which hotel?")
+
+
+def test_rj4_a_conversation_in_no_project_exports_none(logged_in_client, answered):
+    data = json.loads(logged_in_client.get(url(answered), {"format": "json"}).content)
+    assert data["project"] is None
+    assert "Project:" not in logged_in_client.get(url(answered)).content.decode()
+
+
+def test_rj4_a_project_exports_its_instructions_files_and_conversations(
+    logged_in_client, user, in_a_project, django_capture_on_commit_callbacks
+):
+    from tests.support.documents import docx_bytes
+    from tests.support.factories import add_project_file, make_conversation
+
+    project = in_a_project.project
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    with django_capture_on_commit_callbacks(execute=True):
+        add_project_file(project, "depot.docx", docx_bytes(["The gate code is 4471."]), docx)
+    make_conversation(user, title="Elsewhere")
+    response = logged_in_client.get(f"/api/projects/{project.pk}/export/")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert response["Content-Disposition"].startswith("attachment; filename=")
+    assert "trip-to-lyon-" in response["Content-Disposition"]
+    data = json.loads(response.content)
+    assert data["format"] == "fimone.project/1"
+    assert data["project"]["name"] == "Trip to Lyon"
+    assert data["project"]["instructions"] == "Answer in French.\nBe brief."
+    assert [(f["name"], f["pages"] >= 1, f["size"] > 0) for f in data["files"]] == [
+        ("depot.docx", True, True)
+    ]
+    assert [(c["id"], c["title"]) for c in data["conversations"]] == [
+        (str(in_a_project.id), "Hotels")
+    ]
+    assert "4471" not in response.content.decode()  # files by reference, not their text
+
+
+def test_rj4_a_project_export_is_owner_only(client, logged_in_client, other_user):
+    from tests.support.factories import make_project
+
+    foreign = make_project(other_user, name="Mallory's plans")
+    response = logged_in_client.get(f"/api/projects/{foreign.pk}/export/")
+    assert response.status_code == 404
+    assert "Mallory" not in response.content.decode()
+    assert client.get(f"/api/projects/{foreign.pk}/export/").status_code == 401

@@ -40,7 +40,16 @@ def test_list_returns_only_own_conversations_newest_first(
     items = response.json()["conversations"]
     assert [c["id"] for c in items] == [str(older.id), str(newer.id)]
     assert str(foreign_conversation.id) not in response.content.decode()
-    assert set(items[0]) == {"id", "title", "mode", "model_config", "created_at", "updated_at"}
+    assert set(items[0]) == {
+        "id",
+        "title",
+        "mode",
+        "model_config",
+        "project",
+        "instructions",
+        "created_at",
+        "updated_at",
+    }
 
 
 def test_create_with_defaults(logged_in_client, user):
