@@ -9,6 +9,7 @@ from django.conf import settings
 from django.utils.translation import gettext
 
 from chat.errors import InvalidInput, check_storable
+from chat.models import Conversation, Project
 
 
 def instructions_max_chars() -> int:
@@ -30,3 +31,41 @@ def clean_instructions(value: Any) -> str:
             % {"limit": f"{limit:,}"},
         )
     return value
+
+
+# How the two sets of instructions are framed for the model, in this order, inside the
+# core's instructions message (contextmgmt.core.instructions).
+PROJECT_HEADING = "## The project's instructions"
+CONVERSATION_HEADING = (
+    "## This conversation's own instructions (after the project's; where they differ, these win)"
+)
+
+
+def pinned_instructions(*, project: str = "", conversation: str = "") -> str:
+    """The text every model call of a conversation carries whole: the project's
+    instructions, then the conversation's own, each under its heading ("" when neither
+    has any)."""
+    parts = []
+    if project.strip():
+        parts.append(f"{PROJECT_HEADING}\n{project.strip()}")
+    if conversation.strip():
+        parts.append(f"{CONVERSATION_HEADING}\n{conversation.strip()}")
+    return "\n\n".join(parts)
+
+
+def conversation_instructions(conversation: Conversation) -> str:
+    """``pinned_instructions`` of ``conversation`` (a row as read for a run or the gauge):
+    its own column, and its project's only when it has one (one small read, none when the
+    project came with the row)."""
+    project = ""
+    if conversation.project_id is not None:
+        if Conversation.project.is_cached(conversation):
+            project = conversation.project.instructions
+        else:
+            project = (
+                Project.objects.filter(pk=conversation.project_id)
+                .values_list("instructions", flat=True)
+                .first()
+                or ""
+            )
+    return pinned_instructions(project=project, conversation=conversation.instructions)

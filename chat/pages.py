@@ -113,6 +113,7 @@ def _ordinary_request(conversation: Conversation, budget: int, used: tuple[str, 
     """The next request of this conversation before its question, as its engine sends it
     (``used``: the tools its history calls)."""
     from chat.documents.context import has_documents
+    from chat.instructions import conversation_instructions
     from chat.runs.deps import make_tools
     from chat.tool_servers.pool import cached_server_tools
     from fimone.agent.history_room import ordinary_request
@@ -126,7 +127,13 @@ def _ordinary_request(conversation: Conversation, budget: int, used: tuple[str, 
     for tool in cached_server_tools():  # the tool servers' schemas are sent too
         if tool.name not in tools and tool.source not in conversation.disabled_tool_sources:
             tools.register(tool)
-    return ordinary_request(conversation.mode, budget, tools=tools, used_tools=used)
+    return ordinary_request(
+        conversation.mode,
+        budget,
+        tools=tools,
+        used_tools=used,
+        instructions=conversation_instructions(conversation),
+    )
 
 
 def _sees_images(conversation: Conversation) -> bool:
@@ -216,8 +223,10 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
             "history_tokens": history,
             "history_room_tokens": ordinary.room,
             # The request tier by tier (docs/architecture.md, "Context gauge"): the system
-            # prompt, the tool definitions it sends, the history as fitted to its room.
+            # prompt, the standing instructions (the project's and the conversation's),
+            # the tool definitions it sends, the history as fitted to its room.
             "tiers": {
+                "system": ordinary.system,
                 "instructions": ordinary.instructions,
                 "tools": ordinary.tools,
                 "history": min(history, ordinary.room),

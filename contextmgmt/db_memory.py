@@ -222,8 +222,12 @@ class DbMemory(BaseMemory):
         compact_timeout: float | None = DEFAULT_COMPACT_TIMEOUT,
         loaded: LoadedHistory | None = None,
         loader: HistoryLoader | None = None,
+        instructions: bool = False,
     ) -> None:
         self.conversation_id = conversation_id
+        # The requests this history goes with carry standing instructions (never part of
+        # the history): a summary is told they are kept elsewhere, not to restate them.
+        self.instructions = instructions
         # What the loader already read for this memory (same conversation, vision and
         # summary options), e.g. in the caller's own database thread hop: the next
         # load starts from it instead of reading again; later ones read afresh.
@@ -387,6 +391,7 @@ class DbMemory(BaseMemory):
                 keep_recent=self.keep_recent,
                 hint=self.hint,
                 timeout=self.compact_timeout,
+                instructions=self.instructions,
             )
         else:
             kept = CompactUtils.smart_truncate(base, self.max_tokens)

@@ -18,6 +18,7 @@ from typing import Any
 from channels.layers import BaseChannelLayer, get_channel_layer
 from django.utils.translation import gettext, gettext_lazy
 
+from contextmgmt.core.instructions import NoRoomForQuery
 from contextmgmt.core.llm import (
     ContextOverflow,
     LLMAuthError,
@@ -237,6 +238,15 @@ _FAILURES: list[tuple[type[BaseException], str, Any]] = [
         ContextOverflow,
         "context_overflow",
         gettext_lazy("The conversation is too long for the model."),
+    ),
+    (
+        NoRoomForQuery,
+        "instructions_leave_no_room",
+        gettext_lazy(
+            "The instructions leave the model no room for your message: shorten the "
+            "project's or the conversation's instructions, or pick a model with a larger "
+            "context window."
+        ),
     ),
     (LLMTimeout, "llm_timeout", gettext_lazy("The model did not answer in time.")),
     (LLMRateLimited, "llm_rate_limited", gettext_lazy("The model is rate limited right now.")),

@@ -28,6 +28,7 @@ from chat.compaction.summaries import summary_save
 from chat.documents.context import has_documents
 from chat.errors import ChatError
 from chat.history import load_history, query_message
+from chat.instructions import conversation_instructions
 from chat.models import Conversation, Message
 from chat.projects.context import ProjectFiles, project_files_for
 from chat.runs import control
@@ -73,6 +74,9 @@ class OpenedRun:
     owner_id: int | None = None
     # The project the conversation is in, read with it (its files: chat.projects.context).
     project_id: int | None = None
+    # The project's instructions, then the conversation's, framed (chat.instructions): read
+    # with the conversation when the run opens, sent whole with every model call.
+    instructions: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,8 @@ class PreparedRun:
     disabled_tool_sources: frozenset[str] = frozenset()  # switched off in the conversation
     # Tools the history's earlier runs called, most recent first (the tool tier).
     used_tools: tuple[str, ...] = ()
+    # The standing instructions every model call carries (``OpenedRun.instructions``).
+    instructions: str = ""
 
 
 # --- opening a run (the user message is committed first) -------------------------------------
@@ -131,6 +137,7 @@ def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> Opene
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
+        instructions=conversation_instructions(conversation),
     )
 
 
@@ -177,6 +184,7 @@ def open_follow_up(
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
+        instructions=conversation_instructions(conversation),
     )
 
 
@@ -244,6 +252,7 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
+        instructions=conversation_instructions(conversation),
         versions=versions,
     )
 
@@ -301,6 +310,7 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
+        instructions=conversation_instructions(conversation),
         versions=versions,
     )
 
@@ -385,6 +395,7 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         disabled_tool_sources=opened.disabled_tool_sources,
         # The tools the history's records call: no query of its own.
         used_tools=tools_called(history.messages),
+        instructions=opened.instructions,
     )
 
 

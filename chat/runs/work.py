@@ -37,7 +37,7 @@ from contextmgmt.core.tokens import activate_weights
 from contextmgmt.db_memory import HistoryLoad
 from fimone.agent import AgentContext
 from fimone.agent.calls import compact_limit
-from fimone.agent.history_room import history_room
+from fimone.agent.history_room import check_instructions_room, history_room
 from fimone.agent.tools import switched_off_tool
 
 logger = logging.getLogger(__name__)
@@ -67,6 +67,15 @@ async def perform(run: Run):
     run.prepared = prepared
     # This task estimates tokens as the main model counts them (its calibrated weights).
     activate_weights(prepared.main_weights)
+    # Instructions too large for the model's window fail the run before any call, with a
+    # message saying so (chat.runs.events); the user's message stays.
+    check_instructions_room(
+        run.mode,
+        prepared.main_tokens,
+        prepared.fast_tokens,
+        query=prepared.query,
+        instructions=prepared.instructions,
+    )
     for message in prepared.follow_ups:
         run.injections.put_nowait(message)
     models = _metered_models(run, prepared)
@@ -130,6 +139,7 @@ async def _fitted_history(
         tools=tools,
         follow_ups=prepared.follow_ups,
         used_tools=prepared.used_tools,
+        instructions=prepared.instructions,
     )
     memory = run.deps.make_memory(
         conversation_id=run.conversation_id,
@@ -137,6 +147,8 @@ async def _fitted_history(
         compact_llm=models.compact,
         vision=prepared.history_vision,
         loaded=prepared.history,
+        # A summary is told the instructions are kept apart (they are never history).
+        instructions=bool(prepared.instructions),
     )
     fitted = await memory.load()
     history = [
@@ -222,6 +234,7 @@ def _engine_context(
         fast_budget=prepared.fast_tokens,
         history=history,
         query=prepared.query,
+        instructions=prepared.instructions,
         sink=run.emit,
         injections=run.injections,
         tools=tools,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import tokens
+from .instructions import has_instructions
 from .llm import Usage, input_window_of
 from .messages import ChatMessage
 from .summarise import SummaryOutcome, summarise_rounds
@@ -217,6 +218,7 @@ class CompactUtils:
         *,
         timeout: float | None = None,  # noqa: ASYNC109 — bounds each LLM call only
         window_tokens: int | None = None,
+        instructions: bool | None = None,
     ) -> CompactResult:
         """Summarise the oldest compactable messages into one summary message.
 
@@ -229,8 +231,14 @@ class CompactUtils:
         ``window_tokens`` is the most one summariser call may send (default: the input
         window the summariser's LLM carries, else ``max_tokens`` or 4,000, whichever is
         larger); more is summarised in rounds, never left out.
+
+        ``instructions``: whether the context has standing instructions (default: whether
+        ``messages`` carry them). They are kept like every system message; the summariser
+        is told they exist and are kept elsewhere (``instructions``).
         """
         messages = list(messages)
+        if instructions is None:
+            instructions = has_instructions(messages)
         before = tokens.estimate_messages_tokens(messages)
         n = len(messages)
         if before <= max_tokens:
@@ -259,6 +267,7 @@ class CompactUtils:
                 max_summary_tokens=plan.summary_tokens,
                 window_tokens=window,
                 timeout=timeout,
+                instructions=instructions,
             )
 
         outcome = await summarised(source)

@@ -87,19 +87,34 @@ COMPACT_PROMPTS: dict[str, str] = {
 }
 
 
-def compact_prompt(hint: str, max_tokens: int | None = None) -> str:
+# Said to the summariser when the context has standing instructions (``instructions``): they
+# go whole with every call, so a summary restating them would only pay for them twice.
+INSTRUCTIONS_KEPT = (
+    "The user's standing instructions are kept verbatim elsewhere in the context and sent "
+    "with every request: do not summarise, restate or quote them; summarise only the "
+    "transcript you are given."
+)
+
+
+def compact_prompt(hint: str, max_tokens: int | None = None, *, instructions: bool = False) -> str:
     """The system prompt of a compaction call: the hint's (``general`` for an unknown one),
-    told its length cap when there is one — just before the closing language sentence."""
+    told its length cap when there is one and, when the context has standing instructions
+    (``instructions``), that they are kept elsewhere — just before the closing language
+    sentence."""
     base = COMPACT_PROMPTS.get(hint, COMPACT_PROMPTS["general"])
-    if max_tokens is None:
+    if max_tokens is None and not instructions:
         return base
-    length = (
-        f"Length: at most {max_tokens} tokens (about {max(1, max_tokens * 3 // 4)} words); "
-        "anything longer is cut off. When everything does not fit, keep the facts and "
-        "decisions and drop the wording."
-    )
+    extra = []
+    if max_tokens is not None:
+        extra.append(
+            f"Length: at most {max_tokens} tokens (about {max(1, max_tokens * 3 // 4)} words); "
+            "anything longer is cut off. When everything does not fit, keep the facts and "
+            "decisions and drop the wording."
+        )
+    if instructions:
+        extra.append(INSTRUCTIONS_KEPT)
     head = base[: -len(_LANGUAGE)]
-    return f"{head}{length}\n\n{_LANGUAGE}"
+    return head + "\n\n".join([*extra, _LANGUAGE])
 
 
 def hint_of(system_prompt: str) -> str | None:

@@ -96,6 +96,7 @@ class _Rounds:
         off_loop: bool,
         stated: list[str],
         known: dict[str, Scanned],
+        instructions: bool = False,
     ) -> None:
         self.off_loop = off_loop
         self.stated = stated  # what the user stated in words and earlier summaries kept
@@ -106,6 +107,8 @@ class _Rounds:
         # lands in the caller's context.
         self.window_weights = tokens.weights_of(llm)
         self.hint = hint
+        # The context has standing instructions: the prompt says they are kept elsewhere.
+        self.instructions = instructions
         self.timeout = timeout
         self.outcome = SummaryOutcome(None)
 
@@ -116,7 +119,10 @@ class _Rounds:
         # One token of slack: two estimates joined can come to one more than their sum.
         body_cap = max(1, cap - facts_room - 1)
         request = [
-            ChatMessage(role="system", content=compact_prompt(self.hint, body_cap)),
+            ChatMessage(
+                role="system",
+                content=compact_prompt(self.hint, body_cap, instructions=self.instructions),
+            ),
             ChatMessage(role="user", content=transcript),
         ]
         self.outcome.calls += 1
@@ -168,8 +174,9 @@ class _EmptySummary(Exception):
     pass
 
 
-def _prompt_tokens(hint: str, cap: int) -> int:
-    return tokens.estimate_tokens(compact_prompt(hint, cap)) + 2 * tokens.MESSAGE_OVERHEAD
+def _prompt_tokens(hint: str, cap: int, instructions: bool = False) -> int:
+    prompt = compact_prompt(hint, cap, instructions=instructions)
+    return tokens.estimate_tokens(prompt) + 2 * tokens.MESSAGE_OVERHEAD
 
 
 async def summarise_rounds(
@@ -180,12 +187,15 @@ async def summarise_rounds(
     max_summary_tokens: int,
     window_tokens: int | None = None,
     timeout: float | None = None,  # noqa: ASYNC109 — bounds each LLM call only
+    instructions: bool = False,
 ) -> SummaryOutcome:
     """One ``[Conversation summary]`` message for ``messages``; never raises for LLM faults.
 
     ``max_summary_tokens`` caps the summary's content; ``window_tokens`` is the most one
     call may send (system prompt and transcript), None for no limit. Every call is exactly
     two messages: system = the hint's prompt with the cap, user = a transcript piece.
+    ``instructions``: the context has standing instructions (never among ``messages``); the
+    prompt says they are kept elsewhere, so that the summary does not restate them.
     """
     cap = max(1, max_summary_tokens - tokens.estimate_tokens(SUMMARY_PREFIX + "\n") - 1)
     sources = [fact_source(m) for m in messages]
@@ -197,12 +207,12 @@ async def summarise_rounds(
         if STORED_FACTS in m.metadata
     )
     off_loop = sum(map(len, sources)) > OFF_LOOP_CHARS
-    job = _Rounds(llm, hint, timeout, off_loop, stated, known)
+    job = _Rounds(llm, hint, timeout, off_loop, stated, known, instructions)
     job.outcome.cap = max_summary_tokens
     piece_tokens = None
     if window_tokens is not None:
         with tokens.use_weights(job.window_weights):
-            prompt = _prompt_tokens(hint, cap)
+            prompt = _prompt_tokens(hint, cap, instructions)
         piece_tokens = max(MIN_PIECE_TOKENS, int(window_tokens * WINDOW_MARGIN) - prompt)
     try:
         with tokens.use_weights(job.window_weights):  # a worker thread copies the context

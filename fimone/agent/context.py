@@ -129,6 +129,10 @@ class AgentContext:
     injections: InjectionQueue
     tools: ToolRegistry
     system_prompt: str | None = None
+    # Standing instructions (the caller's text, framed as it wants them read): sent whole
+    # after the system prompt of every call the run makes, main model and DAG steps alike,
+    # counted first and never compacted (contextmgmt.core.instructions).
+    instructions: str = ""
     max_iterations: int = 8
     # Seconds one LLM call may take (a stream: the wait for each chunk); None: unbounded
     # here, only the client's own timeout. Compaction calls get at most this long too.

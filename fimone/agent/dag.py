@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextmgmt.core.guard import ContextGuard
+from contextmgmt.core.instructions import with_instructions
 from contextmgmt.core.llm import (
     ContextOverflow,
     LLMAuthError,
@@ -73,6 +74,7 @@ from .dag_context import (
 from .loop import LATE_FOLLOW_UP_WAIT, LoopConfig, ReactLoop, preview
 from .plan import MAX_STEPS, PlanError, Step, Verdict, fallback_plan, parse_plan, parse_verdict
 from .prompts import ANALYSER_SYSTEM, PLANNER_SYSTEM, STEP_SYSTEM, SYNTHESIS_SYSTEM
+from .react import after_instructions
 from .tools import ToolRegistry
 from .tools.finder import ToolOffer
 from .wording import say
@@ -110,6 +112,14 @@ class DagRun:
         self.enriched = ""
         self.compact_timeout = compact_limit(ctx.llm_timeout)
         self.main_timed_out = False  # a main-model call timed out in this run
+        # The standing instructions go with every call (after its system prompt) and are
+        # counted first: each call's other parts share what they leave of its budget.
+        self.main_room = after_instructions(ctx.main_budget, ctx.instructions)
+        self.fast_room = after_instructions(ctx.fast_budget, ctx.instructions)
+
+    def _system(self, prompt: str) -> list[ChatMessage]:
+        """A call's leading messages: its system prompt, then the instructions."""
+        return with_instructions(ChatMessage(role="system", content=prompt), self.ctx.instructions)
 
     async def run(self) -> AgentOutcome:
         self.enriched = await self._enriched_query()
@@ -163,6 +173,7 @@ class DagRun:
             ctx.compact_llm,
             max_tokens=limit,
             compact_timeout=self.compact_timeout,
+            instructions=bool(ctx.instructions),
         )
         self.compaction_usage.add(result.usage)
         payload = compact_payload("planner", result)
@@ -182,7 +193,7 @@ class DagRun:
         return compacted
 
     def _planner_input_limit(self) -> int:
-        return planner_input_limit(self.ctx.main_budget, self.config.planner_input_tokens)
+        return planner_input_limit(self.main_room, self.config.planner_input_tokens)
 
     async def _shrink_request(self) -> None:
         """After a provider overflow: the history part summarised to half the request's
@@ -202,10 +213,7 @@ class DagRun:
     # --- phase 3: plan -------------------------------------------------------------------
 
     async def _plan(self, feedback: str | None, number: int) -> list[Step]:
-        system = ChatMessage(
-            role="system",
-            content=PLANNER_SYSTEM.replace("{max_steps}", str(self.config.max_steps)),
-        )
+        system = self._system(PLANNER_SYSTEM.replace("{max_steps}", str(self.config.max_steps)))
         error: str | None = None  # why the previous reply was not a valid plan
         steps: list[Step] | None = None
         for attempt in range(2):
@@ -220,7 +228,7 @@ class DagRun:
                 request = ChatMessage(
                     role="user", content=with_images(content, self.ctx.query.image_parts())
                 )
-                result = await self._chat([system, request])
+                result = await self._chat([*system, request])
             except LLMAuthError:
                 raise
             except ContextOverflow:
@@ -250,7 +258,7 @@ class DagRun:
 
     def _fallback_task(self, request: str) -> str:
         # The whole request, history included, when it leaves the step room to work.
-        if estimate_tokens(request) <= self.ctx.fast_budget // 2:
+        if estimate_tokens(request) <= self.fast_room // 2:
             return request
         return self.ctx.query.text()
 
@@ -292,8 +300,9 @@ class DagRun:
         self, step: Step, number: int, outcomes: dict[str, StepOutcome], by_id: dict[str, Step]
     ) -> StepOutcome:
         ctx = self.ctx
-        # The step's tool definitions go with each of its calls: its messages get the rest.
-        offer = ToolOffer(ctx.tools, ctx.fast_budget, used=ctx.used_tools)
+        # The step's tool definitions go with each of its calls, a share of what the
+        # instructions leave: its messages (the instructions among them) get the rest.
+        offer = ToolOffer(ctx.tools, self.fast_room, used=ctx.used_tools)
         budget = max(1, ctx.fast_budget - offer.split.tools)
         guard = ContextGuard(
             compact_llm=ctx.compact_llm,
@@ -304,14 +313,15 @@ class DagRun:
             step,
             outcomes,
             by_id,
-            budget=ctx.fast_budget,
+            budget=self.fast_room,
             compact_llm=ctx.compact_llm,
             compact_timeout=self.compact_timeout,
+            instructions=bool(ctx.instructions),
         )
         if context.compaction is not None:
             self.compaction_usage.add(context.compaction.usage)
             await self._compacted(compact_payload("step", context.compaction, step_id=step.id))
-        messages = [ChatMessage(role="system", content=STEP_SYSTEM)]
+        messages = self._system(STEP_SYSTEM)
         if context.text:
             messages.append(ChatMessage(role="user", content=context.text))
         messages.append(self._task_message(step))
@@ -373,17 +383,14 @@ class DagRun:
     async def _analyse(self, steps: list[Step], outcomes: dict[str, StepOutcome]) -> Verdict | None:
         """The verdict, or None (unknown) when the checker's reply is unreadable or its call
         failed: a checker's failure must not cost the user the steps' work."""
-        max_tokens = int(self.ctx.main_budget * MAIN_INPUT_SHARE)
+        max_tokens = int(self.main_room * MAIN_INPUT_SHARE)
         verdict: Verdict | None = None
         reason = "not asked: the model timed out earlier in this run"
         for attempt in range(0 if self.main_timed_out else 2):
             text = analyser_input(self._request(), steps, outcomes, max_tokens=max_tokens)
             try:
                 result = await self._chat(
-                    [
-                        ChatMessage(role="system", content=ANALYSER_SYSTEM),
-                        ChatMessage(role="user", content=text),
-                    ]
+                    [*self._system(ANALYSER_SYSTEM), ChatMessage(role="user", content=text)]
                 )
             except LLMAuthError:
                 raise
@@ -419,7 +426,7 @@ class DagRun:
             budget=ctx.main_budget,
             compact_timeout=self.compact_timeout,
         )
-        messages = [ChatMessage(role="system", content=SYNTHESIS_SYSTEM)]
+        messages = self._system(SYNTHESIS_SYSTEM)
         latest = rounds[-1].number
         for rnd in rounds:
             label = "" if rnd.number == latest else f", earlier attempt {rnd.number + 1}"

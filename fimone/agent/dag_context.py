@@ -118,6 +118,7 @@ async def compact_planner_input(
     *,
     max_tokens: int = PLANNER_INPUT_TOKENS,
     compact_timeout: float | None = COMPACT_TIMEOUT,
+    instructions: bool = False,
 ) -> tuple[str, CompactResult]:
     """Summarise the history with ``planner_input`` so the enriched query fits.
 
@@ -125,7 +126,8 @@ async def compact_planner_input(
     intent, decisions and constraints, not verbatim turns, and a huge recent turn kept
     verbatim would otherwise be dropped whole by the follow-up truncation. The current
     request stays verbatim (pinned). Without a compaction LLM, or when it fails, the oldest
-    history is dropped instead (smart_truncate).
+    history is dropped instead (smart_truncate). ``instructions``: the planner's calls
+    carry standing instructions, which the summariser is told are kept elsewhere.
     """
     request = ChatMessage(role="user", content=query.text(), pinned=True)
     messages = [*history, request]
@@ -144,6 +146,7 @@ async def compact_planner_input(
             keep_recent=0,
             hint="planner_input",
             timeout=compact_timeout,
+            instructions=instructions,
         )
     else:
         kept = CompactUtils.smart_truncate(messages, target)
@@ -167,6 +170,7 @@ async def _build_step_context(
     budget: int,
     compact_llm: LLM | None,
     compact_timeout: float | None = COMPACT_TIMEOUT,
+    instructions: bool = False,
 ) -> StepContext:
     """The results of ``step``'s dependencies, as the step will read them.
 
@@ -199,6 +203,7 @@ async def _build_step_context(
             keep_recent=0,
             hint="step_dependency",
             timeout=compact_timeout,
+            instructions=instructions,
         )
         if result.strategy == "llm":
             texts = [_summary_body(m) for m in result.messages]

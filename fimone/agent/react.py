@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from contextmgmt.core.guard import ContextGuard
+from contextmgmt.core.instructions import instructions_tokens, with_instructions
 from contextmgmt.core.llm import Usage
 from contextmgmt.core.messages import ChatMessage
 from contextmgmt.core.tokens import estimate_message_tokens
@@ -26,19 +27,37 @@ from .tools.finder import ToolOffer, tool_tier
 
 
 def tool_schema_tokens(
-    tools: ToolRegistry | None, main_budget: int, *, used_tools: Sequence[str] = ()
+    tools: ToolRegistry | None,
+    main_budget: int,
+    *,
+    used_tools: Sequence[str] = (),
+    instructions: str = "",
 ) -> int:
     """Tokens the tool definitions sent with every call (outside the messages) take: all
     of them, or past their share of the budget a finder, the tools in use (``used_tools``)
-    and room for the ones it finds (``fimone.agent.tools.finder``)."""
-    return tool_tier(tools, main_budget, used=used_tools).tools
+    and room for the ones it finds (``fimone.agent.tools.finder``). The share is of what
+    the instructions leave: they are counted first."""
+    return tool_tier(tools, after_instructions(main_budget, instructions), used=used_tools).tools
+
+
+def after_instructions(budget: int, instructions: str) -> int:
+    """The budget the instructions tier leaves the tools, the history and the query."""
+    return max(1, budget - instructions_tokens(instructions))
 
 
 def message_budget(
-    main_budget: int, tools: ToolRegistry | None, *, used_tools: Sequence[str] = ()
+    main_budget: int,
+    tools: ToolRegistry | None,
+    *,
+    used_tools: Sequence[str] = (),
+    instructions: str = "",
 ) -> int:
-    """What the messages of one call may take: the budget less the tool tier."""
-    return max(1, main_budget - tool_schema_tokens(tools, main_budget, used_tools=used_tools))
+    """What the messages of one call (the instructions among them) may take: the budget
+    less the tool tier."""
+    schemas = tool_schema_tokens(
+        tools, main_budget, used_tools=used_tools, instructions=instructions
+    )
+    return max(1, main_budget - schemas)
 
 
 def history_budget(
@@ -49,12 +68,17 @@ def history_budget(
     system_prompt: str | None = None,
     follow_ups: Sequence[ChatMessage] = (),
     used_tools: Sequence[str] = (),
+    instructions: str = "",
 ) -> int:
     """Tokens the loaded history may take so that the first call fits as it is sent: the
-    budget less the system prompt, the tool tier, the current query and the follow-ups
-    the run starts with (all of them go into the first call). 0 when nothing is left."""
-    fixed = first_call_tokens(query, follow_ups=follow_ups, system_prompt=system_prompt)
-    return max(0, message_budget(main_budget, tools, used_tools=used_tools) - fixed)
+    budget less the system prompt, the instructions, the tool tier, the current query and
+    the follow-ups the run starts with (all of them go into the first call). 0 when
+    nothing is left."""
+    fixed = first_call_tokens(
+        query, follow_ups=follow_ups, system_prompt=system_prompt, instructions=instructions
+    )
+    room = message_budget(main_budget, tools, used_tools=used_tools, instructions=instructions)
+    return max(0, room - fixed)
 
 
 def first_call_tokens(
@@ -62,15 +86,19 @@ def first_call_tokens(
     *,
     follow_ups: Sequence[ChatMessage] = (),
     system_prompt: str | None = None,
+    instructions: str = "",
 ) -> int:
     """What the first call's messages take besides the history: the system prompt, the
-    current query and the follow-ups the run starts with."""
+    instructions, the current query and the follow-ups the run starts with."""
     system = ChatMessage(role="system", content=system_prompt or REACT_SYSTEM)
-    return sum(estimate_message_tokens(m) for m in (system, query, *follow_ups))
+    return instructions_tokens(instructions) + sum(
+        estimate_message_tokens(m) for m in (system, query, *follow_ups)
+    )
 
 
 def build_react_messages(ctx: AgentContext) -> list[ChatMessage]:
-    messages = [ChatMessage(role="system", content=ctx.system_prompt or REACT_SYSTEM)]
+    system = ChatMessage(role="system", content=ctx.system_prompt or REACT_SYSTEM)
+    messages = with_instructions(system, ctx.instructions)
     messages.extend(earlier_turns(ctx.history))
     messages.append(
         dataclasses.replace(
@@ -86,8 +114,11 @@ def compaction_usage_of(guard: ContextGuard) -> Usage:
 
 
 async def run_react(ctx: AgentContext) -> AgentOutcome:
-    # The tool definitions go with every call: the messages get the rest of the budget.
-    offer = ToolOffer(ctx.tools, ctx.main_budget, used=ctx.used_tools)
+    # The instructions are counted first; the tool definitions go with every call and take
+    # their share of what is left; the messages (the instructions among them) get the rest.
+    offer = ToolOffer(
+        ctx.tools, after_instructions(ctx.main_budget, ctx.instructions), used=ctx.used_tools
+    )
     budget = max(1, ctx.main_budget - offer.split.tools)
     guard = ContextGuard(
         compact_llm=ctx.compact_llm,

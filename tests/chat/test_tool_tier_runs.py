@@ -112,4 +112,4 @@ async def test_rt3_300_tools_at_32k_definitions_within_a_quarter_history_kept_to
     assert 0 < gauge["tiers"]["tools"] <= share
     assert gauge["tiers"]["tools"] == definition_tokens(ws_fake_llm.calls[-1].tools)
     tiers = gauge["tiers"]
-    assert gauge["used_tokens"] == tiers["instructions"] + tiers["tools"] + tiers["history"]
+    assert gauge["used_tokens"] == sum(tiers.values())

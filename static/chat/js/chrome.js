@@ -202,17 +202,19 @@ export class Gauge {
   }
 }
 
-// The request tier by tier (instructions, tool definitions, history), and when the tool
-// definitions were cut to their share, how many go with each call of how many there are.
+// The request tier by tier (system prompt, the project's and the conversation's
+// instructions, tool definitions, history), and when the tool definitions were cut to their
+// share, how many go with each call of how many there are.
 function tierLine(info, number) {
   const tiers = info.tiers;
   if (!tiers) return "";
   const line = interpolate(
     gettext(
-      "Sent before the question: instructions %(instructions)s, tool definitions %(tools)s, " +
-        "history %(history)s tokens",
+      "Sent before the question: system prompt %(system)s, instructions %(instructions)s, " +
+        "tool definitions %(tools)s, history %(history)s tokens",
     ),
     {
+      system: number(tiers.system),
       instructions: number(tiers.instructions),
       tools: number(tiers.tools),
       history: number(tiers.history),
