@@ -42,6 +42,7 @@ from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
 from contextmgmt.core.messages import ChatMessage, ToolCall
 from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
 from fimone.llm.offline.documents import answer_lines, document_calls, strip_notes
+from fimone.llm.offline.instructions import followed, with_sign_off
 from fimone.llm.offline.markdown import escape_markdown, inline_code
 from fimone.llm.offline.pages import page_lines
 from fimone.llm.offline.phrases import PHRASES, all_notes, language_of, phrase
@@ -207,14 +208,16 @@ def request_text(message: ChatMessage) -> str:
 
 
 def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
-    """The plain answer; its own sentences in the request's language, else ``language``."""
+    """The plain answer; its own sentences in the language the standing instructions ask
+    for, else the request's, else ``language``; ending with the sign-off they ask for."""
+    asked = followed(messages)
     last_user = _last_user_index(messages)
     query = request_text(messages[last_user]) if last_user is not None else ""
     # A URL's letters say nothing about the user's language ("获取 https://…"), nor do the
     # engine's English frames around an earlier conversation (a DAG answer's request is
     # "Previous conversation: …" + the request, its tool results as masking stubs).
     shown = without_urls(current_request(query)) if query else " ".join(m.text() for m in messages)
-    lang = detect_language(shown, default=language)
+    lang = asked.language or detect_language(shown, default=language)
     lines: list[str] = []
     if last_user is not None:
         calls = {
@@ -264,7 +267,7 @@ def compose_answer(messages: list[ChatMessage], language: str = "en") -> str:
         elif query:
             lines.append(phrase("asked", lang, query=escape_markdown(" ".join(query.split()))))
     lines.append(phrase("note", lang))
-    return "\n\n".join(lines)
+    return "\n\n".join(with_sign_off(lines, asked.sign_off))
 
 
 def _without_note(text: str) -> str:
