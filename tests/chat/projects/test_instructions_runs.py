@@ -215,12 +215,12 @@ async def test_the_offline_model_answers_in_the_projects_language_with_the_sign_
     socket, conversation_in_a_project
 ):
     """No model configured: the built-in one reads the project's language and the
-    conversation's sign-off, in a ReAct run and in a DAG run."""
+    conversation's sign-off, in a ReAct run and in a DAG run (the README's demo)."""
     for mode in ("react", "dag"):
-        await send(socket, type="message", content="Is the printer fixed?", mode=mode)
+        await send(socket, type="message", content="What is 17 * 23?", mode=mode)
         events = await events_until(socket, "done", "error")
         assert events[-1]["type"] == "done", events[-1]
         answer = await sync_to_async(Message.objects.get)(pk=events[-1]["message_id"])
-        assert PHRASES["note"]["de"] in answer.content, answer.content
+        assert PHRASES["note"]["de"] in answer.content and "391" in answer.content
         assert answer.content.endswith("— Your assistant"), answer.content
         assert answer.content.count("— Your assistant") == 1, answer.content
