@@ -2,10 +2,11 @@
 cover (``chat.history`` turns them into ``ChatMessage``s).
 
 Which messages, and why, is in ``chat.history``'s docstring. Read on every run, so the
-common shapes (no summary; a summary read with its boundary's time) are compiled once per
-connection (``chat.compiled_reads``); a summary that left messages out goes through the
-ORM. Each part of a load reads an index, never the whole conversation (bench/scale.py,
-tests/chat/test_query_plans.py).
+common shapes (the newest summary; the history with no summary, or after a summary read
+with its boundary's time) are plain SQL (``chat.row_reads``); a summary that left messages
+out goes through the ORM (``history_query``, which the plain statements match row for row:
+tests/support/run_reads.py). Each part of a load reads an index, never the whole
+conversation (bench/scale.py, tests/chat/test_query_plans.py).
 """
 
 from __future__ import annotations
@@ -15,11 +16,20 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
+from django.db.models import (
+    BooleanField,
+    Exists,
+    Field,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+)
 from django.db.models.fields.json import KT
 
-from chat.compiled_reads import PROBE_ID, PROBE_TIME, PROBE_UUID, CompiledRead, Probe
 from chat.models import ContextSummary, Message, ToolResult
+from chat.row_reads import PlainRead, SqlNames, column_field
 from contextmgmt.core.messages import Role
 from contextmgmt.db_memory import StoredSummary
 
@@ -218,16 +228,138 @@ def _with_columns(rows: QuerySet) -> QuerySet:
     )
 
 
-# The shapes every run reads, compiled once per connection (chat.compiled_reads).
-_CONVERSATION = Probe(Message._meta.get_field("conversation"), PROBE_UUID)
+# The shapes every run reads, as plain SQL (chat.row_reads): the same rows as
+# latest_summary_query and history_query.
 
-LATEST_SUMMARY = CompiledRead(latest_summary_query, conversation=_CONVERSATION)
-HISTORY = CompiledRead(history_query, conversation=_CONVERSATION)
-HISTORY_AFTER = CompiledRead(
-    history_query,
-    conversation=_CONVERSATION,
-    at=Probe(Message._meta.get_field("created_at"), PROBE_TIME),
-    through=Probe(Message._meta.get_field("id"), PROBE_ID),
+
+def _latest_summary_sql(q: SqlNames) -> str:
+    def summary(name: str) -> str:
+        return q.column(ContextSummary, name)
+
+    through_at = q.column(Message, "created_at")
+    return (
+        f"SELECT {summary('id')}, {summary('content')}, {summary('covers_through')}, "  # noqa: S608 - names from _meta, values as parameters
+        f"{summary('covered_count')}, {summary('metadata')}, {summary('uncovered_ids')}, "
+        f"{summary('edited_at')}, {through_at} "
+        f"FROM {q.table(ContextSummary)} INNER JOIN {q.table(Message)} "
+        f"ON {summary('covers_through')} = {q.column(Message, 'id')} "
+        f"WHERE {summary('conversation')} = %(conversation)s AND {summary('discarded_at')} IS NULL "
+        f"AND {q.column(Message, 'superseded_by')} IS NULL "
+        f"ORDER BY {through_at} DESC, {summary('covers_through')} DESC, {summary('id')} DESC "
+        "LIMIT 1"
+    )
+
+
+def _history_part(q: SqlNames, *, covered: bool, where: str = "") -> str:
+    """One part of the history (``_with_columns`` of ``context_rows``), ``where`` added."""
+
+    def message(name: str) -> str:
+        return q.column(Message, name)
+
+    has_tools = (
+        f"EXISTS(SELECT 1 FROM {q.table(ToolResult)} "  # noqa: S608 - names from _meta
+        f"WHERE {q.column(ToolResult, 'message')} = {message('id')})"
+    )
+    return (
+        f"SELECT {message('id')} AS {q.alias('id')}, {message('role')}, {message('content')}, "  # noqa: S608 - names from _meta, values as parameters
+        f"{message('kind')}, {message('status')}, "
+        f"{message('created_at')} AS {q.alias('created_at')}, "
+        f"{q.json_text(Message, 'metadata', 'images')}, {message('pinned')}, "
+        f"{'TRUE' if covered else 'FALSE'}, {q.json_text(Message, 'metadata', 'documents')}, "
+        f"{has_tools} "
+        f"FROM {q.table(Message)} WHERE {message('conversation')} = %(conversation)s "
+        f"AND {message('role')} IN (%(user)s, %(assistant)s) "
+        f"AND NOT ({message('role')} = %(assistant)s AND {message('status')} = %(running)s) "
+        f"AND {message('superseded_by')} IS NULL{where}"
+    )
+
+
+def _ordered(q: SqlNames, *parts: str) -> str:
+    return f"{' UNION ALL '.join(parts)} ORDER BY {q.alias('created_at')}, {q.alias('id')}"
+
+
+def _history_sql(q: SqlNames) -> str:
+    return _ordered(q, _history_part(q, covered=False))
+
+
+def _history_after_sql(q: SqlNames) -> str:
+    """After the summary covering through the message ``through`` (written at ``at``),
+    with the pinned ones it covers (``_parts_after``: each part reads an index)."""
+    at, message_id = q.column(Message, "created_at"), q.column(Message, "id")
+    after = f" AND {at} >= %(at)s AND NOT ({at} = %(at)s AND {message_id} <= %(through)s)"
+    pinned_upto = (
+        f" AND {at} <= %(at)s AND NOT ({at} = %(at)s AND {message_id} > %(through)s)"
+        f" AND {q.column(Message, 'pinned')}"
+    )
+    return _ordered(
+        q,
+        _history_part(q, covered=False, where=after),
+        _history_part(q, covered=True, where=pinned_upto),
+    )
+
+
+def _message(name: str) -> Field:
+    return column_field(Message, name)
+
+
+def _summary(name: str) -> Field:
+    return column_field(ContextSummary, name)
+
+
+# The history's columns, as HistoryRow reads them: the JSON extractions come as text
+# (json_or_none decodes them), the covered and has-tools marks as truth values.
+_HISTORY_COLUMNS = (
+    *(_message(name) for name in ("id", "role", "content", "kind", "status", "created_at")),
+    TextField(),
+    _message("pinned"),
+    BooleanField(),
+    TextField(),
+    BooleanField(),
+)
+# The roles and the status the history's filter names.
+_HISTORY_FIXED = {
+    "user": Message.Role.USER.value,
+    "assistant": Message.Role.ASSISTANT.value,
+    "running": Message.Status.RUNNING.value,
+}
+
+LATEST_SUMMARY = PlainRead(
+    ContextSummary,
+    _latest_summary_sql,
+    columns=(
+        *(
+            _summary(name)
+            for name in (
+                "id",
+                "content",
+                "covers_through",
+                "covered_count",
+                "metadata",
+                "uncovered_ids",
+                "edited_at",
+            )
+        ),
+        _message("created_at"),
+    ),
+    values={"conversation": _summary("conversation")},
+)
+HISTORY = PlainRead(
+    Message,
+    _history_sql,
+    columns=_HISTORY_COLUMNS,
+    values={"conversation": _message("conversation")},
+    fixed=_HISTORY_FIXED,
+)
+HISTORY_AFTER = PlainRead(
+    Message,
+    _history_after_sql,
+    columns=_HISTORY_COLUMNS,
+    values={
+        "conversation": _message("conversation"),
+        "at": _message("created_at"),
+        "through": _message("id"),
+    },
+    fixed=_HISTORY_FIXED,
 )
 
 

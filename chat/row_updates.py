@@ -5,7 +5,7 @@ them.
 A run makes four updates: the conversation's time as it starts; its answer, the questions
 it settled and the conversation's totals as it ends. Through ``QuerySet.update`` each spent
 90-190 µs of CPU building and compiling its statement, the database some 20 µs running it
-(``bench/compiled_reads.py``; docs/operations.md, "Throughput"). So each is an ``UPDATE``
+(``bench/run_statements.py``; docs/performance.md). So each is an ``UPDATE``
 written here from the model's table and columns (``Model._meta``), run through
 ``connection.cursor()``; the values are prepared by their fields as the ORM prepares them
 (``Field.get_db_prep_save`` for the values set, ``get_db_prep_value`` for the ones matched:

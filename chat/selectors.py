@@ -20,7 +20,6 @@ from django.db.transaction import TransactionManagementError
 from django.utils.translation import gettext
 
 from chat.compaction.summaries import summary_latest
-from chat.compiled_reads import PROBE_ID, PROBE_UUID, CompiledGet, Probe
 from chat.errors import AttachmentNotFound, InvalidInput
 from chat.history_rows import context_rows
 from chat.models import (
@@ -31,6 +30,7 @@ from chat.models import (
     Project,
     ToolResult,
 )
+from chat.row_reads import PlainGet
 from contextmgmt.models import ModelConfig
 
 MAX_PAGE_SIZE = 200
@@ -121,7 +121,7 @@ def _conversation_cursor_read(cursor: str) -> tuple[datetime, datetime, uuid.UUI
 def conversation_get(*, user, conversation_id, for_update: bool = False) -> Conversation:
     """The user's conversation (``Conversation.DoesNotExist`` for anyone else's).
     ``for_update``: its row locked until the transaction ends (inside ``atomic``).
-    Every request and run reads one: compiled once (``chat.compiled_reads``)."""
+    Every request and run reads one: plain SQL (``chat.row_reads``)."""
     pk = as_uuid(conversation_id)
     if pk is None or not getattr(user, "is_authenticated", False):
         raise Conversation.DoesNotExist
@@ -144,7 +144,7 @@ def _own_conversation_locked(*, conversation, owner) -> QuerySet:
 
 
 def message_by_id(message_id: int) -> Message:
-    """A message by its id, whoever owns it (a run's own answer): compiled once."""
+    """A message by its id, whoever owns it (a run's own answer): plain SQL."""
     return _MESSAGE_BY_ID.get(message=message_id)
 
 
@@ -152,17 +152,12 @@ def _message_by_id(*, message) -> QuerySet:
     return Message.objects.filter(pk=message)
 
 
-_MESSAGE_BY_ID = CompiledGet(
-    Message, _message_by_id, message=Probe(Message._meta.get_field("id"), PROBE_ID)
+# The rows of _message_by_id, _own_conversation and _own_conversation_locked, as plain SQL.
+_MESSAGE_BY_ID = PlainGet(Message, where={"message": "id"})
+_OWN_CONVERSATION = PlainGet(Conversation, where={"conversation": "id", "owner": "owner"})
+_OWN_CONVERSATION_LOCKED = PlainGet(
+    Conversation, where={"conversation": "id", "owner": "owner"}, for_update=True
 )
-
-
-_OWNER_PROBES = {
-    "conversation": Probe(Conversation._meta.get_field("id"), PROBE_UUID),
-    "owner": Probe(Conversation._meta.get_field("owner"), PROBE_ID),
-}
-_OWN_CONVERSATION = CompiledGet(Conversation, _own_conversation, **_OWNER_PROBES)
-_OWN_CONVERSATION_LOCKED = CompiledGet(Conversation, _own_conversation_locked, **_OWNER_PROBES)
 
 
 def message_page(

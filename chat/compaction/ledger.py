@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from chat import row_updates
-from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.models import ContextSummary, Conversation
+from chat.row_reads import PlainRead, SqlNames, column_field
 
 
 def _int(value: Any) -> int:
@@ -145,7 +145,19 @@ def _locked_ledger_query(*, conversation: Any):
     return Conversation.objects.select_for_update().filter(pk=conversation).values_list("ledger")
 
 
-# Read at the end of every run that used tokens: compiled once (chat.compiled_reads).
-_LOCKED_LEDGER = CompiledRead(
-    _locked_ledger_query, conversation=Probe(Conversation._meta.get_field("id"), PROBE_UUID)
+def _locked_ledger_sql(q: SqlNames) -> str:
+    return (
+        f"SELECT {q.column(Conversation, 'ledger')} FROM {q.table(Conversation)} "  # noqa: S608 - names from _meta, values as parameters
+        f"WHERE {q.column(Conversation, 'id')} = %(conversation)s{q.for_update()}"
+    )
+
+
+# Read at the end of every run that used tokens: _locked_ledger_query's rows, as plain SQL
+# (chat.row_reads).
+_LOCKED_LEDGER = PlainRead(
+    Conversation,
+    _locked_ledger_sql,
+    columns=(column_field(Conversation, "ledger"),),
+    values={"conversation": column_field(Conversation, "id")},
+    locks=True,
 )

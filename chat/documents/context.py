@@ -27,9 +27,9 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db.models.fields.json import KT
 
-from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.documents.extraction import KIND_LABELS, inline_tokens, read_max_chars, size_label
 from chat.models import Attachment, Project
+from chat.row_reads import PlainRead, SqlNames, column_field
 from chat.search.text import index_text, query_terms
 from contextmgmt.core.readon import READ_ON, call_text
 from fimone.agent.tools.documents import MAX_PAGES_PER_CALL, parse_pages
@@ -156,7 +156,7 @@ def _normalised(file_id: str) -> str:
 
 def has_documents(conversation_id: Any) -> bool:
     """Whether the conversation has a document sent with a message (``read_document`` is
-    offered only then). Asked by every run: compiled once (chat.compiled_reads)."""
+    offered only then). Asked by every run: plain SQL (chat.row_reads)."""
     return bool(_SENT_DOCUMENT.rows(conversation=conversation_id))
 
 
@@ -166,9 +166,25 @@ def _sent_document_query(*, conversation: Any):
     ).values_list("id")[:1]
 
 
-_SENT_DOCUMENT = CompiledRead(
-    _sent_document_query,
-    conversation=Probe(Attachment._meta.get_field("conversation"), PROBE_UUID),
+def _sent_document_sql(q: SqlNames) -> str:
+    def attachment(name: str) -> str:
+        return q.column(Attachment, name)
+
+    return (
+        f"SELECT {attachment('id')} FROM {q.table(Attachment)} "  # noqa: S608 - names from _meta, values as parameters
+        f"WHERE {attachment('conversation')} = %(conversation)s "
+        f"AND {attachment('kind')} = %(document)s AND {attachment('message')} IS NOT NULL "
+        f"ORDER BY {attachment('created_at')} LIMIT 1"
+    )
+
+
+# _sent_document_query's rows, as plain SQL.
+_SENT_DOCUMENT = PlainRead(
+    Attachment,
+    _sent_document_sql,
+    columns=(column_field(Attachment, "id"),),
+    values={"conversation": column_field(Attachment, "conversation")},
+    fixed={"document": Attachment.Kind.DOCUMENT.value},
 )
 
 

@@ -46,8 +46,8 @@ from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 from django.db import transaction
 
-from chat.compiled_reads import PROBE_UUID, CompiledRead, Probe
 from chat.models import Conversation, Message
+from chat.row_reads import PlainRead, SqlNames, column_field
 from chat.runs.events import control_group, conversation_group
 from fimone.memory_layer import InMemoryChannelLayer as ProcessLocalLayer
 
@@ -95,7 +95,7 @@ def probe_seconds() -> float:
 
 def running_run(*, conversation_id: Any) -> RemoteRun | None:
     """The conversation's ``running`` assistant message as a run, or None (asked before
-    every run: compiled once, chat.compiled_reads)."""
+    every run: plain SQL, chat.row_reads)."""
     found = _RUNNING_ANSWER.rows(conversation=conversation_id)
     if not found:
         return None
@@ -120,9 +120,25 @@ def _running_answer_query(*, conversation: Any):
     )
 
 
-_RUNNING_ANSWER = CompiledRead(
-    _running_answer_query,
-    conversation=Probe(Message._meta.get_field("conversation"), PROBE_UUID),
+def _running_answer_sql(q: SqlNames) -> str:
+    def message(name: str) -> str:
+        return q.column(Message, name)
+
+    return (
+        f"SELECT {message('id')}, {message('run_id')}, {message('metadata')} "  # noqa: S608 - names from _meta, values as parameters
+        f"FROM {q.table(Message)} WHERE {message('conversation')} = %(conversation)s "
+        f"AND {message('role')} = %(assistant)s AND {message('status')} = %(running)s "
+        f"ORDER BY {message('created_at')} DESC, {message('id')} DESC LIMIT 1"
+    )
+
+
+# _running_answer_query's rows, as plain SQL.
+_RUNNING_ANSWER = PlainRead(
+    Message,
+    _running_answer_sql,
+    columns=tuple(column_field(Message, name) for name in ("id", "run_id", "metadata")),
+    values={"conversation": column_field(Message, "conversation")},
+    fixed={"assistant": Message.Role.ASSISTANT.value, "running": Message.Status.RUNNING.value},
 )
 
 

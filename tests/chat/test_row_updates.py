@@ -1,7 +1,7 @@
 """The updates every run makes, as plain SQL through ``connection.cursor()``
 (``chat.row_updates``), change the rows the ORM's updates change; an expression as a value
 goes through the ORM. (The same comparison on PostgreSQL:
-tests/scale/test_compiled_statements_postgres.py.)"""
+tests/scale/test_plain_statements_postgres.py.)"""
 
 from __future__ import annotations
 

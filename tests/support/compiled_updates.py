@@ -1,7 +1,7 @@
 """Side by side: each update a run makes through ``chat.row_updates`` (plain SQL) against
 the same update through the ORM, on twin conversations. Used by
 ``tests/chat/test_row_updates.py`` (SQLite) and, in a Django subprocess on PostgreSQL, by
-``tests/scale/test_compiled_statements_postgres.py``.
+``tests/scale/test_plain_statements_postgres.py``.
 
 ``compare()`` returns, per update, whether it ran as its plain SQL (``compiled``), whether
 it changed as many rows as the ORM's and left the twins' rows equal, and whether it changed

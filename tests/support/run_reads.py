@@ -1,11 +1,11 @@
-"""Side by side: each read a run makes through ``chat.compiled_reads`` against the same
+"""Side by side: each read a run makes as plain SQL (``chat.row_reads``) against the same
 query through the ORM, on a conversation with every kind of row those reads tell apart.
-Used by ``tests/chat/test_compiled_reads.py`` (SQLite) and, in a Django subprocess on
-PostgreSQL, by ``tests/scale/test_compiled_statements_postgres.py``.
+Used by ``tests/chat/test_row_reads.py`` (SQLite) and, in a Django subprocess on
+PostgreSQL, by ``tests/scale/test_plain_statements_postgres.py``.
 
-``compare()`` returns, per read, whether it ran compiled and whether its rows equalled the
-ORM's, for two conversations read one after the other (the second read fills the compiled
-statement with other values).
+``compare()`` returns, per read, whether its rows equalled the ORM's value for value and
+type for type (``1`` is not ``True``, a UUID is not its hex text) for three conversations
+read one after the other, and whether it found any.
 """
 
 from __future__ import annotations
@@ -71,6 +71,9 @@ def _conversation(owner, *, with_summary: bool, name: str) -> Conversation:
             content=f"{name}: the first seven messages",
             covers_through=messages[6],
             covered_count=7,
+            metadata={"covered_tokens": 70},
+            # A time and a null among the summary's columns.
+            edited_at=start if name == "second" else None,
         )
     return conversation
 
@@ -86,31 +89,35 @@ READS = (
     "message_by_id",
     "locked_ledger",
 )
-# Each read ran compiled, returned the ORM's rows for every conversation, and found some.
-ALL_COMPILED_AND_EQUAL = {name: {"compiled": True, "equal": True, "rows": True} for name in READS}
+# Each read returned the ORM's rows for every conversation, and found some.
+ALL_EQUAL = {name: {"equal": True, "rows": True} for name in READS}
+
+
+def typed(value):
+    """``value`` with the type of every value in it: equal only when the types are too."""
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [typed(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", {k: typed(v) for k, v in value.items()})
+    return (type(value).__name__, value)
 
 
 def compare() -> dict[str, dict[str, bool]]:
-    owner = get_user_model().objects.create_user(f"compiled-{timezone.now().timestamp()}")
+    owner = get_user_model().objects.create_user(f"reads-{timezone.now().timestamp()}")
     first = _conversation(owner, with_summary=True, name="first")
     second = _conversation(owner, with_summary=True, name="second")
     plain = _conversation(owner, with_summary=False, name="plain")
     report: dict[str, dict[str, bool]] = {}
 
-    def check(name, compiled_read, read, orm):
-        results = [read(c) == orm(c) for c in (first, second, plain)]
-        report[name] = {
-            "compiled": compiled_read.compiled_for(),
-            "equal": all(results),
-            "rows": bool(read(first)),
-        }
+    def check(name, read, orm):
+        results = [typed(read(c)) == typed(orm(c)) for c in (first, second, plain)]
+        report[name] = {"equal": all(results), "rows": bool(read(first))}
 
-    def by_conversation(name, compiled_read, query):
+    def by_conversation(name, plain_read, query):
         # A read whose only value is the conversation, against its query through the ORM.
         check(
             name,
-            compiled_read,
-            lambda c: compiled_read.rows(conversation=c.id),
+            lambda c: plain_read.rows(conversation=c.id),
             lambda c: [tuple(r) for r in query(conversation=c.id)],
         )
 
@@ -125,7 +132,6 @@ def compare() -> dict[str, dict[str, bool]]:
 
     check(
         "history_after_summary",
-        history.HISTORY_AFTER,
         lambda c: history.HISTORY_AFTER.rows(conversation=c.id, **after(c)),
         lambda c: [tuple(r) for r in history.history_query(conversation=c.id, **after(c))],
     )
@@ -137,19 +143,17 @@ def compare() -> dict[str, dict[str, bool]]:
         values = tuple(getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields)
         return (type(instance), values, instance._state.adding, instance._state.db)
 
-    def gets(name, compiled_get, get, orm):
-        check(name, compiled_get, lambda c: fields(get(c)), lambda c: fields(orm(c)))
+    def gets(name, get, orm):
+        check(name, lambda c: fields(get(c)), lambda c: fields(orm(c)))
 
     gets(
         "own_conversation",
-        selectors._OWN_CONVERSATION,
         lambda c: selectors.conversation_get(user=owner, conversation_id=c.id),
         lambda c: Conversation.objects.get(pk=c.id, owner=owner),
     )
     with transaction.atomic():
         gets(
             "own_conversation_locked",
-            selectors._OWN_CONVERSATION_LOCKED,
             lambda c: selectors.conversation_get(user=owner, conversation_id=c.id, for_update=True),
             lambda c: Conversation.objects.select_for_update().get(pk=c.id, owner=owner),
         )
@@ -162,7 +166,6 @@ def compare() -> dict[str, dict[str, bool]]:
 
     gets(
         "message_by_id",
-        selectors._MESSAGE_BY_ID,
         lambda c: selectors.message_by_id(newest_message(c).id),
         lambda c: Message.objects.get(pk=newest_message(c).id),
     )

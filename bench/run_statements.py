@@ -1,11 +1,11 @@
-"""What compiling a run's reads and writing its updates as plain SQL save: each through the
-ORM (build, compile, run) against the same statement compiled once per connection
-(``chat.compiled_reads``) or written as SQL (``chat.row_updates``; the "compiled" column).
+"""What writing a run's reads and updates as plain SQL saves: each through the ORM (build,
+compile, run) against the same statement written as SQL (``chat.row_reads``,
+``chat.row_updates``; the "plain" column).
 
-    .venv/bin/python bench/compiled_reads.py [--repeat 2000]
+    .venv/bin/python bench/run_statements.py [--repeat 2000]
 
 On a fresh SQLite database with three conversations of 13 messages (a summary, a pin,
-images, a document, a tool result: tests/support/compiled_reads.py). Prints the median
+images, a document, a tool result: tests/support/run_reads.py). Prints the median
 microseconds of CPU (``thread_time``) per read for each of the reads every run makes, both
 ways, and their sum per run; then the same for the four updates a run's end makes (inside
 one transaction, rolled back: a commit per update would measure the disk). The rows are the
@@ -38,20 +38,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=2000)
     args = parser.parse_args()
-    setup_django(prefix="fimone-bench-compiled-")
+    setup_django(prefix="fimone-bench-statements-")
 
     from django.contrib.auth import get_user_model
+    from django.db import transaction
 
     from chat import history_rows as rows
+    from chat import selectors
+    from chat.compaction import ledger
     from chat.documents.context import _SENT_DOCUMENT, _sent_document_query
+    from chat.models import Conversation, Message
     from chat.runs import control
-    from tests.support.compiled_reads import _conversation
+    from tests.support.run_reads import _conversation
 
     owner = get_user_model().objects.create_user("bench")
     conversations = [_conversation(owner, with_summary=True, name=name) for name in ("a", "b", "c")]
     target = conversations[1].id
     summary = rows.latest_summary(target)
     after = {"through": summary.covers_through_id, "at": summary.covers_through_at}
+    answer = Message.objects.filter(conversation_id=target).order_by("id").last()
     reads = {
         "newest summary": (
             lambda: rows.LATEST_SUMMARY.rows(conversation=target),
@@ -69,18 +74,31 @@ def main() -> None:
             lambda: control._RUNNING_ANSWER.rows(conversation=target),
             lambda: list(control._running_answer_query(conversation=target)),
         ),
+        "conversation, locked": (
+            lambda: selectors._OWN_CONVERSATION_LOCKED.get(conversation=target, owner=owner.pk),
+            lambda: Conversation.objects.select_for_update().get(pk=target, owner_id=owner.pk),
+        ),
+        "answer by id": (
+            lambda: selectors._MESSAGE_BY_ID.get(message=answer.pk),
+            lambda: Message.objects.get(pk=answer.pk),
+        ),
+        "totals, locked": (
+            lambda: ledger._LOCKED_LEDGER.rows(conversation=target),
+            lambda: list(ledger._locked_ledger_query(conversation=target)),
+        ),
     }
-    print(f"median CPU per read, µs ({args.repeat} reads each, SQLite)")
-    print(f"{'read':28} {'ORM':>8} {'compiled':>9} {'ratio':>6}")
+    print(f"median CPU per read, µs ({args.repeat} reads each, SQLite, in one transaction)")
+    print(f"{'read':28} {'ORM':>8} {'plain':>9} {'ratio':>6}")
     totals = [0.0, 0.0]
-    for name, (compiled, orm) in reads.items():
-        compiled()  # compiles on first use
-        orm_us, compiled_us = cpu_us(orm, args.repeat), cpu_us(compiled, args.repeat)
-        totals[0] += orm_us
-        totals[1] += compiled_us
-        print(f"{name:28} {orm_us:8.1f} {compiled_us:9.1f} {compiled_us / orm_us:6.2f}")
+    with transaction.atomic():  # the locked reads need one
+        for name, (plain, orm) in reads.items():
+            plain()  # writes its statement on first use
+            orm_us, plain_us = cpu_us(orm, args.repeat), cpu_us(plain, args.repeat)
+            totals[0] += orm_us
+            totals[1] += plain_us
+            print(f"{name:28} {orm_us:8.1f} {plain_us:9.1f} {plain_us / orm_us:6.2f}")
     print(
-        f"{'per run (the four)':28} {totals[0]:8.1f} {totals[1]:9.1f} {totals[1] / totals[0]:6.2f}"
+        f"{'per run (the seven)':28} {totals[0]:8.1f} {totals[1]:9.1f} {totals[1] / totals[0]:6.2f}"
     )
     updates(conversations[0], args.repeat)
 
@@ -130,15 +148,15 @@ def updates(conversation, repeat: int) -> None:
         ),
     }
     print(f"\nmedian CPU per update, µs ({repeat} updates each, SQLite, in one transaction)")
-    print(f"{'update':28} {'ORM':>8} {'compiled':>9} {'ratio':>6}")
+    print(f"{'update':28} {'ORM':>8} {'plain':>9} {'ratio':>6}")
     totals = [0.0, 0.0]
     with transaction.atomic():
-        for name, (compiled, orm) in shapes.items():
-            compiled()  # compiles on first use
-            orm_us, compiled_us = cpu_us(orm, repeat), cpu_us(compiled, repeat)
+        for name, (plain, orm) in shapes.items():
+            plain()
+            orm_us, plain_us = cpu_us(orm, repeat), cpu_us(plain, repeat)
             totals[0] += orm_us
-            totals[1] += compiled_us
-            print(f"{name:28} {orm_us:8.1f} {compiled_us:9.1f} {compiled_us / orm_us:6.2f}")
+            totals[1] += plain_us
+            print(f"{name:28} {orm_us:8.1f} {plain_us:9.1f} {plain_us / orm_us:6.2f}")
         transaction.set_rollback(True)
     print(
         f"{'per run (the four)':28} {totals[0]:8.1f} {totals[1]:9.1f} {totals[1] / totals[0]:6.2f}"
