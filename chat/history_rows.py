@@ -266,7 +266,7 @@ def _history_part(q: SqlNames, *, covered: bool, where: str = "") -> str:
         f"{message('created_at')} AS {q.alias('created_at')}, "
         f"{q.json_text(Message, 'metadata', 'images')}, {message('pinned')}, "
         f"{'TRUE' if covered else 'FALSE'}, {q.json_text(Message, 'metadata', 'documents')}, "
-        f"{has_tools} "
+        f"{has_tools}, {message('facts')} "
         f"FROM {q.table(Message)} WHERE {message('conversation')} = %(conversation)s "
         f"AND {message('role')} IN (%(user)s, %(assistant)s) "
         f"AND NOT ({message('role')} = %(assistant)s AND {message('status')} = %(running)s) "
@@ -315,6 +315,7 @@ _HISTORY_COLUMNS = (
     BooleanField(),
     TextField(),
     BooleanField(),
+    _message("facts"),
 )
 # The roles and the status the history's filter names.
 _HISTORY_FIXED = {
