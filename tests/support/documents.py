@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import textwrap
 import zipfile
 
 FACT = "The launch code of project Bluebird is ZEBRA-7741."
@@ -23,8 +24,15 @@ def _filler(page: int) -> str:
     )
 
 
+# Characters per line of 11 pt Helvetica across 185 mm of the page (about 2 mm a character).
+_LINE_CHARS = 95
+
+
 def make_pdf(pages: list[str], *, title: str = "", outline: list[tuple[str, int]] = ()) -> bytes:
-    """A PDF with one page per text (fpdf2, core font: Latin-1 text only)."""
+    """A PDF with one page per text (fpdf2, core font: Latin-1 text only), a line of text
+    every 5 mm. The lines are wrapped here by their length: fpdf2's own wrapping
+    (``multi_cell``) measures every candidate line again, 18 ms a page of 1,200
+    characters (5.4 s for ``long_pdf``), this 0.5 ms."""
     from fpdf import FPDF
 
     pdf = FPDF()
@@ -37,13 +45,18 @@ def make_pdf(pages: list[str], *, title: str = "", outline: list[tuple[str, int]
         if number in bookmarks:
             pdf.start_section(bookmarks[number])
         pdf.set_font("helvetica", size=11)
-        pdf.set_xy(15, 20)
-        pdf.multi_cell(180, 6, text)
+        lines = [
+            line
+            for paragraph in text.split("\n")
+            for line in textwrap.wrap(paragraph, _LINE_CHARS) or [""]
+        ]
+        for row, line in enumerate(lines):
+            if line:
+                pdf.text(15, 20 + 5 * row, line)
     return bytes(pdf.output())
 
 
-# Made once per process: fpdf2 takes about 10 ms a page (3 s for ``long_pdf``), and the
-# bytes are the same for the same arguments.
+# Made once per process: the bytes are the same for the same arguments.
 @functools.cache
 def pdf_with_fact(pages: int = 12, fact_page: int = 7) -> bytes:
     texts = [_filler(n) for n in range(1, pages + 1)]
