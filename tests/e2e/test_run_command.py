@@ -1,5 +1,9 @@
 """The README's run command (issue 2): `bin/run` on a fresh data folder serves the app on
-loopback, creates the admin once, and the admin can edit a ModelConfig (SPEC RW.2, R5.1)."""
+loopback, creates the admin once, and the admin can edit a ModelConfig (SPEC RW.2, R5.1).
+
+Each start of `bin/run` costs some 20 s of CPU (six Django commands, then daphne): the
+module starts it twice, fresh and again on the same folder, and its tests run on one
+worker (``xdist_group``), so that neither start is made twice."""
 
 from __future__ import annotations
 
@@ -12,13 +16,14 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.support.live_server import free_port, server_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bin-run")]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,9 +69,20 @@ def own_static(data_dir: Path, port: int) -> dict[str, str]:
     return {"FIMONE_PORT": str(port), "STATIC_ROOT": str(data_dir.parent / "staticfiles")}
 
 
+@dataclass(frozen=True)
+class Started:
+    """A `bin/run` serving: its address, what it printed until then, its process (daphne,
+    which bin/run execs) and the file its output goes to."""
+
+    base_url: str
+    printed: str
+    process: subprocess.Popen
+    log_path: Path
+
+
 @contextlib.contextmanager
 def bin_run(data_dir: Path, log_path: Path):
-    """Start `bin/run` as the README says; yield (base URL, what it printed); stop it."""
+    """Start `bin/run` as the README says; yield it once it serves (``Started``); stop it."""
     port = free_port()
     env = server_env(data_dir, own_static(data_dir, port))
     env.pop("FIMONE_ADMIN_PASSWORD", None)  # the generated-password path, as on a fresh clone
@@ -87,9 +103,10 @@ def bin_run(data_dir: Path, log_path: Path):
                     f"{failed}; it printed:\n{log_path.read_text()[-4000:]}"
                 ) from failed
             log.seek(0)
-            yield f"http://127.0.0.1:{port}", log.read()
+            yield Started(f"http://127.0.0.1:{port}", log.read(), process, log_path)
         finally:
-            os.killpg(process.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # a test may have stopped it
+                os.killpg(process.pid, signal.SIGTERM)
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
@@ -103,15 +120,21 @@ def data_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def first_start(data_dir, tmp_path_factory):
-    """``bin/run`` on a fresh data folder, serving while the module's tests run: (base URL,
-    what it printed). The later starts reuse the folder, as a restart does, and so skip
-    the migrations a fresh one runs (most of a start's time)."""
+    """``bin/run`` on a fresh data folder, serving while the module's tests run."""
     with bin_run(data_dir, tmp_path_factory.mktemp("bin-run-log") / "first.log") as app:
         yield app
 
 
+@pytest.fixture(scope="module")
+def second_start(first_start, data_dir, tmp_path_factory):
+    """``bin/run`` again on the first start's folder, as a restart: it skips the migrations
+    a fresh folder runs. The last test of the module stops it with a SIGTERM."""
+    with bin_run(data_dir, tmp_path_factory.mktemp("bin-run-log") / "second.log") as app:
+        yield app
+
+
 def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(first_start):
-    base_url, output = first_start
+    base_url, output = first_start.base_url, first_start.printed
     password = re.search(r"password[^\n]*?:\s*(\S+)", output, re.IGNORECASE)
     assert password, f"bin/run printed no admin password:\n{output}"
 
@@ -158,45 +181,20 @@ def test_bin_run_serves_the_app_and_the_admin_edits_a_model_config(first_start):
     assert "Broken" not in listing
 
 
-def test_bin_run_prints_the_generated_password_only_on_first_start(first_start, data_dir, tmp_path):
-    _, first = first_start
+def test_bin_run_prints_the_generated_password_only_on_first_start(first_start, second_start):
+    first = first_start.printed
     assert re.search(r"with password: \S+", first)
     assert "http://127.0.0.1:" in first
-    with bin_run(data_dir, tmp_path / "second.log") as (base_url, second):
-        assert "password" not in second.lower()
-        status, _ = Browser(base_url).get("/accounts/login/")
-        assert status == 200
+    assert "password" not in second_start.printed.lower()
+    status, _ = Browser(second_start.base_url).get("/accounts/login/")
+    assert status == 200
 
 
-def test_bin_run_cleans_uploads_and_hands_sigterm_to_daphne_which_drains(
-    first_start, data_dir, tmp_path
-):
+def test_bin_run_cleans_uploads_and_hands_sigterm_to_daphne_which_drains(second_start):
     """RO.1: a SIGTERM sent to bin/run's own pid (not its group) reaches daphne, which
     drains (its log says so) and exits; the start-up ran cleanup_uploads."""
-    port = free_port()
-    env = server_env(data_dir, own_static(data_dir, port))
-    log_path = tmp_path / "run.log"
-    with log_path.open("w+") as log:
-        process = subprocess.Popen(
-            ["bash", "bin/run"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            try:
-                wait_for_http(f"http://127.0.0.1:{port}/accounts/login/", process)
-            except AssertionError as failed:
-                raise AssertionError(
-                    f"{failed}; it printed:\n{log_path.read_text()[-4000:]}"
-                ) from failed
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=30) is not None
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-    output = log_path.read_text()
-    assert "unsent upload(s) older than 24 hours" in output
+    assert "unsent upload(s) older than 24 hours" in second_start.printed
+    second_start.process.send_signal(signal.SIGTERM)
+    assert second_start.process.wait(timeout=30) is not None
+    output = second_start.log_path.read_text()
     assert "draining: 0 run(s) running" in output and "drained" in output
