@@ -50,6 +50,17 @@ def static_files_collected():
     collected.disable()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, and a copy of it as migrated: the live servers' seeded
+    template starts from the copy instead of migrating an empty file again
+    (tests/support/live_server.py, ``keep_migrated_database``)."""
+    from tests.support.live_server import keep_migrated_database
+
+    with django_db_blocker.unblock():
+        keep_migrated_database()
+
+
 @pytest.fixture(autouse=True)
 def serving_with_fresh_rate_limits():
     """Each test starts with no websocket frames counted and the process not draining."""

@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -338,12 +339,42 @@ def _may_copy_template(env: dict[str, str], data_dir: Path) -> bool:
     return not (data_dir / "fimone.sqlite3").exists() and not (data_dir / "secret_key").exists()
 
 
+# A copy of this process's test database as pytest-django migrated it, before any test ran
+# (``keep_migrated_database``); None until then, or where the test database is not a file.
+_migrated_database: Path | None = None
+
+
+def keep_migrated_database() -> None:
+    """Copy the test database, freshly migrated: the servers' template starts from it and
+    its ``migrate`` finds nothing to do (tests/conftest.py calls this once the test
+    database is set up)."""
+    global _migrated_database
+    from django.db import connection
+
+    name = str(connection.settings_dict["NAME"])
+    if connection.vendor != "sqlite" or not Path(name).is_file():
+        return
+    path = Path(tempfile.mkdtemp(prefix="fimone-migrated-")) / "fimone.sqlite3"
+    atexit.register(shutil.rmtree, path.parent, ignore_errors=True)
+    source, target = sqlite3.connect(name), sqlite3.connect(path)
+    try:
+        source.backup(target)  # a consistent copy, whatever the write-ahead log still holds
+    finally:
+        source.close()
+        target.close()
+    _migrated_database = path
+
+
 def _seeded_template(username: str, password: str) -> tuple[Path, str]:
-    """Migrating takes several seconds on a small machine, most of a server's start."""
+    """Migrating takes several seconds on a small machine, most of a server's start: the
+    template is migrated once per process, from a copy of the migrated test database when
+    there is one (the same migrations; then ``migrate`` only checks)."""
     key = (username, password)
     if key not in _templates:
         path = Path(tempfile.mkdtemp(prefix="fimone-live-template-"))
         atexit.register(shutil.rmtree, path, ignore_errors=True)
+        if _migrated_database is not None:
+            shutil.copyfile(_migrated_database, path / "fimone.sqlite3")
         seed = LiveServer(
             port=0, data_dir=path, env=server_env(path), username=username, password=password
         )
@@ -438,7 +469,7 @@ def live_daphne_factory(tmp_path_factory):
     make.servers = servers  # for a failed test's report (tests/browser/conftest.py)
     yield make
     for server in servers:
-        server.stop()
+        server.close()  # with its manage_shell process; the data folder is the factory's
 
 
 @pytest.fixture
