@@ -92,12 +92,37 @@ def test_offline_note_and_context_gauge_are_shown(logged_in_page):
     detail = page.locator("#gauge-detail")
     expect(detail).to_be_visible()
     expect(detail).to_contain_text("Usable input budget: 60,000 tokens")
-    # Every tier apart (RT.3): the system prompt, the tool definitions, the history.
+    # Every tier apart (RT.3, RJ.2): the system prompt, the instructions (none yet), the
+    # tool definitions, the history.
     expect(detail).to_contain_text(
-        re.compile(r"instructions [\d,]+, tool definitions [1-9][\d,]*, history [1-9][\d,]*")
+        re.compile(
+            r"system prompt [1-9][\d,]*, instructions 0, tool definitions [1-9][\d,]*, "
+            r"history [1-9][\d,]*"
+        )
     )
     page.keyboard.press("Escape")
     expect(detail).to_be_hidden()
+    # The conversation gets instructions of its own: the next answer's gauge counts them.
+    status = page.evaluate(
+        """async () => {
+            const id = location.pathname.split("/")[2];
+            const token = document.cookie.match(/csrftoken=([^;]+)/)[1];
+            const response = await fetch(`/api/conversations/${id}/`, {
+                method: "PATCH",
+                credentials: "same-origin",
+                headers: {"Content-Type": "application/json", "X-CSRFToken": token},
+                body: JSON.stringify({instructions: "Answer in German."}),
+            });
+            return response.status;
+        }"""
+    )
+    assert status == 200
+    send(page, "hello again")
+    wait_done(page, 2)
+    gauge.focus()
+    page.keyboard.press("Enter")
+    expect(detail).to_contain_text(re.compile(r"instructions [1-9][\d,]*, tool definitions"))
+    page.keyboard.press("Escape")
     # The long note can be hidden; the badge keeps saying which model answers.
     page.get_by_role("button", name="Hide this note").click()
     expect(note).to_be_hidden()

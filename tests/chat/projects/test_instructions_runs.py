@@ -14,15 +14,20 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from chat import services
+from chat.instructions import pinned_instructions
 from chat.models import Message
 from contextmgmt.budget import resolve_budget
-from contextmgmt.core.instructions import INSTRUCTIONS_PREFIX
-from contextmgmt.core.prompts import COMPACTOR_INTRO, INSTRUCTIONS_KEPT
+from contextmgmt.core.instructions import INSTRUCTIONS_PREFIX, instructions_tokens
+from contextmgmt.core.messages import ChatMessage
+from contextmgmt.core.prompts import COMPACTOR_INTRO, INSTRUCTIONS_KEPT, hint_of
+from contextmgmt.core.tokens import estimate_message_tokens, estimate_messages_tokens
+from fimone.agent.tools.finder import definition_tokens
 from fimone.llm.offline.phrases import PHRASES
 from fimone.llm.providers.openai_client import OpenAIChatLLM
+from tests.chat.test_context_gauge_runs import summary_or_long_answer
 from tests.support.factories import make_project
 from tests.support.log_tool import with_log_tool
-from tests.support.runs import events_until, of_type, send
+from tests.support.runs import connect, events_until, of_type, send
 from tests.support.scripted_server import text, tool_call, tool_calls
 
 pytestmark = [
@@ -184,6 +189,46 @@ async def test_the_gauge_shows_instructions_as_a_tier_and_its_tiers_add_up_rj_2(
     assert bare["tiers"]["instructions"] == 0
     assert bare["tiers"]["system"] == tiers["system"]
     assert bare["used_tokens"] == sum(bare["tiers"].values()) < gauge["used_tokens"]
+
+
+async def test_the_gauge_with_instructions_is_what_each_run_sends_before_its_question_rj_2(
+    user, conversation_in_a_project, ws_fake_llm, window_of_12k
+):
+    """Long turns until the history is summarised: before each run the gauge's tiers add up
+    to its figure, and the run's first call sends exactly that plus its question (or, when
+    the gauge said the history would be fitted, no more), instructions included."""
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    url = f"/api/conversations/{conversation_in_a_project.id}/context/"
+    ws_fake_llm.default = summary_or_long_answer
+    socket = await connect(user, conversation_in_a_project.id)
+    empty = estimate_message_tokens(ChatMessage(role="user", content=""))
+    fitted = 0
+    try:
+        for i in range(6):
+            gauge = (await sync_to_async(client.get)(url)).json()
+            assert gauge["used_tokens"] == sum(gauge["tiers"].values())
+            assert gauge["tiers"]["instructions"] == instructions_tokens(
+                pinned_instructions(project=PROJECT_RULES, conversation=CONVERSATION_RULES)
+            )
+            query = f"Question {i}: " + "why does the printer jam " * 150
+            before = len(ws_fake_llm.calls)
+            await send(socket, type="message", content=query)
+            events = await events_until(socket, "done", "error")
+            assert events[-1]["type"] == "done", events[-1]
+            first = next(c for c in ws_fake_llm.calls[before:] if not hint_of(c.messages[0].text()))
+            assert carries_both_in_order({"messages": [m.to_openai() for m in first.messages]})
+            sent = estimate_messages_tokens(first.messages) + definition_tokens(first.tools)
+            question = estimate_message_tokens(ChatMessage(role="user", content=query))
+            expected = gauge["used_tokens"] + question - empty
+            if gauge["will_compact"]:
+                fitted += 1
+                assert sent <= expected
+            else:
+                assert sent == expected
+    finally:
+        await socket.disconnect()
+    assert fitted >= 2
 
 
 async def test_instructions_that_leave_no_room_fail_the_run_with_a_clear_error_rj_2(
