@@ -22,6 +22,7 @@ from chat import selectors
 from chat.api.plumbing import api_view
 from chat.compaction.ledger import compaction_ledger
 from chat.models import Conversation
+from fimone.llm import OFFLINE_MODEL_NAME
 
 if TYPE_CHECKING:
     from contextmgmt.budget import BudgetRole
@@ -56,18 +57,27 @@ def _llm_info(role: BudgetRole) -> dict[str, Any]:
     }
 
 
-def _picked_llm_info(model_config_id: int | None) -> dict[str, Any]:
-    row = None if model_config_id is None else selectors.model_choice(model_config_id)
+def _picked_llm_info(conversation: Conversation) -> dict[str, Any]:
+    """The model that answers ``conversation``: its pick, else the configured default."""
+    if conversation.builtin_model:
+        return {"model": OFFLINE_MODEL_NAME, "source": "offline", "offline": True}
+    config_id = conversation.model_config_id
+    row = None if config_id is None else selectors.model_choice(config_id)
     if row is None:
         return _llm_info("main")
     return {"model": row["model"], "source": "db", "offline": False}
 
 
-def _budget(role: BudgetRole, model_config_id: int | None = None):
-    """The budget of ``role``, or of the main model a conversation picked."""
-    from contextmgmt.budget import budget_for_config, resolve_budget
+def _budget(role: BudgetRole, conversation: Conversation | None = None):
+    """The budget of ``role``, or of the model a conversation picked (the built-in one's for
+    both roles, as its runs use it for both)."""
+    from contextmgmt.budget import budget_for_config, builtin_budget, resolve_budget
 
-    return resolve_budget(role) if model_config_id is None else budget_for_config(model_config_id)
+    if conversation is not None and conversation.builtin_model:
+        return builtin_budget(role)
+    if conversation is None or conversation.model_config_id is None or role != "main":
+        return resolve_budget(role)
+    return budget_for_config(conversation.model_config_id)
 
 
 def _budget_info(budget) -> dict[str, Any]:
@@ -142,7 +152,10 @@ def _sees_images(conversation: Conversation) -> bool:
     from chat.runs import deps, storage
 
     return storage.history_sees_images(
-        mode=conversation.mode, model_config_id=conversation.model_config_id, deps=deps.current()
+        mode=conversation.mode,
+        model_config_id=conversation.model_config_id,
+        builtin_model=conversation.builtin_model,
+        deps=deps.current(),
     )
 
 
@@ -178,6 +191,8 @@ def index(request: HttpRequest, conversation_id: str | None = None) -> HttpRespo
         # The model picker: the configured default (offline when nothing is configured)
         # and every main ModelConfig a conversation may pick instead.
         "models": selectors.model_choices(),
+        # The built-in offline model, pickable beside them (it answers with no model set up).
+        "builtinModel": OFFLINE_MODEL_NAME,
         "maxUploadBytes": settings.FIMONE_MAX_UPLOAD_BYTES,
         "maxMessageChars": settings.FIMONE_WS_MAX_CONTENT_CHARS,
         # Always below the message limit: longer text is attached, never refused.
@@ -198,7 +213,7 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     from contextmgmt.core.tokens import use_weights
     from fimone.agent.tools.finder import tools_called
 
-    main = _budget("main", conversation.model_config_id)
+    main = _budget("main", conversation)
     budget = _budget_info(main)
     # Counted as the run will count it: in the main model's calibrated weights.
     with use_weights(getattr(main, "token_weights", None)):
@@ -214,9 +229,9 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     return JsonResponse(
         {
             "mode": conversation.mode,
-            "llm": _picked_llm_info(conversation.model_config_id),
+            "llm": _picked_llm_info(conversation),
             "budget": budget,
-            "fast_budget": _budget_info(_budget("fast")),
+            "fast_budget": _budget_info(_budget("fast", conversation)),
             "used_tokens": used,
             # The history as stored (the newest summary and the messages after it) and
             # the room the request leaves it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -67,20 +68,25 @@ def conversation_create(
     title: str = "",
     mode: str = "react",
     model_config_id: int | None | Unset = UNSET,
+    builtin_model: bool = False,
     project_id: Any = None,
     instructions: Any = "",
 ) -> Conversation:
     """A new conversation; in a project (``project_id``, the owner's, else
     ``Project.DoesNotExist``) it starts with the project's default model and tool
-    selection unless a model is given."""
+    selection unless a model is given. ``builtin_model``: answered by the built-in offline
+    model (then no ``model_config_id`` may be given)."""
     project = _owned_project(owner, project_id)
     if isinstance(model_config_id, Unset):
-        model_config_id = project.model_config_id if project is not None else None
+        given = project.model_config_id if project is not None else None
+        model_config_id = None if builtin_model is True else given
+    pick = _clean_model_pick(model_config_id, builtin_model)
     conversation = Conversation(
         owner=owner,
         title=_clean_title(title),
         mode=_clean_mode(mode),
-        model_config_id=clean_model_config(model_config_id),
+        model_config_id=pick.model_config_id,
+        builtin_model=pick.builtin_model,
         project=project,
         instructions=clean_instructions(instructions),
         disabled_tool_sources=list(project.disabled_tool_sources) if project is not None else [],
@@ -97,16 +103,24 @@ def conversation_update(
     title: str | None = None,
     mode: str | None = None,
     model_config_id: int | None | Unset = UNSET,
+    builtin_model: bool | Unset = UNSET,
     project_id: Any = UNSET,
     instructions: Any = UNSET,
 ) -> Conversation:
-    """Rename, switch mode, pick the model (``model_config_id=None``: the default), move it
-    into a project or out (``project_id=None``; another user's project:
-    ``Project.DoesNotExist``) or set its own instructions."""
+    """Rename, switch mode, pick the model, move it into a project or out
+    (``project_id=None``; another user's project: ``Project.DoesNotExist``) or set its own
+    instructions. The model: a ModelConfig (``model_config_id``), the built-in offline
+    model (``builtin_model=True``) or the default (``model_config_id=None`` or
+    ``builtin_model=False``); picking one leaves the other pick off."""
     fields = ["updated_at"]
-    if not isinstance(model_config_id, Unset):
-        conversation.model_config_id = clean_model_config(model_config_id)
-        fields.append("model_config")
+    if not isinstance(model_config_id, Unset) or not isinstance(builtin_model, Unset):
+        pick = _clean_model_pick(
+            None if isinstance(model_config_id, Unset) else model_config_id,
+            False if isinstance(builtin_model, Unset) else builtin_model,
+        )
+        conversation.model_config_id = pick.model_config_id
+        conversation.builtin_model = pick.builtin_model
+        fields += ["model_config", "builtin_model"]
     if title is not None:
         conversation.title = _clean_title(title)
         fields.append("title")
@@ -410,6 +424,26 @@ def _clean_title(title: Any) -> str:
     if len(title) > TITLE_MAX_CHARS:
         raise InvalidInput("title_too_long", f"The title is longer than {TITLE_MAX_CHARS} chars.")
     return title
+
+
+@dataclass(frozen=True)
+class ModelPick:
+    """Which main model a conversation uses: a ModelConfig id, the built-in model, or
+    neither (the configured default)."""
+
+    model_config_id: int | None
+    builtin_model: bool
+
+
+def _clean_model_pick(model_config_id: Any, builtin_model: Any) -> ModelPick:
+    if not isinstance(builtin_model, bool):
+        raise InvalidInput("invalid_model", "builtin_model must be true or false.")
+    config_id = clean_model_config(model_config_id)
+    if builtin_model and config_id is not None:
+        raise InvalidInput(
+            "invalid_model", "Pick either the built-in model or a model_config, not both."
+        )
+    return ModelPick(model_config_id=config_id, builtin_model=builtin_model)
 
 
 def clean_model_config(value: Any) -> int | None:

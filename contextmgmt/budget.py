@@ -96,6 +96,18 @@ def budget_for_config(config_id: int) -> Budget:
     return resolve_budget("main") if row is None else _row_budget(row, "main")
 
 
+def builtin_budget(role: BudgetRole = "main") -> Budget:
+    """The budget of the built-in offline model when a conversation picked it beside the
+    configured models: fimone's defaults (the configured figures belong to those models)."""
+    return Budget(
+        role=role,
+        context_size=DEFAULT_CONTEXT_SIZE,
+        max_output_tokens=DEFAULT_MAX_OUTPUT_TOKENS,
+        usable_input_tokens=usable_input_tokens(DEFAULT_CONTEXT_SIZE, DEFAULT_MAX_OUTPUT_TOKENS),
+        source="default",
+    )
+
+
 def _row_budget(row: ModelConfig, role: BudgetRole) -> Budget:
     return Budget(
         role=role,

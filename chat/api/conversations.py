@@ -51,6 +51,7 @@ def conversations(request: HttpRequest) -> HttpResponse:
             title=body.get("title") or "",
             mode=body.get("mode") or "react",
             model_config_id=body.get("model_config", services.UNSET),
+            builtin_model=body.get("builtin_model", False),
             project_id=body.get("project"),
             instructions=body.get("instructions", ""),
         )
@@ -84,6 +85,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
             title=body.get("title"),
             mode=body.get("mode"),
             model_config_id=body.get("model_config", services.UNSET),
+            builtin_model=body.get("builtin_model", services.UNSET),
             project_id=body.get("project", services.UNSET),
             instructions=body.get("instructions", services.UNSET),
         )

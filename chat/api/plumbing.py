@@ -125,6 +125,8 @@ def conversation_json(conversation: Conversation) -> dict[str, Any]:
         "mode": conversation.mode,
         # The picked main model (a ModelConfig id), or null for the configured default.
         "model_config": conversation.model_config_id,
+        # The built-in offline model picked (then ``model_config`` is null).
+        "builtin_model": conversation.builtin_model,
         # The project it belongs to (an id), or null; its own instructions (docs/projects.md).
         "project": conversation.project_id,
         "instructions": conversation.instructions,

@@ -36,6 +36,9 @@ class Conversation(models.Model):
         related_name="+",
         verbose_name=_("model"),
     )
+    # The user picked fimone's built-in offline model for this conversation, whatever is
+    # configured (``model_config`` is then empty): its runs use it for every call.
+    builtin_model = models.BooleanField(default=False, verbose_name=_("built-in model"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
     # Tool sources (``Tool.source``, e.g. "mcp:github") the user switched off for this

@@ -20,7 +20,7 @@ from chat.documents.context import document_reader_for
 from chat.recall.lookup import recall_search_for, tool_result_for
 from chat.tool_servers import pool as tool_servers
 from chat.tools.fetch import fetch_config
-from contextmgmt.budget import Budget, BudgetRole, budget_for_config
+from contextmgmt.budget import Budget, BudgetRole, budget_for_config, builtin_budget
 from contextmgmt.budget import resolve_budget as resolve_configured_budget
 from contextmgmt.core.llm import LLM
 from contextmgmt.db_memory import DbMemory
@@ -36,7 +36,7 @@ from fimone.agent import (
 from fimone.agent.tools import read_document_tool
 from fimone.agent.tools.web import fetch_url_tool
 from fimone.llm import get_llm as registry_llm
-from fimone.llm.registry import Role, get_llm_for_config
+from fimone.llm.registry import Role, get_builtin_llm, get_llm_for_config
 
 Engine = Callable[[AgentContext], Awaitable[AgentOutcome]]
 
@@ -97,13 +97,16 @@ def engine_for(mode: str) -> Engine:
 class RunDeps:
     """A run's collaborators. ``get_llm`` / ``resolve_budget`` take a role (``main``,
     ``fast``), ``get_model_llm`` / ``resolve_model_budget`` the ModelConfig id a
-    conversation picked as its main model; ``make_memory`` takes DbMemory's keyword
-    arguments."""
+    conversation picked as its main model; ``get_builtin_llm`` / ``resolve_builtin_budget``
+    are the built-in offline model's, for a conversation that picked it (for both roles);
+    ``make_memory`` takes DbMemory's keyword arguments."""
 
     get_llm: Callable[[Role], LLM] = registry_llm
     resolve_budget: Callable[[BudgetRole], Budget] = resolve_configured_budget
     get_model_llm: Callable[[int], LLM] = get_llm_for_config
     resolve_model_budget: Callable[[int], Budget] = budget_for_config
+    get_builtin_llm: Callable[[], LLM] = get_builtin_llm
+    resolve_builtin_budget: Callable[[BudgetRole], Budget] = builtin_budget
     make_memory: Callable[..., DbMemory] = DbMemory
     engine_for: Callable[[str], Engine] = engine_for
     make_tools: Callable[..., ToolRegistry] = make_tools

@@ -66,6 +66,8 @@ class OpenedRun:
     also_answers: tuple[int, ...] = ()
     # The main model the conversation picked (a ModelConfig id), None for the default.
     model_config_id: int | None = None
+    # The conversation picked the built-in offline model (for the main and fast calls).
+    builtin_model: bool = False
     # The tool sources switched off in the conversation, read with it (no query of its own).
     disabled_tool_sources: frozenset[str] = frozenset()
     # An edited question's or a regenerated answer's versions, oldest first (chat.versions).
@@ -134,6 +136,7 @@ def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> Opene
         answer_id=answer.pk,
         mode=mode,
         model_config_id=conversation.model_config_id,
+        builtin_model=conversation.builtin_model,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
@@ -181,6 +184,7 @@ def open_follow_up(
         mode=mode,
         also_answers=tuple(also_answers),
         model_config_id=conversation.model_config_id,
+        builtin_model=conversation.builtin_model,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
@@ -249,6 +253,7 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
         mode=mode,
         follow_up_ids=follow_up_ids,
         model_config_id=conversation.model_config_id,
+        builtin_model=conversation.builtin_model,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
@@ -307,6 +312,7 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
         answer_id=answer.pk,
         mode=mode,
         model_config_id=conversation.model_config_id,
+        builtin_model=conversation.builtin_model,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
@@ -361,7 +367,12 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
     """Models, budgets, the query as the agent sees it and the history (sync)."""
     main, fast, main_budget, fast_budget = _models_and_budgets(deps)
     picked = opened.model_config_id
-    if picked is not None:
+    if opened.builtin_model:
+        # The user picked the built-in model: it answers and summarises, whatever is set up.
+        main = fast = deps.get_builtin_llm()
+        main_budget = deps.resolve_builtin_budget("main")
+        fast_budget = deps.resolve_builtin_budget("fast")
+    elif picked is not None:
         # The conversation's own choice of main model (the model picker).
         main, main_budget = deps.get_model_llm(picked), deps.resolve_model_budget(picked)
     main, fast = _speaking_user_language(main), _speaking_user_language(fast)
@@ -455,11 +466,18 @@ def history_has_pixels(mode: str, vision: bool) -> bool:
     return vision and mode != "dag"
 
 
-def history_sees_images(*, mode: str, model_config_id: int | None, deps: RunDeps) -> bool:
+def history_sees_images(
+    *, mode: str, model_config_id: int | None, deps: RunDeps, builtin_model: bool = False
+) -> bool:
     """Whether the next run of a conversation (its mode, its pick of main model, if any)
     sends its history's newest images as pixels: ``prepare``'s decision, for the context
     gauge to count what will be sent."""
-    main = deps.get_llm("main") if model_config_id is None else deps.get_model_llm(model_config_id)
+    if builtin_model:
+        main = deps.get_builtin_llm()
+    elif model_config_id is None:
+        main = deps.get_llm("main")
+    else:
+        main = deps.get_model_llm(model_config_id)
     return history_has_pixels(mode, supports_vision(main))
 
 

@@ -225,6 +225,19 @@ def get_llm_for_config(config_id: int) -> LLM:
     return _shared(_row_spec(row, "main", _limits()))
 
 
+def get_builtin_llm() -> LLM:
+    """fimone's built-in offline model, whatever is configured: a conversation's pick."""
+    return _shared(
+        LLMSpec(
+            role="main",
+            source="offline",
+            model=OFFLINE_MODEL_NAME,
+            supports_vision=False,
+            **_limits(),
+        )
+    )
+
+
 def _learner(spec: LLMSpec):
     """Where the client reports what it learnt about the endpoint: the row, if there is one."""
     if spec.model_config_id is None:

@@ -70,7 +70,10 @@ def test_a_configured_model_shows_no_offline_note(logged_in_client, settings):
     config = ui_config(response)
     assert config["offline"] is False
     assert config["llm"]["main"]["model"] == "real-model"
-    assert 'id="offline-note"' not in response.content.decode()
+    # There for a conversation that picks the built-in model, hidden until one does.
+    assert 'id="offline-note" class="notice" role="note" data-answering="false"' in (
+        response.content.decode()
+    )
 
 
 def test_conversation_page_is_owner_only(logged_in_client, conversation, foreign_conversation):

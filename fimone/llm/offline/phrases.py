@@ -12,13 +12,13 @@ Placeholders are ``str.format`` fields.
 from __future__ import annotations
 
 PHRASES: dict[str, dict[str, str]] = {
+    # True whether the model answers for want of a configured one or was picked beside one.
     "note": {
-        "en": "(fimone's offline model answered this: no language model is configured, so I "
+        "en": "(fimone's offline model answered this: it is not a real language model, so I "
         "can only run tools and repeat what I was given.)",
-        "de": "(Das hat fimones Offline-Modell beantwortet: Es ist kein Sprachmodell "
-        "konfiguriert, ich kann nur Werkzeuge aufrufen und wiedergeben, was ich bekommen "
-        "habe.)",
-        "zh": "（这是 fimone 的离线模型给出的回答：尚未配置语言模型，"
+        "de": "(Das hat fimones Offline-Modell beantwortet: Es ist kein echtes Sprachmodell, "
+        "ich kann nur Werkzeuge aufrufen und wiedergeben, was ich bekommen habe.)",
+        "zh": "（这是 fimone 的离线模型给出的回答：它不是真正的语言模型，"
         "我只能调用工具并复述已有的信息。）",
         "fr": "(Le modèle hors ligne de fimone a répondu : aucun modèle de langage n'est "
         "configuré, je ne peux donc qu'utiliser des outils et répéter ce que j'ai reçu.)",
@@ -217,6 +217,17 @@ def phrase(key: str, lang: str, **fields: object) -> str:
     return texts.get(lang, texts["en"]).format(**fields)
 
 
+# The note as answers stored before it was reworded say it (still stripped when quoted).
+_EARLIER_NOTES = (
+    "(fimone's offline model answered this: no language model is configured, so I can only "
+    "run tools and repeat what I was given.)",
+    "(Das hat fimones Offline-Modell beantwortet: Es ist kein Sprachmodell konfiguriert, ich "
+    "kann nur Werkzeuge aufrufen und wiedergeben, was ich bekommen habe.)",
+    "（这是 fimone 的离线模型给出的回答：尚未配置语言模型，我只能调用工具并复述已有的信息。）",
+)
+
+
 def all_notes() -> list[str]:
-    """The honesty note in every language (to strip it from quoted earlier answers)."""
-    return list(PHRASES["note"].values())
+    """The honesty note in every language, as written now and before (to strip it from
+    quoted earlier answers)."""
+    return [*PHRASES["note"].values(), *_EARLIER_NOTES]

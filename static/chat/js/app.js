@@ -4,7 +4,7 @@
 // (run_controller.js). The frames are described in docs/protocol.md.
 
 import { api } from "./api.js";
-import { Gauge, ModelPicker, setUpOfflineNote, toast } from "./chrome.js";
+import { Gauge, ModelPicker, modelFields, pickOf, setUpOfflineNote, toast } from "./chrome.js";
 import { Composer } from "./composer.js";
 import { EarlierPages } from "./earlier_pages.js";
 import { placeDivider } from "./history.js";
@@ -65,7 +65,7 @@ class ChatApp {
     });
     this.composer.onModeChange((mode) => this.changeMode(mode));
     this.gauge = new Gauge();
-    this.modelPicker = new ModelPicker(config, (id) => this.changeModel(id));
+    this.modelPicker = new ModelPicker(config, (pick) => this.changeModel(pick));
     this.runs = new RunController({
       messagesEl: this.messagesEl,
       emptyState: this.emptyState,
@@ -219,7 +219,7 @@ class ChatApp {
     this.titleEl.textContent = conversation.title || gettext("New chat");
     document.title = `${conversation.title || gettext("New chat")} — fimone`;
     this.composer.mode = conversation.mode;
-    this.modelPicker.value = conversation.model_config;
+    this.modelPicker.value = pickOf(conversation);
     if (!this.emptyChat.isEmpty(conversation.id)) this.sidebar.upsert(conversation);
     this.sidebar.select(conversation.id);
   }
@@ -245,7 +245,7 @@ class ChatApp {
   newConversation() {
     if (this.creating) return this.creating;
     const token = this.loadToken;
-    const fields = { mode: this.composer.mode, model_config: this.modelPicker.value };
+    const fields = { mode: this.composer.mode, ...modelFields(this.modelPicker.value) };
     const creating = { messages: 0 };
     creating.made = api.createConversation(fields).then((conversation) => {
       if (token !== this.loadToken) {
@@ -327,18 +327,18 @@ class ChatApp {
   }
 
   // A new chat takes the model picked when it is created; its run reads the pick.
-  changeModel(configId) {
-    this.pick("model", (id) => this.saveModel(id, configId));
+  changeModel(pick) {
+    this.pick("model", (id) => this.saveModel(id, pick));
   }
 
-  async saveModel(id, configId) {
+  async saveModel(id, pick) {
     try {
-      const saved = await api.updateConversation(id, { model_config: configId });
+      const saved = await api.updateConversation(id, modelFields(pick));
       if (!this.isCurrent(id)) return;
       this.conversation = saved;
       this.refreshGauge();
     } catch (err) {
-      if (this.isCurrent(id)) this.modelPicker.value = this.conversation.model_config;
+      if (this.isCurrent(id)) this.modelPicker.value = pickOf(this.conversation);
       this.toast(interpolate(gettext("Could not switch the model: %(reason)s"), { reason: err.message }, true));
     }
   }
@@ -367,7 +367,7 @@ class ChatApp {
   // ``this.picks``) put back; ``all``: both picks, whichever changed.
   keepPicks(conversation, picks, { all = false } = {}) {
     if (all || picks.mode !== this.picks.mode) conversation.mode = this.composer.mode;
-    if (all || picks.model !== this.picks.model) conversation.model_config = this.modelPicker.value;
+    if (all || picks.model !== this.picks.model) Object.assign(conversation, modelFields(this.modelPicker.value));
     return conversation;
   }
 

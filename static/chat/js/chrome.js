@@ -32,8 +32,9 @@ export function setUpOfflineNote(onHidden) {
 }
 
 // The offline badge and note follow the model that answers the conversation on screen:
-// shown while the built-in model answers (the default when no model is configured), gone
-// while the conversation picked a configured model. A note the user hid stays hidden.
+// shown while the built-in model answers (the default when no model is configured, or
+// picked beside the configured ones), gone while a configured model answers. A note the
+// user hid stays hidden.
 class OfflineMarks {
   constructor(defaultIsOffline) {
     this.defaultIsOffline = Boolean(defaultIsOffline);
@@ -41,26 +42,39 @@ class OfflineMarks {
     this.note = document.getElementById("offline-note");
   }
 
-  // ``modelConfigId``: the conversation's pick (null: the default answers).
-  follow(modelConfigId) {
-    const offline = this.defaultIsOffline && modelConfigId === null;
+  // ``pick``: the conversation's (ModelPicker's value).
+  follow(pick) {
+    const offline = pick === BUILTIN || (this.defaultIsOffline && pick === null);
     if (this.badge) this.badge.hidden = !offline;
     if (this.note) this.note.dataset.answering = String(offline);
   }
 }
 
+// The picker's value for the built-in offline model picked beside the configured ones.
+export const BUILTIN = "builtin";
+
+// A conversation's pick of model, as the picker holds it: a ModelConfig id, ``BUILTIN``, or
+// null for the configured default.
+export function pickOf(conversation) {
+  if (conversation.builtin_model) return BUILTIN;
+  return conversation.model_config ?? null;
+}
+
+// A pick as the conversation's fields (docs/protocol.md): one of them set, or neither.
+export function modelFields(pick) {
+  return { model_config: typeof pick === "number" ? pick : null, builtin_model: pick === BUILTIN };
+}
+
 // The model a conversation uses: the configured default (the active main model, the
-// environment's, or the offline model) or another main model an admin configured.
+// environment's, or the offline model), another main model an admin configured, or the
+// built-in offline model beside them.
 export class ModelPicker {
-  constructor({ llm, models }, onChange) {
+  constructor({ llm, models, builtinModel }, onChange) {
     this.select = document.getElementById("model-picker");
     const main = llm?.main || {};
     const active = (models || []).find((m) => m.active);
-    const defaultName = main.offline
-      ? interpolate(gettext("%(model)s (offline)"), { model: main.model }, true)
-      : active
-        ? active.name
-        : main.model;
+    const offlineName = (model) => interpolate(gettext("%(model)s (offline)"), { model }, true);
+    const defaultName = main.offline ? offlineName(main.model) : active ? active.name : main.model;
     this.select.replaceChildren(
       el("option", {
         value: "",
@@ -69,6 +83,8 @@ export class ModelPicker {
       ...(models || [])
         .filter((m) => !m.active)
         .map((m) => el("option", { value: String(m.id), text: `${m.name} (${m.model})` })),
+      // Where the default is the built-in model, it is that option already.
+      ...(main.offline || !builtinModel ? [] : [el("option", { value: BUILTIN, text: offlineName(builtinModel) })]),
     );
     this.select.disabled = this.select.options.length < 2;
     this.marks = new OfflineMarks(main.offline);
@@ -78,13 +94,15 @@ export class ModelPicker {
     });
   }
 
-  // A ModelConfig id, or null for the default.
+  // A ModelConfig id, ``BUILTIN``, or null for the default.
   get value() {
-    return this.select.value ? Number(this.select.value) : null;
+    const chosen = this.select.value;
+    if (!chosen) return null;
+    return chosen === BUILTIN ? BUILTIN : Number(chosen);
   }
 
-  set value(id) {
-    const wanted = id === null || id === undefined ? "" : String(id);
+  set value(pick) {
+    const wanted = pick === null || pick === undefined ? "" : String(pick);
     // A pick that is no longer offered (deleted, or now the active default) shows as default.
     this.select.value = [...this.select.options].some((o) => o.value === wanted) ? wanted : "";
     this.marks.follow(this.value);

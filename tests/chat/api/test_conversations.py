@@ -45,6 +45,7 @@ def test_list_returns_only_own_conversations_newest_first(
         "title",
         "mode",
         "model_config",
+        "builtin_model",
         "project",
         "instructions",
         "created_at",
