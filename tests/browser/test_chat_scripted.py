@@ -422,7 +422,9 @@ def test_a_model_picked_for_a_conversation_answers_and_shows_on_the_usage_card(
     page = new_page(viewport=DESKTOP if viewport == "desktop" else PHONE, color_scheme=scheme)
     login(page, live_daphne)
     picker = page.get_by_label("Model for this conversation")
-    expect(picker.locator("option")).to_have_text(["Default: Big model", "Small model (small-1)"])
+    expect(picker.locator("option")).to_have_text(
+        ["Default: Big model", "Small model (small-1)", "fimone-offline (offline)"]
+    )
 
     picker.select_option(label="Small model (small-1)")
     scripted_server.enqueue("Answered by the small model.")
