@@ -20,10 +20,10 @@ PHRASES: dict[str, dict[str, str]] = {
         "ich kann nur Werkzeuge aufrufen und wiedergeben, was ich bekommen habe.)",
         "zh": "（这是 fimone 的离线模型给出的回答：它不是真正的语言模型，"
         "我只能调用工具并复述已有的信息。）",
-        "fr": "(Le modèle hors ligne de fimone a répondu : aucun modèle de langage n'est "
-        "configuré, je ne peux donc qu'utiliser des outils et répéter ce que j'ai reçu.)",
-        "es": "(Respondió el modelo sin conexión de fimone: no hay ningún modelo de lenguaje "
-        "configurado, así que solo puedo usar herramientas y repetir lo que recibí.)",
+        "fr": "(Le modèle hors ligne de fimone a répondu : ce n'est pas un vrai modèle de "
+        "langage, je ne peux donc qu'utiliser des outils et répéter ce que j'ai reçu.)",
+        "es": "(Respondió el modelo sin conexión de fimone: no es un modelo de lenguaje real, "
+        "así que solo puedo usar herramientas y repetir lo que recibí.)",
     },
     "time": {
         "en": "The current time is {result}.",
@@ -224,6 +224,10 @@ _EARLIER_NOTES = (
     "(Das hat fimones Offline-Modell beantwortet: Es ist kein Sprachmodell konfiguriert, ich "
     "kann nur Werkzeuge aufrufen und wiedergeben, was ich bekommen habe.)",
     "（这是 fimone 的离线模型给出的回答：尚未配置语言模型，我只能调用工具并复述已有的信息。）",
+    "(Le modèle hors ligne de fimone a répondu : aucun modèle de langage n'est configuré, je "
+    "ne peux donc qu'utiliser des outils et répéter ce que j'ai reçu.)",
+    "(Respondió el modelo sin conexión de fimone: no hay ningún modelo de lenguaje "
+    "configurado, así que solo puedo usar herramientas y repetir lo que recibí.)",
 )
 
 
