@@ -124,15 +124,22 @@ def _ordinary_request(conversation: Conversation, budget: int, used: tuple[str, 
     (``used``: the tools its history calls)."""
     from chat.documents.context import has_documents
     from chat.instructions import conversation_instructions
+    from chat.projects.context import project_files_for, with_project_files
     from chat.runs.deps import make_tools
     from chat.tool_servers.pool import cached_server_tools
     from fimone.agent.history_room import ordinary_request
 
+    # The project's files as the next run reads them: in the instructions tier, and a
+    # reason to offer read_document.
+    files = project_files_for(
+        project_id=conversation.project_id, owner_id=conversation.owner_id, budget=budget
+    )
     tools = make_tools(
         conversation.id,
         before_id=0,
-        documents=has_documents(conversation.id),
+        documents=files.any or has_documents(conversation.id),
         disabled_sources=conversation.disabled_tool_sources or (),
+        project_id=files.project_id,
     )
     for tool in cached_server_tools():  # the tool servers' schemas are sent too
         if tool.name not in tools and tool.source not in conversation.disabled_tool_sources:
@@ -142,7 +149,7 @@ def _ordinary_request(conversation: Conversation, budget: int, used: tuple[str, 
         budget,
         tools=tools,
         used_tools=used,
-        instructions=conversation_instructions(conversation),
+        instructions=with_project_files(conversation_instructions(conversation), files),
     )
 
 

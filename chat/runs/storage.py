@@ -30,7 +30,7 @@ from chat.errors import ChatError
 from chat.history import load_history, query_message
 from chat.instructions import conversation_instructions
 from chat.models import Conversation, Message
-from chat.projects.context import ProjectFiles, project_files_for
+from chat.projects.context import ProjectFiles, project_files_for, with_project_files
 from chat.runs import control
 from chat.runs.deps import RunDeps
 from chat.search import index as search_index
@@ -406,7 +406,8 @@ def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
         disabled_tool_sources=opened.disabled_tool_sources,
         # The tools the history's records call: no query of its own.
         used_tools=tools_called(history.messages),
-        instructions=opened.instructions,
+        # The project's files go after the instructions, in the same pinned part.
+        instructions=with_project_files(opened.instructions, files),
     )
 
 
