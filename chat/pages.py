@@ -25,7 +25,7 @@ from chat.models import Conversation
 from fimone.llm import OFFLINE_MODEL_NAME
 
 if TYPE_CHECKING:
-    from contextmgmt.budget import BudgetRole
+    from contextmgmt.budget import Budget, BudgetRole
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _picked_llm_info(conversation: Conversation) -> dict[str, Any]:
     return {"model": row["model"], "source": "db", "offline": False}
 
 
-def _budget(role: BudgetRole, conversation: Conversation | None = None):
+def _budget(role: BudgetRole, conversation: Conversation | None = None) -> Budget:
     """The budget of ``role``, or of the model a conversation picked (the built-in one's for
     both roles, as its runs use it for both)."""
     from contextmgmt.budget import budget_for_config, builtin_budget, resolve_budget
@@ -80,12 +80,12 @@ def _budget(role: BudgetRole, conversation: Conversation | None = None):
     return budget_for_config(conversation.model_config_id)
 
 
-def _budget_info(budget) -> dict[str, Any]:
+def _budget_info(budget: Budget) -> dict[str, Any]:
     usable = int(budget.usable_input_tokens)
     return {
         "usable_input_tokens": usable,
         # After per-model calibration: the figure compaction really triggers at.
-        "effective_input_tokens": int(getattr(budget, "effective_input_tokens", usable)),
+        "effective_input_tokens": budget.effective_input_tokens,
         "context_size": int(budget.context_size),
         "max_output_tokens": int(budget.max_output_tokens),
         "source": str(budget.source),
@@ -223,7 +223,7 @@ def context_gauge(request: HttpRequest, conversation_id: str) -> HttpResponse:
     main = _budget("main", conversation)
     budget = _budget_info(main)
     # Counted as the run will count it: in the main model's calibrated weights.
-    with use_weights(getattr(main, "token_weights", None)):
+    with use_weights(main.token_weights):
         loaded = _next_history(conversation, vision=_sees_images(conversation))
         ordinary = _ordinary_request(
             conversation, budget["effective_input_tokens"], tools_called(loaded.messages)

@@ -47,9 +47,13 @@ def delete_stored_file(storage: Storage, name: str) -> None:
         logger.warning("could not delete attachment file %s", name, exc_info=True)
 
 
-@receiver(pre_delete, sender=Conversation, dispatch_uid="chat.conversation_running_runs")
-def note_running_runs(sender, instance: Conversation, **kwargs) -> None:
-    instance._running_run_ids = [
+@receiver(pre_delete, sender=Conversation, dispatch_uid="chat.conversation_stop_runs")
+def stop_runs_of_deleted_conversation(sender, instance: Conversation, using: str, **kw) -> None:
+    """Its running answers' runs are stopped once the delete commits. Their run ids are
+    read now, before the rows go; the delete's own transaction holds the callback, so a
+    delete that fails stops nothing."""
+    conversation_id = str(instance.pk)
+    run_ids = [
         run_id
         for run_id in Message.objects.filter(
             conversation_id=instance.pk,
@@ -58,12 +62,6 @@ def note_running_runs(sender, instance: Conversation, **kwargs) -> None:
         ).values_list("run_id", flat=True)
         if run_id
     ]
-
-
-@receiver(post_delete, sender=Conversation, dispatch_uid="chat.conversation_stop_run")
-def stop_runs_of_deleted_conversation(sender, instance: Conversation, using: str, **kw) -> None:
-    conversation_id = str(instance.pk)
-    run_ids = list(getattr(instance, "_running_run_ids", []))
     transaction.on_commit(
         lambda: runs.conversation_deleted(conversation_id=conversation_id, running_run_ids=run_ids),
         using=using,

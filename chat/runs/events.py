@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,7 +134,8 @@ class EventPublisher:
         conversation_id: Any,
         *,
         flush_seconds: float = DELTA_FLUSH_SECONDS,
-        on_sent=None,
+        on_sent: Callable[[str, dict], None] | None = None,
+        snapshot: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._layer = layer
         self._group = conversation_group(conversation_id)
@@ -143,6 +145,9 @@ class EventPublisher:
         # exact. A DAG step's merged progress text comes here too (a socket joining mid-step
         # shows it).
         self._on_sent = on_sent
+        # What a socket joining mid-run gets of the record besides the text (its steps and
+        # plan): taken under the send lock, as the text is.
+        self._snapshot = snapshot
         # Waiting deltas, in order: [event type, payload without text, text parts].
         self._buffer: list[tuple[str, dict, list[str]]] = []
         # Answer text already sent to the group: what a socket joining now has missed.
@@ -215,9 +220,8 @@ class EventPublisher:
         async with self._lock:
             event = {"type": "run.active", **snapshot, "text": "".join(self.published_text)}
             # The steps and plan as sent so far, taken under the same lock for the same reason.
-            as_metadata = getattr(self._on_sent, "as_metadata", None)
-            if as_metadata is not None:
-                event.update(as_metadata())
+            if self._snapshot is not None:
+                event.update(self._snapshot())
                 if event.get("dag"):
                     event["dag"] = dag_with_html(event["dag"])
             await self._layer.send(channel, {"type": "chat.event", "event": event})

@@ -77,7 +77,9 @@ async def launch(
         conversation_id=conversation_id,
         deps=deps,
         started=received,
-        publisher=EventPublisher(layer, conversation_id, on_sent=record),
+        publisher=EventPublisher(
+            layer, conversation_id, on_sent=record, snapshot=record.as_metadata
+        ),
         control_channel=control_channel,
         record=record,
         retry_of=retry_of,
@@ -373,7 +375,7 @@ def _usage(run: Run) -> dict[str, Any]:
         usage["tool_definition_tokens"] = definitions
     if run.prepared is not None:
         # Which model answered, for the usage card (a conversation may pick its model).
-        usage["model"] = str(getattr(run.prepared.main, "model_name", "") or "")
+        usage["model"] = run.prepared.main.model_name or ""
     return usage
 
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from contextmgmt.core.llm import LLMResult, StreamChunk, Usage
+from contextmgmt.core.llm import LLM, LLMResult, StreamChunk, Usage
 from contextmgmt.core.tokens import (
     N_CLASSES,
     estimate_messages_tokens,
@@ -26,14 +26,14 @@ class MeteredLLM:
 
     def __init__(
         self,
-        inner,
+        inner: LLM,
         usage: Usage | None = None,
         *,
         token_weights: tuple[float, ...] | None = None,
         input_window: int | None = None,
     ) -> None:
         self._inner = inner
-        self.model_name = getattr(inner, "model_name", "unknown")
+        self.model_name = inner.model_name
         # The model's calibrated class weights: summarising with this LLM sizes its input
         # in the model's own tokens.
         self.token_weights = token_weights

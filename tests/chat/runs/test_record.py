@@ -269,7 +269,9 @@ async def test_snapshot_for_another_process_carries_the_record_sent_so_far():
         direct.append(message["event"])
 
     layer.send = send
-    publisher = EventPublisher(layer, "c1", flush_seconds=60, on_sent=record)
+    publisher = EventPublisher(
+        layer, "c1", flush_seconds=60, on_sent=record, snapshot=record.as_metadata
+    )
     await publisher("step", {"iteration": 1, "kind": "thought", "text": "before"})
     await publisher.send_snapshot("other-process-socket", {"run_id": "r1", "steps": []})
     await publisher("step", {"iteration": 2, "kind": "thought", "text": "after"})
