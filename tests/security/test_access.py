@@ -18,7 +18,8 @@ from django.test import Client
 
 from chat import services
 from chat.compaction.summaries import summary_save
-from chat.models import Attachment, ContextSummary, Conversation, Message
+from chat.models import Attachment, ContextSummary, Conversation, Message, Project
+from chat.projects import services as project_services
 from tests.chat.images import image_bytes
 from tests.security.routes import http_routes, websocket_path, websocket_routes
 
@@ -43,6 +44,7 @@ PUBLIC = {
 OWN_PAGES = {
     "chat:index",
     "chat:conversations",
+    "chat:projects",  # lists and creates the caller's own projects
     "chat:search",  # searches the caller's own conversations only (test_api_search.py)
     "chat:tools_catalogue",  # the tools a new chat would have: nothing of any conversation
     "password_change",
@@ -57,8 +59,14 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media_root")]
 
 @pytest.fixture
 def alices_things(user):
-    """Alice's conversation with a message and an image, by id for the URL parameters."""
-    conversation = services.conversation_create(owner=user, title=SECRET_TITLE)
+    """Alice's conversation with a message and an image, in her project, by id for the URL
+    parameters."""
+    project = project_services.project_create(
+        owner=user, name=SECRET_TITLE, instructions=SECRET_TEXT
+    )
+    conversation = services.conversation_create(
+        owner=user, title=SECRET_TITLE, project_id=project.pk
+    )
     attachment = services.attachment_create(
         owner=user,
         conversation=conversation,
@@ -78,6 +86,7 @@ def alices_things(user):
         "file_id": str(attachment.id),
         "message_id": str(message.pk),
         "summary_id": str(summary.pk),
+        "project_id": str(project.pk),
         "object_id": str(conversation.pk),
         "id": str(user.pk),
     }
@@ -91,6 +100,9 @@ def _untouched(values: dict[str, str]) -> None:
     summary = ContextSummary.objects.get(pk=values["summary_id"])
     assert summary.content.endswith(SECRET_TEXT) and summary.discarded_at is None
     assert Attachment.objects.filter(pk=values["file_id"]).exists()
+    project = Project.objects.get(pk=values["project_id"])
+    assert (project.name, project.instructions) == (SECRET_TITLE, SECRET_TEXT)
+    assert conversation.project_id == project.pk
 
 
 def _request(client: Client, method: str, url: str):
@@ -167,7 +179,7 @@ def _mallory_is_refused(other_user, route, alices_things) -> None:
         assert SECRET_TITLE not in body and SECRET_TEXT not in body, (method, url)
         if route.name in OWN_PAGES:
             continue  # about her own account or conversations: nothing of Alice's (above)
-        if any(p in route.params for p in ("conversation_id", "file_id")):
+        if any(p in route.params for p in ("conversation_id", "file_id", "project_id")):
             assert response.status_code in (404, 405), (method, url, response.status_code)
         elif route.name and route.name.startswith("admin:") or route.template.startswith("admin/"):
             assert response.status_code == 302 and "/admin/login/" in response["Location"]
@@ -194,11 +206,12 @@ def test_an_unknown_id_and_a_foreign_id_answer_alike(other_user, alices_things):
     client = Client()
     client.force_login(other_user)
     for route in http_routes():
-        if not any(p in route.params for p in ("conversation_id", "file_id")):
+        if not any(p in route.params for p in ("conversation_id", "file_id", "project_id")):
             continue
         foreign = client.get(route.url(alices_things))
         unknown_values = dict(alices_things, conversation_id=str(uuid.uuid4()))
         unknown_values["file_id"] = str(uuid.uuid4())
+        unknown_values["project_id"] = str(Project.objects.order_by("pk").last().pk + 1)
         unknown = client.get(route.url(unknown_values))
         assert (foreign.status_code, foreign.content) == (unknown.status_code, unknown.content)
 
