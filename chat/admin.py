@@ -1,10 +1,19 @@
-"""Django admin for conversations, messages, attachments and persisted summaries."""
+"""Django admin for conversations, messages, attachments, persisted summaries and
+projects."""
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 from django.utils.text import Truncator
+from django.utils.translation import gettext_lazy as _
 
-from chat.models import Attachment, ContextSummary, Conversation, Message
+from chat.errors import InvalidInput
+from chat.instructions import clean_instructions
+from chat.models import Attachment, ContextSummary, Conversation, Message, Project
+from chat.projects.selectors import with_counts
 from chat.tool_servers import admin as tool_server_admin  # noqa: F401 — registers the tool servers' admin
 
 
@@ -31,20 +40,38 @@ def shortened(text: str) -> str:
     return format_html('<span class="list-short" title="{}">{}</span>', text, cut)
 
 
+class InstructionsForm(forms.ModelForm):
+    """Instructions saved by staff keep the limit the API keeps (docs/projects.md): they go
+    whole into every model call."""
+
+    def clean_instructions(self) -> str:
+        try:
+            return clean_instructions(self.cleaned_data.get("instructions") or "")
+        except InvalidInput as exc:
+            raise ValidationError(exc.message, code=exc.code) from exc
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ("short_title", "owner", "mode", "created_at", "updated_at")
+    form = InstructionsForm
+    list_display = ("short_title", "owner", "short_project", "mode", "created_at", "updated_at")
     list_filter = ("mode", "created_at", "updated_at")
-    search_fields = ("title", "owner__username", "id")
-    list_select_related = ("owner",)
+    search_fields = ("title", "owner__username", "id", "project__name")
+    list_select_related = ("owner", "project")
     readonly_fields = ("id", "created_at", "updated_at")
-    raw_id_fields = ("owner",)
+    raw_id_fields = ("owner", "project")
     date_hierarchy = "created_at"
     inlines = [MessageInline]
 
     @admin.display(description=Conversation._meta.get_field("title").verbose_name, ordering="title")
     def short_title(self, conversation: Conversation) -> str:
         return shortened(str(conversation))
+
+    @admin.display(
+        description=Conversation._meta.get_field("project").verbose_name, ordering="project__name"
+    )
+    def short_project(self, conversation: Conversation) -> str:
+        return shortened(conversation.project.name) if conversation.project else "–"
 
 
 @admin.register(Message)
@@ -68,7 +95,7 @@ class AttachmentAdmin(admin.ModelAdmin):
     )  # fmt: skip
     list_filter = ("kind", "mime_type", "created_at")
     search_fields = ("id", "original_name", "sha256", "owner__username")
-    list_select_related = ("owner", "conversation")
+    list_select_related = ("owner", "conversation", "project")
     # The file is validated on upload; the admin must not swap in an unchecked one. A
     # document's text was extracted from it once: shown by its outline, never edited.
     readonly_fields = (
@@ -76,7 +103,7 @@ class AttachmentAdmin(admin.ModelAdmin):
         "page_count", "text_tokens", "outline", "created_at",
     )  # fmt: skip
     exclude = ("document",)
-    raw_id_fields = ("owner", "conversation", "message")
+    raw_id_fields = ("owner", "conversation", "project", "message")
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -88,8 +115,11 @@ class AttachmentAdmin(admin.ModelAdmin):
             '<span class="list-short" title="{}">{}</span>', attachment.id, str(attachment.id)[:8]
         )
 
-    @admin.display(description=Attachment._meta.get_field("conversation").verbose_name)
+    @admin.display(description=_("conversation or project"))
     def short_conversation(self, attachment: Attachment) -> str:
+        # A file has one home: a conversation's upload or a project's file.
+        if attachment.project is not None:
+            return shortened(f"{Project._meta.verbose_name}: {attachment.project}")
         return shortened(str(attachment.conversation))
 
 
@@ -112,3 +142,51 @@ class ContextSummaryAdmin(admin.ModelAdmin):
     @admin.display(description=ContextSummary._meta.get_field("conversation").verbose_name)
     def short_conversation(self, summary: ContextSummary) -> str:
         return shortened(str(summary.conversation))
+
+
+class ProjectFileInline(admin.TabularInline):
+    """A project's files as uploaded: validated and extracted once, so read-only here."""
+
+    model = Attachment
+    fk_name = "project"
+    fields = ("original_name", "kind", "mime_type", "size", "page_count", "created_at")
+    readonly_fields = fields
+    extra = 0
+    show_change_link = True
+    can_delete = False
+    verbose_name = _("file")
+    verbose_name_plural = _("files")
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("document")
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    form = InstructionsForm
+    list_display = ("short_name", "owner", "conversations", "files", "updated_at")
+    list_filter = ("created_at", "updated_at")
+    search_fields = ("name", "owner__username")
+    list_select_related = ("owner",)
+    readonly_fields = ("created_at", "updated_at")
+    raw_id_fields = ("owner", "model_config")
+    inlines = [ProjectFileInline]
+
+    def get_queryset(self, request):
+        return with_counts(super().get_queryset(request))
+
+    @admin.display(description=Project._meta.get_field("name").verbose_name, ordering="name")
+    def short_name(self, project: Project) -> str:
+        return shortened(str(project))
+
+    # ``project`` comes from ``get_queryset``: its counts are columns of the query.
+    @admin.display(description=_("conversations"), ordering="conversation_count")
+    def conversations(self, project: Any) -> int:
+        return project.conversation_count
+
+    @admin.display(description=_("files"), ordering="file_count")
+    def files(self, project: Any) -> int:
+        return project.file_count

@@ -102,17 +102,23 @@ def test_the_model_list_speaks_the_language_and_fits_1280_px(chromium, live_daph
 
 
 MAKE_A_ROW_IN_EVERY_LIST = """
-from chat.models import Attachment, ContextSummary, Conversation, Message
+from chat.models import Attachment, ContextSummary, Conversation, Message, Project
 from chat.models.tool_servers import ToolServer
 from django.contrib.auth import get_user_model
 owner = get_user_model().objects.get(username={username!r})
-conversation = Conversation.objects.create(owner=owner, title="Planning the Mont Blanc trip")
+project = Project.objects.create(owner=owner, name="Alpine expeditions and their logistics",
+    instructions="Answer in metres.")
+conversation = Conversation.objects.create(owner=owner, title="Planning the Mont Blanc trip",
+    project=project)
 asked = Message.objects.create(conversation=conversation, role="user", content="How high is it?")
 ContextSummary.objects.create(conversation=conversation, content="The user plans a trip.",
     covered_count=12, tokens=840, covers_through=asked)
 Attachment.objects.create(owner=owner, conversation=conversation, message=asked,
     file="attachments/summit-route-from-the-gouter-hut.png", original_name="summit-route.png",
     mime_type="image/png", size=482133, width=1920, height=1080, sha256="0" * 64)
+Attachment.objects.create(owner=owner, project=project,
+    file="attachments/huts-and-their-opening-times.png", original_name="huts.png",
+    mime_type="image/png", size=96120, width=800, height=600, sha256="1" * 64)
 ToolServer.objects.create(name="weather-and-tides", source="admin", transport="http",
     url="https://tools.example.org/mcp/weather-and-tides")
 """
@@ -122,6 +128,7 @@ EVERY_LIST = (
     "/admin/chat/attachment/",
     "/admin/chat/contextsummary/",
     "/admin/chat/toolserver/",
+    "/admin/chat/project/",
     "/admin/contextmgmt/modelconfig/",
 )
 # How far a change list reaches past its scrolling box or past the window's right edge.

@@ -65,3 +65,121 @@ def test_the_admin_is_closed_to_ordinary_users(logged_in_client):
 def test_context_summaries_have_a_proper_plural(admin_client):
     page = admin_client.get(reverse("admin:index")).content.decode()
     assert "Context summaries" in page and "summarys" not in page
+
+
+@pytest.fixture
+def project_with_a_file_and_a_conversation(user, conversation):
+    """Alice's project "Trip to Lyon" with a Word file and her conversation in it."""
+    from tests.support.documents import docx_bytes
+    from tests.support.factories import add_project_file, make_project
+
+    project = make_project(user, name="Trip to Lyon", instructions="Answer in French.")
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    add_project_file(project, "depot-codes.docx", docx_bytes(["Gate 4471."]), docx)
+    services.conversation_update(
+        conversation=conversation, project_id=project.pk, instructions="Sign off with 'Bye'."
+    )
+    return project
+
+
+def test_rj4_projects_are_listed_with_owner_and_counts(
+    admin_client, project_with_a_file_and_a_conversation
+):
+    response = admin_client.get(reverse("admin:chat_project_changelist"))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Trip to Lyon" in page and "alice" in page
+    row = response.context["cl"].result_list[0]
+    assert (row.conversation_count, row.file_count) == (1, 1)
+    # Sorted by a count: the counts are columns of the query.
+    by_files = admin_client.get(reverse("admin:chat_project_changelist"), {"o": "4"})
+    assert by_files.status_code == 200
+
+
+@pytest.mark.parametrize("query", ["Lyon", "alice"])
+def test_rj4_projects_are_found_by_name_and_owner(
+    admin_client, project_with_a_file_and_a_conversation, other_user, query
+):
+    from tests.support.factories import make_project
+
+    make_project(other_user, name="Mallory's plans")
+    response = admin_client.get(reverse("admin:chat_project_changelist"), {"q": query})
+    assert [p.name for p in response.context["cl"].result_list] == ["Trip to Lyon"]
+
+
+def test_rj4_a_projects_files_are_shown_inline_read_only(
+    admin_client, project_with_a_file_and_a_conversation
+):
+    project = project_with_a_file_and_a_conversation
+    response = admin_client.get(reverse("admin:chat_project_change", args=[project.pk]))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "depot-codes.docx" in page and "Answer in French." in page
+    (inline,) = response.context["inline_admin_formsets"]
+    assert not inline.has_add_permission and not inline.formset.can_delete
+    assert set(inline.formset.form.base_fields) == set()  # every field read-only
+    file = project.files.get()
+    assert (
+        admin_client.get(reverse("admin:chat_attachment_change", args=[file.pk])).status_code == 200
+    )
+    assert (
+        "Trip to Lyon"
+        in admin_client.get(reverse("admin:chat_attachment_changelist")).content.decode()
+    )
+
+
+def test_rj4_a_conversations_page_shows_its_project_and_instructions(
+    admin_client, conversation, project_with_a_file_and_a_conversation
+):
+    listed = admin_client.get(reverse("admin:chat_conversation_changelist")).content.decode()
+    assert "Trip to Lyon" in listed
+    page = admin_client.get(reverse("admin:chat_conversation_change", args=[conversation.pk]))
+    text = page.content.decode()
+    assert "Sign off with &#x27;Bye&#x27;." in text
+    assert f'name="project" value="{project_with_a_file_and_a_conversation.pk}"' in text
+    found = admin_client.get(reverse("admin:chat_conversation_changelist"), {"q": "Lyon"})
+    assert found.context["cl"].result_count == 1
+
+
+def test_rj4_staff_cannot_save_instructions_past_the_limit(
+    admin_client, settings, project_with_a_file_and_a_conversation
+):
+    settings.FIMONE_INSTRUCTIONS_MAX_CHARS = 100
+    project = project_with_a_file_and_a_conversation
+    url = reverse("admin:chat_project_change", args=[project.pk])
+    form = {
+        "owner": project.owner_id,
+        "name": "Trip to Lyon",
+        "instructions": "x" * 101,
+        "disabled_tool_sources": "[]",
+        "files-TOTAL_FORMS": "1",
+        "files-INITIAL_FORMS": "1",
+        "files-MIN_NUM_FORMS": "0",
+        "files-MAX_NUM_FORMS": "1000",
+        "files-0-id": str(project.files.get().pk),
+        "files-0-project": str(project.pk),
+    }
+    response = admin_client.post(url, form)
+    assert response.status_code == 200
+    assert "instructions" in response.context["adminform"].form.errors
+    project.refresh_from_db()
+    assert project.instructions == "Answer in French."
+    form["instructions"] = "Answer in German."
+    assert admin_client.post(url, form).status_code == 302
+    project.refresh_from_db()
+    assert project.instructions == "Answer in German."
+
+
+def test_rj4_the_project_pages_render_in_german_and_chinese(
+    admin_client, project_with_a_file_and_a_conversation
+):
+    project = project_with_a_file_and_a_conversation
+    for language in ("de", "zh-hans"):
+        headers = {"HTTP_ACCEPT_LANGUAGE": language}
+        assert (
+            admin_client.get(reverse("admin:chat_project_changelist"), **headers).status_code == 200
+        )
+        change = admin_client.get(
+            reverse("admin:chat_project_change", args=[project.pk]), **headers
+        )
+        assert change.status_code == 200
