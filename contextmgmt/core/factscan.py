@@ -22,6 +22,7 @@ import threading
 import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from typing import Any, NamedTuple
 
 from .factcues import ANY_CUE, cued
@@ -271,8 +272,8 @@ def _text_checksum(text: str) -> int:
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
-# The columns of stored facts, and the type of each column's items.
-_STORED_COLUMNS = (("start", int), ("end", int), ("kind", str), ("value", str), ("weight", int))
+# The columns of stored facts: each fact's start, end, kind, value and weight.
+_STORED_COLUMNS = ("start", "end", "kind", "value", "weight")
 
 
 def stored_facts(text: str) -> dict[str, Any]:
@@ -288,24 +289,28 @@ def stored_facts(text: str) -> dict[str, Any]:
         "text": _text_checksum(text),
         "cued": cued([cleaned])[0],
         "facts": {
-            name: list(column) for (name, _), column in zip(_STORED_COLUMNS, columns, strict=True)
+            name: list(column) for name, column in zip(_STORED_COLUMNS, columns, strict=True)
         },
     }
 
 
 def _stored_rows(facts: dict[str, Any]) -> list[Placed] | None:
     """The stored columns of facts as rows (None unless every column is a list of its
-    type, all of one length, and no value is empty): each column checked by one set of
-    its items' types."""
-    columns: list[list[Any]] = []
-    for name, kind in _STORED_COLUMNS:
-        column = facts.get(name)
-        if type(column) is not list or not set(map(type, column)) <= {kind}:
-            return None
-        columns.append(column)
-    if len({len(column) for column in columns}) != 1 or "" in columns[3]:
+    type, all of one length, and no value is empty): the columns' items checked by their
+    types' set, a few C calls whatever their number."""
+    columns: list[Any] = [facts.get(name) for name in _STORED_COLUMNS]
+    if {type(column) for column in columns} != {list}:
         return None
-    return list(zip(*columns, strict=True))
+    starts, ends, kinds, values, weights = columns
+    if not values:
+        return [] if not (starts or ends or kinds or weights) else None
+    if len({len(column) for column in columns}) != 1 or "" in values:
+        return None
+    if not set(map(type, chain(starts, ends, weights))) <= {int}:
+        return None
+    if not set(map(type, chain(kinds, values))) <= {str}:
+        return None
+    return list(zip(starts, ends, kinds, values, weights, strict=True))
 
 
 def known_facts(stored: Iterable[tuple[str, Any]]) -> dict[str, Scanned]:

@@ -70,6 +70,10 @@ def read_on_lines(text: str) -> list[str]:
 
 def newest_read_on_lines(texts: list[str], limit: int = MAX_READ_ON_LINES) -> list[str]:
     """The newest ``limit`` distinct read-on lines of ``texts`` (oldest first)."""
+    # Most conversations hold none: one look at all the texts says so (no text's end and
+    # the next one's start make the phrase: it holds no line break).
+    if READ_ON not in "\n".join(texts).lower():
+        return []
     found: list[str] = []
     for text in texts:
         for line in read_on_lines(text):
