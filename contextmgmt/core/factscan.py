@@ -219,14 +219,15 @@ def _with_occurrences(placed: list[list[Placed]], cues: list[bool]) -> list[Scan
         ends.append(len(values))
     if not values:
         return [Scanned((), tuple(places), cue) for places, cue in zip(placed, cues, strict=True)]
-    # No value holds a line break, and case folding, the thousands separators and shapes go
-    # character by character: all values are done in one go.
-    joined = "\n".join(values)
-    if joined.count("\n") == len(values) - 1:
-        keys = normalise(joined).split("\n")
+    # Case folding, the thousands separators and shapes go character by character, and a
+    # NUL is neither a digit, a separator nor a word character: all values joined by NULs
+    # are done in one go (some values span lines: a line break would not do).
+    joined = "\x00".join(values)
+    if joined.count("\x00") == len(values) - 1:
+        keys = normalise(joined).split("\x00")
         # From the UTF-8 bytes: two values' shapes are equal exactly when their texts' are.
-        shapes = joined.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES).split(b"\n")
-    else:  # a kind whose facts can span lines
+        shapes = joined.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES).split(b"\x00")
+    else:  # a value holding a NUL
         keys = [normalise(value) for value in values]
         shapes = [v.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES) for v in values]
     # (A value, and so its key, is never empty.)
@@ -321,7 +322,10 @@ def known_facts(stored: Iterable[tuple[str, Any]]) -> dict[str, Scanned]:
     texts: list[str] = []
     placed: list[list[Placed]] = []
     cues: list[bool] = []
+    taken: set[str] = set()
     for text, entry in stored:
+        if text in taken:  # the same text again ("OK", a repeated question): one is enough
+            continue
         if not isinstance(entry, dict) or entry.get("scan") != fingerprint:
             continue
         facts = entry.get("facts")
@@ -331,6 +335,7 @@ def known_facts(stored: Iterable[tuple[str, Any]]) -> dict[str, Scanned]:
         rows = _stored_rows(facts)
         if rows is None or entry.get("text") != _text_checksum(text):
             continue
+        taken.add(text)
         texts.append(text)
         placed.append(rows)
         cues.append(cue)

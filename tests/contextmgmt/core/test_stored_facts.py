@@ -134,3 +134,30 @@ def test_rf_12_stored_facts_without_a_cue_leave_the_text_unread(monkeypatch):
     replaced = corrections.superseded([plain, correcting], known)
     assert replaced.replacement("38.000 €") == "41.500 €"
     assert read == [correcting]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(
+        st.lists(st.sampled_from(["1", "234", ",", " ", "\n", "'", "A", "ß", "€", "1.5"]))
+        .map("".join)
+        .filter(bool),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_rf_12_values_worked_out_together_are_what_each_alone_gives(values):
+    """RF.12: the keys and shapes of all values worked out in one go (joined) are each
+    value's own, whatever the values hold (line breaks, separators next to digits)."""
+    placed = [[(0, len(value), "amount", value, 5)] for value in values]
+    scanned = factscan._with_occurrences(placed, [False] * len(values))
+    keys = [scan.occurrences[0][2] for scan in scanned]
+    shapes = [scan.occurrences[0][5] for scan in scanned]
+    assert keys == [factscan.normalise(value) for value in values]
+    assert shapes == [v.encode("utf-8").translate(factscan._SHAPE_BYTES) for v in values]
+
+
+def test_rf_12_a_text_stored_twice_is_taken_once():
+    text = FACT_RICH[0]
+    known = factscan.known_facts([(text, stored(text)), (text, stored(text))])
+    assert list(known) == [text]
