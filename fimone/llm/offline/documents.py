@@ -9,6 +9,10 @@ newest) becomes one ``read_document`` call per document: ``(file, query)`` with 
 question's content words, ``pages`` when it names a page, and every page when it asks for
 a summary. The answer quotes the sentences of the returned pages that hold those words, or
 for a summary a few sentences spread over all the pages.
+
+A project's files come the same way in a system message (after the instructions): they are
+read when no document of the conversation's own is in view, at most ``PROJECT_FILES_READ``
+of them (the smallest first, as they are listed).
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ _NUMBER_WORDS = {
 _PAGE_COUNT = re.compile(r"\[document: (.+?) — [^,\]\n]*, (\d+) pages?\b", re.M)
 # One call reads at most this many pages (fimone.agent.tools.documents).
 MAX_SUMMARY_PAGES = 20
+# A question about none of them in particular reads at most this many of a project's files.
+PROJECT_FILES_READ = 3
 
 
 def strip_notes(text: str) -> str:
@@ -71,7 +77,8 @@ def strip_notes(text: str) -> str:
 
 
 def document_names(messages: list[ChatMessage]) -> list[str]:
-    """The documents the conversation shows, newest first (each once)."""
+    """The documents the conversation shows, newest first (each once), then its project's
+    files (``project_file_names``)."""
     names: list[str] = []
     for message in reversed(messages):
         if message.role != "user":
@@ -79,6 +86,15 @@ def document_names(messages: list[ChatMessage]) -> list[str]:
         for name in reversed(_NAME.findall(message.text())):
             if name not in names and not name.endswith(" unavailable"):
                 names.append(name)
+    return names + [n for n in project_file_names(messages) if n not in names]
+
+
+def project_file_names(messages: list[ChatMessage]) -> list[str]:
+    """The files a system message shows (a project's, after its instructions), in order."""
+    names: list[str] = []
+    for message in messages:
+        if message.role == "system":
+            names += [n for n in _NAME.findall(message.text()) if n not in names]
     return names
 
 
@@ -97,7 +113,7 @@ def summary_points(query: str) -> int:
 def _page_counts(messages: list[ChatMessage]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for message in messages:
-        if message.role == "user":
+        if message.role in ("user", "system"):
             for name, count in _PAGE_COUNT.findall(message.text()):
                 counts[name] = int(count)
     return counts
@@ -122,7 +138,11 @@ def document_calls(query: str, messages: list[ChatMessage]) -> list[dict[str, An
         return []
     if not named:
         last = next((m for m in reversed(messages) if m.role == "user"), None)
-        named = (_sent_with(last) if last is not None else []) or names[:1]
+        project = project_file_names(messages)
+        own = [n for n in names if n not in project]
+        named = (_sent_with(last) if last is not None else []) or (
+            own[:1] if own else project[:PROJECT_FILES_READ]
+        )
     page = _PAGE.search(query)
     counts = _page_counts(messages)
     calls = []

@@ -18,7 +18,7 @@ from contextmgmt.core.tokens import estimate_tokens
 from fimone.llm.providers.openai_client import OpenAIChatLLM
 from tests.chat.recall.test_project_files import FACT, long_text_with_fact
 from tests.support.factories import add_project_file, make_project
-from tests.support.runs import events_until, send, use_small_budget
+from tests.support.runs import answer_text, events_until, send, use_small_budget
 from tests.support.scripted_server import text, tool_calls
 
 pytestmark = [
@@ -184,3 +184,17 @@ async def test_rj3_the_gauge_counts_the_files_in_the_instructions_tier(
     assert after["tiers"]["instructions"] > estimate_tokens(NOTE)
     assert after["tiers"]["tools"] > before["tiers"]["tools"]  # read_document is offered
     assert after["used_tokens"] == sum(after["tiers"].values())
+
+
+async def test_rj5_the_offline_model_reads_a_projects_file(socket, conversation):
+    """No model configured: the built-in one reads the project's file the question is
+    about, though the conversation never had it attached, and cites its page."""
+    project = await project_of(
+        conversation, {"note.txt": NOTE.encode(), "handbook.txt": long_text_with_fact()}
+    )
+    page = await fact_page(project)
+    events = await ask(socket, "Where is the spare key of the Oslo depot?")
+    calls = [s for s in events if s["type"] == "step" and s["kind"] == "tool_call"]
+    assert "read_document" in [c["name"] for c in calls]
+    answer = answer_text(events)
+    assert "blue fuse box" in answer and f"page {page}" in answer, answer

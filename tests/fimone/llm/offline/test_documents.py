@@ -170,3 +170,17 @@ def test_an_image_is_described_from_its_stored_description_saying_so():
         [user("Was ist auf diesem Bild?\n[image: dot.png, 64x64 — rot]")], [], {}
     )
     assert "Beschreibung gespeichert" in german.text()
+
+
+def test_rj5_a_projects_files_in_the_system_part_are_read_after_the_conversations_own():
+    project = ChatMessage(role="system", content=f"[Standing instructions] …\n\n{OUTLINE}")
+    assert document_call("Where is the launch code?", [project, user("hi")]) == {
+        "file": "review.pdf",
+        "query": "launch code",
+    }
+    own = user(f"Here are my notes.\n\n{INLINE}")
+    assert document_names([project, own]) == ["notes.docx", "review.pdf"]
+    assert document_call("Where is the launch code?", [project, own, user("and?")]) == {
+        "file": "notes.docx",
+        "query": "launch code",
+    }
