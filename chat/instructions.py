@@ -59,8 +59,9 @@ def conversation_instructions(conversation: Conversation) -> str:
     project came with the row)."""
     project = ""
     if conversation.project_id is not None:
-        if Conversation.project.is_cached(conversation):
-            project = conversation.project.instructions
+        cached = conversation.project if Conversation.project.is_cached(conversation) else None
+        if cached is not None:
+            project = cached.instructions
         else:
             project = (
                 Project.objects.filter(pk=conversation.project_id)
