@@ -81,3 +81,11 @@ def test_rj3_past_their_share_files_are_named_in_a_line_each_up_to_a_limit(setti
     note = files.note()
     assert note.count("[document: minutes-") == NAMED_FILES_MAX
     assert "[5 more files of the project" in note
+
+
+def test_rj3_a_runs_project_files_cost_two_queries_however_many(project, django_assert_num_queries):
+    for n in range(5):
+        add_project_file(project, f"memo-{n}.txt", f"Memo {n}.".encode(), "text/plain")
+    with django_assert_num_queries(2):
+        files = project_files_for(project_id=project.pk, owner_id=project.owner_id, budget=12_000)
+    assert len(files.inline) == 6 and [v.name for v in files.outlined] == ["handbook.txt"]
