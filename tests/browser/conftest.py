@@ -3,7 +3,7 @@
 Every browser test module sets ``pytestmark = pytest.mark.browser``. They skip only when
 /usr/bin/chromium is missing (CI installs it). A JavaScript exception or an unexpected dialog
 on a page fails the test that caused it. Screenshots go to test-output/screenshots/
-(gitignored) for a human to look at.
+(gitignored) for a human to look at; ``bin/test`` takes none (``FIMONE_TEST_SCREENSHOTS``).
 """
 
 from __future__ import annotations
@@ -181,8 +181,13 @@ def new_page(chromium):
 
 
 def screenshot(page, name: str) -> Path:
-    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    """The page as shown, for a human to look at (no test reads it). ``bin/test`` sets
+    ``FIMONE_TEST_SCREENSHOTS=0``: the whole suite takes some 180 of them, each rendered
+    and PNG-encoded by Chromium while the test waits (docs/testing.md, "Screenshots")."""
     path = SCREENSHOT_DIR / f"{name}.png"
+    if os.environ.get("FIMONE_TEST_SCREENSHOTS", "1") == "0":
+        return path
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path))
     return path
 
