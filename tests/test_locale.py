@@ -16,7 +16,9 @@ from pathlib import Path
 import polib
 import pytest
 
-pytestmark = pytest.mark.slow  # runs makemessages over the whole tree (not in bin/test --fast)
+# Runs makemessages over the whole tree (not in bin/test --fast), once per worker that runs a
+# test of the module: the module runs on one worker (docs/testing.md, "Groups and order").
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("locale")]
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGS = ("zh_Hans", "de")
