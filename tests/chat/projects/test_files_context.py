@@ -4,6 +4,8 @@ name or id and says so when it was removed."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from chat import services
@@ -11,7 +13,7 @@ from chat.documents.context import read_document_text
 from chat.projects import services as project_services
 from chat.projects.context import NAMED_FILES_MAX, project_files_for
 from tests.chat.recall.test_project_files import FACT, long_text_with_fact
-from tests.support.factories import add_project_file, make_project, make_user
+from tests.support.factories import add_project_file, make_project, make_user, said
 
 pytestmark = pytest.mark.django_db
 
@@ -89,3 +91,12 @@ def test_rj3_a_runs_project_files_cost_two_queries_however_many(project, django_
     with django_assert_num_queries(2):
         files = project_files_for(project_id=project.pk, owner_id=project.owner_id, budget=12_000)
     assert len(files.inline) == 6 and [v.name for v in files.outlined] == ["handbook.txt"]
+
+
+def test_rj3_the_sidebar_search_leaves_project_files_out(project, client):
+    conversation = services.conversation_create(owner=project.owner, project_id=project.pk)
+    said(conversation, "Which depot has the spare key?")
+    client.force_login(project.owner)
+    results = client.get("/api/search/?q=spare key").json()["results"]
+    assert {r["conversation"]["id"] for r in results} == {str(conversation.pk)}
+    assert FACT not in json.dumps(results)
