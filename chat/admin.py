@@ -51,9 +51,43 @@ class InstructionsForm(forms.ModelForm):
             raise ValidationError(exc.message, code=exc.code) from exc
 
 
+class ConversationForm(InstructionsForm):
+    """A conversation stays in a project of its own owner: another user's project would
+    hand its instructions and files to a stranger's runs."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        project, owner = cleaned.get("project"), cleaned.get("owner")
+        if project is not None and owner is not None and project.owner_id != owner.pk:
+            self.add_error(
+                "project", _("The project belongs to another user than the conversation.")
+            )
+        return cleaned
+
+
+class ProjectForm(InstructionsForm):
+    """A project's owner stays while it has conversations or files: they are the owner's
+    (their attachments too), and would be another user's knowledge under a new owner."""
+
+    def clean_owner(self):
+        owner = self.cleaned_data.get("owner")
+        project = self.instance
+        if project.pk is None or owner is None or owner.pk == project.owner_id:
+            return owner
+        in_use = (
+            Conversation.objects.filter(project=project).exists()
+            or Attachment.objects.filter(project=project).exists()
+        )
+        if in_use:
+            raise ValidationError(
+                _("A project with conversations or files keeps its owner."), code="owner_kept"
+            )
+        return owner
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    form = InstructionsForm
+    form = ConversationForm
     list_display = ("short_title", "owner", "short_project", "mode", "created_at", "updated_at")
     list_filter = ("mode", "created_at", "updated_at")
     search_fields = ("title", "owner__username", "id", "project__name")
@@ -166,7 +200,7 @@ class ProjectFileInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    form = InstructionsForm
+    form = ProjectForm
     list_display = ("short_name", "owner", "conversations", "files", "updated_at")
     list_filter = ("created_at", "updated_at")
     search_fields = ("name", "owner__username")

@@ -60,11 +60,13 @@ def conversation_instructions(conversation: Conversation) -> str:
     project = ""
     if conversation.project_id is not None:
         cached = conversation.project if Conversation.project.is_cached(conversation) else None
+        # The owner's project only: one put there by another user's hand (the admin) never
+        # hands its instructions to a stranger's runs, as its files are not handed either.
         if cached is not None:
-            project = cached.instructions
+            project = cached.instructions if cached.owner_id == conversation.owner_id else ""
         else:
             project = (
-                Project.objects.filter(pk=conversation.project_id)
+                Project.objects.filter(pk=conversation.project_id, owner_id=conversation.owner_id)
                 .values_list("instructions", flat=True)
                 .first()
                 or ""
