@@ -16,6 +16,7 @@ instructions, its files by name, size and pages, and its conversations by id and
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -153,7 +154,8 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
     ]
     project = conversation.project
     if project is not None:
-        lines.append("- " + gettext("Project: %(name)s") % {"name": _one_line(project.name)})
+        name = _markdown_text(_one_line(project.name))
+        lines.append("- " + gettext("Project: %(name)s") % {"name": name})
     lines.append("")
     if project is not None and project.instructions:
         lines += ["## " + gettext("Instructions of the project"), ""]
@@ -202,6 +204,15 @@ def _when(moment) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+# Characters that would make a name a link, emphasis, HTML or code in Markdown.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` shown as it is in Markdown: a name is a label, never a link or markup."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
 
 
 def _documents(metadata: dict[str, Any]) -> list[str]:

@@ -212,9 +212,13 @@ def read_document_text(
     if project_id is not None:
         # The project's files as they are now: one added since the run began is read, one
         # removed is not.
-        known += Attachment.objects.filter(
-            project_id=project_id, kind=Attachment.Kind.DOCUMENT
-        ).values_list("id", "original_name", "page_count")
+        # Newest first, as a message's documents: of two files of one name, the newest is
+        # read, every time.
+        known += (
+            Attachment.objects.filter(project_id=project_id, kind=Attachment.Kind.DOCUMENT)
+            .order_by("-created_at", "-id")
+            .values_list("id", "original_name", "page_count")
+        )
     chosen = _find(file, known)
     if chosen is None:
         removed = removed_project_file(project_id, file) if project_id is not None else None
@@ -259,6 +263,14 @@ def read_document_text(
         return 'Error: start reads on within one page: give that page alone (pages="7").'
     if start and not 0 < start < len((texts[numbers[0] - 1]).strip()):
         return f"Error: start is past the end of page {numbers[0]}."
+    namesakes = [
+        str(other) for other, other_name, _n in known if other != pk and other_name == name
+    ]
+    if namesakes:
+        intro += (
+            f" (the newest file of this name, id {pk}; the others are read by their ids: "
+            f"{', '.join(namesakes)})"
+        )
     return intro + "\n\n" + _page_blocks(texts, numbers, max_chars, name=name, start=start)
 
 
