@@ -12,6 +12,7 @@ import { PendingSaves } from "./pending_saves.js";
 import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
 import { EmptyChatGuard } from "./empty_chat.js";
+import { NEW_CHAT_DRAFT } from "./drafts.js";
 import { ScrollFollower } from "./scroll_follow.js";
 import { MessageSender, notReached } from "./sending.js";
 import { setSteeringConversation, watchPins } from "./steering.js";
@@ -61,7 +62,7 @@ class ChatApp {
       maxMessageChars: config.maxMessageChars,
       toast: (text) => this.toast(text),
       // While a conversation loads, the box is already that conversation's.
-      draftKey: () => this.shownId(),
+      draftKey: () => this.draftKey(),
     });
     this.composer.onModeChange((mode) => this.changeMode(mode));
     this.gauge = new Gauge();
@@ -222,6 +223,14 @@ class ChatApp {
     this.modelPicker.value = pickOf(conversation);
     if (!this.emptyChat.isEmpty(conversation.id)) this.sidebar.upsert(conversation);
     this.sidebar.select(conversation.id);
+  }
+
+  // Whose draft the box holds: the conversation on screen, or ``NEW_CHAT_DRAFT`` while it is
+  // a new chat (with no conversation yet, or an empty one: deleted when the page is left,
+  // so a reload shows the new chat's draft there).
+  draftKey() {
+    const id = this.shownId();
+    return id && !this.emptyChat.isEmpty(id) ? id : NEW_CHAT_DRAFT;
   }
 
   // The chat on screen has no message after all (its first was refused): out of the list

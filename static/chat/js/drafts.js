@@ -5,6 +5,10 @@
 
 const PREFIX = "fimone-draft:";
 
+// The key of the new chat's draft (no conversation yet, or an empty one). It keeps the
+// text and the notice only: the files of an empty chat go with it when the page is left.
+export const NEW_CHAT_DRAFT = "new";
+
 export function loadDraft(conversationId) {
   if (!conversationId) return null;
   try {
@@ -18,6 +22,7 @@ export function loadDraft(conversationId) {
 // ``draft``: {content, attachments: [{file_id, kind, mime_type, name, size, info}], notice}.
 export function saveDraft(conversationId, draft) {
   if (!conversationId) return;
+  if (conversationId === NEW_CHAT_DRAFT && draft) draft = { ...draft, attachments: [] };
   const empty = !draft || (!draft.content?.trim() && !draft.attachments?.length && !draft.notice);
   try {
     if (empty) localStorage.removeItem(PREFIX + conversationId);

@@ -189,20 +189,11 @@ function error(runs, frame) {
     // it is sent again after reconnecting to a server that does.
     if (runs.host.retryElsewhere()) return;
   }
-  if (frame.code === "rate_limited" && runs.run?.local && !runs.run.runId) {
-    // Sent too fast: the message goes back into the box, files and all, until it may go.
-    const { userNode, view } = runs.run;
-    userNode.remove();
-    view.node.remove();
-    runs.host.emptyState.hidden = Boolean(runs.messagesEl.querySelector(".msg"));
-    runs.endRun();
-    runs.composer.takeBack(runs.lastQuery, `${frame.message} ${gettext("Your message is back in the box: send it again in a moment.")}`);
-    return;
-  }
   if (runs.run?.local && !runs.run.runId) {
-    // The message that would have started a run was refused (a bad attachment, too
-    // long…): nothing was stored, so it goes back into the box, files and all, with why.
-    // A new chat's first message refused leaves no empty conversation in the list.
+    // The message that would have started a run was refused (sent too fast, a bad
+    // attachment, too long…): nothing was stored, so it goes back into the box, files and
+    // all, with why. A new chat's first message refused leaves no empty conversation in
+    // the list, and waits in the new chat's box (a reload shows it there again).
     const { userNode, view } = runs.run;
     userNode.remove();
     view.node.remove();
@@ -210,7 +201,11 @@ function error(runs, frame) {
     runs.host.emptyState.hidden = !empty;
     runs.endRun();
     if (empty) runs.host.onFirstMessageRefused?.();
-    runs.composer.takeBack(runs.lastQuery, `${frame.message} ${gettext("Your message is back in the box.")}`);
+    const back =
+      frame.code === "rate_limited"
+        ? gettext("Your message is back in the box: send it again in a moment.")
+        : gettext("Your message is back in the box.");
+    runs.composer.takeBack(runs.lastQuery, `${frame.message} ${back}`);
     return;
   }
   runs.host.toast(frame.message || gettext("The server refused that."));
