@@ -141,3 +141,55 @@ def test_rj4_the_admin_refuses_a_new_owner_for_a_project_with_conversations_or_f
     assert "owner" in response.context["adminform"].form.errors
     project.refresh_from_db()
     assert project.owner_id != other_user.pk
+
+
+@pytest.mark.parametrize(
+    ("method", "route"),
+    [
+        ("put", "projects"),
+        ("put", "project"),
+        ("patch", "project_files"),
+        ("get", "project_file"),
+        ("post", "project_export"),
+    ],
+)
+def test_rj4_a_wrong_method_is_a_405_in_json(
+    logged_in_client, alices_project_with_a_secret, method, route
+):
+    project = alices_project_with_a_secret
+    args = {
+        "projects": [],
+        "project": [project.pk],
+        "project_files": [project.pk],
+        "project_file": [project.pk, project.files.get().pk],
+        "project_export": [project.pk],
+    }[route]
+    response = send_json(logged_in_client, method, reverse(f"chat:{route}", args=args), {})
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method_not_allowed"
+    assert "Allow" in response
+
+
+def test_rj4_a_strangers_project_export_and_download_are_401_in_json(
+    client, alices_project_with_a_secret
+):
+    project = alices_project_with_a_secret
+    for url in (
+        reverse("chat:project_export", args=[project.pk]),
+        reverse("chat:attachment", args=[project.files.get().pk]),
+    ):
+        response = client.get(url)
+        assert response.status_code == 401, url
+        assert response.json()["error"]["code"] == "not_authenticated"
+
+
+def test_rj1_a_conversations_own_instructions_stand_alone_in_a_project_without_any(user):
+    project = make_project(user, name="Bare")
+    conversation = services.conversation_create(
+        owner=user, project_id=project.pk, instructions="Answer in German."
+    )
+    pinned = conversation_instructions(conversation)
+    assert "Answer in German." in pinned
+    assert "The project's instructions" not in pinned
+    files = project_files_for(project_id=project.pk, owner_id=user.pk, budget=12_000)
+    assert files.note() == "" and not files.inline and not files.outlined
