@@ -196,3 +196,27 @@ def test_rj4_listing_a_projects_conversations_costs_the_same_for_one_or_many(
     for n in range(8):
         services.conversation_create(owner=user, project_id=project.pk, title=f"C{n}")
     assert listed() == one
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [
+        ["mcp:a\x00b"],
+        ["mcp:\ud800"],
+        ["mcp:" + "x" * 10_000],
+        [""],
+        [f"mcp:server{n}" for n in range(5_000)],
+    ],
+    ids=["nul", "surrogate", "overlong", "empty", "thousands"],
+)
+def test_rj4_a_projects_tool_sources_are_checked_as_a_conversations_are(
+    logged_in_client, project, sources
+):
+    """What PostgreSQL's jsonb cannot store (a NUL, a lone surrogate) or no tool source
+    could be named by is refused, not copied into every new conversation of the project."""
+    url = reverse("chat:project", args=[project.pk])
+    response = send_json(logged_in_client, "patch", url, {"disabled_tool_sources": sources})
+    assert response.status_code == 400, response.content[:200]
+    assert response.json()["error"]["code"] == "invalid_tool_sources"
+    project.refresh_from_db()
+    assert project.disabled_tool_sources == []
