@@ -227,7 +227,7 @@ def read_document_text(
                 f"Error: the file {removed!r} was removed from the project; it can no longer "
                 "be read. Say so rather than answer from memory of it."
             )
-        names = "; ".join(f"{name} ({count} pages)" for _pk, name, count in known) or "none"
+        names = "; ".join(f"{name} ({_pages(count)})" for _pk, name, count in known) or "none"
         where = (
             "this conversation or its project" if project_id is not None else "this conversation"
         )
@@ -258,7 +258,7 @@ def read_document_text(
         intro = f"{name}, the pages matching {query!r} best ({shown} of {len(texts)}):"
     else:
         numbers = list(range(1, len(texts) + 1))
-        intro = f"{name}, from the start ({len(texts)} pages):"
+        intro = f"{name}, from the start ({_pages(len(texts))}):"
     if start and len(numbers) != 1:
         return 'Error: start reads on within one page: give that page alone (pages="7").'
     if start and not 0 < start < len((texts[numbers[0] - 1]).strip()):

@@ -65,6 +65,11 @@ def make_tools(
             conversation_id, before_id=before_id, vision=vision, project_id=project_id
         ),
         fetch_result=tool_result_for(conversation_id),
+        recall_scope=(
+            "this conversation and its project's files"
+            if project_id is not None
+            else "this conversation"
+        ),
     )
     config = fetch_config()
     if config is not None:

@@ -95,6 +95,7 @@ def recall_tool(
     *,
     results: ToolResults | None = None,
     fetch_result: FetchResult | None = None,
+    scope: str = "this conversation",
 ) -> Tool:
     async def recall(  # noqa: A002
         query: str = "", id: str = "", start: int = 0
@@ -106,10 +107,10 @@ def recall_tool(
             return "Error: give a word or phrase to look for, or the id of a masked result."
         found = await recall_search(query, limit)
         if not found:
-            return f"No passage of this conversation matches {query!r}."
+            return f"No passage of {scope} matches {query!r}."
         texts = [f.label if isinstance(f, RecalledImage) else f for f in found]
         blocks = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(texts, 1))
-        result = f"Passages of this conversation matching {query!r}, quoted exactly:\n\n{blocks}"
+        result = f"Passages of {scope} matching {query!r}, quoted exactly:\n\n{blocks}"
         images = tuple(f.part for f in found if isinstance(f, RecalledImage) and f.part)
         if not images:
             return result
@@ -173,12 +174,18 @@ def default_tools(
     *,
     results: ToolResults | None = None,
     fetch_result: FetchResult | None = None,
+    recall_scope: str = "this conversation",
 ) -> ToolRegistry:
     """The built-in tools; ``recall`` only when a search is given (a tool that cannot work
     would only mislead the model). ``results``: the run's whole tool results, which the
-    registry keeps and ``recall`` brings back by id (``fetch_result`` for earlier runs')."""
+    registry keeps and ``recall`` brings back by id (``fetch_result`` for earlier runs').
+    ``recall_scope`` names what ``recall`` searches, in its answers."""
     results = results if results is not None else ToolResults()
     registry = ToolRegistry([calculator_tool(), current_time_tool()], results=results)
     if recall_search is not None:
-        registry.register(recall_tool(recall_search, results=results, fetch_result=fetch_result))
+        registry.register(
+            recall_tool(
+                recall_search, results=results, fetch_result=fetch_result, scope=recall_scope
+            )
+        )
     return registry

@@ -191,6 +191,18 @@ async def test_recall_with_no_match_says_so():
     assert result == "No passage of this conversation matches 'zebra'."
 
 
+async def test_rj3_recall_names_the_projects_files_in_what_it_searched():
+    async def search(query: str, limit: int) -> list[str]:
+        return ["project file depot.docx, page 2: the gate code is 4471"] if query == "gate" else []
+
+    scope = "this conversation and its project's files"
+    registry = ToolRegistry([recall_tool(search, scope=scope)])
+    found = await registry.run("recall", '{"query": "gate"}')
+    assert found.startswith(f"Passages of {scope} matching 'gate'")
+    missed = await registry.run("recall", '{"query": "zebra"}')
+    assert missed == f"No passage of {scope} matches 'zebra'."
+
+
 async def test_recall_names_found_images_and_hands_their_pixels_on_rv_4():
     part = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
 
