@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 from chat import selectors
 from chat.api.plumbing import api_view
 from chat.compaction.ledger import compaction_ledger
+from chat.instructions import instructions_max_chars
 from chat.models import Conversation
 from fimone.llm import OFFLINE_MODEL_NAME
 
@@ -202,6 +203,8 @@ def index(request: HttpRequest, conversation_id: str | None = None) -> HttpRespo
         "builtinModel": OFFLINE_MODEL_NAME,
         "maxUploadBytes": settings.FIMONE_MAX_UPLOAD_BYTES,
         "maxMessageChars": settings.FIMONE_WS_MAX_CONTENT_CHARS,
+        # A project's or a chat's instructions (the panels count against it).
+        "maxInstructionsChars": instructions_max_chars(),
         # Always below the message limit: longer text is attached, never refused.
         "pasteAttachChars": max(
             1, min(settings.FIMONE_PASTE_ATTACH_CHARS, settings.FIMONE_WS_MAX_CONTENT_CHARS - 1)

@@ -292,3 +292,11 @@ def test_the_page_says_past_what_size_text_goes_as_a_document(logged_in_client, 
     settings.FIMONE_WS_MAX_CONTENT_CHARS = 1_000
     config = ui_config(logged_in_client.get("/"))
     assert (config["pasteAttachChars"], config["maxMessageChars"]) == (999, 1_000)
+
+
+def test_the_page_passes_the_instructions_limit_to_the_panels(logged_in_client, settings):
+    """RJ.4: the project panel and a chat's instructions count against the server's limit,
+    FIMONE_INSTRUCTIONS_MAX_CHARS, read when the page is served."""
+    assert ui_config(logged_in_client.get("/"))["maxInstructionsChars"] == 8_000
+    settings.FIMONE_INSTRUCTIONS_MAX_CHARS = 1_200
+    assert ui_config(logged_in_client.get("/"))["maxInstructionsChars"] == 1_200

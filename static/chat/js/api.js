@@ -53,11 +53,13 @@ export function loginUrl() {
 const enc = encodeURIComponent;
 
 export const api = {
-  // One page of the list, most recently active first; ``next`` (or null) asks for the rest.
-  listConversations: ({ before = null, limit = 50 } = {}) =>
+  // One page of the list, most recently active first; ``next`` (or null) asks for the rest;
+  // ``project``: only that project's conversations.
+  listConversations: ({ before = null, limit = 50, project = null } = {}) =>
     request(
       "GET",
-      `/api/conversations/?limit=${limit}${before === null ? "" : `&before=${enc(before)}`}`,
+      `/api/conversations/?limit=${limit}${before === null ? "" : `&before=${enc(before)}`}` +
+        (project === null ? "" : `&project=${enc(project)}`),
     ),
   createConversation: (fields) => request("POST", "/api/conversations/", { json: fields }),
   getConversation: (id) => request("GET", `/api/conversations/${enc(id)}/`),
@@ -123,6 +125,22 @@ export const api = {
 
   // A run's whole tool result (``url``: a recorded step's ``result_url``).
   toolResult: (url) => request("GET", url),
+
+  // Projects (docs/protocol.md, "Projects"): instructions and files shared by conversations.
+  listProjects: () => request("GET", "/api/projects/"),
+  createProject: (fields) => request("POST", "/api/projects/", { json: fields }),
+  getProject: (id) => request("GET", `/api/projects/${enc(id)}/`),
+  updateProject: (id, fields) => request("PATCH", `/api/projects/${enc(id)}/`, { json: fields }),
+  // ``deleteConversations``: its conversations go with it (else they are moved out of it).
+  deleteProject: (id, { deleteConversations = false } = {}) =>
+    request("DELETE", `/api/projects/${enc(id)}/${deleteConversations ? "?conversations=delete" : ""}`),
+  projectFiles: (id) => request("GET", `/api/projects/${enc(id)}/files/`),
+  uploadProjectFile(id, file) {
+    const form = new FormData();
+    form.append("file", file, file.name || "file");
+    return request("POST", `/api/projects/${enc(id)}/files/`, { body: form });
+  },
+  deleteProjectFile: (id, fileId) => request("DELETE", `/api/projects/${enc(id)}/files/${enc(fileId)}/`),
 
   uploadImage(id, file) {
     const form = new FormData();

@@ -1,7 +1,9 @@
 // The chat page: which conversation is on screen, and the parts it is made of — the
 // sidebar (sidebar.js), the composer (composer.js), the link to the server with its
 // outbox (connection.js), sending (sending.js), and the run on screen with its events
-// (run_controller.js). The frames are described in docs/protocol.md.
+// (run_controller.js), and projects: the project panel (projects.js) and a chat's own
+// project and instructions (conversation_settings.js). The frames are described in
+// docs/protocol.md.
 
 import { api } from "./api.js";
 import { Gauge, ModelPicker, modelFields, pickOf, setUpOfflineNote, toast } from "./chrome.js";
@@ -17,6 +19,8 @@ import { ScrollFollower } from "./scroll_follow.js";
 import { MessageSender, notReached } from "./sending.js";
 import { setSteeringConversation, watchPins } from "./steering.js";
 import { ConversationLink } from "./connection.js";
+import { ConversationSettings } from "./conversation_settings.js";
+import { ProjectPanel } from "./projects.js";
 import { ToolsMenu } from "./tools_menu.js";
 
 const config = JSON.parse(document.getElementById("ui-config").textContent);
@@ -32,6 +36,7 @@ class ChatApp {
     this.creating = null;
     this.loadToken = 0;
     this.picks = { mode: 0, model: 0 };
+    this.newChatProject = null; // the project a new chat on screen starts in
     this.emptyChat = new EmptyChatGuard();
     this.scroller = new ScrollFollower(this.messagesEl);
     this.link = new ConversationLink({
@@ -51,7 +56,30 @@ class ChatApp {
       onNew: () => this.newChat(),
       onRename: (id, title) => this.rename(id, title),
       onDelete: (id) => this.remove(id),
-      loadPage: (before) => api.listConversations({ before }),
+      loadPage: (before, options = {}) => api.listConversations({ before, ...options }),
+      onNewInProject: (project) => this.newChat({ project }),
+      onProjectSettings: (project) => this.projectPanel.open(project),
+      onNewProject: () => this.projectPanel.open(null),
+    });
+    this.projectPanel = new ProjectPanel({
+      config,
+      toast: (text) => this.toast(text),
+      onSaved: (project) => this.projectSaved(project),
+      onDeleted: (project, how) => this.projectDeleted(project, how),
+    });
+    this.chatSettings = new ConversationSettings({
+      config,
+      conversation: () => this.conversation,
+      newChatProject: () => this.newChatProject,
+      projects: () => this.sidebar.projects,
+      ensureConversation: () => this.ensureConversation(),
+      trackSave: (save) => this.saves.track(save),
+      onSaved: (conversation) => {
+        if (!this.isCurrent(conversation.id)) return;
+        this.setConversation(conversation);
+        this.refreshGauge();
+      },
+      openProject: (project) => this.projectPanel.open(project),
     });
     this.composer = new Composer({
       onSend: (message) => this.sender.send(message),
@@ -121,6 +149,8 @@ class ChatApp {
     // The conversation loads beside the list: a message sent before either is in waits for
     // the conversation (``send``); it does not start a new chat.
     const listed = api.listConversations();
+    const projects = api.listProjects();
+    projects.catch(() => {}); // said once the list is in (``loadProjects``)
     const shown = config.conversationId ? this.open(config.conversationId, { push: false }) : this.newChat({ push: false });
     try {
       const page = await listed;
@@ -130,6 +160,9 @@ class ChatApp {
     } catch (err) {
       this.toast(interpolate(gettext("Could not load your conversations: %(reason)s"), { reason: err.message }, true));
     }
+    // After the list: an open project then loads those of its conversations the list's
+    // first page does not have.
+    await this.loadProjects(projects);
     await shown;
     this.composer.focus();
     // Tests (and scripts driving the page) wait for this before typing: keys pressed
@@ -153,14 +186,17 @@ class ChatApp {
     this.setConnection(null);
   }
 
-  newChat({ push = true } = {}) {
+  // ``project``: a new chat in that project (with its default model).
+  newChat({ push = true, project = null } = {}) {
     this.loadToken += 1;
     this.reset();
     this.conversation = null;
     this.creating = null;
+    this.newChatProject = project;
     this.titleEl.textContent = gettext("New chat");
     document.title = gettext("fimone — chat");
-    this.modelPicker.value = null;
+    this.modelPicker.value = project?.model_config ?? null;
+    this.chatSettings.refresh();
     this.gauge.hide();
     this.composer.showDraft();
     this.toolsMenu.load();
@@ -223,6 +259,48 @@ class ChatApp {
     this.modelPicker.value = pickOf(conversation);
     if (!this.emptyChat.isEmpty(conversation.id)) this.sidebar.upsert(conversation);
     this.sidebar.select(conversation.id);
+    this.chatSettings.refresh();
+  }
+
+  // ---- projects ------------------------------------------------------------------------
+
+  async loadProjects(listed) {
+    try {
+      const { projects } = await listed;
+      this.sidebar.setProjects(projects);
+      this.chatSettings.refresh();
+    } catch (err) {
+      this.toast(interpolate(gettext("Could not load your projects: %(reason)s"), { reason: err.message }, true));
+    }
+  }
+
+  projectSaved(project) {
+    this.sidebar.upsertProject(project);
+    if (this.newChatProject?.id === project.id) this.newChatProject = project;
+    this.chatSettings.refresh();
+    // Its instructions are part of the next request of its conversations.
+    if (this.conversation?.project === project.id) this.refreshGauge();
+  }
+
+  // Its conversations were moved out of it, or deleted with it (``deleteConversations``).
+  projectDeleted(project, { deleteConversations }) {
+    for (const conversation of this.sidebar.conversations.filter((c) => c.project === project.id)) {
+      if (deleteConversations) this.sidebar.removeItem(conversation.id);
+      else this.sidebar.upsert({ ...conversation, project: null });
+    }
+    this.sidebar.removeProject(project.id);
+    if (this.newChatProject?.id === project.id) this.newChatProject = null;
+    this.toast(
+      deleteConversations
+        ? gettext("Project and its conversations deleted.")
+        : gettext("Project deleted; its conversations are kept."),
+    );
+    if (this.conversation?.project === project.id) {
+      if (deleteConversations) return this.newChat();
+      this.conversation = { ...this.conversation, project: null };
+      this.refreshGauge();
+    }
+    this.chatSettings.refresh();
   }
 
   // Whose draft the box holds: the conversation on screen, or ``NEW_CHAT_DRAFT`` while it is
@@ -255,6 +333,7 @@ class ChatApp {
     if (this.creating) return this.creating;
     const token = this.loadToken;
     const fields = { mode: this.composer.mode, ...modelFields(this.modelPicker.value) };
+    if (this.newChatProject) fields.project = this.newChatProject.id;
     const creating = { messages: 0 };
     creating.made = api.createConversation(fields).then((conversation) => {
       if (token !== this.loadToken) {

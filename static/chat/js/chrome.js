@@ -65,27 +65,30 @@ export function modelFields(pick) {
   return { model_config: typeof pick === "number" ? pick : null, builtin_model: pick === BUILTIN };
 }
 
-// The model a conversation uses: the configured default (the active main model, the
-// environment's, or the offline model), another main model an admin configured, or the
-// built-in offline model beside them.
+// The models a conversation may use, as the picker's options: the configured default (the
+// active main model, the environment's, or the offline model) as "", every other main
+// model an admin configured by its id, and the built-in offline model beside them
+// (``builtin``; a project's default model is one of the others).
+export function modelChoices({ llm, models, builtinModel }, { builtin = true } = {}) {
+  const main = llm?.main || {};
+  const active = (models || []).find((m) => m.active);
+  const offlineName = (model) => interpolate(gettext("%(model)s (offline)"), { model }, true);
+  const defaultName = main.offline ? offlineName(main.model) : active ? active.name : main.model;
+  return [
+    { value: "", text: interpolate(gettext("Default: %(model)s"), { model: defaultName }, true) },
+    ...(models || []).filter((m) => !m.active).map((m) => ({ value: String(m.id), text: `${m.name} (${m.model})` })),
+    // Where the default is the built-in model, it is that option already.
+    ...(builtin && !main.offline && builtinModel ? [{ value: BUILTIN, text: offlineName(builtinModel) }] : []),
+  ];
+}
+
+// The model a conversation uses: the configured default, another main model an admin
+// configured, or the built-in offline model beside them.
 export class ModelPicker {
-  constructor({ llm, models, builtinModel }, onChange) {
+  constructor(config, onChange) {
     this.select = document.getElementById("model-picker");
-    const main = llm?.main || {};
-    const active = (models || []).find((m) => m.active);
-    const offlineName = (model) => interpolate(gettext("%(model)s (offline)"), { model }, true);
-    const defaultName = main.offline ? offlineName(main.model) : active ? active.name : main.model;
-    this.select.replaceChildren(
-      el("option", {
-        value: "",
-        text: interpolate(gettext("Default: %(model)s"), { model: defaultName }, true),
-      }),
-      ...(models || [])
-        .filter((m) => !m.active)
-        .map((m) => el("option", { value: String(m.id), text: `${m.name} (${m.model})` })),
-      // Where the default is the built-in model, it is that option already.
-      ...(main.offline || !builtinModel ? [] : [el("option", { value: BUILTIN, text: offlineName(builtinModel) })]),
-    );
+    const main = config.llm?.main || {};
+    this.select.replaceChildren(...modelChoices(config).map((choice) => el("option", choice)));
     this.select.disabled = this.select.options.length < 2;
     this.marks = new OfflineMarks(main.offline);
     this.select.addEventListener("change", () => {

@@ -7,7 +7,7 @@ import { loadDraft, saveDraft } from "./drafts.js";
 import { el } from "./dom.js";
 import { documentChip, imageOrNotice } from "./render.js";
 
-const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
+export const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
 // What the server reads as a document (it decides by the content; this only spares an
 // upload of what it would refuse anyway).
 const DOCUMENT_EXTENSIONS = new Set(["pdf", "docx", "pptx", "xlsx", "txt", "md", "markdown", "csv", "json", "html", "htm"]);
@@ -23,7 +23,7 @@ const DOCUMENT_TYPES = new Set([
   "text/html",
 ]);
 
-function isDocument(file) {
+export function isDocument(file) {
   const ext = (file.name || "").split(".").pop().toLowerCase();
   return DOCUMENT_TYPES.has(file.type) || DOCUMENT_EXTENSIONS.has(ext);
 }

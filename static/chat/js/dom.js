@@ -40,6 +40,10 @@ const ICON_PATHS = {
   trash: "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6",
   pin: "M9 4h6l-1 6 4 4H6l4-4-1-6zM12 14v7",
   download: "M12 4v11M7 10l5 5 5-5M5 20h14",
+  folder: "M3 6h6l2 2h10v11H3zM3 10h18",
+  settings: "M4 7h10M18 7h2M4 17h4M12 17h8M14 5v4M8 15v4",
+  plus: "M12 5v14M5 12h14",
+  caret: "M9 6l6 6-6 6",
 };
 
 // A small stroke icon; decorative (the button carries the accessible label).

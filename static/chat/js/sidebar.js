@@ -1,11 +1,13 @@
 // The conversation list: open, new, rename (inline), delete, export; search over titles
-// and message text (GET /api/search/); a drawer on narrow screens.
+// and message text (GET /api/search/); a drawer on narrow screens. Projects come first,
+// each expandable with its conversations under it; the others follow by date.
 
 import { el, icon } from "./dom.js";
 import { ExportMenu } from "./sidebar_export.js";
 import { SidebarSearch } from "./sidebar_search.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+const EXPANDED_KEY = "fimone.expandedProjects";
 
 // The heading a conversation is listed under, by when it last changed, in the reader's own
 // calendar: Today, Yesterday, Previous 7 days, Previous 30 days, then its month (with the
@@ -25,9 +27,13 @@ export function dateGroupOf(updatedAt, now = new Date()) {
 }
 
 export class Sidebar {
-  constructor({ onOpen, onNew, onRename, onDelete, loadPage }) {
+  // onNewInProject(project), onProjectSettings(project), onNewProject(): the projects'
+  // buttons.
+  constructor({ onOpen, onNew, onRename, onDelete, loadPage, onNewInProject, onProjectSettings, onNewProject }) {
     this.onOpen = onOpen;
     this.onNew = onNew;
+    this.onNewInProject = onNewInProject;
+    this.onProjectSettings = onProjectSettings;
     this.onRename = onRename;
     this.onDelete = onDelete;
     this.loadPage = loadPage;
@@ -37,6 +43,15 @@ export class Sidebar {
     this.toggle = document.getElementById("sidebar-toggle");
     this.conversations = [];
     this.currentId = null;
+    this.projects = [];
+    this.projectSection = document.getElementById("projects");
+    this.projectList = document.getElementById("project-list");
+    this.expanded = loadExpanded();
+    this.loadingProjects = new Set();
+    document.getElementById("new-project").addEventListener("click", () => {
+      this.close();
+      onNewProject();
+    });
     this.setUpOlderPages();
     this.search = new SidebarSearch({
       nav: this.list.closest("nav"),
@@ -78,7 +93,7 @@ export class Sidebar {
     this.layout.classList.add("sidebar-open");
     this.toggle.setAttribute("aria-expanded", "true");
     document.getElementById("scrim").hidden = false;
-    (this.list.querySelector('[aria-current="page"] a') || document.getElementById("new-conversation")).focus();
+    (this.list.parentElement.querySelector('[aria-current="page"] a') || document.getElementById("new-conversation")).focus();
   }
 
   close() {
@@ -180,11 +195,161 @@ export class Sidebar {
     this.render();
   }
 
+  // ---- projects -------------------------------------------------------------------------
+
+  setProjects(projects) {
+    this.projects = projects;
+    this.render();
+    for (const project of projects) {
+      if (!this.expanded.has(project.id)) continue;
+      const shown = this.conversations.filter((c) => c.project === project.id).length;
+      this.loadProjectConversations(project, shown);
+    }
+  }
+
+  upsertProject(project) {
+    const index = this.projects.findIndex((p) => p.id === project.id);
+    if (index < 0) this.projects = [project, ...this.projects];
+    else this.projects[index] = project;
+    this.render();
+  }
+
+  removeProject(id) {
+    this.projects = this.projects.filter((p) => p.id !== id);
+    this.render();
+  }
+
+  projectOf(conversation) {
+    if (conversation?.project === null || conversation?.project === undefined) return null;
+    return this.projects.find((p) => p.id === conversation.project) || null;
+  }
+
+  expand(projectId, open) {
+    if (open) this.expanded.add(projectId);
+    else this.expanded.delete(projectId);
+    saveExpanded(this.expanded);
+  }
+
+  // A project's row (its name opens and closes its group; a button opens its panel), then
+  // "New chat in this project" and its conversations.
+  projectItem(project, conversations) {
+    const current = conversations.some((c) => c.id === this.currentId);
+    const open = this.expanded.has(project.id) || current;
+    const listId = `project-${project.id}-conversations`;
+    const name = project.name || gettext("Untitled project");
+    const toggle = el(
+      "button",
+      {
+        type: "button",
+        class: "project-toggle",
+        "aria-expanded": String(open),
+        "aria-controls": listId,
+        title: name,
+        onclick: () => {
+          const opening = toggle.getAttribute("aria-expanded") !== "true";
+          this.expand(project.id, opening);
+          toggle.setAttribute("aria-expanded", String(opening));
+          group.hidden = !opening;
+          if (opening) this.loadProjectConversations(project, conversations.length);
+        },
+      },
+      icon("caret"),
+      el("span", { class: "project-name", text: name }),
+      conversations.length ? el("span", { class: "project-count", text: String(conversations.length) }) : null,
+    );
+    const group = el(
+      "ul",
+      { id: listId, class: "project-conversations", hidden: !open },
+      el(
+        "li",
+        { class: "project-new-chat-row" },
+        el(
+          "button",
+          {
+            type: "button",
+            class: "project-new-chat",
+            onclick: () => {
+              this.close();
+              this.onNewInProject(project);
+            },
+          },
+          icon("plus"),
+          el("span", { text: gettext("New chat in this project") }),
+        ),
+      ),
+      ...conversations.map((conversation) => this.item(conversation)),
+    );
+    return el(
+      "li",
+      { class: "project-item", "data-project-id": project.id, "aria-current": current ? "true" : null },
+      el(
+        "div",
+        { class: "project-row" },
+        toggle,
+        el(
+          "button",
+          {
+            type: "button",
+            class: "icon-btn project-settings",
+            "aria-label": interpolate(gettext("Settings of the project “%(name)s”"), { name }, true),
+            title: gettext("Project settings"),
+            onclick: () => {
+              this.close();
+              this.onProjectSettings(project);
+            },
+          },
+          icon("settings"),
+        ),
+      ),
+      group,
+    );
+  }
+
+  // An open project shows all its conversations, also those older than the pages of the
+  // list loaded so far (``?project=``, newest first).
+  async loadProjectConversations(project, shown) {
+    if (shown >= (project.conversation_count ?? 0) || this.loadingProjects.has(project.id)) return;
+    this.loadingProjects.add(project.id);
+    try {
+      const page = await this.loadPage(null, { project: project.id, limit: 200 });
+      const known = new Set(this.conversations.map((c) => c.id));
+      const older = page.conversations.filter((c) => !known.has(c.id));
+      if (older.length) {
+        this.conversations = [...this.conversations, ...older].sort((a, b) => (a.updated_at < b.updated_at ? 1 : -1));
+        this.render();
+      }
+    } catch (err) {
+      /* the loaded pages still show; "Show older conversations" brings the rest */
+    } finally {
+      this.loadingProjects.delete(project.id);
+    }
+  }
+
+  renderProjects(byProject) {
+    this.projectList.replaceChildren(
+      ...this.projects.map((project) => this.projectItem(project, byProject.get(project.id) || [])),
+    );
+    this.projectSection.hidden = this.searching;
+  }
+
   render() {
+    // A conversation of a project the list knows goes under it; the others by date.
+    const byProject = new Map();
+    const loose = [];
+    for (const conversation of this.conversations) {
+      const project = this.projectOf(conversation);
+      if (!project) {
+        loose.push(conversation);
+        continue;
+      }
+      if (!byProject.has(project.id)) byProject.set(project.id, []);
+      byProject.get(project.id).push(conversation);
+    }
+    this.renderProjects(byProject);
     this.empty.hidden = this.conversations.length > 0 || this.searching;
     const rows = [];
     let group = null;
-    for (const conversation of this.conversations) {
+    for (const conversation of loose) {
       const heading = dateGroupOf(conversation.updated_at);
       if (heading !== group) {
         group = heading;
@@ -278,7 +443,7 @@ export class Sidebar {
       } else {
         this.render();
       }
-      this.list.querySelector(`[data-id="${CSS.escape(conversation.id)}"] .conv-link`)?.focus();
+      this.list.parentElement.querySelector(`[data-id="${CSS.escape(conversation.id)}"] .conv-link`)?.focus();
     };
     input.addEventListener("keydown", (event) => {
       if (event.key === "Enter") {
@@ -338,8 +503,27 @@ export class Sidebar {
   // While there is a query its results take the list's place.
   showSearchResults(on) {
     this.list.hidden = on;
+    this.projectSection.hidden = on;
     this.more.hidden = on || !this.next;
     if (on) this.empty.hidden = true;
     else this.render();
+  }
+}
+
+// Which projects' groups are open, kept in this browser.
+function loadExpanded() {
+  try {
+    const ids = JSON.parse(localStorage.getItem(EXPANDED_KEY) || "[]");
+    return new Set(Array.isArray(ids) ? ids : []);
+  } catch (err) {
+    return new Set();
+  }
+}
+
+function saveExpanded(ids) {
+  try {
+    localStorage.setItem(EXPANDED_KEY, JSON.stringify([...ids]));
+  } catch (err) {
+    /* storage refused: the groups stay as they are for this page */
   }
 }
