@@ -22,6 +22,17 @@ pytestmark = pytest.mark.browser
 INSTRUCTIONS_LIMIT = 8_000
 
 
+def wait_sidebar_slid_out(page) -> None:
+    """Until the phone's drawer has ended its slide out of the screen."""
+    page.wait_for_function(
+        """() => {
+          const sidebar = document.getElementById("sidebar");
+          return sidebar.getAnimations().length === 0
+            && sidebar.getBoundingClientRect().right <= 8;
+        }"""
+    )
+
+
 def api_get(page, path: str) -> dict:
     response = page.request.get(page.evaluate("location.origin") + path)
     assert response.ok, response.status
@@ -190,6 +201,8 @@ def test_the_project_panel_fits_and_speaks_the_language(chromium, live_daphne, l
     try:
         open_sidebar(session)
         page.locator("#new-project").click()
+        if phone:
+            wait_sidebar_slid_out(page)
         dialog = page.locator("dialog.project-dialog")
         expect(dialog.locator("#project-dialog-title")).to_have_text(
             js_gettext(language, "New project")
@@ -218,6 +231,8 @@ def test_the_project_panel_fits_and_speaks_the_language(chromium, live_daphne, l
         check("sidebar with a project")
         screenshot(page, f"{name}-sidebar")
         row.locator(".project-new-chat").click()
+        if phone:
+            wait_sidebar_slid_out(page)
         expect(page.locator("#conversation-project")).to_have_text(
             "Ein Projekt mit einem ziemlich langen Namen"
         )

@@ -29,14 +29,16 @@ export class ProjectPanel {
     this.project = project;
     this.files = [];
     this.uploads = 0;
-    this.dialog = openDialog({
+    const dialog = openDialog({
       className: "project-dialog",
       labelledBy: "project-dialog-title",
-      build: (dialog) => this.build(dialog),
+      build: (node) => this.build(node),
+      // "close" arrives a moment later: the panel may show another project by then.
       onClose: () => {
-        this.dialog = null;
+        if (this.dialog === dialog) this.dialog = null;
       },
     });
+    this.dialog = dialog;
     this.nameInput.focus();
     if (project) this.loadFiles();
   }
@@ -182,7 +184,7 @@ export class ProjectPanel {
         return el(
           "li",
           { class: "project-file", "data-file-id": file.id },
-          documentChip({ ...file, url: file.url || null }),
+          documentChip({ ...file, document_kind: file.document_kind || extensionOf(name), url: file.url || null }),
           el("button", {
             type: "button",
             class: "btn project-file-remove",
@@ -344,4 +346,10 @@ export class ProjectPanel {
     });
     cancel.focus();
   }
+}
+
+// "notes.txt" -> "txt": what the file's chip shows as its kind.
+function extensionOf(name) {
+  const dot = name.lastIndexOf(".");
+  return dot > 0 ? name.slice(dot + 1) : "";
 }

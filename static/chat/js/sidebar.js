@@ -209,8 +209,11 @@ export class Sidebar {
 
   upsertProject(project) {
     const index = this.projects.findIndex((p) => p.id === project.id);
-    if (index < 0) this.projects = [project, ...this.projects];
-    else this.projects[index] = project;
+    if (index < 0) {
+      // A new project opens at once: its "New chat in this project" is what comes next.
+      this.projects = [project, ...this.projects];
+      this.expand(project.id, true);
+    } else this.projects[index] = project;
     this.render();
   }
 
