@@ -129,7 +129,9 @@ def test_a_project_from_its_creation_to_its_deletion(logged_in_page, tmp_path):
     expect(chat).to_have_count(0)
     saved = api_get(page, f"/api/conversations/{conversation_id}/")
     assert saved["instructions"] == "Sign off with “Boa viagem”."
-    expect(page.locator("#conversation-settings")).to_have_class(re.compile(r"\bhas-instructions\b"))
+    expect(page.locator("#conversation-settings")).to_have_class(
+        re.compile(r"\bhas-instructions\b")
+    )
 
     # Moved out of the project: listed by date again, the top bar names no project.
     page.locator("#conversation-settings").click()

@@ -25,7 +25,9 @@ export class ProjectPanel {
 
   // ``project``: the project to change, or null for a new one.
   open(project = null) {
+    // Gone at once: its "close" event comes later, and the new panel reuses its ids.
     this.dialog?.close();
+    this.dialog?.remove();
     this.project = project;
     this.files = [];
     this.uploads = 0;
