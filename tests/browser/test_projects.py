@@ -98,6 +98,8 @@ def test_a_project_from_its_creation_to_its_deletion(logged_in_page, tmp_path):
     files.nth(1).get_by_role("button", name="Remove itinerary.docx").click()
     expect(files).to_have_count(1)
     screenshot(page, "projects-01-panel")
+    exported = api_get(page, dialog.locator("#project-export").get_attribute("href"))
+    assert exported["format"] == "fimone.project/1"
     dialog.locator("#project-save").click()
     expect(dialog).to_have_count(0)
 

@@ -109,6 +109,15 @@ export class ProjectPanel {
               onclick: () => this.confirmDelete(),
             })
           : null,
+        project
+          ? el("a", {
+              class: "btn",
+              id: "project-export",
+              href: `/api/projects/${encodeURIComponent(project.id)}/export/`,
+              download: "",
+              text: gettext("Download as JSON"),
+            })
+          : null,
         el("span", { class: "spacer" }),
         el("button", {
           type: "button",
