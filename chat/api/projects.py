@@ -98,7 +98,12 @@ def project_files(request: HttpRequest, project_id: str) -> HttpResponse:
     attachment = services.project_file_create(
         owner=request.user, project=project, uploaded_file=uploaded
     )
-    return JsonResponse(project_file_json(attachment), status=201)
+    body = project_file_json(attachment)
+    # What the reading left out or could not read, said once, as a message's upload says it
+    # (the list leaves the extracted text unread, so it does not repeat them).
+    document = attachment.document if attachment.kind == Attachment.Kind.DOCUMENT else None
+    body["warnings"] = list((document or {}).get("warnings") or [])
+    return JsonResponse(body, status=201)
 
 
 @api_view("DELETE")

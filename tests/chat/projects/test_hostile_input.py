@@ -220,3 +220,33 @@ def test_rj4_a_projects_tool_sources_are_checked_as_a_conversations_are(
     assert response.json()["error"]["code"] == "invalid_tool_sources"
     project.refresh_from_db()
     assert project.disabled_tool_sources == []
+
+
+def test_rj4_deleting_a_project_removes_its_stored_files(
+    logged_in_client, project, media_root, django_capture_on_commit_callbacks
+):
+    for name in ("a.txt", "b.txt"):
+        assert (
+            upload(logged_in_client, project, name, b"some text", "text/plain").status_code == 201
+        )
+    assert len([p for p in Path(media_root).rglob("*") if p.is_file()]) == 2
+    with django_capture_on_commit_callbacks(execute=True):
+        response = logged_in_client.delete(reverse("chat:project", args=[project.pk]))
+    assert response.status_code == 204
+    assert not [p for p in Path(media_root).rglob("*") if p.is_file()]
+    assert not Attachment.objects.exists()
+
+
+def test_rj4_a_ten_megabyte_text_file_is_kept_and_its_cut_said(
+    logged_in_client, project, media_root, settings
+):
+    """Within the upload limit, past the characters a document keeps: stored, and the
+    upload's answer says what was cut, as a conversation's upload does."""
+    data = (b"The depot opens at 7:15. " * 420_000)[: settings.FIMONE_MAX_UPLOAD_BYTES]
+    response = upload(logged_in_client, project, "big.txt", data, "text/plain")
+    assert response.status_code == 201, response.content[:300]
+    assert response.json()["size"] == len(data)
+    warnings = response.json()["warnings"]
+    assert warnings and any("2,000,000" in w or "cut" in w.lower() for w in warnings), warnings
+    listed = logged_in_client.get(reverse("chat:project_files", args=[project.pk])).json()
+    assert [f["name"] for f in listed["files"]] == ["big.txt"]
