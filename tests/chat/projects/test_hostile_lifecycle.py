@@ -16,7 +16,9 @@ from django.urls import reverse
 from chat import services
 from chat.models import Conversation, Message, Project
 from chat.projects import services as project_services
+from chat.search.index import index_project_file
 from tests.chat.projects.test_runs import NOTE, project_of, scripted_main, tool_text
+from tests.support.factories import add_project_file, make_project
 from tests.support.runs import events_until, send
 from tests.support.scripted_replies import gated
 from tests.support.scripted_server import text, tool_calls
@@ -111,3 +113,37 @@ async def test_rj4_deleting_the_project_with_its_conversations_mid_run_is_a_204(
     assert not await Project.objects.filter(pk=project.pk).aexists()
     assert not await Conversation.objects.filter(pk=conversation.pk).aexists()
     assert not await Message.objects.filter(conversation_id=conversation.pk).aexists()
+
+
+async def test_rj3_a_run_never_reaches_another_users_project_file_by_name_or_id(
+    socket, conversation, other_user, scripted_main
+):
+    """Alice's run, in a project of her own, asks for Bob's project file by its name and by
+    its id, and recalls its words: nothing of it comes back."""
+    secret = "The vault code is 9182."
+    bobs = await sync_to_async(make_project)(other_user, name="Bob's vault")
+    bobs_file = await sync_to_async(add_project_file)(
+        bobs, "vault.txt", secret.encode(), "text/plain"
+    )
+    await sync_to_async(index_project_file)(attachment_id=bobs_file.pk)
+    await project_of(conversation, {"note.txt": NOTE.encode()})
+    scripted_main.enqueue(
+        tool_calls(
+            ("read_document", {"file": "vault.txt", "pages": "1"}),
+            ("read_document", {"file": str(bobs_file.pk), "pages": "1"}),
+            ("recall", {"query": "vault code"}),
+        ),
+        text("Nothing of Bob's."),
+    )
+    await send(socket, type="message", content="What is the vault code?", mode="react")
+    assert (await finished(socket))["type"] == "done"
+    second = scripted_main.requests[1]
+    tools = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    assert len(tools) == 3
+    by_name, by_id, recalled = (content.replace(str(bobs_file.pk), "<id>") for content in tools)
+    assert by_name.startswith("Error: no document named 'vault.txt'")
+    assert by_id.startswith("Error: no document named '<id>'")
+    for content in (by_name, by_id):
+        assert content.endswith("Documents: note.txt (1 pages).")
+    assert "9182" not in recalled and "vault" not in recalled.replace("'vault code'", "")
+    assert all("9182" not in str(m.get("content")) for m in second["messages"])
