@@ -10,17 +10,17 @@ follows its finish (leaving the registry, follow-up runs).
   snapshot), until ``_close`` stops it;
 - the checkpoints (``work.checkpoints``): the streamed text saved every
   ``work.CHECKPOINT_SECONDS``, so a crash or a reload keeps what the user already saw;
-- ``_supervise``: waits for the work, then ``finish_run`` (persist, then announce
-  ``done`` / ``error`` / ``run.cancelled``) and ``_close`` (leave the registry, answer
+- ``_supervise``: waits for the work, then ``finish_run`` (persist) and ``_close`` (leave
+  the registry, then announce ``done`` / ``error`` / ``run.cancelled``, then answer
   follow-ups the engine never saw with a follow-up run).
 
 The run's state is ``state.Run``; the work is a module of its own (the only part that
 knows the engine). The finish (``finish_run``) runs once the work task has ended, whatever
 its end: it waits for a checkpoint in flight, takes the ending (done, error, cancelled,
 interrupted), the text to keep, the usage (compaction included) and the record, stores
-them in one write (``storage.persist_finish``) and only then tells the sockets. It also
-lets go of what would keep a finished run alive in a reference cycle (the work task, the
-frames of its exception: docs/architecture.md).
+them in one write (``storage.persist_finish``); the sockets are told once the run has left
+the registry. It also lets go of what would keep a finished run alive in a reference cycle
+(the work task, the frames of its exception: docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -201,17 +201,22 @@ async def _supervise(run: Run, layer) -> None:
         registry.remove(run)
         raise
     run.end(work)
+    finished = None
     try:
-        await finish_run(run)
+        finished = await finish_run(run)
     finally:
-        await _close(run, layer)
+        await _close(run, layer, finished)
 
 
 # --- after the finish --------------------------------------------------------------------------
 
 
-async def _close(run: Run, layer) -> None:
-    """Leave the registry; answer follow-ups the engine never saw with a follow-up run."""
+async def _close(run: Run, layer, finished: Finished | None) -> None:
+    """Leave the registry, then tell the sockets how the run ended (``finished``; None: its
+    conversation was deleted, or the finish failed), then answer follow-ups the engine
+    never saw with a follow-up run. Told only once the run has left, a message sent the
+    moment ``done`` arrives starts a run of its own rather than joining the finished one
+    (stored as its follow-up, answered by a follow-up run)."""
     await layer.group_discard(control_group(run.conversation_id), run.control_channel)
     # Not listener.cancel(): cancelling a channels-redis receive can lose a message meant
     # for another socket of this process (this very run's ``done``).
@@ -221,6 +226,8 @@ async def _close(run: Run, layer) -> None:
         )
     async with registry.lock(run.conversation_id):
         registry.remove(run)
+        if finished is not None:
+            await _announce(run, finished.ending, usage=finished.usage, html=finished.html)
         if run.state is RunState.DELETED:
             return
         if run.local_injections == 0 and control.is_single_process(layer):
@@ -278,8 +285,18 @@ INTERRUPTED_MESSAGE = gettext_lazy(
 )
 
 
-async def finish_run(run: Run) -> None:
-    """Persist the outcome, then tell every socket (``done`` / ``error`` / ``run.cancelled``)."""
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A run's stored ending, for its sockets (``done`` / ``error`` / ``run.cancelled``)."""
+
+    ending: Ending
+    usage: dict[str, Any]
+    html: str
+
+
+async def finish_run(run: Run) -> Finished | None:
+    """Persist the outcome; returns what to tell the sockets once the run has left the
+    registry (``_close``), None when its conversation was deleted."""
     # The final write comes after any checkpoint in flight (one database thread, in order);
     # the checkpoint loop ends as soon as the work is done.
     if run.checkpoints is not None:  # started with the run
@@ -311,7 +328,7 @@ async def finish_run(run: Run) -> None:
         # The conversation was deleted (which cancelled this run, and closed its sockets).
         logger.info("run %s: its conversation was deleted", run.run_id)
         run.state = RunState.DELETED
-        return
+        return None
     except Exception:
         logger.exception("run %s: could not persist the answer", run.run_id)
         html = ""
@@ -322,7 +339,7 @@ async def finish_run(run: Run) -> None:
                 "message": gettext("The answer could not be saved."),
             }
             ending = dataclasses.replace(ending, failure=failure)
-    await _announce(run, ending, usage=usage, html=html)
+    return Finished(ending=ending, usage=usage, html=html)
 
 
 @dataclass(frozen=True, slots=True)

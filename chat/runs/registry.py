@@ -23,6 +23,9 @@ class RunRegistry:
         # the map does not grow with every conversation ever opened, and no lock outlives
         # the event loop it was used on (tests run one loop each).
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        # The tasks of runs that left the registry but still close (they announce their end,
+        # then may start a follow-up run), by conversation: ``wait_idle`` waits for them.
+        self._closing: dict[asyncio.Task, str] = {}
 
     @staticmethod
     def _key(conversation_id: Any) -> str:
@@ -41,6 +44,13 @@ class RunRegistry:
         key = self._key(run.conversation_id)
         if self._runs.get(key) is run:
             del self._runs[key]
+            task = run.task
+            if task is not None and not task.done():
+                self._closing[task] = key
+                task.add_done_callback(self._closed)
+
+    def _closed(self, task: asyncio.Task) -> None:
+        self._closing.pop(task, None)
 
     def active(self) -> list:
         return list(self._runs.values())
@@ -65,12 +75,14 @@ class RunRegistry:
     async def wait_idle(self, conversation_id: Any = None) -> None:
         """Wait until the conversation (or every conversation) has no active run.
 
-        For tests and graceful shutdown (wrap it in ``asyncio.timeout``); follow-up runs
-        started on the way are waited for too.
+        For tests and graceful shutdown (wrap it in ``asyncio.timeout``); runs that left
+        but still close, and follow-up runs started on the way, are waited for too.
         """
         while True:
             runs = [self.get(conversation_id)] if conversation_id else self.active()
             tasks = [r.task for r in runs if r is not None and r.task is not None]
+            key = self._key(conversation_id) if conversation_id else None
+            tasks += [t for t, k in self._closing.items() if key is None or k == key]
             if not tasks:
                 return
             await asyncio.gather(*tasks, return_exceptions=True)

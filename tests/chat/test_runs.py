@@ -331,6 +331,25 @@ async def test_follow_up_the_engine_never_took_gets_its_own_run(socket, conversa
     assert [r.status for r in replies] == ["done", "done"]
 
 
+async def test_a_message_sent_as_done_arrives_starts_a_run_of_its_own(socket, conversation, engine):
+    """A run has left the registry when its sockets hear ``done``: the next message, sent
+    the moment it arrives, is a question of its own, not a follow-up of the finished run
+    (which would store it as injected and answer it with a follow-up run)."""
+    engine.use(answer, answer)
+    await send(socket, type="message", content="first")
+    first = await events_until(socket, "done")
+    assert registry.get(conversation.id) is None
+    await send(socket, type="message", content="second, at once")
+    events = await events_until(socket, "done", "error", "injected")
+
+    assert not of_type(events, "injected"), events
+    started = of_type(events, "run.started")
+    assert len(started) == 1 and started[0]["content"] == "second, at once"
+    assert started[0]["run_id"] != first[0]["run_id"]
+    second = (await messages_of(conversation))[-2]
+    assert (second.content, second.kind) == ("second, at once", "query")
+
+
 async def test_cancelled_run_starts_no_follow_up(socket, engine):
     async def endless(ctx):
         await ctx.sink("answer.delta", {"text": "…"})
