@@ -144,6 +144,7 @@ async def test_rj3_a_run_never_reaches_another_users_project_file_by_name_or_id(
     assert by_name.startswith("Error: no document named 'vault.txt'")
     assert by_id.startswith("Error: no document named '<id>'")
     for content in (by_name, by_id):
-        assert content.endswith("Documents: note.txt (1 pages).")
+        listed = content.split("Documents: ", 1)[1]
+        assert listed.startswith("note.txt (1 page") and "vault" not in listed
     assert "9182" not in recalled and "vault" not in recalled.replace("'vault code'", "")
     assert all("9182" not in str(m.get("content")) for m in second["messages"])
