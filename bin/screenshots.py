@@ -31,6 +31,12 @@ SCREENS = {
 }
 TOOLS_QUESTION = "What time is it, and what is 17 * 23?"
 DAG_QUESTION = "First compute 2+3, then double the result"
+PROJECT_INSTRUCTIONS = "Answer briefly. We travel in May, two adults, by train."
+PROJECT_FILE = {
+    "name": "hotel-notes.txt",
+    "mimeType": "text/plain",
+    "buffer": b"Casa do Rio, Lisbon: three nights from 12 May, breakfast included.\n",
+}
 TIMEOUT_MS = 60_000
 
 
@@ -81,11 +87,40 @@ def shoot(browser, server, out: Path, screen: str, scheme: str) -> list[Path]:
     page.locator("#new-conversation").click()
     ask(page, DAG_QUESTION, 1, mode="dag")
     save("dag-plan")
+    # A project: its panel with instructions and a file, then a chat in it, listed under it.
+    if screen == "phone":
+        page.locator("#sidebar-toggle").click()
+        page.wait_for_timeout(300)  # the drawer's slide
+    page.locator("#new-project").click()
+    panel = page.locator("dialog.project-dialog")
+    panel.locator("#project-name").fill("Lisbon trip")
+    panel.locator("#project-instructions").fill(PROJECT_INSTRUCTIONS)
+    panel.locator("#project-save").click()
+    panel.locator("#project-file-input").set_input_files(files=[PROJECT_FILE])
+    expect(panel.locator(".project-file")).to_have_count(1)
+    save("project-panel")
+    panel.get_by_role("button", name="Close").click()
+    if screen == "phone":
+        page.locator("#sidebar-toggle").click()
+        page.wait_for_timeout(300)
+    page.locator(".project-new-chat").click()
+    ask(page, "Where do we stay in Lisbon?", 1)
     if screen == "phone":
         page.locator("#sidebar-toggle").click()
         save("conversation-list")
+    remove_projects(page, server)  # the next screen starts with none
     context.close()
     return written
+
+
+def remove_projects(page, server) -> None:
+    """Delete the user's projects with their conversations, through the API."""
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    for project in page.request.get(server.base_url + "/api/projects/").json()["projects"]:
+        page.request.delete(
+            f"{server.base_url}/api/projects/{project['id']}/?conversations=delete",
+            headers={"X-CSRFToken": token, "Referer": server.base_url + "/"},
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

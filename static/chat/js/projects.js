@@ -233,7 +233,8 @@ export class ProjectPanel {
       try {
         const added = await api.uploadProjectFile(project.id, file);
         if (this.project === project && this.dialog) {
-          this.files = [...this.files, added];
+          // The list read when the panel opened may have it already (read after it was stored).
+          this.files = [...this.files.filter((f) => f.id !== added.id), added];
           this.renderFiles();
         }
         for (const warning of added.warnings || []) refused.push(`${added.name || file.name}: ${warning}`);
