@@ -233,9 +233,7 @@ def _with_columns(rows: QuerySet) -> QuerySet:
 
 
 def _latest_summary_sql(q: SqlNames) -> str:
-    def summary(name: str) -> str:
-        return q.column(ContextSummary, name)
-
+    summary = q.of(ContextSummary)
     through_at = q.column(Message, "created_at")
     return (
         f"SELECT {summary('id')}, {summary('content')}, {summary('covers_through')}, "  # noqa: S608 - names from _meta, values as parameters
@@ -252,10 +250,7 @@ def _latest_summary_sql(q: SqlNames) -> str:
 
 def _history_part(q: SqlNames, *, covered: bool, where: str = "") -> str:
     """One part of the history (``_with_columns`` of ``context_rows``), ``where`` added."""
-
-    def message(name: str) -> str:
-        return q.column(Message, name)
-
+    message = q.of(Message)
     has_tools = (
         f"EXISTS(SELECT 1 FROM {q.table(ToolResult)} "  # noqa: S608 - names from _meta
         f"WHERE {q.column(ToolResult, 'message')} = {message('id')})"

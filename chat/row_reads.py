@@ -68,6 +68,10 @@ class SqlNames:
         assert column is not None  # column_field refuses a field without one
         return f"{self.table(model)}.{self._quote(column)}"
 
+    def of(self, model: type[Model]) -> Callable[[str], str]:
+        """``column`` for one model: ``message = q.of(Message)``; ``message("id")``."""
+        return partial(self.column, model)
+
     def alias(self, name: str) -> str:
         return self._quote(name)
 
@@ -173,7 +177,8 @@ class PlainRead:
     """``rows(**values)``: the rows of the statement ``write(names)`` returns (written once
     per database), its ``%(name)s`` parameters filled with ``values`` prepared by the fields
     named in ``values``; its columns converted by the fields in ``columns`` (one per
-    selected column, in order; ``BooleanField()`` for a truth value computed in SQL).
+    selected column, in order; ``BooleanField()`` for a truth value computed in SQL). A
+    field given by its name is ``model``'s (``column_field``).
     ``fixed``: parameters of constant values (a status, a role), passed as they are.
     ``locks``: the statement locks the rows it reads (``SqlNames.for_update``), so it reads
     the database rows are written to and is refused outside a transaction where the lock
@@ -184,8 +189,8 @@ class PlainRead:
         model: type[Model],
         write: Callable[[SqlNames], str],
         *,
-        columns: tuple[Field, ...],
-        values: Mapping[str, Field],
+        columns: tuple[Field | str, ...],
+        values: Mapping[str, Field | str],
         fixed: Mapping[str, str] | None = None,
         locks: bool = False,
     ) -> None:
@@ -193,10 +198,13 @@ class PlainRead:
         self._fixed = dict(fixed or {})
         self.locks = locks
         self._write = write
-        self._columns = columns
-        self._values = dict(values)
+        self._columns = tuple(self._field(column) for column in columns)
+        self._values = {name: self._field(field) for name, field in values.items()}
         # Per database alias: the statement and the converters of its columns.
         self._written: dict[str, tuple[str, list[tuple[int, Callable[[Any], Any]]]]] = {}
+
+    def _field(self, field: Field | str) -> Field:
+        return column_field(self.model, field) if isinstance(field, str) else field
 
     def rows(self, **values: Any) -> list[tuple]:
         if values.keys() != self._values.keys():

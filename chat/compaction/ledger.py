@@ -16,7 +16,7 @@ from typing import Any
 
 from chat import row_updates
 from chat.models import ContextSummary, Conversation
-from chat.row_reads import PlainRead, SqlNames, column_field
+from chat.row_reads import PlainRead, SqlNames
 
 
 def _int(value: Any) -> int:
@@ -157,7 +157,7 @@ def _locked_ledger_sql(q: SqlNames) -> str:
 _LOCKED_LEDGER = PlainRead(
     Conversation,
     _locked_ledger_sql,
-    columns=(column_field(Conversation, "ledger"),),
-    values={"conversation": column_field(Conversation, "id")},
+    columns=("ledger",),
+    values={"conversation": "id"},
     locks=True,
 )

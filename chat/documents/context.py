@@ -29,7 +29,7 @@ from django.db.models.fields.json import KT
 
 from chat.documents.extraction import KIND_LABELS, inline_tokens, read_max_chars, size_label
 from chat.models import Attachment, Project
-from chat.row_reads import PlainRead, SqlNames, column_field
+from chat.row_reads import PlainRead, SqlNames
 from chat.search.text import index_text, query_terms
 from contextmgmt.core.readon import READ_ON, call_text
 from fimone.agent.tools.documents import MAX_PAGES_PER_CALL, parse_pages
@@ -107,13 +107,21 @@ def documents_for(
         }
         if tokens <= limit:
             small.append(pk)
-    texts: dict[str, tuple[str, ...]] = {}
-    if small:
-        for pk, document in Attachment.objects.filter(pk__in=small).values_list("id", "document"):
-            page_texts = (document or {}).get("pages") if isinstance(document, dict) else None
-            if isinstance(page_texts, list):
-                texts[str(pk)] = tuple(p for p in page_texts if isinstance(p, str))
+    texts = page_texts(small)
     return {key: DocumentView(pages=texts.get(key), **fields) for key, fields in found.items()}
+
+
+def page_texts(ids: list) -> dict[str, tuple[str, ...]]:
+    """The page texts of the documents ``ids`` (already scoped by the caller), by id as
+    text: what goes inline of a document small enough."""
+    texts: dict[str, tuple[str, ...]] = {}
+    if not ids:
+        return texts
+    for pk, document in Attachment.objects.filter(pk__in=ids).values_list("id", "document"):
+        pages = (document or {}).get("pages") if isinstance(document, dict) else None
+        if isinstance(pages, list):
+            texts[str(pk)] = tuple(p for p in pages if isinstance(p, str))
+    return texts
 
 
 def document_notes(refs: list[dict], documents: dict[str, DocumentView]) -> list[str]:
@@ -167,9 +175,7 @@ def _sent_document_query(*, conversation: Any):
 
 
 def _sent_document_sql(q: SqlNames) -> str:
-    def attachment(name: str) -> str:
-        return q.column(Attachment, name)
-
+    attachment = q.of(Attachment)
     return (
         f"SELECT {attachment('id')} FROM {q.table(Attachment)} "  # noqa: S608 - names from _meta, values as parameters
         f"WHERE {attachment('conversation')} = %(conversation)s "
@@ -182,8 +188,8 @@ def _sent_document_sql(q: SqlNames) -> str:
 _SENT_DOCUMENT = PlainRead(
     Attachment,
     _sent_document_sql,
-    columns=(column_field(Attachment, "id"),),
-    values={"conversation": column_field(Attachment, "conversation")},
+    columns=("id",),
+    values={"conversation": "conversation"},
     fixed={"document": Attachment.Kind.DOCUMENT.value},
 )
 

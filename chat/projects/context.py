@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models.fields.json import KT
 
-from chat.documents.context import DocumentView, document_note
+from chat.documents.context import DocumentView, document_note, page_texts
 from chat.models import Attachment, Project
 from contextmgmt.core.tokens import estimate_tokens
 
@@ -127,12 +127,7 @@ def project_files_for(*, project_id: int | None, owner_id: int | None, budget: i
                 view = dataclasses.replace(view, outline=outline or "")
                 outline_room -= outline_cost
         views[key] = view
-    texts: dict[str, tuple[str, ...]] = {}
-    if small:
-        for pk, document in Attachment.objects.filter(pk__in=small).values_list("id", "document"):
-            page_texts = (document or {}).get("pages") if isinstance(document, dict) else None
-            if isinstance(page_texts, list):
-                texts[str(pk)] = tuple(p for p in page_texts if isinstance(p, str))
+    texts = page_texts(small)
     if not views and not Project.objects.filter(pk=project_id, owner_id=owner_id).exists():
         return ProjectFiles()  # not the owner's project: nothing of it is searched or read
     inline = tuple(

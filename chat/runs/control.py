@@ -47,7 +47,7 @@ from django.conf import settings
 from django.db import transaction
 
 from chat.models import Conversation, Message
-from chat.row_reads import PlainRead, SqlNames, column_field
+from chat.row_reads import PlainRead, SqlNames
 from chat.runs.events import control_group, conversation_group
 from fimone.memory_layer import InMemoryChannelLayer as ProcessLocalLayer
 
@@ -121,9 +121,7 @@ def _running_answer_query(*, conversation: Any):
 
 
 def _running_answer_sql(q: SqlNames) -> str:
-    def message(name: str) -> str:
-        return q.column(Message, name)
-
+    message = q.of(Message)
     return (
         f"SELECT {message('id')}, {message('run_id')}, {message('metadata')} "  # noqa: S608 - names from _meta, values as parameters
         f"FROM {q.table(Message)} WHERE {message('conversation')} = %(conversation)s "
@@ -136,8 +134,8 @@ def _running_answer_sql(q: SqlNames) -> str:
 _RUNNING_ANSWER = PlainRead(
     Message,
     _running_answer_sql,
-    columns=tuple(column_field(Message, name) for name in ("id", "run_id", "metadata")),
-    values={"conversation": column_field(Message, "conversation")},
+    columns=("id", "run_id", "metadata"),
+    values={"conversation": "conversation"},
     fixed={"assistant": Message.Role.ASSISTANT.value, "running": Message.Status.RUNNING.value},
 )
 
