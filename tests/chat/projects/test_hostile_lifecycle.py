@@ -6,6 +6,7 @@ cleanly with its answer kept, or stops with the conversation when that is delete
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -148,3 +149,26 @@ async def test_rj3_a_run_never_reaches_another_users_project_file_by_name_or_id(
         assert listed.startswith("note.txt (1 page") and "vault" not in listed
     assert "9182" not in recalled and "vault" not in recalled.replace("'vault code'", "")
     assert all("9182" not in str(m.get("content")) for m in second["messages"])
+
+
+async def test_rj4_deleting_the_project_mid_dag_run_ends_it_with_its_answer(
+    socket, conversation, scripted_main
+):
+    """In DAG mode the planner is held while the project goes: the steps, the check and the
+    answer still run, with the instructions and files the run was prepared with."""
+    project = await project_of(conversation, {"note.txt": NOTE.encode()})
+    gate, taken = threading.Event(), threading.Event()
+    plan = {"steps": [{"id": "s1", "task": "Find the opening time."}]}
+    scripted_main.enqueue(
+        gated(text(json.dumps(plan)), gate, taken=taken),
+        text("7:15."),
+        text(json.dumps({"achieved": True, "confidence": 0.9, "reason": "found"})),
+        text("It opens at 7:15."),
+    )
+    await send(socket, type="message", content="When does the depot open?", mode="dag")
+    assert await asyncio.to_thread(taken.wait, WAIT)
+    await sync_to_async(project_services.project_delete)(project=project)
+    gate.set()
+    assert (await finished(socket))["type"] == "done"
+    assert (await last_answer(conversation)).content == "It opens at 7:15."
+    assert len(scripted_main.requests) == 4
