@@ -80,6 +80,14 @@ def upload_store(
 
 @transaction.atomic
 def _attachment_store(attachment: Attachment, data: bytes) -> Attachment:
+    # The conversation or project may have gone while the upload was read (seconds,
+    # outside any transaction): a DoesNotExist here (a 404) rather than a row whose key
+    # fails at commit, a 500 with its stored file left behind. Locked, it stays until the
+    # upload is stored.
+    if attachment.project_id is not None:
+        Project.objects.select_for_update().only("pk").get(pk=attachment.project_id)
+    if attachment.conversation_id is not None:
+        Conversation.objects.select_for_update().only("pk").get(pk=attachment.conversation_id)
     # The stored name comes from upload_to (owner id + attachment id), never from the client.
     attachment.file.save("upload", ContentFile(data), save=False)
     try:

@@ -250,3 +250,47 @@ def test_rj4_a_ten_megabyte_text_file_is_kept_and_its_cut_said(
     assert warnings and any("2,000,000" in w or "cut" in w.lower() for w in warnings), warnings
     listed = logged_in_client.get(reverse("chat:project_files", args=[project.pk])).json()
     assert [f["name"] for f in listed["files"]] == ["big.txt"]
+
+
+def test_rj4_a_project_deleted_while_its_upload_is_read_is_a_404_and_stores_nothing(
+    logged_in_client, project, media_root, monkeypatch
+):
+    """Reading a document takes seconds outside any transaction; the project may be
+    deleted meanwhile (another tab). The upload then finds no project, not a 500."""
+    from chat import attachments
+
+    real_extract = attachments.extract_upload
+
+    def extract_while_the_project_goes(*args, **kwargs):
+        Project.objects.filter(pk=project.pk).delete()
+        return real_extract(*args, **kwargs)
+
+    monkeypatch.setattr(attachments, "extract_upload", extract_while_the_project_goes)
+    response = upload(logged_in_client, project, "late.txt", b"Late text.", "text/plain")
+    assert response.status_code == 404, response.content[:300]
+    assert response.json()["error"]["code"] == "not_found"
+    assert not Attachment.objects.exists()
+    assert not [p for p in Path(media_root).rglob("*") if p.is_file()]
+
+
+def test_a_conversation_deleted_while_its_upload_is_read_is_a_404_and_stores_nothing(
+    logged_in_client, conversation, media_root, monkeypatch
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from chat import attachments
+    from chat.models import Conversation
+
+    real_extract = attachments.extract_upload
+
+    def extract_while_the_conversation_goes(*args, **kwargs):
+        Conversation.objects.filter(pk=conversation.pk).delete()
+        return real_extract(*args, **kwargs)
+
+    monkeypatch.setattr(attachments, "extract_upload", extract_while_the_conversation_goes)
+    file = SimpleUploadedFile("late.txt", b"Late text.", content_type="text/plain")
+    url = reverse("chat:attachment_upload", args=[conversation.pk])
+    response = logged_in_client.post(url, {"file": file})
+    assert response.status_code == 404, response.content[:300]
+    assert not Attachment.objects.exists()
+    assert not [p for p in Path(media_root).rglob("*") if p.is_file()]
