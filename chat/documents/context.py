@@ -215,16 +215,25 @@ def read_document_text(
     if before_id is not None:
         sent = sent.filter(message_id__lte=before_id)
     known = list(sent.order_by("-created_at").values_list("id", "original_name", "page_count"))
+    pictures: dict[Any, str] = {}
     if project_id is not None:
         # The project's files as they are now: one added since the run began is read, one
         # removed is not.
         # Newest first, as a message's documents: of two files of one name, the newest is
         # read, every time.
-        known += (
-            Attachment.objects.filter(project_id=project_id, kind=Attachment.Kind.DOCUMENT)
+        project_files = (
+            Attachment.objects.filter(
+                project_id=project_id,
+                kind__in=(Attachment.Kind.DOCUMENT, Attachment.Kind.IMAGE),
+            )
             .order_by("-created_at", "-id")
-            .values_list("id", "original_name", "page_count")
+            .values_list("id", "original_name", "page_count", "kind", "description")
         )
+        for pk, name, count, kind, description in project_files:
+            known.append((pk, name, count))
+            if kind == Attachment.Kind.IMAGE:
+                # A picture is knowledge as text: its stored description (docs/projects.md).
+                pictures[pk] = description
     chosen = _find(file, known)
     if chosen is None:
         removed = removed_project_file(project_id, file) if project_id is not None else None
@@ -233,12 +242,23 @@ def read_document_text(
                 f"Error: the file {removed!r} was removed from the project; it can no longer "
                 "be read. Say so rather than answer from memory of it."
             )
-        names = "; ".join(f"{name} ({_pages(count)})" for _pk, name, count in known) or "none"
+        names = (
+            "; ".join(
+                f"{name} (picture)" if pk in pictures else f"{name} ({_pages(count)})"
+                for pk, name, count in known
+            )
+            or "none"
+        )
         where = (
             "this conversation or its project" if project_id is not None else "this conversation"
         )
         return f"Error: no document named {file!r} in {where}. Documents: {names}."
     pk, name, _count = chosen
+    if pk in pictures:
+        return (
+            f"{name} is a picture of the project; its description (words about the picture, "
+            f"not the picture itself):\n\n{pictures[pk] or '(none stored)'}"
+        )
     document = Attachment.objects.filter(pk=pk).values_list("document", flat=True).first() or {}
     texts = [p if isinstance(p, str) else "" for p in document.get("pages") or []]
     if not any(text.strip() for text in texts):

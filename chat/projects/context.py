@@ -13,8 +13,10 @@ such share; past it a file is named in one line (name, pages, size), at most
 in the gauge's ``instructions`` tier.
 
 A file added to the project is in the next run's note; a file removed is gone from it (and
-``read_document`` says it was removed). Only documents count: a picture uploaded to a
-project is not a file of its knowledge.
+``read_document`` says it was removed). A picture uploaded to a project is knowledge as
+text: its stored description (``Attachment.description``, written at upload) stands in the
+note within the same shares (``ImageView``), and ``read_document`` by its name answers with
+that description; its pixels are never sent.
 
 Sync (ORM): the run's preparation thread.
 """
@@ -52,15 +54,17 @@ def inline_share() -> float:
 class ProjectFiles:
     """What a run shows of its project's files: ``inline`` whole, ``outlined`` as outlines,
     both smallest first; ``project_id`` only when the project is the conversation owner's
-    (``recall`` and ``read_document`` search and read its files)."""
+    (``recall`` and ``read_document`` search and read its files); ``images`` the project's
+    pictures, described while their descriptions fit the shares, else named."""
 
     project_id: int | None = None
     inline: tuple[DocumentView, ...] = ()
     outlined: tuple[DocumentView, ...] = ()
+    images: tuple[ImageView, ...] = ()
 
     @property
     def any(self) -> bool:
-        return bool(self.inline or self.outlined)
+        return bool(self.inline or self.outlined or self.images)
 
     def note(self) -> str:
         """The project's files as the system part shows them ("" without any)."""
@@ -72,14 +76,40 @@ class ProjectFiles:
         ]
         parts += [document_note(view) for view in self.inline]
         parts += [_outline_note(view) for view in self.outlined if view.outline]
-        named = [view for view in self.outlined if not view.outline]
-        parts += [_outline_note(view) for view in named[:NAMED_FILES_MAX]]
+        parts += [image.note() for image in self.images if image.description]
+        named: list[DocumentView | ImageView] = [view for view in self.outlined if not view.outline]
+        named += [image for image in self.images if not image.description]
+        parts += [
+            view.note() if isinstance(view, ImageView) else _outline_note(view)
+            for view in named[:NAMED_FILES_MAX]
+        ]
         if len(named) > NAMED_FILES_MAX:
             parts.append(
                 f"[{len(named) - NAMED_FILES_MAX} more files of the project, the largest: "
                 "find their passages with recall; read_document lists them all]"
             )
         return "\n\n".join(parts)
+
+
+@dataclass(frozen=True)
+class ImageView:
+    """What the context shows of one of the project's pictures: its stored description,
+    or "" where it did not fit (then it is named and read with ``read_document``)."""
+
+    id: str
+    name: str
+    description: str = ""
+
+    def note(self) -> str:
+        if not self.description:
+            return (
+                f"[image: {self.name}; its description is read with read_document "
+                f'file "{self.name}"]'
+            )
+        return (
+            f"[image: {self.name}; a description of the picture, not the picture itself]\n"
+            f"{self.description}\n[end of image: {self.name}]"
+        )
 
 
 def _outline_note(view: DocumentView) -> str:
@@ -99,20 +129,32 @@ def project_files_for(*, project_id: int | None, owner_id: int | None, budget: i
             # The project's owner's only: a conversation never sees another user's files.
             project_id=project_id,
             project__owner_id=owner_id,
-            kind=Attachment.Kind.DOCUMENT,
+            kind__in=(Attachment.Kind.DOCUMENT, Attachment.Kind.IMAGE),
         )
         .annotate(doc_kind=KT("document__kind"))
         .order_by("text_tokens", "created_at")
         .values_list(
-            "id", "original_name", "page_count", "size", "text_tokens", "outline", "doc_kind"
+            "id",
+            "original_name",
+            "page_count",
+            "size",
+            "text_tokens",
+            "outline",
+            "doc_kind",
+            "kind",
+            "description",
         )
     )
     share = int(budget * inline_share())
     room = outline_room = share
     small: list[str] = []
     views: dict[str, DocumentView] = {}
-    for pk, name, pages, size, tokens, outline, kind in rows:
+    pictures: list[tuple[str, str, str]] = []
+    for pk, name, pages, size, tokens, outline, kind, file_kind, description in rows:
         key = str(pk)
+        if file_kind == Attachment.Kind.IMAGE:
+            pictures.append((key, name or key, description or ""))
+            continue
         view = DocumentView(
             id=key, name=name or key, kind=kind or "", page_count=pages, size=size, outline=""
         )
@@ -127,15 +169,32 @@ def project_files_for(*, project_id: int | None, owner_id: int | None, budget: i
                 view = dataclasses.replace(view, outline=outline or "")
                 outline_room -= outline_cost
         views[key] = view
+    images = []
+    for key, name, description in pictures:
+        # After the documents: a description takes what their shares left.
+        cost = estimate_tokens(description) + FRAME_TOKENS
+        if description and cost <= room:
+            room -= cost
+        elif description and cost <= outline_room:
+            outline_room -= cost
+        else:
+            description = ""
+        images.append(ImageView(id=key, name=name, description=description))
     texts = page_texts(small)
-    if not views and not Project.objects.filter(pk=project_id, owner_id=owner_id).exists():
+    if (
+        not views
+        and not images
+        and not Project.objects.filter(pk=project_id, owner_id=owner_id).exists()
+    ):
         return ProjectFiles()  # not the owner's project: nothing of it is searched or read
     inline = tuple(
         dataclasses.replace(views[key], pages=texts[key]) for key in small if key in texts
     )
     shown = {view.id for view in inline}
     outlined = tuple(view for key, view in views.items() if key not in shown)
-    return ProjectFiles(project_id=project_id, inline=inline, outlined=outlined)
+    return ProjectFiles(
+        project_id=project_id, inline=inline, outlined=outlined, images=tuple(images)
+    )
 
 
 def with_project_files(instructions: str, files: ProjectFiles) -> str:

@@ -12,6 +12,7 @@ from chat import services
 from chat.documents.context import read_document_text
 from chat.projects import services as project_services
 from chat.projects.context import NAMED_FILES_MAX, project_files_for
+from tests.chat.images import image_bytes
 from tests.chat.recall.test_project_files import FACT, long_text_with_fact
 from tests.support.factories import add_project_file, make_project, make_user, said
 
@@ -100,3 +101,48 @@ def test_rj3_the_sidebar_search_leaves_project_files_out(project, client):
     results = client.get("/api/search/?q=spare key").json()["results"]
     assert {r["conversation"]["id"] for r in results} == {str(conversation.pk)}
     assert FACT not in json.dumps(results)
+
+
+@pytest.fixture
+def project_with_picture(project):
+    """``project`` with a picture of the depot's floor plan uploaded to it."""
+    picture = add_project_file(project, "floor-plan.png", image_bytes("PNG"), "image/png")
+    assert picture.kind == "image" and picture.description
+    return project
+
+
+def test_rj3_a_project_picture_is_in_the_note_as_its_stored_description(project_with_picture):
+    picture = project_with_picture.files.get(original_name="floor-plan.png")
+    files = project_files_for(
+        project_id=project_with_picture.pk, owner_id=project_with_picture.owner_id, budget=12_000
+    )
+    note = files.note()
+    assert "[image: floor-plan.png; a description of the picture" in note
+    assert picture.description in note
+
+
+def test_rj3_past_the_shares_a_project_picture_is_named_not_described(
+    project_with_picture, settings
+):
+    settings.FIMONE_PROJECT_INLINE_SHARE = 0.0
+    picture = project_with_picture.files.get(original_name="floor-plan.png")
+    files = project_files_for(
+        project_id=project_with_picture.pk, owner_id=project_with_picture.owner_id, budget=12_000
+    )
+    note = files.note()
+    assert "[image: floor-plan.png; its description is read with read_document" in note
+    assert picture.description not in note
+
+
+def test_rj3_read_document_answers_a_project_picture_with_its_description(project_with_picture):
+    picture = project_with_picture.files.get(original_name="floor-plan.png")
+    conversation = services.conversation_create(
+        owner=project_with_picture.owner, project_id=project_with_picture.pk
+    )
+    text = read_document_text(
+        conversation.pk, file="floor-plan.png", project_id=project_with_picture.pk
+    )
+    assert text.startswith("floor-plan.png is a picture of the project; its description")
+    assert picture.description in text
+    missing = read_document_text(conversation.pk, file="nope", project_id=project_with_picture.pk)
+    assert "floor-plan.png (picture)" in missing
