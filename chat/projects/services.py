@@ -23,7 +23,7 @@ from chat.instructions import clean_instructions
 from chat.models import Attachment, Conversation, Project
 from chat.search import index as search_index
 from chat.services import UNSET, Unset, clean_model_config
-from chat.tools.settings import MAX_SOURCE_CHARS
+from chat.tools.settings import MAX_SOURCE_CHARS, nameable
 
 NAME_MAX_CHARS = Project._meta.get_field("name").max_length or 0
 
@@ -47,23 +47,11 @@ def _clean_name(value: Any) -> str:
 TOOL_SOURCES_MAX = 500
 
 
-def _is_tool_source(value: Any) -> bool:
-    """A name a tool source or tool could have, as a conversation's switch takes it, and
-    text the database stores (PostgreSQL's jsonb holds neither NUL nor a lone surrogate)."""
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_SOURCE_CHARS:
-        return False
-    try:
-        check_storable(value, "tool source")
-    except InvalidInput:
-        return False
-    return True
-
-
 def _clean_tool_sources(value: Any) -> list[str]:
     if (
         not isinstance(value, list)
         or len(value) > TOOL_SOURCES_MAX
-        or not all(_is_tool_source(v) for v in value)
+        or not all(nameable(v) for v in value)
     ):
         raise InvalidInput(
             "invalid_tool_sources",

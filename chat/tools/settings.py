@@ -9,7 +9,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
 
-from chat.errors import ChatError
+from chat.errors import ChatError, InvalidInput, check_storable
 from chat.models import Conversation, ToolApproval
 from chat.selectors import conversation_get
 from fimone.agent.tools import BUILTIN_SOURCE, tool_switch_key
@@ -60,6 +60,18 @@ def _sources(stored: Any) -> frozenset[str]:
     return frozenset(str(s) for s in stored or [] if isinstance(s, str))
 
 
+def nameable(name: Any) -> bool:
+    """A name a tool or tool source may have, in text the database stores: PostgreSQL's
+    jsonb holds neither a NUL nor a lone surrogate."""
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_SOURCE_CHARS:
+        return False
+    try:
+        check_storable(name, "name")
+    except InvalidInput:
+        return False
+    return True
+
+
 @transaction.atomic
 def tool_source_switch(
     *, user, conversation_id: Any, source: str | None = None, tool: str | None = None, enabled: bool
@@ -68,11 +80,11 @@ def tool_source_switch(
     for one conversation (the owner's only); returns the entries now off. The built-in
     tools as a source cannot be switched off (``bad_tool_source``), each of them can."""
     if tool is not None:
-        if not isinstance(tool, str) or not tool.strip() or len(tool) > MAX_SOURCE_CHARS:
+        if not nameable(tool):
             raise ChatError("bad_tool_source", gettext("Name a tool to switch."))
         entry = tool_switch_key(tool)
     else:
-        if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
+        if not nameable(source):
             raise ChatError("bad_tool_source", gettext("Name a tool source to switch."))
         if source == BUILTIN_SOURCE:
             raise ChatError(

@@ -74,6 +74,9 @@ def test_a_source_switched_off_is_left_out_of_that_conversations_runs_only(
         ({"source": "", "enabled": False}, "bad_tool_source"),
         ({"source": 3, "enabled": False}, "bad_tool_source"),
         ({"source": "test", "enabled": "no"}, "invalid_enabled"),
+        # Neither is stored by PostgreSQL's jsonb: refused before, not a 500 there (RJ.4).
+        ({"source": "mcp:a\x00b", "enabled": False}, "bad_tool_source"),
+        ({"tool": "a\ud800", "enabled": False}, "bad_tool_source"),
     ],
 )
 def test_bad_switches_are_refused_clearly(logged_in_client, conversation, body, code):
