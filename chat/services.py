@@ -68,19 +68,22 @@ def conversation_create(
     title: str = "",
     mode: str = "react",
     model_config_id: int | None | Unset = UNSET,
-    builtin_model: bool = False,
+    builtin_model: bool | Unset = UNSET,
     project_id: Any = None,
     instructions: Any = "",
 ) -> Conversation:
     """A new conversation; in a project (``project_id``, the owner's, else
-    ``Project.DoesNotExist``) it starts with the project's default model and tool
-    selection unless a model is given. ``builtin_model``: answered by the built-in offline
-    model (then no ``model_config_id`` may be given)."""
+    ``Project.DoesNotExist``) it starts with the project's default model (a ModelConfig or
+    the built-in one) and tool selection unless a model is given. ``builtin_model``:
+    answered by the built-in offline model (then no ``model_config_id`` may be given)."""
     project = _owned_project(owner, project_id)
+    if isinstance(builtin_model, Unset):
+        neither_given = isinstance(model_config_id, Unset)
+        builtin_model = project.builtin_model if project is not None and neither_given else False
     if isinstance(model_config_id, Unset):
         given = project.model_config_id if project is not None else None
         model_config_id = None if builtin_model is True else given
-    pick = _clean_model_pick(model_config_id, builtin_model)
+    pick = clean_model_pick(model_config_id, builtin_model)
     conversation = Conversation(
         owner=owner,
         title=_clean_title(title),
@@ -113,11 +116,7 @@ def conversation_update(
     model (``builtin_model=True``) or the default (``model_config_id=None`` or
     ``builtin_model=False``); picking one leaves the other pick off."""
     fields = ["updated_at"]
-    if not isinstance(model_config_id, Unset) or not isinstance(builtin_model, Unset):
-        pick = _clean_model_pick(
-            None if isinstance(model_config_id, Unset) else model_config_id,
-            False if isinstance(builtin_model, Unset) else builtin_model,
-        )
+    if (pick := changed_model_pick(model_config_id, builtin_model)) is not None:
         conversation.model_config_id = pick.model_config_id
         conversation.builtin_model = pick.builtin_model
         fields += ["model_config", "builtin_model"]
@@ -435,7 +434,9 @@ class ModelPick:
     builtin_model: bool
 
 
-def _clean_model_pick(model_config_id: Any, builtin_model: Any) -> ModelPick:
+def clean_model_pick(model_config_id: Any, builtin_model: Any) -> ModelPick:
+    """A conversation's or a project's model pick, checked: a main ModelConfig id the user
+    may pick, or the built-in model, or neither; never both."""
     if not isinstance(builtin_model, bool):
         raise InvalidInput("invalid_model", "builtin_model must be true or false.")
     config_id = clean_model_config(model_config_id)
@@ -444,6 +445,17 @@ def _clean_model_pick(model_config_id: Any, builtin_model: Any) -> ModelPick:
             "invalid_model", "Pick either the built-in model or a model_config, not both."
         )
     return ModelPick(model_config_id=config_id, builtin_model=builtin_model)
+
+
+def changed_model_pick(model_config_id: Any, builtin_model: Any) -> ModelPick | None:
+    """The model pick an update gives (either part UNSET: not given), checked; None when
+    it gives neither. Picking one part leaves the other off."""
+    if isinstance(model_config_id, Unset) and isinstance(builtin_model, Unset):
+        return None
+    return clean_model_pick(
+        None if isinstance(model_config_id, Unset) else model_config_id,
+        False if isinstance(builtin_model, Unset) else builtin_model,
+    )
 
 
 def clean_model_config(value: Any) -> int | None:

@@ -51,7 +51,7 @@ def conversations(request: HttpRequest) -> HttpResponse:
             title=body.get("title") or "",
             mode=body.get("mode") or "react",
             model_config_id=body.get("model_config", services.UNSET),
-            builtin_model=body.get("builtin_model", False),
+            builtin_model=body.get("builtin_model", services.UNSET),
             project_id=body.get("project"),
             instructions=body.get("instructions", ""),
         )

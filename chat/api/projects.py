@@ -29,6 +29,7 @@ def project_json(summary: ProjectSummary) -> dict[str, Any]:
         "updated_at": project.updated_at.isoformat(),
         # The model and tool selection a new conversation of the project starts with.
         "model_config": project.model_config_id,
+        "builtin_model": project.builtin_model,
         "disabled_tool_sources": list(project.disabled_tool_sources or []),
         "conversation_count": summary.conversation_count,
         "file_count": summary.file_count,
@@ -56,6 +57,7 @@ def _body_fields(body: dict[str, Any]) -> dict[str, Any]:
         "name": body.get("name", UNSET),
         "instructions": body.get("instructions", UNSET),
         "model_config_id": body.get("model_config", UNSET),
+        "builtin_model": body.get("builtin_model", UNSET),
         "disabled_tool_sources": body.get("disabled_tool_sources", UNSET),
     }
 

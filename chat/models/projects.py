@@ -36,6 +36,8 @@ class Project(models.Model):
         related_name="+",
         verbose_name=_("default model"),
     )
+    # Or the built-in offline model (then ``model_config`` is empty), as a conversation's.
+    builtin_model = models.BooleanField(default=False, verbose_name=_("built-in model"))
     # The tool sources a new conversation of the project starts with switched off (the
     # conversation's own ``disabled_tool_sources`` then decides).
     disabled_tool_sources = models.JSONField(

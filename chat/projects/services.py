@@ -22,7 +22,7 @@ from chat.errors import InvalidInput, check_storable
 from chat.instructions import clean_instructions
 from chat.models import Attachment, Conversation, Project
 from chat.search import index as search_index
-from chat.services import UNSET, Unset, clean_model_config
+from chat.services import UNSET, Unset, changed_model_pick, clean_model_pick
 from chat.tools.settings import MAX_SOURCE_CHARS, nameable
 
 NAME_MAX_CHARS = Project._meta.get_field("name").max_length or 0
@@ -68,13 +68,16 @@ def project_create(
     name: Any,
     instructions: Any = "",
     model_config_id: Any = None,
+    builtin_model: Any = False,
     disabled_tool_sources: Any = None,
 ) -> Project:
+    pick = clean_model_pick(model_config_id, builtin_model)
     project = Project(
         owner=owner,
         name=_clean_name(name),
         instructions=clean_instructions(instructions),
-        model_config_id=clean_model_config(model_config_id),
+        model_config_id=pick.model_config_id,
+        builtin_model=pick.builtin_model,
         disabled_tool_sources=_clean_tool_sources(disabled_tool_sources or []),
     )
     project.save()
@@ -88,10 +91,12 @@ def project_update(
     name: Any = UNSET,
     instructions: Any = UNSET,
     model_config_id: Any = UNSET,
+    builtin_model: Any = UNSET,
     disabled_tool_sources: Any = UNSET,
 ) -> Project:
     """Change what is given; a conversation of the project sees the change from its next
-    message on."""
+    message on. The default model as a conversation's: picking a ModelConfig or the
+    built-in model leaves the other pick off."""
     fields = ["updated_at"]
     if not isinstance(name, Unset):
         project.name = _clean_name(name)
@@ -99,9 +104,10 @@ def project_update(
     if not isinstance(instructions, Unset):
         project.instructions = clean_instructions(instructions)
         fields.append("instructions")
-    if not isinstance(model_config_id, Unset):
-        project.model_config_id = clean_model_config(model_config_id)
-        fields.append("model_config")
+    if (pick := changed_model_pick(model_config_id, builtin_model)) is not None:
+        project.model_config_id = pick.model_config_id
+        project.builtin_model = pick.builtin_model
+        fields += ["model_config", "builtin_model"]
     if not isinstance(disabled_tool_sources, Unset):
         project.disabled_tool_sources = _clean_tool_sources(disabled_tool_sources)
         fields.append("disabled_tool_sources")

@@ -13,7 +13,12 @@ from chat.models import Attachment, Conversation, Project, SearchDocument
 from tests.chat.api.test_access import csrf_token_for
 from tests.chat.images import image_bytes
 from tests.support.documents import docx_bytes
-from tests.support.factories import add_project_file, make_conversation, make_project
+from tests.support.factories import (
+    add_project_file,
+    make_conversation,
+    make_model_config,
+    make_project,
+)
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
@@ -106,6 +111,7 @@ def test_rj4_the_list_holds_only_the_users_projects(logged_in_client, project, f
         ({"name": "P", "instructions": "y" * 101}, "instructions_too_long"),
         ({"name": "P", "instructions": ["a"]}, "invalid_instructions"),
         ({"name": "P", "model_config": 999_999}, "invalid_model"),
+        ({"name": "P", "builtin_model": "yes"}, "invalid_model"),
         ({"name": "P", "disabled_tool_sources": "builtin:fetch_url"}, "invalid_tool_sources"),
         ("{not json", "invalid_json"),
         ("[1, 2]", "invalid_json"),
@@ -255,6 +261,38 @@ def test_rj1_a_conversation_is_created_in_a_project_with_its_own_instructions(
     assert response.json()["instructions"] == "Sign off with 'Bye'."
     stored = Conversation.objects.get(pk=response.json()["id"])
     assert (stored.project_id, stored.instructions) == (project.pk, "Sign off with 'Bye'.")
+
+
+def test_rj4_a_projects_default_model_may_be_the_builtin_one(logged_in_client, project):
+    """A project's default model is a ModelConfig or the built-in model, as a conversation's
+    is; a new conversation of the project starts with it unless it picks its own."""
+    response = send_json(logged_in_client, "patch", project_url(project), {"builtin_model": True})
+    assert response.status_code == 200
+    assert (response.json()["builtin_model"], response.json()["model_config"]) == (True, None)
+    created = send_json(
+        logged_in_client, "post", reverse("chat:conversations"), {"project": project.pk}
+    ).json()
+    assert (created["builtin_model"], created["model_config"]) == (True, None)
+    own = make_model_config()
+    chosen = send_json(
+        logged_in_client,
+        "post",
+        reverse("chat:conversations"),
+        {"project": project.pk, "model_config": own.pk},
+    ).json()
+    assert (chosen["builtin_model"], chosen["model_config"]) == (False, own.pk)
+    # Picking a ModelConfig for the project leaves the built-in pick off; both is refused.
+    response = send_json(logged_in_client, "patch", project_url(project), {"model_config": own.pk})
+    assert (response.json()["builtin_model"], response.json()["model_config"]) == (False, own.pk)
+    response = send_json(
+        logged_in_client,
+        "patch",
+        project_url(project),
+        {"model_config": own.pk, "builtin_model": True},
+    )
+    assert response.json()["error"]["code"] == "invalid_model"
+    project.refresh_from_db()
+    assert (project.builtin_model, project.model_config_id) == (False, own.pk)
 
 
 def test_rj1_a_conversation_moves_into_a_project_and_out(logged_in_client, conversation, project):
