@@ -249,3 +249,38 @@ def test_the_project_panel_fits_and_speaks_the_language(chromium, live_daphne, l
         assert not session.errors
     finally:
         session.close()
+
+
+def test_a_file_stored_before_the_panel_read_its_list_is_listed_once(logged_in_page, tmp_path):
+    """RJ.4: the panel's first read of the files can arrive after an upload was stored and
+    before the upload's answer: the file is still listed once."""
+    page = logged_in_page
+    held = []
+
+    def hold(route):
+        held.append(route)
+
+    page.route(re.compile(r"/api/projects/\d+/files/$"), hold)
+    create_project(page, "Reading list")
+    dialog = page.locator("dialog.project-dialog")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Chapter one.\n")
+    with page.expect_request(lambda r: r.method == "POST" and "/files/" in r.url):
+        dialog.locator("#project-file-input").set_input_files(str(notes))
+    expect(dialog.locator("[role=status]")).to_contain_text("Uploading notes.txt")
+    listing = next(r for r in held if r.request.method == "GET")
+    upload = next(r for r in held if r.request.method == "POST")
+    # The server stores the file (sent as the page sent it: Playwright's replay of a
+    # route drops a multipart body); the page has no answer yet.
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    stored = page.request.post(
+        upload.request.url,
+        multipart={"file": {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"One.\n"}},
+        headers={"X-CSRFToken": token, "Referer": page.url},
+    )
+    assert stored.status == 201, (stored.status, stored.text())
+    listing.continue_()  # the listing read after it: it names the file
+    expect(dialog.locator(".project-file")).to_have_count(1)
+    upload.fulfill(response=stored)
+    expect(dialog.locator("[role=status]")).to_have_text("")
+    expect(dialog.locator(".project-file")).to_have_count(1)
