@@ -185,7 +185,7 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
                 ) % {"count": replied}
             lines += ["---", "", f"### {heading} · {_when(message.created_at)}{status}", ""]
             lines += _steps(metadata)
-            lines += [message.content or f"*({gettext('no text')})*", ""]
+            lines += [message.content or "*(" + gettext("no text") + ")*", ""]
             error = metadata.get("error")
             if isinstance(error, dict) and error.get("message"):
                 problem = _one_line(str(error["message"]))

@@ -7,8 +7,10 @@ import json
 
 import pytest
 from django.test import Client
+from django.utils import translation
 
 from chat import services
+from chat.export import conversation_markdown
 from chat.models import Message
 from tests.support.search_scenarios import say
 
@@ -206,3 +208,16 @@ def test_rj4_a_project_export_is_owner_only(client, logged_in_client, other_user
     assert response.status_code == 404
     assert "Mallory" not in response.content.decode()
     assert client.get(f"/api/projects/{foreign.pk}/export/").status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("language", "marker"), [("de", "*(kein Text)*"), ("zh-hans", "*(无文本)*")]
+)
+def test_an_answer_without_text_is_marked_in_the_readers_language(user, language, marker):
+    chat = services.conversation_create(owner=user, title="Leer")
+    say(chat, "Anything?")
+    answer = services.assistant_message_start(conversation=chat, run_id="r", mode="react")
+    services.assistant_message_finish(message=answer, content="")
+    with translation.override(language):
+        text = conversation_markdown(chat, list(chat.messages.order_by("created_at", "id")))
+    assert marker in text
