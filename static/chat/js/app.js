@@ -195,7 +195,7 @@ class ChatApp {
     this.newChatProject = project;
     this.titleEl.textContent = gettext("New chat");
     document.title = gettext("fimone — chat");
-    this.modelPicker.value = project?.model_config ?? null;
+    this.modelPicker.value = project ? pickOf(project) : null;
     this.chatSettings.refresh();
     this.gauge.hide();
     this.composer.showDraft();

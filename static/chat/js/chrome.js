@@ -68,7 +68,7 @@ export function modelFields(pick) {
 // The models a conversation may use, as the picker's options: the configured default (the
 // active main model, the environment's, or the offline model) as "", every other main
 // model an admin configured by its id, and the built-in offline model beside them
-// (``builtin``; a project's default model is one of the others).
+// (``builtin``: false leaves it out).
 export function modelChoices({ llm, models, builtinModel }, { builtin = true } = {}) {
   const main = llm?.main || {};
   const active = (models || []).find((m) => m.active);

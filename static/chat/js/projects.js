@@ -5,7 +5,7 @@
 // was typed, which stays.
 
 import { api } from "./api.js";
-import { modelChoices } from "./chrome.js";
+import { BUILTIN, modelChoices, modelFields, pickOf } from "./chrome.js";
 import { IMAGE_TYPES, isDocument } from "./composer.js";
 import { el } from "./dom.js";
 import { InstructionsField, errorLine, openDialog, showError } from "./instructions_field.js";
@@ -69,9 +69,10 @@ export class ProjectPanel {
     this.modelSelect = el(
       "select",
       { id: "project-model", class: "panel-select" },
-      ...modelChoices(this.host.config, { builtin: false }).map((choice) => el("option", choice)),
+      ...modelChoices(this.host.config).map((choice) => el("option", choice)),
     );
-    const wanted = project?.model_config ? String(project.model_config) : "";
+    const pick = project ? pickOf(project) : null;
+    const wanted = pick === null ? "" : String(pick);
     this.modelSelect.value = [...this.modelSelect.options].some((o) => o.value === wanted) ? wanted : "";
     this.error = errorLine("project-error");
     this.saveButton = el("button", {
@@ -267,13 +268,20 @@ export class ProjectPanel {
     this.dialog?.querySelector("#project-upload")?.focus();
   }
 
+  // The model picked for new chats: a ModelConfig id, ``BUILTIN``, or null (the default).
+  modelPick() {
+    const chosen = this.modelSelect.value;
+    if (!chosen) return null;
+    return chosen === BUILTIN ? BUILTIN : Number(chosen);
+  }
+
   async save(event) {
     event.preventDefault();
     showError(this.error, "");
     const fields = {
       name: this.nameInput.value,
       instructions: this.instructions.value,
-      model_config: this.modelSelect.value ? Number(this.modelSelect.value) : null,
+      ...modelFields(this.modelPick()),
     };
     this.saveButton.disabled = true;
     let saved;
