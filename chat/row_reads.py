@@ -17,7 +17,8 @@ value for value and type for type.
 
 The statements themselves live with the code that reads them (``chat.history_rows``,
 ``chat.runs.control``, …); this module holds what they share: ``SqlNames`` to write them,
-``PlainRead`` to run one and ``PlainGet`` for a row read by key as a model instance.
+``PlainRead`` to run one, ``PlainSelect`` for one table's rows filtered by equal values and
+``PlainGet`` for a row read by key as a model instance.
 """
 
 from __future__ import annotations
@@ -238,6 +239,62 @@ class PlainRead:
         return self._write(names), converters
 
 
+class PlainSelect(PlainRead):
+    """``rows(**values)``: the fields ``columns`` of ``model``'s rows whose fields named by
+    ``where`` (argument → field) equal the values, whose fields in ``fixed`` (field →
+    constant) hold their constants and whose fields in ``present`` are not null; ordered
+    by ``order_by`` (field names, ``-`` first for descending), at most ``limit`` of them;
+    ``locks`` as ``PlainRead``'s. The one statement shape of several reads, written once."""
+
+    def __init__(
+        self,
+        model: type[Model],
+        *,
+        columns: tuple[str, ...],
+        where: Mapping[str, str],
+        fixed: Mapping[str, str] | None = None,
+        present: tuple[str, ...] = (),
+        order_by: tuple[str, ...] = (),
+        limit: int | None = None,
+        locks: bool = False,
+    ) -> None:
+        self._selected = columns
+        self._where = dict(where)
+        self._fixed_fields = tuple(fixed or {})
+        self._present = present
+        self._order_by = order_by
+        self._limit = limit
+        super().__init__(
+            model,
+            self._sql,
+            columns=columns,
+            values=self._where,
+            fixed={f"fixed_{name}": value for name, value in (fixed or {}).items()},
+            locks=locks,
+        )
+
+    def _sql(self, names: SqlNames) -> str:
+        column = names.of(self.model)
+        conditions = [
+            f"{column(field)} = %({argument})s" for argument, field in self._where.items()
+        ]
+        conditions += [f"{column(field)} = %(fixed_{field})s" for field in self._fixed_fields]
+        conditions += [f"{column(field)} IS NOT NULL" for field in self._present]
+        # Names from the model's _meta; every value is a parameter.
+        sql = (
+            f"SELECT {', '.join(column(name) for name in self._selected)} "  # noqa: S608
+            f"FROM {names.table(self.model)} WHERE {' AND '.join(conditions)}"
+        )
+        if self._order_by:
+            sql += " ORDER BY " + ", ".join(
+                f"{column(name[1:])} DESC" if name.startswith("-") else column(name)
+                for name in self._order_by
+            )
+        if self._limit is not None:
+            sql += f" LIMIT {int(self._limit)}"
+        return sql + (names.for_update() if self.locks else "")
+
+
 class PlainGet:
     """``get(**values)``: the one row of ``model`` whose fields named by ``where`` (argument →
     field) equal the values, every column read and made an instance by ``Model.from_db`` as
@@ -252,25 +309,14 @@ class PlainGet:
         self.for_update = for_update
         fields = model._meta.concrete_fields
         self._names = tuple(f.attname for f in fields)
-        self._where = dict(where)
-        self._read = PlainRead(
+        # Two rows at most: enough to tell one from several.
+        self._read = PlainSelect(
             model,
-            self._sql,
-            columns=tuple(fields),
-            values={argument: column_field(model, name) for argument, name in where.items()},
+            columns=tuple(f.name for f in fields),
+            where=where,
+            limit=2,
             locks=for_update,
         )
-
-    def _sql(self, names: SqlNames) -> str:
-        selected = ", ".join(names.column(self.model, name) for name in self._names)
-        match = " AND ".join(
-            f"{names.column(self.model, name)} = %({argument})s"
-            for argument, name in self._where.items()
-        )
-        table = names.table(self.model)
-        # Names from the model's _meta; every value is a parameter. Two rows at most: enough
-        # to tell one from several.
-        return f"SELECT {selected} FROM {table} WHERE {match} LIMIT 2{names.for_update()}"  # noqa: S608
 
     def get(self, **values: Any) -> Any:
         rows = self._read.rows(**values)

@@ -16,7 +16,7 @@ from typing import Any
 
 from chat import row_updates
 from chat.models import ContextSummary, Conversation
-from chat.row_reads import PlainRead, SqlNames
+from chat.row_reads import PlainSelect
 
 
 def _int(value: Any) -> int:
@@ -145,19 +145,8 @@ def _locked_ledger_query(*, conversation: Any):
     return Conversation.objects.select_for_update().filter(pk=conversation).values_list("ledger")
 
 
-def _locked_ledger_sql(q: SqlNames) -> str:
-    return (
-        f"SELECT {q.column(Conversation, 'ledger')} FROM {q.table(Conversation)} "  # noqa: S608 - names from _meta, values as parameters
-        f"WHERE {q.column(Conversation, 'id')} = %(conversation)s{q.for_update()}"
-    )
-
-
 # Read at the end of every run that used tokens: _locked_ledger_query's rows, as plain SQL
 # (chat.row_reads).
-_LOCKED_LEDGER = PlainRead(
-    Conversation,
-    _locked_ledger_sql,
-    columns=("ledger",),
-    values={"conversation": "id"},
-    locks=True,
+_LOCKED_LEDGER = PlainSelect(
+    Conversation, columns=("ledger",), where={"conversation": "id"}, locks=True
 )

@@ -29,7 +29,7 @@ from django.db.models.fields.json import KT
 
 from chat.documents.extraction import KIND_LABELS, inline_tokens, read_max_chars, size_label
 from chat.models import Attachment, Project
-from chat.row_reads import PlainRead, SqlNames
+from chat.row_reads import PlainSelect
 from chat.search.text import index_text, query_terms
 from contextmgmt.core.readon import READ_ON, call_text
 from fimone.agent.tools.documents import MAX_PAGES_PER_CALL, parse_pages
@@ -174,23 +174,15 @@ def _sent_document_query(*, conversation: Any):
     ).values_list("id")[:1]
 
 
-def _sent_document_sql(q: SqlNames) -> str:
-    attachment = q.of(Attachment)
-    return (
-        f"SELECT {attachment('id')} FROM {q.table(Attachment)} "  # noqa: S608 - names from _meta, values as parameters
-        f"WHERE {attachment('conversation')} = %(conversation)s "
-        f"AND {attachment('kind')} = %(document)s AND {attachment('message')} IS NOT NULL "
-        f"ORDER BY {attachment('created_at')} LIMIT 1"
-    )
-
-
 # _sent_document_query's rows, as plain SQL.
-_SENT_DOCUMENT = PlainRead(
+_SENT_DOCUMENT = PlainSelect(
     Attachment,
-    _sent_document_sql,
     columns=("id",),
-    values={"conversation": "conversation"},
-    fixed={"document": Attachment.Kind.DOCUMENT.value},
+    where={"conversation": "conversation"},
+    fixed={"kind": Attachment.Kind.DOCUMENT.value},
+    present=("message",),
+    order_by=("created_at",),
+    limit=1,
 )
 
 

@@ -47,7 +47,7 @@ from django.conf import settings
 from django.db import transaction
 
 from chat.models import Conversation, Message
-from chat.row_reads import PlainRead, SqlNames
+from chat.row_reads import PlainSelect
 from chat.runs.events import control_group, conversation_group
 from fimone.memory_layer import InMemoryChannelLayer as ProcessLocalLayer
 
@@ -120,23 +120,14 @@ def _running_answer_query(*, conversation: Any):
     )
 
 
-def _running_answer_sql(q: SqlNames) -> str:
-    message = q.of(Message)
-    return (
-        f"SELECT {message('id')}, {message('run_id')}, {message('metadata')} "  # noqa: S608 - names from _meta, values as parameters
-        f"FROM {q.table(Message)} WHERE {message('conversation')} = %(conversation)s "
-        f"AND {message('role')} = %(assistant)s AND {message('status')} = %(running)s "
-        f"ORDER BY {message('created_at')} DESC, {message('id')} DESC LIMIT 1"
-    )
-
-
 # _running_answer_query's rows, as plain SQL.
-_RUNNING_ANSWER = PlainRead(
+_RUNNING_ANSWER = PlainSelect(
     Message,
-    _running_answer_sql,
     columns=("id", "run_id", "metadata"),
-    values={"conversation": "conversation"},
-    fixed={"assistant": Message.Role.ASSISTANT.value, "running": Message.Status.RUNNING.value},
+    where={"conversation": "conversation"},
+    fixed={"role": Message.Role.ASSISTANT.value, "status": Message.Status.RUNNING.value},
+    order_by=("-created_at", "-id"),
+    limit=1,
 )
 
 
