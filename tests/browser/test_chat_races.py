@@ -105,6 +105,8 @@ def test_an_answer_about_the_last_chat_arriving_after_new_chat_leaves_the_new_on
     items = page.locator("#conversation-list .conv-item")
     expect(items).to_have_count(2)
     expect(items.first).to_contain_text("Second conversation")
+    # The title read for the chat left still reaches its row in the list.
+    expect(items.nth(1)).to_contain_text("First conversation")
 
 
 def test_a_first_message_whose_new_chat_was_left_before_the_server_made_it_goes_there(

@@ -106,7 +106,9 @@ def test_stop_button_cancels_a_run_and_the_conversation_goes_on(logged_in_page, 
     screenshot(page, "11-stopped")
 
     send(page, "Now answer quickly")
-    wait_done(page)
+    # The new answer's own card (the stopped one has a card too when usage was known).
+    expect(page.locator(".msg-assistant").last.locator(".usage-card")).to_have_count(1)
+    expect(stop).to_be_hidden()
     expect(page.locator(".msg-assistant .answer").last).to_have_text(DEFAULT_REPLY)
     page.reload()
     expect(page.locator(".msg-assistant .status-badge").first).to_have_text("Stopped")

@@ -13,7 +13,7 @@ import { placeDivider } from "./history.js";
 import { PendingSaves } from "./pending_saves.js";
 import { RunController } from "./run_controller.js";
 import { Sidebar } from "./sidebar.js";
-import { EmptyChatGuard } from "./empty_chat.js";
+import { EmptyChatGuard, takeDroppedEmptyChat } from "./empty_chat.js";
 import { NEW_CHAT_DRAFT } from "./drafts.js";
 import { ScrollFollower } from "./scroll_follow.js";
 import { MessageSender, notReached } from "./sending.js";
@@ -148,13 +148,15 @@ class ChatApp {
     this.scroller.start(() => this.composer.focus());
     // The conversation loads beside the list: a message sent before either is in waits for
     // the conversation (``send``); it does not start a new chat.
+    const dropped = takeDroppedEmptyChat(); // the last page's empty chat, maybe not yet deleted
     const listed = api.listConversations();
     const projects = api.listProjects();
     projects.catch(() => {}); // said once the list is in (``loadProjects``)
     const shown = config.conversationId ? this.open(config.conversationId, { push: false }) : this.newChat({ push: false });
     try {
       const page = await listed;
-      this.sidebar.set(page.conversations, this.conversation?.id ?? config.conversationId ?? null, page.next);
+      const conversations = page.conversations.filter((c) => c.id !== dropped);
+      this.sidebar.set(conversations, this.conversation?.id ?? config.conversationId ?? null, page.next);
       // Already on screen, and perhaps older than the list's first page: it stays listed.
       if (this.conversation && !this.emptyChat.isEmpty(this.conversation.id)) this.sidebar.upsert(this.conversation);
     } catch (err) {
@@ -443,7 +445,10 @@ class ChatApp {
     const saving = this.saves.busy;
     try {
       const conversation = await api.getConversation(id);
-      if (!this.isCurrent(id)) return;
+      if (!this.isCurrent(id)) {
+        this.sidebar.refresh(conversation); // left meanwhile: its row still gets the title
+        return;
+      }
       // Read before a pick reached the server: the page keeps the user's newer choice.
       this.setConversation(this.keepPicks(conversation, picks, { all: saving }));
     } catch (err) {

@@ -6,6 +6,21 @@
 
 import { api, csrfToken } from "./api.js";
 
+// The empty chat a page dropped as it closed. Its delete outlives that page, but the next
+// page of this tab may list the conversations before the server has done it: that page
+// leaves it out of its list.
+const DROPPED_KEY = "fimone:dropped-empty-chat";
+
+export function takeDroppedEmptyChat() {
+  try {
+    const id = sessionStorage.getItem(DROPPED_KEY);
+    sessionStorage.removeItem(DROPPED_KEY);
+    return id;
+  } catch (err) {
+    return null; // storage refused (private mode): the list may show it until the next load
+  }
+}
+
 export class EmptyChatGuard {
   constructor() {
     this.id = null; // the conversation created on this page that nothing was sent to yet
@@ -47,6 +62,11 @@ export class EmptyChatGuard {
       credentials: "same-origin",
       headers: { "X-CSRFToken": csrfToken() },
     }).catch(() => {});
+    try {
+      sessionStorage.setItem(DROPPED_KEY, this.id);
+    } catch (err) {
+      /* storage refused: the next list may show it once */
+    }
     this.id = null;
   }
 }

@@ -185,6 +185,15 @@ export class Sidebar {
     this.render();
   }
 
+  // A listed conversation read again (its automatic title, after the user left it): its
+  // row is brought up to date; one not listed is not added.
+  refresh(conversation) {
+    const index = this.conversations.findIndex((c) => c.id === conversation.id);
+    if (index < 0) return;
+    this.conversations[index] = conversation;
+    this.render();
+  }
+
   removeItem(id) {
     this.conversations = this.conversations.filter((c) => c.id !== id);
     this.render();
