@@ -42,12 +42,13 @@ class RunRegistry:
 
     def remove(self, run) -> None:
         key = self._key(run.conversation_id)
-        if self._runs.get(key) is run:
-            del self._runs[key]
-            task = run.task
-            if task is not None and not task.done():
-                self._closing[task] = key
-                task.add_done_callback(self._closed)
+        if key not in self._runs or self._runs[key] is not run:
+            return
+        del self._runs[key]
+        task = run.task
+        if task is not None and not task.done():
+            self._closing[task] = key
+            task.add_done_callback(self._closed)
 
     def _closed(self, task: asyncio.Task) -> None:
         self._closing.pop(task, None)

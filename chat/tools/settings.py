@@ -4,7 +4,7 @@ and the tool sources switched off in it (selectors and services, sync: call them
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
@@ -60,7 +60,7 @@ def _sources(stored: Any) -> frozenset[str]:
     return frozenset(str(s) for s in stored or [] if isinstance(s, str))
 
 
-def nameable(name: Any) -> bool:
+def nameable(name: Any) -> TypeGuard[str]:
     """A name a tool or tool source may have, in text the database stores: PostgreSQL's
     jsonb holds neither a NUL nor a lone surrogate."""
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_SOURCE_CHARS:
