@@ -1,5 +1,5 @@
-"""The README's run command (issue 2): `bin/run` on a fresh data folder serves the app on
-loopback, creates the admin once, and the admin can edit a ModelConfig (SPEC RW.2, R5.1).
+"""The README's run command: `bin/run` on a fresh data folder serves the app on
+loopback, creates the admin once, and the admin can edit a ModelConfig (RW.2, R5.1).
 
 Each start of `bin/run` costs some 20 s of CPU (six Django commands, then daphne): the
 module starts it twice, fresh and again on the same folder, and its tests run on one

@@ -1,5 +1,5 @@
-"""The projects API (RJ.1, RJ.4; DESIGN §11): projects and their files, owner-only, and
-conversations moved into and out of projects."""
+"""The projects API (RJ.1, RJ.4; docs/protocol.md, "Projects"): projects and their files,
+owner-only, and conversations moved into and out of projects."""
 
 from __future__ import annotations
 
