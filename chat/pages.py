@@ -157,9 +157,9 @@ def _ordinary_request(conversation: Conversation, budget: int, used: tuple[str, 
 def _sees_images(conversation: Conversation) -> bool:
     """Whether the next run sends its history's newest images as pixels, decided as the run
     decides it."""
-    from chat.runs import deps, storage
+    from chat.runs import deps, preparation
 
-    return storage.history_sees_images(
+    return preparation.history_sees_images(
         mode=conversation.mode,
         model_config_id=conversation.model_config_id,
         builtin_model=conversation.builtin_model,

@@ -22,13 +22,14 @@ to a socket: a closed tab does not stop them, and a client that reconnects catch
 through ``run.active`` and the HTTP messages API.
 
 The modules, each using only those after it: ``lifecycle`` (launch, control listener,
-follow-ups), ``work`` (prepare, fit the history, run the engine; checkpoints), ``finish``
-(store the outcome, then announce it), ``ahead`` (after a ``done``, the images the next
+the finish: store the outcome, then announce it; follow-ups), ``work`` (prepare, fit the
+history, run the engine; checkpoints), ``ahead`` (after a ``done``, the images the next
 run will show as text, described in the background), ``state`` (the ``Run`` they share),
-``storage`` (the database side), ``control`` (one run per conversation across processes),
-``registry`` (this process's runs), ``events`` (publishing), ``record`` (steps and plan
-kept for a reload), ``compactions`` (the run's compaction ledger), ``metering`` (usage),
-``deps`` (the collaborators a run is built with).
+``preparation`` (what the engine is given: models, budgets, the query, the history),
+``storage`` (the run's rows, from open to end), ``control`` (one run per conversation
+across processes), ``registry`` (this process's runs), ``events`` (publishing), ``record``
+(steps and plan kept for a reload), ``compactions`` (the run's compaction ledger),
+``metering`` (usage), ``deps`` (the collaborators a run is built with).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from django.utils.translation import gettext
 
 from chat import drain
 from chat.errors import ChatError
-from chat.runs import ahead, control, deps, lifecycle, storage
+from chat.runs import ahead, control, deps, lifecycle, preparation, storage
 from chat.runs.control import SnapshotGate
 from chat.runs.events import channel_layer, conversation_group
 from chat.runs.registry import registry
@@ -127,7 +128,7 @@ async def submit_message(
             _refuse_while_draining()
             run_deps = deps.current()
             try:
-                ready = await database_sync_to_async(storage.open_and_prepare)(
+                ready = await database_sync_to_async(preparation.open_and_prepare)(
                     deps=run_deps,
                     user=user,
                     conversation_id=conversation_id,

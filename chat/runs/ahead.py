@@ -37,7 +37,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from chat import drain, image_describer
-from chat.runs import storage
+from chat.runs import preparation, storage
 from chat.runs.events import channel_layer, conversation_group
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
@@ -59,7 +59,7 @@ def describe_after(run: Run) -> asyncio.Task | None:
         return None
     # Read now, not from the run's start: an endpoint that refused images during the run
     # has turned its client's ``supports_vision`` off, and the next run sends text only.
-    vision = storage.history_has_pixels(run.mode, storage.supports_vision(prepared.main))
+    vision = preparation.history_has_pixels(run.mode, preparation.supports_vision(prepared.main))
     task = asyncio.create_task(
         _describe(
             conversation_id=run.conversation_id,
@@ -107,7 +107,7 @@ async def _announce(conversation_id: Any, answer_id: int, metadata: dict | None)
     )
 
 
-def _may_show_images(prepared: storage.PreparedRun, run: Run) -> bool:
+def _may_show_images(prepared: preparation.PreparedRun, run: Run) -> bool:
     """Whether the next run's history can hold an image at all, from what this run loaded
     (no database): its history, its question and follow-ups. A follow-up its engine took
     is not kept here, so then the history is looked at."""

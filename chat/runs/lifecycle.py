@@ -39,7 +39,7 @@ from channels.db import database_sync_to_async
 from django.utils.translation import gettext, gettext_lazy
 
 from chat.models import Message
-from chat.runs import ahead, control, storage, work
+from chat.runs import ahead, control, preparation, storage, work
 from chat.runs.deps import RunDeps
 from chat.runs.events import EventPublisher, control_group, failure_of
 from chat.runs.metering import usage_totals
@@ -63,7 +63,7 @@ async def launch(
     received: float,
     retry_of: int | None = None,
     edit_of: int | None = None,
-    prepared: storage.PreparedRun | None = None,
+    prepared: preparation.PreparedRun | None = None,
 ) -> Run:
     """Register the run, join its control group, announce it and start its tasks;
     ``prepared``: what its work needs, already read (else the work reads it)."""
@@ -142,7 +142,7 @@ async def _listen(run: Run, layer) -> None:
             # Expected from now on: an engine about to end waits for it (InjectionQueue).
             run.injections.expect()
             try:
-                injected = await database_sync_to_async(storage.load_injection)(
+                injected = await database_sync_to_async(preparation.load_injection)(
                     message["message_id"], vision=_vision(run)
                 )
             except Exception:
@@ -165,7 +165,7 @@ def _stored_follow_ups_of(run: Run) -> FollowUpLookUp:
         if run is None:
             return []
         try:
-            return await database_sync_to_async(storage.stored_follow_ups)(
+            return await database_sync_to_async(preparation.stored_follow_ups)(
                 conversation_id=run.conversation_id,
                 run_id=run.run_id,
                 taken_ids=taken_ids,
@@ -182,7 +182,7 @@ def _stored_follow_ups_of(run: Run) -> FollowUpLookUp:
 def _vision(run: Run) -> bool:
     if run.prepared is not None:
         return run.prepared.vision
-    return storage.supports_vision(run.deps.get_llm("main"))
+    return preparation.supports_vision(run.deps.get_llm("main"))
 
 
 async def _supervise(run: Run, layer) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.runs import storage
+from chat.runs import preparation, storage
 from chat.runs.approvals import RunApprovals
 from chat.runs.compactions import RunCompactions
 from chat.runs.deps import RunDeps
@@ -112,7 +112,7 @@ class Run:
     work: asyncio.Task | None = None
     listener: asyncio.Task | None = None
     checkpoints: asyncio.Task | None = None
-    prepared: storage.PreparedRun | None = None  # set by the work once it has it
+    prepared: preparation.PreparedRun | None = None  # set by the work once it has it
     state: RunState = RunState.WORKING
     answer_parts: list[str] = field(default_factory=list)
     answer_version: int = 0  # moves with every change of the answer text

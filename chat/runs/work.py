@@ -2,7 +2,7 @@
 the streamed text (checkpoints).
 
 ``perform`` is the run's work task (``lifecycle.launch`` starts it): it reads models,
-budgets and history (``storage.prepare``), describes old images once, fits the history to
+budgets and history (``preparation.prepare``), describes old images once, fits the history to
 the room the engine's first call leaves (a ``compact`` event, scope ``history``, when it
 compacted; a new summary is stored), and runs the engine with metered models and the run
 as its sink. Its outcome, or how it failed, is the finish's to store (``finish``).
@@ -24,7 +24,7 @@ from django.conf import settings
 from django.utils import translation
 
 from chat import image_describer
-from chat.runs import approvals, storage
+from chat.runs import approvals, preparation, storage
 from chat.runs.compactions import RunCompactions
 from chat.runs.metering import MeteredLLM
 from chat.runs.state import Run
@@ -60,8 +60,8 @@ class RunModels:
 async def perform(run: Run):
     """The run's work task: prepare, fit the history, run the engine; its result is the
     engine's outcome, its exception (or cancellation) how the run failed."""
-    # A new message's run was prepared when it was opened (``storage.open_and_prepare``).
-    prepared = run.prepared or await database_sync_to_async(storage.prepare_work)(
+    # A new message's run was prepared when it was opened (``preparation.open_and_prepare``).
+    prepared = run.prepared or await database_sync_to_async(preparation.prepare_work)(
         run.opened, run.deps
     )
     run.prepared = prepared
@@ -86,7 +86,7 @@ async def perform(run: Run):
     return await run.deps.engine_for(run.mode)(ctx)
 
 
-def _metered_models(run: Run, prepared: storage.PreparedRun) -> RunModels:
+def _metered_models(run: Run, prepared: preparation.PreparedRun) -> RunModels:
     models = RunModels(
         main=MeteredLLM(prepared.main, run.answer_usage),
         fast=MeteredLLM(prepared.fast, run.answer_usage),
@@ -106,7 +106,7 @@ def _metered_models(run: Run, prepared: storage.PreparedRun) -> RunModels:
     return models
 
 
-async def _run_tools(run: Run, prepared: storage.PreparedRun):
+async def _run_tools(run: Run, prepared: preparation.PreparedRun):
     """The run's tool registry: the built-in tools, then the tool servers'."""
     tools = run.deps.make_tools(
         run.conversation_id,
@@ -125,7 +125,7 @@ async def _run_tools(run: Run, prepared: storage.PreparedRun):
 
 
 async def _fitted_history(
-    run: Run, prepared: storage.PreparedRun, tools, models: RunModels
+    run: Run, prepared: preparation.PreparedRun, tools, models: RunModels
 ) -> list[ChatMessage]:
     """The history fitted to the room the engine's first call leaves; a compaction is
     announced (``compact``, scope ``history``) and its new summary stored."""
@@ -187,7 +187,7 @@ async def _fitted_history(
 
 
 async def _announce_history_compaction(
-    run: Run, prepared: storage.PreparedRun, fitted: HistoryLoad, facts: dict
+    run: Run, prepared: preparation.PreparedRun, fitted: HistoryLoad, facts: dict
 ) -> None:
     """Store the load's new summary (with what it cost), then tell the sockets."""
     summary = fitted.new_summary
@@ -210,7 +210,7 @@ async def _announce_history_compaction(
 
 def _engine_context(
     run: Run,
-    prepared: storage.PreparedRun,
+    prepared: preparation.PreparedRun,
     tools,
     models: RunModels,
     history: list[ChatMessage],
@@ -228,7 +228,7 @@ def _engine_context(
     return AgentContext(
         llm=models.main,
         fast_llm=models.fast,
-        fast_vision=storage.supports_vision(prepared.fast),
+        fast_vision=preparation.supports_vision(prepared.fast),
         compact_llm=models.compact,
         main_budget=prepared.main_tokens,
         fast_budget=prepared.fast_tokens,
@@ -286,8 +286,8 @@ async def _add_server_tools(
 
 
 async def _describe_old_images(
-    run: Run, prepared: storage.PreparedRun, llm: MeteredLLM
-) -> storage.PreparedRun:
+    run: Run, prepared: preparation.PreparedRun, llm: MeteredLLM
+) -> preparation.PreparedRun:
     """Images the history shows as text get the fast model's description once, when it
     can see images (chat.image_describer); the history is then read again with it.
     Normally the previous answer had them described already (``ahead``), and this asks
@@ -301,7 +301,7 @@ async def _describe_old_images(
     )
     if not described:
         return prepared
-    history = await database_sync_to_async(storage.reload_history)(run.opened, prepared)
+    history = await database_sync_to_async(preparation.reload_history)(run.opened, prepared)
     return dataclasses.replace(prepared, history=history)
 
 

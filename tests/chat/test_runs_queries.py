@@ -18,7 +18,7 @@ from django.db.backends import utils as db_utils
 
 from chat import services
 from chat.models import Message
-from chat.runs import storage
+from chat.runs import preparation
 from chat.runs.registry import registry
 from chat.tool_servers import pool as tool_servers
 from tests.support.runs import WAIT, answer_text, connect, events_until, send
@@ -31,7 +31,7 @@ pytestmark = [
 ]
 
 # message -> done of a plain ReAct turn with history, models and budgets already resolved
-# (chat.runs.storage caches them for a moment): the query's transaction (the owner check
+# (chat.runs.preparation caches them for a moment): the query's transaction (the owner check
 # that also locks the row, whether a run is going, the two messages), the history
 # (summary, messages), whether the conversation has documents (read_document is offered
 # only then), the answer's transaction, and the full-text index: one insert for the
@@ -46,7 +46,7 @@ def lookups_kept_through_the_test(monkeypatch):
     """The counted turn reuses what the first turn looked up, however slow the machine:
     the product keeps the model lookups for two seconds, which a busy machine can outlast
     between the two turns."""
-    monkeypatch.setattr(storage, "CONFIG_TTL_SECONDS", 3600.0)
+    monkeypatch.setattr(preparation, "CONFIG_TTL_SECONDS", 3600.0)
 
 
 @pytest.fixture

@@ -63,7 +63,7 @@ _SCAFFOLD_LINE = re.compile(
     r"^(?:Results? of (?:the )?steps?\b.*|Your task:.*|Follow-ups the user sent meanwhile:.*)$"
 )
 _TASK_PREFIX = re.compile(r"^\s*Your task:\s*")
-# What a model without vision gets instead of a picture (chat.runs.storage).
+# What a model without vision gets instead of a picture (chat.runs.preparation).
 _IMAGE_LABEL = re.compile(r"\[image: [^\]\n]*\]")
 # "Please remember it", "merk dir das", "请记住": something to keep, not something to look up.
 _REMEMBER_REQUEST = re.compile(

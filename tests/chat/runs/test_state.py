@@ -10,8 +10,9 @@ import pytest
 from chat import services
 from chat.models import Conversation
 from chat.runs.deps import RunDeps
+from chat.runs.preparation import stored_follow_ups
 from chat.runs.state import Run, RunState, TrackedInjections
-from chat.runs.storage import OpenedRun, stored_follow_ups
+from chat.runs.storage import OpenedRun
 from contextmgmt.core.messages import ChatMessage
 
 

@@ -11,7 +11,7 @@ import weakref
 import pytest
 
 from chat.models import Message
-from chat.runs import deps, storage
+from chat.runs import deps, preparation
 from tests.support.runs import events_until, send
 
 pytestmark = [
@@ -22,10 +22,10 @@ pytestmark = [
 
 @pytest.fixture
 def prepares(monkeypatch):
-    """Each ``storage.prepare_work`` call, and a switch to make the next ones fail."""
+    """Each ``preparation.prepare_work`` call, and a switch to make the next ones fail."""
     calls: list[str] = []
     failures: list[Exception] = []
-    real = storage.prepare_work
+    real = preparation.prepare_work
 
     def counted(opened, deps):
         calls.append(opened.run_id)
@@ -33,7 +33,7 @@ def prepares(monkeypatch):
             raise failures.pop(0)
         return real(opened, deps)
 
-    monkeypatch.setattr(storage, "prepare_work", counted)
+    monkeypatch.setattr(preparation, "prepare_work", counted)
     counted.calls, counted.failures = calls, failures
     return counted
 
@@ -82,6 +82,6 @@ def test_the_models_cache_frees_collaborators_that_were_replaced():
     # held by the cache, a whole finished run stayed alive until the next lookup.
     replaced = dataclasses.replace(deps.current())
     gone = weakref.ref(replaced)
-    storage._models_and_budgets(replaced)
+    preparation._models_and_budgets(replaced)
     del replaced
     assert gone() is None  # freed by reference counting, no collection needed
