@@ -146,7 +146,7 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
     # Headings in the language of the request (the user's interface language).
     title = conversation.title or gettext("Untitled conversation")
     lines = [
-        f"# {_one_line(title)}",
+        f"# {_markdown_text(_one_line(title))}",
         "",
         "- " + gettext("Started: %(when)s") % {"when": _when(conversation.created_at)},
         "- " + gettext("Exported: %(when)s") % {"when": _when(timezone.now())},
@@ -188,7 +188,7 @@ def conversation_markdown(conversation: Conversation, messages: list[Message]) -
             lines += [message.content or "*(" + gettext("no text") + ")*", ""]
             error = metadata.get("error")
             if isinstance(error, dict) and error.get("message"):
-                problem = _one_line(str(error["message"]))
+                problem = _markdown_text(_one_line(str(error["message"])))
                 lines += ["> " + gettext("Error: %(problem)s") % {"problem": problem}, ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -206,13 +206,24 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-# Characters that would make a name a link, emphasis, HTML or code in Markdown.
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+# Characters that would make a name a link, emphasis, HTML, an entity or code in Markdown.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+!|~&])")
 
 
 def _markdown_text(text: str) -> str:
-    """``text`` shown as it is in Markdown: a name is a label, never a link or markup."""
+    """``text`` shown as it is in Markdown: a title or a name is a label, never a heading,
+    link or markup of its own. User text the export puts into its own structure (the
+    title's heading, list items, an error's line) goes through here; names shown as code
+    (a document's, a tool's) through ``_code_span``."""
     return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
+
+
+def _code_span(text: str) -> str:
+    """``text`` as an inline code span no backtick inside it can close (CommonMark: the
+    span's fence is longer than any run inside; a space pads a backtick at either end)."""
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _documents(metadata: dict[str, Any]) -> list[str]:
@@ -223,7 +234,7 @@ def _documents(metadata: dict[str, Any]) -> list[str]:
         pages = int(doc.get("pages") or 0)
         label = ngettext(
             "Document %(name)s (%(count)d page)", "Document %(name)s (%(count)d pages)", pages
-        ) % {"name": f"`{doc.get('name') or doc['file_id']}`", "count": pages}
+        ) % {"name": _code_span(_one_line(str(doc.get("name") or doc["file_id"]))), "count": pages}
         lines.append(f"*{label}*")
     return lines + ([""] if docs else [])
 
@@ -246,10 +257,10 @@ def _steps(metadata: dict[str, Any]) -> list[str]:
         kind = step.get("kind")
         name = _one_line(str(step.get("name") or "tool"))
         if kind == "tool_call":
-            call = gettext("**Tool call** %(tool)s") % {"tool": f"`{name}`"}
+            call = gettext("**Tool call** %(tool)s") % {"tool": _code_span(name)}
             lines += [f"> {call}", *_quoted_fence(step.get("arguments"))]
         elif kind == "tool_result":
-            result = gettext("**Result** of %(tool)s") % {"tool": f"`{name}`"}
+            result = gettext("**Result** of %(tool)s") % {"tool": _code_span(name)}
             lines += [f"> {result}", *_quoted_fence(step.get("result"))]
     return lines + [""] if lines else []
 

@@ -221,3 +221,90 @@ def test_an_answer_without_text_is_marked_in_the_readers_language(user, language
     with translation.override(language):
         text = conversation_markdown(chat, list(chat.messages.order_by("created_at", "id")))
     assert marker in text
+
+
+HOSTILE_TEXT = (
+    "# x\n[link](javascript:alert(1)) *em* __strong__ `code` <script>alert(1)</script> "
+    "![pic](x.png) | a | ~~s~~ &amp; \\ {b} +1"
+)
+
+
+def _inline_children(markdown: str, block: str, tag: str = "") -> list[list]:
+    """The inline tokens of each ``block`` (``heading_open`` of ``tag``, ``paragraph_open``…)
+    of ``markdown`` as a CommonMark reader with raw HTML on parses it."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    return [
+        tokens[i + 1].children or []
+        for i, token in enumerate(tokens)
+        if token.type == block and (not tag or token.tag == tag)
+    ]
+
+
+def _as_text(children: list) -> str:
+    """The inline tokens' text, asserting they are text (no link, emphasis, code, HTML)."""
+    kinds = {child.type for child in children}
+    assert kinds <= {"text", "text_special"}, kinds
+    return "".join(child.content for child in children)
+
+
+def test_rj4_a_title_and_names_of_markdown_stay_text_in_the_markdown_export(logged_in_client, user):
+    """A title, a project name, a document's name and an error that hold Markdown and HTML
+    are shown as the text they are: no heading, link, emphasis, code span or HTML of theirs
+    in the file a Markdown reader renders (the message itself is Markdown by design)."""
+    from tests.support.factories import make_project
+
+    flat = " ".join(HOSTILE_TEXT.split())
+    project = make_project(user, name=HOSTILE_TEXT)
+    chat = services.conversation_create(owner=user, title=HOSTILE_TEXT, project_id=project.pk)
+    question = say(chat, "Hello")
+    document = {"file_id": "f1", "name": "a`b*c*.pdf` <b>x</b>", "pages": 1}
+    Message.objects.filter(pk=question.pk).update(metadata={"documents": [document]})
+    failed = say(chat, "", role="assistant", status="error")
+    steps = [{"kind": "tool_call", "name": "fs`<b>", "arguments": "{}"}]
+    error = {"message": "no model [x](http://evil.example) <i>y</i>"}
+    Message.objects.filter(pk=failed.pk).update(metadata={"error": error, "steps": steps})
+    markdown = logged_in_client.get(url(chat)).content.decode()
+
+    (heading,) = _inline_children(markdown, "heading_open", "h1")
+    assert _as_text(heading) == flat
+    assert markdown.count("\n# ") == 0 and markdown.startswith("# ")
+    paragraphs = _inline_children(markdown, "paragraph_open")
+
+    def starting(prefix: str) -> list:
+        (found,) = [c for c in paragraphs if c and c[0].content.startswith(prefix)]
+        return found
+
+    assert _as_text(starting("Project: ")) == f"Project: {flat}"
+    (label,) = [c for c in paragraphs if "Document" in str(c)]
+    kinds = [t.type for t in label]
+    assert kinds == ["em_open", "text", "code_inline", "text", "em_close"], kinds
+    assert label[2].content == "a`b*c*.pdf` <b>x</b>"
+    error_line = _as_text(starting("Error: "))
+    assert error_line == "Error: no model [x](http://evil.example) <i>y</i>"
+    (call,) = [c for c in paragraphs if "Tool call" in str(c)]
+    assert [t.type for t in call][-1] == "code_inline" and call[-1].content == "fs`<b>"
+
+
+def test_rj4_the_markdown_exports_code_spans_hold_any_backticks():
+    from chat.export import _code_span
+
+    for text in ("plain", "a`b", "``x", "y`", "a ``` b"):
+        (children,) = _inline_children(f"Tool {_code_span(text)}\n", "paragraph_open")
+        assert children[-1].type == "code_inline" and children[-1].content == text, text
+
+
+def test_rj4_the_json_export_keeps_a_title_and_names_as_they_are(logged_in_client, user):
+    """Escaping is the Markdown's: the JSON export holds the title and the project's name
+    exactly as stored."""
+    from tests.support.factories import make_project
+
+    project = make_project(user, name="Plan *b* [x](y)")
+    chat = services.conversation_create(owner=user, title="# x `y` <b>", project_id=project.pk)
+    data = json.loads(logged_in_client.get(url(chat), {"format": "json"}).content)
+    assert data["conversation"]["title"] == "# x `y` <b>"
+    assert data["project"]["name"] == "Plan *b* [x](y)"
+    exported = json.loads(logged_in_client.get(f"/api/projects/{project.pk}/export/").content)
+    assert exported["project"]["name"] == "Plan *b* [x](y)"
+    assert exported["conversations"][0]["title"] == "# x `y` <b>"
