@@ -243,9 +243,9 @@ async def replay(summariser, budget: int, script_of: Conversation, user) -> Outc
     from channels.testing import WebsocketCommunicator
 
     from chat import services
-    from chat.routing import websocket_urlpatterns
     from chat.runs import deps
     from chat.runs.registry import registry
+    from chat.sockets.routing import websocket_urlpatterns
     from contextmgmt.budget import Budget
     from contextmgmt.core.tokens import estimate_message_tokens
 

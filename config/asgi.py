@@ -16,7 +16,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat import drain, runs  # noqa: E402
-from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.sockets.routing import websocket_urlpatterns  # noqa: E402
 from config.loop_monitor import MonitoredApp  # noqa: E402
 
 
@@ -109,7 +109,7 @@ application = MonitoredApp(
             # Static files are served by WhiteNoise, a middleware (config/static_files.py).
             "http": django_asgi_app,
             "websocket": AllowedHostsOriginValidator(
-                # The stub wants its own pattern type; path() makes these (chat/routing.py).
+                # The stub wants its own pattern type; path() makes these (chat/sockets/routing.py).
                 AuthMiddlewareStack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
             ),
         }

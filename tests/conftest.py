@@ -64,7 +64,8 @@ def django_db_setup(django_db_setup, django_db_blocker):
 @pytest.fixture(autouse=True)
 def serving_with_fresh_rate_limits():
     """Each test starts with no websocket frames counted and the process not draining."""
-    from chat import drain, rate_limit
+    from chat import drain
+    from chat.sockets import rate_limit
 
     rate_limit.reset()
     drain.reset()

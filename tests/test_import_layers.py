@@ -84,8 +84,21 @@ def test_the_project_keeps_every_contract():
             "from fimone.llm.offline.model import OfflineLLM  # noqa",
             "fimone.agent is not allowed to import fimone.llm",
         ),
+        # the runs reaching into the websocket, an edge only the ASGI wiring imports.
+        (
+            "chat/runs/events.py",
+            "def _frames():\n    from chat.sockets import frames\n\n    return frames",
+            "Illegal imports of protected package chat.sockets",
+        ),
     ],
-    ids=["module-level", "function-level", "llm-to-chat", "core-to-django-half", "siblings"],
+    ids=[
+        "module-level",
+        "function-level",
+        "llm-to-chat",
+        "core-to-django-half",
+        "siblings",
+        "runs-to-sockets",
+    ],
 )
 def test_an_upward_import_breaks_a_contract(project_copy, module, code, broken):
     append(project_copy / module, code)

@@ -15,9 +15,10 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from chat import drain, frames, runs, services
+from chat import drain, runs, services
 from chat.models import Message
 from chat.runs.registry import registry
+from chat.sockets import frames
 from fimone.agent.context import AgentOutcome
 from tests.support.runs import (
     WAIT,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from redis.asyncio import Redis
 
-from chat import rate_limit
+from chat.sockets import rate_limit
 
 pytestmark = pytest.mark.scale
 

@@ -61,8 +61,8 @@ def http_routes() -> list[Route]:
 
 
 def websocket_routes() -> list[str]:
-    """Route templates of the websocket URLRouter (chat.routing)."""
-    from chat.routing import websocket_urlpatterns
+    """Route templates of the websocket URLRouter (chat.sockets.routing)."""
+    from chat.sockets.routing import websocket_urlpatterns
 
     return [str(p.pattern) for p in websocket_urlpatterns]
 

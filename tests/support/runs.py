@@ -17,10 +17,10 @@ from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from chat.routing import websocket_urlpatterns
 from chat.runs import ahead, deps
 from chat.runs.deps import RunDeps
 from chat.runs.registry import registry
+from chat.sockets.routing import websocket_urlpatterns
 from tests.support.fake_llm import FakeLLM
 
 # Guards against a hang, not a speed requirement: a healthy run answers in milliseconds.

@@ -205,7 +205,7 @@ async def test_rate_limit_window_slides(socket, settings, monkeypatch):
     settings.FIMONE_WS_RATE_LIMIT = 2
     settings.FIMONE_WS_RATE_WINDOW_SECONDS = 10.0
     clock = [1000.0]
-    monkeypatch.setattr("chat.rate_limit.clock", lambda: clock[0])
+    monkeypatch.setattr("chat.sockets.rate_limit.clock", lambda: clock[0])
     for _ in range(2):
         await send(socket, type="cancel")
         assert (await next_event(socket))["code"] == "no_active_run"

@@ -8,8 +8,8 @@ Close codes: 4401 anonymous, 4404 unknown or foreign conversation (the two are n
 apart, so ids of other users' conversations reveal nothing), also sent to every socket of a
 conversation when it is deleted. A bad frame never closes the socket: it gets
 ``error {code, message}`` and the socket stays usable. Frames are parsed by
-``chat.json_input`` (nesting limit), counted by ``chat.rate_limit`` (per user, over all
-sockets and processes), and every outgoing frame is cut to size by ``chat.frames``.
+``chat.json_input`` (nesting limit), counted by ``rate_limit`` (per user, over all sockets
+and processes), and every outgoing frame is cut to size by ``frames``.
 
 Client frames: ``message``, ``cancel``, ``retry {message_id}`` — a failed, stopped or
 interrupted newest answer asked again on the same persisted question (``runs.retry_answer``;
@@ -36,12 +36,13 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext
 
-from chat import frames, rate_limit, runs
+from chat import runs
 from chat.errors import AttachmentNotFound, ChatError
 from chat.json_input import parse_json
-from chat.languages import language_from_scope
 from chat.models import Conversation
 from chat.selectors import conversation_get
+from chat.sockets import frames, rate_limit
+from chat.sockets.languages import language_from_scope
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat import rate_limit
+from chat.sockets import rate_limit
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chat import frames
+from chat.sockets import frames
 
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=400)
 

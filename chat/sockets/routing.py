@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from chat.consumers import ChatConsumer
+from chat.sockets.consumer import ChatConsumer
 
 # Channels routes ASGI applications through Django's path(), whose stub knows views only.
 websocket_urlpatterns = [

@@ -1,4 +1,5 @@
-"""A websocket speaks the user's interface language (chat/languages.py, chat/consumers.py).
+"""A websocket speaks the user's interface language (chat/sockets/languages.py and
+chat/sockets/consumer.py).
 
 The same choice LocaleMiddleware makes for a page: the language switch's cookie, else
 Accept-Language, else English.
@@ -11,7 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from chat.languages import language_from_scope
+from chat.sockets.languages import language_from_scope
 from tests.support.runs import WAIT, answer_text, events_until, next_event, send
 
 
