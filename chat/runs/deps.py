@@ -17,7 +17,8 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from chat.documents.context import document_reader_for
-from chat.recall.lookup import recall_search_for, tool_result_for
+from chat.recall.lookup import recall_search_for
+from chat.recall.tool_results import tool_result_for
 from chat.tool_servers import pool as tool_servers
 from chat.tools.fetch import fetch_config
 from contextmgmt.budget import Budget, BudgetRole, budget_for_config, builtin_budget
