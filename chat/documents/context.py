@@ -10,7 +10,9 @@ A user message's documents (``metadata["documents"]``) join its text as notes:
 - a reference without a readable attachment is ``[document: name unavailable]``.
 
 ``read_document_text`` is the tool's backend: the conversation's documents sent up to the
-run's query and the files of its project (docs/projects.md), found by file name (or id);
+run's query and the files of its project (docs/projects.md), found by their whole file name
+(any case, the extension may be left out) or id — never by a part of a name: a name no
+file has answers with the close ones, read none (docs/tools.md, "Documents");
 the pages asked for, or those best matching a query, within ``FIMONE_DOCUMENT_READ_CHARS``
 characters and ``MAX_PAGES_PER_CALL`` pages.
 
@@ -19,6 +21,7 @@ Sync (ORM): the history loader's thread, or ``sync_to_async`` for the tool.
 
 from __future__ import annotations
 
+import difflib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -234,17 +237,27 @@ def read_document_text(
                 f"Error: the file {removed!r} was removed from the project; it can no longer "
                 "be read. Say so rather than answer from memory of it."
             )
-        names = (
-            "; ".join(
+
+        def listed(rows: list[tuple]) -> str:
+            return "; ".join(
                 f"{name} (picture)" if pk in pictures else f"{name} ({_pages(count)})"
-                for pk, name, count in known
+                for pk, name, count in rows
             )
-            or "none"
-        )
+
         where = (
             "this conversation or its project" if project_id is not None else "this conversation"
         )
-        return f"Error: no document named {file!r} in {where}. Documents: {names}."
+        close = close_names(file, known)
+        offered = (
+            f" Close names: {listed(close)}. Ask again with the exact name (or the id) of the "
+            "one meant; none of them was read."
+            if close
+            else ""
+        )
+        return (
+            f"Error: no document named {file!r} in {where}.{offered} "
+            f"Documents: {listed(known) or 'none'}."
+        )
     pk, name, _count = chosen
     if pk in pictures:
         return (
@@ -310,19 +323,57 @@ def _pages(count: int) -> str:
 
 
 def _find(file: str, known: list[tuple]) -> tuple | None:
-    wanted = file.strip().casefold()
-    for test in (
-        lambda pk, name: name.casefold() == wanted,
-        lambda pk, name: str(pk) == wanted,
-        lambda pk, name: wanted in name.casefold() or name.casefold() in wanted,
-    ):
-        for row in known:
-            if name := row[1] or "":
-                if test(row[0], name):
-                    return row
-            elif test(row[0], str(row[0])):
-                return row
+    """The row ``file`` names exactly, of ``known`` (``(id, name, …)``, newest first): by
+    its id, else its whole name, else its name without the extension when one name has
+    that stem (any case). A part of a name never picks a file: "report" must not read
+    "report-old.pdf" (``close_names`` offers those instead)."""
+    wanted = " ".join(file.split()).casefold()
+    if not wanted:
+        return None
+    as_id = _normalised(wanted)
+    for row in known:
+        if str(row[0]).casefold() == as_id:
+            return row
+    for row in known:
+        if (row[1] or "").casefold() == wanted:
+            return row  # the newest of that name
+    stems = [row for row in known if _stem(row[1] or "") == wanted]
+    if len({row[1].casefold() for row in stems}) == 1:
+        return stems[0]
     return None
+
+
+def _stem(name: str) -> str:
+    """A name without its extension, case-folded (``""`` when it has none)."""
+    stem, dot, _extension = name.casefold().rpartition(".")
+    return stem if dot and stem else ""
+
+
+CLOSE_NAMES_MAX = 5
+CLOSE_STEM_MIN = 3  # a shorter name held in the one asked for is chance, not closeness
+
+
+def close_names(file: str, known: list[tuple]) -> list[tuple]:
+    """The rows of ``known`` whose names come close to ``file`` (one holds the other,
+    or they differ by a few letters), newest first, at most ``CLOSE_NAMES_MAX``: what a
+    ``read_document`` asking for a name no file has is offered, never read."""
+    wanted = " ".join(file.split()).casefold()
+    if not wanted:
+        return []
+    names = [(row[1] or "").casefold() for row in known]
+    alike = set(difflib.get_close_matches(wanted, names, n=CLOSE_NAMES_MAX, cutoff=0.6))
+    close: list[tuple] = []
+    seen: set[str] = set()
+    for row, name in zip(known, names, strict=True):
+        stem = _stem(name) or name
+        holds = wanted in name or (len(stem) >= CLOSE_STEM_MIN and stem in wanted)
+        if name in seen or not (holds or name in alike):
+            continue
+        seen.add(name)
+        close.append(row)
+        if len(close) == CLOSE_NAMES_MAX:
+            break
+    return close
 
 
 def _best_pages(texts: list[str], query: str) -> list[int]:

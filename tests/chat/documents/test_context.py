@@ -3,6 +3,8 @@ outline; ``read_document``'s pages and queries, capped; ``recall`` cites file an
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import TestCase
@@ -122,6 +124,45 @@ def test_read_document_unknown_file_lists_the_documents(user, conversation):
     text = read_document_text(conversation.id, file="budget.xlsx", pages="1")
     assert text.startswith("Error: no document named 'budget.xlsx'")
     assert "review.pdf (12 pages)" in text
+
+
+def test_read_document_never_reads_a_file_whose_name_only_contains_the_one_asked_for(
+    user, conversation
+):
+    """Asked for "report", neither "report-old.txt" nor "my_report.txt" is read: the answer
+    names them as the close names to read by their exact name, and reads nothing."""
+    attach(user, conversation, "report-old.txt", b"Old figures: 17 tons.")
+    attach(user, conversation, "my_report.txt", b"My figures: 23 tons.")
+    attach(user, conversation, "budget.txt", b"Budget: 5 euros.")
+    for asked in ("report", "REPORT.txt", "report.pdf", "old"):
+        text = read_document_text(conversation.id, file=asked)
+        assert text.startswith(f"Error: no document named {asked!r}"), text
+        assert "tons" not in text, text
+    close = read_document_text(conversation.id, file="report")
+    assert "report-old.txt" in close and "my_report.txt" in close
+    names = re.search(r"Close names: (.*?)\. Ask again", close)
+    assert names is not None and "budget" not in names.group(1), close
+    assert "23 tons" in read_document_text(conversation.id, file="My_Report.TXT")
+    assert "17 tons" in read_document_text(conversation.id, file=" report-old ")
+
+
+def test_read_document_by_name_without_extension_needs_one_file_of_that_stem(user, conversation):
+    """A name without its extension reads the one file it names; two files of that stem
+    with other extensions are both offered instead."""
+    attach(user, conversation, "plan.txt", b"Plan text: Tuesday.")
+    assert "Tuesday" in read_document_text(conversation.id, file="plan")
+    attach(user, conversation, "plan.md", b"Plan notes: Friday.")
+    both = read_document_text(conversation.id, file="Plan")
+    assert both.startswith("Error: no document named 'Plan'"), both
+    assert "plan.txt" in both and "plan.md" in both and "day" not in both
+    assert "Friday" in read_document_text(conversation.id, file="plan.md")
+
+
+def test_read_document_reads_by_id_whatever_its_name(user, conversation):
+    attachment, _ = attach(user, conversation, "report.txt", b"By id: 99 balloons.")
+    assert "99 balloons" in read_document_text(conversation.id, file=str(attachment.pk))
+    shouting = str(attachment.pk).upper()
+    assert "99 balloons" in read_document_text(conversation.id, file=shouting)
 
 
 def test_read_document_sees_only_this_conversations_sent_documents(

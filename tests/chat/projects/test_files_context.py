@@ -75,6 +75,17 @@ def test_rj3_read_document_says_a_removed_file_was_removed(project):
     assert "note.txt" in unknown
 
 
+def test_rj3_read_document_reads_a_project_file_by_its_exact_name_only(project):
+    """A project file is read by its whole name (any case, with or without extension),
+    never by a part of it: "hand" names the handbook as a close name and reads nothing."""
+    conversation = services.conversation_create(owner=project.owner, project_id=project.pk)
+    partial = read_document_text(conversation.pk, file="hand", project_id=project.pk)
+    assert partial.startswith("Error: no document named 'hand' in this conversation or")
+    assert "handbook.txt" in partial and FACT not in partial and "Section" not in partial
+    stem = read_document_text(conversation.pk, file="HANDBOOK", pages="1", project_id=project.pk)
+    assert stem.startswith("handbook.txt, pages 1 of ")
+
+
 def test_rj3_past_their_share_files_are_named_in_a_line_each_up_to_a_limit(settings):
     settings.FIMONE_PROJECT_INLINE_SHARE = 0.0
     project = make_project(make_user(), name="Archive")
