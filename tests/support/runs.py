@@ -2,8 +2,8 @@
 loads it through ``pytest_plugins``).
 
 Sockets are real Channels ``WebsocketCommunicator``s on the project's routes; the user is
-put in the scope directly (one test in test_consumer.py goes through the full ASGI stack
-with a session cookie and an Origin header instead). A run's collaborators (LLMs, budgets,
+put in the scope directly (``deployed_socket`` goes through the full ASGI stack with a
+session cookie and an Origin header instead). A run's collaborators (LLMs, budgets,
 memory, engine, tools) are replaced through the ``run_deps`` fixture.
 """
 
@@ -13,6 +13,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
@@ -84,6 +85,31 @@ async def connect(user, conversation_id) -> WebsocketCommunicator:
     connected, _ = await comm.connect(timeout=WAIT)
     assert connected
     return comm
+
+
+async def deployed_socket(
+    user,
+    conversation_id,
+    *,
+    origin: bytes = b"http://127.0.0.1:8000",
+    cookies: str = "",
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> WebsocketCommunicator:
+    """A socket through the whole ASGI stack as deployed (``config.asgi``: origin
+    validation, session authentication), with ``user``'s session cookie (and ``cookies``);
+    not connected yet."""
+    from django.test import Client
+
+    from config.asgi import application
+
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    cookie = "; ".join(filter(None, [f"sessionid={client.cookies['sessionid'].value}", cookies]))
+    return WebsocketCommunicator(
+        application,
+        f"/ws/chat/{conversation_id}/",
+        headers=[(b"origin", origin), (b"cookie", cookie.encode()), *headers],
+    )
 
 
 async def next_event(comm: WebsocketCommunicator) -> dict[str, Any]:

@@ -13,12 +13,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 
 from chat import services
 from chat.models import Message
 from tests.chat.images import image_bytes
-from tests.support.runs import WAIT, connect, next_event, send
+from tests.support.runs import WAIT, connect, deployed_socket, next_event, send
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("clean_runs")]
 
@@ -65,16 +64,7 @@ async def test_unknown_conversation_is_closed_exactly_like_a_foreign_one(user):
 
 async def test_full_stack_with_session_cookie_and_origin(user, conversation):
     """Through config.asgi: origin validation and session authentication as deployed."""
-    from config.asgi import application
-
-    client = Client()
-    await sync_to_async(client.force_login)(user)
-    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    comm = WebsocketCommunicator(
-        application,
-        f"/ws/chat/{conversation.id}/",
-        headers=[(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie)],
-    )
+    comm = await deployed_socket(user, conversation.id)
     connected, _ = await comm.connect(timeout=WAIT)
     assert connected
     await assert_still_usable(comm)
@@ -93,16 +83,7 @@ async def test_full_stack_without_session_is_closed_4401(conversation):
 
 
 async def test_foreign_origin_is_refused_at_the_handshake(user, conversation):
-    from config.asgi import application
-
-    client = Client()
-    await sync_to_async(client.force_login)(user)
-    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    comm = WebsocketCommunicator(
-        application,
-        f"/ws/chat/{conversation.id}/",
-        headers=[(b"origin", b"https://evil.example"), (b"cookie", cookie)],
-    )
+    comm = await deployed_socket(user, conversation.id, origin=b"https://evil.example")
     connected, _ = await comm.connect(timeout=WAIT)
     assert not connected
 

@@ -8,12 +8,10 @@ Accept-Language, else English.
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 
 from chat.sockets.languages import language_from_scope
-from tests.support.runs import WAIT, answer_text, events_until, next_event, send
+from tests.support.runs import WAIT, answer_text, deployed_socket, events_until, next_event, send
 
 
 def scope(cookies=None, accept=None) -> dict:
@@ -37,22 +35,10 @@ def test_language_from_scope(cookies, accept, language):
 
 
 async def full_stack_socket(user, conversation, headers) -> WebsocketCommunicator:
-    from config.asgi import application
-
-    client = Client()
-    await sync_to_async(client.force_login)(user)
-    cookie = f"sessionid={client.cookies['sessionid'].value}"
     extra = dict(headers)
-    if b"cookie" in extra:
-        cookie = f"{cookie}; {extra.pop(b'cookie').decode()}"
-    comm = WebsocketCommunicator(
-        application,
-        f"/ws/chat/{conversation.id}/",
-        headers=[
-            (b"origin", b"http://127.0.0.1:8000"),
-            (b"cookie", cookie.encode()),
-            *extra.items(),
-        ],
+    cookies = extra.pop(b"cookie", b"").decode()
+    comm = await deployed_socket(
+        user, conversation.id, cookies=cookies, headers=tuple(extra.items())
     )
     connected, _ = await comm.connect(timeout=WAIT)
     assert connected
