@@ -91,18 +91,7 @@ def open_run(*, user, conversation_id, content, file_ids, mode, run_id) -> Opene
     answer = services.assistant_message_start(
         conversation=conversation, run_id=run_id, mode=mode, question=query
     )
-    return OpenedRun(
-        run_id=run_id,
-        query=query,
-        answer_id=answer.pk,
-        mode=mode,
-        model_config_id=conversation.model_config_id,
-        builtin_model=conversation.builtin_model,
-        disabled_tool_sources=switched_off(conversation),
-        owner_id=conversation.owner_id,
-        project_id=conversation.project_id,
-        instructions=conversation_instructions(conversation),
-    )
+    return _opened(conversation, run_id=run_id, query=query, answer=answer, mode=mode)
 
 
 @transaction.atomic
@@ -138,18 +127,13 @@ def open_follow_up(
     answer = services.assistant_message_start(
         conversation=conversation, run_id=run_id, mode=mode, question=query
     )
-    return OpenedRun(
+    return _opened(
+        conversation,
         run_id=run_id,
         query=query,
-        answer_id=answer.pk,
+        answer=answer,
         mode=mode,
         also_answers=tuple(also_answers),
-        model_config_id=conversation.model_config_id,
-        builtin_model=conversation.builtin_model,
-        disabled_tool_sources=switched_off(conversation),
-        owner_id=conversation.owner_id,
-        project_id=conversation.project_id,
-        instructions=conversation_instructions(conversation),
     )
 
 
@@ -207,18 +191,13 @@ def open_retry(*, user, conversation_id, message_id, run_id, any_status=False) -
     # Answered anew: waiting again (an interrupted mark from the failed run is stale), and
     # settled with this run's end like any run's.
     services.user_messages_reopen(conversation_id=conversation.pk, ids=[query.pk, *follow_up_ids])
-    return OpenedRun(
+    return _opened(
+        conversation,
         run_id=run_id,
         query=query,
-        answer_id=answer.pk,
+        answer=answer,
         mode=mode,
         follow_up_ids=follow_up_ids,
-        model_config_id=conversation.model_config_id,
-        builtin_model=conversation.builtin_model,
-        disabled_tool_sources=switched_off(conversation),
-        owner_id=conversation.owner_id,
-        project_id=conversation.project_id,
-        instructions=conversation_instructions(conversation),
         versions=versions,
     )
 
@@ -267,18 +246,43 @@ def open_edit(*, user, conversation_id, message_id, content, run_id) -> OpenedRu
     # The old question and what followed it stay as the earlier version's branch.
     versions = version_add(old=old, new=query, answer=answer)
     title_follows(conversation=conversation, question=query, before=old.content)
+    return _opened(
+        conversation,
+        run_id=run_id,
+        query=query,
+        answer=answer,
+        mode=mode,
+        versions=versions,
+    )
+
+
+def _opened(
+    conversation: Conversation,
+    *,
+    run_id: str,
+    query: Message,
+    answer: Message,
+    mode: str,
+    follow_up_ids: tuple[int, ...] = (),
+    also_answers: tuple[int, ...] = (),
+    versions: tuple[int, ...] = (),
+) -> OpenedRun:
+    """The opened run, with what it reads of its conversation (read with it, no query of
+    its own)."""
     return OpenedRun(
         run_id=run_id,
         query=query,
         answer_id=answer.pk,
         mode=mode,
+        follow_up_ids=follow_up_ids,
+        also_answers=also_answers,
+        versions=versions,
         model_config_id=conversation.model_config_id,
         builtin_model=conversation.builtin_model,
         disabled_tool_sources=switched_off(conversation),
         owner_id=conversation.owner_id,
         project_id=conversation.project_id,
         instructions=conversation_instructions(conversation),
-        versions=versions,
     )
 
 
