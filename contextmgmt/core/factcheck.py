@@ -30,6 +30,7 @@ every compaction, over every summarised message (in a worker thread when they ar
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -255,6 +256,44 @@ def _ranked_missing(
     return [entry[5] for entry in ranked]
 
 
+class _LeastCost:
+    """A lower bound of a fact's cost in the Key-facts line (its estimate with the
+    separator, plus one) from its length alone: every printable character but a space
+    weighs at least the lightest class it can be in (ASCII letters, digits, punctuation;
+    a non-ASCII character, its script's block), so the bound never exceeds the estimate."""
+
+    __slots__ = ("ascii", "other", "separator")
+
+    def __init__(self, ascii_weight: float, other_weight: float, separator: float) -> None:
+        self.ascii = ascii_weight
+        self.other = other_weight
+        self.separator = separator
+
+    @staticmethod
+    @functools.lru_cache(maxsize=8)
+    def of(weights: tuple[float, ...]) -> _LeastCost | None:
+        """The bound under ``weights`` (None when a weight is negative: no bound)."""
+        if min(weights) < 0:
+            return None
+        by_class = dict(zip(tokens.CLASSES, weights, strict=True))
+        ascii_weight = min(by_class[name] for name in ("lower", "upper", "digit", "punct", "quote"))
+        other_weight = min(by_class[name] for name in tokens.CLASSES[_FIRST_BLOCK:])
+        # Less a hair: the bound is a product, the estimate a sum in another order.
+        return _LeastCost(ascii_weight, other_weight, by_class["punct"] - 1e-9)
+
+    def cost(self, fact: str) -> int:
+        if not fact.isprintable():
+            return 0  # control characters and odd spaces: no bound
+        length = len(fact) - fact.count(" ")
+        other = 0 if fact.isascii() else len(fact) - len(fact.encode("ascii", "ignore"))
+        value = (length - other) * self.ascii + other * self.other + self.separator
+        return max(1, int(value + 0.5)) + 1
+
+
+# The classes from here on are non-ASCII blocks (``charclass``: a character's lead byte).
+_FIRST_BLOCK = tokens.CLASSES.index("latin_ext")
+
+
 @dataclass(slots=True)
 class KeyFacts:
     """What the fact check did to one summary: its text after, the facts it found missing
@@ -298,7 +337,14 @@ def check_key_facts(
     separator = "; "
     used = tokens.estimate_tokens(prefix)
     chosen: list[str] = []
+    least = _LeastCost.of(tokens.current_weights())
     for fact in missing:
+        if least is not None and least.cost(fact) > max_tokens - used:
+            # Cannot fit, whatever its exact estimate: hundreds of dropped facts are not
+            # counted one by one once the line is nearly full.
+            if used >= max_tokens - 2:
+                break
+            continue
         # Each piece's estimate plus one bounds its share of the joined line's estimate.
         cost = tokens.estimate_tokens(fact + separator) + 1
         if used + cost > max_tokens:

@@ -15,7 +15,7 @@ from contextmgmt.core.factcheck import (
     rank_by_distinctiveness,
 )
 from contextmgmt.core.factscan import normalise
-from contextmgmt.core.tokens import estimate_tokens
+from contextmgmt.core.tokens import N_CLASSES, estimate_tokens, use_weights
 
 from .fact_texts import SCAN_PIECES, TOKENS
 
@@ -151,3 +151,76 @@ def test_rf_12_presence_by_the_summary_read_once_is_the_whole_token_search(needl
             assert factcheck._Presence(text).has(needle) == reference
     finally:
         factcheck.PRESENCE_BY_RUNS_CHARS = kept
+
+
+def _greedy_line(missing, max_tokens):
+    """The Key-facts line's filling as specified: each missing fact in rank order, its
+    estimate counted, taken when it fits (the reference, kept here)."""
+    prefix, separator = f"\n\n{KEY_FACTS_LABEL} ", "; "
+    used = estimate_tokens(prefix)
+    chosen = []
+    for fact in missing:
+        cost = estimate_tokens(fact + separator) + 1
+        if used + cost > max_tokens:
+            if used >= max_tokens - 2:
+                break
+            continue
+        chosen.append(fact)
+        used += cost
+    while chosen and estimate_tokens(prefix + separator.join(chosen)) > max_tokens:
+        chosen.pop()
+    return chosen
+
+
+_FACT_PIECES = [
+    *["ORD-", "7", "42", "2027", "年", "3月", "日", "Straße", "улица", "東京", "·", "€", " "],
+    *["Ω", "ก", "ሀ", "한", "😀", "→", "\t", "\u00a0", "\n", "x", "Q", '"', "é"],
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(
+        st.lists(st.sampled_from(_FACT_PIECES), min_size=1, max_size=8).map("".join),
+        max_size=40,
+    ),
+    max_tokens=st.integers(min_value=0, max_value=80),
+    weights=st.one_of(
+        st.none(), st.lists(st.floats(0, 4), min_size=N_CLASSES, max_size=N_CLASSES).map(tuple)
+    ),
+)
+def test_rf_12_the_key_facts_line_is_the_greedy_fill_of_the_ranked_facts(
+    values, max_tokens, weights
+):
+    """RF.12: facts that cannot fit are passed over without counting their tokens; the
+    line is the one counting every fact would give, under any non-negative weights."""
+    from contextmgmt.core.factcheck import check_key_facts
+
+    sources = [f"the value is ORD-{i} and {value}" for i, value in enumerate(values)]
+    with use_weights(weights):
+        checked = check_key_facts("Nothing.", sources, max_tokens=max_tokens)
+        assert checked.appended == _greedy_line(checked.missing, max_tokens)
+
+
+def test_rf_12_facts_that_cannot_fit_are_not_counted_one_by_one(monkeypatch):
+    """RF.12: once the Key-facts line is nearly full, the hundreds of other missing facts
+    are not each estimated (a bound from their length says they do not fit)."""
+    from contextmgmt.core import factcheck
+
+    sources = [f"order ORD-{100_000 + i} shipped" for i in range(800)]
+    cost = estimate_tokens("ORD-100000; ") + 1
+    # Room for ten, and three tokens to spare: not one more fits, yet the line is not full.
+    max_tokens = estimate_tokens(f"\n\n{KEY_FACTS_LABEL} ") + 10 * cost + 3
+    assert cost > 3
+    counted = []
+    real = factcheck.tokens.estimate_tokens
+
+    def counting(text):
+        counted.append(text)
+        return real(text)
+
+    monkeypatch.setattr(factcheck.tokens, "estimate_tokens", counting)
+    checked = factcheck.check_key_facts("Orders shipped.", sources, max_tokens=max_tokens)
+    assert len(checked.missing) == 800
+    assert len(checked.appended) == 10
+    assert len(counted) < 100
