@@ -252,33 +252,55 @@ LATEST_PER_WORD = 16
 
 
 class _Earlier:
-    """Every sentence of the sources, numbered in order, and by each word of its subject
-    the numbers of the sentences that name it (ascending): a correction that does not name
-    its old value looks only at the latest sentences sharing a word with it."""
+    """The sentences of the sources before a correction, looked up by the words of its
+    subject: a correction that does not name its old value looks only at the latest
+    sentences sharing a word with it.
+
+    Only the sources that hold one of those words are split into sentences (each source's
+    text case-folded once, all joined, searched from the correction backwards): a
+    conversation of hundreds of messages with a few corrections reads the others once, in
+    C. A word of a sentence's subject is a run of its letters, so a source whose folded
+    text lacks it has no sentence naming it."""
 
     def __init__(self, sources: list[str], scans: list[Scanned]) -> None:
-        self.sentences: list[tuple[str, tuple[Placed, ...], frozenset[str]]] = []
-        self.first_of_source: list[int] = []
-        naming: dict[str, list[int]] = {}
-        for source, scan in zip(sources, scans, strict=True):
-            self.first_of_source.append(len(self.sentences))
-            for entry in _subjects_of(source, scan.placed):
-                number = len(self.sentences)
-                self.sentences.append(entry)
-                for word in entry[2]:
-                    naming.setdefault(word, []).append(number)
-        self.first_of_source.append(len(self.sentences))
-        self.naming = naming
+        self.sources = sources
+        self.scans = scans
+        self.folded = ""
+        # Where each source's folded text starts and ends in it.
+        self.starts: list[int] = []
+        self.ends: list[int] = []
 
-    def candidates(self, subject: set[str], index: int) -> list[int]:
-        """Sentences up to the end of source ``index`` that share a word of ``subject``."""
-        cutoff = self.first_of_source[index + 1]
-        found: set[int] = set()
+    def sentences_of(self, index: int) -> _Subjects:
+        return _subjects_of(self.sources[index], self.scans[index].placed)
+
+    def candidates(self, subject: set[str], index: int) -> list[tuple[int, int]]:
+        """Places (source, sentence) up to the end of source ``index`` whose sentence
+        shares a word of ``subject``, in order: the latest ``LATEST_PER_WORD`` naming each
+        word."""
+        if not self.starts:
+            folded = [source.casefold() for source in self.sources]
+            at = 0
+            for text in folded:
+                self.starts.append(at)
+                self.ends.append(at + len(text))
+                at += len(text) + 1
+            self.folded = "\n".join(folded)  # no word holds a line break
+        found: set[tuple[int, int]] = set()
         for word in subject:
-            numbers = self.naming.get(word)
-            if numbers:
-                end = bisect.bisect_left(numbers, cutoff)
-                found.update(numbers[max(0, end - LATEST_PER_WORD) : end])
+            naming = 0
+            end = self.ends[index]
+            while naming < LATEST_PER_WORD:
+                hit = self.folded.rfind(word, 0, end)
+                if hit < 0:
+                    break
+                source = bisect.bisect_right(self.starts, hit) - 1
+                for number in range(len(entries := self.sentences_of(source)) - 1, -1, -1):
+                    if word in entries[number][2]:
+                        found.add((source, number))
+                        naming += 1
+                        if naming == LATEST_PER_WORD:
+                            break
+                end = self.starts[source]  # the rest of this source is read
         return sorted(found)
 
 
@@ -356,20 +378,24 @@ def _replace_earlier(
         return {}
     new_keys = {normalise(n[3]) for n in news}
     wanted = {n[2]: normalise(n[3]) for n in news}
-    best: dict[str, tuple[int, int, str]] = {}  # kind: (shared words, place, old key)
+    # kind: (shared words, place, old key)
+    best: dict[str, tuple[int, tuple[int, int], str]] = {}
     for place in earlier.candidates(subject, index):
-        text, earlier_facts, earlier_subject = earlier.sentences[place]
+        text, earlier_facts, earlier_subject = earlier.sentences_of(place[0])[place[1]]
         if text == sentence:
             continue
         shared = len(subject & earlier_subject)
         for fact in earlier_facts:
             if fact[2] in wanted:
                 key = normalise(fact[3])
-                if key not in new_keys and (shared, place) >= best.get(fact[2], (0, 0, ""))[:2]:
+                if key not in new_keys and (shared, place) >= best.get(fact[2], _NO_PLACE)[:2]:
                     best[fact[2]] = (shared, place, key)
     for kind, (_, _, old) in best.items():
         _replace(by, old, wanted.pop(kind))
     return wanted
+
+
+_NO_PLACE = (0, (-1, -1), "")
 
 
 class _Shapes:

@@ -5,6 +5,8 @@ when its replacement is and never puts the old value back as if it were current.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextmgmt.core.corrections import superseded
 from contextmgmt.core.factcheck import check_key_facts
@@ -206,3 +208,64 @@ def test_a_correction_is_matched_in_a_long_history_rs_3():
     sources.insert(150, "The warehouse door code is 4471.")
     sources.append("The warehouse door code is now 5582.")
     assert superseded(sources).replacement("4471") == "5582"
+
+
+def test_rf_12_a_correction_reads_only_the_sources_naming_its_words(monkeypatch):
+    """RF.12: a correction that does not name its old value is compared with the
+    sentences sharing a word with it; the other sources' sentences are never split and
+    read for their subjects (hundreds of messages, one correction)."""
+    from contextmgmt.core import corrections
+
+    corrections.clear_cache()
+    read = []
+    real = corrections._subject
+
+    def counting(sentence, facts):
+        read.append(sentence)
+        return real(sentence, facts)
+
+    monkeypatch.setattr(corrections, "_subject", counting)
+    sources = [f"Shipment {i} left the port on day {i + 3}." for i in range(400)]
+    sources.insert(200, "The warehouse door code is 4471.")
+    sources.append("Correction: the warehouse door code is 5582.")
+    assert superseded(sources).replacement("4471") == "5582"
+    assert len(read) < 20
+
+
+_WORDS = ["Lager", "LAGER", "lagerhalle", "Straße", "STRASSE", "strasse", "budget", "Budget"]
+_PIECES = [*_WORDS, "展位号", "展位", "code", " ", ". ", "。", "\n", "4471", "B2-17", "is", "改为"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sources=st.lists(
+        st.lists(st.sampled_from(_PIECES), max_size=14).map("".join), min_size=1, max_size=12
+    ),
+    subject=st.sets(st.sampled_from(["lager", "strasse", "budget", "展位", "位号", "code"])),
+    limit=st.integers(1, 4),
+)
+def test_rf_12_the_earlier_sentences_naming_a_word_are_the_latest_of_all(sources, subject, limit):
+    """RF.12: the sentences a correction is compared with, found from the sources'
+    case-folded text, are the latest ``LATEST_PER_WORD`` of all sentences up to its source
+    whose subject names each of its words (the index of every sentence: the reference)."""
+    from contextmgmt.core import corrections
+    from contextmgmt.core.factscan import scans_of
+
+    scans = scans_of(sources)
+    every = [
+        (source, number, entry[2])
+        for source, (text, scan) in enumerate(zip(sources, scans, strict=True))
+        for number, entry in enumerate(corrections._subjects_of(text, scan.placed))
+    ]
+    earlier = corrections._Earlier(sources, scans)
+    kept = corrections.LATEST_PER_WORD
+    corrections.LATEST_PER_WORD = limit
+    try:
+        for index in range(len(sources)):
+            expected = set()
+            for word in subject:
+                naming = [(s, n) for s, n, words in every if s <= index and word in words]
+                expected.update(naming[-limit:])
+            assert earlier.candidates(set(subject), index) == sorted(expected)
+    finally:
+        corrections.LATEST_PER_WORD = kept
