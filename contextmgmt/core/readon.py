@@ -60,6 +60,10 @@ def read_on_lines(text: str) -> list[str]:
     """The read-on lines of ``text``, in order, each once."""
     if READ_ON not in text.lower():
         return []
+    return _lines_of(text)
+
+
+def _lines_of(text: str) -> list[str]:
     found: list[str] = []
     for match in _LINE.finditer(text):
         line = match.group(0)
@@ -70,13 +74,14 @@ def read_on_lines(text: str) -> list[str]:
 
 def newest_read_on_lines(texts: list[str], limit: int = MAX_READ_ON_LINES) -> list[str]:
     """The newest ``limit`` distinct read-on lines of ``texts`` (oldest first)."""
-    # Most conversations hold none: one look at all the texts says so (no text's end and
-    # the next one's start make the phrase: it holds no line break).
-    if READ_ON not in "\n".join(texts).lower():
-        return []
+    # Most conversations hold none: one look at each text says so. (Each lowered apart: a
+    # text of plain ASCII takes the fast way, which a joined text of several scripts
+    # would not.)
     found: list[str] = []
     for text in texts:
-        for line in read_on_lines(text):
+        if READ_ON not in text.lower():
+            continue
+        for line in _lines_of(text):
             if line in found:
                 found.remove(line)
             found.append(line)
