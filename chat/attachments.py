@@ -5,6 +5,7 @@ cleaned up. ``chat.services`` re-exports them: its callers see one module of wri
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -29,6 +30,15 @@ def attachment_create(
     return upload_store(owner=owner, uploaded_file=uploaded_file, conversation=conversation)
 
 
+@dataclass(frozen=True)
+class CheckedUpload:
+    """An upload validated and read, not stored yet: its attachment row (unsaved) and
+    bytes, for ``attachment_store``."""
+
+    attachment: Attachment
+    data: bytes
+
+
 def upload_store(
     *,
     owner,
@@ -36,10 +46,24 @@ def upload_store(
     conversation: Conversation | None = None,
     project: Project | None = None,
 ) -> Attachment:
-    """Validate an upload and store it, in a conversation or as a project's file: an image
-    (checked with Pillow) or a document (its text extracted once,
-    ``chat.documents.extraction``); rejections store nothing. The caller checked that the
-    owner owns the conversation or project."""
+    """Validate an upload and store it, in a conversation or as a project's file
+    (``upload_check``, then ``attachment_store``); rejections store nothing. The caller
+    checked that the owner owns the conversation or project."""
+    upload = upload_check(
+        owner=owner, uploaded_file=uploaded_file, conversation=conversation, project=project
+    )
+    return attachment_store(upload=upload)
+
+
+def upload_check(
+    *,
+    owner,
+    uploaded_file: UploadedFile,
+    conversation: Conversation | None = None,
+    project: Project | None = None,
+) -> CheckedUpload:
+    """Validate an upload, outside any transaction: an image (checked with Pillow) or a
+    document (its text extracted once, ``chat.documents.extraction``)."""
     data = read_limited(uploaded_file, max_bytes=settings.FIMONE_MAX_UPLOAD_BYTES)
     name = display_name(getattr(uploaded_file, "name", ""))
     if looks_like_image(data):
@@ -75,11 +99,13 @@ def upload_store(
             outline=document.outline,
             document=document.document,
         )
-    return _attachment_store(attachment, data)
+    return CheckedUpload(attachment=attachment, data=data)
 
 
 @transaction.atomic
-def _attachment_store(attachment: Attachment, data: bytes) -> Attachment:
+def attachment_store(*, upload: CheckedUpload) -> Attachment:
+    """Store a checked upload: its file and its row, in one short transaction."""
+    attachment = upload.attachment
     # The conversation or project may have gone while the upload was read (seconds,
     # outside any transaction): a DoesNotExist here (a 404) rather than a row whose key
     # fails at commit, a 500 with its stored file left behind. Locked, it stays until the
@@ -89,7 +115,7 @@ def _attachment_store(attachment: Attachment, data: bytes) -> Attachment:
     if attachment.conversation_id is not None:
         Conversation.objects.select_for_update().only("pk").get(pk=attachment.conversation_id)
     # The stored name comes from upload_to (owner id + attachment id), never from the client.
-    attachment.file.save("upload", ContentFile(data), save=False)
+    attachment.file.save("upload", ContentFile(upload.data), save=False)
     try:
         attachment.save()
     except Exception:

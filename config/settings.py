@@ -293,6 +293,8 @@ FIMONE_INSTRUCTIONS_MAX_CHARS = _typed(env.int, "FIMONE_INSTRUCTIONS_MAX_CHARS",
 # take at most this share of the input budget, smallest first; the rest as outlines
 # (docs/projects.md, "Files in the context").
 FIMONE_PROJECT_INLINE_SHARE = _typed(env.float, "FIMONE_PROJECT_INLINE_SHARE", default=0.15)
+# The most files one project holds (docs/projects.md, "Limits").
+FIMONE_PROJECT_MAX_FILES = _typed(env.int, "FIMONE_PROJECT_MAX_FILES", default=50)
 FIMONE_WS_RATE_LIMIT = _typed(env.int, "FIMONE_WS_RATE_LIMIT", default=20)  # frames per window
 FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS", default=10.0)
 # Several server processes: how long a run's owner has to answer "still alive?"

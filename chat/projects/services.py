@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 
-from chat.attachments import upload_store
-from chat.errors import InvalidInput, check_storable
+from chat.attachments import CheckedUpload, attachment_store, upload_check
+from chat.errors import InvalidInput, UploadRejected, check_storable
 from chat.instructions import clean_instructions
 from chat.models import Attachment, Conversation, Project
 from chat.search import index as search_index
@@ -127,13 +128,47 @@ def project_delete(*, project: Project, delete_conversations: bool = False) -> N
     project.delete()
 
 
+def project_max_files() -> int:
+    """The most files one project holds (``FIMONE_PROJECT_MAX_FILES``, read when asked):
+    each is knowledge in every call of its conversations (docs/projects.md, "Limits")."""
+    return max(0, int(settings.FIMONE_PROJECT_MAX_FILES))
+
+
+def _check_room_for_a_file(project_id: int) -> None:
+    limit = project_max_files()
+    if Attachment.objects.filter(project_id=project_id).count() >= limit:
+        raise UploadRejected(
+            "too_many_files",
+            ngettext(
+                "A project holds at most %(limit)s file: remove one to add another.",
+                "A project holds at most %(limit)s files: remove one to add another.",
+                limit,
+            )
+            % {"limit": f"{limit:,}"},
+        )
+
+
 def project_file_create(*, owner, project: Project, uploaded_file: UploadedFile) -> Attachment:
     """Store an upload as the project's file and index its pages after the commit; the
-    same types and limits as a conversation's uploads."""
+    same types and limits as a conversation's uploads, and at most ``project_max_files``
+    files in the project."""
     if project.owner_id != owner.pk:
         raise InvalidInput("project_mismatch", "The project belongs to someone else.")
+    # A full project refuses at once, before the upload is read; checked again where the
+    # file is stored, the project locked, so two uploads at once cannot both take the
+    # last place.
+    _check_room_for_a_file(project.pk)
     # Extraction may take seconds of CPU: it runs before the short transaction that stores.
-    attachment = upload_store(owner=owner, uploaded_file=uploaded_file, project=project)
+    upload = upload_check(owner=owner, uploaded_file=uploaded_file, project=project)
+    return _project_file_store(project=project, upload=upload)
+
+
+@transaction.atomic
+def _project_file_store(*, project: Project, upload: CheckedUpload) -> Attachment:
+    # DoesNotExist (a 404) when the project was deleted while the upload was read.
+    Project.objects.select_for_update().only("pk").get(pk=project.pk)
+    _check_room_for_a_file(project.pk)
+    attachment = attachment_store(upload=upload)
     Project.objects.filter(pk=project.pk).update(updated_at=timezone.now())
     transaction.on_commit(
         functools.partial(search_index.index_project_file, attachment_id=attachment.pk)

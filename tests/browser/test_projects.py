@@ -284,3 +284,40 @@ def test_a_file_stored_before_the_panel_read_its_list_is_listed_once(logged_in_p
     upload.fulfill(response=stored)
     expect(dialog.locator("[role=status]")).to_have_text("")
     expect(dialog.locator(".project-file")).to_have_count(1)
+
+
+def test_a_file_past_the_projects_limit_is_refused_in_the_panel_with_nothing_lost(
+    chromium, shared_daphne_factory, tmp_path
+):
+    """RJ.4: on a server that lets a project hold two files, three chosen at once: two are
+    added, the third is refused with the server's reason in the user's language (German
+    here), and the panel keeps the files and the instructions being typed."""
+    server = shared_daphne_factory({"FIMONE_PROJECT_MAX_FILES": "2"})
+    session = open_session(chromium, server, language="de")
+    page = session.page
+    try:
+        create_project(page, "Depots", "Kurz antworten.")
+        dialog = page.locator("dialog.project-dialog")
+        dialog.locator("#project-instructions").fill("Kurz antworten. Noch nicht gespeichert.")
+        chosen = []
+        for name in ("a.txt", "b.txt", "c.txt"):
+            path = tmp_path / name
+            path.write_text(f"Datei {name}.\n")
+            chosen.append(str(path))
+        dialog.locator("#project-file-input").set_input_files(chosen)
+        error = dialog.locator("#project-file-error")
+        expect(error).to_contain_text("c.txt")
+        expect(error).to_contain_text("höchstens 2 Dateien")
+        files = dialog.locator(".project-file .doc-name")
+        expect(files).to_have_text(["a.txt", "b.txt"])
+        expect(dialog.locator("#project-instructions")).to_have_value(
+            "Kurz antworten. Noch nicht gespeichert."
+        )
+        dialog.locator(".project-file").nth(0).locator("button").click()
+        expect(files).to_have_text(["b.txt"])
+        dialog.locator("#project-file-input").set_input_files(chosen[2])
+        expect(files).to_have_text(["b.txt", "c.txt"])
+        expect(error).to_be_hidden()
+        assert not session.errors
+    finally:
+        session.close()

@@ -215,6 +215,28 @@ def test_rj4_a_file_over_the_upload_limit_is_refused(logged_in_client, project, 
     assert not Attachment.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [("en", "at most 1 file"), ("de", "höchstens 1 Datei"), ("zh-hans", "最多 1 个文件")],
+)
+def test_rj4_a_file_past_the_projects_limit_is_refused_in_the_users_language(
+    logged_in_client, project, settings, language, words
+):
+    settings.FIMONE_PROJECT_MAX_FILES = 1
+    assert upload(logged_in_client, project, "a.txt", b"A.", "text/plain").status_code == 201
+    file = SimpleUploadedFile("b.txt", b"B.", content_type="text/plain")
+    response = logged_in_client.post(
+        reverse("chat:project_files", args=[project.pk]),
+        {"file": file},
+        HTTP_ACCEPT_LANGUAGE=language,
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "too_many_files"
+    assert words in error["message"], error["message"]
+    assert [f.original_name for f in Attachment.objects.filter(project=project)] == ["a.txt"]
+
+
 def test_rj4_an_upload_without_the_file_field_is_refused(logged_in_client, project):
     response = logged_in_client.post(reverse("chat:project_files", args=[project.pk]), {})
     assert response.status_code == 400

@@ -107,3 +107,37 @@ def test_rj3_unsent_upload_cleanup_leaves_project_files_alone():
     )
     services.attachments_delete_unsent(older_than=timedelta(days=1))
     assert Attachment.objects.filter(pk=attachment.pk).exists()
+
+
+def test_rj1_a_project_holds_at_most_its_limit_of_files(settings, media_root):
+    """Past ``FIMONE_PROJECT_MAX_FILES`` (read when a file is added) the service refuses
+    the file, stores nothing of it, and a removed file makes room again."""
+    from chat.errors import UploadRejected
+
+    settings.FIMONE_PROJECT_MAX_FILES = 2
+    project = make_project(name="Depots")
+    first = add_project_file(project, "one.txt", b"One.", "text/plain")
+    add_project_file(project, "two.txt", b"Two.", "text/plain")
+    stored = sorted(p for p in media_root.rglob("*") if p.is_file())
+    with pytest.raises(UploadRejected) as refused:
+        add_project_file(project, "three.txt", b"Three.", "text/plain")
+    assert refused.value.code == "too_many_files" and refused.value.status == 400
+    assert "2 files" in refused.value.message and "remove one" in refused.value.message
+    assert sorted(project.files.values_list("original_name", flat=True)) == ["one.txt", "two.txt"]
+    assert sorted(p for p in media_root.rglob("*") if p.is_file()) == stored
+    project_services.project_file_delete(attachment=first)
+    add_project_file(project, "three.txt", b"Three.", "text/plain")
+    settings.FIMONE_PROJECT_MAX_FILES = 3
+    add_project_file(project, "four.txt", b"Four.", "text/plain")
+    assert project.files.count() == 3
+
+
+def test_rj1_the_file_limit_counts_only_the_projects_own_files(settings):
+    """Another project's files, and a conversation's uploads, leave the limit alone."""
+    settings.FIMONE_PROJECT_MAX_FILES = 1
+    owner = make_user()
+    full = make_project(owner, name="Full")
+    add_project_file(full, "one.txt", b"One.", "text/plain")
+    other = make_project(owner, name="Other")
+    add_project_file(other, "one.txt", b"One.", "text/plain")
+    assert other.files.count() == 1
