@@ -41,6 +41,14 @@ def live_daphne_shared(request) -> bool:
     return request.node.get_closest_marker("own_server") is None
 
 
+@pytest.fixture
+def live_daphne_group(request) -> str:
+    """Tests marked ``module_server`` share a daphne with their module's tests only, each a
+    fresh user of its own: what they change for every user of a server stays theirs
+    (docs/testing.md)."""
+    return request.module.__name__ if request.node.get_closest_marker("module_server") else ""
+
+
 @pytest.fixture(scope="session")
 def chromium():
     if not CHROMIUM.exists():
@@ -265,6 +273,7 @@ def pytest_runtest_makereport(item, call):
     funcargs = getattr(item, "funcargs", {})
     servers = [funcargs["live_daphne"]] if "live_daphne" in funcargs else []
     servers += getattr(funcargs.get("live_daphne_factory"), "servers", [])
+    servers += getattr(funcargs.get("shared_daphne_factory"), "servers", [])
     for server in {id(server): server for server in servers}.values():
         report.sections.append((f"daphne log {server.base_url} (end)", server.log()[-8000:]))
     pages = [v for v in funcargs.values() if hasattr(v, "console_lines")]

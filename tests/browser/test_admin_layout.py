@@ -10,18 +10,19 @@ from tests.browser.conftest import DESKTOP, login, screenshot
 from tests.browser.sessions import DJANGO_LANGUAGES, open_session
 from tests.browser.word_breaks import broken_words
 
-# Makes its user staff and adds model configurations, which every user of a server sees.
-pytestmark = [pytest.mark.browser, pytest.mark.own_server]
+# Makes its user staff and adds model configurations, which every user of a server sees:
+# the module's tests share a server, each with a user of its own.
+pytestmark = [pytest.mark.browser, pytest.mark.module_server]
 
 MAKE_STAFF_AND_MODELS = """
 from django.contrib.auth import get_user_model
 from contextmgmt.models import ModelConfig
 get_user_model().objects.filter(username={username!r}).update(is_staff=True, is_superuser=True)
-ModelConfig.objects.create(name="GPT-4o with a long display name", model="gpt-4o-2024-08-06",
-    role="main", is_active=True, context_size=128000, max_output_tokens=16000,
-    token_ratio=1.25, token_ratio_samples=40)
-ModelConfig.objects.create(name="Fast helper model", model="qwen2.5-14b-instruct-awq",
-    role="fast", context_size=32768, max_output_tokens=8192)
+ModelConfig.objects.get_or_create(name="GPT-4o with a long display name", defaults=dict(
+    model="gpt-4o-2024-08-06", role="main", is_active=True, context_size=128000,
+    max_output_tokens=16000, token_ratio=1.25, token_ratio_samples=40))
+ModelConfig.objects.get_or_create(name="Fast helper model", defaults=dict(
+    model="qwen2.5-14b-instruct-awq", role="fast", context_size=32768, max_output_tokens=8192))
 """
 
 
@@ -119,8 +120,8 @@ Attachment.objects.create(owner=owner, conversation=conversation, message=asked,
 Attachment.objects.create(owner=owner, project=project,
     file="attachments/huts-and-their-opening-times.png", original_name="huts.png",
     mime_type="image/png", size=96120, width=800, height=600, sha256="1" * 64)
-ToolServer.objects.create(name="weather-and-tides", source="admin", transport="http",
-    url="https://tools.example.org/mcp/weather-and-tides")
+ToolServer.objects.get_or_create(name="weather-and-tides", defaults=dict(source="admin",
+    transport="http", url="https://tools.example.org/mcp/weather-and-tides"))
 """
 EVERY_LIST = (
     "/admin/chat/conversation/",

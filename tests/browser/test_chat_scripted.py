@@ -408,12 +408,14 @@ def test_code_blocks_are_highlighted_with_a_copy_button_each(
 
 SEED_MAIN_MODELS = """
 from contextmgmt.models import ModelConfig
-ModelConfig.objects.create(name="Big model", model="big-1", role="main", is_active=True)
-ModelConfig.objects.create(name="Small model", model="small-1", role="main")
+ModelConfig.objects.get_or_create(name="Big model", model="big-1", role="main", is_active=True)
+ModelConfig.objects.get_or_create(name="Small model", model="small-1", role="main")
 """
 
 
-@pytest.mark.own_server  # adds model configurations, which every user of a server sees
+# Adds model configurations, which every user of a server sees: its two runs share a server
+# of their own.
+@pytest.mark.module_server
 @pytest.mark.parametrize(("viewport", "scheme"), [("desktop", "light"), ("phone", "dark")])
 def test_a_model_picked_for_a_conversation_answers_and_shows_on_the_usage_card(
     new_page, live_daphne, scripted_server, viewport, scheme
@@ -453,12 +455,12 @@ def test_a_model_picked_for_a_conversation_answers_and_shows_on_the_usage_card(
 
 
 def test_an_image_described_after_the_answer_updates_its_usage_card(
-    new_page, live_daphne_factory, scripted_server, tmp_path
+    new_page, shared_daphne_factory, scripted_server, tmp_path
 ):
     """With no earlier turn as pixels, the question's image goes as text from the next run
     on: the fast model (the scripted one, which sees) describes it after the answer, and the
     answer's usage card counts that call as upkeep."""
-    server = live_daphne_factory(env=scripted_server.daphne_env(FIMONE_IMAGE_PIXEL_TURNS="0"))
+    server = shared_daphne_factory(scripted_server.daphne_env(FIMONE_IMAGE_PIXEL_TURNS="0"))
     page = new_page()
     frames = record_frames(page)
     login(page, server)

@@ -13,8 +13,9 @@ from tests.browser.layout_audit import layout_problems
 from tests.browser.sessions import LOCALES, wait_sidebar_slid_in
 from tests.browser.test_edited_summary_panel import SEED
 
-# Makes its user staff: the admin's lists show every user's rows.
-pytestmark = [pytest.mark.browser, pytest.mark.own_server]
+# Makes its user staff, who sees every user's rows in the admin's lists: the module's tests
+# share a server, each with a user of its own.
+pytestmark = [pytest.mark.browser, pytest.mark.module_server]
 
 DAG_QUESTIONS = {
     "en": "First compute 2+3, then double the result",

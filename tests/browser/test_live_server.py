@@ -56,6 +56,21 @@ def test_a_shared_daphne_gives_each_test_a_user_who_sees_only_their_own_chats(
 
 
 @pytest.mark.slow
+def test_a_group_of_tests_shares_a_server_that_no_other_test_gets(shared_live_servers):
+    everyone = shared_live_servers.user_server({})
+    first = shared_live_servers.user_server({}, group="a module's tests")
+    second = shared_live_servers.user_server({}, group="a module's tests")
+    assert first.port == second.port != everyone.port
+    assert first.username != second.username
+
+    other = shared_live_servers.user_server({}, group="the next module's tests")
+    assert other.port not in (first.port, everyone.port)
+    assert first.proc.poll() is not None  # the last group's tests are done: closed
+    assert everyone.proc.poll() is None
+    assert shared_live_servers.user_server({}).port == everyone.port
+
+
+@pytest.mark.slow
 def test_a_browser_test_on_live_daphne_gets_a_shared_server_and_a_user_of_its_own(
     live_daphne, shared_live_servers
 ):

@@ -39,9 +39,9 @@ def seed_garden_notes(server) -> str:
 
 
 def test_the_note_of_a_tool_heavy_run_lists_the_masked_results(
-    chromium, live_daphne_factory, scripted_server, new_page
+    chromium, shared_daphne_factory, scripted_server, new_page
 ):
-    server = live_daphne_factory(env=scripted_server.daphne_env(**WINDOW))
+    server = shared_daphne_factory(scripted_server.daphne_env(**WINDOW))
     conversation_id = seed_garden_notes(server)
     scripted_server.enqueue(
         *[

@@ -9,21 +9,25 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import DESKTOP, PHONE, login, screenshot, send
 
-pytestmark = [pytest.mark.browser, pytest.mark.own_server]
+pytestmark = pytest.mark.browser
+
+# Each test adds a model configuration, which every user of a server sees: its desktop and
+# phone runs share a server of their own, each with a user of its own.
+ENV = {"SCRIPTED_KEY": "sk-scripted", "LLM_MAX_RETRIES": "0"}
 
 SEED_A_REMOTE_MODEL = """
 from contextmgmt.models import ModelConfig
-ModelConfig.objects.create(name="Remote model", model="remote-1", role="main",
+ModelConfig.objects.get_or_create(name="Remote model", model="remote-1", role="main",
     base_url={base_url!r}, api_key_env="SCRIPTED_KEY")
 """
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 def test_ru11_the_offline_marks_follow_the_model_that_answers(
-    new_page, live_daphne_factory, scripted_server, viewport
+    new_page, shared_daphne_factory, scripted_server, viewport
 ):
     # No model in the environment: the built-in model is the default.
-    server = live_daphne_factory(env={"SCRIPTED_KEY": "sk-scripted", "LLM_MAX_RETRIES": "0"})
+    server = shared_daphne_factory(ENV, group=f"{__name__}: a remote model, not active")
     server.manage_shell(SEED_A_REMOTE_MODEL.format(base_url=scripted_server.base_url))
     page = new_page(viewport=DESKTOP if viewport == "desktop" else PHONE)
     login(page, server)
@@ -63,17 +67,17 @@ def test_ru11_the_offline_marks_follow_the_model_that_answers(
 
 SEED_AN_ACTIVE_REMOTE_MODEL = """
 from contextmgmt.models import ModelConfig
-ModelConfig.objects.create(name="Remote model", model="remote-1", role="main", is_active=True,
-    base_url={base_url!r}, api_key_env="SCRIPTED_KEY")
+ModelConfig.objects.get_or_create(name="Remote model", model="remote-1", role="main",
+    is_active=True, base_url={base_url!r}, api_key_env="SCRIPTED_KEY")
 """
 
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 def test_ru11_the_builtin_model_stays_pickable_beside_an_active_model(
-    new_page, live_daphne_factory, scripted_server, viewport
+    new_page, shared_daphne_factory, scripted_server, viewport
 ):
     # An admin made a row active: it is the default, and the built-in model is still offered.
-    server = live_daphne_factory(env={"SCRIPTED_KEY": "sk-scripted", "LLM_MAX_RETRIES": "0"})
+    server = shared_daphne_factory(ENV, group=f"{__name__}: an active remote model")
     server.manage_shell(SEED_AN_ACTIVE_REMOTE_MODEL.format(base_url=scripted_server.base_url))
     page = new_page(viewport=DESKTOP if viewport == "desktop" else PHONE)
     login(page, server)

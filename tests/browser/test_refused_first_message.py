@@ -14,7 +14,7 @@ from tests.browser.conftest import wait_ready
 from tests.browser.layout_audit import layout_problems
 from tests.browser.sessions import open_session, open_sidebar
 
-pytestmark = [pytest.mark.browser, pytest.mark.own_server]
+pytestmark = pytest.mark.browser
 
 LIMIT = 80
 LONG = " ".join(["A first message that the server finds too long, though the page let it go."] * 2)
@@ -57,16 +57,17 @@ def listed(page) -> list[str]:
 @pytest.mark.parametrize("phone", [False, True], ids=["desktop", "phone"])
 @pytest.mark.parametrize("refusal", ["too_long", "rate_limited"])
 def test_ru10_a_refused_first_message_stays_in_the_box_and_leaves_no_empty_chat(
-    chromium, live_daphne_factory, refusal, phone
+    chromium, shared_daphne_factory, refusal, phone
 ):
     if refusal == "too_long":
-        server = live_daphne_factory(env={"FIMONE_WS_MAX_CONTENT_CHARS": str(LIMIT)})
+        server = shared_daphne_factory({"FIMONE_WS_MAX_CONTENT_CHARS": str(LIMIT)})
         text = LONG
         assert len(text) > LIMIT
     else:
         # One message a minute: the one before the new chat takes it.
-        server = live_daphne_factory(
-            env={"FIMONE_WS_RATE_LIMIT": "1", "FIMONE_WS_RATE_WINDOW_SECONDS": "60"}
+        # (A user's count: the server may be shared.)
+        server = shared_daphne_factory(
+            {"FIMONE_WS_RATE_LIMIT": "1", "FIMONE_WS_RATE_WINDOW_SECONDS": "60"}
         )
         text = "A first message sent too soon after the last one."
     session = open_session(chromium, server, phone=phone)
@@ -111,12 +112,12 @@ def test_ru10_a_refused_first_message_stays_in_the_box_and_leaves_no_empty_chat(
 
 
 def test_ru10_the_empty_chat_a_closing_page_dropped_is_not_listed_by_the_next(
-    chromium, live_daphne_factory
+    chromium, shared_daphne_factory
 ):
     # The closing page's delete of its empty chat outlives it, but the next page may list the
     # conversations before the server has done it: the chat a refused first message left
     # showed in the list after a reload. The next page leaves it out.
-    server = live_daphne_factory()
+    server = shared_daphne_factory()
     session = open_session(chromium, server)
     page = session.page
     try:

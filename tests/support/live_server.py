@@ -480,8 +480,18 @@ def live_daphne_shared() -> bool:
 
 
 @pytest.fixture
-def live_daphne(request, live_daphne_factory, live_daphne_env, live_daphne_shared) -> LiveServer:
+def live_daphne_group() -> str:
+    """The tests a shared ``live_daphne`` is shared with: "" for every test of the process
+    (``SharedServers.user_server``; tests/browser/conftest.py names a module's own)."""
+    return ""
+
+
+@pytest.fixture
+def live_daphne(
+    request, live_daphne_factory, live_daphne_env, live_daphne_shared, live_daphne_group
+) -> LiveServer:
     """A running daphne with a migrated database and a user (``.username``/``.password``)."""
     if live_daphne_shared:
-        return request.getfixturevalue("shared_daphne_factory")(live_daphne_env)
+        shared = request.getfixturevalue("shared_daphne_factory")
+        return shared(live_daphne_env, group=live_daphne_group)
     return live_daphne_factory(env=live_daphne_env)

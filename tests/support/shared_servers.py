@@ -138,15 +138,22 @@ class SharedServers:
         self._make_dir = make_dir
         self._limit = limit
         self._idle_timeout = idle_timeout
-        self._servers: dict[tuple[tuple[str, str], ...], _SharedServer] = {}
+        # (group, *sorted environment) -> its server, the most recently used last.
+        self._servers: dict[tuple, _SharedServer] = {}
         self.started = 0  # how many servers this process started (docs/testing.md)
 
-    def user_server(self, env: dict[str, str]) -> UserOnSharedServer | None:
+    def user_server(self, env: dict[str, str], *, group: str = "") -> UserOnSharedServer | None:
         """A fresh user on a server with ``env``; None when the environment names its own
-        database or key (a pooled SQLite copy cannot serve it)."""
+        database or key (a pooled SQLite copy cannot serve it). A ``group`` names tests that
+        share a server of their own: what one of them changes for every user of its server
+        (model configurations, say) the tests outside the group never see."""
         if env.get("DATABASE_URL") or env.get("SECRET_KEY"):
             return None
-        key = tuple(sorted(env.items()))
+        key = (group, *sorted(env.items()))
+        # A worker runs a group's tests one after another (collection order): another
+        # group's servers are done with.
+        for done in [k for k in self._servers if k[0] and k[0] != group]:
+            self._servers.pop(done).server.close()
         shared = self._servers.pop(key, None)
         if shared is not None and not (
             shared.users and shared.server.proc.poll() is None and self._idle(shared.server)
@@ -222,8 +229,9 @@ def shared_live_servers(tmp_path_factory):
 
 @pytest.fixture
 def shared_daphne_factory(request, shared_live_servers, live_daphne_factory):
-    """``make(env)``: a fresh user of the test's own on the process's daphne for ``env``
-    (a server of the test's own when ``env`` names its own database or key). After the
+    """``make(env, group="")``: a fresh user of the test's own on the process's daphne for
+    ``env`` (for ``env`` and ``group``: ``SharedServers.user_server``; a server of the
+    test's own when ``env`` names its own database or key). After the
     test, no run of its may be left asking the scripted model while the next one talks to
     it: the scripted model's pending replies end, then the server is waited for."""
     scripted = (
@@ -233,13 +241,14 @@ def shared_daphne_factory(request, shared_live_servers, live_daphne_factory):
     )
     handed: list[UserOnSharedServer] = []
 
-    def make(env: dict[str, str] | None = None) -> LiveServer:
-        server = shared_live_servers.user_server(dict(env or {}))
+    def make(env: dict[str, str] | None = None, *, group: str = "") -> LiveServer:
+        server = shared_live_servers.user_server(dict(env or {}), group=group)
         if server is None:
             return live_daphne_factory(env=env)
         handed.append(server)
         return server
 
+    make.servers = handed  # for a failed test's report (tests/browser/conftest.py)
     yield make
     if handed and scripted is not None:
         scripted.reset()  # ends replies still sleeping, held or gated
