@@ -103,6 +103,7 @@ def extract_document(
         logger.info("extracting a %s failed: %r", kind, exc)
         raise DamagedDocument(f"The {_label(kind)} cannot be read ({type(exc).__name__}).") from exc
     budget.check_time()
+    pages, title, headings = _without_nul(pages, title, headings)
     warnings: list[str] = []
     has_text = any(page.text.strip() for page in pages)
     if kind == "pdf" and not has_text:
@@ -126,6 +127,26 @@ def extract_document(
         has_text_layer=has_text,
         truncated=budget.cut or count > len(pages),
     )
+
+
+def _without_nul(
+    pages: list[Page], title: str, headings: list[Heading]
+) -> tuple[list[Page], str, list[Heading]]:
+    """The texts without U+0000: binary data is told by a NUL in a file's first 64 KiB
+    (``decode_text``), so one further on (or a UTF-16 file's) gets here, and PostgreSQL's
+    text and jsonb cannot store it. It carries no meaning in a text: dropped, as a PDF's
+    are (``read_pdf``)."""
+    pages = [
+        Page(number=p.number, text=p.text.replace("\x00", "")) if "\x00" in p.text else p
+        for p in pages
+    ]
+    headings = [
+        Heading(text=h.text.replace("\x00", ""), page=h.page, level=h.level)
+        if "\x00" in h.text
+        else h
+        for h in headings
+    ]
+    return pages, title.replace("\x00", ""), headings
 
 
 def _out_of_memory(exc: BaseException | None) -> bool:

@@ -1,6 +1,7 @@
-"""Full-text search on PostgreSQL (RF.4): the SQLite scenarios of
-tests/chat/search/test_conversations.py, run in a Django subprocess against the private
-PostgreSQL server, plus the GIN index."""
+"""Full-text search on PostgreSQL (RF.4, RJ.3): the SQLite scenarios of
+tests/chat/search/test_conversations.py — a project's files recalled from its own
+conversations among them — run in a Django subprocess against the private PostgreSQL
+server, plus the GIN index."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Full-text search scenarios run on both databases: by the SQLite tests in ``tests/chat``
 and, in a Django subprocess on PostgreSQL, by ``tests/scale/test_search_postgres.py``.
 
-Each scenario builds its own users and conversations through the services, so the index is
-kept the way the application keeps it, and asserts what a user would see.
+Each scenario builds its own users, conversations and projects (with files) through the
+services, so the index is kept the way the application keeps it, and asserts what a user
+would see.
 """
 
 from __future__ import annotations
@@ -397,6 +398,110 @@ def a_hit_is_named_by_its_date_and_place_in_the_chat() -> None:
     ), found
 
 
+# --- a project's files ------------------------------------------------------------------
+
+DEPOT_FACT = "The spare key of the Oslo depot hangs behind the blue fuse box."
+
+
+def _handbook(chars: int = 40_000, at: float = 0.7) -> bytes:
+    """A plain-text handbook of about ``chars`` characters, ``DEPOT_FACT`` at ``at`` of it."""
+    paragraphs: list[str] = []
+    size = 0
+    while size < chars:
+        if DEPOT_FACT not in paragraphs and size >= chars * at:
+            paragraphs.append(DEPOT_FACT)
+        paragraph = (
+            f"Section {len(paragraphs) + 1}. The working group reviewed the minutes and the rota "
+            "for the canteen and the plans for the autumn fair; nothing here needs any action."
+        )
+        paragraphs.append(paragraph)
+        size += len(paragraph) + 2
+    return "\n\n".join(paragraphs).encode()
+
+
+def _project_with_files(*files: tuple[str, bytes]):
+    """A new user's project holding ``files`` (name, text), each indexed as on the upload's
+    commit (inside a test's transaction as after a real one)."""
+    from django.test import TestCase
+
+    from tests.support.factories import add_project_file, make_project
+
+    project = make_project(make_user("p"), name="Depots")
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        for name, data in files:
+            add_project_file(project, name, data, "text/plain")
+    return project
+
+
+def _recalled(conversation: Conversation, query: str) -> list[str]:
+    found = recall_passages(
+        conversation_id=conversation.id, query=query, project_id=conversation.project_id
+    )
+    return [p for p in found if isinstance(p, str)]
+
+
+def a_project_file_is_recalled_with_its_file_and_page() -> None:
+    project = _project_with_files(
+        ("handbook.txt", _handbook()), ("rota.txt", b"The canteen rota changes on Mondays.")
+    )
+    conversation = services.conversation_create(owner=project.owner, project_id=project.pk)
+    say(conversation, "Hello, where do we keep things?")
+    found = _recalled(conversation, "spare key Oslo depot")
+    assert found and DEPOT_FACT in found[0], found
+    assert found[0].startswith("project file handbook.txt, page "), found[0]
+    page = int(found[0].split("page ", 1)[1].split(":", 1)[0])
+    assert page > 1, found[0]  # 70 % into a file of several pages
+    (rota,) = [p for p in _recalled(conversation, "canteen rota Mondays") if "Mondays" in p]
+    assert rota.startswith("project file rota.txt, page 1"), rota
+
+
+def a_project_file_is_found_only_from_the_projects_own_conversations() -> None:
+    project = _project_with_files(("handbook.txt", _handbook()))
+    owner = project.owner
+    first = services.conversation_create(owner=owner, project_id=project.pk)
+    second = services.conversation_create(owner=owner, project_id=project.pk)
+    say(first, "The pass phrase of the tandem bicycle is marmalade.")
+    # The project's files, never its other conversations.
+    assert not [p for p in _recalled(second, "tandem bicycle pass phrase") if "marmalade" in p]
+    assert any("marmalade" in p for p in _recalled(first, "tandem bicycle pass phrase"))
+    assert any(DEPOT_FACT in p for p in _recalled(second, "spare key Oslo depot"))
+    outside = new_conversation(owner)
+    assert _recalled(outside, "spare key Oslo depot") == []
+    stranger = new_conversation()
+    assert _recalled(stranger, "spare key Oslo depot") == []
+    # The sidebar's search finds conversations: the project's files are left out.
+    hits = search(query="spare key Oslo depot", owner_id=owner.pk)
+    assert not [h for h in hits if h.document.project_id], hits
+
+
+def a_removed_project_file_is_no_longer_recalled_and_a_rebuild_keeps_the_rest() -> None:
+    from chat.projects import services as project_services
+
+    project = _project_with_files(
+        ("handbook.txt", _handbook()), ("rota.txt", b"The canteen rota changes on Mondays.")
+    )
+    conversation = services.conversation_create(owner=project.owner, project_id=project.pk)
+    assert any(DEPOT_FACT in p for p in _recalled(conversation, "spare key Oslo depot"))
+    handbook = project.files.get(original_name="handbook.txt")
+    project_services.project_file_delete(attachment=handbook)
+    assert not [p for p in _recalled(conversation, "spare key Oslo depot") if DEPOT_FACT in p]
+    SearchDocument.objects.filter(project=project).delete()
+    assert not [p for p in _recalled(conversation, "canteen rota Mondays") if "Mondays" in p]
+    assert search_index.rebuild_project_files(projects=[project]) == 1
+    (rota,) = [p for p in _recalled(conversation, "canteen rota Mondays") if "Mondays" in p]
+    assert rota.startswith("project file rota.txt, page 1"), rota
+
+
+def a_project_file_with_nul_bytes_past_its_start_is_stored_and_recalled() -> None:
+    """NUL bytes are sniffed in a file's first 64 KiB only; one further on must not reach
+    the database (PostgreSQL's text and jsonb cannot hold it)."""
+    data = b"The plover nests on shingle. " * 2_500 + b"\x00The curlew probes\x00 the mud."
+    project = _project_with_files(("shore.txt", data))
+    conversation = services.conversation_create(owner=project.owner, project_id=project.pk)
+    (found,) = [p for p in _recalled(conversation, "curlew probes") if "curlew" in p]
+    assert "The curlew probes the mud." in found and "\x00" not in found, found
+
+
 ALL = [
     a_stated_value_comes_first_among_20_filler_mentions_of_its_key,
     a_value_given_in_reply_to_a_question_is_quoted_with_the_question,
@@ -416,4 +521,8 @@ ALL = [
     retried_answers_and_other_users_are_never_returned,
     index_follows_edits_and_deletes,
     rebuild_recomputes_the_index,
+    a_project_file_is_recalled_with_its_file_and_page,
+    a_project_file_is_found_only_from_the_projects_own_conversations,
+    a_removed_project_file_is_no_longer_recalled_and_a_rebuild_keeps_the_rest,
+    a_project_file_with_nul_bytes_past_its_start_is_stored_and_recalled,
 ]

@@ -192,3 +192,35 @@ def test_control_bytes_are_no_text_even_when_they_decode_as_utf8(data):
 
     assert decode_text(data) is None
     assert decode_text(b"a long log line of plain words " * 10 + b"\x1b[0m") is not None
+
+
+def _stored_texts(doc) -> list[str]:
+    return [doc.title, *(p.text for p in doc.pages), *(h.text for h in doc.headings)]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"The plover nests on shingle. " * 2_500 + b"\x00The avocet\x00 sweeps.",
+        "Grüße\x00 aus Köln".encode("utf-16"),
+        b"# Shore birds\n\n" + b"Terns and plovers.\n" * 4_000 + b"\n## Tail\x00 notes\n\nend",
+    ],
+    ids=["nul-past-64k", "utf-16-nul", "markdown-heading"],
+)
+def test_no_extracted_text_holds_a_nul(data):
+    """NUL is looked for in a file's first 64 KiB only (binary data shows there); one
+    further on, or a UTF-16 U+0000, is dropped: PostgreSQL's text and jsonb cannot hold
+    it, and it means nothing in a text."""
+    doc = extract_document(data)
+    assert not [t for t in _stored_texts(doc) if "\x00" in t]
+    assert "avocet sweeps" in doc.text or "Grüße aus Köln" in doc.text or "end" in doc.text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=2_000).map(lambda b: b"plain words " * 6_000 + b))
+def test_any_tail_of_a_text_gives_text_without_nul(data):
+    try:
+        doc = extract_document(data, limits=ExtractLimits(seconds=5))
+    except ExtractionError:
+        return
+    assert not [t for t in _stored_texts(doc) if "\x00" in t]
