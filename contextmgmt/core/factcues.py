@@ -117,26 +117,68 @@ WEAK = re.compile(_first_character_led(_WEAK_CUES))
 STRONG = re.compile(_first_character_led(_STRONG_CUES))
 
 
+def _after_a_non_word(pattern: str) -> str:
+    """``pattern`` (:data:`ANY_CUE`'s cues) as a search stops at fewer places: the cues
+    that start a word (``\\b`` first) led by the non-word character before them (``\\W``:
+    the regex engine then stops only after a space or a punctuation mark, not at every
+    letter a cue starts with), the others (Chinese, Japanese) as they are; each group of
+    alternatives led by its first character."""
+    bounded: list[str] = []
+    free: list[str] = []
+    for alternative in _alternatives(pattern):
+        if alternative.startswith("\\b(?:"):
+            close = alternative.index(")")
+            for word in _alternatives(alternative[len("\\b(?:") : close]):
+                bounded.append(word + alternative[close + 1 :])
+        elif alternative.startswith("\\b"):
+            bounded.append(alternative[2:])
+        else:
+            free.append(alternative)
+
+    def led(alternatives: list[str]) -> list[str]:
+        by_first: dict[str, list[str]] = {}
+        for alternative in alternatives:
+            if alternative[0] in "\\[(.^$*+?{|":
+                raise ValueError(f"a cue must start with a literal character: {alternative!r}")
+            by_first.setdefault(alternative[0], []).append(alternative[1:])
+        return [
+            re.escape(first) + (f"(?:{'|'.join(rests)})" if len(rests) > 1 else rests[0])
+            for first, rests in by_first.items()
+        ]
+
+    return "|".join([f"\\W(?:{'|'.join(led(bounded))})", *led(free)])
+
+
+# What :data:`ANY_CUE` finds (on case-folded text), a cue that starts a word found with
+# the character before it.
+_CUE_SEARCH = re.compile(_after_a_non_word(_WEAK_CUES + "|" + _STRONG_CUES))
+
+
 def cued(texts: list[str]) -> list[bool]:
     """Whether each of ``texts`` holds a cue of any language (:data:`ANY_CUE`, on the
     case-folded text). One search of all of them joined by ``factlang.SEPARATOR`` (no cue
     holds it, and to a cue's word boundaries it looks like a text's edge), resumed at the
-    next text after each hit: linear in what is read, one pass, the overhead paid once."""
+    next text after each hit: linear in what is read, one pass, the overhead paid once.
+    The search stops only after a space or a punctuation mark or at a Chinese or
+    Japanese cue's first character (:func:`_after_a_non_word`); the texts joined are led
+    by a space, so that a cue at the very start is found too."""
     folded = [text.casefold() for text in texts]
-    joined = SEPARATOR.join(folded)
+    joined = " " + SEPARATOR.join(folded)
     starts: list[int] = []
-    at = 0
+    at = 1
     for text in folded:
         starts.append(at)
         at += len(text) + len(SEPARATOR)
     out = [False] * len(texts)
-    search = ANY_CUE.search
+    search = _CUE_SEARCH.search
     index = 0
     match = search(joined)
     while match is not None:
-        index = bisect.bisect_right(starts, match.start(), index) - 1
+        # The match's last character is the cue's, in the text that holds it.
+        index = bisect.bisect_right(starts, match.end() - 1, index) - 1
         out[index] = True
         if index + 1 == len(starts):
             break
-        match = search(joined, starts[index + 1])
+        # From the character before the next text: a cue there is found after it.
+        match = search(joined, starts[index + 1] - 1)
     return out

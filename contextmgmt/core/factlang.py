@@ -86,13 +86,40 @@ def _words(alternatives: str) -> str:
 # A digit that starts a number (no letter, digit, "." or "," right before it).
 _NUMBER_START = r"\d(?<![\w.,]\d)"
 
+
+@dataclass(frozen=True, slots=True)
+class Digits:
+    """What a row's every match holds around a run of digits: a run whose first digit
+    ``before`` accepts (tried just after that digit: look-behinds, look-aheads) and that
+    ``after`` follows (tried right after the whole run). A scan finds such runs for all
+    rows in one pass and runs the rows only over the lines holding one
+    (docs/architecture.md, "The fact check"): most lines hold digits, few a run of
+    digits a fact can be made of."""
+
+    before: str = ""
+    after: str = ""
+
+
+def _each_led(leads: tuple[str, ...], rest: str) -> str:
+    """``(?:lead|…)rest`` as ``lead rest|…``: alternatives that each start with a character
+    (what the regex engine rejects without entering an alternative, :func:`_tables`)."""
+    return "|".join(lead + rest for lead in leads)
+
+
+_EN_MONTH_ENDS = "|".join(sorted({month[-3:] for month in _EN_MONTHS.split("|")}))
+
 # (kind, weight, pattern[, what a text must hold for it to be tried]) per language; "all"
 # applies to every text. Where a pattern has a
 # group "v", the fact is that group (the rest is context, like the word before a name).
 _TABLES: dict[str, list[tuple]] = {
     "de": [
         ("date", 4, r"\d(?<![\d.]\d)\d?\.\d{1,2}\.(?:\d{4}|\d{2})(?!\.?\d)"),
-        ("date", 4, _NUMBER_START + r"\d?\. ?(?:" + _DE_MONTHS + r")(?: \d{4})?\b"),
+        (
+            "date",
+            4,
+            _NUMBER_START + r"\d?\. ?(?:" + _DE_MONTHS + r")(?: \d{4})?\b",
+            Digits(after=r"\. ?(?:" + _DE_MONTHS + ")"),
+        ),
         (
             "date",
             3,
@@ -104,14 +131,25 @@ _TABLES: dict[str, list[tuple]] = {
             5,
             r"[A-ZÄÖÜ](?<!\w[A-ZÄÖÜ])[\wäöüß-]*(?:straße|strasse|str\.|weg|platz|allee|gasse"
             r"|ring|damm|ufer) \d+ ?[a-z]?\b(?:, \d{5} [A-ZÄÖÜ][\wäöüß-]+)?",
+            Digits(before=r"(?<=(?:ße|se|r\.|eg|tz|ee|ng|mm|er) \d)"),
         ),
         # German notation with a unit: "1.234.567", "4,8 t", "2.500 Stück", "8,5 %".
         (
             "number",
             3,
             _NUMBER_START + r"(?:" + _DE_DIGITS_REST + r") ?(?:" + _DE_UNITS + r")(?![\w²])",
+            # The unit follows the number, its decimals or a group of three.
+            Digits(
+                before=r"(?<![\w.,]\d)|(?<=,\d)|(?<=\d\.\d)(?=\d\d(?!\d))",
+                after=r" ?(?:" + _DE_UNITS + r")(?![\w²])",
+            ),
         ),
-        ("number", 3, _NUMBER_START + r"\d{0,2}(?:\.\d{3}){2,}(?![\w.,]\d)"),
+        (
+            "number",
+            3,
+            _NUMBER_START + r"\d{0,2}(?:\.\d{3}){2,}(?![\w.,]\d)",
+            Digits(before=r"(?<![\w.,]\d)", after=r"(?:\.\d{3}){2,}(?![\w.,]\d)"),
+        ),
         (
             "name",
             3,
@@ -120,9 +158,24 @@ _TABLES: dict[str, list[tuple]] = {
         ),
     ],
     "en": [
-        ("date", 4, _words(_EN_MONTHS) + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b"),
-        ("date", 4, _NUMBER_START + r"\d?(?:st|nd|rd|th)? (?:" + _EN_MONTHS + r")\.?,? \d{4}\b"),
-        ("date", 4, _NUMBER_START + r"\d{3}/\d{1,2}/\d{1,2}\b"),
+        (
+            "date",
+            4,
+            _words(_EN_MONTHS) + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b",
+            Digits(before=rf"(?<=(?:{_EN_MONTH_ENDS}) \d)|(?<=(?:{_EN_MONTH_ENDS})\. \d)"),
+        ),
+        (
+            "date",
+            4,
+            _NUMBER_START + r"\d?(?:st|nd|rd|th)? (?:" + _EN_MONTHS + r")\.?,? \d{4}\b",
+            Digits(after=_each_led(("st ", "nd ", "rd ", "th ", " "), "(?:" + _EN_MONTHS + ")")),
+        ),
+        (
+            "date",
+            4,
+            _NUMBER_START + r"\d{3}/\d{1,2}/\d{1,2}\b",
+            Digits(after=r"/(?<=\d{4}/)\d"),
+        ),
         (
             "date",
             3,
@@ -135,6 +188,13 @@ _TABLES: dict[str, list[tuple]] = {
             _NUMBER_START + r"\d*[A-Z]? (?:[A-Z][a-z]+ ){1,3}(?:Street|St\.|Road|Rd\.|Avenue"
             r"|Ave\.|Lane|Way|Drive|Boulevard|Square|Place)(?:, [A-Z][a-z]+"
             r"(?: [A-Z]{1,2}\d[A-Z\d]? \d[A-Z]{2}| [A-Z]{2} \d{5})?)?",
+            Digits(
+                after=_each_led(
+                    ("[A-Z] ", " "),
+                    r"(?:[A-Z][a-z]+ ){1,3}(?:Street|St\.|Road|Rd\.|Avenue|Ave\.|Lane|Way|Drive"
+                    r"|Boulevard|Square|Place)",
+                )
+            ),
         ),
         ("name", 3, _words(r"Dr\.|Prof\.|Mr\.|Mrs\.|Ms\.") + r" [A-Z][a-z]+(?: [A-Z][a-z]+)?"),
         # Two capitalised words, the first not one that starts a sentence ("Lena Hoffmann",
@@ -245,7 +305,12 @@ def language_facts() -> dict[str, list[tuple]]:
     latin_name = rf"[{upper}][{lower}]+(?:[- ][{upper}][{lower}]+)?"
     return {
         "all": [
-            ("iban", 6, r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"),
+            (
+                "iban",
+                6,
+                r"[A-Z](?<!\w[A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b",
+                Digits(before=r"(?<=[A-Z][A-Z]\d)"),
+            ),
             (
                 "bic",
                 5,
@@ -253,24 +318,55 @@ def language_facts() -> dict[str, list[tuple]]:
                 r"[A-Z0-9]{2}(?:[A-Z0-9]{3})?\b",
             ),
             # A currency sign or code before or after an amount in any notation.
-            ("money", 5, rf"[{signs}] ?(?:{amount})", _SIGNS),
-            ("money", 5, _words(_CURRENCY_CODES) + rf" ?(?:{amount})", _CODES),
+            (
+                "money",
+                5,
+                rf"[{signs}] ?(?:{amount})",
+                _SIGNS,
+                Digits(before=rf"(?<=[{signs}]\d)|(?<=[{signs}] \d)"),
+            ),
+            (
+                "money",
+                5,
+                _words(_CURRENCY_CODES) + rf" ?(?:{amount})",
+                _CODES,
+                Digits(before=rf"(?<=(?:{_CURRENCY_CODES})\d)|(?<=(?:{_CURRENCY_CODES}) \d)"),
+            ),
             (
                 "money",
                 5,
                 _NUMBER_START + rf"(?:{amount_rest}) ?(?:[{signs}]|(?:{_CURRENCY_CODES})\b"
                 rf"|(?:{_CURRENCY_WORDS})(?!\w))",
+                Digits(
+                    after=rf" (?:[{signs}]|{_CURRENCY_CODES}|{_CURRENCY_WORDS})"
+                    rf"|[{signs}]|{_CURRENCY_CODES}|{_CURRENCY_WORDS}"
+                ),
             ),
             # A hyphenated ISBN-13 (978-4-06-123456-7).
-            ("identifier", 5, _NUMBER_START + r"(?<=9)7[89]-\d{1,5}-\d{1,7}-\d{1,7}-[\dX]\b"),
+            (
+                "identifier",
+                5,
+                _NUMBER_START + r"(?<=9)7[89]-\d{1,5}-\d{1,7}-\d{1,7}-[\dX]\b",
+                Digits(after=r"-(?<=97[89]-)\d"),
+            ),
         ],
         "de": [
-            ("date", 4, _NUMBER_START + r"\d?\.\d{1,2}\.(?:\d{4}|\d{2})(?!\.?\d)"),
+            (
+                "date",
+                4,
+                _NUMBER_START + r"\d?\.\d{1,2}\.(?:\d{4}|\d{2})(?!\.?\d)",
+                Digits(before=r"(?<![\w.,]\d)", after=r"\.\d\d?\.(?:\d{4}|\d{2})(?!\.?\d)"),
+            ),
             *_TABLES["de"][1:],
         ],
         "fr": [
             # 7 décembre 2026, 1er mars, 7 déc. 2026
-            ("date", 4, _NUMBER_START + rf"\d?(?:er)? (?:{cldr['fr_months']})(?: \d{{4}})?(?!\w)"),
+            (
+                "date",
+                4,
+                _NUMBER_START + rf"\d?(?:er)? (?:{cldr['fr_months']})(?: \d{{4}})?(?!\w)",
+                Digits(after=_each_led(("er ", " "), f"(?:{cldr['fr_months']})")),
+            ),
             ("date", 3, _words(cldr["fr_days"]) + r"\b"),
             # A day of the month said alone: "le 14", "au lieu du 12".
             (
@@ -278,8 +374,14 @@ def language_facts() -> dict[str, list[tuple]]:
                 3,
                 _words("le|du|au|Le|Du|Au")
                 + r" (?P<v>\d{1,2}(?:er)?)(?![\w/%€-]|[.,:]\d| ?(?:h\b|%|€))",
+                Digits(before=r"(?<=(?:le|du|au|Le|Du|Au) \d)"),
             ),
-            ("time", 3, _NUMBER_START + r"\d? ?h ?\d{2}\b"),
+            (
+                "time",
+                3,
+                _NUMBER_START + r"\d? ?h ?\d{2}\b",
+                Digits(after=_each_led((" h", "h"), r" ?\d\d\b")),
+            ),
             (
                 "address",
                 5,
@@ -287,6 +389,13 @@ def language_facts() -> dict[str, list[tuple]]:
                 r"|place|chemin|allée|impasse|quai|route|cours) (?:de la |du |des |de |d'|d’|l'"
                 rf"|l’)?[{upper}][\w'’-]*(?: [{upper}][\w'’-]*){{0,3}}"
                 rf"(?:, \d{{5}} [{upper}][\w-]+)?",
+                Digits(
+                    after=_each_led(
+                        (" bis,", " bis", " ter,", " ter", "bis,", "bis", "ter,", "ter", ",", ""),
+                        r" (?:rue|avenue|av\.|boulevard|bd|place|chemin|allée|impasse|quai"
+                        r"|route|cours) ",
+                    )
+                ),
             ),
             ("name", 3, _words(r"M\.|Mme|Mlle|Monsieur|Madame|Maître") + " " + latin_name),
         ],
@@ -296,6 +405,7 @@ def language_facts() -> dict[str, list[tuple]]:
                 "date",
                 4,
                 _NUMBER_START + rf"\d? de (?:{cldr['es_months']})(?: de(?:l)? \d{{4}})?(?!\w)",
+                Digits(after=rf" de (?:{cldr['es_months']})"),
             ),
             ("date", 3, _words(cldr["es_days"]) + r"\b"),
             # "el 14 y no el 12", "en vez del 12"
@@ -303,6 +413,7 @@ def language_facts() -> dict[str, list[tuple]]:
                 "date",
                 3,
                 _words("el|del|al|El") + r" (?P<v>\d{1,2})(?![\w/%€-]|[.,:]\d| ?(?:h\b|%|€|de\b))",
+                Digits(before=r"(?<=(?:el|al|El) \d)"),
             ),
             (
                 "address",
@@ -475,10 +586,6 @@ _SCRIPT_CHARACTER = {
     "cjk": re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]"),
     "cyrillic": re.compile(r"[\u0400-\u04ff]"),
 }
-# Rows that start with one of these (a digit that starts a number) are joined in one
-# pattern per script, the start checked once: one pass finds them all (most rows start
-# with a digit, and a pass over a text costs about the same whatever it looks for).
-_GUARDS = (_NUMBER_START, r"\d(?<!\d\d)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,22 +598,19 @@ class _Row:
 
 
 @dataclass(frozen=True, slots=True)
-class _Group:
-    """Rows with one start (``_GUARDS``) joined: a match's last group is its row's."""
-
-    pattern: re.Pattern[str]
-    row_of_group: tuple[int, ...]
-    value_group: tuple[int, ...]  # per row in the tables: its group "v" here, or 0
-
-
-@dataclass(frozen=True, slots=True)
 class _Tables:
-    """The tables compiled, per script ("any", "cjk", "cyrillic"): the joined patterns of
-    the rows that start with a digit, and the others' row numbers (a pattern each)."""
+    """The tables compiled, per script ("any", "cjk", "cyrillic"): the rows whose matches
+    hold a run of digits (:class:`Digits`), run over the lines where the script's
+    ``digit_runs`` pattern finds one, and the others, run over whole texts."""
 
     rows: tuple[_Row, ...]
-    groups: dict[str, tuple[_Group, ...]]
+    anchored: dict[str, tuple[int, ...]]
     others: dict[str, tuple[int, ...]]
+    digit_runs: dict[str, re.Pattern[str]]
+    # Where one of the other rows' words is written (the longest there); and each word's
+    # words that start it, which are written where it is.
+    words_at: re.Pattern[str]
+    words_in: dict[str, frozenset[str]]
 
 
 # A pattern that starts with a group of words (:func:`_words`): it matches only where one
@@ -531,56 +635,99 @@ def _leading_words(pattern: str) -> tuple[str, ...]:
     return tuple(_ESCAPED.sub(r"\1", word) for word in words)
 
 
+def _top_level(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern``."""
+    out, depth, start, at = [], 0, 0, 0
+    in_class = False
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":
+            at += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            out.append(pattern[start:at])
+            start = at + 1
+        at += 1
+    out.append(pattern[start:])
+    return out
+
+
+def _by_first_character(pattern: str) -> str:
+    """``pattern``'s top-level alternatives that start with a literal character grouped by
+    it (``a(?:x|y)|b…``), the others left as they are: the regex engine rejects an
+    alternative led by a character (or a class) without entering it, so a run of digits
+    that nothing can follow costs one look at the character after it."""
+    by_first: dict[str, list[str]] = {}
+    others: list[str] = []
+    for alternative in _top_level(pattern):
+        size = 2 if alternative[:1] == "\\" and not alternative[1:2].isalnum() else 1
+        first, rest = alternative[:size], alternative[size:]
+        if (size == 1 and first in "\\[(.^$*+?{|") or not first or rest[:1] in ("?", "*", "{"):
+            others.append(alternative)
+        else:
+            by_first.setdefault(first, []).append(rest)
+    grouped = [f"{first}(?:{'|'.join(rests)})" for first, rests in by_first.items()]
+    return "|".join(grouped + others)
+
+
 @functools.cache
 def _tables(plain_ascii: bool = False) -> _Tables:
     """Compiled once, when first needed; ``plain_ascii``: with ASCII character classes,
     for plain ASCII texts (:func:`is_plain_ascii`), where they match the same."""
     flags = re.ASCII if plain_ascii else 0
     rows: list[_Row] = []
-    sources: list[tuple[str, str]] = []  # (script, pattern) per row
+    anchored: dict[str, list[int]] = {}
+    others: dict[str, list[int]] = {}
+    runs: dict[str, list[tuple[str, str]]] = {}  # per script: each row's (before, after)
     for language, table in language_facts().items():
+        script = SCRIPTS[language]
         for row in table:
             pattern = row[2]
+            needs = next((x for x in row[3:] if isinstance(x, tuple)), None)
+            digits = next((x for x in row[3:] if isinstance(x, Digits)), None)
+            order = len(rows)
             rows.append(
                 _Row(
                     row[0],
                     row[1],
                     re.compile(pattern, flags),
-                    row[3] if len(row) > 3 else _leading_words(pattern),
+                    _leading_words(pattern) if needs is None else needs,
                     "(?P<v>" in pattern,
                 )
             )
-            sources.append((SCRIPTS[language], pattern))
-    groups: dict[str, list[_Group]] = {}
-    others: dict[str, list[int]] = {}
-    for script in dict.fromkeys(SCRIPTS.values()):
-        mine = [i for i, (row_script, _) in enumerate(sources) if row_script == script]
-        for guard in _GUARDS:
-            led = [i for i in mine if sources[i][1].startswith(guard) and not rows[i].needs]
-            if len(led) < 2:
+            if digits is None:
+                others.setdefault(script, []).append(order)
                 continue
-            branches = []
-            for i in led:
-                rest = sources[i][1][len(guard) :].replace("(?P<v>", f"(?P<v{i}>")
-                # The row's own group closes last: it names the row.
-                branches.append(f"(?:{rest})(?P<r{i}>)")
-            pattern = re.compile(guard + "(?:" + "|".join(branches) + ")", flags)
-            row_of_group = [0] * (pattern.groups + 1)
-            value_group = [0] * len(rows)
-            for name, index in pattern.groupindex.items():
-                if name[0] == "r":
-                    row_of_group[index] = int(name[1:])
-                else:
-                    value_group[int(name[1:])] = index
-            groups.setdefault(script, []).append(
-                _Group(pattern, tuple(row_of_group), tuple(value_group))
-            )
-            mine = [i for i in mine if i not in led]
-        others[script] = mine
+            anchored.setdefault(script, []).append(order)
+            runs.setdefault(script, []).append((digits.before, digits.after))
+    # The first digit of a run, then what any row needs of it: one pass finds the lines
+    # the rows with digits can match in.
+    digit_runs = {}
+    for script, needs in runs.items():
+        # What follows the run, for the rows with no condition on its start: tried once,
+        # by the character after the run.
+        free = [after for before, after in needs if not before]
+        tails = [f"(?:{before})\\d*+(?:{after})" for before, after in needs if before]
+        if free:
+            tails.append(r"\d*+(?:" + _by_first_character("|".join(free)) + ")")
+        digit_runs[script] = re.compile(r"\d(?<!\d\d)(?:" + "|".join(tails) + ")", flags)
+    words = {word for found in others.values() for order in found for word in rows[order].needs}
+    longest_first = sorted(words, key=lambda word: (-len(word), word))
     return _Tables(
         tuple(rows),
-        {script: tuple(found) for script, found in groups.items()},
+        {script: tuple(found) for script, found in anchored.items()},
         {script: tuple(found) for script, found in others.items()},
+        digit_runs,
+        re.compile("(?=(" + "|".join(map(re.escape, longest_first)) + "))"),
+        {word: frozenset(w for w in words if word.startswith(w)) for word in words},
     )
 
 
@@ -636,13 +783,15 @@ def locale_facts(text: str) -> list[Found]:
     return [Found(*fact) for fact in locale_facts_of([text])[0]]
 
 
-def locale_facts_of(texts: list[str]) -> list[list[Placed]]:
+def locale_facts_of(texts: list[str], *, windowed: bool = True) -> list[list[Placed]]:
     """:func:`locale_facts` of each of ``texts``, as (start, end, kind, value, weight).
 
     The texts are scanned together, joined by :data:`SEPARATOR`: each pattern makes one
     pass over all of them (a script's rows over the texts holding that script), whatever
     their number, so the cost is linear in what is read and a pass's overhead is paid
-    once per batch, not once per text.
+    once per batch, not once per text. The rows whose facts hold digits read only the
+    lines one pass found a run of digits in that one of them needs (:func:`digit_lines`);
+    ``windowed=False``: every row reads everything (the same facts, for the tests).
     """
     out: list[list[Placed]] = [[] for _ in texts]
     worth = [i for i, text in enumerate(texts) if _WORTH_A_LOOK.search(text)]
@@ -650,7 +799,7 @@ def locale_facts_of(texts: list[str]) -> list[list[Placed]]:
         return out
     # Per text: (start, row, stop, kind, value, weight) of every row's matches.
     matches: list[list[tuple]] = [[] for _ in texts]
-    for script in _tables().others:
+    for script in dict.fromkeys(SCRIPTS.values()):
         if script == "any":
             chosen = worth
         else:
@@ -659,7 +808,13 @@ def locale_facts_of(texts: list[str]) -> list[list[Placed]]:
         for batch in plain_ascii_apart([texts[i] for i in chosen]):
             picked = [chosen[i] for i in batch]
             tables = _tables(is_plain_ascii(texts[picked[0]]))
-            _scan_rows(tables, script, [texts[i] for i in picked], [matches[i] for i in picked])
+            _scan_rows(
+                tables,
+                script,
+                [texts[i] for i in picked],
+                [matches[i] for i in picked],
+                windowed=windowed,
+            )
     joined = SEPARATOR.join([texts[i] for i in worth])
     offsets = list(
         itertools.accumulate((len(texts[i]) + len(SEPARATOR) for i in worth[:-1]), initial=0)
@@ -675,30 +830,84 @@ def locale_facts_of(texts: list[str]) -> list[list[Placed]]:
     return out
 
 
-def _scan_rows(tables: _Tables, script: str, texts: list[str], matches: list[list[tuple]]) -> None:
-    """A script's rows over ``texts`` joined; each text's matches added to ``matches``."""
+def _scan_rows(
+    tables: _Tables,
+    script: str,
+    texts: list[str],
+    matches: list[list[tuple]],
+    *,
+    windowed: bool = True,
+) -> None:
+    """A script's rows over ``texts`` joined; each text's matches added to ``matches``.
+    The rows with digits (:class:`Digits`) run over the lines holding a run of digits
+    that one of them needs (:func:`digit_lines`); ``windowed=False``: every row over all
+    of it (what the lines must give, for the tests)."""
     rows = tables.rows
     joined = SEPARATOR.join(texts)
     offsets = list(
         itertools.accumulate((len(text) + len(SEPARATOR) for text in texts[:-1]), initial=0)
     )
     found: list[tuple] = []
-    for group in tables.groups.get(script, ()):
-        row_of_group, value_group = group.row_of_group, group.value_group
-        for match in group.pattern.finditer(joined):
-            order = row_of_group[match.lastindex or 0]
-            row = rows[order]
-            start, stop = match.span(value_group[order]) if row.valued else match.span()
-            found.append((start, order, stop, row.kind, joined[start:stop], row.weight))
-    for order in tables.others[script]:
+    anchored = tables.anchored.get(script, ())
+    if anchored and windowed:
+        spans = digit_lines(tables.digit_runs[script], joined)
+        if spans:
+            window = "".join([joined[start:stop] for start, stop in spans])
+            # Where each span starts in the window, and how far it is moved from the text.
+            starts = list(
+                itertools.accumulate((stop - start for start, stop in spans[:-1]), initial=0)
+            )
+            moved = [start - at for (start, _), at in zip(spans, starts, strict=True)]
+            in_window: list[tuple] = []
+            for order in anchored:
+                row = rows[order]
+                if row.needs and not any(n in window for n in row.needs):
+                    continue
+                _row_matches(row, order, window, in_window)
+            for fact in in_window:
+                shift = moved[bisect.bisect_right(starts, fact[0]) - 1]
+                found.append((fact[0] + shift, fact[1], fact[2] + shift, *fact[3:]))
+        anchored = ()
+    # The words the rows need that are written: one pass, not one per word.
+    written: set[str] = set()
+    for word in set(tables.words_at.findall(joined)):
+        written |= tables.words_in[word]
+    for order in anchored:  # (not windowed)
         row = rows[order]
         if row.needs and not any(n in joined for n in row.needs):
+            continue
+        _row_matches(row, order, joined, found)
+    for order in tables.others.get(script, ()):
+        row = rows[order]
+        if row.needs and written.isdisjoint(row.needs):
             continue
         _row_matches(row, order, joined, found)
     for fact in found:
         n = bisect.bisect_right(offsets, fact[0]) - 1
         base = offsets[n]
         matches[n].append((fact[0] - base, fact[1], fact[2] - base, *fact[3:]))
+
+
+def digit_lines(digit_runs: re.Pattern[str], joined: str) -> list[tuple[int, int]]:
+    """The lines of ``joined`` where ``digit_runs`` finds a run of digits, as (start,
+    stop) spans, adjacent lines merged: each with the line break before it and the one
+    after it (the context a pattern may look at; no pattern matches across a line break),
+    so that a row over the spans joined finds, at the same places, what it finds over
+    ``joined``. After a run is found, the search goes on at the next line."""
+    spans: list[tuple[int, int]] = []
+    search, find, rfind = digit_runs.search, joined.find, joined.rfind
+    match = search(joined)
+    while match is not None:
+        at = match.start()
+        start = max(rfind("\n", 0, at), 0)
+        stop = find("\n", at)
+        stop = len(joined) if stop < 0 else stop + 1
+        if spans and start < spans[-1][1]:
+            spans[-1] = (spans[-1][0], stop)
+        else:
+            spans.append((start, stop))
+        match = search(joined, stop)
+    return spans
 
 
 def _row_matches(row: _Row, order: int, joined: str, found: list[tuple]) -> None:

@@ -234,3 +234,27 @@ def test_a_row_is_left_out_only_where_it_cannot_match_rf_12(text):
         for row in _tables(plain_ascii).rows:
             if row.needs and row.pattern.search(text):
                 assert any(word in text for word in row.needs), (row.pattern.pattern, text)
+
+
+# Pieces of all eight languages' facts and of what is near one (digit runs with every
+# neighbour a row looks at: separators, units, months, street words, line breaks).
+_DIGIT_PIECES = [
+    *[message for message, _, _ in EXAMPLES + EXAMPLES_FR_ES_JA_RU],
+    *["1", "12", "978", "2027", "0421", "1.234", ",50", "'450", "\u202f", "\u00a0", " ", "\n"],
+    *[".", ",", "-", "/", ":", "%", "€", "$", "¥", "₽", "EUR ", " EUR", "CHF", " Stück", " t"],
+    *["er ", "st ", " de ", " h ", "h", " März", " mars", " marzo", " March", " декабря"],
+    *["le ", "du ", "el ", "del ", "Musterstraße ", " rue ", " Street", "Calle Mayor ", "DE"],
+    *["日", "月", "年", "円", "万", "号", "公斤", " euros", " рублей", "ТП-", "x", "Ab", "\x00"],
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(_DIGIT_PIECES), max_size=12).map("".join), max_size=4
+    )
+)
+def test_the_lines_read_for_digits_lose_no_fact_rf_12(texts):
+    """RF.12: the rows whose facts hold digits read only the lines a run of digits they
+    need is on; they find there exactly what every row finds over whole texts."""
+    assert locale_facts_of(texts) == locale_facts_of(texts, windowed=False)
