@@ -250,9 +250,7 @@ _DIGIT_PIECES = [
 
 @settings(max_examples=400, deadline=None)
 @given(
-    texts=st.lists(
-        st.lists(st.sampled_from(_DIGIT_PIECES), max_size=12).map("".join), max_size=4
-    )
+    texts=st.lists(st.lists(st.sampled_from(_DIGIT_PIECES), max_size=12).map("".join), max_size=4)
 )
 def test_the_lines_read_for_digits_lose_no_fact_rf_12(texts):
     """RF.12: the rows whose facts hold digits read only the lines a run of digits they
