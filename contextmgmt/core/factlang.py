@@ -712,12 +712,19 @@ def _tables(plain_ascii: bool = False) -> _Tables:
     # the rows with digits can match in.
     digit_runs = {}
     for script, needs in runs.items():
-        # What follows the run, for the rows with no condition on its start: tried once,
-        # by the character after the run.
-        free = [after for before, after in needs if not before]
-        tails = [f"(?:{before})\\d*+(?:{after})" for before, after in needs if before]
-        if free:
-            tails.append(r"\d*+(?:" + _by_first_character("|".join(free)) + ")")
+        # What follows the run, for the rows with the same condition on its start (or
+        # none): tried once, by the character after the run.
+        afters: dict[str, list[str]] = {}  # by what the run's start needs
+        for before, after in needs:
+            afters.setdefault(before, []).append(after)
+        tails = [
+            f"(?:{before})"
+            + (rf"\d*+(?:{_by_first_character('|'.join(found))})" if any(found) else "")
+            for before, found in afters.items()
+            if before
+        ]
+        if "" in afters:
+            tails.append(r"\d*+(?:" + _by_first_character("|".join(afters[""])) + ")")
         digit_runs[script] = re.compile(r"\d(?<!\d\d)(?:" + "|".join(tails) + ")", flags)
     words = {word for found in others.values() for order in found for word in rows[order].needs}
     longest_first = sorted(words, key=lambda word: (-len(word), word))
@@ -738,9 +745,14 @@ KINDS = ("iban", "bic", "money", "address", "phone", "amount", "name")
 _WORTH_A_LOOK = re.compile(r"[\dA-ZÀ-ÖØ-Þ\u0400-\u04ff\u3040-\u30ff\u4e00-\u9fff]")
 # International ("+49 30 901820"), national with a trunk prefix ("(030) 2345 6789",
 # "0421 3344556") or a Chinese mobile number ("139 1234 5678"); the library decides.
+# Each alternative starts with its first character and checks the one before it looking
+# back: the regex engine then stops only at "+", "(", "0" and "1", not at every character.
+_NOT_AFTER = "(?<![A-Za-z0-9_+.,/-]{})"
 _PHONE_CANDIDATE = re.compile(
-    r"(?<![A-Za-z0-9_+.,/-])(?:\+\d{1,3}[ \u00a0-]?(?:\(0?\d{1,5}\)[ \u00a0-]?)?\d{1,5}"
-    r"|\(0\d{1,5}\)[ \u00a0]?\d{2,5}|0\d{1,5}|1[3-9]\d)"
+    r"(?:\+" + _NOT_AFTER.format(r"\+") + r"\d{1,3}[ \u00a0-]?(?:\(0?\d{1,5}\)[ \u00a0-]?)?\d{1,5}"
+    r"|\(" + _NOT_AFTER.format(r"\(") + r"0\d{1,5}\)[ \u00a0]?\d{2,5}"
+    r"|0" + _NOT_AFTER.format("0") + r"\d{1,5}"
+    r"|1" + _NOT_AFTER.format("1") + r"[3-9]\d)"
     r"(?:[ \u00a0/-]?\d{2,8}){1,4}(?![\w.,/-]?\d)"
 )
 # The regions whose national numbers ("030 …", "139 …") are read without a country code.

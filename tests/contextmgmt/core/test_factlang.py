@@ -4,10 +4,13 @@ IBAN/BIC, phone numbers, postal addresses, dates, CJK amounts and names."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextmgmt.core import factlang
 from contextmgmt.core.factcheck import check_key_facts, extract_facts
 from contextmgmt.core.factlang import (
     _leading_words,
@@ -256,3 +259,23 @@ def test_the_lines_read_for_digits_lose_no_fact_rf_12(texts):
     """RF.12: the rows whose facts hold digits read only the lines a run of digits they
     need is on; they find there exactly what every row finds over whole texts."""
     assert locale_facts_of(texts) == locale_facts_of(texts, windowed=False)
+
+
+# The phone candidates as the pattern was first written (the look-back first): the engine
+# tried it at every character.
+_PHONE_REFERENCE = re.compile(
+    r"(?<![A-Za-z0-9_+.,/-])(?:\+\d{1,3}[ \u00a0-]?(?:\(0?\d{1,5}\)[ \u00a0-]?)?\d{1,5}"
+    r"|\(0\d{1,5}\)[ \u00a0]?\d{2,5}|0\d{1,5}|1[3-9]\d)"
+    r"(?:[ \u00a0/-]?\d{2,8}){1,4}(?![\w.,/-]?\d)"
+)
+_PHONE_PIECES = ["+", "(", ")", "0", "1", "3", "49", "030", "2345", "139", " ", "\u00a0", "-"]
+_PHONE_PIECES += ["/", ".", ",", "a", "_", "\n", "+49 30 901820", "(030) 2345 6789", "x0"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from(_PHONE_PIECES), max_size=14).map("".join))
+def test_phone_candidates_led_by_their_first_character_are_the_same_rf_12(text):
+    """RF.12: the phone candidates, each alternative led by its first character (the
+    engine stops only there), are those of the pattern led by its look-back."""
+    found = [m.span() for m in factlang._PHONE_CANDIDATE.finditer(text)]
+    assert found == [m.span() for m in _PHONE_REFERENCE.finditer(text)]
