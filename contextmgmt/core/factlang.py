@@ -711,11 +711,11 @@ def _tables(plain_ascii: bool = False) -> _Tables:
     # The first digit of a run, then what any row needs of it: one pass finds the lines
     # the rows with digits can match in.
     digit_runs = {}
-    for script, needs in runs.items():
+    for script, conditions in runs.items():
         # What follows the run, for the rows with the same condition on its start (or
         # none): tried once, by the character after the run.
         afters: dict[str, list[str]] = {}  # by what the run's start needs
-        for before, after in needs:
+        for before, after in conditions:
             afters.setdefault(before, []).append(after)
         tails = [
             f"(?:{before})"
