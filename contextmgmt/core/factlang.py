@@ -607,10 +607,6 @@ class _Tables:
     anchored: dict[str, tuple[int, ...]]
     others: dict[str, tuple[int, ...]]
     digit_runs: dict[str, re.Pattern[str]]
-    # Where one of the other rows' words is written (the longest there); and each word's
-    # words that start it, which are written where it is.
-    words_at: re.Pattern[str]
-    words_in: dict[str, frozenset[str]]
 
 
 # A pattern that starts with a group of words (:func:`_words`): it matches only where one
@@ -726,15 +722,11 @@ def _tables(plain_ascii: bool = False) -> _Tables:
         if "" in afters:
             tails.append(r"\d*+(?:" + _by_first_character("|".join(afters[""])) + ")")
         digit_runs[script] = re.compile(r"\d(?<!\d\d)(?:" + "|".join(tails) + ")", flags)
-    words = {word for found in others.values() for order in found for word in rows[order].needs}
-    longest_first = sorted(words, key=lambda word: (-len(word), word))
     return _Tables(
         tuple(rows),
         {script: tuple(found) for script, found in anchored.items()},
         {script: tuple(found) for script, found in others.items()},
         digit_runs,
-        re.compile("(?=(" + "|".join(map(re.escape, longest_first)) + "))"),
-        {word: frozenset(w for w in words if word.startswith(w)) for word in words},
     )
 
 
@@ -880,18 +872,9 @@ def _scan_rows(
                 shift = moved[bisect.bisect_right(starts, fact[0]) - 1]
                 found.append((fact[0] + shift, fact[1], fact[2] + shift, *fact[3:]))
         anchored = ()
-    # The words the rows need that are written: one pass, not one per word.
-    written: set[str] = set()
-    for word in set(tables.words_at.findall(joined)):
-        written |= tables.words_in[word]
-    for order in anchored:  # (not windowed)
+    for order in (*anchored, *tables.others.get(script, ())):
         row = rows[order]
         if row.needs and not any(n in joined for n in row.needs):
-            continue
-        _row_matches(row, order, joined, found)
-    for order in tables.others.get(script, ()):
-        row = rows[order]
-        if row.needs and written.isdisjoint(row.needs):
             continue
         _row_matches(row, order, joined, found)
     for fact in found:
