@@ -161,3 +161,38 @@ def test_rf_12_a_text_stored_twice_is_taken_once():
     text = FACT_RICH[0]
     known = factscan.known_facts([(text, stored(text)), (text, stored(text))])
     assert list(known) == [text]
+
+
+SPOILS = [
+    lambda entry: {**entry, "facts": {**entry["facts"], "start": ["0"]}},
+    lambda entry: {**entry, "facts": {**entry["facts"], "end": []}},
+    lambda entry: {**entry, "facts": {**entry["facts"], "value": [""] * 4}},
+    lambda entry: {**entry, "facts": {**entry["facts"], "weight": [True] * 4}},
+    lambda entry: {**entry, "facts": {**entry["facts"], "kind": "date"}},
+    lambda entry: {**entry, "text": entry["text"] + 1},
+]
+
+
+@pytest.mark.parametrize("spoil", SPOILS)
+def test_rf_12_the_texts_whose_facts_hold_are_taken_beside_one_that_does_not(spoil):
+    """RF.12: the columns of all texts are checked together; one text's columns not as
+    stored leave that text out and take the others, as when each is looked at alone."""
+    first, spoilt, last = FACT_RICH[0], FACT_RICH[1], FACT_RICH[2]
+    known = factscan.known_facts(
+        [(first, stored(first)), (spoilt, spoil(stored(spoilt))), (last, stored(last))]
+    )
+    assert list(known) == [first, last]
+    alone = factscan.known_facts([(first, stored(first)), (last, stored(last))])
+    assert known == alone
+    # A text stored again after a spoilt entry of it is taken from the good one.
+    again = factscan.known_facts([(spoilt, spoil(stored(spoilt))), (spoilt, stored(spoilt))])
+    assert again == factscan.known_facts([(spoilt, stored(spoilt))])
+
+
+def test_rf_12_stored_columns_that_hold_are_not_looked_at_text_by_text(monkeypatch):
+    """RF.12: a load of hundreds of messages checks their columns in a few C calls, not
+    each text's apart."""
+    monkeypatch.setattr(factscan, "_stored_rows", lambda facts: pytest.fail("text by text"))
+    texts = [f"{text} ({i})" for i in range(40) for text in FACT_RICH]
+    known = factscan.known_facts((text, stored(text)) for text in texts)
+    assert len(known) == len(texts)
