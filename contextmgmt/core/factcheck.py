@@ -239,10 +239,17 @@ def _ranked_missing(
     scans = scans_of(sources, known)
     scores, firsts, origins = _tally(sources, stated, known, scans)
     replaced = superseded(sources, known, scans)
-    present = _Presence(text).has
-    missing = [
-        first for first in firsts.values() if not present(first[3]) and not replaced.stale(first[2])
-    ]
+    presence = _Presence(text)
+    if presence.runs is None:  # a short summary, searched directly (inlined: per fact)
+        missing = [
+            first
+            for first in firsts.values()
+            if first[3] not in text or not _whole_token_in(text, first[3])
+        ]
+    else:
+        missing = [first for first in firsts.values() if not presence.has(first[3])]
+    if replaced.by or replaced.doubtful:
+        missing = [first for first in missing if not replaced.stale(first[2])]
     commonness = Counter([first[5] for first in missing])
     damp = {shape: 1.0 + math.log2(n) for shape, n in commonness.items()}
     priority = PRIORITY
