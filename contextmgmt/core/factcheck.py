@@ -81,9 +81,22 @@ def _distinct_facts(sources: Iterable[str]) -> list[Fact]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class Stated:
+    """The keys of the facts that what the user stated in words and what earlier summaries
+    kept hold: worked out once for a summarising job, whose every check ranks by them."""
+
+    keys: frozenset[str]
+
+    @staticmethod
+    def of(texts: Iterable[str], known: Mapping[str, Scanned] | None = None) -> Stated:
+        scans = scans_of(list(texts), known)
+        return Stated(frozenset([o[2] for scan in scans for o in scan.occurrences]))
+
+
 def _tally(
     sources: Iterable[str],
-    stated: Iterable[str] = (),
+    stated: Iterable[str] | Stated = (),
     known: Mapping[str, Scanned] | None = None,
     scans: list[Scanned] | None = None,
 ) -> tuple[dict[str, float], dict[str, Occurrence], dict[str, int]]:
@@ -99,7 +112,6 @@ def _tally(
     sources = list(sources)
     count = max(len(sources), 1)
     score_of = scores.get
-    boosted: set[str] = set()
     if scans is None:
         scans = scans_of(sources, known)
     for index, occurrences in enumerate(scan.occurrences for scan in scans):
@@ -113,12 +125,10 @@ def _tally(
                 origins[key] = index
             elif score < firsts[key][4] + 3:
                 scores[key] = score + 1.0  # a repeat makes it more likely to matter (capped)
-    for occurrences in (scan.occurrences for scan in scans_of(list(stated), known)):
-        for occurrence in occurrences:
-            key = occurrence[2]
-            if key in scores and key not in boosted:
-                scores[key] += STATED_BONUS
-                boosted.add(key)
+    if not isinstance(stated, Stated):
+        stated = Stated.of(stated, known)
+    for key in stated.keys.intersection(scores):
+        scores[key] += STATED_BONUS
     return scores, firsts, origins
 
 
@@ -225,7 +235,7 @@ def _damped_scores(facts: list[Fact]) -> list[float]:
 def _ranked_missing(
     summary: str,
     sources: Iterable[str],
-    stated: Iterable[str] = (),
+    stated: Iterable[str] | Stated = (),
     known: Mapping[str, Scanned] | None = None,
 ) -> list[str]:
     """The texts of ``rank_by_distinctiveness(missing_facts(summary, sources))`` with one
@@ -329,7 +339,7 @@ def check_key_facts(
     sources: Iterable[str],
     *,
     max_tokens: int = KEY_FACTS_MAX_TOKENS,
-    stated: Iterable[str] = (),
+    stated: Iterable[str] | Stated = (),
     known: Mapping[str, Scanned] | None = None,
 ) -> KeyFacts:
     """:func:`append_key_facts` with the facts themselves, so that a user can be shown

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import tokens
-from .factcheck import KEY_FACTS_MAX_TOKENS, KeyFacts, check_key_facts
+from .factcheck import KEY_FACTS_MAX_TOKENS, KeyFacts, Stated, check_key_facts
 from .factscan import Scanned, known_facts
 from .llm import Usage
 from .messages import STORED_FACTS, SUMMARY_PREFIX, ChatMessage
@@ -94,7 +94,7 @@ class _Rounds:
         hint: str,
         timeout: float | None,
         off_loop: bool,
-        stated: list[str],
+        stated: Stated,
         known: dict[str, Scanned],
         instructions: bool = False,
     ) -> None:
@@ -157,7 +157,7 @@ def _fit_and_check(
     body_cap: int,
     sources: list[str],
     facts_room: int,
-    stated: list[str],
+    stated: list[str] | Stated,
     known: dict[str, Scanned],
 ) -> tuple[KeyFacts, int | None]:
     """A reply cut back to ``body_cap`` and fact-checked against ``sources``: (the check,
@@ -207,7 +207,12 @@ async def summarise_rounds(
         if STORED_FACTS in m.metadata
     )
     off_loop = sum(map(len, sources)) > OFF_LOOP_CHARS
-    job = _Rounds(llm, hint, timeout, off_loop, stated, known, instructions)
+    # The facts of what the user stated and earlier summaries kept, for every check of the
+    # job at once (scanned, when not stored, with the rest: in a worker for a large job).
+    facts_stated = (
+        await asyncio.to_thread(Stated.of, stated, known) if off_loop else Stated.of(stated, known)
+    )
+    job = _Rounds(llm, hint, timeout, off_loop, facts_stated, known, instructions)
     job.outcome.cap = max_summary_tokens
     piece_tokens = None
     if window_tokens is not None:
