@@ -34,8 +34,13 @@ def scripted_daphne(shared_daphne_factory, scripted_server):
 
 
 async def connect(server, conversation_id: str):
+    # No client pings: a browser sends none, and on a loaded machine a daphne busy writing a
+    # 20 MB answer can answer a ping after the client library's 20 s, which closed the
+    # socket with 1011 before ``done`` arrived; WAIT still bounds every wait.
     return await websockets.connect(
-        f"{server.ws_url}/ws/chat/{conversation_id}/", additional_headers=server.ws_headers()
+        f"{server.ws_url}/ws/chat/{conversation_id}/",
+        additional_headers=server.ws_headers(),
+        ping_interval=None,
     )
 
 
