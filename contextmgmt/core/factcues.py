@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from .factlang import SEPARATOR
+from .factlang import SEPARATOR, top_level_alternatives
 
 # Per language: cues that make a sentence a correction when it names its old value, and
 # cues strong enough to replace an earlier value of the same thing it does not name.
@@ -52,26 +52,6 @@ CUES: dict[str, tuple[str, str]] = {
 }
 
 
-def _alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of ``pattern``."""
-    out, depth, start, at = [], 0, 0, 0
-    while at < len(pattern):
-        char = pattern[at]
-        if char == "\\":
-            at += 2
-            continue
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            out.append(pattern[start:at])
-            start = at + 1
-        at += 1
-    out.append(pattern[start:])
-    return out
-
-
 def _first_character_led(pattern: str, *, ignore_case: bool = False) -> str:
     """``pattern`` (alternatives of words, each maybe led by ``\\b`` or by a group of
     words) as alternatives that each start with a literal character, the word boundary
@@ -83,10 +63,10 @@ def _first_character_led(pattern: str, *, ignore_case: bool = False) -> str:
     than the rest of a compaction). ``ignore_case``: the first character in each case,
     the rest case-insensitive (what ``re.IGNORECASE`` would match, the prefix kept)."""
     flat: list[str] = []
-    for alternative in _alternatives(pattern):
+    for alternative in top_level_alternatives(pattern):
         if alternative.startswith("\\b(?:"):
             close = alternative.index(")")
-            for word in _alternatives(alternative[len("\\b(?:") : close]):
+            for word in top_level_alternatives(alternative[len("\\b(?:") : close]):
                 flat.append("\\b" + word + alternative[close + 1 :])
         else:
             flat.append(alternative)
@@ -125,10 +105,10 @@ def _after_a_non_word(pattern: str) -> str:
     alternatives led by its first character."""
     bounded: list[str] = []
     free: list[str] = []
-    for alternative in _alternatives(pattern):
+    for alternative in top_level_alternatives(pattern):
         if alternative.startswith("\\b(?:"):
             close = alternative.index(")")
-            for word in _alternatives(alternative[len("\\b(?:") : close]):
+            for word in top_level_alternatives(alternative[len("\\b(?:") : close]):
                 bounded.append(word + alternative[close + 1 :])
         elif alternative.startswith("\\b"):
             bounded.append(alternative[2:])

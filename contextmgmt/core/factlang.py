@@ -631,8 +631,8 @@ def _leading_words(pattern: str) -> tuple[str, ...]:
     return tuple(_ESCAPED.sub(r"\1", word) for word in words)
 
 
-def _top_level(pattern: str) -> list[str]:
-    """The top-level alternatives of ``pattern``."""
+def top_level_alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (a ``|`` in a group or a class is not one)."""
     out, depth, start, at = [], 0, 0, 0
     in_class = False
     while at < len(pattern):
@@ -663,7 +663,7 @@ def _by_first_character(pattern: str) -> str:
     that nothing can follow costs one look at the character after it."""
     by_first: dict[str, list[str]] = {}
     others: list[str] = []
-    for alternative in _top_level(pattern):
+    for alternative in top_level_alternatives(pattern):
         size = 2 if alternative[:1] == "\\" and not alternative[1:2].isalnum() else 1
         first, rest = alternative[:size], alternative[size:]
         if (size == 1 and first in "\\[(.^$*+?{|") or not first or rest[:1] in ("?", "*", "{"):
