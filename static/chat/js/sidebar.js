@@ -107,6 +107,7 @@ export class Sidebar {
     this.conversations = conversations;
     this.currentId = currentId;
     this.next = next;
+    this.moreError = null;
     this.render();
     this.watchMore();
   }
@@ -116,6 +117,10 @@ export class Sidebar {
   setUpOlderPages() {
     this.next = null;
     this.loadingMore = false;
+    // Why the last older page failed, until the next try: a render for another reason (the
+    // projects arriving, a title) keeps saying so, and scrolling no longer retries by itself
+    // against a server that just failed; the button does.
+    this.moreError = null;
     this.more = el("button", {
       type: "button",
       class: "btn conv-more",
@@ -131,7 +136,10 @@ export class Sidebar {
       "IntersectionObserver" in window
         ? new IntersectionObserver(
             (entries) =>
-              entries.some((e) => e.isIntersecting) && document.activeElement !== this.more && this.loadMore(),
+              entries.some((e) => e.isIntersecting) &&
+              document.activeElement !== this.more &&
+              this.moreError === null &&
+              this.loadMore(),
             { root: this.list.closest("nav"), rootMargin: "200px 0px" },
           )
         : null;
@@ -150,6 +158,7 @@ export class Sidebar {
     // Read before the button changes; it is marked busy, not disabled, because a disabled
     // button drops the keyboard focus it holds.
     const keepFocus = document.activeElement === this.more;
+    this.moreError = null;
     this.loadingMore = true;
     this.more.setAttribute("aria-disabled", "true");
     this.more.textContent = gettext("Loading…");
@@ -162,13 +171,10 @@ export class Sidebar {
       ];
       this.next = page.next;
     } catch (err) {
-      this.more.textContent = interpolate(
-        gettext("Could not load older conversations: %(reason)s. Try again"),
-        { reason: err.message },
-        true,
-      );
-      this.more.setAttribute("aria-disabled", "false");
+      this.moreError = err.message;
       this.loadingMore = false;
+      this.more.setAttribute("aria-disabled", "false");
+      this.more.textContent = this.moreText();
       return;
     }
     this.loadingMore = false;
@@ -372,7 +378,17 @@ export class Sidebar {
     this.list.replaceChildren(...rows);
     this.more.hidden = !this.next || this.searching;
     this.more.setAttribute("aria-disabled", String(this.loadingMore));
-    if (!this.loadingMore) this.more.textContent = gettext("Show older conversations");
+    if (!this.loadingMore) this.more.textContent = this.moreText();
+  }
+
+  moreText() {
+    return this.moreError === null
+      ? gettext("Show older conversations")
+      : interpolate(
+          gettext("Could not load older conversations: %(reason)s. Try again"),
+          { reason: this.moreError },
+          true,
+        );
   }
 
   item(conversation) {
