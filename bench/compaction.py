@@ -15,9 +15,9 @@ Printed per summariser and compactor window: CPU milliseconds per call
 (``time.process_time``, median and p95) "cold" (the fact check's per-text caches emptied
 before each call: a conversation compacted for the first time, its messages stored without
 their facts, as before they were kept), "stored" (the same, each message carrying the facts
-found when it was stored, ``factscan.stored_facts`` in ``metadata["facts"]``, as a
-database load gives them once the storing layer keeps them: the compaction scans no
-text) and "warm" (the same texts
+found when it was stored, ``factscan.stored_facts`` in ``metadata["facts"]``, and each
+user and assistant text the class counts it was stored with, as a database load gives
+them: the compaction scans no text and counts only the tool rounds) and "warm" (the same texts
 seen before, as when the next request compacts the same conversation again), and the
 longest event-loop stall a lag monitor waking every millisecond saw during the cold calls.
 Window 60,000 is the fast model's default input budget (one summariser call); window 8,000
@@ -52,7 +52,11 @@ from contextmgmt.core import corrections, factscan  # noqa: E402
 from contextmgmt.core.compact import CompactUtils  # noqa: E402
 from contextmgmt.core.llm import LLMResult, Usage  # noqa: E402
 from contextmgmt.core.messages import STORED_FACTS, ChatMessage  # noqa: E402
-from contextmgmt.core.tokens import estimate_messages_tokens  # noqa: E402
+from contextmgmt.core.tokens import (  # noqa: E402
+    estimate_messages_tokens,
+    stored_counts,
+    with_stored_counts,
+)
 from contextmgmt.core.transcript import fact_source  # noqa: E402
 
 BUDGET = 8_000
@@ -89,9 +93,14 @@ async def reference_compact(messages: list[ChatMessage], llm, max_tokens: int) -
 
 def with_stored_facts(messages: list[ChatMessage]) -> list[ChatMessage]:
     """``messages`` as a database load gives them: each carries the facts found when it
-    was stored (what the storing service keeps in its ``facts`` column)."""
+    was stored (what the storing service keeps in its ``facts`` column), and each user
+    and assistant text the class counts it was stored with (its ``token_counts`` column,
+    ``tokens.with_stored_counts``: not counted again). Tool calls and results are counted
+    in the compaction: the database keeps no counts for them."""
     for message in messages:
         message.metadata[STORED_FACTS] = factscan.stored_facts(fact_source(message))
+        if message.role in ("user", "assistant") and isinstance(message.content, str):
+            with_stored_counts(message, stored_counts(message.content))
     return messages
 
 

@@ -11,8 +11,10 @@ bench/compaction.py) and an 8,000-token budget is measured in CPU milliseconds
 (``time.process_time``, every thread): the database read, the JSON of the facts, the
 token count, the compaction and its fact check, with the fact check's caches emptied
 before each load (a conversation compacted for the first time in this process). "stored":
-as stored; "not stored": the same rows with their ``facts`` emptied, as rows written
-before the column. Printed: median and min of each, and the storing cost per message.
+as stored (the facts and the class counts of each text, ``token_counts``: the load counts
+no stored text); "not stored": the same rows with their ``facts`` and ``token_counts``
+emptied, as rows written before the columns. Printed: median and min of each, and the
+storing cost per message.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def main() -> None:
     conversation, stored_count, per_message = build(args.messages, args.mix)
     measure(conversation.pk, 1)  # the tables compiled, the connection's reads prepared
     stored = measure(conversation.pk, args.calls)
-    Message.objects.filter(conversation=conversation).update(facts={})
+    Message.objects.filter(conversation=conversation).update(facts={}, token_counts=b"")
     plain = measure(conversation.pk, args.calls)
     print(
         f"{args.mix}: {stored_count} messages stored; facts found at storage "

@@ -41,6 +41,10 @@ What is loaded, and why:
   ``metadata["facts"]`` for the compaction's fact check, which then scans only the texts
   they are not the facts of (rows stored before the column, texts with documents or image
   notes joined);
+- a message's class counts, counted when its content was stored (its ``token_counts``
+  column), are given to it (``tokens.with_stored_counts``): its estimate weighs them with
+  the current model's weights instead of counting the text again (not when documents or
+  image notes joined to it make another text);
 - ``for_count``: the history only to be counted (the context gauge), never sent — each
   image part carries only the file's leading bytes, which its token estimate reads its size
   from (``header_url``), and an image never described is described in memory, not stored:
@@ -80,6 +84,7 @@ from contextmgmt.core.messages import (
     ChatMessage,
     ToolCall,
 )
+from contextmgmt.core.tokens import with_stored_counts
 from contextmgmt.db_memory import LoadedHistory, StoredSummary
 
 logger = logging.getLogger(__name__)
@@ -218,7 +223,12 @@ def _history_message(
     sent, described = message_content(content, refs, attachments, vision=pixels, url_of=url_of)
     if described:
         metadata[IMAGE_NOTES] = described
-    return ChatMessage(role=row.role, content=sent, pinned=row.pinned, metadata=metadata)
+    message = ChatMessage(role=row.role, content=sent, pinned=row.pinned, metadata=metadata)
+    if row.token_counts:
+        # Counted when its content was stored: not counted again (they are not taken when
+        # documents or image notes joined to it make another text).
+        with_stored_counts(message, row.token_counts)
+    return message
 
 
 # --- the run's query -------------------------------------------------------------------------
@@ -243,13 +253,16 @@ def query_message(message: Message, *, vision: bool = True) -> ChatMessage:
     sent, described = message_content(text, refs, attachments, vision=vision)
     if described:
         metadata[IMAGE_NOTES] = described
-    return ChatMessage(
+    query = ChatMessage(
         role="user",
         content=sent,
         pinned=True,
         injected=message.kind == Message.Kind.INJECTED,
         metadata=metadata,
     )
+    if message.token_counts:
+        with_stored_counts(query, message.token_counts)
+    return query
 
 
 # --- images ----------------------------------------------------------------------------------

@@ -106,6 +106,7 @@ class HistoryRow(NamedTuple):
     documents: Any  # the metadata's document references (decoded JSON), or None
     has_tools: bool  # its run stored tool results
     facts: Any  # the facts found when its content was stored ({} for older rows)
+    token_counts: Any  # its class counts, counted when stored (bytes; empty if never)
 
 
 def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list[HistoryRow]:
@@ -140,6 +141,7 @@ def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list
             json_or_none(documents),
             has_tools,
             facts,
+            token_counts,
         )
         for (
             msg_id,
@@ -154,6 +156,7 @@ def history_rows(conversation_id: Any, *, summary: StoredSummary | None) -> list
             documents,
             has_tools,
             facts,
+            token_counts,
         ) in rows
     ]
 
@@ -224,6 +227,7 @@ def _with_columns(rows: QuerySet) -> QuerySet:
             "documents_json",
             "has_tools",
             "facts",
+            "token_counts",
         )
     )
 
@@ -261,7 +265,7 @@ def _history_part(q: SqlNames, *, covered: bool, where: str = "") -> str:
         f"{message('created_at')} AS {q.alias('created_at')}, "
         f"{q.json_text(Message, 'metadata', 'images')}, {message('pinned')}, "
         f"{'TRUE' if covered else 'FALSE'}, {q.json_text(Message, 'metadata', 'documents')}, "
-        f"{has_tools}, {message('facts')} "
+        f"{has_tools}, {message('facts')}, {message('token_counts')} "
         f"FROM {q.table(Message)} WHERE {message('conversation')} = %(conversation)s "
         f"AND {message('role')} IN (%(user)s, %(assistant)s) "
         f"AND NOT ({message('role')} = %(assistant)s AND {message('status')} = %(running)s) "
@@ -311,6 +315,7 @@ _HISTORY_COLUMNS = (
     TextField(),
     BooleanField(),
     _message("facts"),
+    _message("token_counts"),
 )
 # The roles and the status the history's filter names.
 _HISTORY_FIXED = {

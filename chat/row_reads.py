@@ -32,6 +32,7 @@ from typing import Any
 
 from django.db import connections, router, transaction
 from django.db.models import (
+    BinaryField,
     BooleanField,
     CharField,
     DateTimeField,
@@ -136,8 +137,9 @@ def _json(decoder: type[json.JSONDecoder] | None, value: Any) -> Any:
         return value
 
 
-# Types whose values both drivers return as the ORM does.
-_AS_READ = (CharField, TextField, IntegerField, FloatField)
+# Types whose values both drivers return as the ORM does (a binary column: bytes, or a
+# memoryview from psycopg2, as the ORM returns it too).
+_AS_READ = (CharField, TextField, IntegerField, FloatField, BinaryField)
 
 
 def convert(field: Field, vendor: str) -> Callable[[Any], Any] | None:

@@ -36,6 +36,7 @@ from chat.models import Attachment, Conversation, Message, Project
 from chat.rendering.markdown import RENDERER_VERSION, render_markdown
 from chat.search import index as search_index
 from contextmgmt.core.factscan import stored_facts
+from contextmgmt.core.tokens import stored_counts
 from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)
@@ -165,6 +166,13 @@ def content_facts(content: str) -> dict[str, Any]:
     return stored_facts(content) if content else {}
 
 
+def content_token_counts(content: str) -> bytes:
+    """The class counts of a message's content as its ``token_counts`` column keeps them,
+    counted once here, when the content is stored: a load gives them to the message
+    instead of counting it again (docs/tokens.md, "Counts stored with a message")."""
+    return stored_counts(content) if content else b""
+
+
 @transaction.atomic
 def user_message_create(
     *,
@@ -193,6 +201,7 @@ def user_message_create(
         status=Message.Status.PENDING,
         content=content,
         facts=content_facts(content),
+        token_counts=content_token_counts(content),
         metadata={
             "images": [
                 {"file_id": str(a.id), "mime_type": a.mime_type}
@@ -297,6 +306,7 @@ def assistant_message_finish(
     message.kind = Message.Kind.ERROR if status == Message.Status.ERROR else Message.Kind.ANSWER
     message.metadata = metadata
     message.facts = content_facts(content)
+    message.token_counts = content_token_counts(content)
     # Rendered once, here, off the event loop: reads serve the stored HTML.
     message.html, message.html_version = render_markdown(content), RENDERER_VERSION
     # An update, not save(): if the conversation was deleted mid-run there is nothing left
@@ -308,6 +318,7 @@ def assistant_message_finish(
             "kind": message.kind,
             "metadata": metadata,
             "facts": message.facts,
+            "token_counts": message.token_counts,
             "html": message.html,
             "html_version": message.html_version,
         },

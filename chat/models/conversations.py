@@ -148,6 +148,13 @@ class Message(models.Model):
     # compaction takes them instead of scanning the text again (docs/architecture.md,
     # "Compaction").
     facts = models.JSONField(default=dict, blank=True, editable=False, verbose_name=_("facts"))
+    # The class counts of its content, counted when the content was stored
+    # (contextmgmt.core.tokens.stored_counts; empty for rows never counted): a load gives
+    # them to the message, which each model's budget weighs with its own weights, instead
+    # of counting the text again (docs/tokens.md, "Counts stored with a message").
+    token_counts = models.BinaryField(
+        default=b"", blank=True, editable=False, verbose_name=_("token counts")
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created"))
     # Versions (docs/architecture.md, "Versions"): an edited question or a regenerated
     # answer is a new version of the first one, which it names here; and a message hidden

@@ -28,6 +28,7 @@ see ``contextmgmt.calibration``) apply inside ``use_weights(...)``.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -55,6 +56,7 @@ __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
     "N_CLASSES",
+    "STORED_COUNTS_VERSION",
     "activate_weights",
     "current_weights",
     "estimate_message_tokens",
@@ -62,11 +64,13 @@ __all__ = [
     "estimate_tokens",
     "message_counts",
     "messages_counts",
+    "stored_counts",
     "text_counts",
     "tokens_of_counts",
     "usage_sample",
     "use_weights",
     "weights_of",
+    "with_stored_counts",
 ]
 
 IMAGE_TOKENS = FLAT_IMAGE_TOKENS  # an image whose size is unknown
@@ -338,3 +342,54 @@ def usage_sample(messages: Iterable[ChatMessage], extra_text: str = "") -> tuple
             fixed += MESSAGE_OVERHEAD + _message_into(msg, counts, BASE_WEIGHTS)[1]
     count_into(extra_text, counts, BASE_WEIGHTS)
     return list(counts), fixed
+
+
+# --- counts stored with a message ---------------------------------------------------------
+#
+# A stored message's class counts are found once, when its content is stored, and kept in a
+# column (``stored_counts``); a load gives them back to the message (``with_stored_counts``)
+# so that a compaction or a budget does not count the text again. They are counts, not
+# tokens: each model weighs them with its own weights (a run's calibrated model, the
+# summariser's), as a text counted afresh would be. The stored form says which counter
+# counted them and the length of the text it counted: counts of another counter (classes
+# changed: bump the version) or of another text are not used, the text is counted.
+STORED_COUNTS_VERSION = 1
+_STORED_HEADER = Struct("<HQ")  # the counter's version, the text's length in characters
+_STORED_COUNTS = Struct(f"<{N_CLASSES}q")
+_STORED_SIZE = _STORED_HEADER.size + _STORED_COUNTS.size
+# Native 64-bit integers are the stored ones on a little-endian machine: a slice, no unpacking.
+_NATIVE_IS_STORED = sys.byteorder == "little" and array("q").itemsize == 8
+
+
+def stored_counts(text: str) -> bytes:
+    """The class counts of ``text`` as a message's ``token_counts`` column keeps them."""
+    counts = _STORED_COUNTS.pack(*text_counts(text))
+    return _STORED_HEADER.pack(STORED_COUNTS_VERSION, len(text)) + counts
+
+
+def with_stored_counts(msg: ChatMessage, stored: bytes | memoryview | None) -> bool:
+    """Give ``msg`` the class counts its text was stored with, so that its estimate does not
+    count the text again; True when they were given.
+
+    Only a plain message (string content, no tool calls) whose text is the one counted (its
+    length, by the counter of this version) takes them: otherwise nothing changes and the
+    message is counted when estimated. Its tokens are weighed at the first estimate, with
+    the weights current then."""
+    content = msg.content
+    if not stored or type(content) is not str or msg.tool_calls is not None:
+        return False
+    if len(stored) != _STORED_SIZE:
+        return False
+    version, length = _STORED_HEADER.unpack_from(stored)
+    if version != STORED_COUNTS_VERSION or length != len(content):
+        return False
+    if _NATIVE_IS_STORED:
+        packed = bytes(stored[_STORED_HEADER.size :])
+    else:
+        packed = array("q", _STORED_COUNTS.unpack_from(stored, _STORED_HEADER.size)).tobytes()
+    # The layout of a counted plain message's cache; no weights yet (None is never the
+    # current weights), so the first estimate weighs the counts.
+    msg._token_cache = (
+        content, None, None, 0, packed, None, None, MESSAGE_OVERHEAD, len(content),
+    )  # fmt: skip
+    return True

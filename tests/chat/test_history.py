@@ -16,7 +16,8 @@ from chat import services
 from chat.compaction.summaries import summary_save
 from chat.history import latest_summary, load_history, query_message
 from chat.models import Conversation, Message
-from contextmgmt.core.messages import STORED_FACTS
+from contextmgmt.core import tokens
+from contextmgmt.core.messages import STORED_FACTS, ChatMessage
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db
@@ -167,3 +168,35 @@ def test_rf12_a_follow_up_as_the_run_reads_it_carries_its_stored_facts(conversat
         conversation=conversation, content="Also order ORD-77120.", injected=True
     )
     assert query_message(follow_up).metadata[STORED_FACTS] == follow_up.facts
+
+
+# --- stored token counts ---------------------------------------------------------------------
+
+
+def test_rf12_the_history_s_messages_are_not_counted_again(busy_conversation, monkeypatch):
+    """RF.12: each message stored by the services comes with the class counts of its text
+    (its ``token_counts`` column, read by the same query), so its estimate counts nothing;
+    a row never counted (before the column) and a text with notes joined to it are
+    counted as before. Each estimate is the one the same text counted afresh gives."""
+    Message.objects.filter(content="q1").update(token_counts=b"")
+    expected = {
+        m.text(): tokens.estimate_message_tokens(ChatMessage(role=m.role, content=m.content))
+        for m in load_history(busy_conversation.pk).messages
+    }
+    counted: list = []
+    real = tokens.count_packed
+    monkeypatch.setattr(tokens, "count_packed", lambda *a: counted.append(a[0]) or real(*a))
+    with CaptureQueriesContext(connection) as queries:
+        loaded = load_history(busy_conversation.pk)
+    assert len(queries) == 2, [q["sql"] for q in queries]  # the summary, the messages
+    assert {m.text(): tokens.estimate_message_tokens(m) for m in loaded.messages} == expected
+    assert counted == ["q1", "look\n[image: x unavailable]"]
+
+
+def test_rf12_the_run_s_query_is_not_counted_again(conversation, monkeypatch):
+    follow_up = services.user_message_create(
+        conversation=conversation, content="Also order ORD-77120.", injected=True
+    )
+    expected = tokens.estimate_message_tokens(ChatMessage(role="user", content=follow_up.content))
+    monkeypatch.setattr(tokens, "count_packed", None)  # counting would fail
+    assert tokens.estimate_message_tokens(query_message(follow_up)) == expected

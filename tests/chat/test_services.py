@@ -14,6 +14,7 @@ from chat.errors import InvalidInput
 from chat.models import Attachment, Conversation, Message, SearchDocument
 from chat.search import index as search_index
 from contextmgmt.core.factscan import stored_facts
+from contextmgmt.core.tokens import stored_counts
 from tests.chat.images import image_bytes
 
 pytestmark = pytest.mark.django_db
@@ -343,3 +344,20 @@ def test_rf12_an_empty_message_stores_no_facts(conversation):
     )
     message.refresh_from_db()
     assert message.facts == {}
+    assert bytes(message.token_counts) == b""
+
+
+def test_rf12_a_stored_message_keeps_the_class_counts_of_its_content(conversation):
+    """RF.12: a message's class counts are counted once, when its content is stored (the
+    user's message when created, an answer when finished), in the stored form a load
+    gives back to the message."""
+    question = services.user_message_create(conversation=conversation, content="Привет, 上下文 42")
+    answer = services.assistant_message_start(conversation=conversation, run_id="r", mode="react")
+    assert bytes(answer.token_counts) == b""  # nothing yet: a running answer is not history
+    services.assistant_message_finish(
+        message=answer, content="Order ORD-88213 costs $1,234.56.", status="done", usage={}
+    )
+    question.refresh_from_db()
+    answer.refresh_from_db()
+    assert bytes(question.token_counts) == stored_counts("Привет, 上下文 42")
+    assert bytes(answer.token_counts) == stored_counts("Order ORD-88213 costs $1,234.56.")

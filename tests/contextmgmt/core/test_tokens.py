@@ -219,3 +219,71 @@ async def test_weights_activated_in_a_task_stay_in_that_task():
     assert calibrated == tokens_of_counts(text_counts(text), doubled)
     assert plain == estimate_tokens(text)
     assert current_weights() == BASE_WEIGHTS
+
+
+# --- counts stored with a message (RF.12) -------------------------------------------------
+
+_OTHER_WEIGHTS = tuple(w * (1.0 + 0.1 * (i % 7)) for i, w in enumerate(BASE_WEIGHTS))
+
+
+def _not_counting(monkeypatch) -> list:
+    calls: list = []
+    monkeypatch.setattr(tokens, "count_packed", lambda *args: calls.append(args) or (0.0, b""))
+    monkeypatch.setattr(tokens, "count_into", lambda *args: calls.append(args) or 0.0)
+    return calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300), st.sampled_from([BASE_WEIGHTS, _OTHER_WEIGHTS]))
+def test_rf12_stored_counts_give_the_estimate_a_fresh_count_gives(text, weights):
+    """RF.12: a message given the counts stored for its text estimates, under any model's
+    weights, what the same message counted afresh estimates, and usage samples agree."""
+    stored = ChatMessage(role="user", content=text)
+    assert tokens.with_stored_counts(stored, tokens.stored_counts(text))
+    fresh = ChatMessage(role="user", content=text)
+    with use_weights(weights):
+        assert estimate_message_tokens(stored) == estimate_message_tokens(fresh)
+        assert estimate_messages_tokens([stored]) == estimate_messages_tokens([fresh])
+    assert usage_sample([stored]) == usage_sample([ChatMessage(role="user", content=text)])
+
+
+def test_rf12_a_message_with_stored_counts_is_not_counted_again(monkeypatch):
+    text = "Order ORD-40037 weighs 12.5 kg; 预算上限是每月八千元. " * 30
+    stored = tokens.stored_counts(text)
+    expected = estimate_message_tokens(ChatMessage(role="user", content=text))
+    calls = _not_counting(monkeypatch)
+    msg = ChatMessage(role="assistant", content=text)
+    assert tokens.with_stored_counts(msg, memoryview(stored))  # as PostgreSQL gives a bytea
+    assert estimate_messages_tokens([msg]) == expected
+    with use_weights(_OTHER_WEIGHTS):
+        assert estimate_message_tokens(msg) > expected
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["another text", "another counter", "cut short", "tool calls", "parts", "empty"],
+)
+def test_rf12_counts_not_of_this_text_are_not_taken(case):
+    """RF.12: counts stored for another text (another length), by another version of the
+    counter, or cut short, and messages that are not one plain text, are counted as before."""
+    text = "The staging config lives at /srv/app/conf/stage-7.yaml."
+    stored = tokens.stored_counts(text)
+    msg = ChatMessage(role="user", content=text)
+    if case == "another text":
+        msg.content = text + "!"
+    elif case == "another counter":
+        version = (tokens.STORED_COUNTS_VERSION + 1).to_bytes(2, "little")
+        stored = version + stored[2:]
+    elif case == "cut short":
+        stored = stored[:-8]
+    elif case == "tool calls":
+        msg.tool_calls = [ToolCall("c1", "search", "{}")]
+    elif case == "parts":
+        msg.content = [{"type": "text", "text": text}]
+    else:
+        stored = b""
+    assert tokens.with_stored_counts(msg, stored) is False
+    assert msg._token_cache is None
+    fresh = ChatMessage(role="user", content=msg.content, tool_calls=msg.tool_calls)
+    assert estimate_message_tokens(msg) == estimate_message_tokens(fresh)
