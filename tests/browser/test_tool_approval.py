@@ -9,7 +9,15 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DESKTOP, PHONE, hold_saves, login, screenshot, send
+from tests.browser.conftest import (
+    DESKTOP,
+    PHONE,
+    hold_requests,
+    hold_saves,
+    login,
+    screenshot,
+    send,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -124,6 +132,33 @@ def test_the_tools_menu_lists_the_sources_and_switches_one_off_for_this_chat(ope
     wait_done(page, 1)
     expect(card(page)).to_have_count(0)
     expect(page.locator(".msg-assistant .step")).to_have_count(0)
+
+
+def test_a_key_pressed_in_the_menu_before_its_listing_arrives_reaches_the_switch(open_page):
+    """RD.6: opening the menu reads the listing again; when it arrives after the user has
+    moved onto a switch, the new switches replace the old ones and the focus stays on the
+    user's switch (it used to jump to the first tool, and the key went there)."""
+    page = open_page()
+    menu = page.locator("#tools-menu")
+    # By CSS: the closed menu's switches have no role for Playwright yet.
+    switch = menu.locator('[data-source="test"] .tools-source-switch input')
+    expect(switch).to_be_attached()  # the new chat's listing is in, the menu still closed
+    held = hold_requests(page, "**/api/tools/", method="GET")
+    page.locator("#tools-button").click()
+    expect(switch).to_be_checked()
+    switch.focus()
+    for _ in range(500):  # the menu's second read of the listing reaches the route
+        if held:
+            break
+        page.wait_for_timeout(20)
+    assert len(held) == 1
+    replaced = switch.element_handle()
+    held[0].continue_()
+    page.wait_for_function("node => !node.isConnected", arg=replaced)
+    expect(switch).to_be_focused()
+    page.keyboard.press("Space")
+    expect(switch).not_to_be_checked()
+    expect(menu.locator('[data-tool="calculator"] input')).to_be_checked()
 
 
 def test_a_message_sent_while_a_switch_is_saved_waits_for_the_switch(open_page):

@@ -17,6 +17,7 @@ export class ToolsMenu {
     this.sources = [];
     this.loadToken = 0;
     this.switches = 0; // switches made so far
+    this.saving = Promise.resolve(); // settles when every switch made so far is saved
     this.button.addEventListener("click", () => this.show(this.menu.hidden));
     document.addEventListener("click", (event) => {
       if (!this.menu.hidden && !this.menu.contains(event.target) && !this.button.contains(event.target)) {
@@ -39,13 +40,21 @@ export class ToolsMenu {
     this.menu.hidden = !open;
     this.button.setAttribute("aria-expanded", String(open));
     if (open) {
-      this.load().then(() => this.menu.querySelector("input, button")?.focus());
+      // The listing may arrive after the user has already moved into the menu: their focus
+      // stays where they put it.
+      this.load().then(() => {
+        if (!this.menu.contains(document.activeElement)) this.menu.querySelector("input, button")?.focus();
+      });
     }
   }
 
   // The conversation shown changed (or its tools did): read the listing again.
   async load() {
     const token = ++this.loadToken;
+    // A listing read while a switch is being saved may be answered from before the save and
+    // arrive after it: it is read once the saves have settled.
+    await this.saving;
+    if (token !== this.loadToken) return;
     const switches = this.switches;
     try {
       const { sources } = await api.tools(this.host.conversationId());
@@ -71,10 +80,14 @@ export class ToolsMenu {
       { count: on },
       true,
     );
+    // A new listing replaces every switch: the one the user is on keeps the focus, so a key
+    // pressed as the listing arrives still reaches it.
+    const focused = this.menu.contains(document.activeElement) ? document.activeElement.id : "";
     this.menu.replaceChildren(
       el("p", { class: "tools-heading", text: gettext("Tools this chat's answers may use") }),
       ...this.sources.map((source) => this.sourceNode(source)),
     );
+    if (focused) document.getElementById(focused)?.focus();
   }
 
   sourceNode(source) {
@@ -138,8 +151,14 @@ export class ToolsMenu {
   }
 
   switchTool(tool, input) {
+    return this.track(this.saveToolSwitch(tool, input));
+  }
+
+  // A save never rejects (it says its failure in a toast and puts the switch back).
+  track(save) {
     this.switches += 1;
-    return this.host.trackSave(this.saveToolSwitch(tool, input));
+    this.saving = Promise.all([this.saving, save]);
+    return this.host.trackSave(save);
   }
 
   async saveToolSwitch(tool, input) {
@@ -164,8 +183,7 @@ export class ToolsMenu {
   // A message sent right after a switch waits for its save (``trackSave``), so its answer
   // uses the tools the menu shows.
   switchSource(source, input) {
-    this.switches += 1;
-    return this.host.trackSave(this.saveSwitch(source, input));
+    return this.track(this.saveSwitch(source, input));
   }
 
   async saveSwitch(source, input) {
