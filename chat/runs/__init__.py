@@ -39,6 +39,7 @@ import functools
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -67,13 +68,14 @@ __all__ = [
     "APPROVAL_DECISIONS",
     "CONVERSATION_DELETED",
     "MODES",
+    "LocalRun",
     "SnapshotGate",
-    "active_snapshot",
     "answer_approval",
     "cancel_active_run",
     "conversation_deleted",
     "conversation_group",
     "interrupt_local_runs",
+    "local_run",
     "local_run_count",
     "recover_runs",
     "request_remote_snapshot",
@@ -296,11 +298,26 @@ def conversation_deleted(*, conversation_id: Any, running_run_ids: list[str]) ->
         logger.exception("could not stop the run of deleted conversation %s", conversation_id)
 
 
-def active_snapshot(*, conversation_id: Any) -> dict | None:
-    """This process's active run of the conversation as a socket joining now needs it:
-    ids, mode and the answer text streamed so far (the ``run.active`` event)."""
+@dataclass(frozen=True, slots=True)
+class LocalRun:
+    """This process's run of a conversation as a socket joining it now finds it."""
+
+    # Under way: ids, mode, the answer text streamed so far, the steps and plan so far
+    # (the ``run.active`` event); None when no run works here.
+    snapshot: dict | None
+    # Its work has ended and its ending is stored or being stored, but its sockets have not
+    # been told yet: a socket in the group now still gets its done / error / run.cancelled.
+    ending: bool
+
+
+def local_run(*, conversation_id: Any) -> LocalRun:
+    """The conversation's run in this process, for a socket that has just joined the
+    conversation's group (no await between the two: nothing it is sent is missed)."""
     run = registry.get(conversation_id)
-    return None if run is None else run.snapshot()
+    if run is None:
+        return LocalRun(snapshot=None, ending=False)
+    snapshot = run.snapshot()
+    return LocalRun(snapshot=snapshot, ending=snapshot is None)
 
 
 async def request_remote_snapshot(layer, *, conversation_id: Any, reply_to: str) -> bool:

@@ -23,12 +23,14 @@ errors ``bad_message_id``, ``not_retryable``, ``run_active``), ``regenerate {mes
 
 A socket that joins while a run is active first gets ``run.active {run_id, message_id,
 assistant_message_id, mode, text}`` — the answer streamed so far — and then the run's
-further events (for second tabs and reconnects).
+further events (for second tabs and reconnects). One opened with ``?run_state=1`` (the chat
+page's) that joins with no run under way, nor one ending, gets ``run.none`` instead.
 """
 
 from __future__ import annotations
 
 import logging
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -73,14 +75,20 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # A second tab, or a client reconnecting mid-run: what it missed of the answer so
         # far (the rest arrives as events). Taken right after joining, with no await in
         # between, so no piece is missed or repeated (in-memory layer; see EventPublisher).
-        snapshot = runs.active_snapshot(conversation_id=self.conversation_id)
-        if snapshot is not None:
-            await self.send_json({"type": "run.active", **snapshot})
+        here = runs.local_run(conversation_id=self.conversation_id)
+        if here.snapshot is not None:
+            await self.send_json({"type": "run.active", **here.snapshot})
+        elif here.ending:
+            pass  # its done / error / run.cancelled is still to come, to this socket too
         elif await runs.request_remote_snapshot(
             self.channel_layer, conversation_id=self.conversation_id, reply_to=self.channel_name
         ):
             # The run lives in another process : its run.active is on the way.
             self.snapshot_gate.wait()
+        elif _asks_run_state(self.scope):
+            # No run: a page that read the conversation while a run was writing its answer,
+            # and joins after the run ended, reads it again (docs/protocol.md, "Websocket").
+            await self.send_json({"type": "run.none"})
 
     async def disconnect(self, code) -> None:
         # The run, if any, goes on: it belongs to the conversation, not to this socket.
@@ -285,6 +293,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send(text_data=text)
         if close:
             await self.close(close)
+
+
+def _asks_run_state(scope) -> bool:
+    """Whether the socket was opened with ``?run_state=1``: it is told ``run.none`` when it
+    joins with no run under way. Opt-in, so that clients reading the first frame after
+    their own request are not handed another first."""
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return query.get("run_state") == ["1"]
 
 
 def _owns(user, conversation_id) -> bool:

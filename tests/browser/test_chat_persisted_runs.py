@@ -4,11 +4,13 @@ second copy of it. Against the scripted OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import enqueue_dag_with_one_replan, screenshot, send
-from tests.support.scripted_server import server_error, slow, text, tool_calls
+from tests.support.scripted_server import held, server_error, slow, text, tool_calls
 
 pytestmark = pytest.mark.browser
 
@@ -178,6 +180,35 @@ def test_a_retry_clicked_while_the_socket_still_opens_goes_out_once_it_is_open(
     expect(page.locator(".msg-assistant .answer")).to_have_text([DEFAULT_REPLY])
     expect(page.locator(".msg-assistant .error-box")).to_have_count(0)
     assert len(scripted_server.requests) == 2
+
+
+def test_a_page_that_read_the_answer_running_shows_it_finished_when_its_run_ended_first(
+    logged_in_page, scripted_server
+):
+    """RD.6: reloaded as the run ends. The history said the answer was running, the socket
+    joined after the run had ended, and the answer showed "Still running…" for good. Held
+    sockets make the crossing certain: the history is read mid-run, the socket opens once
+    the run has ended (another tab shows its end)."""
+    page = logged_in_page
+    release = threading.Event()
+    scripted_server.enqueue(held(text("Alpha beta gamma delta."), release, after=2))
+    send(page, "Say four Greek letters")
+    expect(page.locator(".msg-assistant .answer")).to_have_text("Alpha beta")
+
+    reloaded = page.context.new_page()
+    reloaded.add_init_script(HOLD_SOCKETS_JS)
+    reloaded.goto(page.url)
+    answer = reloaded.locator(".msg-assistant")
+    expect(answer.locator(".status-badge")).to_have_text("Still running…")
+
+    release.set()
+    wait_done(page)  # the run has ended: the first tab shows its end
+    reloaded.evaluate("window.openHeldSockets()")
+    expect(answer.locator(".answer")).to_have_text("Alpha beta gamma delta.")
+    expect(answer.locator(".usage-card")).to_have_count(1)
+    expect(answer.locator(".status-badge")).to_have_count(0)
+    expect(reloaded.locator("#stop")).to_be_hidden()
+    assert len(scripted_server.requests) == 1
 
 
 def test_reload_mid_run_shows_the_steps_so_far_once_and_keeps_going(

@@ -558,6 +558,77 @@ async def test_no_snapshot_when_nothing_runs(socket):
     assert (await next_event(socket))["code"] == "no_active_run"
 
 
+async def test_a_socket_asking_for_the_run_state_hears_run_none_when_nothing_runs(
+    user, conversation, engine
+):
+    """RD.6: the chat page's socket (``run_state=1``) is told there is no run, so an answer
+    it read as running that ended before it joined is read again."""
+    engine.use(answer)
+    tab = await connect(user, conversation.id)
+    await send(tab, type="message", content="hello")
+    await events_until(tab, "done")
+    joiner = await connect(user, conversation.id, query="run_state=1")
+    await send(joiner, type="cancel")  # answered whatever the state: ends what it was told
+    told = await events_until(joiner, "error")
+    assert [e["type"] for e in told] == ["run.none", "error"]
+    await tab.disconnect()
+    await joiner.disconnect()
+
+
+async def test_a_socket_asking_for_the_run_state_mid_run_gets_run_active_only(
+    user, conversation, engine
+):
+    gate = asyncio.Event()
+
+    async def held(ctx):
+        await ctx.sink("answer.delta", {"text": "So far. "})
+        await gate.wait()
+        return AgentOutcome(answer="So far. ")
+
+    engine.use(held)
+    tab = await connect(user, conversation.id)
+    await send(tab, type="message", content="hold on")
+    await events_until(tab, "answer.delta")
+    joiner = await connect(user, conversation.id, query="run_state=1")
+    assert (await next_event(joiner))["type"] == "run.active"
+    gate.set()
+    rest = await events_until(joiner, "done")
+    assert "run.none" not in [e["type"] for e in rest]
+    await tab.disconnect()
+    await joiner.disconnect()
+
+
+async def test_a_socket_joining_as_the_run_ends_gets_that_end_not_run_none(
+    user, conversation, engine, monkeypatch
+):
+    """Joined once the finished run is stored but before it told its sockets: the run's
+    ``done`` comes to this socket too, so it is not told there is none."""
+    from chat.runs import control
+
+    ending, release = asyncio.Event(), asyncio.Event()
+    real_stop_listener = control.stop_listener
+
+    async def held_stop_listener(*args, **kwargs):
+        ending.set()  # stored, still registered, its sockets not told yet
+        await release.wait()
+        return await real_stop_listener(*args, **kwargs)
+
+    monkeypatch.setattr(control, "stop_listener", held_stop_listener)
+    engine.use(answer)
+    tab = await connect(user, conversation.id)
+    await send(tab, type="message", content="hello")
+    async with asyncio.timeout(WAIT):
+        await ending.wait()
+    joiner = await connect(user, conversation.id, query="run_state=1")
+    release.set()
+    await events_until(tab, "done")
+    await send(joiner, type="cancel")
+    told = await events_until(joiner, "error")
+    assert [e["type"] for e in told] == ["done", "error"]
+    await tab.disconnect()
+    await joiner.disconnect()
+
+
 async def test_cancel_sent_right_after_the_message_is_not_lost(socket, conversation, engine):
     async def endless(ctx):
         await asyncio.Event().wait()

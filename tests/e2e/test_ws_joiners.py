@@ -5,6 +5,8 @@ middle of a model's stream until the test releases it.
 DAG: the plan, each step's state and result, and the streamed text of the running step.
 ReAct: the steps (thought, tool call, tool result) and the answer so far. Then the joiner
 follows the rest live, and what it shows adds up to exactly what the first socket shows.
+A page that read the conversation while the run was writing and joins after it ended is
+told there is no run, so it can read the answer again.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import threading
 
 import pytest
+import websockets
 
 from tests.e2e.test_ws_runs import Browserless
 from tests.e2e.test_ws_streaming import Shown, open_socket, send
@@ -134,3 +137,44 @@ async def test_a_socket_joining_mid_react_sees_the_steps_and_the_answer_so_far(
         assert done["type"] == "done", joiner.events
         await first.until("done")
     assert joiner.answer == first.answer == "Six times seven is 42, computed."
+
+
+async def test_a_page_joining_after_the_run_it_read_as_running_ended_is_told_there_is_no_run(
+    scripted_daphne, scripted_server
+):
+    """RD.6: a reload as the run ends. The history said the answer was running; the socket
+    joined once the run had ended, so no ``run.active`` came and nothing ended the answer.
+    A socket opened with ``run_state=1`` (the chat page's) now hears ``run.none`` first."""
+    server, client = scripted_daphne
+    release = threading.Event()
+    scripted_server.enqueue(held(text("Alpha beta gamma delta."), release, after=2))
+    conversation_id, ws = await open_socket(server, client)
+    async with ws:
+        first = Shown(ws)
+        await send(ws, type="message", content="Say four Greek letters", mode="react")
+        while first.answer != "Alpha beta ":
+            await first.until("answer.delta")
+        # The reloaded page's history read: the answer is being written.
+        assert newest_answer(client, conversation_id)["status"] == "running"
+        release.set()
+        done = await first.until("done", "error")
+    assert done["type"] == "done", first.events
+
+    url = f"{server.ws_url}/ws/chat/{conversation_id}/?run_state=1"
+    async with websockets.connect(url, additional_headers=client.ws_headers()) as late_ws:
+        late = Shown(late_ws)
+        # A frame the server answers whatever the run's state: what came before its answer
+        # is all the socket was told on joining.
+        await send(late_ws, type="cancel")
+        refused = await late.until("error")
+    assert refused["code"] == "no_active_run"
+    assert [e["type"] for e in late.events] == ["run.none", "error"], late.events
+    # What the page then reads again: the finished answer.
+    answer = newest_answer(client, conversation_id)
+    assert (answer["status"], answer["content"]) == ("done", "Alpha beta gamma delta.")
+
+
+def newest_answer(client: Browserless, conversation_id: str) -> dict:
+    """The conversation's newest answer as the chat page reads it (the messages API)."""
+    page = client.api("GET", f"/api/conversations/{conversation_id}/messages/")
+    return [m for m in page["messages"] if m["role"] == "assistant"][-1]

@@ -76,11 +76,13 @@ def ws_fake_llm(run_deps) -> FakeLLM:
     return llm
 
 
-async def connect(user, conversation_id) -> WebsocketCommunicator:
-    """An accepted socket on the conversation, as ``user`` (None: anonymous)."""
+async def connect(user, conversation_id, *, query: str = "") -> WebsocketCommunicator:
+    """An accepted socket on the conversation, as ``user`` (None: anonymous); ``query``:
+    the address's query string (``run_state=1``: the chat page's)."""
     from django.contrib.auth.models import AnonymousUser
 
-    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/chat/{conversation_id}/")
+    path = f"/ws/chat/{conversation_id}/" + (f"?{query}" if query else "")
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), path)
     comm.scope["user"] = user if user is not None else AnonymousUser()
     connected, _ = await comm.connect(timeout=WAIT)
     assert connected

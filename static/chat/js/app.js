@@ -108,6 +108,7 @@ class ChatApp {
       onEnded: () => this.refreshGauge(),
       onContextChanged: () => this.refreshGauge(),
       reloadMessages: () => this.conversation && this.reloadAfterDrop(),
+      catchUp: () => this.link.catchUp(),
       reloadConversation: () => this.reloadConversation(),
       onFirstMessageRefused: () => this.unlistEmpty(),
       onAnswered: () => {

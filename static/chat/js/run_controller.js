@@ -16,6 +16,7 @@ export class RunController {
   //        sendFrame(frame) -> bool (sent, or queued while the socket opens),
   //        conversationId() -> id|null, resend(query), retryElsewhere() -> bool,
 //        onStarted(), onEnded(), onAnswered(), onContextChanged(), reloadMessages(),
+//        catchUp() (the history read again, the events meanwhile held until it is shown),
 //        reloadConversation()}
   constructor(host) {
     this.host = host;

@@ -92,6 +92,16 @@ function runActive(runs, frame) {
   follow(runs, frame, view);
 }
 
+// The socket joined with no run under way. An answer the page holds as running (the
+// history read while it was written, or a run followed before a drop) ended before the
+// socket joined, and its end was sent to nobody here: the history is read again to show
+// how it ended. A message of ours the server has not confirmed yet is not such a run.
+function noRun(runs) {
+  const held = runs.run;
+  if (!held || (held.local && !held.runId)) return;
+  runs.host.catchUp();
+}
+
 // From now on the events of ``frame.run_id`` are drawn on ``view``.
 function follow(runs, frame, view) {
   const userNode = runs.messagesEl.querySelector(
@@ -250,6 +260,7 @@ export const EVENT_HANDLERS = {
     runs.versions.shown(frame);
   },
   "run.active": runActive,
+  "run.none": noRun,
   compact: compacted,
   step(runs, frame) {
     runs.trace("step", frame);

@@ -21,7 +21,9 @@ export class ChatSocket {
 
   get url() {
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
-    return `${scheme}://${window.location.host}/ws/chat/${encodeURIComponent(this.conversationId)}/`;
+    // ``run_state=1``: with no run under way the server says so (``run.none``), so an answer
+    // the page holds as running is read again when its run ended before the socket joined.
+    return `${scheme}://${window.location.host}/ws/chat/${encodeURIComponent(this.conversationId)}/?run_state=1`;
   }
 
   get isOpen() {
