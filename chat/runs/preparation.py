@@ -14,6 +14,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.utils import translation
 
 from chat import selectors
@@ -63,18 +64,20 @@ class PreparedRun:
 
 
 # Which models and budgets to use changes only when an admin edits a ModelConfig row; four
-# lookups per run were a third of a run's database time. Reused for CONFIG_TTL_SECONDS.
+# lookups per run were a third of a run's database time. Reused for
+# FIMONE_MODEL_LOOKUP_SECONDS (0: looked up for every run, so an admin's switch of the
+# active model applies from the next run on).
 # The collaborators are held weakly: replaced ones (a test's, with what they recorded of
 # its runs) are freed at once, not kept until the next lookup replaces them.
-CONFIG_TTL_SECONDS = 2.0
 _config_cache: dict[str, tuple[weakref.ref[RunDeps], float, tuple]] = {}
 
 
 def _models_and_budgets(deps: RunDeps) -> tuple[LLM, LLM, Budget, Budget]:
     now = time.monotonic()
     cached = _config_cache.get("config")
+    reuse = float(settings.FIMONE_MODEL_LOOKUP_SECONDS)
     # Other collaborators (a test's) get a fresh lookup.
-    if cached is not None and cached[0]() is deps and now - cached[1] < CONFIG_TTL_SECONDS:
+    if cached is not None and cached[0]() is deps and now - cached[1] < reuse:
         return cached[2]
     config = (
         deps.get_llm("main"),

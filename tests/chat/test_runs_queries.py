@@ -18,7 +18,6 @@ from django.db.backends import utils as db_utils
 
 from chat import services
 from chat.models import Message
-from chat.runs import preparation
 from chat.runs.registry import registry
 from chat.tool_servers import pool as tool_servers
 from tests.support.runs import WAIT, answer_text, connect, events_until, send
@@ -42,11 +41,11 @@ MAX_TRANSACTIONS_PER_RUN = 2
 
 
 @pytest.fixture
-def lookups_kept_through_the_test(monkeypatch):
+def lookups_kept_through_the_test(settings):
     """The counted turn reuses what the first turn looked up, however slow the machine:
     the product keeps the model lookups for two seconds, which a busy machine can outlast
     between the two turns."""
-    monkeypatch.setattr(preparation, "CONFIG_TTL_SECONDS", 3600.0)
+    settings.FIMONE_MODEL_LOOKUP_SECONDS = 3600.0
 
 
 @pytest.fixture

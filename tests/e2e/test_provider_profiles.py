@@ -3,11 +3,17 @@ against the scripted server speaking that provider's wire format (tests/support/
 provider_profiles.py). A ReAct run with a tool call and a DAG run per profile: the answer is
 right, the reasoning arrives apart from it, the usage is the provider's or marked estimated.
 
-The daphne is configured by the environment alone (a local base URL, so the profile starts
-generic): what differs is learnt from the endpoint's answers, as for a user's own server.
-Except for DeepSeek's old rule, which only bites a client that follows today's (started with
-the ``deepseek`` profile, as api.deepseek.com is detected): there the refusal of the
-reasoning sent back is learnt.
+Every profile is an endpoint of its own (``ScriptedServer.profile_base_url``), so what the
+client learns starts empty for each, on one daphne shared by the module: the active main
+model is a row added for the profile (a local base URL, so the profile starts generic and is
+detected automatically; runs look the models up afresh, ``FIMONE_MODEL_LOOKUP_SECONDS=0``).
+The fast role follows the main one, as with no fast model configured. One profile
+(``ENV_CONFIGURED``) is the daphne's environment endpoint instead, with no row active: the
+only test on that endpoint, so what the process remembers for it starts empty too. What
+differs is learnt from the endpoint's answers, as for a user's own server. Except for
+DeepSeek's old rule, which only bites a client that follows today's (a row set to the
+``deepseek`` profile, as api.deepseek.com is detected): there the refusal of the reasoning
+sent back is learnt.
 
 Inline ``<think>`` tags (a server without a reasoning parser) are split out of the streamed
 content: shown as thinking, never stored or sent back as the answer. A model that may not
@@ -26,12 +32,15 @@ import websockets
 
 from tests.support.provider_profiles import PROFILES
 from tests.support.scripted_server import text, tool_calls
-from tests.support.ws_client import Browserless, run_turn, stored_messages, types
+from tests.support.ws_client import run_turn, stored_messages, types
 
-pytestmark = pytest.mark.slow
+# One worker, one daphne: the tests switch its active model in turn.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("provider-profiles")]
 
 # The client's starting profile where it is not the generic one a local base URL gives.
 CLIENT_PROFILE = {"deepseek_legacy": "deepseek"}
+# The profile the daphne's environment names as its endpoint (its tests' rows all inactive).
+ENV_CONFIGURED = "gateway_no_stream_usage"
 # The model's name where it matters: QwQ's chat template opens the think block in the prompt.
 MODEL = {"qwq_closing_only": "Qwen/QwQ-32B"}
 
@@ -63,24 +72,56 @@ def check_usage(usage: dict, profile, streamed: bool) -> None:
     assert usage.get("estimated", False) == (no_stream_usage and streamed)
 
 
+# Runs against the daphne's database (``manage_shell``): the profile's endpoint becomes the
+# active main model, the profile detected from its base URL and model as the admin does,
+# or set as named; or no row is active and the environment's endpoint answers.
+ACTIVATE = """
+from contextmgmt import profiles
+from contextmgmt.core.providers import PROFILES
+from contextmgmt.models import ModelConfig
+ModelConfig.objects.filter(is_active=True).update(is_active=False)
+name, base_url, model, client_profile = {args!r}
+if base_url:
+    row = ModelConfig(name=name, model=model, role="main", base_url=base_url, is_active=True)
+    if client_profile:
+        profiles.set_profile(row, PROFILES[client_profile])
+        row.profile_auto = False
+    else:
+        profiles.detect_profile(row)
+    row.save()
+print("ACTIVE", list(ModelConfig.objects.filter(is_active=True).values_list("name", flat=True)))
+"""
+
+
+def profile_server(shared_daphne_factory, scripted_server, name: str):
+    """The module's daphne with ``name``'s endpoint as its main (and so fast) model."""
+    model = MODEL.get(name, "scripted-model")
+    env = scripted_server.daphne_env(model="scripted-model", FIMONE_MODEL_LOOKUP_SECONDS="0")
+    server = shared_daphne_factory(env, group=__name__)
+    if name == ENV_CONFIGURED:
+        scripted_server.use_profile(name)
+        args = (name, "", model, "")
+    else:
+        args = (name, scripted_server.profile_base_url(name), model, CLIENT_PROFILE.get(name, ""))
+    out = server.manage_shell(ACTIVATE.format(args=args))
+    assert out.strip().splitlines()[-1] == f"ACTIVE {[] if name == ENV_CONFIGURED else [name]}"
+    return server
+
+
 @pytest.mark.parametrize("name", sorted(PROFILES))
-async def test_react_and_dag_runs_per_provider_profile(live_daphne_factory, scripted_server, name):
+async def test_react_and_dag_runs_per_provider_profile(
+    shared_daphne_factory, scripted_server, name
+):
     profile = PROFILES[name]
-    scripted_server.use_profile(name)
-    env = scripted_server.daphne_env(model=MODEL.get(name, "scripted-model"))
-    if name in CLIENT_PROFILE:
-        env["LLM_PROVIDER_PROFILE"] = CLIENT_PROFILE[name]
-    server = live_daphne_factory(env=env)
-    client = Browserless(server)
-    client.login()
-    conversation = client.api("POST", "/api/conversations/", {})
+    server = profile_server(shared_daphne_factory, scripted_server, name)
+    conversation = server.api("POST", "/api/conversations/", {})
     url = f"{server.ws_url}/ws/chat/{conversation['id']}/"
 
     scripted_server.enqueue(
         tool_calls(("calculator", {"expression": "17*23"}), reasoning=THOUGHT),
         text("17 × 23 = 391.", reasoning=FINAL_THOUGHT),
     )
-    async with websockets.connect(url, additional_headers=client.ws_headers()) as ws:
+    async with websockets.connect(url, additional_headers=server.ws_headers()) as ws:
         react = await run_turn(ws, "What is 17*23?", "react")
         react_requests = len(scripted_server.requests)
         scripted_server.enqueue(
@@ -120,6 +161,9 @@ async def test_react_and_dag_runs_per_provider_profile(live_daphne_factory, scri
         "6*7 = 42 is larger than 5*8 = 40.",
     ]
     requests = scripted_server.requests
+    # Every call went to this profile's endpoint, none to another test's.
+    prefix = "/v1/" if name == ENV_CONFIGURED else f"/p/{name}/v1/"
+    assert all(path.startswith(prefix) for path in scripted_server.request_paths)
     for body in requests:
         for message in body["messages"]:
             assert "reasoning" not in message

@@ -37,7 +37,9 @@ stream's first content delta is written.
 switches the wire behaviour to one provider's: what it refuses, where its reasoning text
 (``Reply.reasoning``) and usage arrive, how it streams tool calls, what ``/v1/models`` and
 its native APIs report (``tests/support/provider_profiles.py``). The default, ``openai``, is
-OpenAI's chat API.
+OpenAI's chat API. ``profile_base_url(name)`` is one profile's endpoint of its own on the
+same server (``/p/<name>/v1``): a client that keeps what it learnt per endpoint (a model
+configuration row) starts empty on each, and one queue answers them all.
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ class ScriptedServer:
         self.profile: WireProfile = PROFILES[profile]
         self.queue: list[Reply] = []
         self.requests: list[dict[str, Any]] = []  # JSON bodies, in arrival order
+        self.request_paths: list[str] = []  # their paths, profile prefix included
         self.request_headers: list[dict[str, str]] = []
         # Like several OpenAI-compatible servers: a 400 naming ``stream_options``.
         self.reject_stream_options = False
@@ -141,6 +144,12 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def profile_base_url(self, name: str) -> str:
+        """An endpoint of its own that speaks ``name``'s wire format, whatever ``profile``."""
+        if name not in PROFILES:
+            raise ValueError(f"unknown wire profile {name!r}")
+        return f"http://127.0.0.1:{self.port}/p/{name}/v1"
 
     def daphne_env(self, model: str = "scripted-main", **extra: str) -> dict[str, str]:
         """Settings for a live daphne whose main model is this server (no retries, so a
@@ -178,6 +187,7 @@ class ScriptedServer:
             self.profile = PROFILES["openai"]
             self.queue.clear()
             self.requests.clear()
+            self.request_paths.clear()
             self.request_headers.clear()
             self.reject_stream_options = False
             self.on_first_content = None
@@ -208,17 +218,20 @@ class ScriptedServer:
         self.stop()
 
     # Called from handler threads.
-    def _take(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[Reply | None, Any]:
+    def _take(
+        self, body: dict[str, Any], headers: dict[str, str], path: str, profile: WireProfile
+    ) -> tuple[Reply | None, Any]:
         with self._lock:
             self.requests.append(body)
+            self.request_paths.append(path)
             self.request_headers.append(headers)
-            refusal = self.profile.refusal(body)
+            refusal = profile.refusal(body)
             if refusal is not None:  # refused before any reply is used up, as a provider does
                 return Reply(content=None, status=400, error=refusal), self._abort
             reply = self.queue.pop(0) if self.queue else None
             if reply is None and self.default is not None:
                 reply = as_reply(self.default)
-            if reply is not None and self.profile.whole_tool_calls:
+            if reply is not None and profile.whole_tool_calls:
                 reply.tool_chunks, reply.tool_index = "whole", False
             return reply, self._abort
 
@@ -241,11 +254,22 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # quiet: tests and benchmarks read the request log instead
 
+    def _route(self) -> tuple[WireProfile | None, str]:
+        """The wire profile and the path below its prefix: ``/p/<name>/…`` speaks ``name``'s
+        (None if there is no such profile), any other path the server's ``profile``."""
+        path = self.path.rstrip("/")
+        if not path.startswith("/p/"):
+            return self.server.scripted.profile, path
+        name, _, rest = path[len("/p/") :].partition("/")
+        return PROFILES.get(name), "/" + rest
+
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         scripted = self.server.scripted
-        path = self.path.rstrip("/")
-        found = scripted.profile.models(scripted.model) if path == "/v1/models" else None
-        found = found or scripted.profile.get(path, scripted.model)
+        profile, path = self._route()
+        found = None
+        if profile is not None:
+            found = profile.models(scripted.model) if path == "/v1/models" else None
+            found = found or profile.get(path, scripted.model)
         if found is not None:
             self._send_json(200, found)
         else:
@@ -254,8 +278,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
-        if self.path.rstrip("/") != "/v1/chat/completions":
-            native = self.server.scripted.profile.post(self.path.rstrip("/"), _json_or_empty(raw))
+        profile, path = self._route()
+        if profile is None or path != "/v1/chat/completions":
+            native = profile.post(path, _json_or_empty(raw)) if profile is not None else None
             if native is not None:
                 self._send_json(200, native)
             else:
@@ -267,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "request body is not JSON"}})
             return
         reply, abort = self.server.scripted._take(
-            body, {k.lower(): v for k, v in self.headers.items()}
+            body, {k.lower(): v for k, v in self.headers.items()}, self.path, profile
         )
         if reply is None:
             self._send_json(
@@ -297,15 +322,15 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.status != 200:
                 self._send_json(reply.status, {"error": reply.error or {}}, reply.headers)
             elif body.get("stream"):
-                self._stream(body, reply, abort)
+                self._stream(body, reply, abort, profile)
             else:
-                self._complete(body, reply)
+                self._complete(body, reply, profile)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (timeout): nothing to do
 
     # --- non-streaming ----------------------------------------------------------------------
 
-    def _complete(self, body: dict[str, Any], reply: Reply) -> None:
+    def _complete(self, body: dict[str, Any], reply: Reply, profile: WireProfile) -> None:
         if reply.fault == "malformed":
             self._send_raw(200, b'{"id": "chatcmpl-broken", "choices": [', "application/json")
             return
@@ -319,7 +344,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
-        profile = self.server.scripted.profile
         content = profile.content(reply.content, reply.reasoning)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if reply.reasoning and profile.reasoning_field:
@@ -339,7 +363,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- streaming --------------------------------------------------------------------------
 
-    def _stream(self, body: dict[str, Any], reply: Reply, abort: threading.Event) -> None:
+    def _stream(
+        self, body: dict[str, Any], reply: Reply, abort: threading.Event, profile: WireProfile
+    ) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -350,7 +376,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         scripted = self.server.scripted
         model = scripted.model
-        profile = scripted.profile
         first = True
         content_sent = 0
 

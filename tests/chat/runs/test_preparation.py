@@ -85,3 +85,36 @@ def test_the_models_cache_frees_collaborators_that_were_replaced():
     preparation._models_and_budgets(replaced)
     del replaced
     assert gone() is None  # freed by reference counting, no collection needed
+
+
+def _activate(name: str) -> None:
+    from contextmgmt.models import ModelConfig
+
+    ModelConfig.objects.filter(is_active=True).update(is_active=False)
+    ModelConfig.objects.update_or_create(
+        name=name,
+        defaults={
+            "model": name,
+            "role": "main",
+            "base_url": "http://127.0.0.1:9/v1",
+            "is_active": True,
+        },
+    )
+
+
+@pytest.mark.parametrize(("seconds", "second_run_model"), [(0.0, "second"), (3600.0, "first")])
+def test_an_admins_switch_of_model_reaches_runs_after_the_lookup_time(
+    settings, seconds, second_run_model
+):
+    """RD.6: ``FIMONE_MODEL_LOOKUP_SECONDS`` bounds how long runs keep the models an earlier
+    run looked up; at 0 a switch of the active model applies from the next run on (one
+    server can then be pointed at one endpoint after another, as the provider-profile tests
+    do)."""
+    settings.FIMONE_MODEL_LOOKUP_SECONDS = seconds
+    collaborators = dataclasses.replace(deps.current())  # nothing looked up for them yet
+    _activate("first")
+    main, fast, _, _ = preparation._models_and_budgets(collaborators)
+    assert (main.model_name, fast.model_name) == ("first", "first")
+    _activate("second")
+    main, fast, _, _ = preparation._models_and_budgets(collaborators)
+    assert (main.model_name, fast.model_name) == (second_run_model, second_run_model)
