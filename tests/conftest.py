@@ -1,5 +1,7 @@
 """Shared fixtures. Fixtures are named by the state they build."""
 
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = [
@@ -51,13 +53,40 @@ def static_files_collected():
 
 
 @pytest.fixture(scope="session")
+def django_db_keepdb(
+    django_db_keepdb, django_db_createdb, django_db_use_migrations, django_db_modify_db_settings
+):
+    """The test database starts as a copy of one migrated once for every process
+    (tests/support/migrated_database.py): pytest-django keeps it instead of creating it."""
+    from tests.support.migrated_database import (
+        place_test_database,
+        remove_test_database,
+        sqlite_test_database,
+    )
+
+    target = sqlite_test_database()
+    if target is None or django_db_keepdb or django_db_createdb or not django_db_use_migrations:
+        yield django_db_keepdb  # --reuse-db, --create-db, --nomigrations: as asked
+        return
+    placed = place_test_database(target)
+    yield placed
+    if placed:
+        remove_test_database(target)
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
-    """pytest-django's test database, and a copy of it as migrated: the live servers' seeded
-    template starts from the copy instead of migrating an empty file again
+    """pytest-django's test database, and a copy of it as migrated: the other test
+    processes start from it (tests/support/migrated_database.py), and the live servers'
+    seeded template does instead of migrating an empty file again
     (tests/support/live_server.py, ``keep_migrated_database``)."""
+    from django.db import connection
+
     from tests.support.live_server import keep_migrated_database
+    from tests.support.migrated_database import publish_template
 
     with django_db_blocker.unblock():
+        publish_template(Path(connection.settings_dict["NAME"]))
         keep_migrated_database()
 
 
