@@ -217,19 +217,20 @@ def _with_occurrences(placed: list[list[Placed]], cues: list[bool]) -> list[Scan
             values.append(value)
             weights.append(weight)
         sizes.append(len(found))
-    return _scanned(kinds, values, weights, list(chain.from_iterable(placed)), sizes, cues)
+    return _scanned(kinds, values, weights, tuple(chain.from_iterable(placed)), sizes, cues)
 
 
 def _scanned(
     kinds: list[str],
     values: list[str],
     weights: list[int],
-    places: list[Placed],
+    places: tuple[Placed, ...],
     sizes: list[int],
     cues: list[bool],
 ) -> list[Scanned]:
     """:func:`_with_occurrences` from the facts of all texts in a row (their kinds, values,
-    weights and places) and how many each text has."""
+    weights and places) and how many each text has. (Each text's facts are slices of
+    tuples of all of them: one object per text, no list copied.)"""
     if not values:
         return [Scanned((), (), cue) for cue in cues]
     # Case folding, the thousands separators and shapes go character by character, and a
@@ -245,12 +246,12 @@ def _scanned(
         shapes = [v.encode("utf-8", "surrogatepass").translate(_SHAPE_BYTES) for v in values]
     # (A value, and so its key, is never empty.)
     needles = [needle_of(key) if key[0] in "$€£¥+-" or key[-1] == "%" else key for key in keys]
-    rows = list(zip(kinds, values, keys, needles, weights, shapes, strict=True))
+    rows = tuple(zip(kinds, values, keys, needles, weights, shapes, strict=True))
     out: list[Scanned] = []
     start = 0
     for size, cue in zip(sizes, cues, strict=True):
         end = start + size
-        out.append(Scanned(tuple(rows[start:end]), tuple(places[start:end]), cue))
+        out.append(Scanned(rows[start:end], places[start:end], cue))
         start = end
     return out
 
@@ -361,7 +362,7 @@ def known_facts(stored: Iterable[tuple[str, Any]]) -> dict[str, Scanned]:
     starts, ends, kinds, values, weights = (
         list(chain.from_iterable(columns[at :: len(names)])) for at in range(len(names))
     )
-    places = list(zip(starts, ends, kinds, values, weights, strict=True))
+    places = tuple(zip(starts, ends, kinds, values, weights, strict=True))
     sizes = list(map(len, columns[3 :: len(names)]))
     return dict(zip(texts, _scanned(kinds, values, weights, places, sizes, cues), strict=True))
 

@@ -196,3 +196,21 @@ def test_rf_12_stored_columns_that_hold_are_not_looked_at_text_by_text(monkeypat
     texts = [f"{text} ({i})" for i in range(40) for text in FACT_RICH]
     known = factscan.known_facts((text, stored(text)) for text in texts)
     assert len(known) == len(texts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(sources=sources_strategy)
+def test_rf_12_stored_facts_taken_are_what_a_scan_keeps_of_each_text(sources):
+    """RF.12: what a load takes of each text's stored facts is what a scan keeps of it —
+    the same occurrences and places (tuples, item for item) and the same cue — whether
+    the texts' columns are checked together or one by one."""
+    scans = dict(zip(sources, factscan._scan_placed(sources), strict=True))
+    known = factscan.known_facts((text, stored(text)) for text in sources)
+    apart = factscan._known_apart(
+        [(text, stored(text)) for text in sources], factscan.scan_fingerprint()
+    )
+    for taken in (known, apart):
+        assert set(taken) == set(sources)
+        for text, scan in scans.items():
+            assert type(taken[text].occurrences) is tuple and type(taken[text].placed) is tuple
+            assert taken[text] == scan
