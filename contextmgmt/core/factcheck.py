@@ -260,17 +260,28 @@ def _ranked_missing(
         missing = [first for first in firsts.values() if not presence.has(first[3])]
     if replaced.by or replaced.doubtful:
         missing = [first for first in missing if not replaced.stale(first[2])]
+    return [missing[at][1] for at in _ranked_order(missing, scores, origins)]
+
+
+def _ranked_order(
+    missing: list[Occurrence], scores: dict[str, float], origins: dict[str, int]
+) -> list[int]:
+    """The places in ``missing`` (in the order first seen) ranked by the key of
+    rank_by_distinctiveness then _best_first: (damped score, score, source, the kind's
+    priority, place). One stable sort per part of the key, the least significant first
+    (the place: the order they come in), each by a list of numbers: no tuple per fact for
+    the garbage collector to track."""
     commonness = Counter([first[5] for first in missing])
     damp = {shape: 1.0 + math.log2(n) for shape, n in commonness.items()}
+    keys = [first[2] for first in missing]
     priority = PRIORITY
-    # The key of rank_by_distinctiveness then _best_first; the place among the missing
-    # facts is unique (and in the order first seen), so the text after it only rides along.
-    ranked = [
-        (-scores[key] / damp[shape], -scores[key], origins[key], priority[kind], place, value)
-        for place, (kind, value, key, _, _, shape) in enumerate(missing)
-    ]
-    ranked.sort()
-    return [entry[5] for entry in ranked]
+    order = sorted(range(len(missing)), key=[priority[first[0]] for first in missing].__getitem__)
+    order.sort(key=list(map(origins.__getitem__, keys)).__getitem__)
+    negated = [-scores[key] for key in keys]
+    order.sort(key=negated.__getitem__)
+    damped = [score / damp[first[5]] for score, first in zip(negated, missing, strict=True)]
+    order.sort(key=damped.__getitem__)
+    return order
 
 
 class _LeastCost:

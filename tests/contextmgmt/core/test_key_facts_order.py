@@ -5,8 +5,14 @@ one's facts too."""
 from __future__ import annotations
 
 import random
+from collections import Counter
+from math import log2
 
-from contextmgmt.core.factcheck import check_key_facts
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextmgmt.core.factcheck import _ranked_order, check_key_facts
+from contextmgmt.core.factpatterns import PRIORITY
 from contextmgmt.core.messages import SUMMARY_PREFIX, ChatMessage
 from contextmgmt.core.summarise import summarise_rounds
 from tests.support.fake_llm import FakeLLM
@@ -75,3 +81,38 @@ async def test_a_fold_keeps_what_the_older_summary_kept():
         "Musterstraße 12, 10115 Berlin",
     ):
         assert fact in text, text
+
+
+def _ranked_by_tuples(missing, scores, origins):
+    """The ranking as one sort of a tuple per fact (the key the check ranks by)."""
+    damp = {shape: 1.0 + log2(n) for shape, n in Counter(f[5] for f in missing).items()}
+    ranked = sorted(
+        (-scores[key] / damp[shape], -scores[key], origins[key], PRIORITY[kind], place)
+        for place, (kind, _, key, _, _, shape) in enumerate(missing)
+    )
+    return [entry[-1] for entry in ranked]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    facts=st.lists(
+        st.tuples(
+            st.sampled_from(sorted(PRIORITY)),
+            st.integers(0, 12),  # the key: few, so that scores tie
+            st.sampled_from([b"0000", b"A-00", b"aaa"]),
+            st.sampled_from([0.5, 1.0, 5.25, 6.0, 9.125, 10.0 / 3]),
+            st.integers(0, 5),
+        ),
+        max_size=60,
+        unique_by=lambda fact: fact[1],
+    )
+)
+def test_rf12_the_missing_facts_rank_as_one_sort_of_their_full_key(facts):
+    """RF.12: ranking the missing facts by one sort per part of the key gives the order of
+    one sort of the whole key (ties on score, source and priority included)."""
+    missing = [
+        (kind, f"v{key}", f"k{key}", f"k{key}", 5, shape) for kind, key, shape, _, _ in facts
+    ]
+    scores = {f"k{key}": score for _, key, _, score, _ in facts}
+    origins = {f"k{key}": origin for _, key, _, _, origin in facts}
+    assert _ranked_order(missing, scores, origins) == _ranked_by_tuples(missing, scores, origins)
