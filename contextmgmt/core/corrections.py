@@ -213,7 +213,7 @@ def _cue_sentences(source: str, scan: Scanned) -> _CueSentences:
     is strong, its facts); ``scan``: the source's (``factscan.scans_of``), which says
     whether the text holds a cue at all (most hold none: they are never read here). The
     cues are looked for in the sentences holding a fact only."""
-    if not scan.placed or not scan.cued:
+    if not scan.cued or not scan.occurrences:  # (its places are not made: not read)
         return ()
     return _CUE_SENTENCES.get(source, lambda: _find_cue_sentences(source, scan.placed))
 

@@ -23,7 +23,7 @@ import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import Any
 
 from .factcues import ANY_CUE, cued
 from .factlang import NAME_WORDS, SEPARATOR, language_facts, locale_facts_of, plain_ascii_apart
@@ -115,15 +115,74 @@ Occurrence = tuple[str, str, str, str, int, bytes]
 Placed = tuple[int, int, str, str, int]
 
 
-class Scanned(NamedTuple):
+class Scanned:
     """What a scan keeps of a text: its facts as the check needs them, and with their
     places in the text without its repeated lines (:func:`without_repeated_lines`), and
     whether that text holds a correction cue (``factcues.cued``), as corrections need
-    them (so that they never read a text again)."""
+    them (so that they never read a text again).
 
-    occurrences: tuple[Occurrence, ...]
-    placed: tuple[Placed, ...]
-    cued: bool
+    Facts taken from storage (:func:`known_facts`) keep their places as two columns and
+    make ``placed`` when it is first read: corrections read it for a few texts only (those
+    with a cue, and earlier ones naming what a correction is about), and the others'
+    hundreds of tuples would only be more objects for the garbage collector to walk."""
+
+    __slots__ = ("_ends", "_placed", "_starts", "cued", "occurrences")
+
+    def __init__(
+        self, occurrences: tuple[Occurrence, ...], placed: tuple[Placed, ...], cued: bool
+    ) -> None:
+        self.occurrences = occurrences
+        self.cued = cued
+        self._placed: tuple[Placed, ...] | None = placed
+        self._starts: tuple[int, ...] = ()
+        self._ends: tuple[int, ...] = ()
+
+    @classmethod
+    def with_places(
+        cls,
+        occurrences: tuple[Occurrence, ...],
+        starts: tuple[int, ...],
+        ends: tuple[int, ...],
+        cued: bool,
+    ) -> Scanned:
+        """``placed`` made from its facts' starts and ends when first read."""
+        scanned = cls(occurrences, (), cued)
+        scanned._placed = None
+        scanned._starts, scanned._ends = starts, ends
+        return scanned
+
+    @property
+    def placed(self) -> tuple[Placed, ...]:
+        placed = self._placed
+        if placed is None:
+            # Two threads may both make it: the same tuple, either one kept.
+            occurrences = self.occurrences
+            placed = tuple(
+                zip(
+                    self._starts,
+                    self._ends,
+                    [o[0] for o in occurrences],
+                    [o[1] for o in occurrences],
+                    [o[4] for o in occurrences],
+                    strict=True,
+                )
+            )
+            self._placed = placed
+        return placed
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scanned):
+            return NotImplemented
+        return (self.occurrences, self.cued, self.placed) == (
+            other.occurrences,
+            other.cued,
+            other.placed,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Scanned({self.occurrences!r}, {self.placed!r}, {self.cued!r})"
 
 
 # Texts' facts by text, least recently used first: a compaction in rounds checks a
@@ -217,20 +276,22 @@ def _with_occurrences(placed: list[list[Placed]], cues: list[bool]) -> list[Scan
             values.append(value)
             weights.append(weight)
         sizes.append(len(found))
-    return _scanned(kinds, values, weights, tuple(chain.from_iterable(placed)), sizes, cues)
+    return _scanned(kinds, values, weights, sizes, cues, tuple(chain.from_iterable(placed)))
 
 
 def _scanned(
     kinds: list[str],
     values: list[str],
     weights: list[int],
-    places: tuple[Placed, ...],
     sizes: list[int],
     cues: list[bool],
+    places: tuple[Placed, ...] | None = None,
+    starts_ends: tuple[tuple[int, ...], tuple[int, ...]] = ((), ()),
 ) -> list[Scanned]:
     """:func:`_with_occurrences` from the facts of all texts in a row (their kinds, values,
-    weights and places) and how many each text has. (Each text's facts are slices of
-    tuples of all of them: one object per text, no list copied.)"""
+    weights, and places or their starts and ends) and how many each text has. (Each
+    text's facts are slices of tuples of all of them: one object per text, no list
+    copied.)"""
     if not values:
         return [Scanned((), (), cue) for cue in cues]
     # Case folding, the thousands separators and shapes go character by character, and a
@@ -249,6 +310,15 @@ def _scanned(
     rows = tuple(zip(kinds, values, keys, needles, weights, shapes, strict=True))
     out: list[Scanned] = []
     start = 0
+    if places is None:
+        starts, ends = starts_ends
+        for size, cue in zip(sizes, cues, strict=True):
+            end = start + size
+            out.append(
+                Scanned.with_places(rows[start:end], starts[start:end], ends[start:end], cue)
+            )
+            start = end
+        return out
     for size, cue in zip(sizes, cues, strict=True):
         end = start + size
         out.append(Scanned(rows[start:end], places[start:end], cue))
@@ -362,9 +432,11 @@ def known_facts(stored: Iterable[tuple[str, Any]]) -> dict[str, Scanned]:
     starts, ends, kinds, values, weights = (
         list(chain.from_iterable(columns[at :: len(names)])) for at in range(len(names))
     )
-    places = tuple(zip(starts, ends, kinds, values, weights, strict=True))
     sizes = list(map(len, columns[3 :: len(names)]))
-    return dict(zip(texts, _scanned(kinds, values, weights, places, sizes, cues), strict=True))
+    scanned = _scanned(
+        kinds, values, weights, sizes, cues, starts_ends=(tuple(starts), tuple(ends))
+    )
+    return dict(zip(texts, scanned, strict=True))
 
 
 def _columns_hold(columns: list[Any]) -> bool:
