@@ -4,21 +4,44 @@ run as a stdio child process and over streamable HTTP on loopback."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
 import sys
 
 import pytest
+import pytest_asyncio
 
 from fimone.agent.tools import ToolRegistry
+from fimone.agent.tools.mcp_client import McpPool
 from fimone.agent.tools.mcp_config import McpServerSpec
 from fimone.agent.tools.mcp_results import NAME_RULE
-from tests.support.mcp_servers import REPO_ROOT, stdio_spec
+from tests.support.mcp_servers import REPO_ROOT, no_secrets, stdio_spec
 
 pytestmark = pytest.mark.slow  # real MCP servers, hanging ones waited out (not in bin/test --fast)
 
 WAIT = 60.0
+
+# The tests that only list the stdio server and call tools that leave it as it was share
+# one pool, and so one child, in the module's event loop: a child's start costs some two
+# seconds of CPU (the SDK's import). The tests that kill, hang or restart a server keep a
+# pool and a child of their own.
+in_the_module_loop = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def unchanged_server(tmp_path_factory) -> McpServerSpec:
+    """The stdio test server of the tests that leave it as they found it."""
+    return stdio_spec(tmp_path_factory.mktemp("unchanged-server-markers"))
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def module_pool():
+    """A pool for the module's loop, closed (its children stopped) after the module."""
+    pool = McpPool(no_secrets, start_timeout=30.0)
+    yield pool
+    await pool.aclose()
 
 
 async def registry_of(pool, *specs, vision=True) -> tuple[ToolRegistry, list]:
@@ -34,8 +57,11 @@ async def wait_for_file(path, seconds=WAIT) -> str:
     return path.read_text()
 
 
-async def test_a_stdio_server_lists_its_tools_namespaced_with_their_schemas(mcp_pool, marker_dir):
-    tools, problems = await registry_of(mcp_pool, stdio_spec(marker_dir))
+@in_the_module_loop
+async def test_a_stdio_server_lists_its_tools_namespaced_with_their_schemas(
+    module_pool, unchanged_server
+):
+    tools, problems = await registry_of(module_pool, unchanged_server)
     assert problems == []
     assert {"test__echo", "test__add", "test__picture", "test__slow"} <= set(tools.names())
     assert all(NAME_RULE.match(name) for name in tools.names())
@@ -45,8 +71,9 @@ async def test_a_stdio_server_lists_its_tools_namespaced_with_their_schemas(mcp_
     assert schema["required"] == ["a", "b"]
 
 
-async def test_results_become_what_the_model_reads(mcp_pool, marker_dir):
-    tools, _ = await registry_of(mcp_pool, stdio_spec(marker_dir))
+@in_the_module_loop
+async def test_results_become_what_the_model_reads(module_pool, unchanged_server):
+    tools, _ = await registry_of(module_pool, unchanged_server)
     assert (await tools.run_output("test__echo", '{"text": "hi"}')).text == "echo: hi"
     added = (await tools.run_output("test__add", '{"a": 2, "b": 40}')).text
     assert json.loads(added) == {"total": 42, "terms": [2, 40]}  # structured, once
@@ -56,23 +83,24 @@ async def test_results_become_what_the_model_reads(mcp_pool, marker_dir):
     assert "file:///notes/today.md" in document and "Buy milk." in document
 
 
+@in_the_module_loop
 async def test_an_image_is_an_image_part_for_a_model_that_sees_and_text_for_one_that_does_not(
-    mcp_pool, marker_dir
+    module_pool, unchanged_server
 ):
-    spec = stdio_spec(marker_dir)
-    seeing, _ = await registry_of(mcp_pool, spec, vision=True)
+    spec = unchanged_server
+    seeing, _ = await registry_of(module_pool, spec, vision=True)
     shown = await seeing.run_output("test__picture", "{}")
     assert len(shown.images) == 1
     assert shown.images[0]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
-    blind, _ = await registry_of(mcp_pool, spec, vision=False)
+    blind, _ = await registry_of(module_pool, spec, vision=False)
     told = await blind.run_output("test__picture", "{}")
     assert told.images == () and "image/png" in told.text and "cannot see images" in told.text
 
 
-async def test_one_child_process_serves_every_run_of_the_process(mcp_pool, marker_dir):
-    spec = stdio_spec(marker_dir)
-    first, _ = await registry_of(mcp_pool, spec)
-    second, _ = await registry_of(mcp_pool, spec)
+@in_the_module_loop
+async def test_one_child_process_serves_every_run_of_the_process(module_pool, unchanged_server):
+    first, _ = await registry_of(module_pool, unchanged_server)
+    second, _ = await registry_of(module_pool, unchanged_server)
     pids = {(await tools.run_output("test__pid", "{}")).text for tools in (first, second, first)}
     assert len(pids) == 1
 
@@ -109,7 +137,10 @@ async def test_stop_during_a_long_call_cancels_the_request_on_the_server(mcp_poo
     await wait_for_file(marker_dir / "slow-cancelled")
 
 
-async def test_a_server_that_fails_at_start_is_left_out_and_the_others_stay(mcp_pool, marker_dir):
+@in_the_module_loop
+async def test_a_server_that_fails_at_start_is_left_out_and_the_others_stay(
+    module_pool, unchanged_server
+):
     broken = McpServerSpec(
         name="broken",
         transport="stdio",
@@ -117,7 +148,7 @@ async def test_a_server_that_fails_at_start_is_left_out_and_the_others_stay(mcp_
         args=("-m", "tests.support.mcp_server", "fail-at-start"),
     )
     missing = McpServerSpec(name="missing", transport="stdio", command="/nonexistent/mcp-server")
-    tools, problems = await registry_of(mcp_pool, broken, stdio_spec(marker_dir), missing)
+    tools, problems = await registry_of(module_pool, broken, unchanged_server, missing)
     assert [p.server for p in problems] == ["broken", "missing"]
     assert all(p.reason for p in problems)
     assert "test__echo" in tools and not any(n.startswith("broken") for n in tools.names())
@@ -129,9 +160,11 @@ async def test_the_allow_list_keeps_only_the_named_tools(mcp_pool, marker_dir):
     assert sorted(tools.names()) == ["test__add", "test__echo"]
 
 
-async def test_tools_marked_for_approval_say_so(mcp_pool, marker_dir):
-    spec = stdio_spec(marker_dir, approval_tools=frozenset({"echo"}))
-    toolset = await mcp_pool.toolset([spec], vision=False)
+@in_the_module_loop
+async def test_tools_marked_for_approval_say_so(module_pool, unchanged_server):
+    """The approval list is not part of the connection: the same child serves it."""
+    spec = dataclasses.replace(unchanged_server, approval_tools=frozenset({"echo"}))
+    toolset = await module_pool.toolset([spec], vision=False)
     marked = {t.name: t.needs_approval for t in toolset.tools}
     assert marked["test__echo"] is True and marked["test__add"] is False
     assert {t.source for t in toolset.tools} == {"mcp:test"}
@@ -163,9 +196,6 @@ async def test_stop_during_a_long_http_call_cancels_it_on_the_server(mcp_pool, h
 
 
 async def test_a_server_that_never_answers_the_handshake_is_left_out_in_time(marker_dir):
-    from fimone.agent.tools.mcp_client import McpPool
-    from tests.support.mcp_servers import no_secrets
-
     pool = McpPool(no_secrets, start_timeout=2.0)
     hanging = McpServerSpec(
         name="mute",
@@ -231,9 +261,6 @@ def pages_listed(marker_dir) -> list[int]:
 @pytest.fixture
 async def capped_pool():
     """A pool whose servers offer at most 50 tools each."""
-    from fimone.agent.tools.mcp_client import McpPool
-    from tests.support.mcp_servers import no_secrets
-
     pool = McpPool(no_secrets, start_timeout=30.0, max_tools=50)
     yield pool
     await pool.aclose()
@@ -275,9 +302,6 @@ async def test_the_cap_counts_the_tools_the_allow_list_keeps(capped_pool, marker
 async def test_closing_the_pool_during_a_listing_leaves_the_server_out_of_the_run(marker_dir):
     """A listing runs apart from the runs that wait for it: closing the pool (a drain's
     end) ends it, and a waiting run reads a problem, not a cancellation of its own."""
-    from fimone.agent.tools.mcp_client import McpPool
-    from tests.support.mcp_servers import no_secrets
-
     pool = McpPool(no_secrets, start_timeout=60.0)
     hanging = McpServerSpec(
         name="mute",
@@ -311,7 +335,6 @@ async def test_a_failure_is_remembered_from_when_it_happened_and_longer_each_tim
     """RO.12: 30 s from the failure, then 60 s after a second failure in a row; no start
     is tried meanwhile (the clock stands still while a start fails)."""
     from fimone.agent.tools import mcp_client
-    from tests.support.mcp_servers import no_secrets
 
     clock = StoppedClock()
     monkeypatch.setattr(mcp_client, "time", clock)
