@@ -18,6 +18,13 @@ def _body(response) -> bytes:
     return b"".join(response.streaming_content)
 
 
+@pytest.fixture(autouse=True)
+def static_files_read_as_deployed(settings):
+    """WhiteNoise reads STATIC_ROOT once, when its middleware starts, as in production (the
+    other tests let it find each file when asked: tests/conftest.py)."""
+    settings.WHITENOISE_AUTOREFRESH = False
+
+
 @pytest.fixture
 def logged_in_client(user) -> Client:
     client = Client()
