@@ -2,8 +2,9 @@
 
 A conversation runs in process A; a follow-up and a cancel sent through process B reach
 that run through the channel layer; sockets on either process see every event; the
-database agrees afterwards. The model is a scripted OpenAI-compatible server whose every
-reply takes a moment, so a run is still going when B speaks.
+database agrees afterwards. The model is a scripted OpenAI-compatible server; a run's
+first call answers only when the test releases it (``gated``), so a run is still going
+when B speaks, however busy the machine.
 """
 
 from __future__ import annotations
@@ -12,21 +13,21 @@ import asyncio
 import json
 import secrets
 import threading
+from pathlib import Path
 
 import pytest
 
 from tests.scale.ws_client import Socket, of_type
-from tests.support.live_server import start_live_server
+from tests.support.live_server import LiveServer, free_port, server_env, start_live_server
 from tests.support.scripted_server import Reply, ScriptedServer, gated, held
 
 pytestmark = [pytest.mark.scale, pytest.mark.slow]
 
-REPLY_DELAY_SECONDS = 2.0  # each model call; long enough to act while a run is going
-
 
 @pytest.fixture(scope="module")
 def slow_model():
-    with ScriptedServer(default=Reply(content="Scripted answer.", delay=REPLY_DELAY_SECONDS)) as s:
+    """The model: what a test does not script is answered at once."""
+    with ScriptedServer(default=Reply(content="Scripted answer.")) as s:
         yield s
 
 
@@ -46,14 +47,30 @@ def cluster_env(postgres_server, migrated_template, redis_server, slow_model) ->
     }
 
 
+def another_process(first: LiveServer, cluster_env: dict[str, str], data_dir: Path) -> LiveServer:
+    """One more daphne of the deployment. The database is the first one's, migrated and
+    holding the test user and its session, so it only starts (a setup process costs some
+    three seconds of CPU)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = LiveServer(
+        port=free_port(),
+        data_dir=data_dir,
+        env=server_env(data_dir, cluster_env),
+        username=first.username,
+        password=first.password,
+        session_cookie=first.session_cookie,
+    )
+    server.start()
+    return server
+
+
 @pytest.fixture(scope="module")
 def processes(cluster_env, tmp_path_factory):
-    """Daphne A and B (started one after the other: the first migrates)."""
+    """Daphne A and B (A sets the database up: its user and session)."""
     servers = []
     try:
-        for name in ("a", "b"):
-            data_dir = tmp_path_factory.mktemp(f"daphne-{name}")
-            servers.append(start_live_server(cluster_env, data_dir=data_dir))
+        servers.append(start_live_server(cluster_env, data_dir=tmp_path_factory.mktemp("a")))
+        servers.append(another_process(servers[0], cluster_env, tmp_path_factory.mktemp("b")))
         yield servers
     finally:
         for server in servers:
@@ -212,7 +229,7 @@ async def test_a_run_whose_process_died_is_reclaimed_by_the_next_message(
     processes, cluster_env, slow_model, tmp_path
 ):
     _, b = processes
-    doomed = start_live_server(cluster_env, data_dir=tmp_path / "doomed")
+    doomed = another_process(b, cluster_env, tmp_path / "doomed")
     conversation = new_conversation(b)
     never = threading.Event()  # the doomed run's model never answers: it dies mid-run
     in_call = threading.Event()
@@ -254,8 +271,8 @@ async def test_recover_runs_at_a_restart_spares_the_live_runs_of_other_processes
 ):
     a, b = processes
     # An orphan: its process was killed mid-run.
-    doomed = start_live_server(cluster_env, data_dir=tmp_path / "doomed")
-    orphaned_conversation = new_conversation(doomed)
+    doomed = another_process(a, cluster_env, tmp_path / "doomed")
+    orphaned_conversation = new_conversation(a)
     never = threading.Event()  # the doomed run's model never answers: it dies mid-run
     in_call = threading.Event()
     slow_model.enqueue(gated("Scripted answer.", never, taken=in_call))
