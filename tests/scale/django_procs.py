@@ -1,12 +1,15 @@
-"""Django in subprocesses, the way a deployment runs it: backends chosen by environment."""
+"""Django in processes of their own, the way a deployment runs it: backends chosen by
+environment. Each is a fork of the test process's warm parent (tests/support/server_shell.py,
+``ForkedPython``), which has made the imports a fresh Python would: the process sets
+Django up with its own environment and connects to the database itself."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.server_shell import ForkedPython
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,16 +28,9 @@ class DjangoSubprocesses:
 
     env: dict[str, str]
 
-    def start(self, code: str, *args: str) -> subprocess.Popen:
+    def start(self, code: str, *args: str) -> ForkedPython:
         script = "import django; django.setup()\n" + code
-        return subprocess.Popen(
-            [sys.executable, "-c", script, *args],
-            cwd=REPO_ROOT,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        return ForkedPython(script, *args, env=self.env, cwd=REPO_ROOT)
 
     def run(self, code: str, *args: str, timeout: float = 120) -> str:
         """Run ``code`` to completion; returns its stdout, fails the test on an error."""
