@@ -4,14 +4,13 @@ migrations (RD.6)."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.lock_waiters import wait_until_someone_waits_on
 from tests.support.migrated_database import place_test_database, publish_template
 
 
@@ -33,17 +32,6 @@ def _applied(path: Path) -> list[tuple[str, str]]:
         return database.execute("SELECT app, name FROM django_migrations").fetchall()
     finally:
         database.close()
-
-
-def _waiting_on_a_lock(lock_file: Path, *, timeout: float = 30.0) -> None:
-    """Until /proc/locks shows a process blocked on ``lock_file``'s flock."""
-    inode = f":{os.stat(lock_file).st_ino} "
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any("->" in line and inode in line for line in Path("/proc/locks").open()):
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"no process waits on {lock_file}")
 
 
 @pytest.fixture
@@ -82,7 +70,7 @@ def test_rd6_a_process_that_starts_while_another_migrates_waits_and_copies(
     waiting.start()
     try:
         (lock_file,) = template_folder.glob("*.lock")
-        _waiting_on_a_lock(lock_file)
+        wait_until_someone_waits_on(lock_file)
         assert not second.exists()  # it copies nothing before the template is there
         migrated = _migrate(first)
         try:
