@@ -6,14 +6,21 @@ small upload is served (RO.9, RO.10).
 "Keep their pace" is the longest wait for a ``/healthz`` answer and the longest pause
 between two deltas of a stream sent every 50 ms, measured while the attack is still under
 way, against a bound far above what an idle machine shows: the old code paused them from
-2.3 s (a 20 MB tool result) to 19.5 s (a page in one-byte chunks).
+2.3 s (a 20 MB tool result) to 19.5 s (a page in one-byte chunks). Where the attack lasts
+long (the page), the bound is a share of the attack's own time in the same run: a loop the
+attack blocks pauses for about all of it, a free loop on a loaded machine for a second or
+two. One user's slow files are never done before the test ends them, so the others are
+served while they are read however slowly the machine runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -35,6 +42,10 @@ pytestmark = pytest.mark.slow
 # The longest wait for /healthz, or pause of another user's stream, that the tests accept
 # while an attack runs (generous for a shared 2-core machine; the old code: 2.3 s and more).
 LARGEST_PAUSE_SECONDS = 1.5
+# A long attack's share that a pause may take: a loop it blocks pauses for about all of its
+# time (the old code: the whole fetch deadline), a free one on a machine at a load of 14 for
+# 1.6 s of a 12 s attack.
+PAUSE_SHARE_OF_ATTACK = 0.25
 
 
 class HealthWatch:
@@ -98,12 +109,13 @@ async def attack_and_watch(server, victim, attack, attack_started, attack_done):
     attacking = asyncio.create_task(attack)
     async with asyncio.timeout(120):
         await attack_started()
+    under_way = time.monotonic()
     streaming = asyncio.Event()
     with HealthWatch(server) as health:
         gaps = await streamed_gaps(victim, victim_cid, streaming)
         still_attacking = not attack_done()
     result = await attacking
-    return result, Watched(gaps, health.waits, still_attacking)
+    return result, Watched(gaps, health.waits, still_attacking, time.monotonic() - under_way)
 
 
 @dataclass(frozen=True)
@@ -114,13 +126,18 @@ class Watched:
     gaps: list[float]
     waits: list[float]
     during_the_attack: bool
+    # From the moment the attack was under way to its end (its turn's last frame).
+    attack_seconds: float
 
-    def assert_kept_pace(self) -> None:
+    def assert_kept_pace_through_a_long_attack(self) -> None:
+        """No pause took more than ``PAUSE_SHARE_OF_ATTACK`` of the attack's time."""
+        bound = PAUSE_SHARE_OF_ATTACK * self.attack_seconds
+        lasted = f"of a {self.attack_seconds:.1f} s attack (bound {bound:.1f} s)"
         assert self.waits, "/healthz was never answered"
-        assert max(self.waits) < LARGEST_PAUSE_SECONDS, f"/healthz waited {max(self.waits):.1f} s"
+        assert max(self.waits) < bound, f"/healthz waited {max(self.waits):.1f} s {lasted}"
         # Fewer deltas: the answer came after the attack, and another reply than the stream.
         assert len(self.gaps) > 100, f"the answer did not stream: {len(self.gaps)} gaps"
-        assert max(self.gaps) < LARGEST_PAUSE_SECONDS, f"the stream paused {max(self.gaps):.1f} s"
+        assert max(self.gaps) < bound, f"the stream paused {max(self.gaps):.1f} s {lasted}"
         assert self.during_the_attack, "the attack ended before the answer did: measure longer"
 
 
@@ -138,10 +155,11 @@ def test_a_page_sent_one_byte_per_chunk_does_not_stall_the_server(
 ):
     """RO.9: the body is read off the event loop; /healthz and another user's stream keep
     their pace for the whole fetch deadline."""
-    # The fetch deadline (12 s) outlasts the victim's answer (7 s) with room for it to
-    # start on a busy machine; the old code paused everything for the whole deadline.
+    # The fetch deadline (16 s) outlasts the victim's answer (7 s) with room for it to
+    # start on a busy machine; the old code paused everything for the whole deadline, so a
+    # pause is measured against the attack's time (PAUSE_SHARE_OF_ATTACK: 4 s of 16).
     env = scripted_server.daphne_env(
-        FIMONE_FETCH_ALLOWED_HOSTS="127.0.0.1", FIMONE_FETCH_TIMEOUT_SECONDS="12"
+        FIMONE_FETCH_ALLOWED_HOSTS="127.0.0.1", FIMONE_FETCH_TIMEOUT_SECONDS="16"
     )
     attacker, victim = shared_daphne_factory(env), shared_daphne_factory(env)
     page = site.url(f"/one-byte-chunks?s=60&n={uuid.uuid4().hex}")
@@ -165,7 +183,7 @@ def test_a_page_sent_one_byte_per_chunk_does_not_stall_the_server(
     frames_seen, watched = asyncio.run(
         attack_and_watch(attacker, victim, attack(), fetch_started, fetch_done)
     )
-    watched.assert_kept_pace()
+    watched.assert_kept_pace_through_a_long_attack()
     assert frames_seen[-1]["type"] == "done", frames_seen[-1]
     [result] = tool_results(frames_seen)
     assert result.startswith("URL: ") and "xxxx" in result, result[:300]  # what arrived
@@ -204,9 +222,9 @@ def upload(server, conversation_id: str, name: str, data: bytes) -> tuple[int, d
         connection.close()
 
 
-def busy_extraction_workers(server_pid: int) -> int:
-    """How many of the server's extraction worker processes are running just now."""
-    busy = 0
+def extraction_workers(server_pid: int) -> dict[int, str]:
+    """The server's extraction worker processes just now: pid -> state (``R``: running)."""
+    workers = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -216,8 +234,26 @@ def busy_extraction_workers(server_pid: int) -> int:
         except OSError:
             continue
         if int(stat[1]) == server_pid and b"fimone.extract.worker" in command:
-            busy += stat[0] == "R"
-    return busy
+            workers[int(entry.name)] = stat[0]
+    return workers
+
+
+def busy_extraction_workers(server_pid: int) -> list[int]:
+    """The server's extraction worker processes running just now (reading a file)."""
+    return [pid for pid, state in extraction_workers(server_pid).items() if state == "R"]
+
+
+def end_extractions(server_pid: int, answered: list, count: int) -> None:
+    """Kill the server's extraction workers until ``count`` uploads are ``answered``: the
+    slow files are read by one worker after another, and a worker killed mid-file is the
+    upload's clear error (the pool starts a new one for the next file)."""
+    deadline = time.monotonic() + 120
+    while len(answered) < count:
+        assert time.monotonic() < deadline, f"the slow files never ended: {answered}"
+        for pid in extraction_workers(server_pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
 
 
 def test_one_users_slow_documents_leave_a_worker_for_the_others(
@@ -225,10 +261,13 @@ def test_one_users_slow_documents_leave_a_worker_for_the_others(
 ):
     """RO.10: three slow files of one user; meanwhile another user's small upload, and a
     third user's fetch_url of a small page, are served before any of the three is done."""
-    # Each slow file takes 15 s (its 10 s limit, then killed 5 s later): time enough for the
-    # others on a busy machine.
+    # A slow file's worker is stopped (SIGSTOP) once it reads: it holds its worker, and no
+    # file is done, however long the others take on a loaded machine (with a 10 s limit a
+    # reader's turn took longer at a load of 14). The test then ends them by killing their
+    # workers. A product that let them hold every worker keeps the others waiting until
+    # their requests time out.
     env = scripted_server.daphne_env(
-        FIMONE_FETCH_ALLOWED_HOSTS="127.0.0.1", FIMONE_DOCUMENT_EXTRACT_SECONDS="10"
+        FIMONE_FETCH_ALLOWED_HOSTS="127.0.0.1", FIMONE_DOCUMENT_EXTRACT_SECONDS="600"
     )
     attacker, victim, reader = (shared_daphne_factory(env) for _ in range(3))
     conversations = [
@@ -243,29 +282,36 @@ def test_one_users_slow_documents_leave_a_worker_for_the_others(
     threads = [threading.Thread(target=attack, args=(n,)) for n in range(3)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 60
-    while not busy_extraction_workers(attacker.proc.pid):
-        assert time.monotonic() < deadline, "no worker started reading the slow files"
-        time.sleep(0.05)
+    try:
+        deadline = time.monotonic() + 60
+        while not (reading := busy_extraction_workers(attacker.proc.pid)):
+            assert time.monotonic() < deadline, "no worker started reading the slow files"
+            time.sleep(0.05)
+        for pid in reading:
+            os.kill(pid, signal.SIGSTOP)
 
-    status, small = upload(victim, conversations[1], "note.txt", b"nineteen bytes here")
-    uploads_done_before = len(answered)
-    scripted_server.enqueue(tool_calls(("fetch_url", {"url": site.url("/article")})), text("Read."))
-    reader_cid = reader.api("POST", "/api/conversations/", {})["id"]
-    frames = asyncio.run(tool_turn(reader, reader_cid, "read the article"))
-    fetches_done_before = len(answered)
-    for thread in threads:
-        thread.join(180)
+        status, small = upload(victim, conversations[1], "note.txt", b"nineteen bytes here")
+        uploads_done_before = len(answered)
+        scripted_server.enqueue(
+            tool_calls(("fetch_url", {"url": site.url("/article")})), text("Read.")
+        )
+        reader_cid = reader.api("POST", "/api/conversations/", {})["id"]
+        frames = asyncio.run(tool_turn(reader, reader_cid, "read the article"))
+        fetches_done_before = len(answered)
+    finally:
+        end_extractions(attacker.proc.pid, answered, len(threads))
+        for thread in threads:
+            thread.join(180)
 
     assert (status, small.get("kind")) == (201, "document"), small
     assert uploads_done_before == 0, "the small upload waited for the slow files"
     [page] = tool_results(frames)
     assert ARTICLE_FACT in page, page[:300]
     assert fetches_done_before == 0, "the page waited for the slow files"
-    # The slow files themselves end with a clear error, each within its limits (its time, or
-    # the worker's memory, whichever the parser reaches first).
+    # The slow files themselves end with a clear error: a worker that died mid-file reads as
+    # one out of memory (test_isolated.py checks the time limit).
     codes = {answer.get("error", {}).get("code") for _, answer in answered}
-    assert len(answered) == 3 and codes <= {"extraction_timeout", "document_too_large"}, answered
+    assert len(answered) == 3 and codes == {"document_too_large"}, answered
 
 
 # --- a tool server's huge JSON result ----------------------------------------------------------
