@@ -243,13 +243,13 @@ def busy_extraction_workers(server_pid: int) -> list[int]:
     return [pid for pid, state in extraction_workers(server_pid).items() if state == "R"]
 
 
-def end_extractions(server_pid: int, answered: list, count: int) -> None:
-    """Kill the server's extraction workers until ``count`` uploads are ``answered``: the
+def end_extractions(server_pid: int, uploads: list[threading.Thread]) -> None:
+    """Kill the server's extraction workers until the ``uploads`` have their answers: the
     slow files are read by one worker after another, and a worker killed mid-file is the
     upload's clear error (the pool starts a new one for the next file)."""
     deadline = time.monotonic() + 120
-    while len(answered) < count:
-        assert time.monotonic() < deadline, f"the slow files never ended: {answered}"
+    while any(upload.is_alive() for upload in uploads):
+        assert time.monotonic() < deadline, "the slow files never ended"
         for pid in extraction_workers(server_pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -299,9 +299,7 @@ def test_one_users_slow_documents_leave_a_worker_for_the_others(
         frames = asyncio.run(tool_turn(reader, reader_cid, "read the article"))
         fetches_done_before = len(answered)
     finally:
-        end_extractions(attacker.proc.pid, answered, len(threads))
-        for thread in threads:
-            thread.join(180)
+        end_extractions(attacker.proc.pid, threads)
 
     assert (status, small.get("kind")) == (201, "document"), small
     assert uploads_done_before == 0, "the small upload waited for the slow files"
