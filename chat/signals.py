@@ -12,7 +12,10 @@ commits, its run is cancelled through the run's control group (so in whichever s
 process it runs) and the conversation's sockets are closed (``chat.runs``).
 
 A tool server row's save or delete makes every process read the tool servers again on its
-next run (``chat.tool_servers.pool``).
+next run (``chat.tool_servers.pool``); a model configuration's, look the models and budgets
+up again (``chat.runs.preparation``; bulk writes replace the token themselves,
+``contextmgmt.generations``). A changed setting of the models (tests change settings) does
+the same in this process.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import logging
 
 from django.core.files.storage import Storage
+from django.core.signals import setting_changed
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
@@ -27,7 +31,10 @@ from django.dispatch import receiver
 from chat import runs
 from chat.models import Attachment, Conversation, Message
 from chat.models.tool_servers import ToolServer
+from chat.runs import preparation
 from chat.tool_servers import pool as tool_servers
+from contextmgmt import generations
+from contextmgmt.models import ModelConfig
 
 logger = logging.getLogger(__name__)
 
@@ -74,3 +81,18 @@ def tool_servers_changed(sender, **kwargs) -> None:
     """Every process reads the tool servers again on its next run, once the change is
     committed (before that, another process would read and keep the old rows)."""
     transaction.on_commit(tool_servers.forget_cached_servers)
+
+
+@receiver(post_save, sender=ModelConfig, dispatch_uid="chat.model_config_saved")
+@receiver(post_delete, sender=ModelConfig, dispatch_uid="chat.model_config_deleted")
+def model_configs_changed(sender, **kwargs) -> None:
+    """Every process looks the models and budgets up again on its next run, once the
+    change is committed."""
+    generations.replace_on_commit(generations.MODEL_CONFIGS)
+
+
+@receiver(setting_changed, dispatch_uid="chat.model_settings_changed")
+def model_settings_changed(sender, setting: str, **kwargs) -> None:
+    """The environment's models and budgets come from settings, read at lookup time."""
+    if setting.startswith(("LLM_", "FAST_LLM_")):
+        preparation.forget_models()

@@ -300,8 +300,6 @@ FIMONE_WS_RATE_WINDOW_SECONDS = _typed(env.float, "FIMONE_WS_RATE_WINDOW_SECONDS
 # Several server processes: how long a run's owner has to answer "still alive?"
 # before its run counts as orphaned (chat.runs.control).
 FIMONE_RUN_PROBE_SECONDS = _typed(env.float, "FIMONE_RUN_PROBE_SECONDS", default=2.0)
-# How long runs reuse the models and budgets an earlier run looked up (chat.runs.preparation).
-FIMONE_MODEL_LOOKUP_SECONDS = _typed(env.float, "FIMONE_MODEL_LOOKUP_SECONDS", default=2.0)
 
 # Tools: how long a run waits for the user to approve a tool call marked "needs approval"
 # before it ends cancelled (chat.runs.approvals); more tools from Python callables

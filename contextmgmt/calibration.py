@@ -115,6 +115,7 @@ def record_usage(
     from django.db import IntegrityError
     from django.db.models import F
 
+    from contextmgmt import generations
     from contextmgmt.models import ModelConfig, TokenSample
 
     if reported_tokens < MIN_REPORTED_TOKENS or len(counts) != N_CLASSES or not any(counts):
@@ -147,6 +148,8 @@ def record_usage(
         # How this model's tokenizer compares with o200k_base on its recent traffic.
         token_ratio=reported / base if base else 1.0,
     )
+    # The next run estimates with the new weights (contextmgmt.generations).
+    generations.replace_on_commit(generations.MODEL_CONFIGS)
     return True
 
 
@@ -165,12 +168,15 @@ async def arecord_usage(
 
 def reset_calibration(*, model_config_ids: list[int]) -> int:
     """Forget what was learnt: base weights, no samples. Returns the number of rows reset."""
+    from contextmgmt import generations
     from contextmgmt.models import ModelConfig, TokenSample
 
     TokenSample.objects.filter(model_config_id__in=model_config_ids).delete()
-    return ModelConfig.objects.filter(pk__in=model_config_ids).update(
+    count = ModelConfig.objects.filter(pk__in=model_config_ids).update(
         token_weights=[], token_ratio=1.0, token_ratio_samples=0
     )
+    generations.replace_on_commit(generations.MODEL_CONFIGS)
+    return count
 
 
 def describe_weights(stored: Sequence[float] | None) -> list[tuple[str, float, float]]:

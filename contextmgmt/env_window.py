@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 _found: dict[str, Discovery] = {}
 _lock = threading.Lock()
+# How many times what was found changed: what a process derived from a window it read
+# earlier (the budgets runs reuse, chat/runs/preparation.py) is derived again.
+_changes = [0]
 
 
 def _fast_endpoint_configured() -> bool:
@@ -63,6 +66,7 @@ def read_env_windows() -> None:
             continue
         with _lock:
             _found[role] = found
+            _changes[0] += 1
         log.info(
             "%s model %s: context size %s from the endpoint (%s)",
             role,
@@ -93,7 +97,14 @@ def output_for(found: Discovery, configured: int | None, default: int) -> int:
     return max(1, size // 4)
 
 
+def changes() -> int:
+    """A count that grows whenever what was found changes (``env_window`` answers anew)."""
+    with _lock:
+        return _changes[0]
+
+
 def forget() -> None:
     """Tests: start again from nothing read."""
     with _lock:
         _found.clear()
+        _changes[0] += 1

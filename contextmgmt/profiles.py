@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from contextmgmt import generations
 from contextmgmt.core.budget import MIN_INPUT_BUDGET, SYSTEM_PROMPT_RESERVE
 from contextmgmt.core.providers import ProviderProfile, detect
 from contextmgmt.discovery import Discovery, discover
@@ -206,9 +207,12 @@ def remember_image_refusal(*, model_config_id: int, message: str) -> None:
 def forget_image_refusal(*, model_config_ids: list[int]) -> int:
     """Send images to these rows' models again (as "supports images" says); returns how
     many rows had a refusal to forget."""
-    return ModelConfig.objects.filter(
+    count = ModelConfig.objects.filter(
         pk__in=model_config_ids, images_refused_at__isnull=False
     ).update(images_refused_at=None, images_refused_message="", updated_at=timezone.now())
+    # A bulk update sends no post_save: runs learn of it from the token (chat/signals.py).
+    generations.replace_on_commit(generations.MODEL_CONFIGS)
+    return count
 
 
 def read_from_endpoint(row: ModelConfig) -> tuple[Discovery, list[str]]:

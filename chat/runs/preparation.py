@@ -8,13 +8,12 @@ Also the follow-ups as the engine takes them, and whether a run's history carrie
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.utils import translation
 
 from chat import selectors
@@ -26,6 +25,7 @@ from chat.runs import storage
 from chat.runs.deps import RunDeps
 from chat.runs.storage import OpenedRun
 from chat.tool_servers import pool as tool_servers
+from contextmgmt import env_window, generations
 from contextmgmt.budget import Budget
 from contextmgmt.core.llm import LLM
 from contextmgmt.core.messages import ChatMessage
@@ -63,30 +63,68 @@ class PreparedRun:
     instructions: str = ""
 
 
-# Which models and budgets to use changes only when an admin edits a ModelConfig row; four
-# lookups per run were a third of a run's database time. Reused for
-# FIMONE_MODEL_LOOKUP_SECONDS (0: looked up for every run, so an admin's switch of the
-# active model applies from the next run on).
-# The collaborators are held weakly: replaced ones (a test's, with what they recorded of
-# its runs) are freed at once, not kept until the next lookup replaces them.
-_config_cache: dict[str, tuple[weakref.ref[RunDeps], float, tuple]] = {}
+@dataclass(frozen=True)
+class ModelsAndBudgets:
+    """The models and budgets of the two roles, as configured (no conversation's pick)."""
+
+    main: LLM
+    fast: LLM
+    main_budget: Budget
+    fast_budget: Budget
 
 
-def _models_and_budgets(deps: RunDeps) -> tuple[LLM, LLM, Budget, Budget]:
-    now = time.monotonic()
-    cached = _config_cache.get("config")
-    reuse = float(settings.FIMONE_MODEL_LOOKUP_SECONDS)
-    # Other collaborators (a test's) get a fresh lookup.
-    if cached is not None and cached[0]() is deps and now - cached[1] < reuse:
-        return cached[2]
-    config = (
-        deps.get_llm("main"),
-        deps.get_llm("fast"),
-        deps.resolve_budget("main"),
-        deps.resolve_budget("fast"),
+class _HeldWeakly:
+    """One ``RunDeps`` as part of a cache key: equal only to itself, and held weakly, so
+    that replaced collaborators (a test's, with what they recorded of its runs) are freed
+    at once, not kept until the next lookup replaces them. A freed one equals nothing (a
+    new object at its address gets a lookup of its own)."""
+
+    __slots__ = ("_hash", "ref")
+
+    def __init__(self, deps: RunDeps) -> None:
+        self.ref = weakref.ref(deps)
+        self._hash = id(deps)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _HeldWeakly):
+            return NotImplemented
+        deps = self.ref()
+        return deps is not None and deps is other.ref()
+
+
+# Which models and budgets to use changes only when a ModelConfig row changes; four
+# lookups per run were a third of a run's database time. So they are looked up once per
+# generation of the rows (contextmgmt.generations: replaced on every save or delete of a
+# row, chat/signals.py, and by the bulk writes of the admin's actions and of calibration),
+# per reading of the environment endpoints' windows and per collaborators (a test's get a
+# lookup of their own): an admin's switch of the active model or an edited budget reaches
+# the next run, in every process.
+@functools.lru_cache(maxsize=1)
+def _looked_up(generation: str, windows: int, held: _HeldWeakly) -> ModelsAndBudgets:
+    deps = held.ref()
+    if deps is None:  # the caller holds it while it looks up
+        raise RuntimeError("the collaborators were freed during their own lookup")
+    return ModelsAndBudgets(
+        main=deps.get_llm("main"),
+        fast=deps.get_llm("fast"),
+        main_budget=deps.resolve_budget("main"),
+        fast_budget=deps.resolve_budget("fast"),
     )
-    _config_cache["config"] = (weakref.ref(deps), now, config)
-    return config
+
+
+def models_and_budgets(deps: RunDeps) -> ModelsAndBudgets:
+    """The configured models and budgets, looked up again only when something they come
+    from changed (no query at all otherwise)."""
+    generation = generations.current(generations.MODEL_CONFIGS)
+    return _looked_up(generation, env_window.changes(), _HeldWeakly(deps))
+
+
+def forget_models() -> None:
+    """This process looks the models up again on its next run (a setting changed)."""
+    _looked_up.cache_clear()
 
 
 def _input_tokens(budget: Budget) -> int:
@@ -95,7 +133,9 @@ def _input_tokens(budget: Budget) -> int:
 
 def prepare(opened: OpenedRun, deps: RunDeps) -> PreparedRun:
     """Models, budgets, the query as the agent sees it and the history (sync)."""
-    main, fast, main_budget, fast_budget = _models_and_budgets(deps)
+    configured = models_and_budgets(deps)
+    main, fast = configured.main, configured.fast
+    main_budget, fast_budget = configured.main_budget, configured.fast_budget
     picked = opened.model_config_id
     if opened.builtin_model:
         # The user picked the built-in model: it answers and summarises, whatever is set up.

@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import socket
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,13 +32,13 @@ from urllib.parse import urlsplit
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from chat.models.tool_servers import ToolServer
 from chat.tools.fetch import address_policy
+from contextmgmt import generations
 from contextmgmt.secrets import secret_env_allowed, secret_env_refusal
 from fimone.agent.tools.mcp_config import (
     McpServerSpec,
@@ -58,8 +57,9 @@ logger = logging.getLogger(__name__)
 
 # The configured servers (file and rows) are read again when either changes: the file by
 # its modification stamp, the rows by a generation token in Django's cache that a row's
-# save or delete replaces (chat/signals.py) — shared through Redis when several processes
-# serve (REDIS_URL), so a change made through one process reaches every other's next run.
+# save or delete replaces (chat/signals.py, contextmgmt.generations) — shared through
+# Redis when several processes serve (REDIS_URL), so a change made through one process
+# reaches every other's next run.
 GENERATION_KEY = "fimone:tool-servers:generation"
 
 # The servers the last ``warm`` found current: what a run's engine then uses.
@@ -214,13 +214,8 @@ def _with_row(spec: McpServerSpec, row: ToolServer) -> McpServerSpec:
 
 
 def rows_generation() -> str:
-    """The rows' current generation token (one is made when the cache has none: after a
-    restart of Redis or an eviction, every process reads the rows again once)."""
-    token = cache.get(GENERATION_KEY)
-    if token is None:
-        cache.add(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
-        token = cache.get(GENERATION_KEY)
-    return token
+    """The rows' current generation token."""
+    return generations.current(GENERATION_KEY)
 
 
 def _file_stamp() -> tuple:
@@ -258,7 +253,7 @@ async def current_servers() -> list[McpServerSpec]:
 def forget_cached_servers() -> None:
     """Every process reads the file and the rows again on its next run: a row was saved or
     deleted (chat/signals.py) or changed in bulk (the admin's actions)."""
-    cache.set(GENERATION_KEY, uuid.uuid4().hex, timeout=None)
+    generations.replace(GENERATION_KEY)
     _servers_at.cache_clear()
     _parsed_file.cache_clear()
     _validated.clear()

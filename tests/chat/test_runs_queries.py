@@ -24,28 +24,19 @@ from tests.support.runs import WAIT, answer_text, connect, events_until, send
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures(
-        "clean_runs", "lookups_kept_through_the_test", "no_tool_servers_cached_before"
-    ),
+    pytest.mark.usefixtures("clean_runs", "no_tool_servers_cached_before"),
 ]
 
 # message -> done of a plain ReAct turn with history, models and budgets already resolved
-# (chat.runs.preparation caches them for a moment): the query's transaction (the owner check
-# that also locks the row, whether a run is going, the two messages), the history
+# (chat.runs.preparation keeps them until a model configuration changes): the query's
+# transaction (the owner check that also locks the row, whether a run is going, the two
+# messages), the history
 # (summary, messages), whether the conversation has documents (read_document is offered
 # only then), the answer's transaction, and the full-text index: one insert for the
 # question, one for the answer (chat.search.index).
 # The tool sources switched off come with the conversation's row, at no query of their own.
 MAX_QUERIES_PER_RUN = 14
 MAX_TRANSACTIONS_PER_RUN = 2
-
-
-@pytest.fixture
-def lookups_kept_through_the_test(settings):
-    """The counted turn reuses what the first turn looked up, however slow the machine:
-    the product keeps the model lookups for two seconds, which a busy machine can outlast
-    between the two turns."""
-    settings.FIMONE_MODEL_LOOKUP_SECONDS = 3600.0
 
 
 @pytest.fixture

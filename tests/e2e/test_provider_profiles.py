@@ -6,7 +6,8 @@ right, the reasoning arrives apart from it, the usage is the provider's or marke
 Every profile is an endpoint of its own (``ScriptedServer.profile_base_url``), so what the
 client learns starts empty for each, on one daphne shared by the module: the active main
 model is a row added for the profile (a local base URL, so the profile starts generic and is
-detected automatically; runs look the models up afresh, ``FIMONE_MODEL_LOOKUP_SECONDS=0``).
+detected automatically; the shell that switches it and the daphne share a Redis, so the
+switch reaches the next run as with several server processes).
 The fast role follows the main one, as with no fast model configured. One profile
 (``ENV_CONFIGURED``) is the daphne's environment endpoint instead, with no row active: the
 only test on that endpoint, so what the process remembers for it starts empty too. What
@@ -72,14 +73,17 @@ def check_usage(usage: dict, profile, streamed: bool) -> None:
     assert usage.get("estimated", False) == (no_stream_usage and streamed)
 
 
-# Runs against the daphne's database (``manage_shell``): the profile's endpoint becomes the
-# active main model, the profile detected from its base URL and model as the admin does,
+# Runs against the daphne's database (``manage_shell``), a process of its own whose saves
+# reach the daphne's next run through the Redis they share: the profile's endpoint becomes
+# the active main model, the profile detected from its base URL and model as the admin does,
 # or set as named; or no row is active and the environment's endpoint answers.
 ACTIVATE = """
 from contextmgmt import profiles
 from contextmgmt.core.providers import PROFILES
 from contextmgmt.models import ModelConfig
-ModelConfig.objects.filter(is_active=True).update(is_active=False)
+for active in ModelConfig.objects.filter(is_active=True):
+    active.is_active = False
+    active.save(update_fields=["is_active"])
 name, base_url, model, client_profile = {args!r}
 if base_url:
     row = ModelConfig(name=name, model=model, role="main", base_url=base_url, is_active=True)
@@ -93,10 +97,10 @@ print("ACTIVE", list(ModelConfig.objects.filter(is_active=True).values_list("nam
 """
 
 
-def profile_server(shared_daphne_factory, scripted_server, name: str):
+def profile_server(shared_daphne_factory, scripted_server, redis_server, name: str):
     """The module's daphne with ``name``'s endpoint as its main (and so fast) model."""
     model = MODEL.get(name, "scripted-model")
-    env = scripted_server.daphne_env(model="scripted-model", FIMONE_MODEL_LOOKUP_SECONDS="0")
+    env = scripted_server.daphne_env(model="scripted-model", REDIS_URL=redis_server.url)
     server = shared_daphne_factory(env, group=__name__)
     if name == ENV_CONFIGURED:
         scripted_server.use_profile(name)
@@ -110,10 +114,10 @@ def profile_server(shared_daphne_factory, scripted_server, name: str):
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
 async def test_react_and_dag_runs_per_provider_profile(
-    shared_daphne_factory, scripted_server, name
+    shared_daphne_factory, scripted_server, redis_server, name
 ):
     profile = PROFILES[name]
-    server = profile_server(shared_daphne_factory, scripted_server, name)
+    server = profile_server(shared_daphne_factory, scripted_server, redis_server, name)
     conversation = server.api("POST", "/api/conversations/", {})
     url = f"{server.ws_url}/ws/chat/{conversation['id']}/"
 
