@@ -108,6 +108,18 @@ def serving_with_fresh_rate_limits():
 
 
 @pytest.fixture(autouse=True)
+def looking_the_models_up_afresh():
+    """Each test's runs look the models and budgets up in its own database: an earlier
+    test's rows went with a rollback or a flush, which tells no process (chat/signals.py),
+    so what its runs looked up would otherwise be reused."""
+    from chat.runs import preparation
+
+    preparation.forget_models()
+    yield
+    preparation.forget_models()
+
+
+@pytest.fixture(autouse=True)
 def speaking_the_default_language():
     """Each test starts and ends in the default language: a request with Accept-Language
     activates its language in the thread that served it, and would otherwise leak it into
