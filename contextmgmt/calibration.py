@@ -59,6 +59,13 @@ CLASS_PRIOR_STRENGTH = tuple(PRIOR_STRENGTH * _PRIOR_SCALE.get(name, 0.5) for na
 # A sample whose first-fit error is this many times the median error (and above 5 %) is an
 # outlier.
 OUTLIER_FACTOR = 4.0
+# A refit that moves no weight and not the ratio by more than this (relative) leaves the
+# runs' looked-up budgets as they are: a run's models are looked up again only when the
+# rows changed (contextmgmt.generations), and a refit after every answer would make every
+# run look them up. Every ``REPUBLISH_EVERY``-th sample is published whatever it moved, so
+# small moves never pile up unseen for long.
+PUBLISH_MOVE = 0.01
+REPUBLISH_EVERY = 10
 
 
 def weights_of(stored: Sequence[float] | None) -> tuple[float, ...] | None:
@@ -120,8 +127,14 @@ def record_usage(
 
     if reported_tokens < MIN_REPORTED_TOKENS or len(counts) != N_CLASSES or not any(counts):
         return False
-    if not ModelConfig.objects.filter(pk=model_config_id).exists():
+    before = (
+        ModelConfig.objects.filter(pk=model_config_id)
+        .values_list("token_weights", "token_ratio", "token_ratio_samples")
+        .first()
+    )
+    if before is None:
         return False
+    old_weights, old_ratio, old_samples = before
     try:
         TokenSample.objects.create(
             model_config_id=model_config_id,
@@ -140,17 +153,24 @@ def record_usage(
     if len(rows) == WINDOW:
         recent.filter(id__lt=rows[-1][0]).delete()
     samples = [(c, f, r) for _, c, f, r in rows if isinstance(c, list) and len(c) == N_CLASSES]
-    weights = fit_samples(samples)
+    weights = [round(w, 4) for w in fit_samples(samples)]
     base = sum(_dot(c, BASE_WEIGHTS) + f for c, f, _ in samples)
     reported = sum(r for _, _, r in samples)
-    ModelConfig.objects.filter(pk=model_config_id).update(
-        token_weights=[round(w, 4) for w in weights],
-        # How this model's tokenizer compares with o200k_base on its recent traffic.
-        token_ratio=reported / base if base else 1.0,
+    # How this model's tokenizer compares with o200k_base on its recent traffic.
+    ratio = reported / base if base else 1.0
+    ModelConfig.objects.filter(pk=model_config_id).update(token_weights=weights, token_ratio=ratio)
+    moved = _moved(weights_of(old_weights) or BASE_WEIGHTS, weights) or _moved(
+        [old_ratio or 1.0], [ratio]
     )
-    # The next run estimates with the new weights (contextmgmt.generations).
-    generations.replace_on_commit(generations.MODEL_CONFIGS)
+    if moved or (old_samples + 1) % REPUBLISH_EVERY == 0:
+        # The next run estimates with the new weights (contextmgmt.generations).
+        generations.replace_on_commit(generations.MODEL_CONFIGS)
     return True
+
+
+def _moved(old: Sequence[float], new: Sequence[float]) -> bool:
+    """Whether any value moved by more than ``PUBLISH_MOVE`` of itself."""
+    return any(abs(b - a) > PUBLISH_MOVE * abs(a) for a, b in zip(old, new, strict=True))
 
 
 async def arecord_usage(

@@ -8,9 +8,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
+from contextmgmt import generations
 from contextmgmt.budget import resolve_budget
 from contextmgmt.calibration import (
     FLOOR,
+    REPUBLISH_EVERY,
     WINDOW,
     arecord_usage,
     fit_samples,
@@ -109,6 +111,33 @@ def test_a_report_is_stored_and_the_weights_refitted_rk_2(fresh_model):
     cyrillic = CLASSES.index("cyrillic")
     assert weights[cyrillic] > BASE_WEIGHTS[cyrillic] * 1.2
     assert row.token_ratio > 1.2  # the provider counts more than o200k_base here
+
+
+@pytest.mark.django_db
+def test_a_refit_that_moves_nothing_leaves_the_runs_lookups_alone(
+    fresh_model, django_capture_on_commit_callbacks
+):
+    """RD.5, RK.2: runs look their models up again only when the rows' generation changes;
+    the first report moves the weights and publishes them, the same report again moves them
+    by less than a percent and does not (else every answer would cost the next run its
+    lookups), and every ``REPUBLISH_EVERY``-th sample is published all the same."""
+    counts, fixed = usage_sample([ChatMessage(role="user", content=RUSSIAN * 30)])
+    billed = report(counts, fixed, scaled(cyrillic=1.5), random.Random(1))
+    published = []
+    for _ in range(REPUBLISH_EVERY + 2):
+        before = generations.current(generations.MODEL_CONFIGS)
+        with django_capture_on_commit_callbacks(execute=True):
+            assert record_usage(
+                model_config_id=fresh_model.pk,
+                counts=counts,
+                fixed_tokens=fixed,
+                reported_tokens=billed,
+            )
+        published.append(generations.current(generations.MODEL_CONFIGS) != before)
+    assert published[0]
+    assert published[REPUBLISH_EVERY - 1]
+    assert sum(published) == 2, published
+    assert reload(fresh_model).token_ratio_samples == REPUBLISH_EVERY + 2
 
 
 @pytest.mark.django_db
