@@ -1,11 +1,10 @@
 """Bookkeeping that several server processes share stays right on PostgreSQL (issue 10).
 
 Each test starts a few Django processes on one database that hammer the same rows at the
-same moment (they wait for a common start time first), then checks the invariant.
+same moment (each waits until all of them are ready), then checks the invariant.
 """
 
 import json
-import time
 
 import pytest
 
@@ -13,20 +12,24 @@ pytestmark = pytest.mark.scale
 
 PROCESSES = 4
 
-# Every process waits for the same wall-clock instant so their writes really overlap.
-_BARRIER = """
-import sys, time
-start_at = float(sys.argv[1])
-while time.time() < start_at:
+# Every process notes in a common folder that it is ready (Django set up) and waits until
+# all have, so their writes really overlap however long a start takes on a busy machine.
+_BARRIER = f"""
+import os, sys, time
+ready = sys.argv[1]
+open(os.path.join(ready, str(os.getpid())), "w").close()
+while len(os.listdir(ready)) < {PROCESSES}:
     time.sleep(0.005)
 """
 
 
-def _start_at() -> str:
-    return str(time.time() + 3.0)
+def _ready_folder(tmp_path) -> str:
+    folder = tmp_path / "ready"
+    folder.mkdir()
+    return str(folder)
 
 
-def test_calibration_loses_no_sample_under_concurrent_processes(on_postgres):
+def test_calibration_loses_no_sample_under_concurrent_processes(on_postgres, tmp_path):
     config_id = on_postgres.run(
         "from contextmgmt.models import ModelConfig\n"
         "print(ModelConfig.objects.create(name='calib', model='m', role='fast').pk)"
@@ -41,10 +44,10 @@ def test_calibration_loses_no_sample_under_concurrent_processes(on_postgres):
         "    assert record_usage(model_config_id=int(sys.argv[2]), counts=counts,\n"
         "                        fixed_tokens=fixed, reported_tokens=1200)\n"
     )
-    start_at = _start_at()
+    ready = _ready_folder(tmp_path)
 
     on_postgres.run_parallel(
-        record, [[start_at, config_id, str(per_process)] for _ in range(PROCESSES)]
+        record, [[ready, config_id, str(per_process)] for _ in range(PROCESSES)]
     )
 
     facts = json.loads(
@@ -58,7 +61,7 @@ def test_calibration_loses_no_sample_under_concurrent_processes(on_postgres):
     assert facts[1] == pytest.approx(1.2, rel=1e-3)  # every sample said 1200 / 1000
 
 
-def test_summaries_only_move_forward_under_concurrent_processes(on_postgres):
+def test_summaries_only_move_forward_under_concurrent_processes(on_postgres, tmp_path):
     # One conversation with 40 messages; every process saves summaries covering them in the
     # same ascending order, so all processes race to store "through message i" at once.
     # Stored summaries must cover strictly more, in the order they were stored: no
@@ -81,8 +84,8 @@ def test_summaries_only_move_forward_under_concurrent_processes(on_postgres):
         "    summary_save(conversation_id=sys.argv[2], summary=f'through {i}',\n"
         "                 covers_through_id=i, covered_count=1)\n"
     )
-    start_at = _start_at()
-    argv = [start_at, created["conversation"], json.dumps(created["ids"])]
+    ready = _ready_folder(tmp_path)
+    argv = [ready, created["conversation"], json.dumps(created["ids"])]
 
     on_postgres.run_parallel(save, [argv for _ in range(PROCESSES)])
 
