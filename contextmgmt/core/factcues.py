@@ -9,7 +9,8 @@ from __future__ import annotations
 import bisect
 import re
 
-from .factlang import SEPARATOR, top_level_alternatives
+from .factlang import SEPARATOR
+from .patterntext import top_level_alternatives
 
 # Per language: cues that make a sentence a correction when it names its old value, and
 # cues strong enough to replace an earlier value of the same thing it does not name.

@@ -25,6 +25,13 @@ from dataclasses import dataclass
 
 import phonenumbers
 
+from .patterntext import (
+    by_first_character,
+    each_led,
+    leading_words,
+    word_group,
+)
+
 _DE_MONTHS = (
     "Januar|Februar|März|Maerz|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember"
 )
@@ -76,13 +83,6 @@ _NAME_WORDS = (
 )
 
 
-def _words(alternatives: str) -> str:
-    """``a|b|…`` (literal words) as a group each of whose words must start a word. The
-    regex engine skips to a pattern's possible first characters only when the pattern
-    starts with them: the boundary is checked just after each word, looking back."""
-    return "(?:" + "|".join(f"{w}(?<!\\w{w})" for w in alternatives.split("|")) + ")"
-
-
 # A digit that starts a number (no letter, digit, "." or "," right before it).
 _NUMBER_START = r"\d(?<![\w.,]\d)"
 
@@ -98,12 +98,6 @@ class Digits:
 
     before: str = ""
     after: str = ""
-
-
-def _each_led(leads: tuple[str, ...], rest: str) -> str:
-    """``(?:lead|…)rest`` as ``lead rest|…``: alternatives that each start with a character
-    (what the regex engine rejects without entering an alternative, :func:`_tables`)."""
-    return "|".join(lead + rest for lead in leads)
 
 
 _EN_MONTH_ENDS = "|".join(sorted({month[-3:] for month in _EN_MONTHS.split("|")}))
@@ -123,7 +117,7 @@ _TABLES: dict[str, list[tuple]] = {
         (
             "date",
             3,
-            _words("Montag|Dienstag|Mittwoch|Donnerstag|Freitag|Samstag|Sonntag") + r"\b",
+            word_group("Montag|Dienstag|Mittwoch|Donnerstag|Freitag|Samstag|Sonntag") + r"\b",
             ("tag", "woch"),
         ),
         (
@@ -153,7 +147,7 @@ _TABLES: dict[str, list[tuple]] = {
         (
             "name",
             3,
-            _words(r"Dr\.|Prof\.|Herr|Frau") + r" [A-ZÄÖÜ][a-zäöüß]+"
+            word_group(r"Dr\.|Prof\.|Herr|Frau") + r" [A-ZÄÖÜ][a-zäöüß]+"
             r"(?: [A-ZÄÖÜ][a-zäöüß]+(?:-[A-ZÄÖÜ][a-zäöüß]+)?)?",
         ),
     ],
@@ -161,14 +155,14 @@ _TABLES: dict[str, list[tuple]] = {
         (
             "date",
             4,
-            _words(_EN_MONTHS) + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b",
+            word_group(_EN_MONTHS) + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b",
             Digits(before=rf"(?<=(?:{_EN_MONTH_ENDS}) \d)|(?<=(?:{_EN_MONTH_ENDS})\. \d)"),
         ),
         (
             "date",
             4,
             _NUMBER_START + r"\d?(?:st|nd|rd|th)? (?:" + _EN_MONTHS + r")\.?,? \d{4}\b",
-            Digits(after=_each_led(("st ", "nd ", "rd ", "th ", " "), "(?:" + _EN_MONTHS + ")")),
+            Digits(after=each_led(("st ", "nd ", "rd ", "th ", " "), "(?:" + _EN_MONTHS + ")")),
         ),
         (
             "date",
@@ -179,7 +173,7 @@ _TABLES: dict[str, list[tuple]] = {
         (
             "date",
             3,
-            _words("Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday") + r"\b",
+            word_group("Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday") + r"\b",
             ("day",),
         ),
         (
@@ -189,14 +183,14 @@ _TABLES: dict[str, list[tuple]] = {
             r"|Ave\.|Lane|Way|Drive|Boulevard|Square|Place)(?:, [A-Z][a-z]+"
             r"(?: [A-Z]{1,2}\d[A-Z\d]? \d[A-Z]{2}| [A-Z]{2} \d{5})?)?",
             Digits(
-                after=_each_led(
+                after=each_led(
                     ("[A-Z] ", " "),
                     r"(?:[A-Z][a-z]+ ){1,3}(?:Street|St\.|Road|Rd\.|Avenue|Ave\.|Lane|Way|Drive"
                     r"|Boulevard|Square|Place)",
                 )
             ),
         ),
-        ("name", 3, _words(r"Dr\.|Prof\.|Mr\.|Mrs\.|Ms\.") + r" [A-Z][a-z]+(?: [A-Z][a-z]+)?"),
+        ("name", 3, word_group(r"Dr\.|Prof\.|Mr\.|Mrs\.|Ms\.") + r" [A-Z][a-z]+(?: [A-Z][a-z]+)?"),
         # Two capitalised words, the first not one that starts a sentence ("Lena Hoffmann",
         # "Amelia Novak"), in English and German (those words: ``NAME_WORDS``).
         (
@@ -328,7 +322,7 @@ def language_facts() -> dict[str, list[tuple]]:
             (
                 "money",
                 5,
-                _words(_CURRENCY_CODES) + rf" ?(?:{amount})",
+                word_group(_CURRENCY_CODES) + rf" ?(?:{amount})",
                 _CODES,
                 Digits(before=rf"(?<=(?:{_CURRENCY_CODES})\d)|(?<=(?:{_CURRENCY_CODES}) \d)"),
             ),
@@ -365,14 +359,14 @@ def language_facts() -> dict[str, list[tuple]]:
                 "date",
                 4,
                 _NUMBER_START + rf"\d?(?:er)? (?:{cldr['fr_months']})(?: \d{{4}})?(?!\w)",
-                Digits(after=_each_led(("er ", " "), f"(?:{cldr['fr_months']})")),
+                Digits(after=each_led(("er ", " "), f"(?:{cldr['fr_months']})")),
             ),
-            ("date", 3, _words(cldr["fr_days"]) + r"\b"),
+            ("date", 3, word_group(cldr["fr_days"]) + r"\b"),
             # A day of the month said alone: "le 14", "au lieu du 12".
             (
                 "date",
                 3,
-                _words("le|du|au|Le|Du|Au")
+                word_group("le|du|au|Le|Du|Au")
                 + r" (?P<v>\d{1,2}(?:er)?)(?![\w/%€-]|[.,:]\d| ?(?:h\b|%|€))",
                 Digits(before=r"(?<=(?:le|du|au|Le|Du|Au) \d)"),
             ),
@@ -380,7 +374,7 @@ def language_facts() -> dict[str, list[tuple]]:
                 "time",
                 3,
                 _NUMBER_START + r"\d? ?h ?\d{2}\b",
-                Digits(after=_each_led((" h", "h"), r" ?\d\d\b")),
+                Digits(after=each_led((" h", "h"), r" ?\d\d\b")),
             ),
             (
                 "address",
@@ -390,14 +384,14 @@ def language_facts() -> dict[str, list[tuple]]:
                 rf"|l’)?[{upper}][\w'’-]*(?: [{upper}][\w'’-]*){{0,3}}"
                 rf"(?:, \d{{5}} [{upper}][\w-]+)?",
                 Digits(
-                    after=_each_led(
+                    after=each_led(
                         (" bis,", " bis", " ter,", " ter", "bis,", "bis", "ter,", "ter", ",", ""),
                         r" (?:rue|avenue|av\.|boulevard|bd|place|chemin|allée|impasse|quai"
                         r"|route|cours) ",
                     )
                 ),
             ),
-            ("name", 3, _words(r"M\.|Mme|Mlle|Monsieur|Madame|Maître") + " " + latin_name),
+            ("name", 3, word_group(r"M\.|Mme|Mlle|Monsieur|Madame|Maître") + " " + latin_name),
         ],
         "es": [
             # 7 de diciembre de 2026
@@ -407,18 +401,19 @@ def language_facts() -> dict[str, list[tuple]]:
                 _NUMBER_START + rf"\d? de (?:{cldr['es_months']})(?: de(?:l)? \d{{4}})?(?!\w)",
                 Digits(after=rf" de (?:{cldr['es_months']})"),
             ),
-            ("date", 3, _words(cldr["es_days"]) + r"\b"),
+            ("date", 3, word_group(cldr["es_days"]) + r"\b"),
             # "el 14 y no el 12", "en vez del 12"
             (
                 "date",
                 3,
-                _words("el|del|al|El") + r" (?P<v>\d{1,2})(?![\w/%€-]|[.,:]\d| ?(?:h\b|%|€|de\b))",
+                word_group("el|del|al|El")
+                + r" (?P<v>\d{1,2})(?![\w/%€-]|[.,:]\d| ?(?:h\b|%|€|de\b))",
                 Digits(before=r"(?<=(?:el|al|El) \d)"),
             ),
             (
                 "address",
                 5,
-                _words(
+                word_group(
                     r"Calle|C/|Avenida|Avda\.|Av\.|Paseo|Plaza|Pza\.|Camino|Carretera|Ronda"
                     r"|Travesía|Glorieta"
                 )
@@ -429,7 +424,7 @@ def language_facts() -> dict[str, list[tuple]]:
             (
                 "name",
                 3,
-                _words(r"Sr\.|Sra\.|Srta\.|Don|Doña|Dña\.|Dra\.") + " " + latin_name,
+                word_group(r"Sr\.|Sra\.|Srta\.|Don|Doña|Dña\.|Dra\.") + " " + latin_name,
             ),
         ],
         "en": _TABLES["en"][:-1]
@@ -483,7 +478,7 @@ def language_facts() -> dict[str, list[tuple]]:
         "ru": [
             # 7 декабря 2026 (г.)
             ("date", 4, _NUMBER_START + rf"\d? (?:{cldr['ru_months']})(?: \d{{4}})?(?!\w)"),
-            ("date", 3, _words(cldr["ru_days"]) + r"(?!\w)"),
+            ("date", 3, word_group(cldr["ru_days"]) + r"(?!\w)"),
             (
                 "address",
                 5,
@@ -508,7 +503,7 @@ def language_facts() -> dict[str, list[tuple]]:
             (
                 "name",
                 3,
-                _words("г-н|г-жа|господин|госпожа|Господин|Госпожа") + r" [А-ЯЁ][а-яё]+"
+                word_group("г-н|г-жа|господин|госпожа|Господин|Госпожа") + r" [А-ЯЁ][а-яё]+"
                 r"(?: [А-ЯЁ][а-яё]+){0,2}",
             ),
             (
@@ -609,71 +604,6 @@ class _Tables:
     digit_runs: dict[str, re.Pattern[str]]
 
 
-# A pattern that starts with a group of words (:func:`_words`): it matches only where one
-# of them is written.
-_LEADING_WORDS = re.compile(r"\(\?:((?:(?:[^|()\\]|\\.)+\(\?<!\\w(?:[^|()\\]|\\.)+\)\|?)+)\)")
-_WORD_AND_CHECK = re.compile(r"((?:[^|()\\]|\\.)+)\(\?<!\\w(?:[^|()\\]|\\.)+\)")
-_ESCAPED = re.compile(r"\\(.)")
-_UNESCAPED_SPECIAL = re.compile(r"\\[A-Za-z0-9]|(?<!\\)(?:\\\\)*[.^$*+?{}\[\]]")
-
-
-def _leading_words(pattern: str) -> tuple[str, ...]:
-    """The words a pattern that starts with :func:`_words` needs in a text (one of them),
-    or () for any other pattern: a row whose words a batch of texts does not hold is not
-    run over it (most rows start with a language's words, and a pass costs the same
-    whether it finds anything or not)."""
-    group = _LEADING_WORDS.match(pattern)
-    if group is None:
-        return ()
-    words = _WORD_AND_CHECK.findall(group.group(1))
-    if any(_UNESCAPED_SPECIAL.search(word) for word in words):
-        return ()  # not a literal word: no substring stands for it
-    return tuple(_ESCAPED.sub(r"\1", word) for word in words)
-
-
-def top_level_alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of ``pattern`` (a ``|`` in a group or a class is not one)."""
-    out, depth, start, at = [], 0, 0, 0
-    in_class = False
-    while at < len(pattern):
-        char = pattern[at]
-        if char == "\\":
-            at += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            out.append(pattern[start:at])
-            start = at + 1
-        at += 1
-    out.append(pattern[start:])
-    return out
-
-
-def _by_first_character(pattern: str) -> str:
-    """``pattern``'s top-level alternatives that start with a literal character grouped by
-    it (``a(?:x|y)|b…``), the others left as they are: the regex engine rejects an
-    alternative led by a character (or a class) without entering it, so a run of digits
-    that nothing can follow costs one look at the character after it."""
-    by_first: dict[str, list[str]] = {}
-    others: list[str] = []
-    for alternative in top_level_alternatives(pattern):
-        size = 2 if alternative[:1] == "\\" and not alternative[1:2].isalnum() else 1
-        first, rest = alternative[:size], alternative[size:]
-        if (size == 1 and first in "\\[(.^$*+?{|") or not first or rest[:1] in ("?", "*", "{"):
-            others.append(alternative)
-        else:
-            by_first.setdefault(first, []).append(rest)
-    grouped = [f"{first}(?:{'|'.join(rests)})" for first, rests in by_first.items()]
-    return "|".join(grouped + others)
-
-
 @functools.cache
 def _tables(plain_ascii: bool = False) -> _Tables:
     """Compiled once, when first needed; ``plain_ascii``: with ASCII character classes,
@@ -695,7 +625,7 @@ def _tables(plain_ascii: bool = False) -> _Tables:
                     row[0],
                     row[1],
                     re.compile(pattern, flags),
-                    _leading_words(pattern) if needs is None else needs,
+                    leading_words(pattern) if needs is None else needs,
                     "(?P<v>" in pattern,
                 )
             )
@@ -715,12 +645,12 @@ def _tables(plain_ascii: bool = False) -> _Tables:
             afters.setdefault(before, []).append(after)
         tails = [
             f"(?:{before})"
-            + (rf"\d*+(?:{_by_first_character('|'.join(found))})" if any(found) else "")
+            + (rf"\d*+(?:{by_first_character('|'.join(found))})" if any(found) else "")
             for before, found in afters.items()
             if before
         ]
         if "" in afters:
-            tails.append(r"\d*+(?:" + _by_first_character("|".join(afters[""])) + ")")
+            tails.append(r"\d*+(?:" + by_first_character("|".join(afters[""])) + ")")
         digit_runs[script] = re.compile(r"\d(?<!\d\d)(?:" + "|".join(tails) + ")", flags)
     return _Tables(
         tuple(rows),

@@ -10,9 +10,10 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextmgmt.core import corrections, factcues, factlang
+from contextmgmt.core import corrections, factcues
 from contextmgmt.core.corrections import superseded
 from contextmgmt.core.factcues import CUES
+from contextmgmt.core.patterntext import top_level_alternatives
 
 # The straightforward patterns, as the cue tables write them.
 REFERENCE_WEAK = re.compile("|".join(weak for weak, _ in CUES.values()).casefold())
@@ -44,7 +45,7 @@ def test_rf_12_every_cue_alternative_starts_with_a_literal_character():
     """RF.12: the engine skips to the cues' first characters only when every alternative
     starts with one (none with ``\\b``): then a cue search reads a text once, in C."""
     for pattern in (factcues.WEAK, factcues.STRONG, factcues.CUE_WORDS):
-        for alternative in factlang.top_level_alternatives(pattern.pattern):
+        for alternative in top_level_alternatives(pattern.pattern):
             assert not alternative.startswith(("\\b", "(", "[", "\\s", ".")), alternative
 
 
