@@ -15,7 +15,7 @@ Printed per summariser and compactor window: CPU milliseconds per call
 (``time.process_time``, median and p95) "cold" (the fact check's per-text caches emptied
 before each call: a conversation compacted for the first time, its messages stored without
 their facts, as before they were kept), "stored" (the same, each message carrying the facts
-found when it was stored, ``factscan.stored_facts`` in ``metadata["facts"]``, and each
+found when it was stored, ``factstore.stored_facts`` in ``metadata["facts"]``, and each
 user and assistant text the class counts it was stored with, as a database load gives
 them: the compaction scans no text and counts only the tool rounds) and "warm" (the same texts
 seen before, as when the next request compacts the same conversation again), and the
@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _mixed import MIXES, mixed_conversation  # noqa: E402
 
 from config.loop_monitor import LoopLagMonitor  # noqa: E402
-from contextmgmt.core import corrections, factscan  # noqa: E402
+from contextmgmt.core import corrections, factscan, factstore  # noqa: E402
 from contextmgmt.core.compact import CompactUtils  # noqa: E402
 from contextmgmt.core.llm import LLMResult, Usage  # noqa: E402
 from contextmgmt.core.messages import STORED_FACTS, ChatMessage  # noqa: E402
@@ -98,7 +98,7 @@ def with_stored_facts(messages: list[ChatMessage]) -> list[ChatMessage]:
     ``tokens.with_stored_counts``: not counted again). Tool calls and results are counted
     in the compaction: the database keeps no counts for them."""
     for message in messages:
-        message.metadata[STORED_FACTS] = factscan.stored_facts(fact_source(message))
+        message.metadata[STORED_FACTS] = factstore.stored_facts(fact_source(message))
         if message.role in ("user", "assistant") and isinstance(message.content, str):
             with_stored_counts(message, stored_counts(message.content))
     return messages
@@ -107,11 +107,11 @@ def with_stored_facts(messages: list[ChatMessage]) -> list[ChatMessage]:
 def storage_cost_ms(count: int, mix: str) -> float:
     """CPU milliseconds per message of finding its facts when it is stored."""
     messages = mixed_conversation(count, languages=mix)
-    factscan.stored_facts(fact_source(messages[-1]))  # the tables compiled first
+    factstore.stored_facts(fact_source(messages[-1]))  # the tables compiled first
     factscan.clear_cache()
     started = time.process_time()
     for message in messages:
-        factscan.stored_facts(fact_source(message))
+        factstore.stored_facts(fact_source(message))
     return (time.process_time() - started) * 1000 / len(messages)
 
 

@@ -43,7 +43,7 @@ def build(count: int, mix: str):
 
     from chat import services
     from chat.models import Conversation
-    from contextmgmt.core.factscan import stored_facts
+    from contextmgmt.core.factstore import stored_facts
 
     owner = get_user_model().objects.create_user("bench", password="bench-pw-123!")
     conversation = Conversation.objects.create(owner=owner, title="bench")

@@ -35,7 +35,7 @@ from chat.instructions import clean_instructions
 from chat.models import Attachment, Conversation, Message, Project
 from chat.rendering.markdown import RENDERER_VERSION, render_markdown
 from chat.search import index as search_index
-from contextmgmt.core.factscan import stored_facts
+from contextmgmt.core.factstore import stored_facts
 from contextmgmt.core.tokens import stored_counts
 from contextmgmt.models import ModelConfig
 

@@ -144,7 +144,7 @@ class Message(models.Model):
     html = models.TextField(blank=True, default="", verbose_name=_("rendered HTML"))
     html_version = models.PositiveSmallIntegerField(default=0, verbose_name=_("renderer version"))
     # The facts of its content, found when the content was stored (the fact check's own
-    # JSON, contextmgmt.core.factscan.stored_facts; empty for rows stored before): a
+    # JSON, contextmgmt.core.factstore.stored_facts; empty for rows stored before): a
     # compaction takes them instead of scanning the text again (docs/architecture.md,
     # "Compaction").
     facts = models.JSONField(default=dict, blank=True, editable=False, verbose_name=_("facts"))

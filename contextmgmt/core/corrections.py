@@ -310,7 +310,7 @@ def superseded(
     scans: list[Scanned] | None = None,
 ) -> Superseded:
     """The values of ``sources`` (oldest first) that a later correction replaced;
-    ``known``: facts stored with the messages (``factscan.known_facts``); ``scans``: the
+    ``known``: facts stored with the messages (``factstore.known_facts``); ``scans``: the
     sources' scans when the caller has them.
 
     Linear in what it reads: the sentences and their facts come from the scan (its cache

@@ -104,7 +104,7 @@ def _tally(
     first occurrence and the index of the source that holds it. (Three flat dicts: no
     object per fact for the garbage collector to walk.) Facts that ``stated`` holds (what
     the user said in words, what an earlier summary kept) score ``STATED_BONUS`` more.
-    ``known``: facts stored with the messages (``factscan.known_facts``); ``scans``: the
+    ``known``: facts stored with the messages (``factstore.known_facts``); ``scans``: the
     sources' scans when the caller has them."""
     scores: dict[str, float] = {}
     firsts: dict[str, Occurrence] = {}
@@ -356,7 +356,7 @@ def check_key_facts(
     """:func:`append_key_facts` with the facts themselves, so that a user can be shown
     what the summary dropped and what was put back. Facts ``stated`` holds (the user's own
     words, earlier summaries) come first among equals (:func:`_tally`). ``known``: the
-    facts stored with the messages (``factscan.known_facts``), taken instead of scanning
+    facts stored with the messages (``factstore.known_facts``), taken instead of scanning
     their texts again."""
     missing = _ranked_missing(summary, sources, stated, known)
     if not missing or max_tokens <= 0:

@@ -21,7 +21,7 @@ STEP_REASONING = "step_reasoning"
 # step).
 DOCUMENT_NOTES = "document_notes"
 # ``metadata`` key: the facts of the message's fact source (``transcript.fact_source``),
-# found once when it was stored (``factscan.stored_facts``): a compaction takes them
+# found once when it was stored (``factstore.stored_facts``): a compaction takes them
 # instead of scanning its text again (docs/architecture.md, "Compaction").
 STORED_FACTS = "facts"
 

@@ -25,7 +25,8 @@ from typing import Any
 
 from . import tokens
 from .factcheck import KEY_FACTS_MAX_TOKENS, KeyFacts, Stated, check_key_facts
-from .factscan import Scanned, known_facts
+from .factscan import Scanned
+from .factstore import known_facts
 from .llm import Usage
 from .messages import STORED_FACTS, SUMMARY_PREFIX, ChatMessage
 from .prompts import compact_prompt

@@ -13,7 +13,7 @@ from chat import services
 from chat.errors import InvalidInput
 from chat.models import Attachment, Conversation, Message, SearchDocument
 from chat.search import index as search_index
-from contextmgmt.core.factscan import stored_facts
+from contextmgmt.core.factstore import stored_facts
 from contextmgmt.core.tokens import stored_counts
 from tests.chat.images import image_bytes
 

@@ -1,4 +1,4 @@
-"""Facts found when a message is stored (contextmgmt/core/factscan.py, "Stored facts"):
+"""Facts found when a message is stored (contextmgmt/core/factstore.py):
 RF.12, a compaction takes them instead of scanning the text again, and its check comes
 out exactly as when it scans; facts that no longer hold for the text or the patterns are
 not taken."""
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextmgmt.core import corrections, factscan
+from contextmgmt.core import corrections, factscan, factstore
 from contextmgmt.core.factcheck import check_key_facts
 from contextmgmt.core.messages import STORED_FACTS, ChatMessage
 from contextmgmt.core.summarise import _fit_and_check
@@ -34,7 +34,7 @@ sources_strategy = st.lists(
 
 def stored(text: str) -> dict:
     """As a database gives them back: through JSON."""
-    return json.loads(json.dumps(factscan.stored_facts(text)))
+    return json.loads(json.dumps(factstore.stored_facts(text)))
 
 
 def fresh_caches() -> None:
@@ -48,7 +48,7 @@ def test_rf_12_stored_facts_give_the_check_a_scan_gives(sources, summary):
     """RF.12: the check with the stored facts equals the check that scans every text."""
     fresh_caches()
     scanned = check_key_facts(summary, sources, stated=sources[:1])
-    known = factscan.known_facts((text, stored(text)) for text in sources)
+    known = factstore.known_facts((text, stored(text)) for text in sources)
     assert set(known) == set(sources)
     fresh_caches()
     taken = check_key_facts(summary, sources, stated=sources[:1], known=known)
@@ -61,7 +61,7 @@ def test_rf_12_stored_facts_give_the_check_a_scan_gives(sources, summary):
 
 def test_rf_12_a_check_with_stored_facts_scans_no_text(monkeypatch):
     """RF.12: with every message's facts stored, the compaction's check reads them."""
-    known = factscan.known_facts((text, stored(text)) for text in FACT_RICH)
+    known = factstore.known_facts((text, stored(text)) for text in FACT_RICH)
     fresh_caches()
 
     def no_scan(*args, **kwargs):
@@ -87,7 +87,7 @@ def test_rf_12_a_check_with_stored_facts_scans_no_text(monkeypatch):
 )
 def test_stored_facts_that_no_longer_hold_are_not_taken(spoil):
     text = FACT_RICH[0]
-    assert factscan.known_facts([(text, spoil(stored(text)))]) == {}
+    assert factstore.known_facts([(text, spoil(stored(text)))]) == {}
 
 
 def test_the_summariser_takes_the_facts_messages_carry(monkeypatch):
@@ -119,7 +119,7 @@ def test_rf_12_stored_facts_without_a_cue_leave_the_text_unread(monkeypatch):
     corrections (whether it holds one was found when it was stored); one that does is."""
     plain = "Order ORD-4471 costs 12.380,50 € and ships on 14.03.2027."
     correcting = "Das Budget ist jetzt 41.500 €, nicht 38.000 €."
-    known = factscan.known_facts((text, stored(text)) for text in (plain, correcting))
+    known = factstore.known_facts((text, stored(text)) for text in (plain, correcting))
     assert [known[plain].cued, known[correcting].cued] == [False, True]
     fresh_caches()
     read: list[str] = []
@@ -150,7 +150,7 @@ def test_rf_12_values_worked_out_together_are_what_each_alone_gives(values):
     """RF.12: the keys and shapes of all values worked out in one go (joined) are each
     value's own, whatever the values hold (line breaks, separators next to digits)."""
     placed = [[(0, len(value), "amount", value, 5)] for value in values]
-    scanned = factscan._with_occurrences(placed, [False] * len(values))
+    scanned = factscan.with_occurrences(placed, [False] * len(values))
     keys = [scan.occurrences[0][2] for scan in scanned]
     shapes = [scan.occurrences[0][5] for scan in scanned]
     assert keys == [factscan.normalise(value) for value in values]
@@ -159,7 +159,7 @@ def test_rf_12_values_worked_out_together_are_what_each_alone_gives(values):
 
 def test_rf_12_a_text_stored_twice_is_taken_once():
     text = FACT_RICH[0]
-    known = factscan.known_facts([(text, stored(text)), (text, stored(text))])
+    known = factstore.known_facts([(text, stored(text)), (text, stored(text))])
     assert list(known) == [text]
 
 
@@ -178,23 +178,23 @@ def test_rf_12_the_texts_whose_facts_hold_are_taken_beside_one_that_does_not(spo
     """RF.12: the columns of all texts are checked together; one text's columns not as
     stored leave that text out and take the others, as when each is looked at alone."""
     first, spoilt, last = FACT_RICH[0], FACT_RICH[1], FACT_RICH[2]
-    known = factscan.known_facts(
+    known = factstore.known_facts(
         [(first, stored(first)), (spoilt, spoil(stored(spoilt))), (last, stored(last))]
     )
     assert list(known) == [first, last]
-    alone = factscan.known_facts([(first, stored(first)), (last, stored(last))])
+    alone = factstore.known_facts([(first, stored(first)), (last, stored(last))])
     assert known == alone
     # A text stored again after a spoilt entry of it is taken from the good one.
-    again = factscan.known_facts([(spoilt, spoil(stored(spoilt))), (spoilt, stored(spoilt))])
-    assert again == factscan.known_facts([(spoilt, stored(spoilt))])
+    again = factstore.known_facts([(spoilt, spoil(stored(spoilt))), (spoilt, stored(spoilt))])
+    assert again == factstore.known_facts([(spoilt, stored(spoilt))])
 
 
 def test_rf_12_stored_columns_that_hold_are_not_looked_at_text_by_text(monkeypatch):
     """RF.12: a load of hundreds of messages checks their columns in a few C calls, not
     each text's apart."""
-    monkeypatch.setattr(factscan, "_stored_rows", lambda facts: pytest.fail("text by text"))
+    monkeypatch.setattr(factstore, "_stored_rows", lambda facts: pytest.fail("text by text"))
     texts = [f"{text} ({i})" for i in range(40) for text in FACT_RICH]
-    known = factscan.known_facts((text, stored(text)) for text in texts)
+    known = factstore.known_facts((text, stored(text)) for text in texts)
     assert len(known) == len(texts)
 
 
@@ -205,9 +205,9 @@ def test_rf_12_stored_facts_taken_are_what_a_scan_keeps_of_each_text(sources):
     the same occurrences and places (tuples, item for item) and the same cue — whether
     the texts' columns are checked together or one by one."""
     scans = dict(zip(sources, factscan._scan_placed(sources), strict=True))
-    known = factscan.known_facts((text, stored(text)) for text in sources)
-    apart = factscan._known_apart(
-        [(text, stored(text)) for text in sources], factscan.scan_fingerprint()
+    known = factstore.known_facts((text, stored(text)) for text in sources)
+    apart = factstore._known_apart(
+        [(text, stored(text)) for text in sources], factstore.scan_fingerprint()
     )
     for taken in (known, apart):
         assert set(taken) == set(sources)
