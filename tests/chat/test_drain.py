@@ -19,9 +19,14 @@ def serving():
 async def test_runs_that_finish_within_the_grace_period_are_not_interrupted():
     left = [2]
     interrupted = []
+    asked = asyncio.Event()
+
+    def running() -> int:
+        asked.set()  # the drain is counting the runs: it has begun its wait
+        return left[0]
 
     async def finish_them():
-        await asyncio.sleep(0.2)
+        await asked.wait()
         left[0] = 0
 
     async def interrupt_rest():
@@ -29,7 +34,7 @@ async def test_runs_that_finish_within_the_grace_period_are_not_interrupted():
         return left[0]
 
     finisher = asyncio.create_task(finish_them())
-    count = await drain.drain(running=lambda: left[0], interrupt_rest=interrupt_rest, grace=5)
+    count = await drain.drain(running=running, interrupt_rest=interrupt_rest, grace=5)
     await finisher
     assert count == 0 and interrupted == [] and drain.is_draining()
 

@@ -39,10 +39,16 @@ async def statuses(conversation) -> list[tuple[str, str]]:
     return [(m.role, m.status) async for m in rows]
 
 
-async def drain_now(grace: float) -> int:
-    return await drain.drain(
-        running=runs.local_run_count, interrupt_rest=runs.interrupt_local_runs, grace=grace
-    )
+async def drain_now(grace: float, *, counting: asyncio.Event | None = None) -> int:
+    """The drain of this process; ``counting`` is set once it counts the runs (its wait
+    has begun)."""
+
+    def running() -> int:
+        if counting is not None:
+            counting.set()
+        return runs.local_run_count()
+
+    return await drain.drain(running=running, interrupt_rest=runs.interrupt_local_runs, grace=grace)
 
 
 STOPPED: list[str] = []  # texts of endless engines that were stopped (cancelled)
@@ -71,8 +77,9 @@ async def test_drain_lets_a_short_run_finish(socket, conversation, engine):
     engine.use(finishes_soon)
     await send(socket, type="message", content="quick one")
     await events_until(socket, "answer.delta")
-    draining = asyncio.create_task(drain_now(grace=WAIT))
-    await asyncio.sleep(0.05)
+    counting = asyncio.Event()
+    draining = asyncio.create_task(drain_now(grace=WAIT, counting=counting))
+    await asyncio.wait_for(counting.wait(), WAIT)
     gate.set()
     assert await draining == 0
     assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"

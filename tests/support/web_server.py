@@ -97,6 +97,7 @@ class PageServer:
     sni: list[str | None] = field(default_factory=list)
     bomb_sizes: list[int] = field(default_factory=list)
     big_bytes_sent: list[int] = field(default_factory=list)
+    big_downloads_begun: int = 0  # /big responses whose first piece went out
 
     def url(self, path: str) -> str:
         return self.base + path
@@ -196,6 +197,8 @@ def _handler(site: PageServer) -> type[BaseHTTPRequestHandler]:
                 while sent < total:
                     piece = chunk[: total - sent]
                     self.wfile.write(piece)
+                    if not sent:
+                        site.big_downloads_begun += 1
                     sent += len(piece)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client stopped reading: what the cap is for

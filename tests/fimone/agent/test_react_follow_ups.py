@@ -9,6 +9,7 @@ import json
 
 from contextmgmt.core.messages import ChatMessage
 from fimone.agent import Tool, ToolRegistry, default_tools, run_react
+from fimone.agent.context import InjectionQueue
 from tests.support.fake_llm import FakeLLM
 
 
@@ -66,25 +67,39 @@ async def test_injection_arriving_while_the_model_answers_is_not_lost(build_cont
     assert events.answer_text() == outcome.answer
 
 
+class SettlingWatched(InjectionQueue):
+    """The run's queue, telling when the run first waits for follow-ups still loading."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.settling = asyncio.Event()
+
+    async def drain_settled(self, wait: float) -> list[ChatMessage]:
+        self.settling.set()
+        return await super().drain_settled(wait)
+
+
 async def test_a_follow_up_still_loading_when_the_answer_ends_is_taken_by_the_run(
     build_context, events
 ):
     """Announced while the model wrote, its row still being read (a busy server's database
     hop): the run waits for it rather than ending, and the model reads it next."""
     holder = {}
+    injections = SettlingWatched()
 
     async def arrive_later():
-        await asyncio.sleep(0.2)
-        holder["ctx"].injections.put_nowait(ChatMessage(role="user", content="And in German?"))
-        holder["ctx"].injections.expected_done()
+        # Loaded only once the run, its answer written, waits for what is still loading.
+        await asyncio.wait_for(injections.settling.wait(), 30)
+        injections.put_nowait(ChatMessage(role="user", content="And in German?"))
+        injections.expected_done()
 
     def draft(messages):
-        holder["ctx"].injections.expect()
+        injections.expect()
         holder["late"] = asyncio.get_running_loop().create_task(arrive_later())
         return "Draft answer."
 
     llm = FakeLLM().enqueue(draft, "Final answer, auch auf Deutsch.")
-    ctx = holder["ctx"] = build_context(llm, query="Say hello.")
+    ctx = build_context(llm, query="Say hello.", injections=injections)
     outcome = await run_react(ctx)
 
     assert outcome.answer == "Draft answer.\n\nFinal answer, auch auf Deutsch."
