@@ -18,6 +18,25 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
+# What Playwright 1.65 disables itself (its ``chromiumSwitches``).
+PLAYWRIGHT_DISABLED_FEATURES = [
+    "AimEnabled",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsFirstBalancedModeAutoEnable",
+    "HttpsUpgrades",
+    "LensOverlay",
+    "MediaRouter",
+    "NetworkTimeServiceQuerying",
+    "OptimizationHints",
+    "PaintHolding",
+    "PreconnectToSearch",
+    "TcpPortRandomizationWin",
+    "ThirdPartyStoragePartitioning",
+    "msEdgeUpdateLaunchServicesPreferredVersion",
+    "msForceBrowserSignIn",
+]
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -26,6 +45,20 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
     "--disable-quic",
+    # Chromium takes the last --disable-features it is given, so this list repeats
+    # Playwright's own (test_chromium_args.py checks it still does). WebUIOmnibox*: every
+    # new context opens a browser window whose address bar's popup is a web page of its own;
+    # rendering it cost about 1.1 s of CPU per context, more than the test's own page
+    # (docs/testing.md, "How long it takes"). No test uses the address bar.
+    "--disable-features="
+    + ",".join(
+        [
+            *PLAYWRIGHT_DISABLED_FEATURES,
+            "WebUIOmniboxPopup",
+            "WebUIOmniboxAimPopup",
+            "WebUIOmniboxFullPopup",
+        ]
+    ),
 ]
 SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 DESKTOP = {"width": 1280, "height": 820}
