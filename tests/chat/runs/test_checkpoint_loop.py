@@ -11,6 +11,7 @@ import asyncio
 
 import pytest
 
+from chat.models import Message
 from chat.runs import work
 from fimone.agent.context import AgentOutcome
 from tests.support.runs import WAIT, connect, events_until, install_scripted_engine, send
@@ -52,8 +53,16 @@ async def test_a_finished_runs_checkpoint_loop_ends_without_being_cancelled_rs_3
     socket = await connect(user, conversation.id)
     try:
         await send(socket, type="message", content="hello")
-        await events_until(socket, "answer.delta")
-        await asyncio.sleep(0.05)  # a few checkpoints (at 10 ms), or the loop mid-wait
+        started = await events_until(socket, "answer.delta")
+        reply_id = next(e["assistant_message_id"] for e in started if "assistant_message_id" in e)
+        async with asyncio.timeout(WAIT):
+            # The work ends with the loop mid-wait (its task has begun: it waits at once),
+            # or, checkpointing every 10 ms, once a checkpoint has saved the partial answer.
+            while not checkpoint_tasks or (  # noqa: ASYNC110 - the loop's task and its writes
+                checkpoint_seconds < 1
+                and (await Message.objects.aget(pk=reply_id)).content != "part one, "
+            ):
+                await asyncio.sleep(0.01)
         gate.set()
         assert (await events_until(socket, "done", "error"))[-1]["type"] == "done"
     finally:
