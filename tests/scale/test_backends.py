@@ -94,18 +94,29 @@ def test_without_redis_url_the_channel_layer_is_in_memory(tmp_path):
 
 
 _IDLE_PROBE = """
-import asyncio, json
+import asyncio, json, os
 import django
 django.setup()
+import redis.asyncio
 from channels.layers import get_channel_layer
 
 async def idle_then_receive():
     layer = get_channel_layer()
     channel = await layer.new_channel()
+    server = redis.asyncio.from_url(os.environ["REDIS_URL"])
+
+    async def bzpopmin_calls():
+        stats = await server.info("commandstats")
+        return stats.get("cmdstat_bzpopmin", {}).get("calls", 0)
+
+    before = await bzpopmin_calls()
 
     async def late_send():
-        # Longer than channels-redis's 5 s BZPOPMIN: the receive goes idle at least once.
-        await asyncio.sleep(6.5)
+        # Once channels-redis's 5 s BZPOPMIN has come back empty and the receive has asked
+        # again: the receive went idle at least once.
+        async with asyncio.timeout(60):
+            while await bzpopmin_calls() < before + 2:
+                await asyncio.sleep(0.1)
         await layer.send(channel, {"type": "probe.late"})
 
     sender = asyncio.create_task(late_send())
