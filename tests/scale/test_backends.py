@@ -168,9 +168,10 @@ def test_a_burst_of_sockets_does_not_exhaust_the_redis_pool(redis_server, tmp_pa
 
 
 _DISCONNECT_PROBE = """
-import asyncio, json, threading, time
+import asyncio, json, os, threading, time
 import django
 django.setup()
+import redis.asyncio
 from channels.layers import get_channel_layer
 from django.conf import settings
 
@@ -186,10 +187,19 @@ def send_from_another_process(channel, message):
     thread.start()
     thread.join()
 
+async def bzpopmin_calls(server):
+    stats = await server.info("commandstats")
+    return stats.get("cmdstat_bzpopmin", {}).get("calls", 0)
+
 async def trial(layer):
     closing, other_socket = await layer.new_channel(), await layer.new_channel()
+    server = redis.asyncio.from_url(os.environ["REDIS_URL"])
+    before = await bzpopmin_calls(server)
     closing_receive = asyncio.create_task(layer.receive(closing))  # holds the receive lock
-    await asyncio.sleep(0.05)
+    async with asyncio.timeout(30):  # and pops for the whole process, once Redis has it
+        while await bzpopmin_calls(server) == before:
+            await asyncio.sleep(0.01)
+    await server.aclose()
     other_receive = asyncio.create_task(layer.receive(other_socket))
     await asyncio.sleep(0.05)
     send_from_another_process(other_socket, {"type": "chat.event"})
