@@ -3,6 +3,9 @@ workers reused and replaced, shared fairly between their owners."""
 
 from __future__ import annotations
 
+import fcntl
+import struct
+import termios
 import threading
 import time
 
@@ -70,7 +73,6 @@ def test_a_worker_that_dies_is_a_clear_error_and_is_replaced(pool, document):
     """What a worker killed by the kernel (over its memory limit) looks like to the caller."""
     import signal
     import threading
-    import time
 
     pool.extract(documents.csv_bytes())
     [worker] = pool._idle
@@ -90,10 +92,9 @@ def test_a_worker_that_dies_is_a_clear_error_and_is_replaced(pool, document):
     caller.start()
     # Killed only once the caller has taken this worker (killed before, the worker would
     # just be replaced and the call succeed).
-    deadline = time.monotonic() + 30
-    while pool._idle and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.1)  # the caller writes the document or waits for the answer
+    # The document is in the stopped worker's pipe: whole (the caller waits for the answer)
+    # or a page of it (the caller is still writing the rest).
+    wait_until(lambda: bytes_in_pipe(worker.process.stdin) >= min(len(data), 4096))
     worker.process.kill()
     caller.join(timeout=60)
     assert [e.code for e in errors] == ["document_too_large"]
@@ -125,6 +126,11 @@ def holding(shares: FairShares, owner: str, entered: list[str]):
     thread.start()
     thread.release = release
     return thread
+
+
+def bytes_in_pipe(stream) -> int:
+    """What was written to the pipe and is not read yet (Linux FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(stream.fileno(), termios.FIONREAD, bytes(4)))[0]
 
 
 def wait_until(condition) -> None:
