@@ -9,29 +9,16 @@ from django.db.migrations.executor import MigrationExecutor
 
 from chat.models import Message
 from contextmgmt.core.tokens import stored_counts
+from tests.support.migrations import chat_migration_and_previous, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _migration_and_previous() -> tuple[tuple[str, str], tuple[str, str]]:
-    """The migration (found by name: it may be renumbered) and the one before it."""
-    loader = MigrationExecutor(connection).loader
-    (target,) = [k for k in loader.disk_migrations if k[0] == "chat" and "token_counts" in k[1]]
-    (previous,) = [d for d in loader.get_migration(*target).dependencies if d[0] == "chat"]
-    return target, previous
-
-
-def _migrate(targets) -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return MigrationExecutor(connection)
 
 
 @pytest.fixture
 def messages_stored_before_counts():
     """Messages of several scripts and one empty answer, stored before the column."""
-    target, previous = _migration_and_previous()
-    executor = _migrate([previous])
+    target, previous = chat_migration_and_previous("token_counts")
+    executor = migrate([previous])
     apps = executor.loader.project_state([previous]).apps
     user = apps.get_model("auth", "User").objects.create(username="old", password="x")
     conversation = apps.get_model("chat", "Conversation").objects.create(owner=user, title="t")
@@ -44,11 +31,11 @@ def messages_stored_before_counts():
         for role, text in zip(["user", "assistant", "user", "assistant"], texts, strict=True)
     ]
     yield dict(zip(ids, texts, strict=True))
-    _migrate(executor.loader.graph.leaf_nodes())
+    migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_rf12_messages_stored_before_are_counted_by_the_migration(messages_stored_before_counts):
-    _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
     for message in Message.objects.filter(pk__in=list(messages_stored_before_counts)):
         text = messages_stored_before_counts[message.pk]
         assert bytes(message.token_counts) == (stored_counts(text) if text else b"")

@@ -10,30 +10,17 @@ from django.db.migrations.executor import MigrationExecutor
 
 from chat import versions
 from chat.models import Message
+from tests.support.migrations import chat_migration_and_previous, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _migration_and_previous() -> tuple[tuple[str, str], tuple[str, str]]:
-    """The migration (found by name: it may be renumbered) and the one before it."""
-    loader = MigrationExecutor(connection).loader
-    (target,) = [k for k in loader.disk_migrations if k[0] == "chat" and "old_versions" in k[1]]
-    (previous,) = [d for d in loader.get_migration(*target).dependencies if d[0] == "chat"]
-    return target, previous
-
-
-def _migrate(targets) -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return MigrationExecutor(connection)
 
 
 @pytest.fixture
 def edited_and_regenerated_before_versions():
     """A question whose answer was regenerated, then the question edited, stored as before
     versions existed (only ``superseded_by`` and the successor's ``retry_of``)."""
-    target, previous = _migration_and_previous()
-    executor = _migrate([previous])
+    target, previous = chat_migration_and_previous("old_versions")
+    executor = migrate([previous])
     apps = executor.loader.project_state([previous]).apps
     user = apps.get_model("auth", "User").objects.create(username="old", password="x")
     conversation = apps.get_model("chat", "Conversation").objects.create(owner=user, title="t")
@@ -52,14 +39,14 @@ def edited_and_regenerated_before_versions():
     for old, new in ((q1, q2), (a1, a1b), (a1b, a2)):
         Message.objects.filter(pk=old.pk).update(superseded_by_id=new.pk)
     yield user, conversation.pk, {"q1": q1.pk, "a1": a1.pk, "a1b": a1b.pk, "q2": q2.pk}, target
-    _migrate(executor.loader.graph.leaf_nodes())
+    migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_old_edits_and_regenerations_can_be_switched_back_to(
     edited_and_regenerated_before_versions,
 ):
     user, conversation_id, ids, target = edited_and_regenerated_before_versions
-    _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
     def shown():
         rows = Message.objects.filter(conversation_id=conversation_id).order_by("id")

@@ -7,21 +7,11 @@ from __future__ import annotations
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from tests.support.migrations import chat_migration_and_previous, migrate
+
 
 def migration_and_previous() -> tuple[tuple[str, str], tuple[str, str]]:
-    """The migration (found by name: it may be renumbered) and the one before it."""
-    loader = MigrationExecutor(connection).loader
-    (target,) = [
-        k for k in loader.disk_migrations if k[0] == "chat" and "message_relations" in k[1]
-    ]
-    (previous,) = [d for d in loader.get_migration(*target).dependencies if d[0] == "chat"]
-    return target, previous
-
-
-def migrate(targets) -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return MigrationExecutor(connection)  # a fresh graph and state after the change
+    return chat_migration_and_previous("message_relations")
 
 
 def newest_nodes() -> list[tuple[str, str]]:

@@ -8,8 +8,6 @@ import io
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from chat import services
 from chat.models import Message, SearchDocument, ToolResult
@@ -17,6 +15,7 @@ from chat.recall.lookup import recall_passages
 from chat.runs.record import RECORD_TEXT_CHARS
 from chat.search import index as search_index
 from fimone.agent.tools import KeptResult
+from tests.support.migrations import chat_migration_and_previous, migrate
 
 FACT = "The vault combination is 31-17-88."
 
@@ -112,26 +111,10 @@ def test_rt2_rebuild_indexes_the_whole_results(conversation):
     assert SearchDocument.objects.filter(tool_result=stored).count() > 20
 
 
-def _migration_and_previous() -> tuple[tuple[str, str], tuple[str, str]]:
-    """The migration (found by name: it may be renumbered) and the one before it."""
-    loader = MigrationExecutor(connection).loader
-    (target,) = [
-        k for k in loader.disk_migrations if k[0] == "chat" and "whole_tool_results" in k[1]
-    ]
-    (previous,) = [d for d in loader.get_migration(*target).dependencies if d[0] == "chat"]
-    return target, previous
-
-
-def _migrate(targets) -> MigrationExecutor:
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return MigrationExecutor(connection)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_rt2_the_migration_indexes_results_stored_before_in_place_of_their_previews():
-    target, previous = _migration_and_previous()
-    executor = _migrate([previous])
+    target, previous = chat_migration_and_previous("whole_tool_results")
+    executor = migrate([previous])
     try:
         apps = executor.loader.project_state([previous]).apps
         user = apps.get_model("auth", "User").objects.create(username="old", password="x")
@@ -165,10 +148,10 @@ def test_rt2_the_migration_indexes_results_stored_before_in_place_of_their_previ
                 created_at=answer.created_at,
             )
 
-        _migrate([target])
+        migrate([target])
         # The later migrations keep these rows as they are; the models read them with
         # every column those migrations add.
-        _migrate(executor.loader.graph.leaf_nodes())
+        migrate(executor.loader.graph.leaf_nodes())
 
         documents = SearchDocument.objects.filter(message_id=answer.pk, kind="tool")
         assert set(documents.filter(tool_result__isnull=True).values_list("label", flat=True)) == {
@@ -178,7 +161,7 @@ def test_rt2_the_migration_indexes_results_stored_before_in_place_of_their_previ
         found = recall_passages(conversation_id=conversation.pk, query="vault combination")
         assert FACT in found[0]
     finally:
-        _migrate(executor.loader.graph.leaf_nodes())
+        migrate(executor.loader.graph.leaf_nodes())
 
 
 @pytest.mark.django_db
